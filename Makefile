@@ -1,0 +1,42 @@
+# The two commands of the README: `make run` and `make test`. Both install what is
+# missing first.
+JOBS ?= $(shell nproc)
+BUILD_DIR := build
+
+.PHONY: all build deps test-deps run test unit integration clean format tidy
+
+all: build
+
+deps:
+	scripts/install-deps.sh build
+
+test-deps:
+	scripts/install-deps.sh test
+	cd tests/integration/node && npm ci --no-audit --no-fund --loglevel=error
+
+build: deps
+	cmake --preset release >/dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	mkdir -p data
+	$(BUILD_DIR)/sluice serve --data-dir ./data --listen 127.0.0.1:9092
+
+# Unit tests and the real-client integration tests, all through ctest.
+test: test-deps build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+unit: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L unit
+
+integration: test-deps build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L integration
+
+format:
+	find src tests bench -name '*.h' -o -name '*.cc' | xargs clang-format -i
+
+tidy: build
+	run-clang-tidy -p $(BUILD_DIR) -quiet src/
+
+clean:
+	rm -rf $(BUILD_DIR)

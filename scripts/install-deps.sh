@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that building, running and testing Sluice need, and
+# only those that are missing. Usage: scripts/install-deps.sh [build|test|bench]...
+set -euo pipefail
+
+build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
+            libgtest-dev libgmock-dev librdkafka-dev)
+test_pkgs=(python3 python3-pytest python3-confluent-kafka python3-kafka kcat)
+bench_pkgs=(fio iperf3)
+
+want=()
+for group in "${@:-build}"; do
+  case "$group" in
+    build) want+=("${build_pkgs[@]}") ;;
+    test) want+=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+    bench) want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$group'" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# Node.js may come from another packager than Debian; only install it when absent.
+if [[ " $* " == *" test "* ]] && ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

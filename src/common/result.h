@@ -1,0 +1,67 @@
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace sluice {
+
+// Expected failures inside a module are values (STYLE.md: errors flow as values).
+enum class errc {
+    ok = 0,
+    not_found,
+    already_exists,
+    invalid_argument,
+    out_of_range,       // offset outside [log start, log end]
+    corrupt,            // CRC or framing mismatch
+    too_large,          // batch above max.message.bytes
+    invalid_record,     // record-level violation (key/value size, count)
+    unsupported,        // feature not offered (compression, idempotence)
+    io_error,
+    timed_out,
+    shutting_down,
+};
+
+struct error {
+    errc code = errc::ok;
+    std::string message;
+};
+
+template <typename T>
+class [[nodiscard]] result {
+public:
+    result(T v) : _v(std::move(v)) {}  // NOLINT(google-explicit-constructor)
+    result(error e) : _v(std::move(e)) {}  // NOLINT(google-explicit-constructor)
+    result(errc c, std::string msg) : _v(error{c, std::move(msg)}) {}
+
+    bool ok() const { return _v.index() == 0; }
+    explicit operator bool() const { return ok(); }
+    T& value() & { return std::get<0>(_v); }
+    const T& value() const& { return std::get<0>(_v); }
+    T&& value() && { return std::get<0>(std::move(_v)); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() { return value(); }
+    const error& err() const { return std::get<1>(_v); }
+    errc code() const { return ok() ? errc::ok : err().code; }
+
+private:
+    std::variant<T, error> _v;
+};
+
+template <>
+class [[nodiscard]] result<void> {
+public:
+    result() = default;
+    result(error e) : _e(std::move(e)) {}  // NOLINT(google-explicit-constructor)
+    result(errc c, std::string msg) : _e{c, std::move(msg)} {}
+    bool ok() const { return _e.code == errc::ok; }
+    explicit operator bool() const { return ok(); }
+    const error& err() const { return _e; }
+    errc code() const { return _e.code; }
+
+private:
+    error _e;
+};
+
+}  // namespace sluice
