@@ -1,0 +1,20 @@
+#include "protocol/api_key.h"
+
+namespace sluice::protocol {
+
+std::optional<int16_t> first_flexible_version(int16_t key) {
+    switch (static_cast<api_key>(key)) {
+        case api_key::produce: return 9;
+        case api_key::fetch: return 12;
+        case api_key::list_offsets: return 6;
+        case api_key::metadata: return 9;
+        case api_key::describe_configs: return 4;
+        case api_key::api_versions: return 3;
+        case api_key::create_topics: return 5;
+        case api_key::delete_topics: return 4;
+        case api_key::describe_cluster: return 0;
+    }
+    return std::nullopt;
+}
+
+}  // namespace sluice::protocol

@@ -1,0 +1,40 @@
+#include "protocol/error_code.h"
+
+namespace sluice::protocol {
+
+std::string_view error_name(error_code e) {
+    switch (e) {
+        case error_code::unknown_server_error: return "UNKNOWN_SERVER_ERROR";
+        case error_code::none: return "NONE";
+        case error_code::offset_out_of_range: return "OFFSET_OUT_OF_RANGE";
+        case error_code::corrupt_message: return "CORRUPT_MESSAGE";
+        case error_code::unknown_topic_or_partition: return "UNKNOWN_TOPIC_OR_PARTITION";
+        case error_code::invalid_fetch_size: return "INVALID_FETCH_SIZE";
+        case error_code::leader_not_available: return "LEADER_NOT_AVAILABLE";
+        case error_code::not_leader_or_follower: return "NOT_LEADER_OR_FOLLOWER";
+        case error_code::request_timed_out: return "REQUEST_TIMED_OUT";
+        case error_code::message_too_large: return "MESSAGE_TOO_LARGE";
+        case error_code::invalid_topic_exception: return "INVALID_TOPIC_EXCEPTION";
+        case error_code::record_list_too_large: return "RECORD_LIST_TOO_LARGE";
+        case error_code::invalid_required_acks: return "INVALID_REQUIRED_ACKS";
+        case error_code::cluster_authorization_failed: return "CLUSTER_AUTHORIZATION_FAILED";
+        case error_code::invalid_timestamp: return "INVALID_TIMESTAMP";
+        case error_code::unsupported_version: return "UNSUPPORTED_VERSION";
+        case error_code::topic_already_exists: return "TOPIC_ALREADY_EXISTS";
+        case error_code::invalid_partitions: return "INVALID_PARTITIONS";
+        case error_code::invalid_replication_factor: return "INVALID_REPLICATION_FACTOR";
+        case error_code::invalid_request: return "INVALID_REQUEST";
+        case error_code::unsupported_for_message_format: return "UNSUPPORTED_FOR_MESSAGE_FORMAT";
+        case error_code::invalid_config: return "INVALID_CONFIG";
+        case error_code::transactional_id_authorization_failed:
+            return "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
+        case error_code::unknown_topic_id: return "UNKNOWN_TOPIC_ID";
+        case error_code::inconsistent_topic_id: return "INCONSISTENT_TOPIC_ID";
+        case error_code::invalid_record: return "INVALID_RECORD";
+        case error_code::unsupported_compression_type: return "UNSUPPORTED_COMPRESSION_TYPE";
+        case error_code::kafka_storage_error: return "KAFKA_STORAGE_ERROR";
+    }
+    return "UNKNOWN";
+}
+
+}  // namespace sluice::protocol

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace sluice::protocol {
+
+// Kafka's error codes, used only at the protocol edge (STYLE.md). The values are the
+// wire numbers clients switch on.
+enum class error_code : int16_t {
+    unknown_server_error = -1,     // unexpected broker failure
+    none = 0,
+    offset_out_of_range = 1,       // fetch offset outside [log start, high watermark]
+    corrupt_message = 2,           // batch CRC or framing is wrong
+    unknown_topic_or_partition = 3,
+    invalid_fetch_size = 4,
+    leader_not_available = 5,
+    not_leader_or_follower = 6,
+    request_timed_out = 7,         // acks=-1 produce not durable within timeout_ms
+    message_too_large = 10,        // batch above max.message.bytes
+    invalid_topic_exception = 17,  // topic name breaks Kafka's naming rules
+    record_list_too_large = 18,
+    invalid_required_acks = 21,    // acks not in {-1, 0, 1}
+    cluster_authorization_failed = 31,
+    invalid_timestamp = 32,
+    unsupported_version = 35,      // api version outside the supported table
+    topic_already_exists = 36,
+    invalid_partitions = 37,       // partition count outside 1..20,000
+    invalid_replication_factor = 38,
+    invalid_request = 42,          // request well-formed but meaningless
+    unsupported_for_message_format = 43,
+    invalid_config = 40,
+    transactional_id_authorization_failed = 53,
+    unknown_topic_id = 100,
+    inconsistent_topic_id = 103,
+    invalid_record = 87,           // record-level violation (e.g. key/value size)
+    unsupported_compression_type = 76,
+    kafka_storage_error = 56,      // the log could not be written or synced
+};
+
+std::string_view error_name(error_code e);
+
+}  // namespace sluice::protocol

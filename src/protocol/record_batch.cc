@@ -1,0 +1,198 @@
+#include "protocol/record_batch.h"
+
+#include <fmt/format.h>
+
+#include "common/crc32c.h"
+#include "common/endian.h"
+#include "common/varint.h"
+
+namespace sluice::protocol {
+
+std::optional<batch_header> read_batch_header(bytes_view d) {
+    if (d.size() < batch_header_size) return std::nullopt;
+    const uint8_t* p = d.data();
+    batch_header h;
+    h.base_offset = load_be<int64_t>(p);
+    h.batch_length = load_be<int32_t>(p + 8);
+    h.partition_leader_epoch = load_be<int32_t>(p + 12);
+    h.magic = static_cast<int8_t>(p[16]);
+    h.crc = load_be<uint32_t>(p + 17);
+    h.attributes = load_be<int16_t>(p + 21);
+    h.last_offset_delta = load_be<int32_t>(p + 23);
+    h.base_timestamp = load_be<int64_t>(p + 27);
+    h.max_timestamp = load_be<int64_t>(p + 35);
+    h.producer_id = load_be<int64_t>(p + 43);
+    h.producer_epoch = load_be<int16_t>(p + 51);
+    h.base_sequence = load_be<int32_t>(p + 53);
+    h.record_count = load_be<int32_t>(p + 57);
+    return h;
+}
+
+bool batch_crc_ok(bytes_view b) {
+    if (b.size() < batch_header_size) return false;
+    uint32_t stored = load_be<uint32_t>(b.data() + batch_crc_offset);
+    return crc32c(b.data() + batch_attributes_offset, b.size() - batch_attributes_offset) == stored;
+}
+
+namespace {
+
+// Cursor over one batch's records; every read is bounds-checked.
+struct cursor {
+    const uint8_t* p;
+    const uint8_t* end;
+    bool ok = true;
+
+    int64_t varlong() {
+        int64_t v = 0;
+        size_t n = ok ? decode_varint64(p, static_cast<size_t>(end - p), v) : 0;
+        if (n == 0) ok = false;
+        p += n;
+        return v;
+    }
+    int32_t varint() {
+        int32_t v = 0;
+        size_t n = ok ? decode_varint32(p, static_cast<size_t>(end - p), v) : 0;
+        if (n == 0) ok = false;
+        p += n;
+        return v;
+    }
+    // A length-prefixed field; -1 is null.
+    std::optional<bytes_view> field() {
+        int32_t len = varint();
+        if (!ok || len < 0) return std::nullopt;
+        if (len > end - p) {
+            ok = false;
+            return std::nullopt;
+        }
+        bytes_view v(p, static_cast<size_t>(len));
+        p += len;
+        return v;
+    }
+};
+
+}  // namespace
+
+bool for_each_record(bytes_view batch, const std::function<bool(const record_view&)>& fn) {
+    auto h = read_batch_header(batch);
+    if (!h || h->size_bytes() > batch.size()) return false;
+    cursor c{batch.data() + batch_header_size, batch.data() + h->size_bytes()};
+    record_view r;
+    for (int32_t i = 0; i < h->record_count; ++i) {
+        int32_t len = c.varint();
+        if (!c.ok || len < 0 || len > c.end - c.p) return false;
+        cursor rc{c.p, c.p + len};
+        c.p += len;
+        rc.p += 1;  // record attributes, unused
+        if (rc.p > rc.end) return false;
+        r.timestamp = h->base_timestamp + rc.varlong();
+        r.offset = h->base_offset + rc.varint();
+        r.key = rc.field();
+        r.value = rc.field();
+        int32_t nh = rc.varint();
+        if (!rc.ok || nh < 0) return false;
+        r.headers.clear();
+        for (int32_t k = 0; k < nh && rc.ok; ++k) {
+            auto hk = rc.field();
+            auto hv = rc.field();
+            if (!hk) return false;
+            r.headers.emplace_back(*hk, hv);
+        }
+        if (!rc.ok || rc.p != rc.end) return false;
+        if (!fn(r)) return true;
+    }
+    return c.p == c.end;
+}
+
+namespace {
+
+result<void> check_records(bytes_view batch, const batch_header& h, const batch_limits& lim) {
+    cursor c{batch.data() + batch_header_size, batch.data() + batch.size()};
+    for (int32_t i = 0; i < h.record_count; ++i) {
+        int32_t len = c.varint();
+        if (!c.ok || len < 0 || len > c.end - c.p)
+            return {errc::invalid_record, fmt::format("record {} has a bad length", i)};
+        cursor rc{c.p, c.p + len};
+        c.p += len;
+        rc.p += 1;
+        if (rc.p > rc.end) return {errc::invalid_record, fmt::format("record {} is empty", i)};
+        rc.varlong();
+        int32_t delta = rc.varint();
+        if (rc.ok && delta != i)
+            return {errc::invalid_record,
+                    fmt::format("record {} has offset delta {}, expected {}", i, delta, i)};
+        auto key = rc.field();
+        auto value = rc.field();
+        if (key && key->size() > lim.max_key_value_bytes)
+            return {errc::invalid_record,
+                    fmt::format("record {} key is {} bytes, above the {} byte limit", i,
+                                key->size(), lim.max_key_value_bytes)};
+        if (value && value->size() > lim.max_key_value_bytes)
+            return {errc::invalid_record,
+                    fmt::format("record {} value is {} bytes, above the {} byte limit", i,
+                                value->size(), lim.max_key_value_bytes)};
+        int32_t nh = rc.varint();
+        for (int32_t k = 0; k < nh && rc.ok; ++k) {
+            if (!rc.field()) rc.ok = false;  // header keys are never null
+            rc.field();
+        }
+        if (!rc.ok || nh < 0 || rc.p != rc.end)
+            return {errc::invalid_record, fmt::format("record {} is malformed", i)};
+    }
+    if (c.p != c.end)
+        return {errc::invalid_record,
+                fmt::format("batch holds bytes after its {} records", h.record_count)};
+    return {};
+}
+
+}  // namespace
+
+result<std::vector<validated_batch>> validate_batches(bytes_view payload,
+                                                      const batch_limits& lim) {
+    std::vector<validated_batch> out;
+    size_t pos = 0;
+    if (payload.empty()) return {errc::invalid_record, "produce request holds no record batch"};
+    while (pos < payload.size()) {
+        bytes_view rest = payload.subspan(pos);
+        auto h = read_batch_header(rest);
+        if (!h) return {errc::corrupt, "truncated record batch header"};
+        if (h->magic != 2)
+            return {errc::invalid_record,
+                    fmt::format("record batch magic {} is not supported, only 2", h->magic)};
+        if (h->batch_length < static_cast<int32_t>(batch_header_size - batch_log_overhead))
+            return {errc::corrupt, fmt::format("batch length {} is too small", h->batch_length)};
+        if (h->size_bytes() > lim.max_batch_bytes)
+            return {errc::too_large,
+                    fmt::format("record batch is {} bytes, above max.message.bytes {}",
+                                h->size_bytes(), lim.max_batch_bytes)};
+        if (h->size_bytes() > rest.size())
+            return {errc::corrupt, fmt::format("record batch claims {} bytes but {} remain",
+                                               h->size_bytes(), rest.size())};
+        bytes_view batch = rest.first(h->size_bytes());
+        if (!batch_crc_ok(batch)) return {errc::corrupt, "record batch CRC mismatch"};
+        if (h->codec() != compression::none)
+            return {errc::unsupported,
+                    fmt::format("compression codec {} is not supported yet",
+                                static_cast<int>(h->codec()))};
+        if (h->is_control()) return {errc::invalid_record, "producers may not write control batches"};
+        if (h->record_count <= 0 || h->last_offset_delta != h->record_count - 1)
+            return {errc::invalid_record,
+                    fmt::format("record count {} does not match last offset delta {}",
+                                h->record_count, h->last_offset_delta)};
+        if (auto r = check_records(batch, *h, lim); !r) return r.err();
+        out.push_back({pos, *h});
+        pos += h->size_bytes();
+    }
+    return out;
+}
+
+void set_base_offset(uint8_t* batch, int64_t base_offset) { store_be<int64_t>(batch, base_offset); }
+
+void set_log_append_time(uint8_t* batch, size_t size, int64_t append_time_ms) {
+    int16_t attrs = load_be<int16_t>(batch + batch_attributes_offset);
+    store_be<int16_t>(batch + batch_attributes_offset, static_cast<int16_t>(attrs | 0x8));
+    store_be<int64_t>(batch + batch_max_timestamp_offset, append_time_ms);
+    store_be<uint32_t>(batch + batch_crc_offset,
+                       crc32c(batch + batch_attributes_offset, size - batch_attributes_offset));
+}
+
+}  // namespace sluice::protocol

@@ -1,0 +1,101 @@
+#pragma once
+
+// Kafka record batches, magic 2. Batches travel as raw bytes; this file reads and
+// checks their header and records only where that is needed (produce validation,
+// recovery, timestamp lookup). Layout (big-endian), offsets in bytes:
+//   0 base_offset i64 | 8 batch_length i32 (bytes after this field) |
+//   12 partition_leader_epoch i32 | 16 magic i8 | 17 crc u32 (CRC-32C of byte 21..end) |
+//   21 attributes i16 | 23 last_offset_delta i32 | 27 base_timestamp i64 |
+//   35 max_timestamp i64 | 43 producer_id i64 | 51 producer_epoch i16 |
+//   53 base_sequence i32 | 57 record_count i32 | 61 records...
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "common/result.h"
+#include "common/types.h"
+
+namespace sluice::protocol {
+
+constexpr size_t batch_header_size = 61;
+constexpr size_t batch_length_offset = 8;
+constexpr size_t batch_crc_offset = 17;
+constexpr size_t batch_attributes_offset = 21;
+constexpr size_t batch_max_timestamp_offset = 35;
+// Bytes before batch_length's coverage starts: base_offset + batch_length.
+constexpr size_t batch_log_overhead = 12;
+// Kafka's own cap on a single record's key or value is far higher; ours keeps a
+// record within one SQL cell and one fetch chunk comfortably.
+constexpr size_t max_key_value_bytes = 126 * 1024;
+
+enum class compression : uint8_t { none = 0, gzip = 1, snappy = 2, lz4 = 3, zstd = 4 };
+enum class timestamp_type : uint8_t { create_time = 0, log_append_time = 1 };
+
+struct batch_header {
+    int64_t base_offset = 0;
+    int32_t batch_length = 0;
+    int32_t partition_leader_epoch = 0;
+    int8_t magic = 0;
+    uint32_t crc = 0;
+    int16_t attributes = 0;
+    int32_t last_offset_delta = 0;
+    int64_t base_timestamp = 0;
+    int64_t max_timestamp = 0;
+    int64_t producer_id = -1;
+    int16_t producer_epoch = -1;
+    int32_t base_sequence = -1;
+    int32_t record_count = 0;
+
+    size_t size_bytes() const { return batch_log_overhead + static_cast<size_t>(batch_length); }
+    int64_t last_offset() const { return base_offset + last_offset_delta; }
+    compression codec() const { return static_cast<compression>(attributes & 0x7); }
+    timestamp_type ts_type() const {
+        return (attributes & 0x8) ? timestamp_type::log_append_time : timestamp_type::create_time;
+    }
+    bool is_transactional() const { return attributes & 0x10; }
+    bool is_control() const { return attributes & 0x20; }
+};
+
+// Reads the fixed header; nullopt when fewer than batch_header_size bytes are given.
+std::optional<batch_header> read_batch_header(bytes_view data);
+
+// True when the stored CRC matches bytes 21..end of a complete batch.
+bool batch_crc_ok(bytes_view batch);
+
+struct batch_limits {
+    size_t max_batch_bytes = 1024 * 1024;
+    size_t max_key_value_bytes = protocol::max_key_value_bytes;
+};
+
+struct validated_batch {
+    size_t position = 0;  // byte position within the produce payload
+    batch_header header;
+};
+
+// Checks every batch of a produce payload: framing and lengths, magic 2, CRC,
+// compression (only none is accepted for now), record framing, record count and
+// offset deltas, key/value sizes. Errors: corrupt (framing/CRC), too_large,
+// invalid_record, unsupported (compression).
+result<std::vector<validated_batch>> validate_batches(bytes_view payload, const batch_limits& lim);
+
+// Rewrites the base offset (not covered by the CRC).
+void set_base_offset(uint8_t* batch, int64_t base_offset);
+// Marks the batch LogAppendTime with the given broker time and recomputes the CRC.
+void set_log_append_time(uint8_t* batch, size_t size, int64_t append_time_ms);
+
+struct record_view {
+    int64_t timestamp = 0;  // absolute (base_timestamp + delta)
+    int64_t offset = 0;     // absolute (base_offset + delta)
+    std::optional<bytes_view> key;
+    std::optional<bytes_view> value;
+    std::vector<std::pair<bytes_view, std::optional<bytes_view>>> headers;
+};
+
+// Calls fn for each record of an uncompressed, already validated batch; stops when fn
+// returns false. Returns false when the records are malformed.
+bool for_each_record(bytes_view batch, const std::function<bool(const record_view&)>& fn);
+
+}  // namespace sluice::protocol
