@@ -1,0 +1,112 @@
+#include "net/listener.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/logging.h"
+
+namespace sluice::net {
+
+result<host_port> parse_host_port(const std::string& s) {
+    auto colon = s.rfind(':');
+    if (colon == std::string::npos || colon + 1 == s.size())
+        return {errc::invalid_argument, "expected HOST:PORT, got '" + s + "'"};
+    host_port hp;
+    hp.host = s.substr(0, colon);
+    if (hp.host.size() >= 2 && hp.host.front() == '[' && hp.host.back() == ']')
+        hp.host = hp.host.substr(1, hp.host.size() - 2);
+    try {
+        size_t used = 0;
+        hp.port = std::stoi(s.substr(colon + 1), &used);
+        if (used != s.size() - colon - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+        return {errc::invalid_argument, "bad port in '" + s + "'"};
+    }
+    if (hp.port < 0 || hp.port > 65535) return {errc::invalid_argument, "port out of range in '" + s + "'"};
+    return hp;
+}
+
+listener::listener(event_loop& loop, accept_fn fn) : _loop(loop), _fn(std::move(fn)) {}
+
+listener::~listener() { close(); }
+
+result<host_port> listener::open(const host_port& addr) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    std::string port = std::to_string(addr.port);
+    int rc = getaddrinfo(addr.host.empty() ? nullptr : addr.host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0) return {errc::invalid_argument, "cannot resolve " + addr.host + ": " + gai_strerror(rc)};
+    std::string last_err = "no address";
+    for (auto* ai = res; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+            last_err = std::strerror(errno);
+            ::close(fd);
+            continue;
+        }
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+        host_port bound = addr;
+        bound.port = ntohs(ss.ss_family == AF_INET6
+                               ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                               : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+        freeaddrinfo(res);
+        _fd = fd;
+        _loop.watch(_fd, EPOLLIN, this);
+        return bound;
+    }
+    freeaddrinfo(res);
+    return {errc::io_error, "cannot listen on " + addr.to_string() + ": " + last_err};
+}
+
+void listener::close() {
+    if (_fd < 0) return;
+    _loop.unwatch(_fd);
+    ::close(_fd);
+    _fd = -1;
+}
+
+void listener::on_io(uint32_t) {
+    for (;;) {
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        int fd = accept4(_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                log_warn("net", "accept: {}", std::strerror(errno));
+            return;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        char host[INET6_ADDRSTRLEN] = "?";
+        int port = 0;
+        if (ss.ss_family == AF_INET) {
+            auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+            inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+            port = ntohs(a->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+            port = ntohs(a->sin6_port);
+        }
+        _fn(fd, std::string(host) + ":" + std::to_string(port));
+    }
+}
+
+}  // namespace sluice::net

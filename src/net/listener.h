@@ -1,0 +1,38 @@
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "common/result.h"
+#include "net/event_loop.h"
+
+namespace sluice::net {
+
+struct host_port {
+    std::string host;
+    int port = 0;
+    std::string to_string() const { return host + ":" + std::to_string(port); }
+};
+// "HOST:PORT" or "[v6]:PORT".
+result<host_port> parse_host_port(const std::string& s);
+
+// Accepts TCP connections and hands each new non-blocking socket to on_accept.
+class listener : public io_handler {
+public:
+    using accept_fn = std::function<void(int fd, std::string peer)>;
+    listener(event_loop& loop, accept_fn fn);
+    ~listener() override;
+
+    // Binds and listens; the bound address (with the real port when 0 was asked) is
+    // returned.
+    result<host_port> open(const host_port& addr);
+    void close();
+    void on_io(uint32_t events) override;
+
+private:
+    event_loop& _loop;
+    accept_fn _fn;
+    int _fd = -1;
+};
+
+}  // namespace sluice::net
