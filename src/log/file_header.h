@@ -1,0 +1,38 @@
+#pragma once
+
+// The 32-byte header that starts every file of a segment (data, offset index, time
+// index). Grammar, magic numbers and versioning: docs/formats/segment.md.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/result.h"
+#include "common/types.h"
+
+namespace sluice::log {
+
+// Four ASCII bytes each, read big-endian, so `xxd` shows the kind at once.
+enum class file_kind : uint32_t {
+    data = 0x534c5347,          // "SLSG": Sluice log segment
+    offset_index = 0x534c4f58,  // "SLOX": offset index
+    time_index = 0x534c5458,    // "SLTX": time index
+};
+
+constexpr size_t file_header_size = 32;
+// Bumped on any incompatible change; readers refuse versions they do not know.
+constexpr uint16_t current_format_version = 1;
+
+struct file_header {
+    file_kind kind = file_kind::data;
+    uint16_t version = current_format_version;
+    offset_t base_offset = 0;
+    timestamp_ms created_ms = 0;  // broker time the segment was created (drives segment.ms)
+};
+
+void encode_file_header(uint8_t* out, const file_header& h);
+// Errors: corrupt (short, bad magic, bad CRC, non-zero flags/reserved), unsupported (version).
+result<file_header> decode_file_header(bytes_view in, file_kind expected);
+
+const char* file_kind_name(file_kind k);
+
+}  // namespace sluice::log

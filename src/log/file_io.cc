@@ -1,0 +1,108 @@
+#include "log/file_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace sluice::log {
+
+file::~file() {
+    if (_fd >= 0) ::close(_fd);
+}
+
+error io_error_from_errno(std::string_view what, const fs::path& p, int err) {
+    return error{err == ENOENT ? errc::not_found : errc::io_error,
+                 fmt::format("{} {}: {}", what, p.string(), std::strerror(err))};
+}
+
+result<std::shared_ptr<file>> open_file(const fs::path& p, int flags, mode_t mode) {
+    int fd;
+    do {
+        fd = ::open(p.c_str(), flags | O_CLOEXEC, mode);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) return io_error_from_errno("open", p, errno);
+    return std::make_shared<file>(fd, p);
+}
+
+result<size_t> read_at(const file& f, uint8_t* buf, size_t n, int64_t pos) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = ::pread(f.fd(), buf + done, n - done, static_cast<off_t>(pos + done));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return io_error_from_errno("read", f.path(), errno);
+        }
+        if (r == 0) break;
+        done += static_cast<size_t>(r);
+    }
+    return done;
+}
+
+result<void> read_exact(const file& f, uint8_t* buf, size_t n, int64_t pos) {
+    auto r = read_at(f, buf, n, pos);
+    if (!r) return r.err();
+    if (*r != n)
+        return {errc::corrupt, fmt::format("{}: wanted {} bytes at {}, file ends after {}",
+                                           f.path().string(), n, pos, *r)};
+    return {};
+}
+
+result<void> write_exact(const file& f, const uint8_t* buf, size_t n, int64_t pos) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = ::pwrite(f.fd(), buf + done, n - done, static_cast<off_t>(pos + done));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return io_error_from_errno("write", f.path(), errno);
+        }
+        done += static_cast<size_t>(r);
+    }
+    return {};
+}
+
+result<void> truncate_file(const file& f, int64_t size) {
+    while (::ftruncate(f.fd(), static_cast<off_t>(size)) != 0) {
+        if (errno != EINTR) return io_error_from_errno("truncate", f.path(), errno);
+    }
+    return {};
+}
+
+result<void> sync_data(const file& f) {
+    while (::fdatasync(f.fd()) != 0) {
+        if (errno != EINTR) return io_error_from_errno("fdatasync", f.path(), errno);
+    }
+    return {};
+}
+
+result<void> sync_dir(const fs::path& dir) {
+    auto f = open_file(dir, O_RDONLY | O_DIRECTORY);
+    if (!f) return f.err();
+    while (::fsync((*f)->fd()) != 0) {
+        if (errno != EINTR) return io_error_from_errno("fsync", dir, errno);
+    }
+    return {};
+}
+
+result<void> write_whole_file(const fs::path& p, bytes_view data) {
+    auto f = open_file(p, O_WRONLY | O_CREAT | O_TRUNC);
+    if (!f) return f.err();
+    return write_exact(**f, data.data(), data.size(), 0);
+}
+
+result<bytes> read_whole_file(const fs::path& p) {
+    auto f = open_file(p, O_RDONLY);
+    if (!f) return f.err();
+    off_t end = ::lseek((*f)->fd(), 0, SEEK_END);
+    if (end < 0) return io_error_from_errno("seek", p, errno);
+    bytes out(static_cast<size_t>(end));
+    auto r = read_at(**f, out.data(), out.size(), 0);
+    if (!r) return r.err();
+    out.resize(*r);
+    return out;
+}
+
+}  // namespace sluice::log

@@ -1,0 +1,342 @@
+#include "log/log_manager.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "common/clock.h"
+#include "common/logging.h"
+
+namespace sluice::log {
+
+namespace {
+
+constexpr const char* clean_marker_name = ".clean-shutdown";
+constexpr const char* trash_dir_name = ".trash";
+// Marker contents: a fixed line naming the format, so a stray file is not mistaken for
+// one (docs/formats/data-dir.md).
+constexpr std::string_view clean_marker_text = "sluice clean shutdown v1\n";
+
+// "<topic>-<partition>" → topic, partition; false for other names.
+bool parse_partition_dir(const std::string& name, std::string& topic, int32_t& partition) {
+    auto dash = name.rfind('-');
+    if (dash == std::string::npos || dash == 0 || dash + 1 == name.size()) return false;
+    auto [p, ec] = std::from_chars(name.data() + dash + 1, name.data() + name.size(), partition);
+    if (ec != std::errc() || p != name.data() + name.size() || partition < 0) return false;
+    topic = name.substr(0, dash);
+    return true;
+}
+
+}  // namespace
+
+log_manager::log_manager(options opts)
+    : _opts(std::move(opts)), _ctx(_opts.data_dir / "logs", _opts.max_open_files) {
+    _ctx.reporter = &_reporter;
+    _ctx.dirty = this;
+}
+
+log_manager::~log_manager() {
+    if (_opened && !_closed) close();
+}
+
+int32_t log_manager::index_interval_for(const std::string& dir_name) {
+    std::string topic;
+    int32_t partition;
+    if (parse_partition_dir(dir_name, topic, partition)) {
+        std::shared_lock lk(_topics_mu);
+        if (auto it = _topics.find(topic); it != _topics.end())
+            return it->second->config().index_interval_bytes;
+    }
+    return log_config{}.index_interval_bytes;
+}
+
+result<void> log_manager::recover_all(open_summary& sum) {
+    std::error_code ec;
+    for (fs::directory_iterator it(_ctx.logs_dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string name = it->path().filename().string();
+        std::string topic;
+        int32_t partition;
+        if (!it->is_directory() || !parse_partition_dir(name, topic, partition)) continue;
+        ++sum.partitions_scanned;
+        auto r = recover_partition(it->path(), index_interval_for(name), _ctx.files, _reporter);
+        _ctx.files.clear();
+        if (!r) {
+            ++sum.partitions_failed;
+            log_error("storage", "{}: recovery failed: {}", name, r.err().message);
+            continue;
+        }
+        if (r->repaired()) {
+            ++sum.partitions_repaired;
+            log_warn("storage", "{}: recovered: {}", name, r->describe());
+        }
+    }
+    if (ec) return io_error_from_errno("list", _ctx.logs_dir, ec.value());
+    return {};
+}
+
+result<log_manager::open_summary> log_manager::open() {
+    open_summary sum;
+    std::error_code ec;
+    bool fresh = fs::create_directories(_ctx.logs_dir, ec);
+    if (ec) return io_error_from_errno("mkdir", _ctx.logs_dir, ec.value());
+    if (fresh) {
+        if (auto r = sync_dir(_opts.data_dir); !r) return r.err();
+    }
+    // Leftovers of a remove_topic interrupted by a crash.
+    fs::remove_all(_ctx.logs_dir / trash_dir_name, ec);
+    if (ec) log_warn("storage", "could not empty the trash: {}", ec.message());
+
+    const fs::path marker = _ctx.logs_dir / clean_marker_name;
+    auto text = read_whole_file(marker);
+    if (text) {
+        if (std::string_view(reinterpret_cast<const char*>(text->data()), text->size()) !=
+            clean_marker_text)
+            log_warn("storage", "{} has unexpected contents; trusting it", marker.string());
+        // The marker must be gone for good before anything is appended, or a crash
+        // later would be mistaken for a clean shutdown.
+        fs::remove(marker, ec);
+        if (ec) return io_error_from_errno("remove", marker, ec.value());
+        if (auto r = sync_dir(_ctx.logs_dir); !r) return r.err();
+        sum.clean_shutdown = true;
+    } else if (text.code() != errc::not_found) {
+        return text.err();
+    } else if (fresh) {
+        sum.clean_shutdown = true;
+    } else {
+        log_info("storage", "no clean-shutdown marker in {}: recovering every partition",
+                 _ctx.logs_dir.string());
+        if (auto r = recover_all(sum); !r) return r.err();
+        sum.bytes_truncated = _reporter.bytes_truncated.load();
+        sum.indexes_rebuilt = _reporter.indexes_rebuilt.load();
+        sum.corruptions = _reporter.corruptions.load();
+    }
+    _opened = true;
+    _flusher = std::thread([this] { flusher_loop(); });
+    log_info("storage",
+             "logs opened at {}: {} shutdown, {} partitions recovered, {} repaired, {} failed, "
+             "{} bytes truncated, {} indexes rebuilt",
+             _ctx.logs_dir.string(), sum.clean_shutdown ? "clean" : "unclean",
+             sum.partitions_scanned, sum.partitions_repaired, sum.partitions_failed,
+             sum.bytes_truncated, sum.indexes_rebuilt);
+    return sum;
+}
+
+void log_manager::add_topic(const std::string& topic, int32_t partitions, const log_config& cfg) {
+    std::unique_lock lk(_topics_mu);
+    auto& t = _topics[topic];
+    if (!t)
+        t = std::make_unique<topic_state>(topic, cfg);
+    else
+        t->set_config(cfg);
+    while (static_cast<int32_t>(t->partitions.size()) < partitions)
+        t->partitions.emplace_back(t.get(), static_cast<int32_t>(t->partitions.size()), &_ctx);
+}
+
+partition_log* log_manager::get(const std::string& topic, int32_t partition) {
+    std::shared_lock lk(_topics_mu);
+    auto it = _topics.find(topic);
+    if (it == _topics.end() || partition < 0 ||
+        partition >= static_cast<int32_t>(it->second->partitions.size()))
+        return nullptr;
+    return &it->second->partitions[static_cast<size_t>(partition)];
+}
+
+result<void> log_manager::remove_topic(const std::string& topic) {
+    std::unique_ptr<topic_state> victim;
+    {
+        std::lock_guard pass(_pass_mu);
+        {
+            std::unique_lock lk(_topics_mu);
+            auto it = _topics.find(topic);
+            if (it == _topics.end()) return {errc::not_found, "unknown topic " + topic};
+            victim = std::move(it->second);
+            _topics.erase(it);
+        }
+        std::lock_guard q(_q_mu);
+        std::erase_if(_dirty, [&](partition_log* p) { return p->topic() == victim.get(); });
+        std::erase_if(_waiters, [&](waiter& w) {
+            if (w.log->topic() != victim.get()) return false;
+            _ready.emplace_back(std::move(w.done),
+                                result<void>(errc::not_found, "topic " + topic + " was deleted"));
+            return true;
+        });
+        _q_cv.notify_one();
+    }
+    for (auto& p : victim->partitions) p.unload();
+
+    const fs::path trash = _ctx.logs_dir / trash_dir_name;
+    std::error_code ec;
+    fs::create_directories(trash, ec);
+    if (ec) return io_error_from_errno("mkdir", trash, ec.value());
+    const auto stamp = now_ms();
+    std::vector<fs::path> moved;
+    for (size_t i = 0; i < victim->partitions.size(); ++i) {
+        const auto name = fmt::format("{}-{}", topic, i);
+        const fs::path src = _ctx.logs_dir / name;
+        if (!fs::exists(src, ec)) continue;
+        // Renaming first makes the deletion atomic per partition: a crash leaves either
+        // the whole directory or nothing under logs/, and open() empties the trash.
+        fs::path dst = trash / fmt::format("{}.{}", name, stamp);
+        fs::rename(src, dst, ec);
+        if (ec) return io_error_from_errno("rename", src, ec.value());
+        moved.push_back(std::move(dst));
+    }
+    if (auto r = sync_dir(_ctx.logs_dir); !r) return r;
+    for (const auto& d : moved) {
+        fs::remove_all(d, ec);
+        if (ec) log_warn("storage", "could not remove {}: {}", d.string(), ec.message());
+    }
+    log_info("storage", "deleted topic {} ({} partition directories)", topic, moved.size());
+    return {};
+}
+
+void log_manager::enqueue_dirty(partition_log* p) {
+    std::lock_guard lk(_q_mu);
+    _dirty.push_back(p);
+    _q_cv.notify_one();
+}
+
+void log_manager::when_durable(partition_log* log, offset_t last_offset,
+                               std::function<void(result<void>)> done) {
+    // Read before taking _q_mu: appends hold a partition lock while taking _q_mu.
+    const offset_t end = log->log_end_offset();
+    std::unique_lock lk(_q_mu);
+    if (!_opened || _stopping) {
+        lk.unlock();
+        done(result<void>(errc::shutting_down, "the log manager is closed"));
+        return;
+    }
+    if (last_offset >= end) {
+        _ready.emplace_back(std::move(done),
+                            result<void>(errc::invalid_argument,
+                                         fmt::format("offset {} was never appended", last_offset)));
+    } else {
+        _waiters.push_back({log, last_offset, std::move(done)});
+        // Makes sure a pass looks at the partition even if an earlier pass took it.
+        if (!log->_queued.exchange(true)) _dirty.push_back(log);
+    }
+    _q_cv.notify_one();
+}
+
+void log_manager::set_high_watermark_listener(
+    std::function<void(const std::vector<topic_partition>&)> fn) {
+    std::lock_guard lk(_q_mu);
+    _listener = std::move(fn);
+}
+
+void log_manager::set_flush_paused(bool paused) {
+    std::lock_guard lk(_q_mu);
+    _paused = paused;
+    _q_cv.notify_one();
+}
+
+uint64_t log_manager::flush_passes() const {
+    std::lock_guard lk(_q_mu);
+    return _passes;
+}
+
+void log_manager::flush_pass(std::vector<partition_log*>& dirty, std::vector<waiter>& waiters,
+                             ready_list& ready, std::vector<waiter>& unresolved,
+                             std::vector<topic_partition>& advanced) {
+    std::lock_guard pass(_pass_mu);
+    // Cleared before syncing: an append racing with this pass re-queues the partition.
+    for (auto* p : dirty) p->_queued.store(false);
+    for (auto* p : dirty) {
+        auto r = p->sync();
+        if (r && *r) advanced.push_back(p->id());
+    }
+    for (auto& w : waiters) {
+        if (w.log->_hw.load() > w.last_offset) {
+            ready.emplace_back(std::move(w.done), result<void>());
+        } else if (auto f = w.log->failure()) {
+            ready.emplace_back(std::move(w.done), result<void>(*f));
+        } else {
+            unresolved.push_back(std::move(w));
+        }
+    }
+}
+
+void log_manager::flusher_loop() {
+    std::unique_lock lk(_q_mu);
+    while (true) {
+        _q_cv.wait(lk, [&] {
+            return _stopping ||
+                   (!_paused && (!_dirty.empty() || !_waiters.empty() || !_ready.empty()));
+        });
+        if (_dirty.empty() && _waiters.empty() && _ready.empty()) break;  // stopping, drained
+        auto dirty = std::exchange(_dirty, {});
+        auto waiters = std::exchange(_waiters, {});
+        auto ready = std::exchange(_ready, {});
+        auto listener = _listener;
+        lk.unlock();
+
+        std::vector<waiter> unresolved;
+        std::vector<topic_partition> advanced;
+        flush_pass(dirty, waiters, ready, unresolved, advanced);
+        for (auto& [done, r] : ready) done(std::move(r));
+        if (listener && !advanced.empty()) listener(advanced);
+
+        lk.lock();
+        ++_passes;
+        for (auto& w : unresolved) {
+            if (!w.log->_queued.exchange(true)) _dirty.push_back(w.log);
+            _waiters.push_back(std::move(w));
+        }
+    }
+}
+
+void log_manager::close() {
+    if (!_opened || _closed) return;
+    _closed = true;
+    {
+        std::lock_guard lk(_q_mu);
+        _stopping = true;
+    }
+    _q_cv.notify_one();
+    if (_flusher.joinable()) _flusher.join();
+
+    bool clean = true;
+    {
+        std::shared_lock lk(_topics_mu);
+        for (auto& [name, t] : _topics) {
+            for (auto& p : t->partitions) {
+                if (!p.loaded()) continue;
+                if (p.failure()) clean = false;
+                if (auto r = p.save_for_shutdown(); !r) {
+                    log_error("storage", "{}-{}: {}", name, p.partition(), r.err().message);
+                    clean = false;
+                }
+            }
+        }
+    }
+    // One syncfs makes the index files durable without an fsync per file.
+    if (auto dir = open_file(_ctx.logs_dir, O_RDONLY | O_DIRECTORY); dir) {
+        if (::syncfs((*dir)->fd()) != 0) clean = false;
+    } else {
+        clean = false;
+    }
+    _ctx.files.clear();
+    if (!clean) {
+        log_warn("storage", "closed without a clean-shutdown marker: next start recovers");
+        return;
+    }
+    const fs::path marker = _ctx.logs_dir / clean_marker_name;
+    auto text = bytes(clean_marker_text.begin(), clean_marker_text.end());
+    result<void> r = write_whole_file(marker, text);
+    if (r) {
+        auto f = open_file(marker, O_RDONLY);
+        r = f ? sync_data(**f) : result<void>(f.err());
+    }
+    if (r) r = sync_dir(_ctx.logs_dir);
+    if (!r)
+        log_warn("storage", "could not write the clean-shutdown marker: {}", r.err().message);
+    else
+        log_info("storage", "logs closed cleanly");
+}
+
+}  // namespace sluice::log

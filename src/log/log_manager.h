@@ -1,0 +1,126 @@
+#pragma once
+
+// All partition logs of a broker under <data_dir>/logs, the descriptor cache they
+// share, crash recovery at start-up, and the flusher thread (group commit). Directory
+// layout and the clean-shutdown marker: docs/formats/data-dir.md.
+//
+// Memory: a declared, never-used partition costs sizeof(partition_log) = 96 bytes
+// (x86-64, libstdc++) inside its topic's deque, about 103 bytes measured with malloc
+// overhead (log_manager_test, 20,000 partitions), and nothing on disk.
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "log/partition_log.h"
+#include "log/recovery.h"
+
+namespace sluice::log {
+
+class log_manager final : private dirty_sink {
+  public:
+    struct options {
+        std::filesystem::path data_dir;
+        size_t max_open_files = 1024;
+    };
+
+    // What open() found, for the start-up log line.
+    struct open_summary {
+        bool clean_shutdown = false;     // marker found (or a fresh data directory)
+        size_t partitions_scanned = 0;   // recovered eagerly after an unclean shutdown
+        size_t partitions_repaired = 0;  // of those, changed by recovery
+        size_t partitions_failed = 0;    // recovery failed; they report errors on use
+        int64_t bytes_truncated = 0;
+        int64_t indexes_rebuilt = 0;
+        int64_t corruptions = 0;  // damage in sealed segments, left as is
+    };
+
+    explicit log_manager(options opts);  // no I/O
+    ~log_manager();                      // close() unless already closed
+    log_manager(const log_manager&) = delete;
+    log_manager& operator=(const log_manager&) = delete;
+
+    // Reads and removes the clean-shutdown marker; without it every partition directory
+    // is recovered now. Empties the trash and starts the flusher. Call before any other
+    // use. Errors: io_error.
+    result<open_summary> open();
+
+    // Declares (or re-configures, or grows) a topic's partitions. Creates nothing on
+    // disk: a partition's directory appears with its first append.
+    void add_topic(const std::string& topic, int32_t partitions, const log_config& cfg);
+    // Forgets the topic and deletes its data (rename to <logs>/.trash, then remove).
+    // Its partition_log pointers are invalid afterwards; its pending when_durable
+    // callbacks get errc::not_found. Errors: not_found, io_error.
+    result<void> remove_topic(const std::string& topic);
+    // nullptr when the topic or partition is unknown. Valid until remove_topic.
+    partition_log* get(const std::string& topic, int32_t partition);
+
+    // done() runs on the flusher thread once everything appended to `log` up to and
+    // including last_offset is on stable storage; with io_error when the fsync failed,
+    // with shutting_down (on the calling thread) after close().
+    void when_durable(partition_log* log, offset_t last_offset,
+                      std::function<void(result<void>)> done);
+    // Called on the flusher thread after a pass with the partitions whose high
+    // watermark advanced.
+    void set_high_watermark_listener(std::function<void(const std::vector<topic_partition>&)> fn);
+
+    // Flushes everything, stops the flusher, saves the active indexes, closes files,
+    // writes the clean-shutdown marker (not when a partition has failed).
+    void close();
+
+    // Holds the flusher before its next pass (tests; maintenance). close() still flushes.
+    void set_flush_paused(bool paused);
+
+    // Introspection (tests, metrics).
+    const fd_cache& files() const { return _ctx.files; }
+    uint64_t flush_passes() const;
+    const fs::path& logs_dir() const { return _ctx.logs_dir; }
+
+  private:
+    struct waiter {
+        partition_log* log;
+        offset_t last_offset;
+        std::function<void(result<void>)> done;
+    };
+    using ready_list = std::vector<std::pair<std::function<void(result<void>)>, result<void>>>;
+
+    void enqueue_dirty(partition_log* p) override;
+    void flusher_loop();
+    void flush_pass(std::vector<partition_log*>& dirty, std::vector<waiter>& waiters,
+                    ready_list& ready, std::vector<waiter>& unresolved,
+                    std::vector<topic_partition>& advanced);
+    result<void> recover_all(open_summary& sum);
+    int32_t index_interval_for(const std::string& dir_name);
+
+    options _opts;
+    log_context _ctx;
+    counting_reporter _reporter;
+
+    mutable std::shared_mutex _topics_mu;
+    std::unordered_map<std::string, std::unique_ptr<topic_state>> _topics;
+
+    // Flusher state, under _q_mu.
+    mutable std::mutex _q_mu;
+    std::condition_variable _q_cv;
+    std::vector<partition_log*> _dirty;  // O(dirty) bookkeeping: each partition once
+    std::vector<waiter> _waiters;
+    ready_list _ready;
+    std::function<void(const std::vector<topic_partition>&)> _listener;
+    bool _stopping = false;
+    bool _paused = false;
+    uint64_t _passes = 0;
+    // Held for a whole flush pass, so remove_topic never frees a partition mid-sync.
+    std::mutex _pass_mu;
+
+    std::thread _flusher;
+    bool _opened = false;
+    bool _closed = false;
+};
+
+}  // namespace sluice::log

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/types.h"
+#include "protocol/record_batch.h"
+
+namespace sluice::log {
+
+// Per-topic settings, taken from the topic's configs.
+struct log_config {
+    int64_t segment_bytes = 1LL << 30;            // roll when the active segment would exceed this
+    int64_t segment_ms = 7LL * 24 * 3600 * 1000;  // roll when the active segment is older
+    size_t max_message_bytes = 1 << 20;           // used by the caller for validation; kept here
+    protocol::timestamp_type timestamp_type = protocol::timestamp_type::create_time;
+    int32_t index_interval_bytes = 4096;  // sparse index density
+};
+
+struct append_info {
+    offset_t base_offset = -1;
+    offset_t last_offset = -1;
+    timestamp_ms log_append_time = -1;  // -1 for CreateTime topics
+    offset_t log_start_offset = 0;
+};
+
+struct read_result {
+    bytes data;  // whole batches, concatenated, as stored
+    offset_t high_watermark = 0;
+    offset_t log_start_offset = 0;
+    offset_t log_end_offset = 0;
+};
+
+struct offset_and_time {
+    offset_t offset = -1;
+    timestamp_ms timestamp = -1;
+    auto operator<=>(const offset_and_time&) const = default;
+};
+
+}  // namespace sluice::log

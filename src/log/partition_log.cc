@@ -1,0 +1,329 @@
+#include "log/partition_log.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "common/clock.h"
+#include "common/logging.h"
+#include "log/file_header.h"
+
+namespace sluice::log {
+
+namespace {
+// Index entries store positions and relative offsets as u32 (docs/formats/offset-index.md),
+// so a segment rolls before either would overflow.
+constexpr int64_t max_u32 = std::numeric_limits<uint32_t>::max();
+}  // namespace
+
+partition_log::~partition_log() = default;
+
+topic_partition partition_log::id() const {
+    return {_topic->name, _partition};
+}
+
+fs::path partition_log::dir_path() const {
+    return _ctx->logs_dir / fmt::format("{}-{}", _topic->name, _partition);
+}
+
+void partition_log::fail(const error& e) const {
+    if (!_st->failed) {
+        // After a failed fsync the kernel may have dropped the dirty pages and a retry
+        // could falsely succeed, so the partition stops serving until a restart runs
+        // recovery (as PostgreSQL does after fsync errors).
+        log_error("storage", "{}-{}: {}; the partition is out of service until restart",
+                  _topic->name, _partition, e.message);
+        _st->failed = error{errc::io_error, e.message};
+    }
+}
+
+result<void> partition_log::ensure_loaded() const {
+    if (_st) return _st->failed ? result<void>(*_st->failed) : result<void>();
+    auto r = load();
+    if (!r) fail(r.err());
+    _loaded.store(true, std::memory_order_release);
+    return r;
+}
+
+result<void> partition_log::load() const {
+    _st = std::make_unique<state>();
+    _st->dir = dir_path();
+    std::error_code ec;
+    if (!fs::exists(_st->dir, ec)) {
+        if (ec) return io_error_from_errno("stat", _st->dir, ec.value());
+        return {};  // never written: an empty log at offset 0
+    }
+    auto files = list_segments(_st->dir);
+    if (!files) return files.err();
+    if (files->empty()) return {};
+    const auto cfg = _topic->config();
+    for (size_t i = 0; i < files->size(); ++i) {
+        const auto& fi = (*files)[i];
+        bool last = i + 1 == files->size();
+        auto seg = std::make_unique<segment>(_st->dir, fi.base_offset, fi.size, last, _ctx->files);
+        if (!last) seg->set_end_offset((*files)[i + 1].base_offset);
+        _st->segments.push_back(std::move(seg));
+    }
+    // After a clean shutdown the last segment's indexes are current; the tail after the
+    // last index entry is still verified, cheaply, in case the marker lied.
+    repair_summary sum;
+    auto r = recover_last_segment(*active(), false, cfg.index_interval_bytes, now_ms(),
+                                  *_ctx->reporter, sum);
+    if (!r) return r;
+    if (sum.repaired())
+        log_warn("storage", "{}-{}: repaired on load: {}", _topic->name, _partition,
+                 sum.describe());
+    _lso = _st->segments.front()->base_offset();
+    _leo = active()->end_offset();
+    // Everything found on disk is durable: recovery fsynced what it changed, and a clean
+    // shutdown fsynced everything.
+    _hw = _leo.load();
+    return {};
+}
+
+segment* partition_log::segment_for(offset_t offset) const {
+    auto& segs = _st->segments;
+    auto it = std::upper_bound(segs.begin(), segs.end(), offset,
+                               [](offset_t o, const auto& s) { return o < s->base_offset(); });
+    return it == segs.begin() ? nullptr : std::prev(it)->get();
+}
+
+result<void> partition_log::ensure_indexes(segment& seg) const {
+    if (seg.indexes_loaded()) return {};
+    repair_summary sum;
+    auto r =
+        ensure_sealed_indexes(seg, _topic->config().index_interval_bytes, *_ctx->reporter, sum);
+    if (sum.repaired()) log_warn("storage", "{}-{}: {}", _topic->name, _partition, sum.describe());
+    return r;
+}
+
+result<void> partition_log::prepare_segment(const log_config& cfg, size_t bytes,
+                                            offset_t last_offset, timestamp_ms now) {
+    segment* seg = active();
+    if (seg) {
+        auto grown = seg->size() + static_cast<int64_t>(bytes);
+        bool roll = seg->has_data() && (grown > cfg.segment_bytes || grown > max_u32 ||
+                                        now - seg->created_ms() >= cfg.segment_ms ||
+                                        last_offset + 1 - seg->base_offset() > max_u32);
+        if (!roll) return {};
+        // The old segment is made durable before the new one exists, so after a crash
+        // only the last segment can be torn (recovery scans only that one).
+        if (auto r = seg->seal(); !r) {
+            fail(r.err());
+            return r;
+        }
+        log_debug("storage", "{}-{}: rolled segment {} at offset {}", _topic->name, _partition,
+                  seg->base_offset(), _leo.load());
+    } else {
+        std::error_code ec;
+        if (fs::create_directory(_st->dir, ec)) _st->parent_dirty = true;
+        if (ec) return io_error_from_errno("mkdir", _st->dir, ec.value());
+    }
+    auto created = segment::create(_st->dir, _leo.load(), now, _ctx->files);
+    if (!created) return created.err();
+    _st->segments.push_back(std::move(*created));
+    ++_st->created_gen;
+    return {};
+}
+
+result<append_info> partition_log::append(std::span<uint8_t> payload,
+                                          const std::vector<protocol::validated_batch>& batches,
+                                          timestamp_ms now) {
+    if (batches.empty()) return {errc::invalid_argument, "append of no batches"};
+    const log_config cfg = _topic->config();
+    const bool log_append_time = cfg.timestamp_type == protocol::timestamp_type::log_append_time;
+    std::lock_guard lk(_mu);
+    if (auto r = ensure_loaded(); !r) return r.err();
+    const offset_t base = _leo.load();
+    offset_t next = base;
+    size_t covered = 0;
+    for (const auto& b : batches) {
+        next += b.header.last_offset_delta + 1;
+        covered += b.header.size_bytes();
+    }
+    if (covered != payload.size())
+        return {errc::invalid_argument, "payload and validated batches disagree"};
+    const offset_t last = next - 1;
+    if (auto r = prepare_segment(cfg, payload.size(), last, now); !r) return r.err();
+    segment* seg = active();
+
+    next = base;
+    for (const auto& b : batches) {
+        uint8_t* p = payload.data() + b.position;
+        protocol::set_base_offset(p, next);
+        if (log_append_time) protocol::set_log_append_time(p, b.header.size_bytes(), now);
+        next += b.header.last_offset_delta + 1;
+    }
+    const int64_t start = seg->size();
+    if (auto r = seg->append(bytes_view(payload.data(), payload.size()), last); !r) {
+        log_error("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
+        return r.err();
+    }
+    next = base;
+    for (const auto& b : batches) {
+        seg->note_batch(next, start + static_cast<int64_t>(b.position),
+                        log_append_time ? now : b.header.max_timestamp, cfg.index_interval_bytes);
+        next += b.header.last_offset_delta + 1;
+    }
+    _leo.store(next);
+    if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
+    return append_info{base, last, log_append_time ? now : -1, _lso.load()};
+}
+
+result<read_result> partition_log::read(offset_t offset, size_t max_bytes, bool min_one) const {
+    read_result out;
+    std::shared_ptr<file> f;
+    int64_t pos = 0;
+    int64_t end = 0;
+    {
+        std::lock_guard lk(_mu);
+        if (auto r = ensure_loaded(); !r) return r.err();
+        out.high_watermark = _hw.load();
+        out.log_start_offset = _lso.load();
+        out.log_end_offset = _leo.load();
+        if (offset < out.log_start_offset || offset > out.log_end_offset)
+            return {errc::out_of_range, fmt::format("offset {} is outside [{}, {}] of {}-{}",
+                                                    offset, out.log_start_offset,
+                                                    out.log_end_offset, _topic->name, _partition)};
+        if (offset >= out.high_watermark) return out;
+        segment* seg = segment_for(offset);
+        if (!seg) return {errc::out_of_range, "no segment holds the offset"};
+        if (auto r = ensure_indexes(*seg); !r) return r.err();
+        auto p = seg->find_position(offset);
+        if (!p) return p.err();
+        pos = *p;
+        end = seg->size();
+        auto df = seg->data();
+        if (!df) return df.err();
+        f = std::move(*df);
+    }
+    // Bytes below `end` never change, so the read needs no lock.
+    const size_t hdr = protocol::batch_header_size;
+    size_t n = static_cast<size_t>(
+        std::min<int64_t>(static_cast<int64_t>(std::max(max_bytes, hdr)), end - pos));
+    bytes buf(n);
+    if (auto r = read_exact(*f, buf.data(), n, pos); !r) return r.err();
+    size_t used = 0;
+    while (used + hdr <= buf.size()) {
+        auto h = *protocol::read_batch_header(bytes_view(buf).subspan(used));
+        if (h.base_offset >= out.high_watermark) break;
+        size_t size = h.size_bytes();
+        if (used + size > max_bytes || used + size > buf.size()) {
+            if (used == 0 && min_one) {
+                if (size > buf.size()) {
+                    size_t have = buf.size();
+                    buf.resize(size);
+                    if (auto r = read_exact(*f, buf.data() + have, size - have, pos + have); !r)
+                        return r.err();
+                }
+                used = size;
+            }
+            break;
+        }
+        used += size;
+    }
+    buf.resize(used);
+    out.data = std::move(buf);
+    return out;
+}
+
+offset_t partition_log::high_watermark() const {
+    if (!loaded()) {
+        std::lock_guard lk(_mu);
+        (void)ensure_loaded();
+    }
+    return _hw.load();
+}
+
+offset_t partition_log::log_end_offset() const {
+    if (!loaded()) {
+        std::lock_guard lk(_mu);
+        (void)ensure_loaded();
+    }
+    return _leo.load();
+}
+
+offset_t partition_log::log_start_offset() const {
+    if (!loaded()) {
+        std::lock_guard lk(_mu);
+        (void)ensure_loaded();
+    }
+    return _lso.load();
+}
+
+size_t partition_log::segment_count() const {
+    std::lock_guard lk(_mu);
+    return _st ? _st->segments.size() : 0;
+}
+
+size_t partition_log::memory_bytes() const {
+    std::lock_guard lk(_mu);
+    size_t n = sizeof(*this);
+    if (_st) {
+        n +=
+            sizeof(state) + _st->dir.native().capacity() + _st->segments.capacity() * sizeof(void*);
+        for (const auto& s : _st->segments) n += s->memory_bytes();
+    }
+    return n;
+}
+
+result<bool> partition_log::sync() {
+    std::shared_ptr<file> f;
+    offset_t target;
+    uint64_t gen;
+    bool new_files;
+    bool parent;
+    fs::path dir;
+    {
+        std::lock_guard lk(_mu);
+        if (!_st || _st->failed) return _st && _st->failed ? result<bool>(*_st->failed) : false;
+        target = _leo.load();
+        gen = _st->created_gen;
+        new_files = gen != _st->synced_gen;
+        parent = _st->parent_dirty;
+        if (target == _hw.load() && !new_files) return false;
+        auto df = active()->data();
+        if (!df) {
+            fail(df.err());
+            return df.err();
+        }
+        f = std::move(*df);
+        dir = _st->dir;
+    }
+    // A new file is durable only once its directory entry is; the segment fsync comes
+    // first so the entry never names a file with lost contents.
+    result<void> r = sync_data(*f);
+    if (r && new_files) r = sync_dir(dir);
+    if (r && parent) r = sync_dir(_ctx->logs_dir);
+    std::lock_guard lk(_mu);
+    if (!r) {
+        fail(r.err());
+        return r.err();
+    }
+    _st->synced_gen = std::max(_st->synced_gen, gen);
+    if (parent) _st->parent_dirty = false;
+    if (target <= _hw.load()) return false;
+    _hw.store(target);
+    return true;
+}
+
+result<void> partition_log::save_for_shutdown() {
+    std::lock_guard lk(_mu);
+    if (!_st || _st->failed || !active()) return {};
+    active()->add_final_time_entry();
+    return active()->save_indexes();
+}
+
+std::optional<error> partition_log::failure() const {
+    std::lock_guard lk(_mu);
+    return _st ? _st->failed : std::nullopt;
+}
+
+void partition_log::unload() {
+    std::lock_guard lk(_mu);
+    _st.reset();
+    _loaded.store(false);
+}
+
+}  // namespace sluice::log

@@ -1,0 +1,161 @@
+#pragma once
+
+// One partition's log: an ordered list of segments, of which the last is active
+// (appended to). Offsets are assigned here. The high watermark is the first offset not
+// yet on stable storage; the manager's flusher advances it (group commit).
+//
+// Threading: the event-loop thread appends and reads, the flusher thread syncs, other
+// threads (SQL) may read; one mutex per partition serializes them, and fsync runs
+// outside it so an append never waits for the disk.
+//
+// Memory: a declared partition that was never used holds only this object (see
+// log_manager.h for the measured size); segments, descriptors and indexes load on
+// first use.
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "log/fd_cache.h"
+#include "log/log_types.h"
+#include "log/recovery.h"
+#include "log/segment.h"
+
+namespace sluice::log {
+
+class partition_log;
+
+// The flusher's dirty list, as a partition sees it.
+class dirty_sink {
+  public:
+    virtual void enqueue_dirty(partition_log* p) = 0;
+
+  protected:
+    ~dirty_sink() = default;
+};
+
+// What every partition of a manager shares.
+struct log_context {
+    log_context(fs::path dir, size_t max_open_files)
+        : logs_dir(std::move(dir)), files(max_open_files) {}
+    fs::path logs_dir;  // <data_dir>/logs
+    fd_cache files;
+    recovery_reporter* reporter = nullptr;
+    dirty_sink* dirty = nullptr;
+};
+
+struct topic_state;
+
+class partition_log {
+  public:
+    partition_log(topic_state* topic, int32_t partition, log_context* ctx)
+        : _topic(topic), _ctx(ctx), _partition(partition) {}
+    partition_log(const partition_log&) = delete;
+    partition_log& operator=(const partition_log&) = delete;
+    ~partition_log();
+
+    // `payload` holds the batches protocol::validate_batches returned. Assigns offsets
+    // from log_end_offset() (rewriting each base offset) and, for LogAppendTime topics,
+    // stamps `now`. One write to the active segment, rolling first when segment_bytes or
+    // segment_ms say so (the old segment is fsynced before the new one is used).
+    // Errors: io_error (also after an earlier failed fsync), invalid_argument.
+    result<append_info> append(std::span<uint8_t> payload,
+                               const std::vector<protocol::validated_batch>& batches,
+                               timestamp_ms now);
+
+    // Whole batches from the one holding `offset`, below the high watermark, within
+    // max_bytes (the first batch regardless when min_one). Data from one segment.
+    // offset == high watermark: empty. Outside [log start, log end]: out_of_range.
+    result<read_result> read(offset_t offset, size_t max_bytes, bool min_one) const;
+
+    offset_t high_watermark() const;  // first offset not yet durable
+    offset_t log_end_offset() const;  // next offset to assign
+    offset_t log_start_offset() const;
+
+    // First record at or below the high watermark with timestamp >= ts.
+    result<std::optional<offset_and_time>> offset_for_timestamp(timestamp_ms ts) const;
+    // The (first) record with the largest timestamp, below the high watermark.
+    result<std::optional<offset_and_time>> max_timestamp_offset() const;
+
+    topic_partition id() const;
+    int32_t partition() const { return _partition; }
+    const topic_state* topic() const { return _topic; }
+    bool loaded() const { return _loaded.load(std::memory_order_acquire); }
+    size_t segment_count() const;
+    size_t memory_bytes() const;  // this object plus what it has loaded
+
+  private:
+    friend class log_manager;
+
+    struct state {
+        fs::path dir;
+        std::vector<std::unique_ptr<segment>> segments;
+        std::optional<error> failed;  // sticky: a failed fsync leaves page state unknown
+        uint64_t created_gen = 0;     // bumped when a segment file or the dir is created
+        uint64_t synced_gen = 0;      // created_gen covered by the last directory fsync
+        bool parent_dirty = false;    // the partition directory itself is new
+    };
+
+    result<void> ensure_loaded() const;  // _mu held
+    result<void> load() const;
+    fs::path dir_path() const;
+    segment* active() const { return _st->segments.empty() ? nullptr : _st->segments.back().get(); }
+    segment* segment_for(offset_t offset) const;
+    result<void> ensure_indexes(segment& seg) const;
+    result<void> prepare_segment(const log_config& cfg, size_t bytes, offset_t last_offset,
+                                 timestamp_ms now);
+    void fail(const error& e) const;
+
+    // Scans the batches of `seg` holding offsets in [from, limit); fn returns false to stop.
+    template <typename Fn>
+    result<void> scan_range(segment& seg, offset_t from, offset_t limit, Fn&& fn) const;
+    result<std::optional<offset_and_time>> locate_max(segment& seg, offset_t from, offset_t limit,
+                                                      timestamp_ms max_ts) const;
+
+    // --- manager side ---
+    // Flusher thread: makes everything appended so far durable; true when the high
+    // watermark moved.
+    result<bool> sync();
+    // Shutdown: writes the active segment's indexes (with its final time entry).
+    result<void> save_for_shutdown();
+    std::optional<error> failure() const;
+    void unload();  // forgets files and segments (remove_topic)
+
+    topic_state* _topic;
+    log_context* _ctx;
+    int32_t _partition;
+    mutable std::atomic<bool> _loaded{false};
+    std::atomic<bool> _queued{false};  // in the flusher's dirty list
+    mutable std::mutex _mu;
+    mutable std::atomic<offset_t> _hw{0};
+    mutable std::atomic<offset_t> _leo{0};
+    mutable std::atomic<offset_t> _lso{0};
+    mutable std::unique_ptr<state> _st;  // null until first use
+};
+
+// A topic's name, settings and partitions; owned by the log_manager.
+struct topic_state {
+    explicit topic_state(std::string n, const log_config& c) : name(std::move(n)), _cfg(c) {}
+    log_config config() const {
+        std::lock_guard lk(_mu);
+        return _cfg;
+    }
+    void set_config(const log_config& c) {
+        std::lock_guard lk(_mu);
+        _cfg = c;
+    }
+
+    const std::string name;
+    std::deque<partition_log> partitions;  // deque: adding partitions moves none
+
+  private:
+    mutable std::mutex _mu;
+    log_config _cfg;
+};
+
+}  // namespace sluice::log

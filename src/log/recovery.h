@@ -1,0 +1,86 @@
+#pragma once
+
+// Crash recovery of partition logs. After an unclean shutdown only the last segment of
+// a partition can hold a torn write (a segment is fsynced before the next one is
+// created), so the last segment is scanned batch by batch, framing and CRC checked,
+// and cut at the first batch that is not whole and valid; indexes are rebuilt from the
+// scan. Sealed segments keep their data; an index that is missing or disagrees with
+// its data is rebuilt. What recovery finds goes to a recovery_reporter (as LevelDB's
+// log::Reader::Reporter) and into a repair_summary for the one log line per partition.
+// See docs/formats/segment.md ("Recovery").
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "log/segment.h"
+
+namespace sluice::log {
+
+class recovery_reporter {
+  public:
+    virtual ~recovery_reporter() = default;
+    // `bytes` bytes from byte `position` of `file` were cut off; the log now ends at
+    // log_end_offset.
+    virtual void truncated(const fs::path& file, int64_t position, int64_t bytes,
+                           offset_t log_end_offset, const std::string& reason) = 0;
+    // An index file was missing or disagreed with its data and was rebuilt.
+    virtual void index_rebuilt(const fs::path& file, const std::string& reason) = 0;
+    // Damage recovery does not repair (inside a sealed segment); the data stays as is.
+    virtual void corruption(const fs::path& file, const std::string& reason) = 0;
+};
+
+// A reporter that ignores everything (the summary still records it).
+class null_reporter final : public recovery_reporter {
+  public:
+    void truncated(const fs::path&, int64_t, int64_t, offset_t, const std::string&) override {}
+    void index_rebuilt(const fs::path&, const std::string&) override {}
+    void corruption(const fs::path&, const std::string&) override {}
+};
+
+// Counts events, for the start-up summary; the one line per partition comes from the
+// repair_summary, so this reporter does not log.
+class counting_reporter final : public recovery_reporter {
+  public:
+    void truncated(const fs::path&, int64_t, int64_t bytes, offset_t, const std::string&) override {
+        ++truncations;
+        bytes_truncated += bytes;
+    }
+    void index_rebuilt(const fs::path&, const std::string&) override { ++indexes_rebuilt; }
+    void corruption(const fs::path&, const std::string&) override { ++corruptions; }
+
+    std::atomic<int64_t> truncations{0};
+    std::atomic<int64_t> bytes_truncated{0};
+    std::atomic<int64_t> indexes_rebuilt{0};
+    std::atomic<int64_t> corruptions{0};
+};
+
+struct repair_summary {
+    int64_t bytes_truncated = 0;
+    offset_t log_end_offset = 0;
+    int indexes_rebuilt = 0;
+    int corruptions = 0;
+    std::vector<std::string> notes;  // one per action, for the log line
+
+    bool repaired() const { return !notes.empty(); }
+    std::string describe() const;
+};
+
+// Opens the last segment of a partition for appending: repairs a torn header of an
+// empty segment, loads the indexes (rebuilt when missing or disagreeing), then scans
+// the data after the last index entry (all of it when `full`), verifying every batch,
+// and cuts the file at the first bad or torn batch. Sets the segment's end offset. In
+// full mode the data is fsynced, since all of it is durable from now on.
+result<void> recover_last_segment(segment& seg, bool full, int32_t interval_bytes, timestamp_ms now,
+                                  recovery_reporter& rep, repair_summary& sum);
+
+// Loads a sealed segment's indexes, rebuilding them from the data when missing or
+// disagreeing. The segment's end offset must be set (the next segment's base).
+result<void> ensure_sealed_indexes(segment& seg, int32_t interval_bytes, recovery_reporter& rep,
+                                   repair_summary& sum);
+
+// Recovery of every segment of one partition directory after an unclean shutdown.
+result<repair_summary> recover_partition(const fs::path& dir, int32_t interval_bytes,
+                                         fd_cache& cache, recovery_reporter& rep);
+
+}  // namespace sluice::log

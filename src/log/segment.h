@@ -1,0 +1,115 @@
+#pragma once
+
+// One segment of a partition log: a data file of record batches named by its base
+// offset, with a sparse offset index and a time index beside it. Formats:
+// docs/formats/segment.md, offset-index.md, time-index.md.
+//
+// Not thread-safe: the owning partition_log serializes access.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "log/fd_cache.h"
+#include "log/offset_index.h"
+#include "log/time_index.h"
+
+namespace sluice::log {
+
+constexpr const char* data_ext = ".log";
+constexpr const char* index_ext = ".index";
+constexpr const char* time_index_ext = ".timeindex";
+
+// Segment files are named by base offset, zero-padded to 20 digits so that names sort
+// as numbers do (int64 max has 19 digits).
+std::string segment_file_name(offset_t base, const char* ext);
+
+struct segment_file_info {
+    offset_t base_offset = 0;
+    int64_t size = 0;
+};
+// The data files of a partition directory, by base offset. Other files are ignored.
+result<std::vector<segment_file_info>> list_segments(const fs::path& dir);
+
+class segment {
+  public:
+    segment(fs::path dir, offset_t base, int64_t size, bool writable, fd_cache& cache);
+    ~segment();
+    segment(const segment&) = delete;
+    segment& operator=(const segment&) = delete;
+
+    // Creates the data file with its header (O_EXCL); indexes start empty in memory.
+    static result<std::unique_ptr<segment>> create(const fs::path& dir, offset_t base,
+                                                   timestamp_ms now, fd_cache& cache);
+
+    offset_t base_offset() const { return _base; }
+    offset_t end_offset() const { return _end_offset; }  // offset after the last batch
+    void set_end_offset(offset_t o) { _end_offset = o; }
+    int64_t size() const { return _size; }  // bytes, header included
+    bool has_data() const { return _end_offset > _base; }
+    timestamp_ms created_ms() const { return _created_ms; }
+    // Largest batch timestamp seen (active segment, or after an index load and scan).
+    timestamp_ms max_timestamp() const { return _max_ts; }
+    bool writable() const { return _writable; }
+
+    const fs::path& dir() const { return _dir; }
+    fs::path data_path() const;
+    fs::path index_path() const;
+    fs::path time_index_path() const;
+
+    // The open data file, through the descriptor cache. The header is checked the first
+    // time (errc::corrupt / unsupported) unless check_header is false (repair).
+    result<std::shared_ptr<file>> data(bool check_header = true);
+    // Rewrites a missing or torn header of an empty segment.
+    result<void> rewrite_header(timestamp_ms now);
+
+    // --- indexes (loaded on demand) ---
+    bool indexes_loaded() const { return _oidx != nullptr; }
+    // Loads both index files and checks them against the data (size, order, the last
+    // offset entry names a real batch). false with *why set when missing or disagreeing.
+    result<bool> load_indexes(std::string* why);
+    void reset_indexes();  // empty indexes, ready for a rebuild by note_batch
+    void unload_indexes();
+    const offset_index& offsets() const { return *_oidx; }
+    const time_index& times() const { return *_tidx; }
+    // Index bookkeeping for the batch at `position`; the same rule serves appends and
+    // rebuilds, so a rebuilt index equals the one written live.
+    void note_batch(offset_t base, int64_t position, timestamp_ms batch_max_ts,
+                    int32_t interval_bytes);
+    // Adds (max timestamp, end offset) so the time index covers the whole segment.
+    void add_final_time_entry();
+    result<void> save_indexes();
+    bool indexes_dirty() const { return _indexes_dirty; }
+    void set_indexes_dirty(bool d) { _indexes_dirty = d; }
+
+    // --- data ---
+    // Writes `data` (whole, offset-stamped batches) at the end; it ends at last_offset.
+    result<void> append(bytes_view data, offset_t last_offset);
+    result<void> truncate(int64_t size, offset_t end_offset);
+    // Makes the segment immutable: final time entry, index files written, data fsynced.
+    result<void> seal();
+    // Position of the batch holding `offset` (needs the indexes). Reads from the nearest
+    // index entry onward.
+    result<int64_t> find_position(offset_t offset);
+
+    size_t memory_bytes() const;
+
+  private:
+    fs::path _dir;
+    offset_t _base;
+    offset_t _end_offset;
+    int64_t _size;
+    timestamp_ms _created_ms = 0;
+    timestamp_ms _max_ts = no_timestamp;
+    int64_t _last_indexed_pos;
+    uint64_t _id;
+    fd_cache& _cache;
+    bool _writable;
+    bool _header_checked = false;
+    bool _indexes_dirty = false;
+    std::unique_ptr<offset_index> _oidx;
+    std::unique_ptr<time_index> _tidx;
+};
+
+}  // namespace sluice::log

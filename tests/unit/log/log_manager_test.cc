@@ -1,0 +1,178 @@
+#include "log/log_manager.h"
+
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include <atomic>
+#include <thread>
+
+#include "log_test_util.h"
+
+namespace sluice::log {
+namespace {
+
+using sluice::testing::make_batch;
+using test::append_durable;
+
+class log_manager_test : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        mgr = std::make_unique<log_manager>(log_manager::options{dir.path, 64});
+        ASSERT_TRUE(mgr->open().ok());
+    }
+    test::temp_dir dir;
+    std::unique_ptr<log_manager> mgr;
+};
+
+TEST_F(log_manager_test, high_watermark_advances_only_after_the_flush) {
+    mgr->add_topic("t", 2, {});
+    auto* p = mgr->get("t", 0);
+    std::mutex mu;
+    std::vector<topic_partition> woken;
+    mgr->set_high_watermark_listener([&](const std::vector<topic_partition>& tps) {
+        std::lock_guard lk(mu);
+        woken.insert(woken.end(), tps.begin(), tps.end());
+    });
+    mgr->set_flush_paused(true);
+    auto a = test::append(*p, make_batch(5, 1));
+    ASSERT_TRUE(a.ok());
+    std::atomic<int> fired{0};
+    std::atomic<bool> on_other_thread{false};
+    const auto test_thread = std::this_thread::get_id();
+    mgr->when_durable(p, a->last_offset, [&](result<void> r) {
+        EXPECT_TRUE(r.ok());
+        on_other_thread = std::this_thread::get_id() != test_thread;
+        fired++;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    EXPECT_EQ(fired.load(), 0);
+    EXPECT_EQ(p->high_watermark(), 0);
+    EXPECT_EQ(p->log_end_offset(), 5);
+    mgr->set_flush_paused(false);
+    ASSERT_TRUE(test::wait_durable(*mgr, p, a->last_offset).ok());
+    EXPECT_EQ(fired.load(), 1);
+    EXPECT_TRUE(on_other_thread.load());
+    EXPECT_EQ(p->high_watermark(), 5);
+    std::lock_guard lk(mu);
+    ASSERT_FALSE(woken.empty());
+    EXPECT_EQ(woken.front(), (topic_partition{"t", 0}));
+}
+
+TEST_F(log_manager_test, one_pass_covers_every_append_before_it) {
+    mgr->add_topic("t", 50, {});
+    mgr->set_flush_paused(true);
+    auto before = mgr->flush_passes();
+    std::atomic<int> done{0};
+    for (int i = 0; i < 50; ++i) {
+        auto* p = mgr->get("t", i);
+        auto a = test::append(*p, make_batch(1, 1));
+        ASSERT_TRUE(a.ok());
+        mgr->when_durable(p, a->last_offset, [&](result<void> r) {
+            EXPECT_TRUE(r.ok());
+            done++;
+        });
+    }
+    mgr->set_flush_paused(false);
+    for (int i = 0; i < 500 && done.load() < 50; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(done.load(), 50);
+    EXPECT_EQ(mgr->flush_passes() - before, 1u);
+}
+
+TEST_F(log_manager_test, when_durable_rejects_unknown_offsets_and_closed_manager) {
+    mgr->add_topic("t", 1, {});
+    auto* p = mgr->get("t", 0);
+    auto r = test::wait_durable(*mgr, p, 0);
+    EXPECT_EQ(r.code(), errc::invalid_argument);
+    append_durable(*mgr, p, make_batch(1, 1));
+    mgr->close();
+    bool called = false;
+    mgr->when_durable(p, 0, [&](result<void> res) {
+        EXPECT_EQ(res.code(), errc::shutting_down);
+        called = true;
+    });
+    EXPECT_TRUE(called);
+}
+
+TEST_F(log_manager_test, remove_topic_deletes_its_data) {
+    mgr->add_topic("gone", 3, {});
+    mgr->add_topic("kept", 1, {});
+    for (int i = 0; i < 3; ++i) append_durable(*mgr, mgr->get("gone", i), make_batch(2, 1));
+    append_durable(*mgr, mgr->get("kept", 0), make_batch(2, 1));
+    ASSERT_TRUE(fs::exists(test::partition_dir(dir.path, "gone", 2)));
+    ASSERT_TRUE(mgr->remove_topic("gone").ok());
+    EXPECT_EQ(mgr->get("gone", 0), nullptr);
+    for (int i = 0; i < 3; ++i) EXPECT_FALSE(fs::exists(test::partition_dir(dir.path, "gone", i)));
+    EXPECT_TRUE(fs::is_empty(dir.path / "logs" / ".trash"));
+    EXPECT_EQ(mgr->remove_topic("gone").code(), errc::not_found);
+    EXPECT_EQ(mgr->get("kept", 0)->high_watermark(), 2);
+    mgr->add_topic("gone", 1, {});  // a new topic of the same name starts empty
+    EXPECT_EQ(mgr->get("gone", 0)->log_end_offset(), 0);
+}
+
+TEST_F(log_manager_test, concurrent_appends_reads_and_flushes_stay_consistent) {
+    log_config cfg;
+    cfg.segment_bytes = 4096;  // rolls while the flusher and a reader run
+    mgr->add_topic("t", 4, cfg);
+    std::atomic<bool> stop{false};
+    std::atomic<int> acked{0};
+    std::thread reader([&] {
+        while (!stop.load()) {
+            for (int i = 0; i < 4; ++i) {
+                auto* p = mgr->get("t", i);
+                auto hw = p->high_watermark();
+                if (hw == 0) continue;
+                auto r = p->read(hw - 1, 1 << 16, true);
+                ASSERT_TRUE(r.ok()) << r.err().message;
+                ASSERT_TRUE(protocol::validate_batches(r->data, {}).ok());
+                EXPECT_LT(test::batches_of(r->data).back().last_offset(), r->high_watermark);
+            }
+        }
+    });
+    constexpr int rounds = 300;
+    for (int n = 0; n < rounds; ++n) {
+        for (int i = 0; i < 4; ++i) {
+            auto* p = mgr->get("t", i);
+            auto a = test::append(*p, make_batch(3, n, 40));
+            ASSERT_TRUE(a.ok());
+            mgr->when_durable(p, a->last_offset, [&](result<void> r) {
+                EXPECT_TRUE(r.ok());
+                acked++;
+            });
+        }
+    }
+    for (int i = 0; i < 1000 && acked.load() < rounds * 4; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    stop = true;
+    reader.join();
+    EXPECT_EQ(acked.load(), rounds * 4);
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(mgr->get("t", i)->high_watermark(), rounds * 3);
+        EXPECT_GT(mgr->get("t", i)->segment_count(), 5u);
+    }
+}
+
+TEST_F(log_manager_test, declared_partitions_cost_little_memory_and_no_disk) {
+    constexpr int n = 20000;
+    malloc_trim(0);
+    auto before = mallinfo2().uordblks;
+    mgr->add_topic("big", n, {});
+    auto after = mallinfo2().uordblks;
+    double per_partition = static_cast<double>(after - before) / n;
+    RecordProperty("bytes_per_declared_partition", std::to_string(per_partition));
+    std::printf("[ measure  ] %.1f bytes per declared partition (sizeof partition_log %zu)\n",
+                per_partition, sizeof(partition_log));
+    EXPECT_LT(per_partition, 160.0);
+    // Asking an unused partition for its offsets creates nothing on disk.
+    EXPECT_EQ(mgr->get("big", 19999)->high_watermark(), 0);
+    EXPECT_TRUE(fs::is_empty(dir.path / "logs"));
+    // A partition that has data costs a few hundred bytes more, not kilobytes of index.
+    auto* p = mgr->get("big", 7);
+    append_durable(*mgr, p, make_batch(10, 1));
+    std::printf("[ measure  ] %zu bytes for a loaded partition with one small segment\n",
+                p->memory_bytes());
+    EXPECT_LT(p->memory_bytes(), 2048u);
+}
+
+}  // namespace
+}  // namespace sluice::log

@@ -1,0 +1,78 @@
+#pragma once
+
+// Shared helpers of the log tests: a temporary data directory, and appends that go
+// through protocol::validate_batches exactly as the broker's produce path does.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <memory>
+
+#include "batch_builder.h"
+#include "log/log_manager.h"
+#include "protocol/record_batch.h"
+
+namespace sluice::log::test {
+
+namespace fs = std::filesystem;
+
+struct temp_dir {
+    temp_dir() {
+        std::string tmpl = (fs::temp_directory_path() / "sluice-log-XXXXXX").string();
+        path = mkdtemp(tmpl.data());
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    fs::path path;
+};
+
+inline result<append_info> append(partition_log& p, bytes payload, timestamp_ms now = 1000) {
+    auto v = protocol::validate_batches(payload, {});
+    if (!v) return v.err();
+    return p.append(std::span<uint8_t>(payload), *v, now);
+}
+
+// Blocks until when_durable reports (5 s at most: the flusher runs continuously).
+inline result<void> wait_durable(log_manager& m, partition_log* p, offset_t last) {
+    auto done = std::make_shared<std::promise<result<void>>>();
+    auto fut = done->get_future();
+    m.when_durable(p, last, [done](result<void> r) { done->set_value(std::move(r)); });
+    if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready)
+        return {errc::timed_out, "when_durable did not report"};
+    return fut.get();
+}
+
+// Appends and waits until durable, so reads see the data.
+inline append_info append_durable(log_manager& m, partition_log* p, bytes payload,
+                                  timestamp_ms now = 1000) {
+    auto r = append(*p, std::move(payload), now);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.err().message);
+    if (!r.ok()) return {};
+    auto d = wait_durable(m, p, r->last_offset);
+    EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.err().message);
+    return *r;
+}
+
+// Splits read data back into batch headers.
+inline std::vector<protocol::batch_header> batches_of(bytes_view data) {
+    std::vector<protocol::batch_header> out;
+    size_t pos = 0;
+    while (pos < data.size()) {
+        auto h = protocol::read_batch_header(data.subspan(pos));
+        if (!h) break;
+        out.push_back(*h);
+        pos += h->size_bytes();
+    }
+    return out;
+}
+
+inline fs::path partition_dir(const fs::path& data_dir, const std::string& topic, int p) {
+    return data_dir / "logs" / (topic + "-" + std::to_string(p));
+}
+
+}  // namespace sluice::log::test
