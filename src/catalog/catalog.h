@@ -1,0 +1,72 @@
+#pragma once
+
+// The catalog: topics, their partition counts and configs, and the cluster id, kept in an
+// embedded SQLite database. The file format is described in docs/formats/catalog.md.
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/topic_config.h"
+#include "catalog/topic_info.h"
+#include "catalog/topic_name.h"
+#include "catalog/uuid.h"
+#include "common/result.h"
+
+namespace sluice::catalog {
+
+namespace detail {
+class db;
+}
+
+// Thread-safe: every member may be called concurrently. Reads are served from memory;
+// writes go to the database first and reach memory only after their commit.
+// Invariant: this object is the only writer of the topic tables of its file, so the
+// in-memory copy equals the committed database state.
+class catalog {
+  public:
+    // The schema version this build writes (PRAGMA user_version). open() migrates older
+    // files up to it and refuses newer ones.
+    static constexpr int64_t schema_version = 1;
+
+    // Opens or creates <path> (WAL mode, synchronous=FULL: a created topic survives power
+    // loss), creating or migrating the schema. Missing parent directories are created.
+    // Errors: errc::unsupported for a schema newer than schema_version, errc::corrupt for
+    // a file that is not a Sluice catalog, errc::io_error for SQLite or file system errors.
+    static result<std::unique_ptr<catalog>> open(const std::filesystem::path& path);
+
+    catalog(const catalog&) = delete;
+    catalog& operator=(const catalog&) = delete;
+    ~catalog();
+
+    // Validates t (name rules, partitions >= 1, a non-zero id, known configs with valid
+    // values; errc::invalid_argument otherwise) and stores it durably. A created_ms of 0 is
+    // replaced by the current time. errc::already_exists if the name or the id is taken.
+    result<void> create_topic(const topic_info& t);
+    // errc::not_found if no topic has that name.
+    result<void> delete_topic(const std::string& name);
+
+    std::vector<topic_info> list_topics() const;  // ordered by name (bytewise)
+    std::optional<topic_info> find_topic(const std::string& name) const;
+    std::optional<topic_info> find_topic(const uuid& id) const;
+
+    // Generated at first open, in Kafka's 22-character form, and kept in the database.
+    std::string cluster_id() const { return _cluster_id; }
+
+  private:
+    explicit catalog(std::unique_ptr<detail::db> d);
+    result<void> load();
+
+    std::unique_ptr<detail::db> _db;
+    std::string _cluster_id;  // immutable after open()
+
+    mutable std::mutex _mu;
+    std::map<std::string, topic_info> _by_name;  // guarded by _mu
+    std::map<uuid, std::string> _name_by_id;     // guarded by _mu
+};
+
+}  // namespace sluice::catalog

@@ -1,0 +1,103 @@
+#include "catalog/schema.h"
+
+#include <fmt/format.h>
+
+#include "catalog/uuid.h"
+
+namespace sluice::catalog::detail {
+namespace {
+
+// Version 0 -> 1: the initial schema, and the cluster id, generated once per database.
+result<void> migrate_to_1(db& d) {
+    auto r = d.exec(R"(
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE topics (
+            name       TEXT PRIMARY KEY,
+            id         BLOB NOT NULL UNIQUE CHECK (length(id) = 16),
+            partitions INTEGER NOT NULL CHECK (partitions >= 1),
+            created_ms INTEGER NOT NULL
+        );
+        CREATE TABLE topic_configs (
+            topic TEXT NOT NULL REFERENCES topics (name),
+            key   TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (topic, key)
+        ) WITHOUT ROWID;
+    )");
+    if (!r) return r;
+    auto st = d.prepare("INSERT INTO meta (key, value) VALUES ('cluster_id', ?1)");
+    if (!st) return st.err();
+    return st->bind(1, uuid_to_string(random_uuid())).run();
+}
+
+// migrations[v] takes a file from version v to v + 1. Append only: a released step never
+// changes, because files in the field already ran it.
+using migration = result<void> (*)(db&);
+constexpr migration migrations[] = {migrate_to_1};
+static_assert(std::size(migrations) == latest_schema_version);
+
+}  // namespace
+
+result<void> check_file(db& d, const std::string& where) {
+    auto app = d.query_int("PRAGMA application_id");
+    if (!app) return app.err();
+    auto version = d.query_int("PRAGMA user_version");
+    if (!version) return version.err();
+    auto objects = d.query_int("SELECT count(*) FROM sqlite_schema");
+    if (!objects) return objects.err();
+
+    bool fresh = *app == 0 && *version == 0 && *objects == 0;
+    if (!fresh && *app != catalog_application_id) {
+        return {errc::corrupt,
+                fmt::format("{} is a SQLite database but not a Sluice catalog (application_id "
+                            "{:#x}, expected {:#x})",
+                            where, *app, catalog_application_id)};
+    }
+    if (*version > latest_schema_version) {
+        return {errc::unsupported,
+                fmt::format("{} has catalog schema version {}, newer than version {} that this "
+                            "build of Sluice knows; run a newer Sluice (downgrade is not "
+                            "supported)",
+                            where, *version, latest_schema_version)};
+    }
+    if (*version < 0) {
+        return {errc::corrupt, fmt::format("{} has a negative schema version {}", where, *version)};
+    }
+    return {};
+}
+
+result<int64_t> migrate(db& d) {
+    int64_t initial = -1;
+    for (;;) {
+        // Re-read the version under the write lock: another process may have migrated
+        // the file since check_file() looked.
+        auto txn = write_txn::begin(d);
+        if (!txn) return txn.err();
+        auto version = d.query_int("PRAGMA user_version");
+        if (!version) return version.err();
+        if (initial < 0) initial = *version;
+        if (*version >= latest_schema_version) {
+            auto c = txn->commit();
+            if (!c) return c.err();
+            return initial;
+        }
+        auto r = migrations[*version](d);
+        if (!r) {
+            return error{r.code(), fmt::format("migrating the catalog schema from version {} to "
+                                               "{}: {}",
+                                               *version, *version + 1, r.err().message)};
+        }
+        // Both pragmas write the database header inside this transaction, so a crash leaves
+        // either the old version with the old schema or the new with the new.
+        auto p = d.exec(fmt::format("PRAGMA application_id = {}; PRAGMA user_version = {}",
+                                    catalog_application_id, *version + 1));
+        if (!p) return p.err();
+        auto c = txn->commit();
+        if (!c) return c.err();
+    }
+}
+
+}  // namespace sluice::catalog::detail

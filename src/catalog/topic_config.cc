@@ -1,0 +1,313 @@
+#include "catalog/topic_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+
+namespace sluice::catalog {
+namespace {
+
+constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
+constexpr int64_t int64_max = std::numeric_limits<int64_t>::max();
+
+enum class value_type { int32, int64, boolean, fraction, custom };
+
+// Returns "" when the value is acceptable, else the reason it is not.
+using custom_check = std::string (*)(std::string_view value);
+
+struct config_spec {
+    config_def def;
+    value_type type;
+    int64_t min = 0;
+    int64_t max = 0;
+    custom_check check = nullptr;
+};
+
+std::string check_cleanup_policy(std::string_view v) {
+    // A comma-separated list in Kafka; items may carry spaces around the commas.
+    bool any = false;
+    bool compact = false;
+    size_t start = 0;
+    while (start <= v.size()) {
+        size_t comma = std::min(v.find(',', start), v.size());
+        std::string_view item = v.substr(start, comma - start);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        if (item == "compact") {
+            compact = true;
+        } else if (item != "delete") {
+            return "must be 'delete' (or 'compact', which is not supported yet)";
+        }
+        any = true;
+        start = comma + 1;
+    }
+    if (!any) return "must be 'delete'";
+    if (compact) return "compaction is not supported yet; only 'delete' is";
+    return "";
+}
+
+std::string check_compression_type(std::string_view v) {
+    if (v == "producer" || v == "uncompressed") return "";
+    if (v == "gzip" || v == "snappy" || v == "lz4" || v == "zstd") {
+        return fmt::format("'{}' is not supported yet; use 'producer' or 'uncompressed'", v);
+    }
+    return "must be 'producer' or 'uncompressed'";
+}
+
+std::string check_timestamp_type(std::string_view v) {
+    if (v == "CreateTime" || v == "LogAppendTime") return "";
+    return "must be 'CreateTime' or 'LogAppendTime'";
+}
+
+// Defaults follow Kafka's so that clients comparing DescribeConfigs output see no surprise.
+// Keys marked "no effect" are accepted so that tools which send full config sets work;
+// they change nothing in a single-broker, delete-only Sluice.
+const std::vector<config_spec>& specs() {
+    static const std::vector<config_spec> s = [] {
+        std::vector<config_spec> v = {
+            {{"cleanup.policy", "delete",
+              "What happens to old segments: 'delete' removes them by retention.ms and "
+              "retention.bytes. 'compact' is not supported yet."},
+             value_type::custom,
+             0,
+             0,
+             check_cleanup_policy},
+            {{"compression.type", "producer",
+              "Compression of stored batches: 'producer' keeps what the producer sent; "
+              "'uncompressed' requires uncompressed batches."},
+             value_type::custom,
+             0,
+             0,
+             check_compression_type},
+            {{"delete.retention.ms", "86400000",
+              "How long tombstones are kept after compaction. No effect: compaction is not "
+              "supported yet."},
+             value_type::int64,
+             0,
+             int64_max},
+            {{"file.delete.delay.ms", "60000",
+              "Delay before a segment removed by retention is deleted from disk."},
+             value_type::int64,
+             0,
+             int64_max},
+            {{"flush.messages", "9223372036854775807",
+              "Force an fsync after this many messages. Acknowledged acks=all writes are "
+              "always on stable storage regardless."},
+             value_type::int64,
+             1,
+             int64_max},
+            {{"flush.ms", "9223372036854775807",
+              "Force an fsync after this many ms. Acknowledged acks=all writes are always on "
+              "stable storage regardless."},
+             value_type::int64,
+             0,
+             int64_max},
+            {{"index.interval.bytes", "4096",
+              "Bytes of data between two entries of the sparse offset index."},
+             value_type::int32,
+             1,
+             int32_max},
+            {{"max.compaction.lag.ms", "9223372036854775807",
+              "Longest time a record stays uncompacted. No effect: compaction is not "
+              "supported yet."},
+             value_type::int64,
+             1,
+             int64_max},
+            {{"max.message.bytes", "1048588",
+              "Largest record batch the topic accepts, in bytes (after compression)."},
+             value_type::int32,
+             0,
+             int32_max},
+            {{"message.timestamp.after.max.ms", "9223372036854775807",
+              "How far a CreateTime timestamp may lie in the future of the broker's clock."},
+             value_type::int64,
+             0,
+             int64_max},
+            {{"message.timestamp.before.max.ms", "9223372036854775807",
+              "How far a CreateTime timestamp may lie in the past of the broker's clock."},
+             value_type::int64,
+             0,
+             int64_max},
+            {{"message.timestamp.difference.max.ms", "9223372036854775807",
+              "Largest allowed difference between a CreateTime timestamp and the broker's "
+              "clock (older Kafka name of the two settings above)."},
+             value_type::int64,
+             0,
+             int64_max},
+            {{"message.timestamp.type", "CreateTime",
+              "Which timestamp records carry: 'CreateTime' (the producer's) or "
+              "'LogAppendTime' (the broker's)."},
+             value_type::custom,
+             0,
+             0,
+             check_timestamp_type},
+            {{"min.cleanable.dirty.ratio", "0.5",
+              "Share of uncompacted log that triggers compaction. No effect: compaction is "
+              "not supported yet."},
+             value_type::fraction},
+            {{"min.compaction.lag.ms", "0",
+              "Shortest time a record stays uncompacted. No effect: compaction is not "
+              "supported yet."},
+             value_type::int64,
+             0,
+             int64_max},
+            {{"min.insync.replicas", "1",
+              "Replicas that must acknowledge an acks=all write. Accepted and stored; a "
+              "single broker is its own only replica."},
+             value_type::int32,
+             1,
+             int32_max},
+            {{"preallocate", "false", "Preallocate segment files. No effect."},
+             value_type::boolean},
+            {{"retention.bytes", "-1",
+              "Largest size of a partition before old segments are deleted; -1 means no "
+              "limit."},
+             value_type::int64,
+             -1,
+             int64_max},
+            {{"retention.ms", "604800000",
+              "Age after which a segment is deleted (7 days by default); -1 means forever."},
+             value_type::int64,
+             -1,
+             int64_max},
+            // Kafka's floor is 14 bytes; ours is 1 KiB so a typo cannot create a segment
+            // file per record.
+            {{"segment.bytes", "1073741824", "Size at which a segment is rolled, in bytes."},
+             value_type::int32,
+             1024,
+             int32_max},
+            {{"segment.index.bytes", "10485760",
+              "Largest size of a segment's offset and time indexes, in bytes."},
+             value_type::int32,
+             4,
+             int32_max},
+            {{"segment.jitter.ms", "0",
+              "Random jitter subtracted from segment.ms so segments do not all roll at "
+              "once."},
+             value_type::int64,
+             0,
+             int64_max},
+            {{"segment.ms", "604800000",
+              "Age at which a segment is rolled even if not full (7 days by default)."},
+             value_type::int64,
+             1,
+             int64_max},
+            {{"unclean.leader.election.enable", "false",
+              "Allow an out-of-sync replica to become leader. No effect on a single broker."},
+             value_type::boolean},
+        };
+        std::sort(v.begin(), v.end(), [](const config_spec& a, const config_spec& b) {
+            return a.def.name < b.def.name;
+        });
+        return v;
+    }();
+    return s;
+}
+
+const config_spec* find_spec(std::string_view name) {
+    const auto& s = specs();
+    auto it =
+        std::lower_bound(s.begin(), s.end(), name,
+                         [](const config_spec& c, std::string_view n) { return c.def.name < n; });
+    return it != s.end() && it->def.name == name ? &*it : nullptr;
+}
+
+std::string check_integer(const config_spec& spec, std::string_view v) {
+    const int64_t type_min = spec.type == value_type::int32 ? std::numeric_limits<int32_t>::min()
+                                                            : std::numeric_limits<int64_t>::min();
+    const int64_t type_max = spec.type == value_type::int32 ? int32_max : int64_max;
+    const char* what = spec.type == value_type::int32 ? "a 32-bit integer" : "a 64-bit integer";
+    std::string range = spec.max == type_max ? fmt::format(">= {}", spec.min)
+                                             : fmt::format("in [{}, {}]", spec.min, spec.max);
+    int64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec == std::errc::invalid_argument || end != v.data() + v.size()) {
+        return fmt::format("must be {} {}", what, range);
+    }
+    if (ec == std::errc::result_out_of_range || n < type_min || n > type_max) {
+        return fmt::format("does not fit in {}; must be {}", what, range);
+    }
+    if (n < spec.min || n > spec.max) return fmt::format("must be {}", range);
+    return "";
+}
+
+std::string check_value(const config_spec& spec, std::string_view v) {
+    switch (spec.type) {
+        case value_type::int32:
+        case value_type::int64:
+            return check_integer(spec, v);
+        case value_type::boolean: {
+            auto lower = [](std::string_view s, std::string_view word) {
+                return std::equal(s.begin(), s.end(), word.begin(), word.end(),
+                                  [](char a, char b) { return (a | 0x20) == b; });
+            };
+            // Kafka compares booleans case-insensitively.
+            if (lower(v, "true") || lower(v, "false")) return "";
+            return "must be 'true' or 'false'";
+        }
+        case value_type::fraction: {
+            double d = 0;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+            // The negated comparison also rejects NaN.
+            if (v.empty() || ec != std::errc{} || end != v.data() + v.size() ||
+                !(d >= 0.0 && d <= 1.0)) {
+                return "must be a number in [0, 1]";
+            }
+            return "";
+        }
+        case value_type::custom:
+            return spec.check(v);
+    }
+    return "unknown value type";
+}
+
+}  // namespace
+
+const std::vector<config_def>& topic_config_defs() {
+    static const std::vector<config_def> defs = [] {
+        std::vector<config_def> d;
+        for (const auto& s : specs()) d.push_back(s.def);
+        return d;
+    }();
+    return defs;
+}
+
+const config_def* find_topic_config_def(std::string_view name) {
+    const config_spec* s = find_spec(name);
+    // topic_config_defs() lists the specs in the same order, so the index carries over.
+    return s ? &topic_config_defs()[static_cast<size_t>(s - specs().data())] : nullptr;
+}
+
+result<void> validate_topic_config(std::string_view key, std::string_view value) {
+    const config_spec* spec = find_spec(key);
+    if (!spec) return {errc::invalid_argument, fmt::format("unknown topic config '{}'", key)};
+    std::string why = check_value(*spec, value);
+    if (!why.empty()) {
+        return {errc::invalid_argument,
+                fmt::format("invalid value '{}' for topic config '{}': {}", value, key, why)};
+    }
+    return {};
+}
+
+result<void> validate_topic_configs(const std::map<std::string, std::string>& configs) {
+    for (const auto& [k, v] : configs) {
+        auto r = validate_topic_config(k, v);
+        if (!r) return r;
+    }
+    return {};
+}
+
+std::string effective_config(const topic_info& t, std::string_view key,
+                             const std::map<std::string, std::string>& broker_defaults) {
+    // std::map<std::string, ...> has no heterogeneous lookup without std::less<>.
+    std::string k(key);
+    if (auto it = t.configs.find(k); it != t.configs.end()) return it->second;
+    if (auto it = broker_defaults.find(k); it != broker_defaults.end()) return it->second;
+    if (const config_spec* s = find_spec(key)) return std::string(s->def.default_value);
+    return "";
+}
+
+}  // namespace sluice::catalog

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/topic_info.h"
+#include "common/result.h"
+
+namespace sluice::catalog {
+
+// A topic config the broker knows. Values are stored and returned as the user wrote them;
+// validation is strict (no surrounding whitespace, no '+' sign) so that a stored value
+// always parses with std::from_chars.
+struct config_def {
+    std::string_view name;
+    std::string_view default_value;
+    std::string_view doc;
+};
+
+// Every known key, ordered by name. The reference is stable for the process lifetime.
+const std::vector<config_def>& topic_config_defs();
+
+// nullptr if the key is unknown.
+const config_def* find_topic_config_def(std::string_view name);
+
+// Checks one key/value pair: errc::invalid_argument naming the key and the reason when
+// the key is unknown or the value is out of range, malformed or not supported yet (the
+// broker answers INVALID_CONFIG).
+result<void> validate_topic_config(std::string_view key, std::string_view value);
+
+// Checks every pair; the first failure (in key order) is returned.
+result<void> validate_topic_configs(const std::map<std::string, std::string>& configs);
+
+// The value in force for key: the topic's own setting, else broker_defaults (keyed by the
+// topic config name, e.g. "retention.ms", not the broker's "log.retention.ms"), else the
+// built-in default. An unknown key with no setting anywhere yields "".
+std::string effective_config(const topic_info& t, std::string_view key,
+                             const std::map<std::string, std::string>& broker_defaults = {});
+
+}  // namespace sluice::catalog

@@ -1,0 +1,156 @@
+#include "catalog/topic_config.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace sluice::catalog {
+namespace {
+
+void expect_ok(const std::string& key, const std::string& value) {
+    auto r = validate_topic_config(key, value);
+    EXPECT_TRUE(r.ok()) << key << "=" << value << ": " << r.err().message;
+}
+
+// The message must name the key and the reason, so that INVALID_CONFIG is actionable.
+void expect_bad(const std::string& key, const std::string& value, const std::string& says) {
+    auto r = validate_topic_config(key, value);
+    ASSERT_FALSE(r.ok()) << "accepted " << key << "=" << value;
+    EXPECT_EQ(r.code(), errc::invalid_argument);
+    EXPECT_NE(r.err().message.find("'" + key + "'"), std::string::npos) << r.err().message;
+    EXPECT_NE(r.err().message.find(says), std::string::npos) << r.err().message;
+}
+
+TEST(topic_config, every_default_passes_its_own_validator) {
+    std::set<std::string_view> names;
+    for (const auto& d : topic_config_defs()) {
+        expect_ok(std::string(d.name), std::string(d.default_value));
+        EXPECT_FALSE(d.doc.empty()) << d.name;
+        EXPECT_TRUE(names.insert(d.name).second) << "duplicate " << d.name;
+        EXPECT_EQ(find_topic_config_def(d.name), &d);
+    }
+    EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+    for (auto required :
+         {"cleanup.policy", "retention.ms", "retention.bytes", "message.timestamp.type",
+          "max.message.bytes", "segment.bytes", "segment.ms", "message.timestamp.difference.max.ms",
+          "min.insync.replicas", "compression.type", "index.interval.bytes"}) {
+        EXPECT_TRUE(names.contains(required)) << required;
+    }
+}
+
+TEST(topic_config, unknown_key) {
+    expect_bad("retention.millis", "1", "unknown topic config");
+    expect_bad("", "1", "unknown topic config");
+    expect_bad("log.retention.ms", "1", "unknown topic config");  // broker name, not topic
+}
+
+TEST(topic_config, cleanup_policy_only_delete) {
+    expect_ok("cleanup.policy", "delete");
+    expect_bad("cleanup.policy", "compact", "compaction is not supported yet");
+    expect_bad("cleanup.policy", "delete,compact", "compaction is not supported yet");
+    expect_bad("cleanup.policy", "compact, delete", "compaction is not supported yet");
+    expect_bad("cleanup.policy", "remove", "must be 'delete'");
+    expect_bad("cleanup.policy", "", "must be 'delete'");
+    expect_bad("cleanup.policy", "Delete", "must be 'delete'");
+}
+
+TEST(topic_config, retention) {
+    for (auto key : {"retention.ms", "retention.bytes"}) {
+        expect_ok(key, "-1");
+        expect_ok(key, "0");
+        expect_ok(key, "9223372036854775807");
+        expect_bad(key, "-2", "must be >= -1");
+        expect_bad(key, "9223372036854775808", "does not fit in a 64-bit integer");
+        expect_bad(key, "1h", "must be a 64-bit integer >= -1");
+        expect_bad(key, "", "must be a 64-bit integer");
+        expect_bad(key, " 5", "must be a 64-bit integer");
+        expect_bad(key, "+5", "must be a 64-bit integer");
+        expect_bad(key, "1.5", "must be a 64-bit integer");
+    }
+}
+
+TEST(topic_config, message_timestamp_type) {
+    expect_ok("message.timestamp.type", "CreateTime");
+    expect_ok("message.timestamp.type", "LogAppendTime");
+    expect_bad("message.timestamp.type", "createtime", "'CreateTime' or 'LogAppendTime'");
+    expect_bad("message.timestamp.type", "", "'CreateTime' or 'LogAppendTime'");
+}
+
+TEST(topic_config, max_message_bytes) {
+    expect_ok("max.message.bytes", "0");
+    expect_ok("max.message.bytes", "1048588");
+    expect_ok("max.message.bytes", "2147483647");
+    expect_bad("max.message.bytes", "2147483648", "does not fit in a 32-bit integer");
+    expect_bad("max.message.bytes", "-1", "must be >= 0");
+    expect_bad("max.message.bytes", "1MB", "must be a 32-bit integer");
+}
+
+TEST(topic_config, segments) {
+    expect_ok("segment.bytes", "1024");
+    expect_ok("segment.bytes", "1073741824");
+    expect_bad("segment.bytes", "1023", "must be >= 1024");
+    expect_bad("segment.bytes", "14", "must be >= 1024");
+    expect_bad("segment.bytes", "4294967296", "does not fit in a 32-bit integer");
+    expect_ok("segment.ms", "1");
+    expect_bad("segment.ms", "0", "must be >= 1");
+    expect_ok("index.interval.bytes", "1");
+    expect_bad("index.interval.bytes", "0", "must be >= 1");
+    expect_ok("segment.index.bytes", "4");
+    expect_bad("segment.index.bytes", "3", "must be >= 4");
+}
+
+TEST(topic_config, accepted_and_stored_keys) {
+    expect_ok("message.timestamp.difference.max.ms", "3600000");
+    expect_bad("message.timestamp.difference.max.ms", "-1", "must be >= 0");
+    expect_ok("min.insync.replicas", "1");
+    expect_ok("min.insync.replicas", "2");
+    expect_bad("min.insync.replicas", "0", "must be >= 1");
+    expect_ok("unclean.leader.election.enable", "true");
+    expect_ok("preallocate", "FALSE");
+    expect_bad("preallocate", "yes", "must be 'true' or 'false'");
+    expect_ok("min.cleanable.dirty.ratio", "0.25");
+    expect_bad("min.cleanable.dirty.ratio", "1.5", "number in [0, 1]");
+    expect_bad("min.cleanable.dirty.ratio", "nan", "number in [0, 1]");
+}
+
+TEST(topic_config, compression_type) {
+    expect_ok("compression.type", "producer");
+    expect_ok("compression.type", "uncompressed");
+    for (auto codec : {"gzip", "snappy", "lz4", "zstd"}) {
+        expect_bad("compression.type", codec, "not supported yet");
+    }
+    expect_bad("compression.type", "brotli", "must be 'producer' or 'uncompressed'");
+}
+
+TEST(topic_config, validate_many_reports_first_bad_key) {
+    EXPECT_TRUE(validate_topic_configs({}).ok());
+    EXPECT_TRUE(
+        validate_topic_configs({{"retention.ms", "1000"}, {"segment.bytes", "1048576"}}).ok());
+    auto r = validate_topic_configs({{"retention.ms", "1000"}, {"segment.ms", "0"}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), errc::invalid_argument);
+    EXPECT_NE(r.err().message.find("'segment.ms'"), std::string::npos) << r.err().message;
+}
+
+TEST(topic_config, effective_config_precedence) {
+    topic_info t;
+    t.name = "t";
+    const std::map<std::string, std::string> broker = {{"retention.ms", "1000"},
+                                                       {"segment.bytes", "2048"}};
+    // Built-in default when nobody set it.
+    EXPECT_EQ(effective_config(t, "retention.ms"), "604800000");
+    EXPECT_EQ(effective_config(t, "cleanup.policy", broker), "delete");
+    // Broker override beats the built-in default.
+    EXPECT_EQ(effective_config(t, "retention.ms", broker), "1000");
+    // The topic's own setting beats both.
+    t.configs["retention.ms"] = "5";
+    EXPECT_EQ(effective_config(t, "retention.ms", broker), "5");
+    EXPECT_EQ(effective_config(t, "retention.ms"), "5");
+    EXPECT_EQ(effective_config(t, "segment.bytes", broker), "2048");
+    // Unknown keys have no default.
+    EXPECT_EQ(effective_config(t, "no.such.key"), "");
+}
+
+}  // namespace
+}  // namespace sluice::catalog
