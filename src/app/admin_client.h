@@ -1,0 +1,45 @@
+#pragma once
+
+#include <string>
+
+#include "common/result.h"
+#include "common/types.h"
+#include "net/listener.h"
+#include "protocol/api_key.h"
+#include "protocol/serde.h"
+
+namespace sluice::app {
+
+// A blocking Kafka client for the command line: one connection, one request at a
+// time, encoded and decoded with the same declarations the broker uses.
+class admin_client {
+public:
+    ~admin_client();
+    result<void> connect(const net::host_port& addr, int timeout_ms = 10000);
+
+    template <typename Req, typename Resp>
+    result<Resp> call(protocol::api_key key, int16_t version, const Req& req) {
+        bool flexible = protocol::is_flexible(static_cast<int16_t>(key), version);
+        bytes frame(4);
+        protocol::writer w(frame);
+        protocol::write_request_header(
+            w, {static_cast<int16_t>(key), version, ++_correlation, "sluice-cli"}, flexible);
+        protocol::encode_message(frame, version, flexible, req);
+        auto body = round_trip(std::move(frame), key, version);
+        if (!body) return body.err();
+        Resp resp;
+        if (!protocol::decode_message(*body, version, flexible, resp))
+            return {errc::corrupt, "cannot decode the broker's response"};
+        return resp;
+    }
+
+private:
+    // Sends a request frame (size patched here) and returns the response body after
+    // its header.
+    result<bytes> round_trip(bytes frame, protocol::api_key key, int16_t version);
+
+    int _fd = -1;
+    int32_t _correlation = 0;
+};
+
+}  // namespace sluice::app

@@ -1,0 +1,14 @@
+#include <CLI/CLI.hpp>
+
+#include "app/serve_command.h"
+#include "app/topic_command.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"Sluice: a Kafka-compatible event broker whose topics are also SQL tables"};
+    app.require_subcommand(1);
+    int exit_code = 0;
+    sluice::app::add_serve_command(app, exit_code);
+    sluice::app::add_topic_commands(app, exit_code);
+    CLI11_PARSE(app, argc, argv);
+    return exit_code;
+}

@@ -1,0 +1,193 @@
+#include "app/serve_command.h"
+
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "broker/broker.h"
+#include "catalog/catalog.h"
+#include "common/logging.h"
+#include "log/log_manager.h"
+#include "net/event_loop.h"
+
+namespace sluice::app {
+namespace {
+
+struct serve_options {
+    std::string data_dir = "data";
+    std::string listen = "127.0.0.1:9092";
+    std::vector<std::string> advertise;
+    bool auto_create = false;
+    int32_t default_partitions = 1;
+    std::vector<std::string> topic_defaults;
+    size_t max_open_files = 1024;
+    std::string log_level = "info";
+};
+
+// SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
+// loop thread like everything else.
+class signal_watch : public net::io_handler {
+public:
+    // Call block() before any thread starts: threads inherit the mask, so the signals
+    // then reach only the signalfd.
+    static sigset_t block() {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &set, nullptr);
+        return set;
+    }
+    signal_watch(net::event_loop& loop, const sigset_t& set, std::function<void(int)> fn)
+        : _loop(loop), _fn(std::move(fn)) {
+        _fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+        _loop.watch(_fd, EPOLLIN, this);
+    }
+    ~signal_watch() override {
+        _loop.unwatch(_fd);
+        close(_fd);
+    }
+    void on_io(uint32_t) override {
+        signalfd_siginfo si{};
+        while (read(_fd, &si, sizeof si) == sizeof si) _fn(static_cast<int>(si.ssi_signo));
+    }
+
+private:
+    net::event_loop& _loop;
+    std::function<void(int)> _fn;
+    int _fd = -1;
+};
+
+// 200,000 partitions need more descriptors than the usual soft limit of 1024 leaves
+// for sockets once the descriptor cache is full; take what the hard limit allows.
+void raise_fd_limit() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int serve(const serve_options& o) {
+    log_level lvl;
+    if (!parse_log_level(o.log_level, lvl)) {
+        log_error("app", "unknown log level '{}'", o.log_level);
+        return 2;
+    }
+    set_log_level(lvl);
+    broker::broker_config cfg;
+    cfg.data_dir = o.data_dir;
+    auto listen = net::parse_host_port(o.listen);
+    if (!listen) {
+        log_error("app", "--listen: {}", listen.err().message);
+        return 2;
+    }
+    cfg.listen = *listen;
+    for (const auto& a : o.advertise) {
+        auto hp = net::parse_host_port(a);
+        if (!hp || hp->port == 0) {
+            log_error("app", "--advertise wants HOST:PORT with a real port, got '{}'", a);
+            return 2;
+        }
+        cfg.advertise.push_back(*hp);
+    }
+    cfg.auto_create_topics = o.auto_create;
+    if (o.default_partitions < 1 || o.default_partitions > broker::max_partitions_per_topic) {
+        log_error("app", "--default-partitions must be 1..{}", broker::max_partitions_per_topic);
+        return 2;
+    }
+    cfg.default_partitions = o.default_partitions;
+    for (const auto& kv : o.topic_defaults) {
+        auto eq = kv.find('=');
+        if (eq == std::string::npos) {
+            log_error("app", "--topic-default wants KEY=VALUE, got '{}'", kv);
+            return 2;
+        }
+        cfg.topic_defaults[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (auto r = catalog::validate_topic_configs(cfg.topic_defaults); !r) {
+        log_error("app", "--topic-default: {}", r.err().message);
+        return 2;
+    }
+    cfg.max_open_files = o.max_open_files;
+
+    sigset_t signals_set = signal_watch::block();
+    raise_fd_limit();
+    std::error_code ec;
+    std::filesystem::create_directories(cfg.data_dir, ec);
+    if (ec) {
+        log_error("app", "cannot create data dir {}: {}", cfg.data_dir.string(), ec.message());
+        return 1;
+    }
+    auto cat = catalog::catalog::open(cfg.data_dir / "catalog.db");
+    if (!cat) {
+        log_error("app", "catalog: {}", cat.err().message);
+        return 1;
+    }
+    log::log_manager logs({cfg.data_dir, cfg.max_open_files});
+    if (auto r = logs.open(); !r) {
+        log_error("app", "storage: {}", r.err().message);
+        return 1;
+    }
+    net::event_loop loop;
+    broker::broker b(cfg, loop, **cat, logs);
+    auto bound = b.start();
+    if (!bound) {
+        log_error("app", "{}", bound.err().message);
+        logs.close();
+        return 1;
+    }
+    // The one line on stdout: tests and scripts read the bound port from it.
+    std::printf("listening kafka %s\n", bound->to_string().c_str());
+    std::fflush(stdout);
+    log_info("app", "sluice serving {} topics from {} on {}", b.topics().all().size(),
+             cfg.data_dir.string(), bound->to_string());
+
+    signal_watch signals(loop, signals_set, [&](int sig) {
+        log_info("app", "received {}; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        b.shutdown([&] { loop.stop(); });
+    });
+    loop.run();
+    logs.close();
+    log_info("app", "stopped cleanly");
+    return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+    auto o = std::make_shared<serve_options>();
+    auto* cmd = app.add_subcommand("serve", "Run a broker");
+    cmd->add_option("--data-dir,-d", o->data_dir, "Directory for the catalog and partition logs")
+        ->capture_default_str();
+    cmd->add_option("--listen,-l", o->listen,
+                    "Kafka listener HOST:PORT; port 0 picks a free port, printed at start-up")
+        ->capture_default_str();
+    cmd->add_option("--advertise", o->advertise,
+                    "Address HOST:PORT announced in Metadata (repeatable); each is announced as "
+                    "its own broker id and partition leadership is spread across them. Default: "
+                    "the listen address");
+    cmd->add_flag("--auto-create-topics", o->auto_create,
+                  "Create unknown topics when a client asks for them in Metadata");
+    cmd->add_option("--default-partitions", o->default_partitions,
+                    "Partitions of auto-created topics and of CreateTopics without a count")
+        ->capture_default_str();
+    cmd->add_option("--topic-default", o->topic_defaults,
+                    "Broker-wide default for a topic config KEY=VALUE (repeatable), e.g. "
+                    "segment.bytes=268435456");
+    cmd->add_option("--max-open-files", o->max_open_files,
+                    "Bound on segment files kept open at once (descriptor cache)")
+        ->capture_default_str();
+    cmd->add_option("--log-level", o->log_level, "trace, debug, info, warn or error")
+        ->capture_default_str();
+    cmd->callback([o, &exit_code] { exit_code = serve(*o); });
+}
+
+}  // namespace sluice::app

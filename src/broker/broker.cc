@@ -1,0 +1,136 @@
+#include "broker/broker.h"
+
+#include "broker/session.h"
+#include <unistd.h>
+
+#include "common/logging.h"
+
+namespace sluice::broker {
+
+broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
+               log::log_manager& logs)
+    : _cfg(std::move(cfg)),
+      _loop(loop),
+      _catalog(cat),
+      _logs(logs),
+      _topics(cat, logs, _cfg.topic_defaults),
+      _listener(loop, [this](int fd, std::string peer) { on_accept(fd, std::move(peer)); }) {
+    _cluster_id = _catalog.cluster_id();
+    _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
+        _loop.post([this, tps] { notify_data(tps); });
+    });
+}
+
+broker::~broker() { _logs.set_high_watermark_listener(nullptr); }
+
+result<net::host_port> broker::start() {
+    _topics.load();
+    auto bound = _listener.open(_cfg.listen);
+    if (!bound) return bound.err();
+    auto adv = _cfg.advertise;
+    if (adv.empty()) {
+        net::host_port self = *bound;
+        if (self.host.empty() || self.host == "0.0.0.0" || self.host == "::") self.host = "127.0.0.1";
+        adv.push_back(self);
+    }
+    for (size_t i = 0; i < adv.size(); ++i)
+        _brokers.push_back({static_cast<int32_t>(i), adv[i]});
+    return bound;
+}
+
+void broker::on_accept(int fd, std::string peer) {
+    if (_shutting_down) {
+        ::close(fd);
+        return;
+    }
+    net::connection::callbacks cb;
+    cb.on_frame = [this](const std::shared_ptr<net::connection>& c, bytes_view frame) {
+        auto it = _sessions.find(c->id());
+        if (it != _sessions.end()) it->second->on_frame(frame);
+    };
+    cb.on_close = [this](const std::shared_ptr<net::connection>& c) {
+        _sessions.erase(c->id());
+        check_drained();
+    };
+    auto conn = std::make_shared<net::connection>(_loop, fd, std::move(peer),
+                                                  _cfg.max_request_bytes, std::move(cb));
+    auto sess = std::make_shared<session>(*this, conn);
+    _sessions.emplace(conn->id(), sess);
+    log_debug("net", "connection {} from {}", conn->id(), conn->peer());
+    conn->start();
+}
+
+void broker::wait_for_data(const std::vector<topic_partition>& tps,
+                           std::chrono::milliseconds timeout,
+                           std::function<bool(bool)> on_event) {
+    uint64_t id = _next_waiter++;
+    waiter w;
+    w.tps = tps;
+    w.fn = std::move(on_event);
+    w.timer = _loop.add_timer(timeout, [this, id] { finish_waiter(id, true); });
+    for (auto& tp : tps) _waiters_by_tp[tp].insert(id);
+    _waiters.emplace(id, std::move(w));
+}
+
+void broker::finish_waiter(uint64_t id, bool timed_out) {
+    auto it = _waiters.find(id);
+    if (it == _waiters.end()) return;
+    if (!timed_out && !it->second.fn(false)) return;
+    auto w = std::move(it->second);
+    _waiters.erase(it);
+    _loop.cancel_timer(w.timer);
+    for (auto& tp : w.tps) {
+        auto s = _waiters_by_tp.find(tp);
+        if (s == _waiters_by_tp.end()) continue;
+        s->second.erase(id);
+        if (s->second.empty()) _waiters_by_tp.erase(s);
+    }
+    if (timed_out) w.fn(true);
+}
+
+void broker::notify_data(const std::vector<topic_partition>& tps) {
+    std::set<uint64_t> ids;
+    for (auto& tp : tps) {
+        auto it = _waiters_by_tp.find(tp);
+        if (it != _waiters_by_tp.end()) ids.insert(it->second.begin(), it->second.end());
+    }
+    for (uint64_t id : ids) finish_waiter(id, false);
+}
+
+void broker::when_durable(log::partition_log* plog, offset_t last_offset,
+                          std::function<void(result<void>)> fn) {
+    _logs.when_durable(plog, last_offset, [this, fn = std::move(fn)](result<void> r) mutable {
+        _loop.post([fn = std::move(fn), r = std::move(r)]() mutable { fn(std::move(r)); });
+    });
+}
+
+void broker::shutdown(std::function<void()> done) {
+    if (_shutting_down) return;
+    _shutting_down = true;
+    _on_drained = std::move(done);
+    _listener.close();
+    log_info("broker", "shutting down: {} connections, {} parked requests", _sessions.size(),
+             _waiters.size());
+    // Parked fetches answer now with what they have.
+    std::vector<uint64_t> ids;
+    for (auto& [id, _] : _waiters) ids.push_back(id);
+    for (auto id : ids) finish_waiter(id, true);
+    // In-flight requests get a bounded time to finish (an acks=-1 produce waits for
+    // its fsync); then every connection closes.
+    _loop.add_timer(std::chrono::seconds(10), [this] {
+        for (auto& [_, s] : std::unordered_map(_sessions)) s->close("broker shutting down");
+    });
+    check_drained();
+}
+
+void broker::check_drained() {
+    if (!_shutting_down || !_on_drained) return;
+    for (auto& [_, s] : _sessions)
+        if (!s->idle()) return;
+    for (auto& [_, s] : std::unordered_map(_sessions)) s->close("broker shutting down");
+    auto done = std::move(_on_drained);
+    _on_drained = nullptr;
+    _loop.post(std::move(done));
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,94 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/config.h"
+#include "broker/topic_registry.h"
+#include "catalog/catalog.h"
+#include "log/log_manager.h"
+#include "net/event_loop.h"
+#include "net/listener.h"
+
+namespace sluice::broker {
+
+class session;
+
+// An address announced in Metadata; every one reaches this same broker.
+struct advertised_broker {
+    int32_t node_id = 0;
+    net::host_port address;
+};
+
+// Wires the network to the handlers and owns what they share. Runs on the event loop
+// thread; the log manager's flusher reports back through event_loop::post.
+class broker {
+public:
+    broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
+           log::log_manager& logs);
+    ~broker();
+
+    // Binds the listener; returns the bound address (real port when 0 was asked).
+    result<net::host_port> start();
+    // Stops accepting, answers parked requests, waits (bounded) for in-flight requests
+    // to finish, closes connections, then calls done on the loop thread.
+    void shutdown(std::function<void()> done);
+
+    const broker_config& config() const { return _cfg; }
+    net::event_loop& loop() { return _loop; }
+    topic_registry& topics() { return _topics; }
+    log::log_manager& logs() { return _logs; }
+    const std::string& cluster_id() const { return _cluster_id; }
+    const std::vector<advertised_broker>& brokers() const { return _brokers; }
+    // Leadership is spread across the advertised ids.
+    int32_t leader_for(int32_t partition) const {
+        return _brokers[static_cast<size_t>(partition) % _brokers.size()].node_id;
+    }
+    bool shutting_down() const { return _shutting_down; }
+    // During shutdown: finishes once no connection has a request in flight.
+    void check_drained();
+
+    // Calls on_event(false) whenever the high watermark of one of `tps` advances (or
+    // its topic is deleted) until on_event returns true, or on_event(true) once when
+    // the timeout passes. Used by long-polling fetch.
+    void wait_for_data(const std::vector<topic_partition>& tps, std::chrono::milliseconds timeout,
+                       std::function<bool(bool timed_out)> on_event);
+    void notify_data(const std::vector<topic_partition>& tps);
+
+    // Runs fn on the loop thread when everything appended to the partition up to
+    // last_offset is durable.
+    void when_durable(log::partition_log* plog, offset_t last_offset,
+                      std::function<void(result<void>)> fn);
+
+private:
+    struct waiter {
+        std::vector<topic_partition> tps;
+        net::event_loop::timer_id timer = 0;
+        std::function<bool(bool)> fn;
+    };
+    void on_accept(int fd, std::string peer);
+    void finish_waiter(uint64_t id, bool timed_out);
+
+    broker_config _cfg;
+    net::event_loop& _loop;
+    catalog::catalog& _catalog;
+    log::log_manager& _logs;
+    topic_registry _topics;
+    net::listener _listener;
+    std::string _cluster_id;
+    std::vector<advertised_broker> _brokers;
+    std::unordered_map<uint64_t, std::shared_ptr<session>> _sessions;  // by connection id
+    std::unordered_map<uint64_t, waiter> _waiters;
+    std::unordered_map<topic_partition, std::set<uint64_t>> _waiters_by_tp;
+    uint64_t _next_waiter = 1;
+    bool _shutting_down = false;
+    std::function<void()> _on_drained;
+};
+
+}  // namespace sluice::broker

@@ -1,0 +1,16 @@
+#include "broker/api_table.h"
+#include "broker/handlers/handlers.h"
+#include "protocol/messages/api_versions.h"
+
+namespace sluice::broker {
+
+void handle_api_versions(request_context ctx, bytes_view body) {
+    protocol::api_versions_request req;
+    if (!decode_request(ctx, body, req)) return;
+    protocol::api_versions_response resp;
+    for (const auto& a : supported_apis())
+        resp.api_keys.push_back({static_cast<int16_t>(a.key), a.min_version, a.max_version});
+    ctx.respond(resp);
+}
+
+}  // namespace sluice::broker

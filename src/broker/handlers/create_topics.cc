@@ -1,0 +1,89 @@
+#include <set>
+
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+#include "protocol/messages/create_topics.h"
+
+namespace sluice::broker {
+namespace {
+
+using protocol::create_topics_response;
+using protocol::error_code;
+
+error_code to_error(errc e, const std::string& message) {
+    switch (e) {
+        case errc::already_exists: return error_code::topic_already_exists;
+        case errc::out_of_range: return error_code::invalid_partitions;
+        case errc::invalid_argument:
+            return message.rfind("config", 0) == 0 ? error_code::invalid_config
+                                                   : error_code::invalid_topic_exception;
+        default: return error_code::unknown_server_error;
+    }
+}
+
+}  // namespace
+
+void handle_create_topics(request_context ctx, bytes_view body) {
+    protocol::create_topics_request req;
+    if (!decode_request(ctx, body, req)) return;
+    auto& b = ctx.b;
+    create_topics_response resp;
+    std::set<std::string> seen;
+    for (const auto& t : req.topics) {
+        create_topics_response::topic out;
+        out.name = t.name;
+        auto fail = [&](error_code e, std::string msg) {
+            log_warn("admin", "{}: create topic '{}': {}: {}", ctx.client(), t.name,
+                     protocol::error_name(e), msg);
+            out.error_code = code(e);
+            out.error_message = std::move(msg);
+            resp.topics.push_back(std::move(out));
+        };
+        if (!seen.insert(t.name).second) {
+            fail(error_code::invalid_request, "topic named more than once in the request");
+            continue;
+        }
+        int32_t partitions = t.num_partitions;
+        if (!t.assignments.empty()) {
+            if (partitions != -1) {
+                fail(error_code::invalid_request,
+                     "give either num_partitions or replica assignments, not both");
+                continue;
+            }
+            partitions = static_cast<int32_t>(t.assignments.size());
+        } else if (partitions == -1) {
+            partitions = b.config().default_partitions;
+        }
+        std::map<std::string, std::string> configs;
+        bool null_value = false;
+        for (const auto& c : t.configs) {
+            if (!c.value) null_value = true;
+            else configs[c.name] = *c.value;
+        }
+        if (null_value) {
+            fail(error_code::invalid_config, "config values may not be null");
+            continue;
+        }
+        // The replication factor is accepted and ignored: one broker holds one copy.
+        auto created = b.topics().create(t.name, partitions, configs, req.validate_only);
+        if (!created) {
+            fail(to_error(created.code(), created.err().message), created.err().message);
+            continue;
+        }
+        out.topic_id = created->info.id;
+        out.num_partitions = partitions;
+        out.replication_factor = 1;
+        out.configs.emplace();
+        for (const auto& def : catalog::topic_config_defs()) {
+            create_topics_response::config c;
+            c.name = std::string(def.name);
+            c.value = b.topics().effective_config(*created, def.name);
+            c.config_source = b.topics().config_source(*created, def.name);
+            out.configs->push_back(std::move(c));
+        }
+        resp.topics.push_back(std::move(out));
+    }
+    ctx.respond(resp);
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,92 @@
+#include <algorithm>
+
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+#include "protocol/messages/describe_configs.h"
+
+namespace sluice::broker {
+namespace {
+
+namespace p = protocol;
+using result_t = p::describe_configs_response::result;
+using config_t = p::describe_configs_response::config;
+
+bool wanted(const p::describe_configs_request::resource& r, std::string_view name) {
+    if (!r.configuration_keys) return true;
+    return std::find(r.configuration_keys->begin(), r.configuration_keys->end(), name) !=
+           r.configuration_keys->end();
+}
+
+void describe_topic(broker& b, const p::describe_configs_request& req,
+                    const p::describe_configs_request::resource& r, result_t& out) {
+    auto& topics = b.topics();
+    const topic_state* t = topics.find(r.resource_name);
+    if (!t) {
+        out.error_code = code(p::error_code::unknown_topic_or_partition);
+        out.error_message = "topic '" + r.resource_name + "' does not exist";
+        return;
+    }
+    for (const auto& def : catalog::topic_config_defs()) {
+        if (!wanted(r, def.name)) continue;
+        config_t c;
+        c.name = std::string(def.name);
+        c.value = topics.effective_config(*t, def.name);
+        c.config_source = topics.config_source(*t, def.name);
+        c.is_default = c.config_source == p::source_default;
+        if (req.include_documentation) c.documentation = std::string(def.doc);
+        out.configs.push_back(std::move(c));
+    }
+}
+
+// The broker's own settings that clients commonly ask about, read-only at run time.
+void describe_broker(const broker& b, const p::describe_configs_request::resource& r,
+                     result_t& out) {
+    bool known = std::any_of(b.brokers().begin(), b.brokers().end(), [&](const auto& br) {
+        return std::to_string(br.node_id) == r.resource_name;
+    });
+    if (!known && !r.resource_name.empty()) {
+        out.error_code = code(p::error_code::invalid_request);
+        out.error_message = "no broker with id '" + r.resource_name + "'";
+        return;
+    }
+    const auto& cfg = b.config();
+    std::pair<std::string, std::string> entries[] = {
+        {"auto.create.topics.enable", cfg.auto_create_topics ? "true" : "false"},
+        {"num.partitions", std::to_string(cfg.default_partitions)},
+        {"log.dirs", cfg.data_dir.string()},
+        {"socket.request.max.bytes", std::to_string(cfg.max_request_bytes)},
+    };
+    for (auto& [name, value] : entries) {
+        if (!wanted(r, name)) continue;
+        config_t c;
+        c.name = name;
+        c.value = value;
+        c.read_only = true;
+        c.config_source = p::source_static_broker;
+        out.configs.push_back(std::move(c));
+    }
+}
+
+}  // namespace
+
+void handle_describe_configs(request_context ctx, bytes_view body) {
+    p::describe_configs_request req;
+    if (!decode_request(ctx, body, req)) return;
+    p::describe_configs_response resp;
+    for (const auto& r : req.resources) {
+        auto& out = resp.results.emplace_back();
+        out.resource_type = r.resource_type;
+        out.resource_name = r.resource_name;
+        if (r.resource_type == p::resource_topic) {
+            describe_topic(ctx.b, req, r, out);
+        } else if (r.resource_type == p::resource_broker) {
+            describe_broker(ctx.b, r, out);
+        } else {
+            out.error_code = code(p::error_code::invalid_request);
+            out.error_message = "only topic (2) and broker (4) resources are described";
+        }
+    }
+    ctx.respond(resp);
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,105 @@
+#include <algorithm>
+
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+#include "broker/session.h"
+#include "protocol/messages/fetch.h"
+
+namespace sluice::broker {
+namespace {
+
+using protocol::error_code;
+using protocol::fetch_request;
+using protocol::fetch_response;
+
+struct fetch_outcome {
+    fetch_response resp;
+    size_t bytes = 0;
+    bool error = false;
+};
+
+// Reads every requested partition once. KIP-74: the first batch found is returned
+// whole even above max_bytes or partition_max_bytes, so a consumer always progresses.
+fetch_outcome read_all(broker& b, const fetch_request& req, bool by_id) {
+    fetch_outcome o;
+    o.resp.responses.reserve(req.topics.size());
+    auto budget = static_cast<size_t>(std::max(req.max_bytes, 0));
+    for (const auto& rt : req.topics) {
+        auto& ot = o.resp.responses.emplace_back();
+        ot.name = rt.name;
+        ot.topic_id = rt.topic_id;
+        const topic_state* t = by_id ? b.topics().find(rt.topic_id) : b.topics().find(rt.name);
+        for (const auto& rp : rt.partitions) {
+            auto& op = ot.partitions.emplace_back();
+            op.partition_index = rp.partition;
+            log::partition_log* plog = t ? b.logs().get(t->info.name, rp.partition) : nullptr;
+            if (!plog) {
+                op.error_code = code(by_id && !t ? error_code::unknown_topic_id
+                                                 : error_code::unknown_topic_or_partition);
+                op.records = bytes{};
+                o.error = true;
+                continue;
+            }
+            op.aborted_transactions.emplace();
+            size_t limit = std::min(budget - std::min(budget, o.bytes),
+                                    static_cast<size_t>(std::max(rp.partition_max_bytes, 0)));
+            auto r = plog->read(rp.fetch_offset, limit, o.bytes == 0);
+            if (!r) {
+                op.error_code = code(r.code() == errc::out_of_range
+                                         ? error_code::offset_out_of_range
+                                         : error_code::kafka_storage_error);
+                op.high_watermark = plog->high_watermark();
+                op.last_stable_offset = op.high_watermark;
+                op.log_start_offset = plog->log_start_offset();
+                op.records = bytes{};
+                o.error = true;
+                continue;
+            }
+            op.high_watermark = r->high_watermark;
+            op.last_stable_offset = r->high_watermark;
+            op.log_start_offset = r->log_start_offset;
+            o.bytes += r->data.size();
+            op.records = std::move(r->data);
+        }
+    }
+    return o;
+}
+
+struct parked_fetch {
+    request_context ctx;
+    fetch_request req;
+    bool by_id;
+};
+
+}  // namespace
+
+void handle_fetch(request_context ctx, bytes_view body) {
+    fetch_request req;
+    if (!decode_request(ctx, body, req)) return;
+    bool by_id = ctx.version() >= 13;
+    auto& b = ctx.b;
+    auto o = read_all(b, req, by_id);
+    auto min_bytes = static_cast<size_t>(std::max(req.min_bytes, 0));
+    if (req.max_wait_ms <= 0 || o.bytes >= min_bytes || o.error || req.topics.empty() ||
+        b.shutting_down()) {
+        ctx.respond(o.resp);
+        return;
+    }
+    // Long poll: park until a requested partition's high watermark moves or max_wait
+    // passes. A parked fetch costs a timer and a map entry, no CPU.
+    std::vector<topic_partition> tps;
+    for (const auto& rt : req.topics) {
+        const topic_state* t = by_id ? b.topics().find(rt.topic_id) : b.topics().find(rt.name);
+        for (const auto& rp : rt.partitions) tps.push_back({t ? t->info.name : rt.name, rp.partition});
+    }
+    auto p = std::make_shared<parked_fetch>(parked_fetch{ctx, std::move(req), by_id});
+    b.wait_for_data(tps, std::chrono::milliseconds(p->req.max_wait_ms), [p, min_bytes](bool timed_out) {
+        if (p->ctx.sess->closed()) return true;
+        auto again = read_all(p->ctx.b, p->req, p->by_id);
+        if (!timed_out && again.bytes < min_bytes && !again.error) return false;
+        p->ctx.respond(again.resp);
+        return true;
+    });
+}
+
+}  // namespace sluice::broker

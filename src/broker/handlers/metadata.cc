@@ -1,0 +1,92 @@
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+#include "protocol/messages/metadata.h"
+
+namespace sluice::broker {
+namespace {
+
+using protocol::metadata_response;
+
+metadata_response::topic describe(const broker& b, const topic_state& t) {
+    metadata_response::topic out;
+    out.name = t.info.name;
+    out.topic_id = t.info.id;
+    out.is_internal = false;
+    out.partitions.reserve(static_cast<size_t>(t.info.partitions));
+    for (int32_t p = 0; p < t.info.partitions; ++p) {
+        metadata_response::partition mp;
+        mp.partition_index = p;
+        mp.leader_id = b.leader_for(p);
+        mp.leader_epoch = 0;
+        mp.replica_nodes = {mp.leader_id};
+        mp.isr_nodes = {mp.leader_id};
+        out.partitions.push_back(std::move(mp));
+    }
+    return out;
+}
+
+metadata_response::topic topic_error(std::optional<std::string> name, protocol::uuid id,
+                                     protocol::error_code e) {
+    metadata_response::topic out;
+    out.name = std::move(name);
+    out.topic_id = id;
+    out.error_code = code(e);
+    return out;
+}
+
+}  // namespace
+
+void handle_metadata(request_context ctx, bytes_view body) {
+    protocol::metadata_request req;
+    if (!decode_request(ctx, body, req)) return;
+    auto& b = ctx.b;
+    metadata_response resp;
+    for (const auto& br : b.brokers())
+        resp.brokers.push_back({br.node_id, br.address.host, br.address.port, std::nullopt});
+    resp.cluster_id = b.cluster_id();
+    resp.controller_id = b.brokers().front().node_id;
+
+    // v0: an empty list means every topic; v1+: null does.
+    bool all = !req.topics || (ctx.version() == 0 && req.topics->empty());
+    if (all) {
+        for (const auto* t : b.topics().all()) resp.topics.push_back(describe(b, *t));
+        ctx.respond(resp);
+        return;
+    }
+    // Auto-creation needs both the broker option and the client's consent (v4+).
+    bool may_create = b.config().auto_create_topics && req.allow_auto_topic_creation;
+    for (const auto& rt : *req.topics) {
+        const topic_state* t = nullptr;
+        if (rt.name) {
+            t = b.topics().find(*rt.name);
+        } else {
+            t = b.topics().find(catalog::uuid(rt.topic_id));
+            if (!t) {
+                resp.topics.push_back(topic_error(std::nullopt, rt.topic_id,
+                                                  protocol::error_code::unknown_topic_id));
+                continue;
+            }
+        }
+        if (!t && may_create) {
+            auto created = b.topics().create(*rt.name, b.config().default_partitions, {}, false);
+            if (created) {
+                t = b.topics().find(*rt.name);
+            } else if (created.code() == errc::invalid_argument) {
+                log_warn("metadata", "{}: cannot auto-create '{}': {}", ctx.client(), *rt.name,
+                         created.err().message);
+                resp.topics.push_back(topic_error(rt.name, {},
+                                                  protocol::error_code::invalid_topic_exception));
+                continue;
+            }
+        }
+        if (!t) {
+            resp.topics.push_back(
+                topic_error(rt.name, {}, protocol::error_code::unknown_topic_or_partition));
+            continue;
+        }
+        resp.topics.push_back(describe(b, *t));
+    }
+    ctx.respond(resp);
+}
+
+}  // namespace sluice::broker

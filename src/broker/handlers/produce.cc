@@ -1,0 +1,147 @@
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+#include "common/clock.h"
+#include "protocol/messages/produce.h"
+#include "protocol/record_batch.h"
+
+namespace sluice::broker {
+namespace {
+
+using protocol::error_code;
+using protocol::produce_response;
+
+error_code to_error(errc e) {
+    switch (e) {
+        case errc::too_large: return error_code::message_too_large;
+        case errc::invalid_record: return error_code::invalid_record;
+        case errc::corrupt: return error_code::corrupt_message;
+        case errc::unsupported: return error_code::unsupported_compression_type;
+        case errc::io_error: return error_code::kafka_storage_error;
+        default: return error_code::unknown_server_error;
+    }
+}
+
+// Shared by the durability callbacks and the timeout of one acks=-1 request.
+struct pending_produce {
+    request_context ctx;
+    produce_response resp;
+    size_t waiting = 0;
+    std::vector<produce_response::partition*> not_durable;  // until its callback runs
+    bool answered = false;
+    net::event_loop::timer_id timer = 0;
+
+    void answer() {
+        if (answered) return;
+        answered = true;
+        ctx.b.loop().cancel_timer(timer);
+        ctx.respond(resp);
+    }
+};
+
+// Validates and appends one partition's batches; fills `out`. Returns the partition
+// log when something was appended.
+log::partition_log* append_one(const request_context& ctx, const std::string& topic,
+                               protocol::produce_request::partition_data& pd,
+                               produce_response::partition& out, offset_t& last_offset) {
+    auto& b = ctx.b;
+    auto fail = [&](error_code e, const std::string& why) -> log::partition_log* {
+        out.error_code = code(e);
+        if (!why.empty()) out.error_message = why;
+        log_warn("produce", "{}: {}-{}: {}{}{}", ctx.client(), topic, pd.index,
+                 protocol::error_name(e), why.empty() ? "" : ": ", why);
+        return nullptr;
+    };
+    const topic_state* t = b.topics().find(topic);
+    log::partition_log* plog = t ? b.logs().get(topic, pd.index) : nullptr;
+    if (!plog) return fail(error_code::unknown_topic_or_partition, "");
+    if (!pd.records) return fail(error_code::invalid_record, "partition data holds no records");
+    protocol::batch_limits lim;
+    lim.max_batch_bytes = t->log_cfg.max_message_bytes;
+    auto batches = protocol::validate_batches(*pd.records, lim);
+    if (!batches) return fail(to_error(batches.code()), batches.err().message);
+    for (const auto& vb : *batches) {
+        if (vb.header.is_transactional())
+            return fail(error_code::transactional_id_authorization_failed,
+                        "transactions are not supported by this broker");
+        if (vb.header.producer_id >= 0)
+            return fail(error_code::cluster_authorization_failed,
+                        "idempotent producers are not supported by this broker; "
+                        "set enable.idempotence=false");
+    }
+    auto info = plog->append(*pd.records, *batches, now_ms());
+    if (!info) return fail(to_error(info.code()), info.err().message);
+    out.base_offset = info->base_offset;
+    out.log_append_time_ms = info->log_append_time;
+    out.log_start_offset = info->log_start_offset;
+    last_offset = info->last_offset;
+    return plog;
+}
+
+}  // namespace
+
+void handle_produce(request_context ctx, bytes_view body) {
+    protocol::produce_request req;
+    if (!decode_request(ctx, body, req)) return;
+    auto& b = ctx.b;
+    auto p = std::make_shared<pending_produce>(pending_produce{ctx, {}});
+    bool bad_acks = req.acks != -1 && req.acks != 0 && req.acks != 1;
+    if (bad_acks) log_warn("produce", "{}: acks={} is not -1, 0 or 1", ctx.client(), req.acks);
+    if (req.transactional_id)
+        log_warn("produce", "{}: transactional id '{}' refused: no transactions", ctx.client(),
+                 *req.transactional_id);
+
+    struct durable_wait {
+        log::partition_log* plog;
+        offset_t last;
+        produce_response::partition* out;
+    };
+    std::vector<durable_wait> waits;
+    p->resp.responses.reserve(req.topics.size());
+    for (auto& td : req.topics) {
+        auto& rt = p->resp.responses.emplace_back();
+        rt.name = td.name;
+        rt.partitions.reserve(td.partitions.size());
+        for (auto& pd : td.partitions) {
+            auto& out = rt.partitions.emplace_back();
+            out.index = pd.index;
+            if (bad_acks) {
+                out.error_code = code(error_code::invalid_required_acks);
+                continue;
+            }
+            if (req.transactional_id) {
+                out.error_code = code(error_code::transactional_id_authorization_failed);
+                continue;
+            }
+            offset_t last = -1;
+            if (auto* plog = append_one(ctx, td.name, pd, out, last); plog && req.acks == -1)
+                waits.push_back({plog, last, &out});
+        }
+    }
+    if (req.acks == 0) {
+        ctx.respond_none();
+        return;
+    }
+    if (waits.empty()) {
+        p->answer();
+        return;
+    }
+    // acks=-1: answer once every partition's append is on stable storage, or with
+    // REQUEST_TIMED_OUT for those that are not when timeout_ms passes.
+    p->waiting = waits.size();
+    for (auto& w : waits) p->not_durable.push_back(w.out);
+    p->timer = b.loop().add_timer(std::chrono::milliseconds(std::max(req.timeout_ms, 0)), [p] {
+        for (auto* part : p->not_durable)
+            if (part) part->error_code = code(error_code::request_timed_out);
+        p->answer();
+    });
+    for (size_t i = 0; i < waits.size(); ++i) {
+        b.when_durable(waits[i].plog, waits[i].last, [p, i](result<void> r) {
+            auto* out = p->not_durable[i];
+            p->not_durable[i] = nullptr;
+            if (!r) out->error_code = code(error_code::kafka_storage_error);
+            if (--p->waiting == 0) p->answer();
+        });
+    }
+}
+
+}  // namespace sluice::broker

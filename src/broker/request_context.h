@@ -1,0 +1,41 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/types.h"
+#include "protocol/api_key.h"
+#include "protocol/serde.h"
+
+namespace sluice::broker {
+
+class broker;
+class session;
+
+// What a handler gets besides the decoded request: who asked, and how to answer. Copies
+// share the same reply slot; reply exactly once.
+struct request_context {
+    broker& b;
+    std::shared_ptr<session> sess;
+    protocol::request_header header;
+    uint64_t slot = 0;
+
+    int16_t version() const { return header.api_version; }
+    bool flexible() const { return protocol::is_flexible(header.api_key, header.api_version); }
+    std::string client() const;
+
+    template <typename R>
+    void respond(const R& body) const {
+        bytes frame = begin_frame();
+        protocol::encode_message(frame, version(), flexible(), body);
+        finish_frame(std::move(frame));
+    }
+    // acks=0 produce: the slot is released without a response.
+    void respond_none() const;
+
+private:
+    bytes begin_frame() const;
+    void finish_frame(bytes frame) const;
+};
+
+}  // namespace sluice::broker

@@ -1,0 +1,120 @@
+#include "broker/topic_registry.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "common/clock.h"
+#include "common/logging.h"
+
+namespace sluice::broker {
+
+topic_registry::topic_registry(catalog::catalog& cat, log::log_manager& logs,
+                               std::map<std::string, std::string> broker_defaults)
+    : _catalog(cat), _logs(logs), _defaults(std::move(broker_defaults)) {}
+
+namespace {
+int64_t to_int(const std::string& s, int64_t fallback) {
+    int64_t v = fallback;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() ? v : fallback;
+}
+}  // namespace
+
+std::string topic_registry::effective_config(const topic_state& t, std::string_view key) const {
+    return catalog::effective_config(t.info, key, _defaults);
+}
+
+int8_t topic_registry::config_source(const topic_state& t, std::string_view key) const {
+    std::string k(key);
+    if (t.info.configs.contains(k)) return 1;
+    return _defaults.contains(k) ? 4 : 5;
+}
+
+log::log_config topic_registry::to_log_config(const catalog::topic_info& t) const {
+    log::log_config c;
+    auto get = [&](std::string_view k) { return catalog::effective_config(t, k, _defaults); };
+    c.segment_bytes = to_int(get("segment.bytes"), c.segment_bytes);
+    c.segment_ms = to_int(get("segment.ms"), c.segment_ms);
+    c.max_message_bytes = static_cast<size_t>(
+        to_int(get("max.message.bytes"), static_cast<int64_t>(c.max_message_bytes)));
+    c.index_interval_bytes =
+        static_cast<int32_t>(to_int(get("index.interval.bytes"), c.index_interval_bytes));
+    c.timestamp_type = get("message.timestamp.type") == "LogAppendTime"
+                           ? protocol::timestamp_type::log_append_time
+                           : protocol::timestamp_type::create_time;
+    return c;
+}
+
+void topic_registry::load() {
+    for (auto& t : _catalog.list_topics()) {
+        auto st = std::make_unique<topic_state>();
+        st->info = t;
+        st->log_cfg = to_log_config(t);
+        _logs.add_topic(t.name, t.partitions, st->log_cfg);
+        _by_id[t.id] = st.get();
+        _by_name[t.name] = std::move(st);
+    }
+}
+
+const topic_state* topic_registry::find(const std::string& name) const {
+    auto it = _by_name.find(name);
+    return it == _by_name.end() ? nullptr : it->second.get();
+}
+
+const topic_state* topic_registry::find(const catalog::uuid& id) const {
+    auto it = _by_id.find(id);
+    return it == _by_id.end() ? nullptr : it->second;
+}
+
+std::vector<const topic_state*> topic_registry::all() const {
+    std::vector<const topic_state*> out;
+    out.reserve(_by_name.size());
+    for (auto& [_, t] : _by_name) out.push_back(t.get());
+    std::sort(out.begin(), out.end(),
+              [](auto* a, auto* b) { return a->info.name < b->info.name; });
+    return out;
+}
+
+result<topic_state> topic_registry::create(
+    const std::string& name, int32_t partitions,
+    const std::map<std::string, std::string>& configs, bool validate_only) {
+    if (auto r = catalog::validate_topic_name(name); !r)
+        return {errc::invalid_argument, "topic name: " + r.err().message};
+    if (partitions < 1 || partitions > max_partitions_per_topic)
+        return {errc::out_of_range, fmt::format("partition count {} is outside 1..{}", partitions,
+                                                max_partitions_per_topic)};
+    if (auto r = catalog::validate_topic_configs(configs); !r)
+        return {errc::invalid_argument, "config: " + r.err().message};
+    if (_by_name.contains(name))
+        return {errc::already_exists, "topic '" + name + "' already exists"};
+    auto st = std::make_unique<topic_state>();
+    st->info.name = name;
+    st->info.id = catalog::random_uuid();
+    st->info.partitions = partitions;
+    st->info.configs = configs;
+    st->info.created_ms = now_ms();
+    st->log_cfg = to_log_config(st->info);
+    if (validate_only) return *st;
+    if (auto r = _catalog.create_topic(st->info); !r) return r.err();
+    _logs.add_topic(name, partitions, st->log_cfg);
+    log_info("broker", "created topic '{}' with {} partitions", name, partitions);
+    topic_state created = *st;
+    _by_id[st->info.id] = st.get();
+    _by_name[name] = std::move(st);
+    return created;
+}
+
+result<void> topic_registry::remove(const std::string& name) {
+    auto it = _by_name.find(name);
+    if (it == _by_name.end()) return {errc::not_found, "topic '" + name + "' does not exist"};
+    if (auto r = _catalog.delete_topic(name); !r) return r;
+    if (auto r = _logs.remove_topic(name); !r)
+        log_warn("broker", "topic '{}' removed from the catalog but its data: {}", name,
+                 r.err().message);
+    _by_id.erase(it->second->info.id);
+    _by_name.erase(it);
+    log_info("broker", "deleted topic '{}'", name);
+    return {};
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "common/result.h"
+#include "log/log_manager.h"
+
+namespace sluice::broker {
+
+struct topic_state {
+    catalog::topic_info info;
+    log::log_config log_cfg;
+};
+
+// The topics the broker serves, kept in memory for the request path. The catalog is
+// the durable record; the log manager holds the data. Changes go to the catalog first.
+class topic_registry {
+public:
+    topic_registry(catalog::catalog& cat, log::log_manager& logs,
+                   std::map<std::string, std::string> broker_defaults);
+
+    // Loads every topic from the catalog into memory and declares it to the log manager.
+    void load();
+    const topic_state* find(const std::string& name) const;
+    const topic_state* find(const catalog::uuid& id) const;
+    std::vector<const topic_state*> all() const;  // ordered by name
+
+    // Validates name, partition count and configs and returns the topic as it is (or,
+    // with validate_only, would be) created; with validate_only nothing is written. Errors: invalid_argument (name: message starts "topic name"),
+    // out_of_range (partitions), already_exists, and invalid_argument for configs
+    // (message starts "config").
+    result<topic_state> create(const std::string& name, int32_t partitions,
+                                      const std::map<std::string, std::string>& configs,
+                                      bool validate_only);
+    result<void> remove(const std::string& name);
+
+    std::string effective_config(const topic_state& t, std::string_view key) const;
+    // Where the value in force comes from, as Kafka's ConfigSource numbers it: 1 set on
+    // the topic, 4 a broker-wide --topic-default, 5 the built-in default.
+    int8_t config_source(const topic_state& t, std::string_view key) const;
+
+private:
+    log::log_config to_log_config(const catalog::topic_info& t) const;
+
+    catalog::catalog& _catalog;
+    log::log_manager& _logs;
+    std::map<std::string, std::string> _defaults;
+    std::unordered_map<std::string, std::unique_ptr<topic_state>> _by_name;
+    std::map<catalog::uuid, topic_state*> _by_id;
+};
+
+inline constexpr int32_t max_partitions_per_topic = 20000;
+
+}  // namespace sluice::broker
