@@ -1,0 +1,246 @@
+"""Fixtures for the Sluice integration tests.
+
+`Broker` runs `sluice serve` on a temporary data directory, listening on
+127.0.0.1 with port 0, and learns the port from the `listening kafka
+HOST:PORT` line the broker prints on stdout.  Every process started through
+these fixtures is killed at teardown, whatever the outcome of the test.
+
+Run with Debian's interpreter (it has the client libraries):
+    /usr/bin/python3 -m pytest tests/integration -q
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import sluice_helpers as H  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT = 20.0
+STOP_TIMEOUT = 30.0
+
+register_proc = H.register_proc
+kill_proc = H.kill_proc
+tail = H.tail
+
+
+def sluice_bin():
+    return os.environ.get("SLUICE_BIN") or str(REPO / "build" / "sluice")
+
+
+def require_binary():
+    path = sluice_bin()
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        pytest.fail("sluice binary not found or not executable at %s "
+                    "(build it, or point SLUICE_BIN at it)" % path, pytrace=False)
+    return path
+
+
+
+class Broker:
+    """One `sluice serve` process (restartable on the same data dir)."""
+
+    def __init__(self, workdir, extra_args=(), listen="127.0.0.1:0", advertise=(), name="broker"):
+        self.workdir = Path(workdir)
+        self.name = name
+        self.data_dir = self.workdir / ("%s-data" % name)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.extra_args = list(extra_args)
+        self.listen = listen
+        self.advertise = list(advertise)
+        self.proc = None
+        self.bootstrap = None
+        self.listeners = []
+        self.stdout_lines = []
+        self.stderr_paths = []
+        self.starts = 0
+        self.killed = False
+        self.stopped = False
+        self._reader = None
+
+    # -- lifecycle ---------------------------------------------------------
+    def command(self):
+        cmd = [require_binary(), "serve", "--data-dir", str(self.data_dir), "--listen", self.listen]
+        for a in self.advertise:
+            cmd += ["--advertise", a]
+        return cmd + self.extra_args
+
+    def start(self):
+        assert self.proc is None or self.proc.poll() is not None, "broker already running"
+        self.starts += 1
+        self.killed = False
+        self.stopped = False
+        stderr_path = self.workdir / ("%s-stderr-%d.log" % (self.name, self.starts))
+        self.stderr_paths.append(stderr_path)
+        errf = open(stderr_path, "wb")
+        try:
+            # Own session / process group, so kill9() and teardown reach every process of the
+            # broker even if SLUICE_BIN is a wrapper script.
+            self.proc = register_proc(subprocess.Popen(
+                self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errf,
+                cwd=str(self.workdir), start_new_session=True))
+        finally:
+            errf.close()
+        self.listeners = []
+        got = threading.Event()
+        lines = []
+        self.stdout_lines = lines
+        proc = self.proc
+
+        def reader():
+            # Keep draining stdout for the broker's whole life so it never blocks.
+            for raw in iter(proc.stdout.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                lines.append(line)
+                parts = line.split()
+                if len(parts) == 3 and parts[0] == "listening" and parts[1] == "kafka":
+                    self.listeners.append(parts[2])
+                    got.set()
+            got.set()
+
+        self._reader = threading.Thread(target=reader, daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not self.listeners:
+            if time.monotonic() > deadline:
+                H.kill_group(self.proc)
+                raise AssertionError("broker did not print 'listening kafka HOST:PORT' within %.0fs\n"
+                                     "stdout: %r\nstderr tail:\n%s" % (STARTUP_TIMEOUT, lines, tail(stderr_path)))
+            if proc.poll() is not None and not self.listeners:
+                self._reader.join(timeout=2)
+                if self.listeners:
+                    break
+                raise AssertionError("broker exited with code %s during startup\nstdout: %r\nstderr tail:\n%s"
+                                     % (proc.returncode, lines, tail(stderr_path)))
+            got.wait(0.1)
+        self.bootstrap = self.listeners[0]
+        host, port = self.bootstrap.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0, "unexpected listener line %r" % self.bootstrap
+        self.port = int(port)
+        return self
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=STOP_TIMEOUT):
+        """SIGTERM, wait, and assert a clean exit (code 0)."""
+        assert self.proc is not None, "broker never started"
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                H.kill_group(self.proc)
+                raise AssertionError("broker did not exit within %.0fs of SIGTERM\nstderr tail:\n%s"
+                                     % (timeout, self.stderr_tail()))
+        if self._reader:
+            self._reader.join(timeout=5)
+        self.stopped = True
+        rc = self.proc.returncode
+        assert rc == 0, "broker exited with code %s after SIGTERM (expected 0)\nstderr tail:\n%s" % (
+            rc, self.stderr_tail())
+
+    def kill9(self):
+        assert self.proc is not None, "broker never started"
+        H.kill_group(self.proc)
+        self.proc.wait(timeout=STOP_TIMEOUT)
+        self.killed = True
+        if self._reader:
+            self._reader.join(timeout=5)
+
+    def restart(self):
+        """Stop cleanly if running, then start again on the same data dir."""
+        if self.running():
+            self.stop()
+        return self.start()
+
+    def stderr_tail(self, n=60):
+        if not self.stderr_paths:
+            return "<no stderr captured>"
+        return tail(self.stderr_paths[-1], n)
+
+    def assert_alive(self):
+        assert self.running(), "broker process died (exit code %s)\nstderr tail:\n%s" % (
+            self.proc.returncode if self.proc else None, self.stderr_tail())
+
+    def teardown(self):
+        """Clean stop if possible (asserted), and always make sure the process is gone."""
+        try:
+            if self.proc is not None and not self.stopped and not self.killed and not self.running():
+                raise AssertionError("broker exited on its own with code %s during the test\nstderr tail:\n%s"
+                                     % (self.proc.returncode, self.stderr_tail()))
+            if self.running():
+                self.stop(timeout=20)
+        finally:
+            if self.proc is not None:
+                H.kill_group(self.proc)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed:
+        for b in getattr(item, "_sluice_brokers", []):
+            for path in b.stderr_paths[-2:]:
+                rep.sections.append(("sluice stderr %s (%s)" % (b.name, path.name), tail(path, 80)))
+
+
+@pytest.fixture
+def broker_factory(request, tmp_path):
+    """Make brokers: broker_factory(extra_args=[...], advertise=[...], listen=..., start=True)."""
+    made = []
+    request.node._sluice_brokers = made
+
+    def make(extra_args=(), listen="127.0.0.1:0", advertise=(), start=True):
+        b = Broker(tmp_path, extra_args=extra_args, listen=listen, advertise=advertise,
+                   name="broker%d" % (len(made) + 1))
+        made.append(b)
+        if start:
+            b.start()
+        return b
+
+    yield make
+    errors = []
+    for b in made:
+        try:
+            b.teardown()
+        except AssertionError as e:
+            errors.append(str(e))
+        finally:
+            if b.proc is not None:
+                H.kill_group(b.proc)
+    if errors:
+        pytest.fail("broker teardown problem:\n" + "\n".join(errors), pytrace=False)
+
+
+@pytest.fixture
+def broker(broker_factory):
+    """A default broker (no auto-creation)."""
+    return broker_factory()
+
+
+@pytest.fixture
+def procs():
+    """Register Popen objects here; they are killed at teardown."""
+    started = []
+    yield started
+    for p in started:
+        kill_proc(p)
+
+
+@pytest.fixture
+def topic_name(request):
+    return H.unique_topic(request.node.name)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    H.kill_all_procs()

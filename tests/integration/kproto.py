@@ -1,0 +1,560 @@
+"""Minimal hand-written Kafka wire-protocol helpers for the raw-socket tests.
+
+Only what the tests need: primitive encoders/decoders, request header v1/v2,
+a blocking connection with frame read/write, a magic-v2 record batch encoder
+(with CRC-32C) and decoder (verifying CRC-32C), plus a few request/response
+codecs (ApiVersions v0, Metadata v1, Produce v3, Fetch v4, DescribeCluster v0).
+
+Everything is written from the public protocol description; no client library
+is involved, so these tests see exactly the bytes the broker sends.
+"""
+
+import gzip
+import socket
+import struct
+import time
+
+# --------------------------------------------------------------------------
+# API keys and error codes used by the tests
+# --------------------------------------------------------------------------
+PRODUCE = 0
+FETCH = 1
+LIST_OFFSETS = 2
+METADATA = 3
+CREATE_TOPICS = 19
+DELETE_TOPICS = 20
+API_VERSIONS = 18
+DESCRIBE_CLUSTER = 60
+
+NONE = 0
+CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
+MESSAGE_TOO_LARGE = 10
+INVALID_TOPIC_EXCEPTION = 17
+UNSUPPORTED_VERSION = 35
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+UNSUPPORTED_COMPRESSION_TYPE = 76
+INVALID_RECORD = 87
+
+# --------------------------------------------------------------------------
+# CRC-32C (Castagnoli), table driven
+# --------------------------------------------------------------------------
+_CRC32C_TABLE = []
+for _n in range(256):
+    _c = _n
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC32C_TABLE.append(_c)
+del _n, _c
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    table = _CRC32C_TABLE
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+assert crc32c(b"123456789") == 0xE3069283  # standard check value
+
+# --------------------------------------------------------------------------
+# Primitive encoders
+# --------------------------------------------------------------------------
+
+
+def i8(v):
+    return struct.pack(">b", v)
+
+
+def i16(v):
+    return struct.pack(">h", v)
+
+
+def i32(v):
+    return struct.pack(">i", v)
+
+
+def i64(v):
+    return struct.pack(">q", v)
+
+
+def u32(v):
+    return struct.pack(">I", v)
+
+
+def string(s):
+    b = s.encode() if isinstance(s, str) else s
+    return i16(len(b)) + b
+
+
+def nullable_string(s):
+    if s is None:
+        return i16(-1)
+    return string(s)
+
+
+def kbytes(b):
+    if b is None:
+        return i32(-1)
+    return i32(len(b)) + b
+
+
+def array(items, enc):
+    if items is None:
+        return i32(-1)
+    return i32(len(items)) + b"".join(enc(x) for x in items)
+
+
+def uvarint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def varint(v):
+    # zig-zag, works for 32 and 64 bit values
+    return uvarint((v << 1) ^ (v >> 63))
+
+
+def compact_string(s):
+    if s is None:
+        return uvarint(0)
+    b = s.encode() if isinstance(s, str) else s
+    return uvarint(len(b) + 1) + b
+
+
+EMPTY_TAGS = uvarint(0)
+
+
+class Reader:
+    """Sequential decoder over a bytes object; raises ValueError on underrun."""
+
+    def __init__(self, data, pos=0):
+        self.data = data
+        self.pos = pos
+
+    def remaining(self):
+        return len(self.data) - self.pos
+
+    def take(self, n):
+        if n < 0 or self.pos + n > len(self.data):
+            raise ValueError("buffer underrun: want %d at %d of %d" % (n, self.pos, len(self.data)))
+        b = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+    def i8(self):
+        return struct.unpack(">b", self.take(1))[0]
+
+    def i16(self):
+        return struct.unpack(">h", self.take(2))[0]
+
+    def i32(self):
+        return struct.unpack(">i", self.take(4))[0]
+
+    def u32(self):
+        return struct.unpack(">I", self.take(4))[0]
+
+    def i64(self):
+        return struct.unpack(">q", self.take(8))[0]
+
+    def boolean(self):
+        return self.take(1) != b"\x00"
+
+    def string(self):
+        n = self.i16()
+        if n < 0:
+            return None
+        return self.take(n).decode()
+
+    def kbytes(self):
+        n = self.i32()
+        if n < 0:
+            return None
+        return self.take(n)
+
+    def array(self, dec):
+        n = self.i32()
+        if n < 0:
+            return None
+        return [dec(self) for _ in range(n)]
+
+    def uvarint(self):
+        shift = 0
+        result = 0
+        while True:
+            b = self.take(1)[0]
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 63:
+                raise ValueError("varint too long")
+
+    def varint(self):
+        v = self.uvarint()
+        return (v >> 1) ^ -(v & 1)
+
+    def compact_string(self):
+        n = self.uvarint()
+        if n == 0:
+            return None
+        return self.take(n - 1).decode()
+
+    def compact_array(self, dec):
+        n = self.uvarint()
+        if n == 0:
+            return None
+        return [dec(self) for _ in range(n - 1)]
+
+    def tagged_fields(self):
+        n = self.uvarint()
+        for _ in range(n):
+            self.uvarint()  # tag
+            size = self.uvarint()
+            self.take(size)
+
+
+# --------------------------------------------------------------------------
+# Connection
+# --------------------------------------------------------------------------
+
+
+def request_header_v1(api_key, api_version, correlation_id, client_id="sluice-it-raw"):
+    return i16(api_key) + i16(api_version) + i32(correlation_id) + nullable_string(client_id)
+
+
+def request_header_v2(api_key, api_version, correlation_id, client_id="sluice-it-raw"):
+    return request_header_v1(api_key, api_version, correlation_id, client_id) + EMPTY_TAGS
+
+
+class ConnectionClosed(Exception):
+    pass
+
+
+class Conn:
+    """A blocking client connection; every read is bounded by `timeout`."""
+
+    def __init__(self, bootstrap, timeout=15.0):
+        host, port = bootstrap.rsplit(":", 1)
+        self.timeout = timeout
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.next_corr = 1
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def send_frame(self, payload):
+        self.sock.sendall(i32(len(payload)) + payload)
+
+    def send_request(self, api_key, api_version, body, header_version=1, correlation_id=None):
+        if correlation_id is None:
+            correlation_id = self.next_corr
+            self.next_corr += 1
+        if header_version == 2:
+            hdr = request_header_v2(api_key, api_version, correlation_id)
+        else:
+            hdr = request_header_v1(api_key, api_version, correlation_id)
+        self.send_frame(hdr + body)
+        return correlation_id
+
+    def _recv_exact(self, n, deadline):
+        buf = bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("timed out reading %d bytes (got %d)" % (n, len(buf)))
+            self.sock.settimeout(left)
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionClosed("connection closed after %d of %d bytes" % (len(buf), n))
+            buf += chunk
+        return bytes(buf)
+
+    def recv_frame(self, timeout=None):
+        deadline = time.monotonic() + (timeout if timeout is not None else self.timeout)
+        size = struct.unpack(">i", self._recv_exact(4, deadline))[0]
+        if size < 4 or size > 256 * 1024 * 1024:
+            raise ValueError("implausible response frame size %d" % size)
+        return self._recv_exact(size, deadline)
+
+    def recv_response(self, correlation_id, header_version=0, timeout=None):
+        """Return a Reader positioned at the response body."""
+        frame = self.recv_frame(timeout)
+        r = Reader(frame)
+        corr = r.i32()
+        if corr != correlation_id:
+            raise AssertionError("correlation id mismatch: sent %d got %d" % (correlation_id, corr))
+        if header_version == 1:
+            r.tagged_fields()
+        return r
+
+    def roundtrip(self, api_key, api_version, body, header_version=1, response_header_version=0, timeout=None):
+        corr = self.send_request(api_key, api_version, body, header_version)
+        return self.recv_response(corr, response_header_version, timeout)
+
+    def wait_closed(self, timeout=10.0):
+        """Read until EOF; returns the bytes received before EOF. Raises on timeout."""
+        deadline = time.monotonic() + timeout
+        got = bytearray()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("connection was not closed by the broker within %.1fs" % timeout)
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError):
+                return bytes(got)
+            except socket.timeout:
+                continue
+            if not chunk:
+                return bytes(got)
+            got += chunk
+
+
+# --------------------------------------------------------------------------
+# Record batches (magic v2)
+# --------------------------------------------------------------------------
+
+
+class Rec:
+    __slots__ = ("offset", "timestamp", "key", "value", "headers", "timestamp_type")
+
+    def __init__(self, offset, timestamp, key, value, headers, timestamp_type=0):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestamp_type = timestamp_type
+
+    def __repr__(self):
+        return "Rec(offset=%r, ts=%r, key=%r, value=%r..., headers=%r, tstype=%r)" % (
+            self.offset, self.timestamp, self.key, (self.value or b"")[:20], self.headers, self.timestamp_type)
+
+
+def encode_record(offset_delta, ts_delta, key, value, headers):
+    body = i8(0) + varint(ts_delta) + varint(offset_delta)
+    body += varint(-1) if key is None else varint(len(key)) + key
+    body += varint(-1) if value is None else varint(len(value)) + value
+    body += varint(len(headers))
+    for hk, hv in headers:
+        hkb = hk.encode()
+        body += varint(len(hkb)) + hkb
+        body += varint(-1) if hv is None else varint(len(hv)) + hv
+    return varint(len(body)) + body
+
+
+def encode_batch(records, base_offset=0, compression=0, timestamp_type=0, corrupt_crc=False):
+    """records: list of (timestamp_ms, key, value, headers[(str, bytes)])."""
+    assert records
+    base_ts = records[0][0]
+    max_ts = max(r[0] for r in records)
+    recs = b"".join(
+        encode_record(i, ts - base_ts, k, v, h) for i, (ts, k, v, h) in enumerate(records))
+    if compression == 1:
+        recs = gzip.compress(recs)
+    elif compression != 0:
+        raise ValueError("only gzip is implemented")
+    attributes = (compression & 0x7) | (0x8 if timestamp_type else 0)
+    after_crc = (i16(attributes) + i32(len(records) - 1) + i64(base_ts) + i64(max_ts)
+                 + i64(-1) + i16(-1) + i32(-1) + i32(len(records)) + recs)
+    crc = crc32c(after_crc)
+    if corrupt_crc:
+        crc ^= 0xDEADBEEF
+    after_len = i32(0) + i8(2) + u32(crc) + after_crc  # partition leader epoch, magic, crc
+    return i64(base_offset) + i32(len(after_len)) + after_len
+
+
+def decode_batches(data, check_crc=True):
+    """Decode a record set (possibly ending in a partial batch) into Rec objects.
+
+    Returns (records, batches) where batches is a list of dicts describing each
+    complete batch header.
+    """
+    out = []
+    batches = []
+    pos = 0
+    while len(data) - pos >= 12:
+        base_offset, batch_len = struct.unpack(">qi", data[pos:pos + 12])
+        if batch_len < 0 or pos + 12 + batch_len > len(data):
+            break  # partial trailing batch is allowed by the protocol
+        r = Reader(data[pos + 12:pos + 12 + batch_len])
+        r.i32()  # partition leader epoch
+        magic = r.i8()
+        if magic != 2:
+            raise AssertionError("unexpected magic %d at batch offset %d" % (magic, base_offset))
+        crc = r.u32()
+        crc_region = r.data[r.pos:]
+        if check_crc and crc32c(crc_region) != crc:
+            raise AssertionError("CRC-32C mismatch in batch at base offset %d" % base_offset)
+        attributes = r.i16()
+        last_offset_delta = r.i32()
+        base_ts = r.i64()
+        max_ts = r.i64()
+        producer_id = r.i64()
+        r.i16()
+        r.i32()
+        count = r.i32()
+        compression = attributes & 0x7
+        ts_type = (attributes >> 3) & 1
+        control = bool(attributes & 0x20)
+        if compression != 0:
+            raise AssertionError("broker returned a compressed batch (attributes %#x)" % attributes)
+        batches.append(dict(base_offset=base_offset, count=count, attributes=attributes,
+                            last_offset_delta=last_offset_delta, base_timestamp=base_ts,
+                            max_timestamp=max_ts, producer_id=producer_id, control=control))
+        for _ in range(count):
+            length = r.varint()
+            rr = Reader(r.take(length))
+            rr.i8()
+            ts_delta = rr.varint()
+            off_delta = rr.varint()
+            klen = rr.varint()
+            key = None if klen < 0 else rr.take(klen)
+            vlen = rr.varint()
+            value = None if vlen < 0 else rr.take(vlen)
+            hdrs = []
+            for _ in range(rr.varint()):
+                hk = rr.take(rr.varint()).decode()
+                hvl = rr.varint()
+                hdrs.append((hk, None if hvl < 0 else rr.take(hvl)))
+            ts = max_ts if ts_type == 1 else base_ts + ts_delta
+            if not control:
+                out.append(Rec(base_offset + off_delta, ts, key, value, hdrs, ts_type))
+        pos += 12 + batch_len
+    return out, batches
+
+
+# --------------------------------------------------------------------------
+# Request / response codecs
+# --------------------------------------------------------------------------
+
+
+def parse_api_versions_v0(r):
+    err = r.i16()
+    apis = r.array(lambda x: (x.i16(), x.i16(), x.i16()))
+    return err, {k: (lo, hi) for k, lo, hi in (apis or [])}
+
+
+def api_versions_v0(conn):
+    r = conn.roundtrip(API_VERSIONS, 0, b"")
+    return parse_api_versions_v0(r)
+
+
+def metadata_v1_body(topics):
+    if topics is None:
+        return i32(-1)
+    return array(topics, string)
+
+
+def parse_metadata_v1(r):
+    brokers = r.array(lambda x: dict(node_id=x.i32(), host=x.string(), port=x.i32(), rack=x.string()))
+    controller_id = r.i32()
+
+    def part(x):
+        return dict(error=x.i16(), partition=x.i32(), leader=x.i32(),
+                    replicas=x.array(lambda y: y.i32()), isr=x.array(lambda y: y.i32()))
+
+    def topic(x):
+        return dict(error=x.i16(), name=x.string(), internal=x.boolean(), partitions=x.array(part))
+
+    topics = r.array(topic)
+    return dict(brokers=brokers, controller_id=controller_id, topics={t["name"]: t for t in topics})
+
+
+def metadata_v1(conn, topics):
+    r = conn.roundtrip(METADATA, 1, metadata_v1_body(topics))
+    return parse_metadata_v1(r)
+
+
+def produce_v3(conn, topic, partition, batch_bytes, acks=-1, timeout_ms=10000):
+    body = (nullable_string(None) + i16(acks) + i32(timeout_ms)
+            + i32(1) + string(topic) + i32(1) + i32(partition) + kbytes(batch_bytes))
+    r = conn.roundtrip(PRODUCE, 3, body)
+    topics = r.array(lambda x: (x.string(), x.array(
+        lambda y: dict(partition=y.i32(), error=y.i16(), base_offset=y.i64(), log_append_time=y.i64()))))
+    r.i32()  # throttle
+    assert len(topics) == 1 and topics[0][0] == topic, topics
+    parts = topics[0][1]
+    assert len(parts) == 1 and parts[0]["partition"] == partition, parts
+    return parts[0]
+
+
+def fetch_v4(conn, topic, partition, offset, max_bytes=4 * 1024 * 1024, max_wait_ms=200):
+    body = (i32(-1) + i32(max_wait_ms) + i32(1) + i32(max_bytes) + i8(0)
+            + i32(1) + string(topic) + i32(1) + i32(partition) + i64(offset) + i32(max_bytes))
+    r = conn.roundtrip(FETCH, 4, body)
+    r.i32()  # throttle
+
+    def part(x):
+        return dict(partition=x.i32(), error=x.i16(), high_watermark=x.i64(), last_stable_offset=x.i64(),
+                    aborted=x.array(lambda y: (y.i64(), y.i64())), records=x.kbytes())
+
+    topics = r.array(lambda x: (x.string(), x.array(part)))
+    assert len(topics) == 1 and topics[0][0] == topic, topics
+    parts = topics[0][1]
+    assert len(parts) == 1 and parts[0]["partition"] == partition, parts
+    return parts[0]
+
+
+def fetch_all_v4(conn, topic, partition, timeout=20.0):
+    """Fetch a partition from offset 0 up to its high watermark; returns (records, hw)."""
+    deadline = time.monotonic() + timeout
+    offset = 0
+    out = []
+    while True:
+        p = fetch_v4(conn, topic, partition, offset)
+        assert p["error"] == NONE, "fetch error %d" % p["error"]
+        recs, _ = decode_batches(p["records"] or b"")
+        recs = [x for x in recs if x.offset >= offset]
+        out.extend(recs)
+        if recs:
+            offset = recs[-1].offset + 1
+        if offset >= p["high_watermark"]:
+            return out, p["high_watermark"]
+        if time.monotonic() > deadline:
+            raise AssertionError("fetch did not reach high watermark %d (at %d)" % (p["high_watermark"], offset))
+
+
+def describe_cluster_v0(conn):
+    body = i8(0) + EMPTY_TAGS  # include_cluster_authorized_operations=false
+    r = conn.roundtrip(DESCRIBE_CLUSTER, 0, body, header_version=2, response_header_version=1)
+    throttle = r.i32()
+    err = r.i16()
+    err_msg = r.compact_string()
+    cluster_id = r.compact_string()
+    controller = r.i32()
+
+    def broker(x):
+        d = dict(node_id=x.i32(), host=x.compact_string(), port=x.i32(), rack=x.compact_string())
+        x.tagged_fields()
+        return d
+
+    brokers = r.compact_array(broker)
+    r.i32()  # authorized operations
+    r.tagged_fields()
+    return dict(throttle=throttle, error=err, error_message=err_msg, cluster_id=cluster_id,
+                controller_id=controller, brokers=brokers)
