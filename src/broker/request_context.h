@@ -27,15 +27,16 @@ struct request_context {
     template <typename R>
     void respond(const R& body) const {
         bytes frame = begin_frame();
-        protocol::encode_message(frame, version(), flexible(), body);
-        finish_frame(std::move(frame));
+        std::vector<protocol::splice> splices;
+        protocol::encode_message(frame, version(), flexible(), body, &splices);
+        finish_frame(std::move(frame), std::move(splices));
     }
     // acks=0 produce: the slot is released without a response.
     void respond_none() const;
 
 private:
     bytes begin_frame() const;
-    void finish_frame(bytes frame) const;
+    void finish_frame(bytes frame, std::vector<protocol::splice> splices) const;
 };
 
 }  // namespace sluice::broker

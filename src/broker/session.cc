@@ -18,13 +18,28 @@ uint64_t session::reserve() {
     return _head + _slots.size() - 1;
 }
 
-void session::complete(uint64_t slot, bytes frame) {
+void session::send(response& r) {
+    size_t from = 0;
+    for (auto& s : r.splices) {
+        if (s.at > from) _conn->send(bytes(r.head.begin() + static_cast<ptrdiff_t>(from),
+                                           r.head.begin() + static_cast<ptrdiff_t>(s.at)));
+        _conn->send_file(std::move(s.slice));
+        from = s.at;
+    }
+    if (from == 0) {
+        _conn->send(std::move(r.head));
+    } else if (from < r.head.size()) {
+        _conn->send(bytes(r.head.begin() + static_cast<ptrdiff_t>(from), r.head.end()));
+    }
+}
+
+void session::complete(uint64_t slot, response r) {
     if (slot < _head || slot - _head >= _slots.size()) return;
     auto& s = _slots[slot - _head];
     s.done = true;
-    s.frame = std::move(frame);
+    s.frame = std::move(r);
     while (!_slots.empty() && _slots.front().done) {
-        if (!_slots.front().frame.empty()) _conn->send(std::move(_slots.front().frame));
+        if (!_slots.front().frame.head.empty()) send(_slots.front().frame);
         _slots.pop_front();
         ++_head;
     }
@@ -93,7 +108,7 @@ void session::send_unsupported_version(int16_t key, int16_t version, int32_t cor
         w.fixed<int16_t>(unsupported);
     }
     store_be<int32_t>(frame.data(), static_cast<int32_t>(frame.size() - 4));
-    complete(slot, std::move(frame));
+    complete(slot, {std::move(frame), {}});
 }
 
 }  // namespace sluice::broker

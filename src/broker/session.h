@@ -6,6 +6,7 @@
 
 #include "common/types.h"
 #include "net/connection.h"
+#include "protocol/wire.h"
 
 namespace sluice::broker {
 
@@ -19,8 +20,13 @@ public:
     session(broker& b, std::shared_ptr<net::connection> conn);
 
     void on_frame(bytes_view frame);
-    // Completes a reply slot; an empty frame means "no response" (acks=0).
-    void complete(uint64_t slot, bytes frame);
+    // An encoded response: bytes, with file slices to send at given positions.
+    struct response {
+        bytes head;
+        std::vector<protocol::splice> splices;
+    };
+    // Completes a reply slot; an empty response means "no response" (acks=0).
+    void complete(uint64_t slot, response r);
     void close(const std::string& reason);
 
     bool closed() const { return _conn->closed(); }
@@ -31,8 +37,9 @@ public:
 private:
     struct reply_slot {
         bool done = false;
-        bytes frame;
+        response frame;
     };
+    void send(response& r);
     uint64_t reserve();
     void send_unsupported_version(int16_t key, int16_t version, int32_t correlation_id,
                                   uint64_t slot);

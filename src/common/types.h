@@ -3,6 +3,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,6 +12,15 @@ namespace sluice {
 
 using bytes = std::vector<uint8_t>;
 using bytes_view = std::span<const uint8_t>;
+
+// Bytes that stay in a file until the socket takes them (zero-copy sends). `owner`
+// keeps the descriptor open for as long as the slice lives.
+struct file_slice {
+    std::shared_ptr<const void> owner;
+    int fd = -1;
+    int64_t offset = 0;
+    size_t size = 0;
+};
 
 // A value with a name in the type system, so that an offset cannot be passed where a
 // partition id is expected.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "common/endian.h"
 #include "common/logging.h"
 #include "log/file_header.h"
 
@@ -79,6 +80,8 @@ result<void> partition_log::load() const {
     // Everything found on disk is durable: recovery fsynced what it changed, and a clean
     // shutdown fsynced everything.
     _hw = _leo.load();
+    _st->hw_segment_base = active()->base_offset();
+    _st->hw_position = active()->size();
     return {};
 }
 
@@ -171,10 +174,9 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     return append_info{base, last, log_append_time ? now : -1, _lso.load()};
 }
 
-result<read_result> partition_log::read(offset_t offset, size_t max_bytes, bool min_one) const {
-    read_result out;
-    std::shared_ptr<file> f;
-    int64_t pos = 0;
+result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_bytes,
+                                                bool min_one) const {
+    read_slice out;
     int64_t end = 0;
     {
         std::lock_guard lk(_mu);
@@ -192,36 +194,46 @@ result<read_result> partition_log::read(offset_t offset, size_t max_bytes, bool 
         if (auto r = ensure_indexes(*seg); !r) return r.err();
         auto p = seg->find_position(offset);
         if (!p) return p.err();
-        pos = *p;
+        out.position = *p;
+        // Segments before the high watermark's are durable to their end.
         end = seg->size();
+        if (seg->base_offset() == _st->hw_segment_base) end = std::min(end, _st->hw_position);
         auto df = seg->data();
         if (!df) return df.err();
-        f = std::move(*df);
+        out.data_file = std::move(*df);
     }
-    // Bytes below `end` never change, so the read needs no lock.
-    const size_t hdr = protocol::batch_header_size;
-    size_t n = static_cast<size_t>(
-        std::min<int64_t>(static_cast<int64_t>(std::max(max_bytes, hdr)), end - pos));
-    bytes buf(n);
-    if (auto r = read_exact(*f, buf.data(), n, pos); !r) return r.err();
+    if (out.position >= end) {
+        out.data_file.reset();
+        return out;
+    }
+    // Bytes below `end` never change, so the rest needs no lock.
+    size_t want = max_bytes;
+    if (min_one) {
+        uint8_t head[protocol::batch_log_overhead];
+        if (auto r = read_exact(*out.data_file, head, sizeof head, out.position); !r) return r.err();
+        auto len = load_be<int32_t>(head + protocol::batch_length_offset);
+        want = std::max(want, protocol::batch_log_overhead + static_cast<size_t>(std::max(len, 0)));
+    }
+    out.size = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(want), end - out.position));
+    return out;
+}
+
+result<read_result> partition_log::read(offset_t offset, size_t max_bytes, bool min_one) const {
+    auto s = read_slice_at(offset, max_bytes, min_one);
+    if (!s) return s.err();
+    read_result out;
+    out.high_watermark = s->high_watermark;
+    out.log_start_offset = s->log_start_offset;
+    out.log_end_offset = s->log_end_offset;
+    if (s->size == 0) return out;
+    bytes buf(s->size);
+    if (auto r = read_exact(*s->data_file, buf.data(), buf.size(), s->position); !r) return r.err();
+    // Whole batches only: drop a batch that max_bytes cut.
     size_t used = 0;
-    while (used + hdr <= buf.size()) {
+    while (used + protocol::batch_header_size <= buf.size()) {
         auto h = *protocol::read_batch_header(bytes_view(buf).subspan(used));
-        if (h.base_offset >= out.high_watermark) break;
-        size_t size = h.size_bytes();
-        if (used + size > max_bytes || used + size > buf.size()) {
-            if (used == 0 && min_one) {
-                if (size > buf.size()) {
-                    size_t have = buf.size();
-                    buf.resize(size);
-                    if (auto r = read_exact(*f, buf.data() + have, size - have, pos + have); !r)
-                        return r.err();
-                }
-                used = size;
-            }
-            break;
-        }
-        used += size;
+        if (used + h.size_bytes() > buf.size()) break;
+        used += h.size_bytes();
     }
     buf.resize(used);
     out.data = std::move(buf);
@@ -271,6 +283,8 @@ size_t partition_log::memory_bytes() const {
 result<bool> partition_log::sync() {
     std::shared_ptr<file> f;
     offset_t target;
+    offset_t seg_base;
+    int64_t seg_pos;
     uint64_t gen;
     bool new_files;
     bool parent;
@@ -279,6 +293,8 @@ result<bool> partition_log::sync() {
         std::lock_guard lk(_mu);
         if (!_st || _st->failed) return _st && _st->failed ? result<bool>(*_st->failed) : false;
         target = _leo.load();
+        seg_base = active()->base_offset();
+        seg_pos = active()->size();
         gen = _st->created_gen;
         new_files = gen != _st->synced_gen;
         parent = _st->parent_dirty;
@@ -304,6 +320,8 @@ result<bool> partition_log::sync() {
     _st->synced_gen = std::max(_st->synced_gen, gen);
     if (parent) _st->parent_dirty = false;
     if (target <= _hw.load()) return false;
+    _st->hw_segment_base = seg_base;
+    _st->hw_position = seg_pos;
     _hw.store(target);
     return true;
 }

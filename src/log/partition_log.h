@@ -51,6 +51,20 @@ struct log_context {
 
 struct topic_state;
 
+// A byte range of one segment's data file, for sending without copying. It starts at a
+// batch boundary and ends at or below the high watermark; it may end inside a batch
+// when max_bytes cuts it there, as Kafka's own reads do (clients drop a partial
+// trailing batch and fetch it next time). Bytes in the range never change while the
+// file is held.
+struct read_slice {
+    std::shared_ptr<file> data_file;  // null when size is 0
+    int64_t position = 0;
+    size_t size = 0;
+    offset_t high_watermark = 0;
+    offset_t log_start_offset = 0;
+    offset_t log_end_offset = 0;
+};
+
 class partition_log {
   public:
     partition_log(topic_state* topic, int32_t partition, log_context* ctx)
@@ -72,6 +86,9 @@ class partition_log {
     // max_bytes (the first batch regardless when min_one). Data from one segment.
     // offset == high watermark: empty. Outside [log start, log end]: out_of_range.
     result<read_result> read(offset_t offset, size_t max_bytes, bool min_one) const;
+    // The same range as a file slice, cut at max_bytes (the first batch whole when
+    // min_one) rather than at a batch boundary; what Fetch sends with sendfile.
+    result<read_slice> read_slice_at(offset_t offset, size_t max_bytes, bool min_one) const;
 
     offset_t high_watermark() const;  // first offset not yet durable
     offset_t log_end_offset() const;  // next offset to assign
@@ -99,6 +116,10 @@ class partition_log {
         uint64_t created_gen = 0;     // bumped when a segment file or the dir is created
         uint64_t synced_gen = 0;      // created_gen covered by the last directory fsync
         bool parent_dirty = false;    // the partition directory itself is new
+        // Where the high watermark falls in the file: the segment holding it and the
+        // byte position (file header included) just past the last durable batch.
+        offset_t hw_segment_base = 0;
+        int64_t hw_position = 0;
     };
 
     result<void> ensure_loaded() const;  // _mu held

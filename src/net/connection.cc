@@ -1,6 +1,7 @@
 #include "net/connection.h"
 
 #include <sys/epoll.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -125,18 +126,56 @@ void connection::parse_frames() {
 void connection::send(bytes data) {
     if (_fd < 0 || data.empty()) return;
     _queued += data.size();
-    _out.push_back(std::move(data));
+    _out.push_back({std::move(data), {}});
     if (!_want_write) do_write();
+}
+
+void connection::send_file(file_slice slice) {
+    if (_fd < 0 || slice.size == 0) return;
+    _queued += slice.size;
+    _out.push_back({{}, std::move(slice)});
+    if (!_want_write) do_write();
+}
+
+// Sends from the front file chunk; false when the socket is full or closed.
+bool connection::write_file_chunk() {
+    auto& f = _out.front().file;
+    off_t off = f.offset + static_cast<off_t>(_out_offset);
+    size_t left = f.size - _out_offset;
+    ssize_t n = ::sendfile(_fd, f.fd, &off, left);
+    if (n < 0) {
+        if (errno == EINTR) return true;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+        close(std::string("sendfile error: ") + std::strerror(errno));
+        return false;
+    }
+    if (n == 0) {  // the file is shorter than promised: never expected, never spin
+        close("sendfile reached the end of the file early");
+        return false;
+    }
+    _queued -= static_cast<size_t>(n);
+    _out_offset += static_cast<size_t>(n);
+    if (_out_offset == f.size) {
+        _out.pop_front();
+        _out_offset = 0;
+    }
+    return true;
 }
 
 void connection::do_write() {
     while (!_out.empty() && _fd >= 0) {
+        if (_out.front().data.empty()) {
+            if (write_file_chunk()) continue;
+            if (_fd < 0) return;
+            break;
+        }
         iovec iov[max_iov];
         int cnt = 0;
         size_t first_off = _out_offset;
-        for (auto it = _out.begin(); it != _out.end() && cnt < max_iov; ++it, ++cnt) {
-            iov[cnt].iov_base = it->data() + first_off;
-            iov[cnt].iov_len = it->size() - first_off;
+        for (auto it = _out.begin(); it != _out.end() && cnt < max_iov && !it->data.empty();
+             ++it, ++cnt) {
+            iov[cnt].iov_base = it->data.data() + first_off;
+            iov[cnt].iov_len = it->data.size() - first_off;
             first_off = 0;
         }
         msghdr msg{};
@@ -145,13 +184,7 @@ void connection::do_write() {
         ssize_t n = ::sendmsg(_fd, &msg, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                if (!_want_write) {
-                    _want_write = true;
-                    update_interest();
-                }
-                return;
-            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             close(std::string("write error: ") + std::strerror(errno));
             return;
         }
@@ -169,8 +202,9 @@ void connection::do_write() {
             }
         }
     }
-    if (_want_write) {
-        _want_write = false;
+    bool want = !_out.empty();
+    if (want != _want_write && _fd >= 0) {
+        _want_write = want;
         update_interest();
     }
 }

@@ -26,8 +26,10 @@ public:
     ~connection() override;
 
     void start();
-    // Queues bytes for sending; they go out in the order queued.
+    // Queue bytes, or a file range sent with sendfile; everything goes out in the order
+    // queued.
     void send(bytes data);
+    void send_file(file_slice slice);
     // Closes once; the reason is logged.
     void close(const std::string& reason);
     // Stops reading new frames until resume_reading() (back-pressure).
@@ -55,7 +57,14 @@ private:
     uint64_t _id;
     bytes _in;
     size_t _in_start = 0;  // first unparsed byte of _in
-    std::deque<bytes> _out;
+    struct chunk {
+        bytes data;
+        file_slice file;  // used when data is empty
+        size_t size() const { return data.empty() ? file.size : data.size(); }
+    };
+    bool write_file_chunk();
+
+    std::deque<chunk> _out;
     size_t _out_offset = 0;  // bytes of _out.front() already written
     size_t _queued = 0;
     bool _paused = false;

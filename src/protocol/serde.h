@@ -113,6 +113,8 @@ public:
             v = _r.nullable_bytes(_flexible).value_or(bytes{});
         } else if constexpr (std::is_same_v<T, std::optional<bytes>>) {
             v = _r.nullable_bytes(_flexible);
+        } else if constexpr (std::is_same_v<T, records>) {
+            v.data = _r.nullable_bytes(_flexible);
         } else if constexpr (detail::is_vector<T>::value) {
             read_array(v);
         } else if constexpr (detail::is_optional<T>::value) {
@@ -239,6 +241,8 @@ public:
                 _w.length(-1, _flexible, true);
             else
                 _w.bytes_field(*v, _flexible);
+        } else if constexpr (std::is_same_v<T, records>) {
+            _w.records_field(v, _flexible);
         } else if constexpr (detail::is_vector<T>::value) {
             _w.length(static_cast<int64_t>(v.size()), _flexible, true);
             for (const auto& e : v) write(e);
@@ -279,8 +283,9 @@ bool decode_message(bytes_view data, int16_t version, bool flexible, M& out) {
 }
 
 template <typename M>
-void encode_message(bytes& out, int16_t version, bool flexible, const M& m) {
-    writer w(out);
+void encode_message(bytes& out, int16_t version, bool flexible, const M& m,
+                    std::vector<splice>* splices = nullptr) {
+    writer w(out, splices);
     encoder e(w, version, flexible);
     e.write_struct(m);
 }

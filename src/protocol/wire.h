@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
+#include <vector>
 #include <string>
 
 #include "common/endian.h"
@@ -109,9 +111,28 @@ private:
     bool _ok = true;
 };
 
+// A RECORDS field: decoded into bytes; encoded from bytes or, on the broker's fetch
+// path, from a file slice that the connection sends with sendfile.
+struct records {
+    std::optional<bytes> data;
+    file_slice slice;
+
+    records() = default;
+    records(std::optional<bytes> d) : data(std::move(d)) {}  // NOLINT(google-explicit-constructor)
+    size_t size() const { return slice.size ? slice.size : (data ? data->size() : 0); }
+    bool operator==(const records& o) const { return data == o.data && slice.size == o.slice.size; }
+};
+
+// Where an encoded frame takes bytes from a file: at byte `at` of the encoded buffer.
+struct splice {
+    size_t at = 0;
+    file_slice slice;
+};
+
 class writer {
 public:
-    explicit writer(bytes& out) : _out(out) {}
+    explicit writer(bytes& out, std::vector<splice>* splices = nullptr)
+        : _out(out), _splices(splices) {}
 
     bytes& buffer() { return _out; }
     size_t size() const { return _out.size(); }
@@ -162,6 +183,20 @@ public:
         length(static_cast<int64_t>(b.size()), compact, true);
         raw(b);
     }
+    // RECORDS: the length, then the bytes, or a splice of the file slice when the
+    // writer collects splices.
+    void records_field(const records& r, bool compact) {
+        if (r.slice.size > 0 && _splices != nullptr) {
+            length(static_cast<int64_t>(r.slice.size), compact, true);
+            _splices->push_back({_out.size(), r.slice});
+            return;
+        }
+        if (r.slice.size > 0) throw std::logic_error("file slice without a splice list");
+        if (!r.data)
+            length(-1, compact, true);
+        else
+            bytes_field(*r.data, compact);
+    }
     // Reserves room to patch later (frame sizes).
     size_t grow(size_t n) {
         size_t at = _out.size();
@@ -171,6 +206,7 @@ public:
 
 private:
     bytes& _out;
+    std::vector<splice>* _splices;
 };
 
 }  // namespace sluice::protocol

@@ -36,14 +36,14 @@ fetch_outcome read_all(broker& b, const fetch_request& req, bool by_id) {
             if (!plog) {
                 op.error_code = code(by_id && !t ? error_code::unknown_topic_id
                                                  : error_code::unknown_topic_or_partition);
-                op.records = bytes{};
+                op.records.data = bytes{};
                 o.error = true;
                 continue;
             }
             op.aborted_transactions.emplace();
             size_t limit = std::min(budget - std::min(budget, o.bytes),
                                     static_cast<size_t>(std::max(rp.partition_max_bytes, 0)));
-            auto r = plog->read(rp.fetch_offset, limit, o.bytes == 0);
+            auto r = plog->read_slice_at(rp.fetch_offset, limit, o.bytes == 0);
             if (!r) {
                 op.error_code = code(r.code() == errc::out_of_range
                                          ? error_code::offset_out_of_range
@@ -51,15 +51,17 @@ fetch_outcome read_all(broker& b, const fetch_request& req, bool by_id) {
                 op.high_watermark = plog->high_watermark();
                 op.last_stable_offset = op.high_watermark;
                 op.log_start_offset = plog->log_start_offset();
-                op.records = bytes{};
+                op.records.data = bytes{};
                 o.error = true;
                 continue;
             }
             op.high_watermark = r->high_watermark;
             op.last_stable_offset = r->high_watermark;
             op.log_start_offset = r->log_start_offset;
-            o.bytes += r->data.size();
-            op.records = std::move(r->data);
+            o.bytes += r->size;
+            op.records.data = bytes{};
+            if (r->size > 0)
+                op.records.slice = {r->data_file, r->data_file->fd(), r->position, r->size};
         }
     }
     return o;

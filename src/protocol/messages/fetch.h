@@ -94,7 +94,7 @@ struct fetch_response {
         int64_t log_start_offset = -1;
         std::optional<std::vector<aborted_transaction>> aborted_transactions;
         int32_t preferred_read_replica = -1;
-        std::optional<bytes> records;
+        protocol::records records;
         template <typename F>
         void serde(F& f) {
             f(partition_index);

@@ -153,6 +153,45 @@ TEST_F(partition_log_test, read_respects_max_bytes_min_one_and_high_watermark) {
     EXPECT_EQ(batches_of(r->data).size(), 1u);
 }
 
+TEST_F(partition_log_test, slice_cuts_at_max_bytes_and_stops_at_the_high_watermark) {
+    open();
+    auto* p = topic("t");
+    size_t s = make_batch(2, 0, 50).size();
+    for (int i = 0; i < 3; ++i) append_durable(*mgr, p, make_batch(2, 0, 50));
+    // Cut inside the second batch, as a fetch with max_bytes may be.
+    auto r = p->read_slice_at(0, s + s / 2, false);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->size, s + s / 2);
+    ASSERT_NE(r->data_file, nullptr);
+    // The bytes of the slice are the stored batches: the first one whole.
+    bytes first(s);
+    ASSERT_TRUE(read_exact(*r->data_file, first.data(), s, r->position).ok());
+    EXPECT_EQ(batches_of(first).size(), 1u);
+    EXPECT_EQ(batches_of(first)[0].base_offset, 0);
+    // min_one widens the slice to the first batch.
+    r = p->read_slice_at(2, s / 3, true);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->size, s);
+    // From an offset inside the last batch: that batch from its start.
+    r = p->read_slice_at(5, 1 << 20, false);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->size, s);
+    // Appended but not durable: not in any slice.
+    mgr->set_flush_paused(true);
+    ASSERT_TRUE(test::append(*p, make_batch(2, 0, 50)).ok());
+    r = p->read_slice_at(0, 1 << 20, false);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->size, 3 * s);
+    r = p->read_slice_at(6, 1 << 20, true);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->size, 0u);
+    mgr->set_flush_paused(false);
+    ASSERT_TRUE(test::wait_durable(*mgr, p, 7).ok());
+    r = p->read_slice_at(0, 1 << 20, false);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->size, 4 * s);
+}
+
 // First record (by offset) with timestamp >= ts, by brute force.
 std::optional<offset_and_time> expected_at(const std::vector<offset_and_time>& all,
                                            timestamp_ms ts) {

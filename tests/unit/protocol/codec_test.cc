@@ -89,7 +89,7 @@ TEST(codec, fetch_all_versions) {
     p.last_stable_offset = 10;
     p.log_start_offset = 0;
     p.aborted_transactions = std::vector<fetch_response::aborted_transaction>{{7, 3}};
-    p.records = bytes(100, 0xab);
+    p.records.data = bytes(100, 0xab);
     resp.responses.push_back({"orders", some_uuid(), {p}});
     expect_round_trip(api_key::fetch, 4, 13, resp);
 }
