@@ -1,5 +1,6 @@
 #include "app/serve_command.h"
 
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -120,6 +121,11 @@ int serve(const serve_options& o) {
 
     sigset_t signals_set = signal_watch::block();
     raise_fd_limit();
+    // Request and response buffers up to 32 MiB come from the heap and are reused
+    // rather than mapped and faulted in afresh each time: on virtual machines the page
+    // faults cost more than the copies (bench: consume 176 -> 770 MB/s client side).
+    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
     std::error_code ec;
     std::filesystem::create_directories(cfg.data_dir, ec);
     if (ec) {
