@@ -69,6 +69,8 @@ if [ "$QUICK" = 1 ]; then
 fi
 : "${SLUICE:=$ROOT/build/sluice}"
 : "${LOADGEN:=$ROOT/build/bench/sluice-loadgen}"
+: "${FETCHBENCH:=$ROOT/build/bench/sluice-fetchbench}"
+: "${STEADY_LINGER_MS:=1}"
 : "${BENCH_DIR:=${TMPDIR:-/tmp}}"
 : "${RESULTS_DIR:=}"
 : "${TOPIC:=bench}"
@@ -345,6 +347,12 @@ broker_phase() {
     BROKER_NOTE="topic create failed"
     return 1
   fi
+  if ! run_step "$LOGS/topic-create-1.log" 0 \
+      timeout -k 5 60 "$SLUICE" topic create "${TOPIC}1" --partitions 1 --bootstrap "$ADDR"; then
+    warn "topic create failed:"; cat "$LOGS/topic-create-1.log" >&2
+    BROKER_NOTE="topic create failed"
+    return 1
+  fi
 
   local c0 c1 rc ok=0
   broker_alive() {
@@ -387,13 +395,24 @@ broker_phase() {
 
   broker_alive || return 1
 
+  # 2b. the broker's own Fetch rate, with a client that only walks batch headers
+  if [ -x "$FETCHBENCH" ]; then
+    log "(d2b) broker fetch rate (sluice-fetchbench, batch headers only)"
+    run_step "$LOGS/fetchbench.log" 0 timeout -k 5 "$CONSUME_CAP_SECS" \
+      "$FETCHBENCH" --bootstrap "$ADDR" --topic "$TOPIC" --partitions "$PARTITIONS" || ok=1
+    F_MBPS="$(result_field "$LOGS/fetchbench.log" mbps)"
+  fi
+
+  broker_alive || return 1
+
   # 3. steady-rate acks=-1 produce, latency percentiles. Flush dirty pages
   #    from run 1 first so its writeback does not bleed into this run.
   sync
   log "(d3) steady produce at $STEADY_MBPS MB/s for ${STEADY_SECS}s, acks=-1"
   c0="$(cpu_secs "$BROKER_PID")"
   run_loadgen steady "$STEADY_SECS" --mode produce --acks -1 --rate-mbps "$STEADY_MBPS" \
-    --records 1000000000 --record-size "$RECORD_SIZE" --duration-s "$STEADY_SECS"
+    --records 1000000000 --record-size "$RECORD_SIZE" --duration-s "$STEADY_SECS" \
+    --linger-ms "$STEADY_LINGER_MS"
   rc=$?
   c1="$(cpu_secs "$BROKER_PID")"
   S_CPU="$(awk -v a="$c0" -v b="$c1" 'BEGIN { if (a == "" || b == "") print "n/a"; else printf "%.1f", b - a }')"
@@ -405,6 +424,18 @@ broker_phase() {
     warn "steady run reached only $S_MBPS of $STEADY_MBPS MB/s: latencies are for an overloaded broker"
     BROKER_NOTE="steady run did not reach its target rate"
   fi
+
+  broker_alive || return 1
+
+  # 3b. the same steady rate into a one-partition topic: one fsync per flush pass
+  log "(d3b) steady produce at $STEADY_MBPS MB/s for ${STEADY_SECS}s, acks=-1, 1 partition"
+  sync
+  timeout -k 5 $((STEADY_SECS + 60)) "$LOADGEN" --bootstrap "$ADDR" --topic "${TOPIC}1" --mode produce --acks -1 \
+    --rate-mbps "$STEADY_MBPS" --records 1000000000 --record-size "$RECORD_SIZE" \
+    --duration-s "$STEADY_SECS" --linger-ms "$STEADY_LINGER_MS" $LOADGEN_ARGS \
+    > "$LOGS/steady1.log" 2>&1 || ok=1
+  S1_P50="$(result_field "$LOGS/steady1.log" p50_ms)"; S1_P99="$(result_field "$LOGS/steady1.log" p99_ms)"
+  S1_P999="$(result_field "$LOGS/steady1.log" p999_ms)"; S1_MBPS="$(result_field "$LOGS/steady1.log" mbps)"
 
   broker_alive || ok=1
   stop_pid "$BROKER_PID"
@@ -441,7 +472,9 @@ IPERF_MBS="$(awk -v g="$IPERF_GBPS" 'BEGIN { if (g == "n/a" || g == "") print "n
   if [ "$ONLY_BASELINES" != 1 ]; then
     echo "- produce (flat-out): $(nz "$P_REC") of $RECORDS records x $RECORD_SIZE B over $PARTITIONS partitions, $(nz "$P_RPS") rec/s, $P_MBPS MB/s; latency p50/p99/p99.9 $(nz "$P_P50")/$(nz "$P_P99")/$(nz "$P_P999") ms (dominated by client-side queueing when flat-out); broker CPU ${P_CPU} s; data dir after: $DATA_SIZE."
     echo "- consume (warm cache): $(nz "$C_REC") records, $(nz "$C_RPS") rec/s, $C_MBPS MB/s; broker CPU ${C_CPU} s."
-    echo "- steady: target $STEADY_MBPS MB/s for ${STEADY_SECS}s, achieved $S_MBPS MB/s; latency p50/p99/p99.9/max $(nz "$S_P50")/$(nz "$S_P99")/$(nz "$S_P999")/$(nz "$S_MAX") ms; broker CPU ${S_CPU} s."
+    echo "- broker fetch rate (sluice-fetchbench, walks batch headers only): $(nz "$F_MBPS") MB/s."
+    echo "- steady ($PARTITIONS partitions, linger.ms=$STEADY_LINGER_MS): target $STEADY_MBPS MB/s for ${STEADY_SECS}s, achieved $S_MBPS MB/s; latency p50/p99/p99.9/max $(nz "$S_P50")/$(nz "$S_P99")/$(nz "$S_P999")/$(nz "$S_MAX") ms; broker CPU ${S_CPU} s."
+    echo "- steady (1 partition, linger.ms=$STEADY_LINGER_MS): achieved $(nz "$S1_MBPS") MB/s; latency p50/p99/p99.9 $(nz "$S1_P50")/$(nz "$S1_P99")/$(nz "$S1_P999") ms."
   fi
   [ -n "$BROKER_NOTE" ] && echo "- note: $BROKER_NOTE."
   [ "$FAILED" = 1 ] && echo "- **some steps failed; see warnings above and the logs.**"

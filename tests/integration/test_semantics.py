@@ -1,0 +1,103 @@
+"""Produce acknowledgement modes and Fetch long polling, on raw protocol requests.
+
+acks=1 answers after the append, acks=0 answers nothing (the next request's answer
+comes first), a long-polling fetch wakes when data arrives and otherwise waits
+max_wait_ms, and a consumer waiting on an idle topic costs the broker no CPU.
+"""
+
+import threading
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+
+import kproto as K
+from test_cli import sluice_ok
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 of the whole line, in clock ticks.
+    return (int(fields[11]) + int(fields[12])) / 100.0
+
+
+def one(key):
+    return K.encode_batch([(1700000000000, key, b"value-" + key, [])])
+
+
+def produce_body(topic, partition, batch, acks):
+    return (K.nullable_string(None) + K.i16(acks) + K.i32(10000) + K.i32(1) + K.string(topic)
+            + K.i32(1) + K.i32(partition) + K.kbytes(batch))
+
+
+def test_acks_one_and_zero(broker, topic_name):
+    sluice_ok(["topic", "create", topic_name, "--partitions", "1", "--bootstrap", broker.bootstrap])
+    with K.Conn(broker.bootstrap) as conn:
+        res = K.produce_v3(conn, topic_name, 0, one(b"a"), acks=1)
+        assert res["error"] == K.NONE and res["base_offset"] == 0
+
+        # acks=0: no response. The metadata answer that follows carries the metadata
+        # request's correlation id, so nothing was sent for the produce.
+        conn.send_request(K.PRODUCE, 3, produce_body(topic_name, 0, one(b"b"), 0))
+        corr = conn.send_request(K.METADATA, 1, K.metadata_v1_body([topic_name]))
+        r = conn.recv_response(corr)
+        md = K.parse_metadata_v1(r)
+        assert md["topics"][topic_name]["error"] == 0
+
+        # The high watermark reaches it one fsync later (acks=0 waits for nothing).
+        deadline = time.monotonic() + 10
+        recs, hw = K.fetch_all_v4(conn, topic_name, 0)
+        while hw < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            recs, hw = K.fetch_all_v4(conn, topic_name, 0)
+        assert hw == 2
+        assert [(x.offset, x.key) for x in recs] == [(0, b"a"), (1, b"b")]
+
+
+def test_long_poll_wakes_on_data_and_waits_otherwise(broker, topic_name):
+    sluice_ok(["topic", "create", topic_name, "--partitions", "1", "--bootstrap", broker.bootstrap])
+    with K.Conn(broker.bootstrap) as idle:
+        t0 = time.monotonic()
+        p = K.fetch_v4(idle, topic_name, 0, 0, max_wait_ms=1000)
+        waited = time.monotonic() - t0
+        assert p["error"] == K.NONE and not p["records"] and p["high_watermark"] == 0
+        assert 0.9 <= waited < 3.0, waited
+
+    result = {}
+
+    def poll():
+        with K.Conn(broker.bootstrap) as c:
+            start = time.monotonic()
+            result["part"] = K.fetch_v4(c, topic_name, 0, 0, max_wait_ms=8000)
+            result["secs"] = time.monotonic() - start
+
+    th = threading.Thread(target=poll)
+    th.start()
+    time.sleep(0.5)
+    with K.Conn(broker.bootstrap) as conn:
+        assert K.produce_v3(conn, topic_name, 0, one(b"wake"), acks=-1)["error"] == K.NONE
+    th.join(15)
+    assert not th.is_alive()
+    recs, _ = K.decode_batches(result["part"]["records"])
+    assert [(x.offset, x.key) for x in recs] == [(0, b"wake")]
+    assert result["part"]["high_watermark"] == 1
+    # Woken by the append, well before max_wait_ms.
+    assert 0.4 <= result["secs"] < 4.0, result["secs"]
+
+
+def test_consumer_on_idle_topic_costs_no_cpu(broker, topic_name):
+    sluice_ok(["topic", "create", topic_name, "--partitions", "4", "--bootstrap", broker.bootstrap])
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused-" + topic_name,
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 500,
+                  "broker.address.family": "v4"})
+    try:
+        c.assign([TopicPartition(topic_name, p, 0) for p in range(4)])
+        assert c.poll(2.0) is None  # connected and long-polling
+        before = cpu_seconds(broker.proc.pid)
+        for _ in range(4):
+            assert c.poll(1.0) is None
+        used = cpu_seconds(broker.proc.pid) - before
+        # Four seconds of waiting consumers: a few fetches every max_wait, no spinning.
+        assert used < 0.2, "broker used %.2f s of CPU while its consumer waited" % used
+    finally:
+        c.close()
