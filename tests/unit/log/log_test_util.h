@@ -11,7 +11,7 @@
 #include <future>
 #include <memory>
 
-#include "batch_builder.h"
+#include "support/batch_builder.h"
 #include "log/log_manager.h"
 #include "protocol/record_batch.h"
 

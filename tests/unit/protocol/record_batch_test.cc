@@ -1,0 +1,146 @@
+// Produce-side validation of Kafka v2 record batches: what real producers send is
+// accepted, and corrupt, truncated and oversized input is refused with the error a
+// client is answered with.
+
+#include "protocol/record_batch.h"
+
+#include <gtest/gtest.h>
+
+#include "common/crc32c.h"
+#include "common/endian.h"
+#include "support/batch_builder.h"
+
+namespace sluice::protocol {
+namespace {
+
+using sluice::testing::build_batch;
+using sluice::testing::make_batch;
+using sluice::testing::test_record;
+
+void fix_crc(bytes& b) {
+    store_be<uint32_t>(b.data() + batch_crc_offset,
+                       crc32c(b.data() + batch_attributes_offset, b.size() - batch_attributes_offset));
+}
+
+TEST(record_batch, accepts_batches_and_reports_their_headers) {
+    bytes payload = make_batch(3, 1000);
+    testing::append_to(payload, make_batch(2, 2000));
+    auto r = validate_batches(payload, {});
+    ASSERT_TRUE(r.ok()) << r.err().message;
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[0].position, 0u);
+    EXPECT_EQ((*r)[0].header.record_count, 3);
+    EXPECT_EQ((*r)[1].position, make_batch(3, 1000).size());
+    EXPECT_EQ((*r)[1].header.base_timestamp, 2000);
+}
+
+TEST(record_batch, records_decode_with_keys_values_headers_and_nulls) {
+    bytes b = build_batch({{"k1", "v1", 10, {{"h", "x"}}}, {std::nullopt, std::nullopt, 15, {}}});
+    ASSERT_TRUE(validate_batches(b, {}).ok());
+    std::vector<record_view> seen;
+    ASSERT_TRUE(for_each_record(b, [&](const record_view& r) {
+        seen.push_back(r);
+        return true;
+    }));
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(std::string(seen[0].key->begin(), seen[0].key->end()), "k1");
+    EXPECT_EQ(seen[0].headers.size(), 1u);
+    EXPECT_EQ(seen[1].timestamp, 15);
+    EXPECT_EQ(seen[1].offset, 1);
+    EXPECT_FALSE(seen[1].key.has_value());
+    EXPECT_FALSE(seen[1].value.has_value());
+}
+
+TEST(record_batch, crc_mismatch_is_corrupt) {
+    bytes b = make_batch(2, 0);
+    b.back() ^= 0x01;  // a value byte, covered by the CRC
+    auto r = validate_batches(b, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), errc::corrupt);
+}
+
+TEST(record_batch, truncated_input_is_corrupt_at_every_length) {
+    bytes b = make_batch(2, 0);
+    for (size_t n = 1; n < b.size(); ++n) {
+        auto r = validate_batches(bytes_view(b).first(n), {});
+        ASSERT_FALSE(r.ok()) << n;
+        EXPECT_EQ(r.code(), errc::corrupt) << n;
+    }
+    EXPECT_FALSE(validate_batches(bytes_view(), {}).ok());
+}
+
+TEST(record_batch, batch_over_max_message_bytes_is_too_large) {
+    bytes b = make_batch(4, 0, 1000);
+    batch_limits lim;
+    lim.max_batch_bytes = b.size() - 1;
+    auto r = validate_batches(b, lim);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), errc::too_large);
+    lim.max_batch_bytes = b.size();
+    EXPECT_TRUE(validate_batches(b, lim).ok());
+}
+
+TEST(record_batch, key_or_value_over_the_limit_is_an_invalid_record) {
+    std::string at_limit(max_key_value_bytes, 'v');
+    batch_limits lim;
+    lim.max_batch_bytes = 1 << 20;
+    EXPECT_TRUE(validate_batches(build_batch({{"k", at_limit, 0, {}}}), lim).ok());
+    auto v = validate_batches(build_batch({{"k", at_limit + "x", 0, {}}}), lim);
+    ASSERT_FALSE(v.ok());
+    EXPECT_EQ(v.code(), errc::invalid_record);
+    EXPECT_NE(v.err().message.find("value"), std::string::npos) << v.err().message;
+    auto k = validate_batches(build_batch({{at_limit + "x", "v", 0, {}}}), lim);
+    ASSERT_FALSE(k.ok());
+    EXPECT_NE(k.err().message.find("key"), std::string::npos) << k.err().message;
+}
+
+TEST(record_batch, compressed_batches_are_unsupported) {
+    bytes b = make_batch(1, 0);
+    store_be<int16_t>(b.data() + batch_attributes_offset, 1);  // gzip
+    fix_crc(b);
+    auto r = validate_batches(b, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), errc::unsupported);
+}
+
+TEST(record_batch, wrong_magic_count_or_deltas_are_invalid_records) {
+    bytes magic = make_batch(1, 0);
+    magic[16] = 1;
+    EXPECT_EQ(validate_batches(magic, {}).code(), errc::invalid_record);
+
+    bytes count = make_batch(2, 0);
+    store_be<int32_t>(count.data() + 57, 3);  // claims three records, holds two
+    fix_crc(count);
+    EXPECT_EQ(validate_batches(count, {}).code(), errc::invalid_record);
+
+    bytes delta = make_batch(2, 0);
+    store_be<int32_t>(delta.data() + 23, 5);  // last offset delta disagrees with the count
+    fix_crc(delta);
+    EXPECT_EQ(validate_batches(delta, {}).code(), errc::invalid_record);
+
+    bytes control = make_batch(1, 0);
+    store_be<int16_t>(control.data() + batch_attributes_offset, 0x20);
+    fix_crc(control);
+    EXPECT_EQ(validate_batches(control, {}).code(), errc::invalid_record);
+}
+
+TEST(record_batch, garbage_after_a_good_batch_is_refused) {
+    bytes b = make_batch(1, 0);
+    b.insert(b.end(), {1, 2, 3});
+    EXPECT_FALSE(validate_batches(b, {}).ok());
+}
+
+TEST(record_batch, log_append_time_sets_the_type_and_keeps_the_crc_valid) {
+    bytes b = make_batch(2, 100);
+    set_base_offset(b.data(), 42);
+    set_log_append_time(b.data(), b.size(), 99999);
+    auto h = read_batch_header(b);
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->base_offset, 42);
+    EXPECT_EQ(h->ts_type(), timestamp_type::log_append_time);
+    EXPECT_EQ(h->max_timestamp, 99999);
+    EXPECT_TRUE(batch_crc_ok(b));
+}
+
+}  // namespace
+}  // namespace sluice::protocol
