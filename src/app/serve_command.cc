@@ -1,14 +1,18 @@
 #include "app/serve_command.h"
 
 #include <malloc.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <pthread.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 
@@ -76,6 +80,20 @@ void raise_fd_limit() {
     }
 }
 
+// One broker per data directory: a second one would interleave appends to the same
+// segments. The lock lives as long as the process; the kernel drops it on any exit.
+result<void> lock_data_dir(const std::filesystem::path& dir) {
+    auto path = dir / ".lock";
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return {errc::io_error, "cannot open " + path.string() + ": " + std::strerror(errno)};
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd);
+        return {errc::already_exists,
+                "data dir " + dir.string() + " is in use by another sluice process"};
+    }
+    return {};  // fd stays open on purpose
+}
+
 int serve(const serve_options& o) {
     log_level lvl;
     if (!parse_log_level(o.log_level, lvl)) {
@@ -130,6 +148,10 @@ int serve(const serve_options& o) {
     std::filesystem::create_directories(cfg.data_dir, ec);
     if (ec) {
         log_error("app", "cannot create data dir {}: {}", cfg.data_dir.string(), ec.message());
+        return 1;
+    }
+    if (auto r = lock_data_dir(cfg.data_dir); !r) {
+        log_error("app", "{}", r.err().message);
         return 1;
     }
     auto cat = catalog::catalog::open(cfg.data_dir / "catalog.db");

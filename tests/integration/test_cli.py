@@ -189,3 +189,13 @@ def test_advertise_twice_gives_two_brokers(broker_factory, topic_name):
         H.assert_contiguous(expected)
         got = H.consume_all(via_c, topic, H.counts_by_partition(expected))
         H.assert_records_match(expected, got)
+
+
+def test_second_broker_on_the_same_data_dir_is_refused(broker):
+    msg = sluice_fails(["serve", "--data-dir", str(broker.data_dir), "--listen", "127.0.0.1:0"],
+                       timeout=20)
+    assert "in use" in msg, msg
+    # The first broker keeps serving.
+    with K.Conn(broker.bootstrap) as conn:
+        err, apis = K.api_versions_v0(conn)
+        assert err == 0 and 0 in apis
