@@ -3,7 +3,7 @@
 set(SLUICE_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
     -Wimplicit-fallthrough -Wno-missing-field-initializers
     # GCC 12 reports false positives for std::vector growth at -O2 (GCC PR 107138).
-    -Wno-array-bounds -Wno-stringop-overflow -Wno-restrict)
+    $<$<CXX_COMPILER_ID:GNU>:-Wno-array-bounds -Wno-stringop-overflow -Wno-restrict>)
 
 # sluice_add_library(<module> SOURCES ... DEPS ...): builds sluice_<module>,
 # includes rooted at src/.

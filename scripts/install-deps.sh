@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that building, running and testing Sluice need, and
-# only those that are missing. Usage: scripts/install-deps.sh [build|test|bench]...
+# only those that are missing. Usage: scripts/install-deps.sh [build|test|bench|lint]...
 set -euo pipefail
 
 build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
             libgtest-dev libgmock-dev librdkafka-dev)
 test_pkgs=(python3 python3-pytest python3-confluent-kafka python3-kafka kcat)
 bench_pkgs=(fio iperf3)
+lint_pkgs=(clang-tidy)
 
 want=()
 for group in "${@:-build}"; do
@@ -14,6 +15,7 @@ for group in "${@:-build}"; do
     build) want+=("${build_pkgs[@]}") ;;
     test) want+=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     bench) want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
+    lint) want+=("${build_pkgs[@]}" "${lint_pkgs[@]}") ;;
     *) echo "install-deps: unknown group '$group'" >&2; exit 2 ;;
   esac
 done

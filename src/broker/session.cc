@@ -85,7 +85,7 @@ void session::on_frame(bytes_view frame) {
     }
     if (h.client_id && _client_id != *h.client_id) _client_id = *h.client_id;
     request_context ctx{_broker, shared_from_this(), std::move(h), slot};
-    api->handle(std::move(ctx), frame.subspan(r.position()));
+    api->handle(ctx, frame.subspan(r.position()));
 }
 
 // ApiVersions gets a full v0 answer with the table so the client can pick a version;

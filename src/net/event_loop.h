@@ -44,8 +44,8 @@ public:
 
 private:
     struct timer {
-        clock::time_point due;
-        timer_id id;
+        clock::time_point due{};
+        timer_id id = 0;
         bool operator>(const timer& o) const { return due > o.due; }
     };
 

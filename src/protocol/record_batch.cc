@@ -38,8 +38,8 @@ namespace {
 
 // Cursor over one batch's records; every read is bounds-checked.
 struct cursor {
-    const uint8_t* p;
-    const uint8_t* end;
+    const uint8_t* p = nullptr;
+    const uint8_t* end = nullptr;
     bool ok = true;
 
     int64_t varlong() {

@@ -23,7 +23,7 @@ error_code to_error(errc e, const std::string& message) {
 
 }  // namespace
 
-void handle_create_topics(request_context ctx, bytes_view body) {
+void handle_create_topics(const request_context& ctx, bytes_view body) {
     protocol::create_topics_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;

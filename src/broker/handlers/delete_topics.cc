@@ -4,7 +4,7 @@
 
 namespace sluice::broker {
 
-void handle_delete_topics(request_context ctx, bytes_view body) {
+void handle_delete_topics(const request_context& ctx, bytes_view body) {
     protocol::delete_topics_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
@@ -13,6 +13,7 @@ void handle_delete_topics(request_context ctx, bytes_view body) {
     for (const auto& n : req.topic_names) wanted.push_back({n, {}});
 
     protocol::delete_topics_response resp;
+    resp.responses.reserve(wanted.size());
     for (const auto& w : wanted) {
         protocol::delete_topics_response::result out;
         out.name = w.name;
@@ -35,6 +36,7 @@ void handle_delete_topics(request_context ctx, bytes_view body) {
         } else {
             // Consumers long-polling the topic wake up and see it gone.
             std::vector<topic_partition> tps;
+            tps.reserve(static_cast<size_t>(partitions));
             for (int32_t p = 0; p < partitions; ++p) tps.push_back({name, p});
             b.notify_data(tps);
         }

@@ -7,15 +7,15 @@
 namespace sluice::broker {
 
 // One function per Kafka API, each in handlers/<api>.cc.
-void handle_produce(request_context ctx, bytes_view body);
-void handle_fetch(request_context ctx, bytes_view body);
-void handle_list_offsets(request_context ctx, bytes_view body);
-void handle_metadata(request_context ctx, bytes_view body);
-void handle_describe_configs(request_context ctx, bytes_view body);
-void handle_api_versions(request_context ctx, bytes_view body);
-void handle_create_topics(request_context ctx, bytes_view body);
-void handle_delete_topics(request_context ctx, bytes_view body);
-void handle_describe_cluster(request_context ctx, bytes_view body);
+void handle_produce(const request_context& ctx, bytes_view body);
+void handle_fetch(const request_context& ctx, bytes_view body);
+void handle_list_offsets(const request_context& ctx, bytes_view body);
+void handle_metadata(const request_context& ctx, bytes_view body);
+void handle_describe_configs(const request_context& ctx, bytes_view body);
+void handle_api_versions(const request_context& ctx, bytes_view body);
+void handle_create_topics(const request_context& ctx, bytes_view body);
+void handle_delete_topics(const request_context& ctx, bytes_view body);
+void handle_describe_cluster(const request_context& ctx, bytes_view body);
 
 // Decodes the request body; a malformed body closes the connection with a log line
 // and returns false.

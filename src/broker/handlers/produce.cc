@@ -79,7 +79,7 @@ log::partition_log* append_one(const request_context& ctx, const std::string& to
 
 }  // namespace
 
-void handle_produce(request_context ctx, bytes_view body) {
+void handle_produce(const request_context& ctx, bytes_view body) {
     protocol::produce_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
@@ -135,7 +135,7 @@ void handle_produce(request_context ctx, bytes_view body) {
         p->answer();
     });
     for (size_t i = 0; i < waits.size(); ++i) {
-        b.when_durable(waits[i].plog, waits[i].last, [p, i](result<void> r) {
+        b.when_durable(waits[i].plog, waits[i].last, [p, i](const result<void>& r) {
             auto* out = p->not_durable[i];
             p->not_durable[i] = nullptr;
             if (!r) out->error_code = code(error_code::kafka_storage_error);
