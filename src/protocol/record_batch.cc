@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
+
 #include "common/crc32c.h"
 #include "common/endian.h"
 #include "common/varint.h"
@@ -107,6 +110,7 @@ namespace {
 
 result<void> check_records(bytes_view batch, const batch_header& h, const batch_limits& lim) {
     cursor c{batch.data() + batch_header_size, batch.data() + batch.size()};
+    int64_t max_delta = INT64_MIN;
     for (int32_t i = 0; i < h.record_count; ++i) {
         int32_t len = c.varint();
         if (!c.ok || len < 0 || len > c.end - c.p)
@@ -115,7 +119,7 @@ result<void> check_records(bytes_view batch, const batch_header& h, const batch_
         c.p += len;
         rc.p += 1;
         if (rc.p > rc.end) return {errc::invalid_record, fmt::format("record {} is empty", i)};
-        rc.varlong();
+        max_delta = std::max(max_delta, rc.varlong());
         int32_t delta = rc.varint();
         if (rc.ok && delta != i)
             return {errc::invalid_record,
@@ -141,6 +145,12 @@ result<void> check_records(bytes_view batch, const batch_header& h, const batch_
     if (c.p != c.end)
         return {errc::invalid_record,
                 fmt::format("batch holds bytes after its {} records", h.record_count)};
+    // The time index and timestamp lookups trust the header's max_timestamp. (A
+    // LogAppendTime batch carries the broker's time there instead.)
+    if (h.ts_type() == timestamp_type::create_time && h.base_timestamp + max_delta != h.max_timestamp)
+        return {errc::invalid_record,
+                fmt::format("batch max_timestamp {} is not its largest record timestamp {}",
+                            h.max_timestamp, h.base_timestamp + max_delta)};
     return {};
 }
 

@@ -124,6 +124,15 @@ TEST(record_batch, wrong_magic_count_or_deltas_are_invalid_records) {
     EXPECT_EQ(validate_batches(control, {}).code(), errc::invalid_record);
 }
 
+TEST(record_batch, max_timestamp_must_be_the_largest_record_timestamp) {
+    testing::batch_options opt;
+    opt.max_timestamp = 5;  // the records say 30
+    auto r = validate_batches(build_batch({{"a", "1", 10, {}}, {"b", "2", 30, {}}}, opt), {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), errc::invalid_record);
+    EXPECT_TRUE(validate_batches(build_batch({{"a", "1", 30, {}}, {"b", "2", 10, {}}}), {}).ok());
+}
+
 TEST(record_batch, garbage_after_a_good_batch_is_refused) {
     bytes b = make_batch(1, 0);
     b.insert(b.end(), {1, 2, 3});
