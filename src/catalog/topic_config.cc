@@ -116,7 +116,7 @@ const std::vector<config_spec>& specs() {
              value_type::int64,
              1,
              int64_max},
-            {{"max.message.bytes", "1048588",
+            {{"max.message.bytes", "1048576",
               "Largest record batch the topic accepts, in bytes (after compression)."},
              value_type::int32,
              0,
