@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 BUILD_DIR := build
 
-.PHONY: all build deps test-deps run test unit integration clean format lint
+.PHONY: all build deps test-deps run test unit integration clean format lint fuzz
 
 all: build
 
@@ -41,6 +41,17 @@ lint: build
 	run-clang-tidy -p $(BUILD_DIR) -quiet -j $(JOBS) -extra-arg=-Wno-unknown-warning-option 'src/' > $(BUILD_DIR)/clang-tidy.log 2>&1 \
 	  || { grep -E 'warning:|error:' $(BUILD_DIR)/clang-tidy.log | sort -u; exit 1; }
 	@echo "clang-tidy: no findings"
+
+# libFuzzer targets under clang with ASan and UBSan, each run for FUZZ_SECONDS from the
+# committed seeds (new inputs go to a scratch copy, not the repository).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	cmake --preset fuzz >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_request fuzz_record_batch
+	for t in fuzz_request fuzz_record_batch; do \
+	  rm -rf build-fuzz/corpus-$$t && cp -r tests/fuzz/corpus/$$t build-fuzz/corpus-$$t && \
+	  build-fuzz/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-$$t || exit 1; \
+	done
 
 clean:
 	rm -rf $(BUILD_DIR)
