@@ -274,6 +274,19 @@ private:
     std::vector<std::pair<uint32_t, bytes>>* _tags = nullptr;
 };
 
+// The shape most requests and responses share: a topic name and its per-partition
+// entries.
+template <typename P>
+struct topic_entries {
+    std::string name;
+    std::vector<P> partitions;
+    template <typename F>
+    void serde(F& f) {
+        f(name);
+        f(partitions);
+    }
+};
+
 template <typename M>
 bool decode_message(bytes_view data, int16_t version, bool flexible, M& out) {
     reader r(data);

@@ -8,6 +8,20 @@
 
 namespace sluice::protocol {
 
+// Fetch names topics up to v12 and gives their ids from v13.
+template <typename P>
+struct fetch_topic {
+    std::string name;
+    uuid topic_id{};
+    std::vector<P> partitions;
+    template <typename F>
+    void serde(F& f) {
+        f(name, range(0, 12));
+        f(topic_id, since(13));
+        f(partitions);
+    }
+};
+
 struct fetch_request {
     struct partition {
         int32_t partition = 0;
@@ -26,28 +40,9 @@ struct fetch_request {
             f(partition_max_bytes);
         }
     };
-    struct topic {
-        std::string name;  // up to v12
-        uuid topic_id{};   // v13+
-        std::vector<partition> partitions;
-        template <typename F>
-        void serde(F& f) {
-            f(name, range(0, 12));
-            f(topic_id, since(13));
-            f(partitions);
-        }
-    };
-    struct forgotten_topic {
-        std::string name;
-        uuid topic_id{};
-        std::vector<int32_t> partitions;
-        template <typename F>
-        void serde(F& f) {
-            f(name, range(7, 12));
-            f(topic_id, since(13));
-            f(partitions);
-        }
-    };
+    using topic = fetch_topic<partition>;
+    // The forgotten_topics array itself exists from v7 on.
+    using forgotten_topic = fetch_topic<int32_t>;
     std::optional<std::string> cluster_id;
     int32_t replica_id = -1;
     int32_t max_wait_ms = 0;
@@ -107,17 +102,7 @@ struct fetch_response {
             f(records);
         }
     };
-    struct topic {
-        std::string name;
-        uuid topic_id{};
-        std::vector<partition> partitions;
-        template <typename F>
-        void serde(F& f) {
-            f(name, range(0, 12));
-            f(topic_id, since(13));
-            f(partitions);
-        }
-    };
+    using topic = fetch_topic<partition>;
     int32_t throttle_time_ms = 0;
     int16_t error_code = 0;
     int32_t session_id = 0;

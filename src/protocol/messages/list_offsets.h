@@ -26,15 +26,7 @@ struct list_offsets_request {
             f(max_num_offsets, range(0, 0));
         }
     };
-    struct topic {
-        std::string name;
-        std::vector<partition> partitions;
-        template <typename F>
-        void serde(F& f) {
-            f(name);
-            f(partitions);
-        }
-    };
+    using topic = topic_entries<partition>;
     int32_t replica_id = -1;
     int8_t isolation_level = 0;
     std::vector<topic> topics;
@@ -67,15 +59,7 @@ struct list_offsets_response {
             f(leader_epoch, since(4));
         }
     };
-    struct topic {
-        std::string name;
-        std::vector<partition> partitions;
-        template <typename F>
-        void serde(F& f) {
-            f(name);
-            f(partitions);
-        }
-    };
+    using topic = topic_entries<partition>;
     int32_t throttle_time_ms = 0;
     std::vector<topic> topics;
 

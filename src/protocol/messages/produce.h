@@ -18,15 +18,7 @@ struct produce_request {
             f(records);
         }
     };
-    struct topic_data {
-        std::string name;
-        std::vector<partition_data> partitions;
-        template <typename F>
-        void serde(F& f) {
-            f(name);
-            f(partitions);
-        }
-    };
+    using topic_data = topic_entries<partition_data>;
     std::optional<std::string> transactional_id;
     int16_t acks = -1;
     int32_t timeout_ms = 0;
@@ -70,15 +62,7 @@ struct produce_response {
             f(error_message, since(8));
         }
     };
-    struct topic {
-        std::string name;
-        std::vector<partition> partitions;
-        template <typename F>
-        void serde(F& f) {
-            f(name);
-            f(partitions);
-        }
-    };
+    using topic = topic_entries<partition>;
     std::vector<topic> responses;
     int32_t throttle_time_ms = 0;
 
