@@ -249,7 +249,13 @@ if command -v fio >/dev/null 2>&1; then
   echo "$res" | sed "s/^/  fdatasync\/${FIO_SYNC_EVERY}MiB:     MB\/s ms = /" >&2
   FIO_SYNC="$(echo "$res" | awk 'NF { print $1 }' | median)"
   FIO_SYNC_RANGE="$(echo "$res" | awk 'NF { print $1 }' | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR > 1) printf "%s–%s", lo, hi }')"
-  echo "  median: end_fsync $FIO_END MB/s, fdatasync every ${FIO_SYNC_EVERY} MiB $FIO_SYNC MB/s" >&2
+  # O_DIRECT: the device itself, without the page-cache copy the buffered runs include.
+  run_fio_job seqwrite-direct "$WORK/fio-direct.txt" --direct=1 --end_fsync=1
+  res="$(cat "$WORK/fio-direct.txt")"
+  echo "$res" | sed 's/^/  direct:             MB\/s ms = /' >&2
+  FIO_DIRECT="$(echo "$res" | awk 'NF { print $1 }' | median)"
+  FIO_DIRECT_RANGE="$(echo "$res" | awk 'NF { print $1 }' | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR > 1) printf "%s–%s", lo, hi }')"
+  echo "  median: end_fsync $FIO_END MB/s, fdatasync every ${FIO_SYNC_EVERY} MiB $FIO_SYNC MB/s, direct $FIO_DIRECT MB/s" >&2
   [ "$FIO_END" = "n/a" ] && FAILED=1
 else
   warn "fio not installed (apt-get install fio); skipping disk baseline"
@@ -468,6 +474,7 @@ IPERF_MBS="$(awk -v g="$IPERF_GBPS" 'BEGIN { if (g == "n/a" || g == "") print "n
   echo
   echo "Details:"
   echo "- fio: bs=1 MiB, size=$FIO_SIZE, buffered (direct=0), psync, one file on the data dir's filesystem; median of $FIO_REPEATS run(s)${FIO_END_RANGE:+, end-fsync range $FIO_END_RANGE}${FIO_SYNC_RANGE:+, fdatasync range $FIO_SYNC_RANGE} MB/s; runtime includes the final fsync."
+  echo "- fio direct (O_DIRECT, the device without the page cache): median ${FIO_DIRECT:-n/a} MB/s${FIO_DIRECT_RANGE:+, range $FIO_DIRECT_RANGE}; produce is $(pct "$P_MBPS" "${FIO_DIRECT:-n/a}") of it."
   echo "- iperf3: 1 TCP stream over 127.0.0.1 for ${IPERF_SECS}s = $IPERF_GBPS Gbit/s (≈ $IPERF_MBS MB/s)."
   if [ "$ONLY_BASELINES" != 1 ]; then
     echo "- produce (flat-out): $(nz "$P_REC") of $RECORDS records x $RECORD_SIZE B over $PARTITIONS partitions, $(nz "$P_RPS") rec/s, $P_MBPS MB/s; latency p50/p99/p99.9 $(nz "$P_P50")/$(nz "$P_P99")/$(nz "$P_P999") ms (dominated by client-side queueing when flat-out); broker CPU ${P_CPU} s; data dir after: $DATA_SIZE."
@@ -479,7 +486,7 @@ IPERF_MBS="$(awk -v g="$IPERF_GBPS" 'BEGIN { if (g == "n/a" || g == "") print "n
   [ -n "$BROKER_NOTE" ] && echo "- note: $BROKER_NOTE."
   [ "$FAILED" = 1 ] && echo "- **some steps failed; see warnings above and the logs.**"
   echo
-  echo "RESULT mode=bench fio_endfsync_mbps=$FIO_END fio_fdatasync_mbps=$FIO_SYNC iperf3_gbps=$IPERF_GBPS produce_mbps=$P_MBPS consume_mbps=$C_MBPS steady_mbps=$S_MBPS steady_p50_ms=$(nz "$S_P50") steady_p99_ms=$(nz "$S_P99") steady_p999_ms=$(nz "$S_P999") ok=$((1 - FAILED))"
+  echo "RESULT mode=bench fio_endfsync_mbps=$FIO_END fio_fdatasync_mbps=$FIO_SYNC fio_direct_mbps=${FIO_DIRECT:-n/a} iperf3_gbps=$IPERF_GBPS produce_mbps=$P_MBPS consume_mbps=$C_MBPS steady_mbps=$S_MBPS steady_p50_ms=$(nz "$S_P50") steady_p99_ms=$(nz "$S_P99") steady_p999_ms=$(nz "$S_P999") ok=$((1 - FAILED))"
 } > "$SUMMARY"
 
 echo >&2
