@@ -79,12 +79,12 @@ result<topic_state> topic_registry::create(
     const std::string& name, int32_t partitions,
     const std::map<std::string, std::string>& configs, bool validate_only) {
     if (auto r = catalog::validate_topic_name(name); !r)
-        return {errc::invalid_argument, "topic name: " + r.err().message};
+        return {errc::invalid_argument, r.err().message};
     if (partitions < 1 || partitions > max_partitions_per_topic)
         return {errc::out_of_range, fmt::format("partition count {} is outside 1..{}", partitions,
                                                 max_partitions_per_topic)};
     if (auto r = catalog::validate_topic_configs(configs); !r)
-        return {errc::invalid_argument, "config: " + r.err().message};
+        return {errc::invalid_config, r.err().message};
     if (_by_name.contains(name))
         return {errc::already_exists, "topic '" + name + "' already exists"};
     auto st = std::make_unique<topic_state>();

@@ -31,12 +31,12 @@ public:
     std::vector<const topic_state*> all() const;  // ordered by name
 
     // Validates name, partition count and configs and returns the topic as it is (or,
-    // with validate_only, would be) created; with validate_only nothing is written. Errors: invalid_argument (name: message starts "topic name"),
-    // out_of_range (partitions), already_exists, and invalid_argument for configs
-    // (message starts "config").
+    // with validate_only, would be) created; with validate_only nothing is written.
+    // Errors: invalid_argument (name), out_of_range (partitions), invalid_config,
+    // already_exists.
     result<topic_state> create(const std::string& name, int32_t partitions,
-                                      const std::map<std::string, std::string>& configs,
-                                      bool validate_only);
+                               const std::map<std::string, std::string>& configs,
+                               bool validate_only);
     result<void> remove(const std::string& name);
 
     std::string effective_config(const topic_state& t, std::string_view key) const;

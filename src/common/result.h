@@ -12,6 +12,7 @@ enum class errc {
     not_found,
     already_exists,
     invalid_argument,
+    invalid_config,     // a config key or value the module does not accept
     out_of_range,       // offset outside [log start, log end]
     corrupt,            // CRC or framing mismatch
     too_large,          // batch above max.message.bytes

@@ -27,15 +27,15 @@ enum class error_code : int16_t {
     topic_already_exists = 36,
     invalid_partitions = 37,       // partition count outside 1..20,000
     invalid_replication_factor = 38,
+    invalid_config = 40,
     invalid_request = 42,          // request well-formed but meaningless
     unsupported_for_message_format = 43,
-    invalid_config = 40,
     transactional_id_authorization_failed = 53,
+    kafka_storage_error = 56,      // the log could not be written or synced
+    unsupported_compression_type = 76,
+    invalid_record = 87,           // record-level violation (e.g. key/value size)
     unknown_topic_id = 100,
     inconsistent_topic_id = 103,
-    invalid_record = 87,           // record-level violation (e.g. key/value size)
-    unsupported_compression_type = 76,
-    kafka_storage_error = 56,      // the log could not be written or synced
 };
 
 std::string_view error_name(error_code e);

@@ -10,13 +10,12 @@ namespace {
 using protocol::create_topics_response;
 using protocol::error_code;
 
-error_code to_error(errc e, const std::string& message) {
+error_code to_error(errc e) {
     switch (e) {
         case errc::already_exists: return error_code::topic_already_exists;
         case errc::out_of_range: return error_code::invalid_partitions;
-        case errc::invalid_argument:
-            return message.rfind("config", 0) == 0 ? error_code::invalid_config
-                                                   : error_code::invalid_topic_exception;
+        case errc::invalid_argument: return error_code::invalid_topic_exception;
+        case errc::invalid_config: return error_code::invalid_config;
         default: return error_code::unknown_server_error;
     }
 }
@@ -67,7 +66,7 @@ void handle_create_topics(const request_context& ctx, bytes_view body) {
         // The replication factor is accepted and ignored: one broker holds one copy.
         auto created = b.topics().create(t.name, partitions, configs, req.validate_only);
         if (!created) {
-            fail(to_error(created.code(), created.err().message), created.err().message);
+            fail(to_error(created.code()), created.err().message);
             continue;
         }
         out.topic_id = created->info.id;
