@@ -374,6 +374,27 @@ std::vector<int32_t> resolve_partitions(rd_kafka_t* rk, rd_kafka_topic_t* rkt, c
   return wanted;
 }
 
+struct Client {
+  rd_kafka_t* rk;
+  rd_kafka_topic_t* rkt;
+  std::vector<int32_t> partitions;
+};
+
+// Applies --set overrides, creates the client (taking ownership of conf) and resolves
+// the partitions to use. Exits with kExitUsage on failure.
+Client open_client(rd_kafka_type_t type, rd_kafka_conf_t* conf, const Options& o) {
+  apply_user_sets(conf, o);
+  char errstr[512];
+  rd_kafka_t* rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
+  if (!rk) {
+    std::fprintf(stderr, "sluice-loadgen: cannot create %s: %s\n",
+                 type == RD_KAFKA_PRODUCER ? "producer" : "consumer", errstr);
+    std::exit(kExitUsage);
+  }
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, o.topic.c_str(), nullptr);
+  return {rk, rkt, resolve_partitions(rk, rkt, o)};
+}
+
 std::string fmt_num(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", x);
@@ -468,16 +489,7 @@ int run_produce(const Options& o) {
   conf_set_or_die(conf, "queue.buffering.max.kbytes", "1048576");
   conf_set_or_die(conf, "message.timeout.ms", std::to_string(o.message_timeout_ms));
   rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
-  apply_user_sets(conf, o);
-
-  char errstr[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  if (!rk) {
-    std::fprintf(stderr, "sluice-loadgen: cannot create producer: %s\n", errstr);
-    return kExitUsage;
-  }
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, o.topic.c_str(), nullptr);
-  auto partitions = resolve_partitions(rk, rkt, o);
+  auto [rk, rkt, partitions] = open_client(RD_KAFKA_PRODUCER, conf, o);
 
   ps.latencies_us.reserve(static_cast<size_t>(std::min<int64_t>(records, 50'000'000)));
 
@@ -692,16 +704,7 @@ int run_consume(const Options& o) {
   // Prefetch limit: per partition for the simple consumer, total for assign.
   conf_set_or_die(conf, "queued.max.messages.kbytes", "65536");
   conf_set_or_die(conf, "queued.min.messages", "100000");
-  apply_user_sets(conf, o);
-
-  char errstr[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-  if (!rk) {
-    std::fprintf(stderr, "sluice-loadgen: cannot create consumer: %s\n", errstr);
-    return kExitUsage;
-  }
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, o.topic.c_str(), nullptr);
-  auto partitions = resolve_partitions(rk, rkt, o);
+  auto [rk, rkt, partitions] = open_client(RD_KAFKA_CONSUMER, conf, o);
 
   std::printf("sluice-loadgen consume: bootstrap=%s topic=%s partitions=%s records=%s api=%s%s\n",
               o.bootstrap.c_str(), o.topic.c_str(), join_partitions(partitions).c_str(),
