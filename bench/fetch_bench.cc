@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "app/admin_client.h"
+#include "bench_cli.h"
 #include "protocol/messages/fetch.h"
 #include "protocol/messages/list_offsets.h"
 #include "protocol/record_batch.h"
@@ -32,26 +33,19 @@ struct options {
     int32_t partition_max_bytes = 4 * 1024 * 1024;
 };
 
-[[noreturn]] void die(const std::string& msg) {
-    std::fprintf(stderr, "sluice-fetchbench: %s\n", msg.c_str());
-    std::exit(2);
-}
+[[noreturn]] void die(const std::string& msg) { bench::die("sluice-fetchbench", msg); }
 
 options parse(int argc, char** argv) {
     options o;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) die(a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--bootstrap") o.bootstrap = next();
-        else if (a == "--topic") o.topic = next();
-        else if (a == "--partitions") o.partitions = std::stoi(next());
-        else if (a == "--max-bytes") o.max_bytes = std::stoi(next());
-        else if (a == "--partition-max-bytes") o.partition_max_bytes = std::stoi(next());
-        else die("unknown argument " + a);
-    }
+    bench::parse_flags("sluice-fetchbench", argc, argv, [&](const std::string& a, const std::string& v) {
+        if (a == "--bootstrap") o.bootstrap = v;
+        else if (a == "--topic") o.topic = v;
+        else if (a == "--partitions") o.partitions = std::stoi(v);
+        else if (a == "--max-bytes") o.max_bytes = std::stoi(v);
+        else if (a == "--partition-max-bytes") o.partition_max_bytes = std::stoi(v);
+        else return false;
+        return true;
+    });
     if (o.topic.empty()) die("--topic is required");
     return o;
 }

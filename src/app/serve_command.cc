@@ -15,6 +15,7 @@
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "broker/broker.h"
 #include "catalog/catalog.h"
@@ -34,6 +35,9 @@ struct serve_options {
     std::vector<std::string> topic_defaults;
     size_t max_open_files = 1024;
     std::string log_level = "info";
+    group::config groups;
+    int64_t offsets_retention_minutes = 10080;  // Kafka's default: 7 days
+    int64_t offsets_retention_check_interval_ms = 600000;
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
@@ -136,6 +140,15 @@ int serve(const serve_options& o) {
         return 2;
     }
     cfg.max_open_files = o.max_open_files;
+    cfg.groups = o.groups;
+    if (cfg.groups.min_session_timeout_ms > cfg.groups.max_session_timeout_ms) {
+        log_error("app", "--group-min-session-timeout-ms ({}) is above "
+                  "--group-max-session-timeout-ms ({})", cfg.groups.min_session_timeout_ms,
+                  cfg.groups.max_session_timeout_ms);
+        return 2;
+    }
+    cfg.groups.offsets_retention_ms = o.offsets_retention_minutes * 60 * 1000;
+    cfg.offsets_retention_check_interval_ms = o.offsets_retention_check_interval_ms;
 
     sigset_t signals_set = signal_watch::block();
     raise_fd_limit();
@@ -212,6 +225,35 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "segment.bytes=268435456");
     cmd->add_option("--max-open-files", o->max_open_files,
                     "Bound on segment files kept open at once (descriptor cache)")
+        ->capture_default_str();
+    cmd->add_option("--group-initial-rebalance-delay-ms", o->groups.initial_rebalance_delay_ms,
+                    "How long a new consumer group waits for more members before its first "
+                    "generation (extended per arrival, up to the rebalance timeout)")
+        ->check(CLI::Range(0, 300000))
+        ->capture_default_str();
+    cmd->add_option("--group-min-session-timeout-ms", o->groups.min_session_timeout_ms,
+                    "Smallest session timeout a group member may ask for")
+        ->check(CLI::Range(1, 86400000))
+        ->capture_default_str();
+    cmd->add_option("--group-max-session-timeout-ms", o->groups.max_session_timeout_ms,
+                    "Largest session timeout a group member may ask for")
+        ->check(CLI::Range(1, 86400000))
+        ->capture_default_str();
+    cmd->add_option("--group-max-size", o->groups.max_group_size,
+                    "Members a group may have; a join beyond gets GROUP_MAX_SIZE_REACHED")
+        ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()))
+        ->capture_default_str();
+    cmd->add_option("--offsets-retention-minutes", o->offsets_retention_minutes,
+                    "How long committed offsets of a group without members are kept")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--offsets-retention-check-interval-ms", o->offsets_retention_check_interval_ms,
+                    "How often expired committed offsets are removed")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--offset-metadata-max-bytes", o->groups.offset_metadata_max_bytes,
+                    "Largest metadata string an offset commit may carry "
+                    "(OFFSET_METADATA_TOO_LARGE beyond)")
         ->capture_default_str();
     cmd->add_option("--log-level", o->log_level, "trace, debug, info, warn or error")
         ->capture_default_str();

@@ -14,6 +14,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _catalog(cat),
       _logs(logs),
       _topics(cat, logs, _cfg.topic_defaults),
+      _groups(_cfg.groups),
       _listener(loop, [this](int fd, std::string peer) { on_accept(fd, std::move(peer)); }) {
     _cluster_id = _catalog.cluster_id();
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
@@ -25,6 +26,7 @@ broker::~broker() { _logs.set_high_watermark_listener(nullptr); }
 
 result<net::host_port> broker::start() {
     _topics.load();
+    if (auto r = load_offsets(); !r) return r.err();
     auto bound = _listener.open(_cfg.listen);
     if (!bound) return bound.err();
     auto adv = _cfg.advertise;
@@ -36,6 +38,72 @@ result<net::host_port> broker::start() {
     for (size_t i = 0; i < adv.size(); ++i)
         _brokers.push_back({static_cast<int32_t>(i), adv[i]});
     return bound;
+}
+
+result<void> broker::load_offsets() {
+    auto store = catalog::offset_store::open(_cfg.data_dir / "catalog.db");
+    if (!store) return store.err();
+    auto rows = (*store)->load();
+    if (!rows) return rows.err();
+    std::map<std::string, std::vector<group::offset_entry>> by_group;
+    for (auto& r : *rows) {
+        group::committed_offset v{r.offset, r.leader_epoch, std::move(r.metadata), r.commit_ms,
+                                  r.expire_ms};
+        by_group[r.group_id].push_back({{std::move(r.topic), r.partition}, std::move(v)});
+    }
+    for (const auto& [g, entries] : by_group) _groups.restore(g, entries);
+    log_info("group", "loaded {} committed offsets of {} groups", rows->size(), by_group.size());
+    _offsets = std::make_unique<offset_writer>(std::move(*store), _loop);
+    _loop.add_timer(std::chrono::milliseconds(_cfg.offsets_retention_check_interval_ms),
+                    [this] { sweep_expired_offsets(); });
+    return {};
+}
+
+void broker::sweep_expired_offsets() {
+    if (_shutting_down) return;
+    if (size_t n = _groups.drop_idle_groups())
+        log_info("group", "forgot {} empty groups without committed offsets", n);
+    auto expired = _groups.expired_offsets();
+    if (!expired.empty()) {
+        std::vector<catalog::offset_write> writes;
+        writes.reserve(expired.size());
+        for (const auto& [g, e] : expired) {
+            catalog::stored_offset row;
+            row.group_id = g;
+            row.topic = e.tp.topic;
+            row.partition = e.tp.partition;
+            row.commit_ms = e.value.commit_ms;
+            writes.push_back({catalog::offset_write::kind::erase_if_unchanged, std::move(row)});
+        }
+        store_offsets(std::move(writes), [this, expired = std::move(expired)](const result<void>& r) {
+            if (!r) return;
+            _groups.erase_expired(expired);
+            _groups.drop_idle_groups();
+            log_info("group", "{} committed offsets expired (offsets.retention.minutes)",
+                     expired.size());
+        });
+    }
+    _loop.add_timer(std::chrono::milliseconds(_cfg.offsets_retention_check_interval_ms),
+                    [this] { sweep_expired_offsets(); });
+}
+
+void broker::store_offsets(std::vector<catalog::offset_write> writes,
+                           std::function<void(result<void>)> fn) {
+    _offsets->submit(std::move(writes), std::move(fn));
+}
+
+void broker::schedule_groups() {
+    auto next = _groups.next_deadline();
+    if (!next || (_group_timer != 0 && _group_timer_at <= *next)) return;
+    if (_group_timer != 0) _loop.cancel_timer(_group_timer);
+    int64_t now = group::system_clocks().steady_ms();
+    _group_timer_at = *next;
+    _group_timer = _loop.add_timer(std::chrono::milliseconds(std::max<int64_t>(0, *next - now)),
+                                   [this] {
+                                       _group_timer = 0;
+                                       _groups.poll();
+                                       schedule_groups();
+                                   });
 }
 
 void broker::on_accept(int fd, std::string peer) {
@@ -111,6 +179,8 @@ void broker::shutdown(std::function<void()> done) {
     _listener.close();
     log_info("broker", "shutting down: {} connections, {} parked requests", _sessions.size(),
              _waiters.size());
+    // Parked joins and syncs answer NOT_COORDINATOR: their clients look again later.
+    _groups.shutdown();
     // Parked fetches answer now with what they have.
     std::vector<uint64_t> ids;
     for (auto& [id, _] : _waiters) ids.push_back(id);

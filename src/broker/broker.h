@@ -11,7 +11,9 @@
 
 #include "broker/config.h"
 #include "broker/topic_registry.h"
+#include "broker/offset_writer.h"
 #include "catalog/catalog.h"
+#include "group/coordinator.h"
 #include "log/log_manager.h"
 #include "net/event_loop.h"
 #include "net/listener.h"
@@ -44,6 +46,12 @@ public:
     net::event_loop& loop() { return _loop; }
     topic_registry& topics() { return _topics; }
     log::log_manager& logs() { return _logs; }
+    group::coordinator& groups() { return _groups; }
+    // Makes committed-offset changes durable, then runs fn on the loop thread.
+    void store_offsets(std::vector<catalog::offset_write> writes,
+                       std::function<void(result<void>)> fn);
+    // Re-arms the coordinator's timer after anything that may have moved its deadlines.
+    void schedule_groups();
     const std::string& cluster_id() const { return _cluster_id; }
     const std::vector<advertised_broker>& brokers() const { return _brokers; }
     // Leadership is spread across the advertised ids.
@@ -73,6 +81,8 @@ private:
         std::function<bool(bool)> fn;
     };
     void on_accept(int fd, std::string peer);
+    result<void> load_offsets();
+    void sweep_expired_offsets();
     void finish_waiter(uint64_t id, bool timed_out);
 
     broker_config _cfg;
@@ -80,6 +90,10 @@ private:
     catalog::catalog& _catalog;
     log::log_manager& _logs;
     topic_registry _topics;
+    group::coordinator _groups;
+    std::unique_ptr<offset_writer> _offsets;
+    net::event_loop::timer_id _group_timer = 0;
+    int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
     net::listener _listener;
     std::string _cluster_id;
     std::vector<advertised_broker> _brokers;

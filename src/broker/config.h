@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "group/types.h"
 #include "net/listener.h"
 
 namespace sluice::broker {
@@ -25,6 +26,9 @@ struct broker_config {
     // Requests one connection may have in flight before the broker stops reading from
     // it; librdkafka pipelines up to 1,000,000 by default, so this bounds memory.
     size_t max_in_flight_per_connection = 256;
+    group::config groups;
+    // offsets.retention.check.interval.ms: how often expired offsets are swept.
+    int64_t offsets_retention_check_interval_ms = 600000;
 };
 
 }  // namespace sluice::broker

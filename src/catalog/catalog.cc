@@ -212,7 +212,8 @@ result<void> catalog::delete_topic(const std::string& name) {
     if (!txn) return txn.err();
     // Configs first: the foreign key forbids configs without their topic.
     for (const char* sql :
-         {"DELETE FROM topic_configs WHERE topic = ?1", "DELETE FROM topics WHERE name = ?1"}) {
+         {"DELETE FROM topic_configs WHERE topic = ?1", "DELETE FROM group_offsets WHERE topic = ?1",
+          "DELETE FROM topics WHERE name = ?1"}) {
         auto st = _db->prepare(sql);
         if (!st) return st.err();
         if (auto r = st->bind(1, name).run(); !r) return r;

@@ -31,7 +31,7 @@ class catalog {
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
-    static constexpr int64_t schema_version = 1;
+    static constexpr int64_t schema_version = 2;
 
     // Opens or creates <path> (WAL mode, synchronous=FULL: a created topic survives power
     // loss), creating or migrating the schema. Missing parent directories are created.
@@ -47,7 +47,8 @@ class catalog {
     // values; errc::invalid_argument otherwise) and stores it durably. A created_ms of 0 is
     // replaced by the current time. errc::already_exists if the name or the id is taken.
     result<void> create_topic(const topic_info& t);
-    // errc::not_found if no topic has that name.
+    // errc::not_found if no topic has that name. The topic's committed group offsets go
+    // in the same transaction.
     result<void> delete_topic(const std::string& name);
 
     std::vector<topic_info> list_topics() const;  // ordered by name (bytewise)

@@ -33,10 +33,28 @@ result<void> migrate_to_1(db& d) {
     return st->bind(1, uuid_to_string(random_uuid())).run();
 }
 
+// Version 1 -> 2: committed offsets of consumer groups (docs/formats/catalog.md).
+result<void> migrate_to_2(db& d) {
+    return d.exec(R"(
+        CREATE TABLE group_offsets (
+            group_id     TEXT NOT NULL,
+            topic        TEXT NOT NULL,
+            partition    INTEGER NOT NULL CHECK (partition >= 0),
+            offset       INTEGER NOT NULL,
+            leader_epoch INTEGER NOT NULL,
+            metadata     TEXT,
+            commit_ms    INTEGER NOT NULL,
+            expire_ms    INTEGER NOT NULL,
+            PRIMARY KEY (group_id, topic, partition)
+        ) WITHOUT ROWID;
+        CREATE INDEX group_offsets_by_topic ON group_offsets (topic);
+    )");
+}
+
 // migrations[v] takes a file from version v to v + 1. Append only: a released step never
 // changes, because files in the field already ran it.
 using migration = result<void> (*)(db&);
-constexpr migration migrations[] = {migrate_to_1};
+constexpr migration migrations[] = {migrate_to_1, migrate_to_2};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

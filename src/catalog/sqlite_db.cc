@@ -25,6 +25,11 @@ statement& statement::bind(int i, int64_t v) {
     return *this;
 }
 
+statement& statement::bind_null(int i) {
+    sqlite3_bind_null(_stmt, i);
+    return *this;
+}
+
 statement& statement::bind_blob(int i, std::span<const uint8_t> b) {
     sqlite3_bind_blob64(_stmt, i, b.data(), b.size(), SQLITE_TRANSIENT);
     return *this;

@@ -30,6 +30,7 @@ class statement {
     statement& bind(int i, std::string_view text);
     statement& bind(int i, int64_t v);
     statement& bind_blob(int i, std::span<const uint8_t> b);
+    statement& bind_null(int i);
 
     // Ready to run again; bindings are kept until rebound.
     statement& reset();

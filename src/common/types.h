@@ -44,6 +44,7 @@ using timestamp_ms = int64_t;
 struct topic_partition {
     std::string topic;
     int32_t partition = 0;
+    // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the defaulted <=>
     auto operator<=>(const topic_partition&) const = default;
 };
 

@@ -33,6 +33,21 @@ std::string_view error_name(error_code e) {
         case error_code::invalid_record: return "INVALID_RECORD";
         case error_code::unsupported_compression_type: return "UNSUPPORTED_COMPRESSION_TYPE";
         case error_code::kafka_storage_error: return "KAFKA_STORAGE_ERROR";
+        case error_code::offset_metadata_too_large: return "OFFSET_METADATA_TOO_LARGE";
+        case error_code::coordinator_not_available: return "COORDINATOR_NOT_AVAILABLE";
+        case error_code::not_coordinator: return "NOT_COORDINATOR";
+        case error_code::illegal_generation: return "ILLEGAL_GENERATION";
+        case error_code::inconsistent_group_protocol: return "INCONSISTENT_GROUP_PROTOCOL";
+        case error_code::invalid_group_id: return "INVALID_GROUP_ID";
+        case error_code::unknown_member_id: return "UNKNOWN_MEMBER_ID";
+        case error_code::invalid_session_timeout: return "INVALID_SESSION_TIMEOUT";
+        case error_code::rebalance_in_progress: return "REBALANCE_IN_PROGRESS";
+        case error_code::non_empty_group: return "NON_EMPTY_GROUP";
+        case error_code::group_id_not_found: return "GROUP_ID_NOT_FOUND";
+        case error_code::member_id_required: return "MEMBER_ID_REQUIRED";
+        case error_code::group_max_size_reached: return "GROUP_MAX_SIZE_REACHED";
+        case error_code::fenced_instance_id: return "FENCED_INSTANCE_ID";
+        case error_code::group_subscribed_to_topic: return "GROUP_SUBSCRIBED_TO_TOPIC";
     }
     return "UNKNOWN";
 }

@@ -7,6 +7,7 @@
 //       f(name);                      // every version
 //       f(topic_id, since(10));       // versions 10 and later
 //       f(replica_id, range(0, 14));  // versions 0 to 14
+//       f(topics, range(0, 7), nullable(since(2)));  // null only in versions 2 to 7
 //       f.tagged(0, cluster_id, since(12));
 //   }
 //
@@ -14,7 +15,9 @@
 // (STRING / COMPACT_STRING), std::optional<std::string> (nullable), bytes and
 // std::optional<bytes> (BYTES / RECORDS), std::vector<T> (ARRAY / COMPACT_ARRAY),
 // std::optional<std::vector<T>> (nullable array), nested structs with their own serde.
-// In flexible versions every struct ends with a tagged-field section.
+// An optional is nullable in every version it is present unless its field names the
+// narrower range (Kafka's nullableVersions). In flexible versions every struct ends with a
+// tagged-field section.
 
 #include <algorithm>
 #include <cstdint>
@@ -36,6 +39,17 @@ struct versions {
 inline constexpr versions all_versions{};
 constexpr versions since(int16_t v) { return {v, INT16_MAX}; }
 constexpr versions range(int16_t lo, int16_t hi) { return {lo, hi}; }
+
+// The versions in which an optional field may be null on the wire, when narrower than the
+// versions it is present in. Outside them a null is written as the empty value ("" or an
+// empty array), and a null read (which Kafka never sends there) becomes the empty value too,
+// as for std::string and std::vector fields.
+struct nullable_versions {
+    versions vs;
+};
+constexpr nullable_versions nullable(versions vs) {
+    return {vs};
+}
 
 namespace detail {
 template <typename T>
@@ -67,6 +81,14 @@ public:
     template <typename T>
     void operator()(T& v, versions vs = all_versions) {
         if (vs.has(_version)) read(v);
+    }
+
+    template <typename T>
+    void operator()(T& v, versions vs, nullable_versions nv) {
+        static_assert(detail::is_optional<T>::value, "only an optional can be nullable");
+        if (!vs.has(_version)) return;
+        read(v);
+        if (!v && !nv.vs.has(_version)) v.emplace();
     }
 
     template <typename T>
@@ -181,6 +203,16 @@ public:
     template <typename T>
     void operator()(const T& v, versions vs = all_versions) {
         if (vs.has(_version)) write(v);
+    }
+
+    template <typename T>
+    void operator()(const T& v, versions vs, nullable_versions nv) {
+        static_assert(detail::is_optional<T>::value, "only an optional can be nullable");
+        if (!vs.has(_version)) return;
+        if (v || nv.vs.has(_version))
+            write(v);
+        else
+            write(typename T::value_type{});
     }
 
     // A tagged field is written only when it holds something: an engaged optional, a

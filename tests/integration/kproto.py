@@ -558,3 +558,647 @@ def describe_cluster_v0(conn):
     r.tagged_fields()
     return dict(throttle=throttle, error=err, error_message=err_msg, cluster_id=cluster_id,
                 controller_id=controller, brokers=brokers)
+
+
+# ==========================================================================
+# Group coordination APIs (classic protocol): FindCoordinator, JoinGroup,
+# SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
+# DescribeGroups, DeleteGroups, OffsetDelete.
+#
+# Every encoder/decoder takes the API version and switches between the
+# classic encoding and the flexible one (compact strings/arrays/bytes, tagged
+# fields, request header v2 / response header v1) at the version Kafka's
+# schemas name as "flexibleVersions".
+# ==========================================================================
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+DELETE_GROUPS = 42
+OFFSET_DELETE = 47
+
+OFFSET_METADATA_TOO_LARGE = 12
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+INVALID_GROUP_ID = 24
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
+MEMBER_ID_REQUIRED = 79
+GROUP_MAX_SIZE_REACHED = 81
+FENCED_INSTANCE_ID = 82
+GROUP_SUBSCRIBED_TO_TOPIC = 86
+
+# First flexible version of each API (Kafka's "flexibleVersions"); None: never.
+GROUP_API_FLEXIBLE_FROM = {
+    OFFSET_COMMIT: 8, OFFSET_FETCH: 6, FIND_COORDINATOR: 3, JOIN_GROUP: 6, HEARTBEAT: 4,
+    LEAVE_GROUP: 4, SYNC_GROUP: 4, DESCRIBE_GROUPS: 5, LIST_GROUPS: 3, DELETE_GROUPS: 2,
+    OFFSET_DELETE: None,
+}
+
+
+def is_flexible(api_key, version):
+    first = GROUP_API_FLEXIBLE_FROM[api_key]
+    return first is not None and version >= first
+
+
+# -- encoders that follow the flexible flag ---------------------------------
+
+
+def f_string(s, flex):
+    return compact_string(s) if flex else string(s)
+
+
+def f_nullable_string(s, flex):
+    if flex:
+        return compact_string(s)
+    return nullable_string(s)
+
+
+def f_bytes(b, flex):
+    if not flex:
+        return kbytes(b)
+    if b is None:
+        return uvarint(0)
+    return uvarint(len(b) + 1) + b
+
+
+def f_array(items, enc, flex):
+    if not flex:
+        return array(items, enc)
+    if items is None:
+        return uvarint(0)
+    return uvarint(len(items) + 1) + b"".join(enc(x) for x in items)
+
+
+def f_tags(flex):
+    return EMPTY_TAGS if flex else b""
+
+
+# -- decoders that follow the flexible flag ---------------------------------
+
+
+def r_string(r, flex):
+    return r.compact_string() if flex else r.string()
+
+
+def r_bytes(r, flex):
+    if not flex:
+        return r.kbytes()
+    n = r.uvarint()
+    if n == 0:
+        return None
+    return r.take(n - 1)
+
+
+def r_array(r, dec, flex):
+    return r.compact_array(dec) if flex else r.array(dec)
+
+
+def r_tags(r, flex):
+    if flex:
+        r.tagged_fields()
+
+
+class Pending:
+    """A request sent on a connection whose answer has not been read yet.
+
+    JoinGroup and SyncGroup answers are held back by the coordinator until the
+    rebalance step completes, so tests send on several connections first and
+    read the answers afterwards."""
+
+    def __init__(self, conn, api_key, version, corr, parser):
+        self.conn = conn
+        self.api_key = api_key
+        self.version = version
+        self.corr = corr
+        self.parser = parser
+
+    def result(self, timeout=None):
+        flex = is_flexible(self.api_key, self.version)
+        r = self.conn.recv_response(self.corr, 1 if flex else 0, timeout)
+        out = self.parser(r, self.version)
+        if r.remaining() != 0:
+            raise AssertionError("api %d v%d: %d unread bytes at the end of the response"
+                                 % (self.api_key, self.version, r.remaining()))
+        return out
+
+
+def send_api(conn, api_key, version, body, parser):
+    flex = is_flexible(api_key, version)
+    corr = conn.send_request(api_key, version, body, header_version=2 if flex else 1)
+    return Pending(conn, api_key, version, corr, parser)
+
+
+# -- FindCoordinator v0-v4 ----------------------------------------------------
+
+
+def find_coordinator_body(version, keys, key_type=0):
+    flex = is_flexible(FIND_COORDINATOR, version)
+    if version >= 4:
+        body = i8(key_type) + f_array(keys, lambda k: f_string(k, flex), flex)
+    else:
+        assert len(keys) == 1
+        body = f_string(keys[0], flex)
+        if version >= 1:
+            body += i8(key_type)
+    return body + f_tags(flex)
+
+
+def parse_find_coordinator(r, version):
+    """Returns a list of dicts (one per key; key None before v4)."""
+    flex = is_flexible(FIND_COORDINATOR, version)
+    if version >= 1:
+        r.i32()  # throttle
+    if version >= 4:
+        def coord(x):
+            d = dict(key=x.compact_string(), node_id=x.i32(), host=x.compact_string(), port=x.i32(),
+                     error=x.i16(), error_message=x.compact_string())
+            x.tagged_fields()
+            return d
+        out = r.compact_array(coord)
+    else:
+        err = r.i16()
+        msg = r_string(r, flex) if version >= 1 else None
+        out = [dict(key=None, error=err, error_message=msg, node_id=r.i32(), host=r_string(r, flex), port=r.i32())]
+    r_tags(r, flex)
+    return out
+
+
+def find_coordinator(conn, version, keys, key_type=0):
+    return send_api(conn, FIND_COORDINATOR, version, find_coordinator_body(version, keys, key_type),
+                    parse_find_coordinator).result()
+
+
+# -- JoinGroup v0-v9 -------------------------------------------------------------
+
+
+def join_group_body(version, group, member_id, protocol_type, protocols, session_timeout_ms=10000,
+                    rebalance_timeout_ms=10000, group_instance_id=None, reason=None):
+    """protocols: list of (name, metadata bytes)."""
+    flex = is_flexible(JOIN_GROUP, version)
+    body = f_string(group, flex) + i32(session_timeout_ms)
+    if version >= 1:
+        body += i32(rebalance_timeout_ms)
+    body += f_string(member_id, flex)
+    if version >= 5:
+        body += f_nullable_string(group_instance_id, flex)
+    body += f_string(protocol_type, flex)
+    body += f_array(protocols, lambda p: f_string(p[0], flex) + f_bytes(p[1], flex) + f_tags(flex), flex)
+    if version >= 8:
+        body += f_nullable_string(reason, flex)
+    return body + f_tags(flex)
+
+
+def parse_join_group(r, version):
+    flex = is_flexible(JOIN_GROUP, version)
+    d = {}
+    d["throttle_ms"] = r.i32() if version >= 2 else 0
+    d["error"] = r.i16()
+    d["generation"] = r.i32()
+    d["protocol_type"] = r_string(r, flex) if version >= 7 else None
+    d["protocol_name"] = r_string(r, flex)
+    d["leader"] = r_string(r, flex)
+    d["skip_assignment"] = r.boolean() if version >= 9 else False
+    d["member_id"] = r_string(r, flex)
+
+    def member(x):
+        m = dict(member_id=r_string(x, flex))
+        m["group_instance_id"] = r_string(x, flex) if version >= 5 else None
+        m["metadata"] = r_bytes(x, flex)
+        r_tags(x, flex)
+        return m
+
+    d["members"] = r_array(r, member, flex)
+    r_tags(r, flex)
+    return d
+
+
+def send_join_group(conn, version, group, member_id, protocol_type, protocols, **kw):
+    return send_api(conn, JOIN_GROUP, version,
+                    join_group_body(version, group, member_id, protocol_type, protocols, **kw), parse_join_group)
+
+
+def join_group(conn, version, group, member_id, protocol_type, protocols, timeout=None, **kw):
+    return send_join_group(conn, version, group, member_id, protocol_type, protocols, **kw).result(timeout)
+
+
+# -- SyncGroup v0-v5 -------------------------------------------------------------
+
+
+def sync_group_body(version, group, generation, member_id, assignments, group_instance_id=None,
+                    protocol_type=None, protocol_name=None):
+    """assignments: list of (member_id, bytes)."""
+    flex = is_flexible(SYNC_GROUP, version)
+    body = f_string(group, flex) + i32(generation) + f_string(member_id, flex)
+    if version >= 3:
+        body += f_nullable_string(group_instance_id, flex)
+    if version >= 5:
+        body += f_nullable_string(protocol_type, flex) + f_nullable_string(protocol_name, flex)
+    body += f_array(assignments, lambda a: f_string(a[0], flex) + f_bytes(a[1], flex) + f_tags(flex), flex)
+    return body + f_tags(flex)
+
+
+def parse_sync_group(r, version):
+    flex = is_flexible(SYNC_GROUP, version)
+    d = dict(throttle_ms=r.i32() if version >= 1 else 0, error=r.i16())
+    d["protocol_type"] = r_string(r, flex) if version >= 5 else None
+    d["protocol_name"] = r_string(r, flex) if version >= 5 else None
+    d["assignment"] = r_bytes(r, flex)
+    r_tags(r, flex)
+    return d
+
+
+def send_sync_group(conn, version, group, generation, member_id, assignments, **kw):
+    return send_api(conn, SYNC_GROUP, version,
+                    sync_group_body(version, group, generation, member_id, assignments, **kw), parse_sync_group)
+
+
+def sync_group(conn, version, group, generation, member_id, assignments, timeout=None, **kw):
+    return send_sync_group(conn, version, group, generation, member_id, assignments, **kw).result(timeout)
+
+
+# -- Heartbeat v0-v4 ---------------------------------------------------------------
+
+
+def heartbeat_body(version, group, generation, member_id, group_instance_id=None):
+    flex = is_flexible(HEARTBEAT, version)
+    body = f_string(group, flex) + i32(generation) + f_string(member_id, flex)
+    if version >= 3:
+        body += f_nullable_string(group_instance_id, flex)
+    return body + f_tags(flex)
+
+
+def parse_heartbeat(r, version):
+    flex = is_flexible(HEARTBEAT, version)
+    if version >= 1:
+        r.i32()
+    err = r.i16()
+    r_tags(r, flex)
+    return err
+
+
+def heartbeat(conn, version, group, generation, member_id, group_instance_id=None, timeout=None):
+    """Returns the error code."""
+    return send_api(conn, HEARTBEAT, version, heartbeat_body(version, group, generation, member_id, group_instance_id),
+                    parse_heartbeat).result(timeout)
+
+
+# -- LeaveGroup v0-v5 --------------------------------------------------------------
+
+
+def leave_group_body(version, group, members):
+    """members: list of (member_id, group_instance_id or None[, reason]); one member before v3."""
+    flex = is_flexible(LEAVE_GROUP, version)
+    body = f_string(group, flex)
+    if version < 3:
+        assert len(members) == 1
+        body += f_string(members[0][0], flex)
+    else:
+        def member(m):
+            out = f_string(m[0], flex) + f_nullable_string(m[1], flex)
+            if version >= 5:
+                out += f_nullable_string(m[2] if len(m) > 2 else None, flex)
+            return out + f_tags(flex)
+        body += f_array(members, member, flex)
+    return body + f_tags(flex)
+
+
+def parse_leave_group(r, version):
+    flex = is_flexible(LEAVE_GROUP, version)
+    if version >= 1:
+        r.i32()
+    d = dict(error=r.i16(), members=None)
+    if version >= 3:
+        def member(x):
+            m = dict(member_id=r_string(x, flex), group_instance_id=r_string(x, flex), error=x.i16())
+            r_tags(x, flex)
+            return m
+        d["members"] = r_array(r, member, flex)
+    r_tags(r, flex)
+    return d
+
+
+def leave_group(conn, version, group, members, timeout=None):
+    return send_api(conn, LEAVE_GROUP, version, leave_group_body(version, group, members),
+                    parse_leave_group).result(timeout)
+
+
+# -- OffsetCommit v0-v8 ------------------------------------------------------------
+
+
+def offset_commit_body(version, group, offsets, generation=-1, member_id="", group_instance_id=None,
+                       retention_ms=-1):
+    """offsets: {topic: [(partition, offset, metadata-or-None)]}."""
+    flex = is_flexible(OFFSET_COMMIT, version)
+    body = f_string(group, flex)
+    if version >= 1:
+        body += i32(generation) + f_string(member_id, flex)
+    if version >= 7:
+        body += f_nullable_string(group_instance_id, flex)
+    if 2 <= version <= 4:
+        body += i64(retention_ms)
+
+    def part(p):
+        out = i32(p[0]) + i64(p[1])
+        if version >= 6:
+            out += i32(-1)  # committed leader epoch
+        if version == 1:
+            out += i64(-1)  # commit timestamp
+        return out + f_nullable_string(p[2], flex) + f_tags(flex)
+
+    def topic(item):
+        return f_string(item[0], flex) + f_array(item[1], part, flex) + f_tags(flex)
+
+    body += f_array(list(offsets.items()), topic, flex)
+    return body + f_tags(flex)
+
+
+def parse_offset_commit(r, version):
+    """Returns {(topic, partition): error}."""
+    flex = is_flexible(OFFSET_COMMIT, version)
+    if version >= 3:
+        r.i32()
+    out = {}
+
+    def part(x):
+        p = (x.i32(), x.i16())
+        r_tags(x, flex)
+        return p
+
+    def topic(x):
+        name = r_string(x, flex)
+        for p, e in r_array(x, part, flex):
+            assert (name, p) not in out, "partition %s/%d answered twice" % (name, p)
+            out[(name, p)] = e
+        r_tags(x, flex)
+
+    r_array(r, topic, flex)
+    r_tags(r, flex)
+    return out
+
+
+def send_offset_commit(conn, version, group, offsets, **kw):
+    return send_api(conn, OFFSET_COMMIT, version, offset_commit_body(version, group, offsets, **kw),
+                    parse_offset_commit)
+
+
+def offset_commit(conn, version, group, offsets, timeout=None, **kw):
+    return send_offset_commit(conn, version, group, offsets, **kw).result(timeout)
+
+
+# -- OffsetFetch v0-v8 -------------------------------------------------------------
+
+
+def offset_fetch_body(version, groups, require_stable=False):
+    """groups: list of (group_id, topics) with topics {topic: [partitions]} or None (all);
+    exactly one group before v8."""
+    flex = is_flexible(OFFSET_FETCH, version)
+
+    def topics_enc(topics):
+        if topics is None:
+            assert version >= 2, "null topics need v2+"
+            return f_array(None, None, flex)
+        return f_array(list(topics.items()), lambda t: f_string(t[0], flex)
+                       + f_array(t[1], i32, flex) + f_tags(flex), flex)
+
+    if version >= 8:
+        body = f_array(groups, lambda g: f_string(g[0], flex) + topics_enc(g[1]) + f_tags(flex), flex)
+    else:
+        assert len(groups) == 1
+        body = f_string(groups[0][0], flex) + topics_enc(groups[0][1])
+    if version >= 7:
+        body += i8(1 if require_stable else 0)
+    return body + f_tags(flex)
+
+
+def parse_offset_fetch(r, version):
+    """Returns {group_id (None before v8): dict(error, offsets={(topic, p): (offset, metadata, error)})}."""
+    flex = is_flexible(OFFSET_FETCH, version)
+    if version >= 3:
+        r.i32()
+
+    def topics_dec(x, offsets):
+        def part(y):
+            p = y.i32()
+            off = y.i64()
+            if version >= 5:
+                y.i32()  # leader epoch
+            meta = r_string(y, flex)
+            err = y.i16()
+            r_tags(y, flex)
+            return p, off, meta, err
+
+        def topic(y):
+            name = r_string(y, flex)
+            for p, off, meta, err in r_array(y, part, flex):
+                assert (name, p) not in offsets, "partition %s/%d answered twice" % (name, p)
+                offsets[(name, p)] = (off, meta, err)
+            r_tags(y, flex)
+
+        r_array(x, topic, flex)
+
+    if version >= 8:
+        out = {}
+
+        def group(x):
+            gid = r_string(x, flex)
+            offsets = {}
+            topics_dec(x, offsets)
+            err = x.i16()
+            r_tags(x, flex)
+            assert gid not in out, "group %s answered twice" % gid
+            out[gid] = dict(error=err, offsets=offsets)
+
+        r_array(r, group, flex)
+        r_tags(r, flex)
+        return out
+    offsets = {}
+    topics_dec(r, offsets)
+    err = r.i16() if version >= 2 else 0
+    r_tags(r, flex)
+    return {None: dict(error=err, offsets=offsets)}
+
+
+def offset_fetch(conn, version, groups, require_stable=False, timeout=None):
+    return send_api(conn, OFFSET_FETCH, version, offset_fetch_body(version, groups, require_stable),
+                    parse_offset_fetch).result(timeout)
+
+
+def offset_fetch_one(conn, version, group, topics):
+    """Single group: returns (top-level error, {(topic, p): (offset, metadata, error)})."""
+    res = offset_fetch(conn, version, [(group, topics)])
+    key = group if version >= 8 else None
+    assert list(res) == [key], "OffsetFetch answered for %r, asked for %r" % (list(res), group)
+    return res[key]["error"], res[key]["offsets"]
+
+
+# -- ListGroups v0-v4 ----------------------------------------------------------------
+
+
+def list_groups_body(version, states=None):
+    flex = is_flexible(LIST_GROUPS, version)
+    body = b""
+    if version >= 4:
+        body += f_array(list(states or []), lambda s: f_string(s, flex), flex)
+    return body + f_tags(flex)
+
+
+def parse_list_groups(r, version):
+    """Returns (error, {group_id: dict(protocol_type, state)})."""
+    flex = is_flexible(LIST_GROUPS, version)
+    if version >= 1:
+        r.i32()
+    err = r.i16()
+    out = {}
+
+    def group(x):
+        gid = r_string(x, flex)
+        d = dict(protocol_type=r_string(x, flex), state=r_string(x, flex) if version >= 4 else None)
+        r_tags(x, flex)
+        assert gid not in out, "group %s listed twice" % gid
+        out[gid] = d
+
+    r_array(r, group, flex)
+    r_tags(r, flex)
+    return err, out
+
+
+def list_groups(conn, version, states=None, timeout=None):
+    return send_api(conn, LIST_GROUPS, version, list_groups_body(version, states), parse_list_groups).result(timeout)
+
+
+# -- DescribeGroups v0-v5 ------------------------------------------------------------
+
+
+def describe_groups_body(version, groups):
+    flex = is_flexible(DESCRIBE_GROUPS, version)
+    body = f_array(groups, lambda g: f_string(g, flex), flex)
+    if version >= 3:
+        body += i8(0)
+    return body + f_tags(flex)
+
+
+def parse_describe_groups(r, version):
+    """Returns a list of dicts in response order."""
+    flex = is_flexible(DESCRIBE_GROUPS, version)
+    if version >= 1:
+        r.i32()
+
+    def member(x):
+        m = dict(member_id=r_string(x, flex))
+        m["group_instance_id"] = r_string(x, flex) if version >= 4 else None
+        m["client_id"] = r_string(x, flex)
+        m["client_host"] = r_string(x, flex)
+        m["metadata"] = r_bytes(x, flex)
+        m["assignment"] = r_bytes(x, flex)
+        r_tags(x, flex)
+        return m
+
+    def group(x):
+        g = dict(error=x.i16(), group_id=r_string(x, flex), state=r_string(x, flex),
+                 protocol_type=r_string(x, flex), protocol_data=r_string(x, flex))
+        g["members"] = r_array(x, member, flex)
+        if version >= 3:
+            g["authorized_operations"] = x.i32()
+        r_tags(x, flex)
+        return g
+
+    out = r_array(r, group, flex)
+    r_tags(r, flex)
+    return out
+
+
+def describe_groups(conn, version, groups, timeout=None):
+    return send_api(conn, DESCRIBE_GROUPS, version, describe_groups_body(version, groups),
+                    parse_describe_groups).result(timeout)
+
+
+# -- DeleteGroups v0-v2 ----------------------------------------------------------------
+
+
+def parse_delete_groups(r, version):
+    flex = is_flexible(DELETE_GROUPS, version)
+    r.i32()
+    out = {}
+
+    def res(x):
+        gid = r_string(x, flex)
+        out[gid] = x.i16()
+        r_tags(x, flex)
+
+    r_array(r, res, flex)
+    r_tags(r, flex)
+    return out
+
+
+def delete_groups(conn, version, groups, timeout=None):
+    """Returns {group_id: error}."""
+    flex = is_flexible(DELETE_GROUPS, version)
+    body = f_array(groups, lambda g: f_string(g, flex), flex) + f_tags(flex)
+    return send_api(conn, DELETE_GROUPS, version, body, parse_delete_groups).result(timeout)
+
+
+# -- OffsetDelete v0 ------------------------------------------------------------------------
+
+
+def parse_offset_delete(r, version):
+    err = r.i16()
+    r.i32()
+    out = {}
+
+    def topic(x):
+        name = x.string()
+        for p, e in x.array(lambda y: (y.i32(), y.i16())):
+            out[(name, p)] = e
+
+    r.array(topic)
+    return err, out
+
+
+def offset_delete(conn, group, topics, timeout=None):
+    """topics: {topic: [partitions]}; returns (top-level error, {(topic, p): error})."""
+    body = string(group) + array(list(topics.items()), lambda t: string(t[0]) + array(t[1], i32))
+    return send_api(conn, OFFSET_DELETE, 0, body, parse_offset_delete).result(timeout)
+
+
+# -- Consumer protocol payloads (ConsumerProtocolSubscription / Assignment v0) --------------
+
+
+def consumer_subscription_v0(topics, user_data=None):
+    return i16(0) + array(topics, string) + kbytes(user_data)
+
+
+def consumer_assignment_v0(assignment, user_data=None):
+    """assignment: {topic: [partitions]}."""
+    return i16(0) + array(list(assignment.items()), lambda t: string(t[0]) + array(t[1], i32)) + kbytes(user_data)
+
+
+def parse_consumer_assignment(data):
+    """Decodes ConsumerProtocolAssignment (any version: v1+ only append fields); {topic: [partitions]}."""
+    if not data:
+        return {}
+    r = Reader(data)
+    r.i16()
+    out = {}
+    for name, parts in r.array(lambda x: (x.string(), x.array(lambda y: y.i32()))) or []:
+        out.setdefault(name, []).extend(parts)
+    return out
+
+
+def parse_consumer_subscription(data):
+    """Decodes ConsumerProtocolSubscription's topic list (fields after user_data are ignored)."""
+    r = Reader(data)
+    version = r.i16()
+    topics = r.array(lambda x: x.string())
+    user_data = r.kbytes()
+    return dict(version=version, topics=topics, user_data=user_data)

@@ -11,4 +11,13 @@ void reject_malformed(const request_context& ctx) {
     ctx.sess->close("malformed request");
 }
 
+std::string client_host(const request_context& ctx) {
+    const std::string& peer = ctx.sess->peer();
+    auto colon = peer.rfind(':');
+    std::string host = colon == std::string::npos ? peer : peer.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    return "/" + host;
+}
+
 }  // namespace sluice::broker

@@ -34,6 +34,8 @@ void handle_delete_topics(const request_context& ctx, bytes_view body) {
             out.error_message = r.err().message;
             log_error("admin", "{}: delete topic '{}': {}", ctx.client(), name, r.err().message);
         } else {
+            // The catalog dropped the topic's committed offsets in the same transaction.
+            b.groups().remove_topic(name);
             // Consumers long-polling the topic wake up and see it gone.
             std::vector<topic_partition> tps;
             tps.reserve(static_cast<size_t>(partitions));

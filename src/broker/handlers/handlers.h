@@ -16,6 +16,24 @@ void handle_api_versions(const request_context& ctx, bytes_view body);
 void handle_create_topics(const request_context& ctx, bytes_view body);
 void handle_delete_topics(const request_context& ctx, bytes_view body);
 void handle_describe_cluster(const request_context& ctx, bytes_view body);
+void handle_find_coordinator(const request_context& ctx, bytes_view body);
+void handle_join_group(const request_context& ctx, bytes_view body);
+void handle_sync_group(const request_context& ctx, bytes_view body);
+void handle_heartbeat(const request_context& ctx, bytes_view body);
+void handle_leave_group(const request_context& ctx, bytes_view body);
+void handle_offset_commit(const request_context& ctx, bytes_view body);
+void handle_offset_fetch(const request_context& ctx, bytes_view body);
+void handle_list_groups(const request_context& ctx, bytes_view body);
+void handle_describe_groups(const request_context& ctx, bytes_view body);
+void handle_delete_groups(const request_context& ctx, bytes_view body);
+void handle_offset_delete(const request_context& ctx, bytes_view body);
+
+// Kafka's form of a member's address in DescribeGroups: "/" and the peer's IP.
+std::string client_host(const request_context& ctx);
+
+// Until authorization exists everyone may do everything: Kafka's ACL operation bits for
+// a group, READ (3), DELETE (6) and DESCRIBE (8).
+inline constexpr int32_t all_group_operations = (1 << 3) | (1 << 6) | (1 << 8);
 
 // Decodes the request body; a malformed body closes the connection with a log line
 // and returns false.

@@ -15,7 +15,7 @@ struct metadata_request {
         template <typename F>
         void serde(F& f) {
             f(topic_id, since(10));
-            f(name);
+            f(name, all_versions, nullable(since(10)));
         }
     };
     // Null (v1+) asks for every topic; in v0 an empty array does.
@@ -26,7 +26,7 @@ struct metadata_request {
 
     template <typename F>
     void serde(F& f) {
-        f(topics);
+        f(topics, all_versions, nullable(since(1)));
         f(allow_auto_topic_creation, since(4));
         f(include_cluster_authorized_operations, range(8, 10));
         f(include_topic_authorized_operations, since(8));
@@ -76,7 +76,7 @@ struct metadata_response {
         template <typename F>
         void serde(F& f) {
             f(error_code);
-            f(name);
+            f(name, all_versions, nullable(since(12)));
             f(topic_id, since(10));
             f(is_internal, since(1));
             f(partitions);

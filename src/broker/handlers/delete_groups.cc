@@ -1,0 +1,40 @@
+#include "protocol/messages/delete_groups.h"
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker {
+
+using protocol::error_code;
+
+void handle_delete_groups(const request_context& ctx, bytes_view body) {
+    protocol::delete_groups_request req;
+    if (!decode_request(ctx, body, req)) return;
+    auto& b = ctx.b;
+    auto resp = std::make_shared<protocol::delete_groups_response>();
+    std::vector<catalog::offset_write> writes;
+    std::vector<std::string> deleted;
+    for (const auto& id : req.groups_names) {
+        error_code e =
+            id.empty() ? error_code::invalid_group_id : b.groups().check_delete_group(id);
+        resp->results.push_back({id, code(e)});
+        if (e != error_code::none) continue;
+        catalog::stored_offset row;
+        row.group_id = id;
+        writes.push_back({catalog::offset_write::kind::erase_group, std::move(row)});
+        deleted.push_back(id);
+    }
+    if (writes.empty()) return ctx.respond(*resp);
+    b.store_offsets(std::move(writes), [ctx, resp, deleted = std::move(deleted)](const result<void>& r) {
+        for (auto& res : resp->results) {
+            if (res.error_code != 0) continue;
+            if (r)
+                ctx.b.groups().delete_group(res.group_id);
+            else
+                res.error_code = code(error_code::kafka_storage_error);
+        }
+        if (r) log_info("group", "{}: deleted {} groups", ctx.client(), deleted.size());
+        ctx.respond(*resp);
+    });
+}
+
+}  // namespace sluice::broker

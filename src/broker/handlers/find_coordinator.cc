@@ -1,0 +1,41 @@
+#include "protocol/messages/find_coordinator.h"
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker {
+
+// Every group is coordinated here. With several advertised addresses, groups are spread
+// across them as partitions are, so clients see the load shared.
+void handle_find_coordinator(const request_context& ctx, bytes_view body) {
+    protocol::find_coordinator_request req;
+    if (!decode_request(ctx, body, req)) return;
+    auto& b = ctx.b;
+    auto answer = [&](const std::string& key, protocol::find_coordinator_response::coordinator& c) {
+        c.key = key;
+        if (req.key_type != protocol::coordinator_key_group) {
+            // Transactions are not offered (docs/compatibility.md).
+            c.error_code = code(protocol::error_code::invalid_request);
+            c.error_message = "transactions are not supported by this broker";
+            return;
+        }
+        const auto& broker = b.brokers()[std::hash<std::string>{}(key) % b.brokers().size()];
+        c.node_id = broker.node_id;
+        c.host = broker.address.host;
+        c.port = broker.address.port;
+    };
+    protocol::find_coordinator_response resp;
+    if (ctx.version() >= 4) {
+        for (const auto& key : req.coordinator_keys) answer(key, resp.coordinators.emplace_back());
+    } else {
+        protocol::find_coordinator_response::coordinator c;
+        answer(req.key, c);
+        resp.error_code = c.error_code;
+        resp.error_message = c.error_message;
+        resp.node_id = c.node_id;
+        resp.host = c.host;
+        resp.port = c.port;
+    }
+    ctx.respond(resp);
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,17 @@
+#include "protocol/messages/heartbeat.h"
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker {
+
+void handle_heartbeat(const request_context& ctx, bytes_view body) {
+    protocol::heartbeat_request req;
+    if (!decode_request(ctx, body, req)) return;
+    group::member_ref m{std::move(req.member_id), std::move(req.group_instance_id),
+                        req.generation_id};
+    protocol::heartbeat_response resp;
+    resp.error_code = code(ctx.b.groups().heartbeat(req.group_id, m));
+    ctx.respond(resp);
+}
+
+}  // namespace sluice::broker

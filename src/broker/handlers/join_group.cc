@@ -1,0 +1,35 @@
+#include "protocol/messages/join_group.h"
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker {
+
+void handle_join_group(const request_context& ctx, bytes_view body) {
+    protocol::join_group_request req;
+    if (!decode_request(ctx, body, req)) return;
+    group::join_request j;
+    j.group_id = std::move(req.group_id);
+    j.member_id = std::move(req.member_id);
+    j.instance_id = std::move(req.group_instance_id);
+    j.client_id = ctx.header.client_id.value_or("");
+    j.client_host = client_host(ctx);
+    j.session_timeout_ms = req.session_timeout_ms;
+    j.rebalance_timeout_ms = req.rebalance_timeout_ms;
+    j.protocol_type = std::move(req.protocol_type);
+    for (auto& p : req.protocols) j.protocols.push_back({std::move(p.name), std::move(p.metadata)});
+    j.require_known_member_id = ctx.version() >= 4;
+    ctx.b.groups().join(std::move(j), [ctx](const group::join_result& r) {
+        protocol::join_group_response resp;
+        resp.error_code = code(r.error);
+        resp.generation_id = r.generation;
+        resp.protocol_type = r.protocol_type;
+        resp.protocol_name = r.protocol_name;
+        resp.leader = r.leader;
+        resp.member_id = r.member_id;
+        for (const auto& m : r.members)
+            resp.members.push_back({m.member_id, m.instance_id, m.metadata});
+        ctx.respond(resp);
+    });
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,24 @@
+#include "protocol/messages/list_groups.h"
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker {
+
+void handle_list_groups(const request_context& ctx, bytes_view body) {
+    protocol::list_groups_request req;
+    if (!decode_request(ctx, body, req)) return;
+    std::set<group::group_state> wanted;
+    for (const auto& name : req.states_filter) {
+        // An unknown state name matches nothing, as in Kafka.
+        if (auto s = group::parse_state(name)) wanted.insert(*s);
+    }
+    protocol::list_groups_response resp;
+    for (const auto& g : ctx.b.groups().list()) {
+        if (!req.states_filter.empty() && !wanted.count(g.state)) continue;
+        resp.groups.push_back(
+            {g.group_id, g.protocol_type, std::string(group::state_name(g.state))});
+    }
+    ctx.respond(resp);
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,29 @@
+#include "protocol/messages/sync_group.h"
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker {
+
+void handle_sync_group(const request_context& ctx, bytes_view body) {
+    protocol::sync_group_request req;
+    if (!decode_request(ctx, body, req)) return;
+    group::sync_request s;
+    s.group_id = std::move(req.group_id);
+    s.member_id = std::move(req.member_id);
+    s.instance_id = std::move(req.group_instance_id);
+    s.generation = req.generation_id;
+    s.protocol_type = std::move(req.protocol_type);
+    s.protocol_name = std::move(req.protocol_name);
+    for (auto& a : req.assignments)
+        s.assignments.emplace_back(std::move(a.member_id), std::move(a.assignment));
+    ctx.b.groups().sync(s, [ctx](const group::sync_result& r) {
+        protocol::sync_group_response resp;
+        resp.error_code = code(r.error);
+        resp.protocol_type = r.protocol_type;
+        resp.protocol_name = r.protocol_name;
+        resp.assignment = r.assignment;
+        ctx.respond(resp);
+    });
+}
+
+}  // namespace sluice::broker

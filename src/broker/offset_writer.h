@@ -1,0 +1,48 @@
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "catalog/offset_store.h"
+#include "net/event_loop.h"
+
+namespace sluice::broker {
+
+// Makes committed offsets durable off the event loop. Writes are applied in submission
+// order; everything queued while a transaction runs goes into the next one (group
+// commit: one fsync for every consumer that committed meanwhile). Each job's callback
+// then runs on the loop thread, in submission order, so the coordinator's in-memory
+// copy follows the same order as the database.
+class offset_writer {
+  public:
+    using done_fn = std::function<void(result<void>)>;
+
+    offset_writer(std::unique_ptr<catalog::offset_store> store, net::event_loop& loop);
+    // Finishes every queued job (their callbacks are posted to the loop) and joins.
+    ~offset_writer();
+    offset_writer(const offset_writer&) = delete;
+    offset_writer& operator=(const offset_writer&) = delete;
+
+    void submit(std::vector<catalog::offset_write> writes, done_fn done);
+
+  private:
+    struct job {
+        std::vector<catalog::offset_write> writes;
+        done_fn done;
+    };
+    void run();
+
+    std::unique_ptr<catalog::offset_store> _store;
+    net::event_loop& _loop;
+    std::mutex _mu;
+    std::condition_variable _cv;
+    std::deque<job> _queue;  // guarded by _mu
+    bool _stop = false;      // guarded by _mu
+    std::thread _thread;
+};
+
+}  // namespace sluice::broker

@@ -1,0 +1,96 @@
+#include "catalog/offset_store.h"
+
+#include <fmt/format.h>
+
+#include "catalog/sqlite_db.h"
+
+namespace sluice::catalog {
+
+offset_store::offset_store(std::unique_ptr<detail::db> d) : _db(std::move(d)) {}
+offset_store::~offset_store() = default;
+
+result<std::unique_ptr<offset_store>> offset_store::open(const std::filesystem::path& path) {
+    auto d = detail::db::open(path);
+    if (!d) return d.err();
+    // The same settings as the catalog's connection: FULL makes a commit survive power
+    // loss; the busy timeout covers a topic change holding the write lock.
+    if (auto r = (*d)->exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = FULL"); !r)
+        return r.err();
+    return std::unique_ptr<offset_store>(new offset_store(std::move(*d)));
+}
+
+result<std::vector<stored_offset>> offset_store::load() {
+    auto st = _db->prepare(
+        "SELECT group_id, topic, partition, offset, leader_epoch, metadata, commit_ms, "
+        "expire_ms, metadata IS NULL FROM group_offsets");
+    if (!st) return st.err();
+    std::vector<stored_offset> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return row.err();
+        if (!*row) break;
+        stored_offset o;
+        o.group_id = st->column_text(0);
+        o.topic = st->column_text(1);
+        o.partition = static_cast<int32_t>(st->column_int64(2));
+        o.offset = st->column_int64(3);
+        o.leader_epoch = static_cast<int32_t>(st->column_int64(4));
+        if (st->column_int64(8) == 0) o.metadata = st->column_text(5);
+        o.commit_ms = st->column_int64(6);
+        o.expire_ms = st->column_int64(7);
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
+result<void> offset_store::apply(std::span<const offset_write> writes) {
+    if (writes.empty()) return {};
+    auto txn = detail::write_txn::begin(*_db);
+    if (!txn) return txn.err();
+    auto commit = _db->prepare(
+        "INSERT OR REPLACE INTO group_offsets (group_id, topic, partition, offset, "
+        "leader_epoch, metadata, commit_ms, expire_ms) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 "
+        "WHERE EXISTS (SELECT 1 FROM topics WHERE name = ?2)");
+    auto erase = _db->prepare(
+        "DELETE FROM group_offsets WHERE group_id = ?1 AND topic = ?2 AND partition = ?3");
+    auto erase_unchanged = _db->prepare(
+        "DELETE FROM group_offsets WHERE group_id = ?1 AND topic = ?2 AND partition = ?3 "
+        "AND commit_ms = ?4");
+    auto erase_group = _db->prepare("DELETE FROM group_offsets WHERE group_id = ?1");
+    for (auto* st : {&commit, &erase, &erase_unchanged, &erase_group})
+        if (!*st) return st->err();
+    for (const auto& w : writes) {
+        const auto& r = w.row;
+        result<void> done;
+        switch (w.op) {
+            case offset_write::kind::commit:
+                commit->reset().bind(1, r.group_id).bind(2, r.topic).bind(3, r.partition);
+                commit->bind(4, r.offset).bind(5, int64_t{r.leader_epoch});
+                if (r.metadata)
+                    commit->bind(6, *r.metadata);
+                else
+                    commit->bind_null(6);
+                done = commit->bind(7, r.commit_ms).bind(8, r.expire_ms).run();
+                break;
+            case offset_write::kind::erase:
+                done =
+                    erase->reset().bind(1, r.group_id).bind(2, r.topic).bind(3, r.partition).run();
+                break;
+            case offset_write::kind::erase_if_unchanged:
+                done = erase_unchanged->reset()
+                           .bind(1, r.group_id)
+                           .bind(2, r.topic)
+                           .bind(3, r.partition)
+                           .bind(4, r.commit_ms)
+                           .run();
+                break;
+            case offset_write::kind::erase_group:
+                done = erase_group->reset().bind(1, r.group_id).run();
+                break;
+        }
+        if (!done) return done;
+    }
+    return txn->commit();
+}
+
+}  // namespace sluice::catalog

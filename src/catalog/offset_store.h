@@ -1,0 +1,65 @@
+#pragma once
+
+// Committed offsets of consumer groups, in the catalog file's group_offsets table
+// (docs/formats/catalog.md). The group coordinator keeps the live copy in memory; this
+// store is what survives a restart.
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace sluice::catalog {
+
+namespace detail {
+class db;
+}
+
+struct stored_offset {
+    std::string group_id;
+    std::string topic;
+    int32_t partition = 0;
+    int64_t offset = -1;
+    int32_t leader_epoch = -1;
+    std::optional<std::string> metadata;
+    int64_t commit_ms = 0;
+    int64_t expire_ms = -1;  // -1: expires by the broker's retention rule
+};
+
+struct offset_write {
+    enum class kind : uint8_t {
+        commit,              // insert or replace the row
+        erase,               // delete group_id/topic/partition
+        erase_if_unchanged,  // delete it only if its commit_ms is still row.commit_ms
+        erase_group,         // delete every row of group_id
+    };
+    kind op = kind::commit;
+    stored_offset row;
+};
+
+// Not thread-safe: one thread at a time (the broker's offset writer).
+class offset_store {
+  public:
+    // Opens a second connection to a catalog file that catalog::open() has already
+    // created and migrated.
+    static result<std::unique_ptr<offset_store>> open(const std::filesystem::path& path);
+    offset_store(const offset_store&) = delete;
+    offset_store& operator=(const offset_store&) = delete;
+    ~offset_store();
+
+    result<std::vector<stored_offset>> load();
+    // All writes in one transaction, durable when it returns. A commit for a topic the
+    // catalog no longer has is dropped: a topic deleted while the commit was queued
+    // leaves no offsets behind.
+    result<void> apply(std::span<const offset_write> writes);
+
+  private:
+    explicit offset_store(std::unique_ptr<detail::db> d);
+    std::unique_ptr<detail::db> _db;
+};
+
+}  // namespace sluice::catalog

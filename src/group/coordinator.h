@@ -1,0 +1,144 @@
+#pragma once
+
+// The group coordinator: Kafka's classic group protocol with eager rebalancing, and the
+// committed offsets of every group, held in memory.
+//
+// It knows nothing of sockets or storage. Joins and syncs that must wait for other
+// members park their callbacks and are answered from a later call (another member's
+// join, a sync, or poll() when a deadline passes); everything runs on one thread.
+// Offsets reach it only once the caller has made them durable (store_offsets), so what
+// it answers is always what a restart would reload.
+//
+// Group lifecycle (Kafka's state machine):
+//   Empty --join--> PreparingRebalance --all joined / timeout--> CompletingRebalance
+//   CompletingRebalance --leader's sync--> Stable --join, leave, expiry--> Preparing...
+//   any state --last member gone--> Empty; an Empty group without offsets is dropped
+//   by the periodic sweep (drop_idle_groups) or when deleted.
+
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+#include "group/types.h"
+
+namespace sluice::group {
+
+struct clock_source {
+    std::function<int64_t()> steady_ms;  // deadlines: sessions, rebalances
+    std::function<int64_t()> wall_ms;    // commit timestamps and offset expiry
+};
+clock_source system_clocks();
+
+class coordinator {
+  public:
+    explicit coordinator(config cfg, clock_source clock = system_clocks());
+    ~coordinator();
+    coordinator(const coordinator&) = delete;
+    coordinator& operator=(const coordinator&) = delete;
+
+    const config& settings() const { return _cfg; }
+
+    // --- membership (membership.cc) ---
+    // cb runs exactly once, now or from a later call.
+    void join(join_request req, join_callback cb);
+    void sync(const sync_request& req, sync_callback cb);
+    error_code heartbeat(const std::string& group_id, const member_ref& m);
+    error_code leave(const std::string& group_id, const member_ref& m);
+
+    // --- committed offsets (offsets.cc) ---
+    // Whether m may commit offsets for the group now (generation -1 with an empty member
+    // id is a "simple" commit, allowed when the group has no members).
+    error_code check_commit(const std::string& group_id, const member_ref& m);
+    // Records offsets made durable; creates the group (Empty) if needed.
+    void store_offsets(const std::string& group_id, const std::vector<offset_entry>& entries);
+    // At startup: offsets read back from storage. The group counts as empty since its
+    // newest commit, so a restart does not extend retention.
+    void restore(const std::string& group_id, const std::vector<offset_entry>& entries);
+    std::optional<committed_offset> committed(const std::string& group_id,
+                                              const topic_partition& tp) const;
+    std::vector<offset_entry> committed_all(const std::string& group_id) const;
+    // DeleteGroups: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP or NONE.
+    error_code check_delete_group(const std::string& group_id) const;
+    // Once the deletion is durable: forgets the offsets, and the group if it is empty.
+    void delete_group(const std::string& group_id);
+    // OffsetDelete: the group-level error; per partition, NONE or
+    // GROUP_SUBSCRIBED_TO_TOPIC, in the order of tps.
+    error_code check_offset_delete(const std::string& group_id,
+                                   const std::vector<topic_partition>& tps,
+                                   std::vector<error_code>& per_partition) const;
+    void erase_offsets(const std::string& group_id, const std::vector<topic_partition>& tps);
+    // A deleted topic takes its committed offsets with it.
+    void remove_topic(const std::string& topic);
+    // Offsets past retention (see docs/configuration.md); erase_expired drops those whose
+    // commit_ms is unchanged since, so a commit that raced the sweep survives.
+    std::vector<std::pair<std::string, offset_entry>> expired_offsets() const;
+    void erase_expired(const std::vector<std::pair<std::string, offset_entry>>& expired);
+
+    // --- administration ---
+    std::vector<group_listing> list() const;
+    // Forgets Empty groups that hold no offsets, as Kafka's periodic cleanup does (until
+    // then they are listed and described as Empty). Returns how many went.
+    size_t drop_idle_groups();
+    std::optional<group_description> describe(const std::string& group_id) const;
+    size_t group_count() const { return _groups.size(); }
+
+    // --- time ---
+    // The earliest deadline (steady ms), if any; poll() handles every one that is due.
+    std::optional<int64_t> next_deadline() const;
+    void poll();
+    // Answers every parked join and sync with NOT_COORDINATOR (broker shutdown).
+    void shutdown();
+
+    struct group_data;
+    struct member_data;
+
+  private:
+    enum class timer_kind : uint8_t { group, member, pending };
+    struct timer_key {
+        int64_t at;
+        timer_kind kind;
+        std::string group;
+        std::string member;
+        auto operator<=>(const timer_key&) const = default;  // NOLINT(modernize-use-nullptr)
+    };
+
+    group_data* find(const std::string& id) const;
+    group_data& get_or_create(const std::string& id);
+    // Forgets g if it is Empty with no offsets and no pending members; g dangles after.
+    bool maybe_drop(group_data& g);
+
+    // membership.cc
+    void join_new_member(group_data& g, join_request& req, join_callback& cb);
+    void join_known_member(group_data& g, join_request& req, join_callback& cb);
+    void join_static_member(group_data& g, join_request& req, join_callback& cb);
+    void add_member_and_rebalance(group_data& g, const std::string& member_id, join_request& req,
+                                  join_callback cb);
+    void update_member_and_rebalance(group_data& g, member_data& m, join_request& req,
+                                     join_callback cb);
+    void prepare_rebalance(group_data& g, const char* reason);
+    void try_complete_join(group_data& g);
+    void complete_join(group_data& g);
+    void complete_sync_timeout(group_data& g);
+    void remove_member(group_data& g, const std::string& member_id, const char* reason,
+                       bool move_on = true);
+    join_result current_join_result(const group_data& g, const member_data& m) const;
+    error_code validate_member(const group_data& g, const member_ref& m) const;
+    void refresh_session(group_data& g, member_data& m);
+    void on_group_deadline(group_data& g);
+    void on_member_deadline(group_data& g, const std::string& member_id);
+    void on_pending_deadline(group_data& g, const std::string& member_id);
+
+    void arm(timer_kind k, group_data& g, const std::string& member, int64_t& slot, int64_t at);
+    void disarm(timer_kind k, const group_data& g, const std::string& member, int64_t& slot);
+    std::string new_member_id(const std::string& client_id);
+
+    config _cfg;
+    clock_source _clock;
+    std::unordered_map<std::string, std::unique_ptr<group_data>> _groups;
+    std::set<timer_key> _timers;
+    uint64_t _join_seq = 0;
+    uint64_t _id_state[2] = {};
+};
+
+}  // namespace sluice::group
