@@ -1,30 +1,29 @@
 #include "protocol/api_key.h"
 
+#include <utility>
+
 namespace sluice::protocol {
+namespace {
+
+// From Kafka's message schemas ("flexibleVersions"). OffsetDelete has none.
+constexpr std::pair<api_key, int16_t> first_flexible[] = {
+    {api_key::produce, 9},          {api_key::fetch, 12},
+    {api_key::list_offsets, 6},     {api_key::metadata, 9},
+    {api_key::offset_commit, 8},    {api_key::offset_fetch, 6},
+    {api_key::find_coordinator, 3}, {api_key::join_group, 6},
+    {api_key::heartbeat, 4},        {api_key::leave_group, 4},
+    {api_key::sync_group, 4},       {api_key::describe_groups, 5},
+    {api_key::list_groups, 3},      {api_key::describe_configs, 4},
+    {api_key::api_versions, 3},     {api_key::create_topics, 5},
+    {api_key::delete_topics, 4},    {api_key::delete_groups, 2},
+    {api_key::describe_cluster, 0},
+};
+
+}  // namespace
 
 std::optional<int16_t> first_flexible_version(int16_t key) {
-    switch (static_cast<api_key>(key)) {
-        case api_key::produce: return 9;
-        case api_key::fetch: return 12;
-        case api_key::list_offsets: return 6;
-        case api_key::metadata: return 9;
-        case api_key::describe_configs: return 4;
-        case api_key::api_versions: return 3;
-        case api_key::create_topics: return 5;
-        case api_key::delete_topics: return 4;
-        case api_key::describe_cluster: return 0;
-        case api_key::offset_commit: return 8;
-        case api_key::offset_fetch: return 6;
-        case api_key::find_coordinator: return 3;
-        case api_key::join_group: return 6;
-        case api_key::heartbeat: return 4;
-        case api_key::leave_group: return 4;
-        case api_key::sync_group: return 4;
-        case api_key::describe_groups: return 5;
-        case api_key::list_groups: return 3;
-        case api_key::delete_groups: return 2;
-        case api_key::offset_delete: return std::nullopt;
-    }
+    for (const auto& [k, v] : first_flexible)
+        if (static_cast<int16_t>(k) == key) return v;
     return std::nullopt;
 }
 
