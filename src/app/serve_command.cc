@@ -38,6 +38,7 @@ struct serve_options {
     group::config groups;
     int64_t offsets_retention_minutes = 10080;  // Kafka's default: 7 days
     int64_t offsets_retention_check_interval_ms = 600000;
+    int64_t log_retention_check_interval_ms = 300000;
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
@@ -149,6 +150,7 @@ int serve(const serve_options& o) {
     }
     cfg.groups.offsets_retention_ms = o.offsets_retention_minutes * 60 * 1000;
     cfg.offsets_retention_check_interval_ms = o.offsets_retention_check_interval_ms;
+    cfg.log_retention_check_interval_ms = o.log_retention_check_interval_ms;
 
     sigset_t signals_set = signal_watch::block();
     raise_fd_limit();
@@ -249,6 +251,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     cmd->add_option("--offsets-retention-check-interval-ms", o->offsets_retention_check_interval_ms,
                     "How often expired committed offsets are removed")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--log-retention-check-interval-ms", o->log_retention_check_interval_ms,
+                    "How often segments past a topic's retention.ms or retention.bytes are "
+                    "deleted")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
         ->capture_default_str();
     cmd->add_option("--offset-metadata-max-bytes", o->groups.offset_metadata_max_bytes,

@@ -27,7 +27,12 @@ constexpr api_def table[] = {
     {api_key::api_versions, "ApiVersions", 0, 3, handle_api_versions},
     {api_key::create_topics, "CreateTopics", 0, 7, handle_create_topics},
     {api_key::delete_topics, "DeleteTopics", 0, 6, handle_delete_topics},
+    {api_key::delete_records, "DeleteRecords", 0, 2, handle_delete_records},
+    {api_key::alter_configs, "AlterConfigs", 0, 2, handle_alter_configs},
+    {api_key::create_partitions, "CreatePartitions", 0, 3, handle_create_partitions},
     {api_key::delete_groups, "DeleteGroups", 0, 2, handle_delete_groups},
+    {api_key::incremental_alter_configs, "IncrementalAlterConfigs", 0, 1,
+     handle_incremental_alter_configs},
     {api_key::offset_delete, "OffsetDelete", 0, 0, handle_offset_delete},
     {api_key::describe_cluster, "DescribeCluster", 0, 1, handle_describe_cluster},
 };

@@ -3,6 +3,7 @@
 #include "broker/session.h"
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/logging.h"
 
 namespace sluice::broker {
@@ -27,6 +28,9 @@ broker::~broker() { _logs.set_high_watermark_listener(nullptr); }
 result<net::host_port> broker::start() {
     _topics.load();
     if (auto r = load_offsets(); !r) return r.err();
+    _retention = std::make_unique<periodic_thread>(
+        std::chrono::milliseconds(_cfg.log_retention_check_interval_ms),
+        [this] { _logs.enforce_retention(now_ms()); });
     auto bound = _listener.open(_cfg.listen);
     if (!bound) return bound.err();
     auto adv = _cfg.advertise;
@@ -179,6 +183,7 @@ void broker::shutdown(std::function<void()> done) {
     _listener.close();
     log_info("broker", "shutting down: {} connections, {} parked requests", _sessions.size(),
              _waiters.size());
+    _retention.reset();  // joins the thread; a pass in progress finishes first
     // Parked joins and syncs answer NOT_COORDINATOR: their clients look again later.
     _groups.shutdown();
     // Parked fetches answer now with what they have.

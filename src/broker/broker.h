@@ -12,6 +12,7 @@
 #include "broker/config.h"
 #include "broker/topic_registry.h"
 #include "broker/offset_writer.h"
+#include "broker/periodic_thread.h"
 #include "catalog/catalog.h"
 #include "group/coordinator.h"
 #include "log/log_manager.h"
@@ -92,6 +93,7 @@ private:
     topic_registry _topics;
     group::coordinator _groups;
     std::unique_ptr<offset_writer> _offsets;
+    std::unique_ptr<periodic_thread> _retention;  // deletes segments by retention
     net::event_loop::timer_id _group_timer = 0;
     int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
     net::listener _listener;

@@ -29,6 +29,8 @@ struct broker_config {
     group::config groups;
     // offsets.retention.check.interval.ms: how often expired offsets are swept.
     int64_t offsets_retention_check_interval_ms = 600000;
+    // log.retention.check.interval.ms: how often segments are deleted by retention.
+    int64_t log_retention_check_interval_ms = 300000;
 };
 
 }  // namespace sluice::broker

@@ -30,6 +30,17 @@ int8_t topic_registry::config_source(const topic_state& t, std::string_view key)
     return _defaults.contains(k) ? 4 : 5;
 }
 
+std::vector<std::pair<int8_t, std::string>> topic_registry::config_levels(
+    const topic_state& t, std::string_view key) const {
+    std::vector<std::pair<int8_t, std::string>> out;
+    std::string k(key);
+    if (auto it = t.info.configs.find(k); it != t.info.configs.end()) out.emplace_back(1, it->second);
+    if (auto it = _defaults.find(k); it != _defaults.end()) out.emplace_back(4, it->second);
+    if (const auto* def = catalog::find_topic_config_def(key))
+        out.emplace_back(5, std::string(def->default_value));
+    return out;
+}
+
 log::log_config topic_registry::to_log_config(const catalog::topic_info& t) const {
     log::log_config c;
     auto get = [&](std::string_view k) { return catalog::effective_config(t, k, _defaults); };
@@ -39,6 +50,9 @@ log::log_config topic_registry::to_log_config(const catalog::topic_info& t) cons
         to_int(get("max.message.bytes"), static_cast<int64_t>(c.max_message_bytes)));
     c.index_interval_bytes =
         static_cast<int32_t>(to_int(get("index.interval.bytes"), c.index_interval_bytes));
+    c.retention_ms = to_int(get("retention.ms"), c.retention_ms);
+    c.retention_bytes = to_int(get("retention.bytes"), c.retention_bytes);
+    c.delete_enabled = get("cleanup.policy").find("delete") != std::string::npos;
     c.timestamp_type = get("message.timestamp.type") == "LogAppendTime"
                            ? protocol::timestamp_type::log_append_time
                            : protocol::timestamp_type::create_time;
@@ -102,6 +116,42 @@ result<topic_state> topic_registry::create(
     _by_id[st->info.id] = st.get();
     _by_name[name] = std::move(st);
     return created;
+}
+
+result<void> topic_registry::set_configs(const std::string& name,
+                                         const std::map<std::string, std::string>& configs,
+                                         bool validate_only) {
+    auto it = _by_name.find(name);
+    if (it == _by_name.end()) return {errc::not_found, "topic '" + name + "' does not exist"};
+    if (auto r = catalog::validate_topic_configs(configs); !r)
+        return {errc::invalid_config, r.err().message};
+    if (validate_only) return {};
+    if (auto r = _catalog.set_topic_configs(name, configs); !r) return r;
+    topic_state& t = *it->second;
+    t.info.configs = configs;
+    t.log_cfg = to_log_config(t.info);
+    _logs.add_topic(name, t.info.partitions, t.log_cfg);  // re-configures the log in place
+    return {};
+}
+
+result<void> topic_registry::add_partitions(const std::string& name, int32_t total,
+                                            bool validate_only) {
+    auto it = _by_name.find(name);
+    if (it == _by_name.end()) return {errc::not_found, "topic '" + name + "' does not exist"};
+    topic_state& t = *it->second;
+    if (total <= t.info.partitions)
+        return {errc::out_of_range, fmt::format("topic '{}' has {} partitions; a new count must "
+                                                "be larger, got {}",
+                                                name, t.info.partitions, total)};
+    if (total > max_partitions_per_topic)
+        return {errc::out_of_range, fmt::format("partition count {} is above the limit of {}",
+                                                total, max_partitions_per_topic)};
+    if (validate_only) return {};
+    if (auto r = _catalog.set_partitions(name, total); !r) return r;
+    t.info.partitions = total;
+    _logs.add_topic(name, total, t.log_cfg);
+    log_info("broker", "topic '{}' now has {} partitions", name, total);
+    return {};
 }
 
 result<void> topic_registry::remove(const std::string& name) {

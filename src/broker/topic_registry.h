@@ -38,11 +38,23 @@ public:
                                const std::map<std::string, std::string>& configs,
                                bool validate_only);
     result<void> remove(const std::string& name);
+    // Replaces every config the topic sets (AlterConfigs semantics: keys left out return to
+    // their defaults). Takes effect at once, for the log too. Errors: not_found,
+    // invalid_config (naming the key).
+    result<void> set_configs(const std::string& name,
+                             const std::map<std::string, std::string>& configs, bool validate_only);
+    // Grows the topic to `total` partitions. Errors: not_found, out_of_range (not above the
+    // current count, or above max_partitions_per_topic).
+    result<void> add_partitions(const std::string& name, int32_t total, bool validate_only);
 
     std::string effective_config(const topic_state& t, std::string_view key) const;
     // Where the value in force comes from, as Kafka's ConfigSource numbers it: 1 set on
     // the topic, 4 a broker-wide --topic-default, 5 the built-in default.
     int8_t config_source(const topic_state& t, std::string_view key) const;
+    // Every level that gives key a value, highest precedence first, as (source, value):
+    // DescribeConfigs' synonyms.
+    std::vector<std::pair<int8_t, std::string>> config_levels(const topic_state& t,
+                                                              std::string_view key) const;
 
 private:
     log::log_config to_log_config(const catalog::topic_info& t) const;

@@ -226,6 +226,50 @@ result<void> catalog::delete_topic(const std::string& name) {
     return {};
 }
 
+result<void> catalog::set_topic_configs(const std::string& name,
+                                        const std::map<std::string, std::string>& configs) {
+    if (auto r = validate_topic_configs(configs); !r) {
+        return {r.code(), fmt::format("topic '{}': {}", name, r.err().message)};
+    }
+    std::lock_guard lock(_mu);
+    auto it = _by_name.find(name);
+    if (it == _by_name.end()) return {errc::not_found, fmt::format("topic '{}' does not exist", name)};
+    auto txn = detail::write_txn::begin(*_db);
+    if (!txn) return txn.err();
+    auto del = _db->prepare("DELETE FROM topic_configs WHERE topic = ?1");
+    if (!del) return del.err();
+    if (auto r = del->bind(1, name).run(); !r) return r;
+    auto ins = _db->prepare("INSERT INTO topic_configs (topic, key, value) VALUES (?1, ?2, ?3)");
+    if (!ins) return ins.err();
+    for (const auto& [k, v] : configs) {
+        if (auto c = ins->reset().bind(1, name).bind(2, k).bind(3, v).run(); !c) return c;
+    }
+    if (auto c = txn->commit(); !c) return c;
+    log_info("catalog", "topic '{}': {} configs set", name, configs.size());
+    it->second.configs = configs;
+    return {};
+}
+
+result<void> catalog::set_partitions(const std::string& name, int32_t partitions) {
+    std::lock_guard lock(_mu);
+    auto it = _by_name.find(name);
+    if (it == _by_name.end()) return {errc::not_found, fmt::format("topic '{}' does not exist", name)};
+    if (partitions <= it->second.partitions) {
+        return {errc::invalid_argument,
+                fmt::format("topic '{}' has {} partitions; the new count {} must be larger", name,
+                            it->second.partitions, partitions)};
+    }
+    auto txn = detail::write_txn::begin(*_db);
+    if (!txn) return txn.err();
+    auto st = _db->prepare("UPDATE topics SET partitions = ?2 WHERE name = ?1");
+    if (!st) return st.err();
+    if (auto r = st->bind(1, name).bind(2, int64_t{partitions}).run(); !r) return r;
+    if (auto c = txn->commit(); !c) return c;
+    log_info("catalog", "topic '{}': {} -> {} partitions", name, it->second.partitions, partitions);
+    it->second.partitions = partitions;
+    return {};
+}
+
 std::vector<topic_info> catalog::list_topics() const {
     std::lock_guard lock(_mu);
     std::vector<topic_info> out;

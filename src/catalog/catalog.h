@@ -51,6 +51,14 @@ class catalog {
     // in the same transaction.
     result<void> delete_topic(const std::string& name);
 
+    // Replaces every config the topic sets with `configs` (validated first; nothing
+    // changes on error). errc::not_found, errc::invalid_argument.
+    result<void> set_topic_configs(const std::string& name,
+                                   const std::map<std::string, std::string>& configs);
+    // Raises the partition count (partitions are only ever added, as in Kafka).
+    // errc::not_found, errc::invalid_argument when not above the current count.
+    result<void> set_partitions(const std::string& name, int32_t partitions);
+
     std::vector<topic_info> list_topics() const;  // ordered by name (bytewise)
     std::optional<topic_info> find_topic(const std::string& name) const;
     std::optional<topic_info> find_topic(const uuid& id) const;

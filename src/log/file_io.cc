@@ -1,6 +1,7 @@
 #include "log/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -103,6 +104,13 @@ result<bytes> read_whole_file(const fs::path& p) {
     if (!r) return r.err();
     out.resize(*r);
     return out;
+}
+
+result<timestamp_ms> file_mtime_ms(const fs::path& p) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return io_error_from_errno("stat", p, errno);
+    constexpr int64_t ns_per_ms = 1000000;
+    return static_cast<timestamp_ms>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / ns_per_ms;
 }
 
 }  // namespace sluice::log

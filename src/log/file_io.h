@@ -48,5 +48,7 @@ result<void> sync_dir(const fs::path& dir);
 result<void> write_whole_file(const fs::path& p, bytes_view data);
 // errc::not_found when the file does not exist.
 result<bytes> read_whole_file(const fs::path& p);
+// Last modification time, ms since the epoch.
+result<timestamp_ms> file_mtime_ms(const fs::path& p);
 
 }  // namespace sluice::log

@@ -116,6 +116,10 @@ result<log_manager::open_summary> log_manager::open() {
         sum.corruptions = _reporter.corruptions.load();
     }
     _opened = true;
+    {
+        std::lock_guard ret(_retention_mu);
+        _retention_on = true;
+    }
     _flusher = std::thread([this] { flusher_loop(); });
     log_info("storage",
              "logs opened at {}: {} shutdown, {} partitions recovered, {} repaired, {} failed, "
@@ -167,7 +171,10 @@ result<void> log_manager::remove_topic(const std::string& topic) {
         });
         _q_cv.notify_one();
     }
-    for (auto& p : victim->partitions) p.unload();
+    {
+        std::lock_guard ret(_retention_mu);  // no retention pass is inside the topic
+        for (auto& p : victim->partitions) p.unload();
+    }
 
     const fs::path trash = _ctx.logs_dir / trash_dir_name;
     std::error_code ec;
@@ -193,6 +200,52 @@ result<void> log_manager::remove_topic(const std::string& topic) {
     }
     log_info("storage", "deleted topic {} ({} partition directories)", topic, moved.size());
     return {};
+}
+
+log_manager::retention_stats log_manager::enforce_retention(timestamp_ms now) {
+    retention_stats stats;
+    std::vector<std::string> names;
+    {
+        std::shared_lock lk(_topics_mu);
+        for (const auto& [name, t] : _topics) names.push_back(name);
+    }
+    for (const auto& name : names) {
+        // Per topic, so remove_topic waits for at most one topic's work.
+        std::lock_guard ret(_retention_mu);
+        if (!_retention_on) break;
+        log_config cfg;
+        std::vector<partition_log*> parts;
+        {
+            std::shared_lock lk(_topics_mu);
+            auto it = _topics.find(name);
+            if (it == _topics.end()) continue;
+            cfg = it->second->config();
+            for (auto& p : it->second->partitions) parts.push_back(&p);
+        }
+        if (!cfg.delete_enabled || (cfg.retention_ms < 0 && cfg.retention_bytes < 0)) continue;
+        for (auto* p : parts) retain(*p, cfg, now, stats);
+    }
+    return stats;
+}
+
+void log_manager::retain(partition_log& p, const log_config& cfg, timestamp_ms now,
+                         retention_stats& stats) {
+    if (!p.loaded()) {
+        if (!p.retention_candidate(cfg, now)) return;
+        ++stats.partitions_loaded;
+    } else if (p.failure()) {
+        return;  // out of service until restart, and logged when it failed
+    }
+    auto r = p.apply_retention(cfg, now);
+    if (!r) {
+        ++stats.partitions_failed;
+        log_warn("retention", "{}-{}: {}", p.topic()->name, p.partition(), r.err().message);
+        return;
+    }
+    if (r->segments == 0) return;
+    ++stats.partitions_touched;
+    stats.segments_deleted += r->segments;
+    stats.bytes_deleted += r->bytes;
 }
 
 void log_manager::enqueue_dirty(partition_log* p) {
@@ -293,6 +346,12 @@ void log_manager::flusher_loop() {
 void log_manager::close() {
     if (!_opened || _closed) return;
     _closed = true;
+    {
+        // Waits for a running pass; none starts afterwards to delete files behind the
+        // clean-shutdown marker.
+        std::lock_guard ret(_retention_mu);
+        _retention_on = false;
+    }
     {
         std::lock_guard lk(_q_mu);
         _stopping = true;

@@ -70,6 +70,34 @@ class log_manager final : private dirty_sink {
     // watermark advanced.
     void set_high_watermark_listener(std::function<void(const std::vector<topic_partition>&)> fn);
 
+    // What a retention pass did.
+    struct retention_stats {
+        size_t partitions_touched = 0;  // lost at least one segment
+        size_t segments_deleted = 0;
+        int64_t bytes_deleted = 0;     // of their data files
+        size_t partitions_loaded = 0;  // not loaded before; this pass loaded them to trim
+        size_t partitions_failed = 0;  // errors, logged; retried at the next pass
+    };
+    // One retention pass; the caller schedules it (Kafka's
+    // log.retention.check.interval.ms). For every partition of each topic with
+    // delete_enabled, deletes the oldest segments, in order, while the segment's largest
+    // record timestamp (the append time on LogAppendTime topics) is more than
+    // retention_ms before `now`, or the partition without it still holds at least
+    // retention_bytes (data files; the active segment never goes for size). Only
+    // segments wholly below the high watermark go. An expired, non-empty active segment
+    // is first replaced by an empty one at the log end. The log start offset moves to the
+    // first remaining segment, durably. Configs are read afresh for each topic, so
+    // add_topic changes apply at the next pass.
+    //
+    // Partitions not loaded since start-up (never used: a broker restarted after a week
+    // may hold many) are judged from their files without loading them: one directory
+    // listing (names and sizes) and the last entry of the oldest segment's time index,
+    // a lower bound of its largest timestamp. Only those that may have something to
+    // delete are loaded, and then trimmed exactly as loaded ones; the others cost those
+    // few system calls per pass and no memory. A partition directory of an undeclared
+    // topic is not looked at.
+    retention_stats enforce_retention(timestamp_ms now);
+
     // Flushes everything, stops the flusher, saves the active indexes, closes files,
     // writes the clean-shutdown marker (not when a partition has failed).
     void close();
@@ -96,6 +124,7 @@ class log_manager final : private dirty_sink {
                     ready_list& ready, std::vector<waiter>& unresolved,
                     std::vector<topic_partition>& advanced);
     result<void> recover_all(open_summary& sum);
+    void retain(partition_log& p, const log_config& cfg, timestamp_ms now, retention_stats& stats);
     int32_t index_interval_for(const std::string& dir_name);
 
     options _opts;
@@ -117,6 +146,12 @@ class log_manager final : private dirty_sink {
     uint64_t _passes = 0;
     // Held for a whole flush pass, so remove_topic never frees a partition mid-sync.
     std::mutex _pass_mu;
+
+    // Held by a retention pass while it works on one topic, and by remove_topic before it
+    // frees a topic's partitions and by close(). _retention_on says whether passes may
+    // run (between open() and close()).
+    std::mutex _retention_mu;
+    bool _retention_on = false;
 
     std::thread _flusher;
     bool _opened = false;

@@ -15,6 +15,10 @@ struct log_config {
     size_t max_message_bytes = 1 << 20;           // used by the caller for validation; kept here
     protocol::timestamp_type timestamp_type = protocol::timestamp_type::create_time;
     int32_t index_interval_bytes = 4096;  // sparse index density
+    // Retention (log_manager::enforce_retention), read afresh at every pass.
+    bool delete_enabled = true;                     // cleanup.policy contains "delete"
+    int64_t retention_ms = 7LL * 24 * 3600 * 1000;  // -1: no time limit
+    int64_t retention_bytes = -1;                   // per partition; -1: no size limit
 };
 
 struct append_info {

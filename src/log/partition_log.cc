@@ -9,6 +9,7 @@
 #include "common/endian.h"
 #include "common/logging.h"
 #include "log/file_header.h"
+#include "log/log_start.h"
 
 namespace sluice::log {
 
@@ -55,34 +56,60 @@ result<void> partition_log::load() const {
         if (ec) return io_error_from_errno("stat", _st->dir, ec.value());
         return {};  // never written: an empty log at offset 0
     }
-    auto files = list_segments(_st->dir);
+    repair_summary sum;
+    auto files = open_partition_files(_st->dir, *_ctx->reporter, sum);
     if (!files) return files.err();
-    if (files->empty()) return {};
+    _st->durable_start = files->log_start;
     const auto cfg = _topic->config();
-    for (size_t i = 0; i < files->size(); ++i) {
-        const auto& fi = (*files)[i];
-        bool last = i + 1 == files->size();
-        auto seg = std::make_unique<segment>(_st->dir, fi.base_offset, fi.size, last, _ctx->files);
-        if (!last) seg->set_end_offset((*files)[i + 1].base_offset);
+    const auto& segs = files->segments;
+    for (size_t i = 0; i < segs.size(); ++i) {
+        bool last = i + 1 == segs.size();
+        auto seg = std::make_unique<segment>(_st->dir, segs[i].base_offset, segs[i].size, last,
+                                             _ctx->files);
+        if (!last) seg->set_end_offset(segs[i + 1].base_offset);
         _st->segments.push_back(std::move(seg));
     }
     // After a clean shutdown the last segment's indexes are current; the tail after the
     // last index entry is still verified, cheaply, in case the marker lied.
-    repair_summary sum;
-    auto r = recover_last_segment(*active(), false, cfg.index_interval_bytes, now_ms(),
-                                  *_ctx->reporter, sum);
-    if (!r) return r;
+    if (active()) {
+        auto r = recover_last_segment(*active(), false, cfg.index_interval_bytes, now_ms(),
+                                      *_ctx->reporter, sum);
+        if (!r) return r;
+    }
     if (sum.repaired())
         log_warn("storage", "{}-{}: repaired on load: {}", _topic->name, _partition,
                  sum.describe());
-    _lso = _st->segments.front()->base_offset();
+    settle_log_start(files->log_start);
+    return {};
+}
+
+// Sets the offsets of a freshly loaded log. Everything found on disk is durable:
+// recovery fsynced what it changed, and a clean shutdown fsynced everything.
+void partition_log::settle_log_start(offset_t from_file) const {
+    if (!active()) {
+        // Segment files gone but the start known: the log goes on from there, so that no
+        // offset is ever handed out twice.
+        const offset_t start = std::max<offset_t>(from_file, 0);
+        _lso = _leo = _hw = start;
+        _st->hw_segment_base = start;
+        return;
+    }
     _leo = active()->end_offset();
-    // Everything found on disk is durable: recovery fsynced what it changed, and a clean
-    // shutdown fsynced everything.
+    _lso = std::max(_st->segments.front()->base_offset(), from_file);
     _hw = _leo.load();
     _st->hw_segment_base = active()->base_offset();
     _st->hw_position = active()->size();
-    return {};
+    if (_lso.load() <= _leo.load()) return;
+    // Data below a durable log start is gone (the disk lost acknowledged records). The
+    // start follows the end down, durably, so that later appends do not reappear below
+    // a start read back from the file at the next load.
+    log_error("storage", "{}-{}: log start offset {} is past the log end {}; using {}",
+              _topic->name, _partition, _lso.load(), _leo.load(), _leo.load());
+    _lso = _leo.load();
+    if (auto r = write_log_start(_st->dir, _lso.load()); r)
+        _st->durable_start = _lso.load();
+    else
+        log_error("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
 }
 
 segment* partition_log::segment_for(offset_t offset) const {
@@ -103,26 +130,33 @@ result<void> partition_log::ensure_indexes(segment& seg) const {
 
 result<void> partition_log::prepare_segment(const log_config& cfg, size_t bytes,
                                             offset_t last_offset, timestamp_ms now) {
-    segment* seg = active();
-    if (seg) {
+    if (segment* seg = active()) {
         auto grown = seg->size() + static_cast<int64_t>(bytes);
         bool roll = seg->has_data() && (grown > cfg.segment_bytes || grown > max_u32 ||
                                         now - seg->created_ms() >= cfg.segment_ms ||
                                         last_offset + 1 - seg->base_offset() > max_u32);
-        if (!roll) return {};
-        // The old segment is made durable before the new one exists, so after a crash
-        // only the last segment can be torn (recovery scans only that one).
-        if (auto r = seg->seal(); !r) {
-            fail(r.err());
-            return r;
-        }
-        log_debug("storage", "{}-{}: rolled segment {} at offset {}", _topic->name, _partition,
-                  seg->base_offset(), _leo.load());
-    } else {
-        std::error_code ec;
-        if (fs::create_directory(_st->dir, ec)) _st->parent_dirty = true;
-        if (ec) return io_error_from_errno("mkdir", _st->dir, ec.value());
+        return roll ? roll_segment(now) : result<void>();
     }
+    std::error_code ec;
+    if (fs::create_directory(_st->dir, ec)) _st->parent_dirty = true;
+    if (ec) return io_error_from_errno("mkdir", _st->dir, ec.value());
+    return add_segment(now);
+}
+
+result<void> partition_log::roll_segment(timestamp_ms now) {
+    segment* seg = active();
+    // The old segment is made durable before the new one exists, so after a crash only
+    // the last segment can be torn (recovery scans only that one).
+    if (auto r = seg->seal(); !r) {
+        fail(r.err());
+        return r;
+    }
+    log_debug("storage", "{}-{}: rolled segment {} at offset {}", _topic->name, _partition,
+              seg->base_offset(), _leo.load());
+    return add_segment(now);
+}
+
+result<void> partition_log::add_segment(timestamp_ms now) {
     auto created = segment::create(_st->dir, _leo.load(), now, _ctx->files);
     if (!created) return created.err();
     _st->segments.push_back(std::move(*created));
@@ -292,6 +326,7 @@ result<bool> partition_log::sync() {
     {
         std::lock_guard lk(_mu);
         if (!_st || _st->failed) return _st && _st->failed ? result<bool>(*_st->failed) : false;
+        if (!active()) return false;  // nothing appended since a load found no segment
         target = _leo.load();
         seg_base = active()->base_offset();
         seg_pos = active()->size();

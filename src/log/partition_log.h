@@ -92,11 +92,23 @@ class partition_log {
 
     offset_t high_watermark() const;  // first offset not yet durable
     offset_t log_end_offset() const;  // next offset to assign
+    // First readable offset (ListOffsets EARLIEST). It may lie inside a segment after
+    // delete_records; reads starting in that segment may still return the whole batch
+    // holding it, as Kafka's do (clients skip records below their fetch offset).
     offset_t log_start_offset() const;
 
-    // First record at or below the high watermark with timestamp >= ts.
+    // DeleteRecords: makes `before` the log start offset (-1: the high watermark) unless
+    // the log already starts later (it never moves back), then deletes the segments
+    // lying wholly below it, except the active one. The new start is durable (the
+    // log-start-offset file, docs/formats/log-start-offset.md) before any reader sees it
+    // and before this returns. Returns the log start offset (Kafka's low watermark).
+    // Errors: out_of_range (before < -1, or above the high watermark), io_error.
+    result<offset_t> delete_records(offset_t before);
+
+    // First record at or below the high watermark, at or above the log start, with
+    // timestamp >= ts.
     result<std::optional<offset_and_time>> offset_for_timestamp(timestamp_ms ts) const;
-    // The (first) record with the largest timestamp, below the high watermark.
+    // The (first) record with the largest timestamp, in [log start, high watermark).
     result<std::optional<offset_and_time>> max_timestamp_offset() const;
 
     topic_partition id() const;
@@ -120,6 +132,18 @@ class partition_log {
         // byte position (file header included) just past the last durable batch.
         offset_t hw_segment_base = 0;
         int64_t hw_position = 0;
+        // Serializes trims (delete_records, retention) so that the log-start-offset file
+        // and the segment list move together; taken before _mu, and held while the file
+        // is fsynced so that _mu need not be.
+        std::mutex trim_mu;
+        offset_t durable_start = -1;  // in the log-start-offset file (-1: none); trim_mu
+    };
+
+    // What a trim did.
+    struct trim_result {
+        size_t segments = 0;  // deleted
+        int64_t bytes = 0;    // of their data files
+        offset_t log_start = 0;
     };
 
     result<void> ensure_loaded() const;  // _mu held
@@ -130,13 +154,30 @@ class partition_log {
     result<void> ensure_indexes(segment& seg) const;
     result<void> prepare_segment(const log_config& cfg, size_t bytes, offset_t last_offset,
                                  timestamp_ms now);
+    result<void> roll_segment(timestamp_ms now);  // seal the active one, add one at the end
+    result<void> add_segment(timestamp_ms now);
     void fail(const error& e) const;
+    void settle_log_start(offset_t from_file) const;
 
     // Scans the batches of `seg` holding offsets in [from, limit); fn returns false to stop.
     template <typename Fn>
     result<void> scan_range(segment& seg, offset_t from, offset_t limit, Fn&& fn) const;
     result<std::optional<offset_and_time>> locate_max(segment& seg, offset_t from, offset_t limit,
                                                       timestamp_ms max_ts) const;
+    result<std::optional<offset_and_time>> segment_max(segment& seg, offset_t limit,
+                                                       timestamp_ms beat) const;
+    result<std::optional<offset_and_time>> segment_max_from(segment& seg, offset_t from,
+                                                            offset_t limit) const;
+
+    // --- trimming (partition_log_retention.cc) ---
+    state* loaded_state();
+    // Makes `target` the durable log start (if higher), then deletes the segments wholly
+    // below the log start. trim_mu held, _mu not.
+    result<trim_result> advance_start(state& st, offset_t target);
+    // How many segments, oldest first, retention deletes now. _mu held.
+    result<size_t> retention_count(const log_config& cfg, timestamp_ms now) const;
+    // The segment's largest record timestamp, as retention judges it. _mu held.
+    result<timestamp_ms> largest_timestamp(segment& seg) const;
 
     // --- manager side ---
     // Flusher thread: makes everything appended so far durable; true when the high
@@ -146,6 +187,12 @@ class partition_log {
     result<void> save_for_shutdown();
     std::optional<error> failure() const;
     void unload();  // forgets files and segments (remove_topic)
+    // One retention pass over this partition (log_manager::enforce_retention).
+    result<trim_result> apply_retention(const log_config& cfg, timestamp_ms now);
+    // Whether a partition not loaded yet may hold a segment retention would delete, told
+    // from its files alone (see log_manager::enforce_retention). False is always right;
+    // true may be wrong, and loading the partition settles it.
+    bool retention_candidate(const log_config& cfg, timestamp_ms now) const;
 
     topic_state* _topic;
     log_context* _ctx;

@@ -1,10 +1,16 @@
 #include "log/recovery.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "common/clock.h"
 #include "log/batch_scanner.h"
 #include "log/file_header.h"
+#include "log/log_start.h"
 
 namespace sluice::log {
 
@@ -196,21 +202,95 @@ void check_sealed_tail(segment& seg, recovery_reporter& rep, repair_summary& sum
 
 }  // namespace
 
+namespace {
+
+// The offset in the log-start-offset file; -1 when there is none or it is unusable.
+result<offset_t> load_log_start(const fs::path& dir, recovery_reporter& rep, repair_summary& sum) {
+    auto v = read_log_start(dir);
+    if (v || v.code() == errc::io_error) return v;
+    if (v.code() == errc::not_found) return offset_t{-1};
+    const fs::path p = dir / log_start_file_name;
+    rep.corruption(p, v.err().message);
+    ++sum.corruptions;
+    sum.notes.push_back(fmt::format("ignored {} ({}); the log starts at its first segment",
+                                    log_start_file_name, v.err().message));
+    // A file of a newer format stays for the broker that wrote it.
+    if (v.code() == errc::corrupt) {
+        std::error_code ec;
+        fs::rename(p, dir / log_start_damaged_name, ec);
+        if (ec) return io_error_from_errno("rename", p, ec.value());
+    }
+    return offset_t{-1};
+}
+
+// Index files without their data file below the first segment, and a temporary
+// log-start-offset file: what a crash during a deletion or a write of the file leaves.
+result<void> remove_leftover_files(const fs::path& dir, offset_t below, repair_summary& sum) {
+    const std::string tmp_name = fmt::format("{}.tmp", log_start_file_name);
+    std::vector<fs::path> gone;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const auto name = it->path().filename().string();
+        offset_t base = parse_segment_file_name(name, index_ext);
+        if (base < 0) base = parse_segment_file_name(name, time_index_ext);
+        if ((base >= 0 && base < below) || name == tmp_name) gone.push_back(it->path());
+    }
+    if (ec) return io_error_from_errno("list", dir, ec.value());
+    for (const auto& p : gone) {
+        if (::unlink(p.c_str()) != 0 && errno != ENOENT)
+            return io_error_from_errno("unlink", p, errno);
+        sum.notes.push_back(fmt::format("removed leftover {}", file_name(p)));
+    }
+    return {};
+}
+
+}  // namespace
+
+result<partition_files> open_partition_files(const fs::path& dir, recovery_reporter& rep,
+                                             repair_summary& sum) {
+    partition_files out;
+    auto files = list_segments(dir);
+    if (!files) return files.err();
+    auto start = load_log_start(dir, rep, sum);
+    if (!start) return start.err();
+    out.log_start = *start;
+    auto& segs = *files;
+    // Oldest first, as at run time, so a crash here too leaves the segments contiguous.
+    size_t n = 0;
+    while (n + 1 < segs.size() && segs[n + 1].base_offset <= out.log_start) ++n;
+    for (size_t i = 0; i < n; ++i) {
+        if (auto r = remove_segment_files(dir, segs[i].base_offset); !r) return r.err();
+        sum.notes.push_back(fmt::format("removed segment {} below the log start offset {}",
+                                        segment_file_name(segs[i].base_offset, data_ext),
+                                        out.log_start));
+    }
+    segs.erase(segs.begin(), segs.begin() + static_cast<ptrdiff_t>(n));
+    // Only deletions leave such files, and a partition that deleted anything has the file.
+    if (out.log_start >= 0) {
+        offset_t below =
+            segs.empty() ? std::numeric_limits<offset_t>::max() : segs.front().base_offset;
+        if (auto r = remove_leftover_files(dir, below, sum); !r) return r.err();
+    }
+    out.segments = std::move(segs);
+    return out;
+}
+
 result<repair_summary> recover_partition(const fs::path& dir, int32_t interval, fd_cache& cache,
                                          recovery_reporter& rep) {
     repair_summary sum;
-    auto files = list_segments(dir);
-    if (!files) return files.err();
-    for (size_t i = 0; i < files->size(); ++i) {
-        const auto& fi = (*files)[i];
-        bool last = i + 1 == files->size();
+    auto listed = open_partition_files(dir, rep, sum);
+    if (!listed) return listed.err();
+    const auto& files = listed->segments;
+    for (size_t i = 0; i < files.size(); ++i) {
+        const auto& fi = files[i];
+        bool last = i + 1 == files.size();
         segment seg(dir, fi.base_offset, fi.size, last, cache);
         if (last) {
             if (auto r = recover_last_segment(seg, true, interval, now_ms(), rep, sum); !r)
                 return r.err();
             continue;
         }
-        seg.set_end_offset((*files)[i + 1].base_offset);
+        seg.set_end_offset(files[i + 1].base_offset);
         if (auto r = ensure_sealed_indexes(seg, interval, rep, sum); !r) {
             rep.corruption(seg.data_path(), r.err().message);
             ++sum.corruptions;

@@ -66,6 +66,22 @@ struct repair_summary {
     std::string describe() const;
 };
 
+// A partition directory's segments and durable log start offset.
+struct partition_files {
+    std::vector<segment_file_info> segments;  // by base offset
+    offset_t log_start = -1;                  // from log-start-offset; -1: none (or ignored)
+};
+
+// Lists a partition directory and reads its log-start-offset file. A damaged file is
+// reported as corruption, moved aside (log_start_damaged_name) and ignored: the log then
+// starts at its first segment, as before any deletion. Then finishes a segment deletion
+// a crash interrupted (docs/formats/data-dir.md, "Deleting segments"): segments lying
+// wholly below the log start offset (the next one begins at or below it) are removed,
+// oldest first, and so are index files left without their data file below the first
+// segment. The last segment always stays.
+result<partition_files> open_partition_files(const fs::path& dir, recovery_reporter& rep,
+                                             repair_summary& sum);
+
 // Opens the last segment of a partition for appending: repairs a torn header of an
 // empty segment, loads the indexes (rebuilt when missing or disagreeing), then scans
 // the data after the last index entry (all of it when `full`), verifying every batch,

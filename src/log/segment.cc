@@ -1,12 +1,16 @@
 #include "log/segment.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 
 #include <fmt/format.h>
 
+#include "common/endian.h"
 #include "common/logging.h"
 #include "log/batch_scanner.h"
 #include "log/file_header.h"
@@ -17,17 +21,21 @@ std::string segment_file_name(offset_t base, const char* ext) {
     return fmt::format("{:020d}{}", base, ext);
 }
 
+offset_t parse_segment_file_name(std::string_view name, std::string_view ext) {
+    constexpr size_t digits = 20;  // see segment_file_name
+    if (name.size() != digits + ext.size() || !name.ends_with(ext)) return -1;
+    offset_t base = -1;
+    auto [p, err] = std::from_chars(name.data(), name.data() + digits, base);
+    if (err != std::errc() || p != name.data() + digits || base < 0) return -1;
+    return base;
+}
+
 result<std::vector<segment_file_info>> list_segments(const fs::path& dir) {
     std::vector<segment_file_info> out;
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        const auto name = it->path().filename().string();
-        if (name.size() != 20 + std::char_traits<char>::length(data_ext) ||
-            !name.ends_with(data_ext))
-            continue;
-        offset_t base = -1;
-        auto [p, err] = std::from_chars(name.data(), name.data() + 20, base);
-        if (err != std::errc() || p != name.data() + 20 || base < 0) continue;
+        const offset_t base = parse_segment_file_name(it->path().filename().string(), data_ext);
+        if (base < 0) continue;
         auto size = it->file_size(ec);
         if (ec) break;
         out.push_back({base, static_cast<int64_t>(size)});
@@ -36,6 +44,37 @@ result<std::vector<segment_file_info>> list_segments(const fs::path& dir) {
     std::sort(out.begin(), out.end(),
               [](const auto& a, const auto& b) { return a.base_offset < b.base_offset; });
     return out;
+}
+
+result<void> remove_segment_files(const fs::path& dir, offset_t base) {
+    for (const char* ext : {data_ext, index_ext, time_index_ext}) {
+        const fs::path p = dir / segment_file_name(base, ext);
+        if (::unlink(p.c_str()) != 0 && errno != ENOENT)
+            return io_error_from_errno("unlink", p, errno);
+    }
+    return {};
+}
+
+result<std::optional<time_index::entry>> read_last_time_entry(const fs::path& path, offset_t base) {
+    auto f = open_file(path, O_RDONLY);
+    if (!f) return f.err();
+    struct stat st {};
+    if (::fstat((*f)->fd(), &st) != 0) return io_error_from_errno("stat", path, errno);
+    uint8_t h[file_header_size];
+    if (auto r = read_exact(**f, h, sizeof h, 0); !r) return r.err();
+    auto hdr = decode_file_header(bytes_view(h, sizeof h), file_kind::time_index);
+    if (hdr && hdr->base_offset != base)
+        hdr = error{errc::corrupt, fmt::format("header names base offset {}", hdr->base_offset)};
+    if (!hdr) return error{hdr.code(), fmt::format("{}: {}", path.string(), hdr.err().message)};
+    const int64_t body = st.st_size - static_cast<int64_t>(file_header_size);
+    if (body % static_cast<int64_t>(time_index::entry_size) != 0)
+        return error{errc::corrupt,
+                     fmt::format("{}: body of {} bytes is torn", path.string(), body)};
+    if (body == 0) return std::optional<time_index::entry>{};
+    uint8_t e[time_index::entry_size];
+    if (auto r = read_exact(**f, e, sizeof e, st.st_size - static_cast<int64_t>(sizeof e)); !r)
+        return r.err();
+    return std::optional(time_index::entry{load_be<int64_t>(e), base + load_be<uint32_t>(e + 8)});
 }
 
 segment::segment(fs::path dir, offset_t base, int64_t size, bool writable, fd_cache& cache)
@@ -108,6 +147,20 @@ result<void> segment::rewrite_header(timestamp_ms now) {
     _created_ms = now;
     _header_checked = true;
     return sync_data(**f);
+}
+
+result<std::optional<timestamp_ms>> segment::known_max_timestamp() {
+    if (_max_ts != no_timestamp) return std::optional(_max_ts);
+    if (_oidx || _writable) return std::optional<timestamp_ms>{};  // holds no batch yet
+    auto last = read_last_time_entry(time_index_path(), _base);
+    if (!last) {
+        if (last.code() == errc::io_error) return last.err();
+        return std::optional<timestamp_ms>{};  // missing or damaged: a load rebuilds it
+    }
+    // Only the final entry, at the segment end, covers every batch.
+    if (!*last || (*last)->offset != _end_offset) return std::optional<timestamp_ms>{};
+    _max_ts = (*last)->timestamp;
+    return std::optional(_max_ts);
 }
 
 result<bool> segment::load_indexes(std::string* why) {

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "log/fd_cache.h"
@@ -24,6 +26,8 @@ constexpr const char* time_index_ext = ".timeindex";
 // Segment files are named by base offset, zero-padded to 20 digits so that names sort
 // as numbers do (int64 max has 19 digits).
 std::string segment_file_name(offset_t base, const char* ext);
+// The base offset in a segment file name with extension `ext`, or -1 for other names.
+offset_t parse_segment_file_name(std::string_view name, std::string_view ext);
 
 struct segment_file_info {
     offset_t base_offset = 0;
@@ -31,6 +35,15 @@ struct segment_file_info {
 };
 // The data files of a partition directory, by base offset. Other files are ignored.
 result<std::vector<segment_file_info>> list_segments(const fs::path& dir);
+
+// Deletes a segment's files: the data file first, then the offset and time indexes, so
+// that a crash in between leaves at worst index files without data, which nothing reads
+// (docs/formats/data-dir.md, "Deleting segments"). Files already gone are fine.
+result<void> remove_segment_files(const fs::path& dir, offset_t base);
+
+// The last entry of a time index file (nullopt when it has none), reading only its
+// header and that entry. Errors: not_found, corrupt (header, base offset, size), io_error.
+result<std::optional<time_index::entry>> read_last_time_entry(const fs::path& path, offset_t base);
 
 class segment {
   public:
@@ -51,6 +64,11 @@ class segment {
     timestamp_ms created_ms() const { return _created_ms; }
     // Largest batch timestamp seen (active segment, or after an index load and scan).
     timestamp_ms max_timestamp() const { return _max_ts; }
+    // The largest batch timestamp without loading the indexes: what the segment already
+    // knows, else the final entry of a sealed segment's time index file (then cached).
+    // nullopt when neither tells (file missing, damaged or without its final entry):
+    // load the indexes instead. Errors: io_error.
+    result<std::optional<timestamp_ms>> known_max_timestamp();
     bool writable() const { return _writable; }
 
     const fs::path& dir() const { return _dir; }

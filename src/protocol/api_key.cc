@@ -16,7 +16,9 @@ constexpr std::pair<api_key, int16_t> first_flexible[] = {
     {api_key::list_groups, 3},      {api_key::describe_configs, 4},
     {api_key::api_versions, 3},     {api_key::create_topics, 5},
     {api_key::delete_topics, 4},    {api_key::delete_groups, 2},
-    {api_key::describe_cluster, 0},
+    {api_key::describe_cluster, 0},  {api_key::delete_records, 2},
+    {api_key::alter_configs, 2},     {api_key::create_partitions, 2},
+    {api_key::incremental_alter_configs, 1},
 };
 
 }  // namespace

@@ -26,7 +26,11 @@ enum class api_key : int16_t {
     api_versions = 18,
     create_topics = 19,
     delete_topics = 20,
+    delete_records = 21,
+    alter_configs = 33,
+    create_partitions = 37,
     delete_groups = 42,
+    incremental_alter_configs = 44,
     offset_delete = 47,
     describe_cluster = 60,
 };

@@ -23,7 +23,9 @@ std::string_view error_name(error_code e) {
         case error_code::topic_already_exists: return "TOPIC_ALREADY_EXISTS";
         case error_code::invalid_partitions: return "INVALID_PARTITIONS";
         case error_code::invalid_replication_factor: return "INVALID_REPLICATION_FACTOR";
+        case error_code::invalid_replica_assignment: return "INVALID_REPLICA_ASSIGNMENT";
         case error_code::invalid_request: return "INVALID_REQUEST";
+        case error_code::policy_violation: return "POLICY_VIOLATION";
         case error_code::unsupported_for_message_format: return "UNSUPPORTED_FOR_MESSAGE_FORMAT";
         case error_code::invalid_config: return "INVALID_CONFIG";
         case error_code::transactional_id_authorization_failed:

@@ -36,8 +36,10 @@ enum class error_code : int16_t {
     topic_already_exists = 36,
     invalid_partitions = 37,       // partition count outside 1..20,000
     invalid_replication_factor = 38,
+    invalid_replica_assignment = 39,
     invalid_config = 40,
     invalid_request = 42,          // request well-formed but meaningless
+    policy_violation = 44,
     unsupported_for_message_format = 43,
     non_empty_group = 68,          // delete of a group that still has members
     group_id_not_found = 69,

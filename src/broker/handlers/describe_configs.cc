@@ -34,6 +34,12 @@ void describe_topic(broker& b, const p::describe_configs_request& req,
         c.config_source = topics.config_source(*t, def.name);
         c.is_default = c.config_source == p::source_default;
         if (req.include_documentation) c.documentation = std::string(def.doc);
+        if (req.include_synonyms) {
+            // Broker-wide defaults are set by topic config name (--topic-default), so every
+            // synonym carries the topic config's own name.
+            for (auto& [source, value] : topics.config_levels(*t, def.name))
+                c.synonyms.push_back({c.name, std::move(value), source});
+        }
         out.configs.push_back(std::move(c));
     }
 }
@@ -55,6 +61,14 @@ void describe_broker(const broker& b, const p::describe_configs_request::resourc
         {"num.partitions", std::to_string(cfg.default_partitions)},
         {"log.dirs", cfg.data_dir.string()},
         {"socket.request.max.bytes", std::to_string(cfg.max_request_bytes)},
+        {"group.initial.rebalance.delay.ms", std::to_string(cfg.groups.initial_rebalance_delay_ms)},
+        {"group.min.session.timeout.ms", std::to_string(cfg.groups.min_session_timeout_ms)},
+        {"group.max.session.timeout.ms", std::to_string(cfg.groups.max_session_timeout_ms)},
+        {"group.max.size", std::to_string(cfg.groups.max_group_size)},
+        {"offsets.retention.minutes", std::to_string(cfg.groups.offsets_retention_ms / 60000)},
+        {"offsets.retention.check.interval.ms",
+         std::to_string(cfg.offsets_retention_check_interval_ms)},
+        {"offset.metadata.max.bytes", std::to_string(cfg.groups.offset_metadata_max_bytes)},
     };
     for (auto& [name, value] : entries) {
         if (!wanted(r, name)) continue;

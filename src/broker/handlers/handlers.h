@@ -27,6 +27,10 @@ void handle_list_groups(const request_context& ctx, bytes_view body);
 void handle_describe_groups(const request_context& ctx, bytes_view body);
 void handle_delete_groups(const request_context& ctx, bytes_view body);
 void handle_offset_delete(const request_context& ctx, bytes_view body);
+void handle_alter_configs(const request_context& ctx, bytes_view body);
+void handle_incremental_alter_configs(const request_context& ctx, bytes_view body);
+void handle_create_partitions(const request_context& ctx, bytes_view body);
+void handle_delete_records(const request_context& ctx, bytes_view body);
 
 // Kafka's form of a member's address in DescribeGroups: "/" and the peer's IP.
 std::string client_host(const request_context& ctx);

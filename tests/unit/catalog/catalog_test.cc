@@ -144,6 +144,44 @@ TEST_F(catalog_test, invalid_topics_are_rejected_and_not_stored) {
     EXPECT_TRUE(c->list_topics().empty());
 }
 
+TEST_F(catalog_test, configs_are_replaced_atomically_and_survive_reopen) {
+    {
+        auto c = open_ok();
+        ASSERT_TRUE(c);
+        ASSERT_TRUE(c->create_topic(make("t", 3, {{"retention.ms", "1000"}})).ok());
+        ASSERT_TRUE(c->set_topic_configs("t", {{"segment.bytes", "1048576"}}).ok());
+        EXPECT_EQ(c->find_topic("t")->configs,
+                  (std::map<std::string, std::string>{{"segment.bytes", "1048576"}}));
+        // A bad value or unknown key changes nothing and names the key.
+        auto bad = c->set_topic_configs("t", {{"segment.bytes", "2"}, {"retention.ms", "5"}});
+        EXPECT_EQ(bad.code(), errc::invalid_argument);
+        EXPECT_NE(bad.err().message.find("segment.bytes"), std::string::npos);
+        auto unknown = c->set_topic_configs("t", {{"no.such.key", "1"}});
+        EXPECT_NE(unknown.err().message.find("no.such.key"), std::string::npos);
+        EXPECT_EQ(c->set_topic_configs("missing", {}).code(), errc::not_found);
+    }
+    auto c = open_ok();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->find_topic("t")->configs,
+              (std::map<std::string, std::string>{{"segment.bytes", "1048576"}}));
+}
+
+TEST_F(catalog_test, partitions_only_grow_and_survive_reopen) {
+    {
+        auto c = open_ok();
+        ASSERT_TRUE(c);
+        ASSERT_TRUE(c->create_topic(make("t", 3)).ok());
+        EXPECT_EQ(c->set_partitions("t", 3).code(), errc::invalid_argument);
+        EXPECT_EQ(c->set_partitions("t", 2).code(), errc::invalid_argument);
+        EXPECT_EQ(c->set_partitions("missing", 9).code(), errc::not_found);
+        ASSERT_TRUE(c->set_partitions("t", 7).ok());
+        EXPECT_EQ(c->find_topic("t")->partitions, 7);
+    }
+    auto c = open_ok();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->find_topic("t")->partitions, 7);
+}
+
 TEST_F(catalog_test, zero_created_ms_is_stamped) {
     auto c = open_ok();
     ASSERT_TRUE(c);

@@ -1,0 +1,117 @@
+#include "broker/handlers/config_changes.h"
+
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+#include "catalog/topic_config.h"
+#include "protocol/messages/describe_configs.h"
+#include "protocol/messages/incremental_alter_configs.h"
+
+namespace sluice::broker {
+namespace {
+
+using protocol::error_code;
+
+// A list-valued config (Kafka's LIST type) as its items.
+std::vector<std::string> split_list(const std::string& v) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= v.size() && !v.empty()) {
+        size_t comma = std::min(v.find(',', start), v.size());
+        std::string item = v.substr(start, comma - start);
+        while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+        while (!item.empty() && item.back() == ' ') item.pop_back();
+        if (!item.empty()) out.push_back(item);
+        start = comma + 1;
+    }
+    return out;
+}
+
+std::string join_list(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+    return out;
+}
+
+bool is_list_config(const std::string& name) {
+    return name == "cleanup.policy";
+}
+
+// Applies IncrementalAlterConfigs operations to the topic's current settings. Returns
+// an error message for an operation Kafka refuses.
+std::optional<std::string> apply_ops(const std::vector<config_change::op>& ops,
+                                     const topic_registry& topics, const topic_state& t,
+                                     std::map<std::string, std::string>& configs) {
+    for (const auto& o : ops) {
+        switch (o.operation) {
+            case protocol::config_op_set:
+                if (!o.value) return "SET of '" + o.name + "' needs a value";
+                configs[o.name] = *o.value;
+                break;
+            case protocol::config_op_delete:
+                configs.erase(o.name);
+                break;
+            case protocol::config_op_append:
+            case protocol::config_op_subtract: {
+                if (!catalog::find_topic_config_def(o.name))
+                    return "unknown config '" + o.name + "'";
+                if (!is_list_config(o.name))
+                    return "'" + o.name + "' is not a list; APPEND and SUBTRACT need one";
+                auto items = split_list(topics.effective_config(t, o.name));
+                for (const auto& v : split_list(o.value.value_or(""))) {
+                    auto it = std::find(items.begin(), items.end(), v);
+                    if (o.operation == protocol::config_op_append && it == items.end())
+                        items.push_back(v);
+                    if (o.operation == protocol::config_op_subtract && it != items.end())
+                        items.erase(it);
+                }
+                configs[o.name] = join_list(items);
+                break;
+            }
+            default:
+                return "unknown config operation " + std::to_string(o.operation);
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+void apply_config_change(const request_context& ctx, int8_t resource_type,
+                         const std::string& resource_name, const config_change& change,
+                         bool validate_only, protocol::alter_configs_response::result& out) {
+    auto fail = [&](error_code e, std::string msg) {
+        out.error_code = code(e);
+        log_info("admin", "{}: config change of '{}' refused: {}", ctx.client(), resource_name,
+                 msg);
+        out.error_message = std::move(msg);
+    };
+    if (resource_type == protocol::resource_broker)
+        return fail(error_code::invalid_request,
+                    "broker settings are command-line flags of 'sluice serve' and cannot be "
+                    "changed at run time");
+    if (resource_type != protocol::resource_topic)
+        return fail(error_code::invalid_request, "only topic configs can be altered");
+    if (change.duplicate)
+        return fail(error_code::invalid_request, "config '" + *change.duplicate + "' given twice");
+    auto& topics = ctx.b.topics();
+    const topic_state* t = topics.find(resource_name);
+    if (!t)
+        return fail(error_code::unknown_topic_or_partition,
+                    "topic '" + resource_name + "' does not exist");
+    std::map<std::string, std::string> configs =
+        change.replace_all ? change.replace : t->info.configs;
+    if (auto e = apply_ops(change.ops, topics, *t, configs))
+        return fail(error_code::invalid_config, *e);
+    auto r = topics.set_configs(resource_name, configs, validate_only);
+    if (r) {
+        if (!validate_only)
+            log_info("admin", "{}: topic '{}' configs now {}", ctx.client(), resource_name,
+                     configs.size());
+        return;
+    }
+    fail(r.code() == errc::invalid_config ? error_code::invalid_config
+                                          : error_code::unknown_server_error,
+         r.err().message);
+}
+
+}  // namespace sluice::broker

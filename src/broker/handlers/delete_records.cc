@@ -1,0 +1,45 @@
+#include "protocol/messages/delete_records.h"
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker {
+
+using protocol::error_code;
+
+// Advances each partition's log start offset (the low watermark); whole segments below
+// it are deleted. The new start is durable before the answer.
+void handle_delete_records(const request_context& ctx, bytes_view body) {
+    protocol::delete_records_request req;
+    if (!decode_request(ctx, body, req)) return;
+    auto& b = ctx.b;
+    protocol::delete_records_response resp;
+    for (const auto& t : req.topics) {
+        auto& ot = resp.topics.emplace_back();
+        ot.name = t.name;
+        for (const auto& p : t.partitions) {
+            auto& op = ot.partitions.emplace_back();
+            op.partition_index = p.partition_index;
+            log::partition_log* plog =
+                b.topics().find(t.name) ? b.logs().get(t.name, p.partition_index) : nullptr;
+            if (!plog) {
+                op.error_code = code(error_code::unknown_topic_or_partition);
+                continue;
+            }
+            auto r = plog->delete_records(p.offset);
+            if (r) {
+                op.low_watermark = *r;
+                log_info("admin", "{}: records of {}-{} before {} deleted", ctx.client(), t.name,
+                         p.partition_index, *r);
+            } else if (r.code() == errc::out_of_range) {
+                op.error_code = code(error_code::offset_out_of_range);
+            } else {
+                op.error_code = code(error_code::kafka_storage_error);
+                log_error("admin", "delete records of {}-{}: {}", t.name, p.partition_index,
+                          r.err().message);
+            }
+        }
+    }
+    ctx.respond(resp);
+}
+
+}  // namespace sluice::broker
