@@ -1202,3 +1202,370 @@ def parse_consumer_subscription(data):
     topics = r.array(lambda x: x.string())
     user_data = r.kbytes()
     return dict(version=version, topics=topics, user_data=user_data)
+
+
+# ==========================================================================
+# Topic administration: DescribeConfigs v0-4, AlterConfigs v0-2,
+# IncrementalAlterConfigs v0-1, CreatePartitions v0-3, DeleteRecords v0-2,
+# plus ListOffsets v1-5 and Fetch v5 (which answers the log start offset).
+#
+# These reuse the group section's flexible-aware encoders and `send_api`; the
+# first flexible version of each API (Kafka's "flexibleVersions") is added to
+# the same table that `is_flexible` reads.
+# ==========================================================================
+DELETE_RECORDS = 21
+DESCRIBE_CONFIGS = 32
+ALTER_CONFIGS = 33
+CREATE_PARTITIONS = 37
+INCREMENTAL_ALTER_CONFIGS = 44
+
+OFFSET_OUT_OF_RANGE = 1
+INVALID_REPLICA_ASSIGNMENT = 39
+INVALID_CONFIG = 40
+INVALID_REQUEST = 42
+
+# ConfigResource types.
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+# DescribeConfigs config sources.
+SOURCE_TOPIC_CONFIG = 1
+SOURCE_STATIC_BROKER_CONFIG = 4
+SOURCE_DEFAULT_CONFIG = 5
+
+# IncrementalAlterConfigs operations.
+OP_SET = 0
+OP_DELETE = 1
+OP_APPEND = 2
+OP_SUBTRACT = 3
+
+# ListOffsets special timestamps.
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+
+GROUP_API_FLEXIBLE_FROM.update({
+    DELETE_RECORDS: 2, DESCRIBE_CONFIGS: 4, ALTER_CONFIGS: 2, CREATE_PARTITIONS: 2,
+    INCREMENTAL_ALTER_CONFIGS: 1, LIST_OFFSETS: 6,
+})
+
+
+# -- DescribeConfigs v0-v4 ------------------------------------------------------------
+
+
+def describe_configs_body(version, resources, include_synonyms=False, include_documentation=False):
+    """resources: list of (resource_type, name, keys or None for all)."""
+    flex = is_flexible(DESCRIBE_CONFIGS, version)
+
+    def resource(res):
+        rtype, name, keys = res
+        out = i8(rtype) + f_string(name, flex)
+        out += f_array(None if keys is None else list(keys), lambda k: f_string(k, flex), flex)
+        return out + f_tags(flex)
+
+    body = f_array(resources, resource, flex)
+    if version >= 1:
+        body += i8(1 if include_synonyms else 0)
+    if version >= 3:
+        body += i8(1 if include_documentation else 0)
+    return body + f_tags(flex)
+
+
+def parse_describe_configs(r, version):
+    """Returns a list (response order) of dict(error, error_message, resource_type, resource_name,
+    configs=[dict(name, value, read_only, is_default (v0 only, else None), source (v1+, else None),
+    sensitive, synonyms=[(name, value, source)], config_type (v3+), documentation (v3+))])."""
+    flex = is_flexible(DESCRIBE_CONFIGS, version)
+    r.i32()  # throttle
+
+    def synonym(x):
+        s = (r_string(x, flex), r_string(x, flex), x.i8())
+        r_tags(x, flex)
+        return s
+
+    def config(x):
+        c = dict(name=r_string(x, flex), value=r_string(x, flex), read_only=x.boolean(),
+                 is_default=None, source=None)
+        if version == 0:
+            c["is_default"] = x.boolean()
+        else:
+            c["source"] = x.i8()
+        c["sensitive"] = x.boolean()
+        c["synonyms"] = r_array(x, synonym, flex) if version >= 1 else []
+        c["config_type"] = x.i8() if version >= 3 else None
+        c["documentation"] = r_string(x, flex) if version >= 3 else None
+        r_tags(x, flex)
+        return c
+
+    def result(x):
+        d = dict(error=x.i16(), error_message=r_string(x, flex), resource_type=x.i8(),
+                 resource_name=r_string(x, flex))
+        d["configs"] = r_array(x, config, flex)
+        r_tags(x, flex)
+        return d
+
+    out = r_array(r, result, flex)
+    r_tags(r, flex)
+    return out
+
+
+def describe_configs(conn, version, resources, include_synonyms=False, include_documentation=False,
+                     timeout=None):
+    body = describe_configs_body(version, resources, include_synonyms, include_documentation)
+    return send_api(conn, DESCRIBE_CONFIGS, version, body, parse_describe_configs).result(timeout)
+
+
+# -- AlterConfigs v0-v2 and IncrementalAlterConfigs v0-v1 ------------------------------
+
+
+def _parse_alter_configs_response(api_key):
+    def parse(r, version):
+        """Returns a list (response order) of dict(error, error_message, resource_type, resource_name)."""
+        flex = is_flexible(api_key, version)
+        r.i32()  # throttle
+
+        def resp(x):
+            d = dict(error=x.i16(), error_message=r_string(x, flex), resource_type=x.i8(),
+                     resource_name=r_string(x, flex))
+            r_tags(x, flex)
+            return d
+
+        out = r_array(r, resp, flex)
+        r_tags(r, flex)
+        return out
+    return parse
+
+
+parse_alter_configs = _parse_alter_configs_response(ALTER_CONFIGS)
+parse_incremental_alter_configs = _parse_alter_configs_response(INCREMENTAL_ALTER_CONFIGS)
+
+
+def alter_configs_body(version, resources, validate_only=False):
+    """resources: list of (resource_type, name, [(key, value-or-None)]); a list, so that a key
+    may be sent twice."""
+    flex = is_flexible(ALTER_CONFIGS, version)
+
+    def config(c):
+        return f_string(c[0], flex) + f_nullable_string(c[1], flex) + f_tags(flex)
+
+    def resource(res):
+        return i8(res[0]) + f_string(res[1], flex) + f_array(list(res[2]), config, flex) + f_tags(flex)
+
+    return f_array(resources, resource, flex) + i8(1 if validate_only else 0) + f_tags(flex)
+
+
+def alter_configs(conn, version, resources, validate_only=False, timeout=None):
+    return send_api(conn, ALTER_CONFIGS, version, alter_configs_body(version, resources, validate_only),
+                    parse_alter_configs).result(timeout)
+
+
+def incremental_alter_configs_body(version, resources, validate_only=False):
+    """resources: list of (resource_type, name, [(key, op, value-or-None)])."""
+    flex = is_flexible(INCREMENTAL_ALTER_CONFIGS, version)
+
+    def config(c):
+        return f_string(c[0], flex) + i8(c[1]) + f_nullable_string(c[2], flex) + f_tags(flex)
+
+    def resource(res):
+        return i8(res[0]) + f_string(res[1], flex) + f_array(list(res[2]), config, flex) + f_tags(flex)
+
+    return f_array(resources, resource, flex) + i8(1 if validate_only else 0) + f_tags(flex)
+
+
+def incremental_alter_configs(conn, version, resources, validate_only=False, timeout=None):
+    body = incremental_alter_configs_body(version, resources, validate_only)
+    return send_api(conn, INCREMENTAL_ALTER_CONFIGS, version, body, parse_incremental_alter_configs).result(timeout)
+
+
+# -- CreatePartitions v0-v3 -------------------------------------------------------------
+
+
+def create_partitions_body(version, topics, timeout_ms=10000, validate_only=False):
+    """topics: list of (name, new total count, assignments [[broker ids]] or None)."""
+    flex = is_flexible(CREATE_PARTITIONS, version)
+
+    def assignment(a):
+        return f_array(list(a), i32, flex) + f_tags(flex)
+
+    def topic(t):
+        name, count, assignments = t
+        return f_string(name, flex) + i32(count) + f_array(assignments, assignment, flex) + f_tags(flex)
+
+    return f_array(topics, topic, flex) + i32(timeout_ms) + i8(1 if validate_only else 0) + f_tags(flex)
+
+
+def parse_create_partitions(r, version):
+    """Returns {name: (error, error_message)}."""
+    flex = is_flexible(CREATE_PARTITIONS, version)
+    r.i32()  # throttle
+    out = {}
+
+    def result(x):
+        name = r_string(x, flex)
+        assert name not in out, "topic %s answered twice" % name
+        out[name] = (x.i16(), r_string(x, flex))
+        r_tags(x, flex)
+
+    r_array(r, result, flex)
+    r_tags(r, flex)
+    return out
+
+
+def create_partitions(conn, version, topics, timeout_ms=10000, validate_only=False, timeout=None):
+    body = create_partitions_body(version, topics, timeout_ms, validate_only)
+    return send_api(conn, CREATE_PARTITIONS, version, body, parse_create_partitions).result(timeout)
+
+
+# -- DeleteRecords v0-v2 ------------------------------------------------------------------
+
+
+def delete_records_body(version, offsets, timeout_ms=10000):
+    """offsets: {topic: [(partition, offset)]}; offset -1 means the high watermark."""
+    flex = is_flexible(DELETE_RECORDS, version)
+
+    def part(p):
+        return i32(p[0]) + i64(p[1]) + f_tags(flex)
+
+    def topic(t):
+        return f_string(t[0], flex) + f_array(list(t[1]), part, flex) + f_tags(flex)
+
+    return f_array(list(offsets.items()), topic, flex) + i32(timeout_ms) + f_tags(flex)
+
+
+def parse_delete_records(r, version):
+    """Returns {(topic, partition): (low_watermark, error)}."""
+    flex = is_flexible(DELETE_RECORDS, version)
+    r.i32()  # throttle
+    out = {}
+
+    def topic(x):
+        name = r_string(x, flex)
+
+        def part(y):
+            p, low, err = y.i32(), y.i64(), y.i16()
+            r_tags(y, flex)
+            assert (name, p) not in out, "partition %s/%d answered twice" % (name, p)
+            out[(name, p)] = (low, err)
+
+        r_array(x, part, flex)
+        r_tags(x, flex)
+
+    r_array(r, topic, flex)
+    r_tags(r, flex)
+    return out
+
+
+def delete_records(conn, version, offsets, timeout_ms=10000, timeout=None):
+    return send_api(conn, DELETE_RECORDS, version, delete_records_body(version, offsets, timeout_ms),
+                    parse_delete_records).result(timeout)
+
+
+# -- ListOffsets v1-v5 (classic encoding) --------------------------------------------------
+
+
+def list_offsets(conn, topic, timestamps, version=2, timeout=None):
+    """timestamps: {partition: timestamp (or EARLIEST_TIMESTAMP / LATEST_TIMESTAMP)}.
+    Returns {partition: dict(error, timestamp, offset)}."""
+    assert 1 <= version <= 5, "classic ListOffsets versions only"
+    body = i32(-1)  # replica id: a consumer
+    if version >= 2:
+        body += i8(0)  # read uncommitted
+
+    def part(item):
+        p, ts = item
+        out = i32(p)
+        if version >= 4:
+            out += i32(-1)  # current leader epoch
+        return out + i64(ts)
+
+    body += array([(topic, sorted(timestamps.items()))], lambda t: string(t[0]) + array(t[1], part))
+
+    def parse(r, v):
+        if v >= 2:
+            r.i32()  # throttle
+        out = {}
+
+        def p_dec(x):
+            p = x.i32()
+            d = dict(error=x.i16(), timestamp=x.i64(), offset=x.i64())
+            if v >= 4:
+                x.i32()  # leader epoch
+            out[p] = d
+
+        topics = r.array(lambda x: (x.string(), x.array(p_dec)))
+        assert [t[0] for t in topics] == [topic], topics
+        return out
+
+    return send_api(conn, LIST_OFFSETS, version, body, parse).result(timeout)
+
+
+def log_start_offset(conn, topic, partition=0):
+    """ListOffsets earliest; asserts no error."""
+    d = list_offsets(conn, topic, {partition: EARLIEST_TIMESTAMP})[partition]
+    assert d["error"] == NONE, "ListOffsets earliest %s/%d: error %d" % (topic, partition, d["error"])
+    return d["offset"]
+
+
+def high_watermark(conn, topic, partition=0):
+    """ListOffsets latest; asserts no error."""
+    d = list_offsets(conn, topic, {partition: LATEST_TIMESTAMP})[partition]
+    assert d["error"] == NONE, "ListOffsets latest %s/%d: error %d" % (topic, partition, d["error"])
+    return d["offset"]
+
+
+# -- Fetch v5 (adds the log start offset to each partition) -----------------------------
+
+
+def fetch_v5(conn, topic, partition, offset, max_bytes=4 * 1024 * 1024, max_wait_ms=200):
+    body = (i32(-1) + i32(max_wait_ms) + i32(1) + i32(max_bytes) + i8(0)
+            + i32(1) + string(topic) + i32(1) + i32(partition) + i64(offset) + i64(-1) + i32(max_bytes))
+    r = conn.roundtrip(FETCH, 5, body)
+    r.i32()  # throttle
+
+    def part(x):
+        return dict(partition=x.i32(), error=x.i16(), high_watermark=x.i64(), last_stable_offset=x.i64(),
+                    log_start_offset=x.i64(), aborted=x.array(lambda y: (y.i64(), y.i64())), records=x.kbytes())
+
+    topics = r.array(lambda x: (x.string(), x.array(part)))
+    assert len(topics) == 1 and topics[0][0] == topic, topics
+    parts = topics[0][1]
+    assert len(parts) == 1 and parts[0]["partition"] == partition, parts
+    return parts[0]
+
+
+def batch_spans(data):
+    """(base_offset, last_offset, size in bytes) of each complete batch of a record set."""
+    out = []
+    pos = 0
+    while len(data) - pos >= 27:
+        base_offset, batch_len = struct.unpack(">qi", data[pos:pos + 12])
+        if batch_len < 0 or pos + 12 + batch_len > len(data):
+            break
+        last_delta = struct.unpack(">i", data[pos + 23:pos + 27])[0]
+        out.append((base_offset, base_offset + last_delta, 12 + batch_len))
+        pos += 12 + batch_len
+    return out
+
+
+def fetch_range_v5(conn, topic, partition, start, timeout=20.0):
+    """Fetch from `start` up to the high watermark with Fetch v5.
+
+    Returns (records at offsets >= start, spans (base, last, size) of the batches holding them,
+    the last answer's partition dict: error, high_watermark, log_start_offset...)."""
+    deadline = time.monotonic() + timeout
+    offset = start
+    out = []
+    spans = []
+    while True:
+        p = fetch_v5(conn, topic, partition, offset)
+        assert p["error"] == NONE, "fetch %s/%d at %d: error %d" % (topic, partition, offset, p["error"])
+        data = p["records"] or b""
+        recs, _ = decode_batches(data)
+        spans.extend(s for s in batch_spans(data) if s[1] >= offset)
+        recs = [x for x in recs if x.offset >= offset]
+        out.extend(recs)
+        if recs:
+            offset = recs[-1].offset + 1
+        if offset >= p["high_watermark"]:
+            return out, spans, p
+        if time.monotonic() > deadline:
+            raise AssertionError("fetch did not reach high watermark %d (at %d)" % (p["high_watermark"], offset))

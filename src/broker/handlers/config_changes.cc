@@ -36,15 +36,22 @@ bool is_list_config(const std::string& name) {
     return name == "cleanup.policy";
 }
 
-// Applies IncrementalAlterConfigs operations to the topic's current settings. Returns
-// an error message for an operation Kafka refuses.
-std::optional<std::string> apply_ops(const std::vector<config_change::op>& ops,
+struct refusal {
+    error_code code;
+    std::string message;
+};
+
+// Applies IncrementalAlterConfigs operations to the topic's current settings. Kafka
+// refuses a malformed operation (no value, unknown operation) as INVALID_REQUEST and an
+// operation a config cannot take as INVALID_CONFIG.
+std::optional<refusal> apply_ops(const std::vector<config_change::op>& ops,
                                      const topic_registry& topics, const topic_state& t,
                                      std::map<std::string, std::string>& configs) {
     for (const auto& o : ops) {
+        if (!o.value && o.operation != protocol::config_op_delete)
+            return refusal{error_code::invalid_request, "null value not supported for '" + o.name + "'"};
         switch (o.operation) {
             case protocol::config_op_set:
-                if (!o.value) return "SET of '" + o.name + "' needs a value";
                 configs[o.name] = *o.value;
                 break;
             case protocol::config_op_delete:
@@ -53,9 +60,10 @@ std::optional<std::string> apply_ops(const std::vector<config_change::op>& ops,
             case protocol::config_op_append:
             case protocol::config_op_subtract: {
                 if (!catalog::find_topic_config_def(o.name))
-                    return "unknown config '" + o.name + "'";
+                    return refusal{error_code::invalid_config, "unknown config '" + o.name + "'"};
                 if (!is_list_config(o.name))
-                    return "'" + o.name + "' is not a list; APPEND and SUBTRACT need one";
+                    return refusal{error_code::invalid_config,
+                                   "'" + o.name + "' is not a list; APPEND and SUBTRACT need one"};
                 auto items = split_list(topics.effective_config(t, o.name));
                 for (const auto& v : split_list(o.value.value_or(""))) {
                     auto it = std::find(items.begin(), items.end(), v);
@@ -68,7 +76,8 @@ std::optional<std::string> apply_ops(const std::vector<config_change::op>& ops,
                 break;
             }
             default:
-                return "unknown config operation " + std::to_string(o.operation);
+                return refusal{error_code::invalid_request,
+                               "unknown config operation " + std::to_string(o.operation)};
         }
     }
     return std::nullopt;
@@ -100,8 +109,7 @@ void apply_config_change(const request_context& ctx, int8_t resource_type,
                     "topic '" + resource_name + "' does not exist");
     std::map<std::string, std::string> configs =
         change.replace_all ? change.replace : t->info.configs;
-    if (auto e = apply_ops(change.ops, topics, *t, configs))
-        return fail(error_code::invalid_config, *e);
+    if (auto e = apply_ops(change.ops, topics, *t, configs)) return fail(e->code, e->message);
     auto r = topics.set_configs(resource_name, configs, validate_only);
     if (r) {
         if (!validate_only)

@@ -8,6 +8,28 @@ namespace sluice::broker {
 
 using protocol::error_code;
 
+namespace {
+
+// One replica per new partition (replication factor 1), on an advertised broker id.
+std::optional<std::string> check_assignments(
+    const std::vector<protocol::create_partitions_request::assignment>& assignments,
+    int32_t new_partitions, size_t brokers) {
+    if (assignments.size() != static_cast<size_t>(std::max(0, new_partitions)))
+        return fmt::format("{} assignments for {} new partitions", assignments.size(),
+                           new_partitions);
+    for (const auto& a : assignments) {
+        if (a.broker_ids.size() != 1)
+            return fmt::format("{} replicas given; the replication factor is 1",
+                               a.broker_ids.size());
+        int32_t id = a.broker_ids.front();
+        if (id < 0 || static_cast<size_t>(id) >= brokers)
+            return fmt::format("unknown broker id {}", id);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 void handle_create_partitions(const request_context& ctx, bytes_view body) {
     protocol::create_partitions_request req;
     if (!decode_request(ctx, body, req)) return;
@@ -15,7 +37,9 @@ void handle_create_partitions(const request_context& ctx, bytes_view body) {
     std::map<std::string, int> times;
     for (const auto& t : req.topics) ++times[t.name];
     protocol::create_partitions_response resp;
+    std::set<std::string> answered;
     for (const auto& t : req.topics) {
+        if (!answered.insert(t.name).second) continue;  // one answer per duplicated topic
         auto& out = resp.results.emplace_back();
         out.name = t.name;
         auto fail = [&](error_code e, std::string msg) {
@@ -25,7 +49,7 @@ void handle_create_partitions(const request_context& ctx, bytes_view body) {
             out.error_message = std::move(msg);
         };
         if (times[t.name] > 1) {
-            fail(error_code::invalid_request, "topic '" + t.name + "' is named more than once");
+            fail(error_code::invalid_request, "duplicate topic '" + t.name + "' in the request");
             continue;
         }
         const topic_state* ts = topics.find(t.name);
@@ -34,18 +58,9 @@ void handle_create_partitions(const request_context& ctx, bytes_view body) {
             continue;
         }
         if (t.assignments) {
-            // One replica per partition, on any advertised broker id.
-            bool ok = t.assignments->size() ==
-                      static_cast<size_t>(std::max(0, t.count - ts->info.partitions));
-            for (const auto& a : *t.assignments) {
-                ok = ok && a.broker_ids.size() == 1;
-                for (int32_t id : a.broker_ids)
-                    ok = ok && id >= 0 && static_cast<size_t>(id) < ctx.b.brokers().size();
-            }
-            if (!ok) {
-                fail(error_code::invalid_replica_assignment,
-                     "assignments must give one broker id (replication factor 1) for each new "
-                     "partition");
+            if (auto why = check_assignments(*t.assignments, t.count - ts->info.partitions,
+                                             ctx.b.brokers().size())) {
+                fail(error_code::invalid_replica_assignment, *why);
                 continue;
             }
         }
