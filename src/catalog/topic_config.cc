@@ -281,6 +281,21 @@ const config_def* find_topic_config_def(std::string_view name) {
     return s ? &topic_config_defs()[static_cast<size_t>(s - specs().data())] : nullptr;
 }
 
+int8_t topic_config_type(std::string_view name) {
+    // Kafka's ConfigEntry.ConfigType numbering.
+    constexpr int8_t unknown = 0, boolean = 1, string = 2, int32 = 3, int64 = 5, dbl = 6, list = 7;
+    const config_spec* s = find_spec(name);
+    if (!s) return unknown;
+    switch (s->type) {
+        case value_type::int32: return int32;
+        case value_type::int64: return int64;
+        case value_type::boolean: return boolean;
+        case value_type::fraction: return dbl;
+        case value_type::custom: return name == "cleanup.policy" ? list : string;
+    }
+    return unknown;
+}
+
 result<void> validate_topic_config(std::string_view key, std::string_view value) {
     const config_spec* spec = find_spec(key);
     if (!spec) return {errc::invalid_argument, fmt::format("unknown topic config '{}'", key)};

@@ -25,6 +25,10 @@ const std::vector<config_def>& topic_config_defs();
 // nullptr if the key is unknown.
 const config_def* find_topic_config_def(std::string_view name);
 
+// The config's type as DescribeConfigs v3+ reports it (Kafka's ConfigType: 1 boolean,
+// 2 string, 3 int, 5 long, 6 double, 7 list); 0 for an unknown key.
+int8_t topic_config_type(std::string_view name);
+
 // Checks one key/value pair: errc::invalid_argument naming the key and the reason when
 // the key is unknown or the value is out of range, malformed or not supported yet (the
 // broker answers INVALID_CONFIG).

@@ -154,6 +154,20 @@ def test_topic_configs_accepted(broker, topic_name):
 # --------------------------------------------------------------------------
 
 
+def test_batch_over_segment_bytes_is_record_list_too_large(broker, topic_name):
+    # As Kafka: a batch must fit in one segment. segment.bytes has a 1 KiB floor here.
+    H.create_topic(broker.bootstrap, topic_name, 1, config={"segment.bytes": "1024"})
+    big = K.encode_batch([(H.now_ms(), b"k", b"v" * 1500, [])])
+    small = K.encode_batch([(H.now_ms(), b"k", b"small", [])])
+    with K.Conn(broker.bootstrap) as conn:
+        p = K.produce_v3(conn, topic_name, 0, big)
+        assert p["error"] == 18, "expected RECORD_LIST_TOO_LARGE (18), got %r" % (p,)
+        p = K.produce_v3(conn, topic_name, 0, small)
+        assert p["error"] == 0 and p["base_offset"] == 0, p
+        got, hw = K.fetch_all_v4(conn, topic_name, 0)
+    assert hw == 1 and [(r.offset, r.value) for r in got] == [(0, b"small")], got
+
+
 def test_no_auto_create_by_default(broker, topic_name):
     with K.Conn(broker.bootstrap) as conn:
         md = K.metadata_v1(conn, [topic_name])

@@ -214,6 +214,13 @@ def test_describe_configs_sources_and_synonyms(broker_factory, topic_name):
             # The first synonym is the value in force.
             assert c["synonyms"] and c["synonyms"][0] == (name, c["value"], c["source"]), (version, c)
         if version >= 3:
+            # Kafka's ConfigType: 5 long, 3 int, 7 list, 2 string, 6 double, 1 boolean.
+            want_types = {"retention.ms": 5, "segment.bytes": 3, "cleanup.policy": 7,
+                          "message.timestamp.type": 2, "min.cleanable.dirty.ratio": 6,
+                          "preallocate": 1}
+            assert {k: with_syn[k]["config_type"] for k in want_types} == want_types, version
+            assert all(c["config_type"] != 0 for c in with_syn.values()), version
+        if version >= 3:
             docs = describe(b.bootstrap, topic_name, keys=["retention.ms"], version=version, docs=True)
             assert docs["retention.ms"]["documentation"], docs
 

@@ -33,6 +33,7 @@ void describe_topic(broker& b, const p::describe_configs_request& req,
         c.value = topics.effective_config(*t, def.name);
         c.config_source = topics.config_source(*t, def.name);
         c.is_default = c.config_source == p::source_default;
+        c.config_type = catalog::topic_config_type(def.name);
         if (req.include_documentation) c.documentation = std::string(def.doc);
         if (req.include_synonyms) {
             // Broker-wide defaults are set by topic config name (--topic-default), so every

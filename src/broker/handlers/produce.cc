@@ -60,6 +60,12 @@ log::partition_log* append_one(const request_context& ctx, const std::string& to
     auto batches = protocol::validate_batches(*pd.records, lim);
     if (!batches) return fail(to_error(batches.code()), batches.err().message);
     for (const auto& vb : *batches) {
+        // As Kafka: a batch must fit in one segment.
+        if (static_cast<int64_t>(vb.header.size_bytes()) > t->log_cfg.segment_bytes)
+            return fail(error_code::record_list_too_large,
+                        fmt::format("batch of {} bytes is larger than the topic's segment.bytes "
+                                    "({})",
+                                    vb.header.size_bytes(), t->log_cfg.segment_bytes));
         if (vb.header.is_transactional())
             return fail(error_code::transactional_id_authorization_failed,
                         "transactions are not supported by this broker");

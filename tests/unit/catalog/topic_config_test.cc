@@ -154,3 +154,20 @@ TEST(topic_config, effective_config_precedence) {
 
 }  // namespace
 }  // namespace sluice::catalog
+
+namespace sluice::catalog {
+namespace {
+
+TEST(topic_config, types_as_kafka_numbers_them) {
+    EXPECT_EQ(topic_config_type("retention.ms"), 5);        // long
+    EXPECT_EQ(topic_config_type("segment.bytes"), 3);       // int
+    EXPECT_EQ(topic_config_type("cleanup.policy"), 7);      // list
+    EXPECT_EQ(topic_config_type("message.timestamp.type"), 2);  // string
+    EXPECT_EQ(topic_config_type("min.cleanable.dirty.ratio"), 6);  // double
+    EXPECT_EQ(topic_config_type("preallocate"), 1);          // boolean
+    EXPECT_EQ(topic_config_type("no.such.key"), 0);
+    for (const auto& def : topic_config_defs()) EXPECT_NE(topic_config_type(def.name), 0) << def.name;
+}
+
+}  // namespace
+}  // namespace sluice::catalog
