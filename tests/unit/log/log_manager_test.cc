@@ -27,35 +27,49 @@ class log_manager_test : public ::testing::Test {
 TEST_F(log_manager_test, high_watermark_advances_only_after_the_flush) {
     mgr->add_topic("t", 2, {});
     auto* p = mgr->get("t", 0);
-    std::mutex mu;
-    std::vector<topic_partition> woken;
-    mgr->set_high_watermark_listener([&](const std::vector<topic_partition>& tps) {
-        std::lock_guard lk(mu);
-        woken.insert(woken.end(), tps.begin(), tps.end());
+    // Shared with the listener, which the flusher thread may still be running (it is
+    // called after the waiters) when this test body returns.
+    struct seen {
+        std::mutex mu;
+        std::vector<topic_partition> woken;
+    };
+    auto s = std::make_shared<seen>();
+    mgr->set_high_watermark_listener([s](const std::vector<topic_partition>& tps) {
+        std::lock_guard lk(s->mu);
+        s->woken.insert(s->woken.end(), tps.begin(), tps.end());
     });
     mgr->set_flush_paused(true);
     auto a = test::append(*p, make_batch(5, 1));
     ASSERT_TRUE(a.ok());
-    std::atomic<int> fired{0};
-    std::atomic<bool> on_other_thread{false};
+    auto fired = std::make_shared<std::atomic<int>>(0);
+    auto on_other_thread = std::make_shared<std::atomic<bool>>(false);
     const auto test_thread = std::this_thread::get_id();
-    mgr->when_durable(p, a->last_offset, [&](result<void> r) {
+    mgr->when_durable(p, a->last_offset, [=](result<void> r) {
         EXPECT_TRUE(r.ok());
-        on_other_thread = std::this_thread::get_id() != test_thread;
-        fired++;
+        *on_other_thread = std::this_thread::get_id() != test_thread;
+        ++*fired;
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    EXPECT_EQ(fired.load(), 0);
+    EXPECT_EQ(fired->load(), 0);
     EXPECT_EQ(p->high_watermark(), 0);
     EXPECT_EQ(p->log_end_offset(), 5);
     mgr->set_flush_paused(false);
     ASSERT_TRUE(test::wait_durable(*mgr, p, a->last_offset).ok());
-    EXPECT_EQ(fired.load(), 1);
-    EXPECT_TRUE(on_other_thread.load());
+    EXPECT_EQ(fired->load(), 1);
+    EXPECT_TRUE(on_other_thread->load());
     EXPECT_EQ(p->high_watermark(), 5);
-    std::lock_guard lk(mu);
-    ASSERT_FALSE(woken.empty());
-    EXPECT_EQ(woken.front(), (topic_partition{"t", 0}));
+    // The listener runs after the waiters of the same pass: wait for it (bounded).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+        {
+            std::lock_guard lk(s->mu);
+            if (!s->woken.empty()) break;
+        }
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "listener never called";
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::lock_guard lk(s->mu);
+    EXPECT_EQ(s->woken.front(), (topic_partition{"t", 0}));
 }
 
 TEST_F(log_manager_test, one_pass_covers_every_append_before_it) {
