@@ -228,6 +228,47 @@ log_manager::retention_stats log_manager::enforce_retention(timestamp_ms now) {
     return stats;
 }
 
+log_manager::compaction_stats log_manager::enforce_compaction(timestamp_ms now) {
+    compaction_stats stats;
+    std::vector<std::string> names;
+    {
+        std::shared_lock lk(_topics_mu);
+        for (const auto& [name, t] : _topics) names.push_back(name);
+    }
+    io_throttle io(_opts.cleaner_io_bytes_per_sec);
+    for (const auto& name : names) {
+        // Per topic, so remove_topic waits for at most one topic's work.
+        std::lock_guard ret(_retention_mu);
+        if (!_retention_on) break;
+        log_config cfg;
+        std::vector<partition_log*> parts;
+        {
+            std::shared_lock lk(_topics_mu);
+            auto it = _topics.find(name);
+            if (it == _topics.end()) continue;
+            cfg = it->second->config();
+            for (auto& p : it->second->partitions) parts.push_back(&p);
+        }
+        if (!cfg.compact) continue;
+        for (auto* p : parts) {
+            if (p->loaded() ? p->failure().has_value() : !p->compaction_candidate()) continue;
+            auto r = p->clean(cfg, now, io);
+            if (!r) {
+                ++stats.partitions_failed;
+                log_warn("cleaner", "{}-{}: {}", name, p->partition(), r.err().message);
+                continue;
+            }
+            if (!r->cleaned) continue;
+            ++stats.partitions_cleaned;
+            stats.segments_rewritten += r->segments_rewritten;
+            stats.records_removed += r->records_removed;
+            stats.bytes_read += r->bytes_read;
+            stats.bytes_written += r->bytes_written;
+        }
+    }
+    return stats;
+}
+
 void log_manager::retain(partition_log& p, const log_config& cfg, timestamp_ms now,
                          retention_stats& stats) {
     if (!p.loaded()) {
