@@ -31,20 +31,30 @@ struct options {
     int64_t io_budget_mb = 0;  // 0: unlimited
 };
 
-[[noreturn]] void die(const std::string& msg) { bench::die("sluice-cleanbench", msg); }
+[[noreturn]] void die(const std::string& msg) {
+    bench::die("sluice-cleanbench", msg);
+}
 
 options parse(int argc, char** argv) {
     options o;
-    bench::parse_flags("sluice-cleanbench", argc, argv, [&](const std::string& f, const std::string& v) {
-        if (f == "--dir") o.dir = v;
-        else if (f == "--mb") o.mb = std::stoll(v);
-        else if (f == "--keys") o.keys = std::stoll(v);
-        else if (f == "--value-bytes") o.value_bytes = std::stoll(v);
-        else if (f == "--segment-mb") o.segment_mb = std::stoll(v);
-        else if (f == "--io-budget-mb") o.io_budget_mb = std::stoll(v);
-        else return false;
-        return true;
-    });
+    bench::parse_flags("sluice-cleanbench", argc, argv,
+                       [&](const std::string& f, const std::string& v) {
+                           if (f == "--dir")
+                               o.dir = v;
+                           else if (f == "--mb")
+                               o.mb = std::stoll(v);
+                           else if (f == "--keys")
+                               o.keys = std::stoll(v);
+                           else if (f == "--value-bytes")
+                               o.value_bytes = std::stoll(v);
+                           else if (f == "--segment-mb")
+                               o.segment_mb = std::stoll(v);
+                           else if (f == "--io-budget-mb")
+                               o.io_budget_mb = std::stoll(v);
+                           else
+                               return false;
+                           return true;
+                       });
     return o;
 }
 

@@ -138,7 +138,9 @@ class partition_log {
         // is fsynced so that _mu need not be.
         std::mutex trim_mu;
         offset_t durable_start = -1;  // in the log-start-offset file (-1: none); trim_mu
-        // Compaction: the first dirty offset (cleaner-checkpoint); -2 until read. trim_mu.
+        // Compaction: one pass at a time; taken before trim_mu, held for the whole pass.
+        std::mutex clean_mu;
+        // The first dirty offset (cleaner-checkpoint); -2 until read. clean_mu.
         offset_t clean_offset = -2;
     };
 
@@ -186,7 +188,7 @@ class partition_log {
   public:
     // What a compaction pass did (or why it did nothing).
     struct clean_result {
-        bool cleaned = false;   // a pass ran (the dirty ratio or max lag called for it)
+        bool cleaned = false;    // a pass ran (the dirty ratio or max lag called for it)
         double dirty_ratio = 0;  // dirty bytes / cleanable bytes when judged
         int64_t bytes_read = 0;
         int64_t bytes_written = 0;  // of rewritten segments (data files)
@@ -211,6 +213,9 @@ class partition_log {
   private:
     struct clean_plan;
     result<bool> plan_clean(const log_config& cfg, timestamp_ms now, clean_plan& plan);
+    // Forgets the rewrites of segments that retention or DeleteRecords removed during
+    // the pass. trim_mu held.
+    result<void> drop_trimmed(std::vector<offset_t>& bases, std::vector<int64_t>& sizes);
     result<void> swap_cleaned(const std::vector<offset_t>& bases,
                               const std::vector<int64_t>& sizes);
 

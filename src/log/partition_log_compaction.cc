@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <unordered_map>
@@ -24,7 +25,7 @@ struct partition_log::clean_plan {
         offset_t base = 0;
         offset_t end = 0;
         int64_t size = 0;
-        std::shared_ptr<file> data;
+        fs::path path;  // opened one at a time, so a pass holds one descriptor
     };
     std::vector<seg> segs;  // cleanable, oldest first
     offset_t dirty_start = 0;
@@ -35,13 +36,21 @@ struct partition_log::clean_plan {
 
 namespace {
 
-// The batches of a segment data file, after its header (one read: segments are bounded
-// by segment.bytes, and the cleaner holds one at a time).
-result<bytes> read_batches(const file& f, int64_t size) {
+// The batches of a sealed segment's data file, after its header (one read: segments are
+// bounded by segment.bytes, and the cleaner holds one at a time). Opened by path rather
+// than through the descriptor cache: retention may delete the segment object while the
+// pass runs without trim_mu, and then the file is gone (errc::not_found).
+result<bytes> read_batches(const fs::path& path, int64_t size) {
+    auto f = open_file(path, O_RDONLY);
+    if (!f) return f.err();
+    uint8_t head[file_header_size];
+    if (auto r = read_exact(**f, head, sizeof head, 0); !r) return r.err();
+    if (auto h = decode_file_header(bytes_view(head, sizeof head), file_kind::data); !h)
+        return error{h.code(), fmt::format("{}: {}", path.string(), h.err().message)};
     const auto n = static_cast<size_t>(size - static_cast<int64_t>(file_header_size));
     bytes buf(n);
     if (n > 0) {
-        if (auto r = read_exact(f, buf.data(), n, file_header_size); !r) return r.err();
+        if (auto r = read_exact(**f, buf.data(), n, file_header_size); !r) return r.err();
     }
     return buf;
 }
@@ -66,8 +75,7 @@ std::string key_of(bytes_view k) {
 
 // The time a record counts as written: the broker's on LogAppendTime batches.
 timestamp_ms record_time(const protocol::batch_header& h, const protocol::record_view& r) {
-    return h.ts_type() == protocol::timestamp_type::log_append_time ? h.max_timestamp
-                                                                    : r.timestamp;
+    return h.ts_type() == protocol::timestamp_type::log_append_time ? h.max_timestamp : r.timestamp;
 }
 
 result<void> sync_file(const fs::path& p) {
@@ -105,9 +113,7 @@ result<bool> partition_log::plan_clean(const log_config& cfg, timestamp_ms now, 
             if (now - *ts < cfg.min_compaction_lag_ms) break;
         }
         if (seg.end_offset() <= plan.log_start) continue;  // retention's to delete
-        auto df = seg.data();
-        if (!df) return df.err();
-        plan.segs.push_back({seg.base_offset(), seg.end_offset(), seg.size(), std::move(*df)});
+        plan.segs.push_back({seg.base_offset(), seg.end_offset(), seg.size(), seg.data_path()});
     }
     if (plan.segs.empty()) return false;
     plan.dirty_start = std::max(_st->clean_offset, plan.log_start);
@@ -127,8 +133,9 @@ result<bool> partition_log::plan_clean(const log_config& cfg, timestamp_ms now, 
     if (cfg.max_compaction_lag_ms < std::numeric_limits<int64_t>::max() &&
         first_dirty->size > static_cast<int64_t>(file_header_size)) {
         uint8_t head[protocol::batch_header_size];
-        if (auto r = read_exact(*first_dirty->data, head, sizeof head, file_header_size); !r)
-            return r.err();
+        auto f = open_file(first_dirty->path, O_RDONLY);
+        if (!f) return f.err();
+        if (auto r = read_exact(**f, head, sizeof head, file_header_size); !r) return r.err();
         auto h = *protocol::read_batch_header(bytes_view(head, sizeof head));
         const timestamp_ms ts = h.ts_type() == protocol::timestamp_type::log_append_time
                                     ? h.max_timestamp
@@ -142,11 +149,17 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
                                                          io_throttle& io) {
     state* st = loaded_state();
     if (!st) return failure().value_or(error{errc::io_error, "partition failed to load"});
-    // Excludes retention and DeleteRecords for the pass, so the segments planned stay.
-    std::lock_guard trim(st->trim_mu);
+    // One pass at a time per partition (cleaning/ and clean_offset are the pass's).
+    std::lock_guard one(st->clean_mu);
     const auto started = std::chrono::steady_clock::now();
     clean_plan plan;
-    auto go = plan_clean(cfg, now, plan);
+    result<bool> go = false;
+    {
+        // Retention and DeleteRecords hold trim_mu on the event loop's behalf, so the
+        // long part of the pass runs without it; the commit below checks what they did.
+        std::lock_guard trim(st->trim_mu);
+        go = plan_clean(cfg, now, plan);
+    }
     if (!go) return go.err();
     clean_result out;
     out.dirty_ratio = plan.ratio;
@@ -158,14 +171,16 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     std::unordered_map<std::string, offset_t> latest;
     for (const auto& s : plan.segs) {
         if (s.end <= plan.dirty_start) continue;
-        auto buf = read_batches(*s.data, s.size);
+        auto buf = read_batches(s.path, s.size);
+        if (!buf && buf.code() == errc::not_found) continue;  // trimmed meanwhile
         if (!buf) return buf.err();
         io.consume(s.size);
         out.bytes_read += s.size;
         auto r = each_batch(*buf, [&](const protocol::batch_header&, bytes_view b, size_t) {
             // A compressed batch (not accepted today) yields nothing and is kept whole.
             protocol::for_each_record(b, [&](const protocol::record_view& rec) {
-                if (rec.offset >= plan.dirty_start && rec.key) latest[key_of(*rec.key)] = rec.offset;
+                if (rec.offset >= plan.dirty_start && rec.key)
+                    latest[key_of(*rec.key)] = rec.offset;
                 return true;
             });
             return result<void>();
@@ -182,7 +197,8 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     std::vector<offset_t> bases;
     std::vector<int64_t> sizes;
     for (const auto& s : plan.segs) {
-        auto buf = read_batches(*s.data, s.size);
+        auto buf = read_batches(s.path, s.size);
+        if (!buf && buf.code() == errc::not_found) continue;  // trimmed meanwhile
         if (!buf) return buf.err();
         io.consume(s.size);
         out.bytes_read += s.size;
@@ -207,8 +223,8 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
             if (!d) kept.insert(kept.end(), b.begin(), b.end());  // compressed: kept whole
             removed += d ? *d : 0;
             if (kept.size() > at) {
-                kept_batches.emplace_back(*protocol::read_batch_header(bytes_view(kept).subspan(at)),
-                                          at);
+                kept_batches.emplace_back(
+                    *protocol::read_batch_header(bytes_view(kept).subspan(at)), at);
             }
             return result<void>();
         });
@@ -227,7 +243,8 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
         (*ns)->set_indexes_dirty(true);  // index files are written even when empty
         if (auto sr = (*ns)->seal(); !sr) return sr.err();
         for (const char* ext : {index_ext, time_index_ext}) {
-            if (auto sr = sync_file(cleaning / segment_file_name(s.base, ext)); !sr) return sr.err();
+            if (auto sr = sync_file(cleaning / segment_file_name(s.base, ext)); !sr)
+                return sr.err();
         }
         io.consume((*ns)->size());
         out.bytes_written += (*ns)->size();
@@ -237,6 +254,8 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     }
 
     // 3. Commit and swap (docs/formats/segment.md, "Compaction swap").
+    std::lock_guard trim(st->trim_mu);
+    if (auto r = drop_trimmed(bases, sizes); !r) return r.err();
     if (!bases.empty()) {
         if (auto r = sync_dir(cleaning); !r) return r.err();
         {
@@ -267,6 +286,37 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     return out;
 }
 
+result<void> partition_log::drop_trimmed(std::vector<offset_t>& bases,
+                                         std::vector<int64_t>& sizes) {
+    std::vector<offset_t> gone;
+    {
+        std::lock_guard lk(_mu);
+        for (size_t i = 0; i < bases.size();) {
+            const bool present =
+                std::any_of(_st->segments.begin(), _st->segments.end(),
+                            [&](const auto& s) { return s->base_offset() == bases[i]; });
+            if (present) {
+                ++i;
+                continue;
+            }
+            gone.push_back(bases[i]);
+            bases.erase(bases.begin() + static_cast<ptrdiff_t>(i));
+            sizes.erase(sizes.begin() + static_cast<ptrdiff_t>(i));
+        }
+    }
+    // Retention or DeleteRecords removed these while the pass ran: their rewrites must
+    // not bring them back.
+    const fs::path cleaning = _st->dir / cleaning_dir_name;
+    for (offset_t base : gone) {
+        for (const char* ext : {data_ext, index_ext, time_index_ext}) {
+            std::error_code ec;
+            fs::remove(cleaning / segment_file_name(base, ext), ec);
+            if (ec) return io_error_from_errno("unlink", cleaning, ec.value());
+        }
+    }
+    return {};
+}
+
 result<void> partition_log::swap_cleaned(const std::vector<offset_t>& bases,
                                          const std::vector<int64_t>& sizes) {
     const fs::path cleaning = _st->dir / cleaning_dir_name;
@@ -289,8 +339,8 @@ result<void> partition_log::swap_cleaned(const std::vector<offset_t>& bases,
             }
             for (auto& seg : _st->segments) {
                 if (seg->base_offset() != bases[i]) continue;
-                auto ns = std::make_unique<segment>(_st->dir, bases[i], sizes[i], false,
-                                                    _ctx->files);
+                auto ns =
+                    std::make_unique<segment>(_st->dir, bases[i], sizes[i], false, _ctx->files);
                 ns->set_end_offset(seg->end_offset());
                 old.push_back(std::move(seg));
                 seg = std::move(ns);

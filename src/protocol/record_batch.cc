@@ -128,18 +128,20 @@ result<int32_t> filter_batch(bytes_view batch, const std::function<bool(const re
     bytes kept_records;
     int32_t kept = 0;
     int64_t max_ts = INT64_MIN;  // kept records set it; only used when one is kept
-    bool ok = walk_records(batch.first(h->size_bytes()), *h, [&](const record_view& r, bytes_view raw) {
-        if (!keep(r)) return true;
-        kept_records.insert(kept_records.end(), raw.begin(), raw.end());
-        max_ts = std::max(max_ts, r.timestamp);
-        ++kept;
-        return true;
-    });
+    bool ok =
+        walk_records(batch.first(h->size_bytes()), *h, [&](const record_view& r, bytes_view raw) {
+            if (!keep(r)) return true;
+            kept_records.insert(kept_records.end(), raw.begin(), raw.end());
+            max_ts = std::max(max_ts, r.timestamp);
+            ++kept;
+            return true;
+        });
     if (!ok) return {errc::corrupt, "malformed records in batch"};
     const int32_t dropped = h->record_count - kept;
     if (kept == 0) return dropped;
     if (dropped == 0) {
-        out.insert(out.end(), batch.begin(), batch.begin() + static_cast<ptrdiff_t>(h->size_bytes()));
+        out.insert(out.end(), batch.begin(),
+                   batch.begin() + static_cast<ptrdiff_t>(h->size_bytes()));
         return 0;
     }
     const size_t at = out.size();

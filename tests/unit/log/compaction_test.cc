@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "log/cleaner_files.h"
@@ -71,9 +72,7 @@ class compaction_test : public ::testing::Test {
     void put(const std::vector<test_record>& recs) {
         append_durable(*mgr, p(), build_batch(recs), recs.front().timestamp);
     }
-    log_manager::compaction_stats compact(timestamp_ms now) {
-        return mgr->enforce_compaction(now);
-    }
+    log_manager::compaction_stats compact(timestamp_ms now) { return mgr->enforce_compaction(now); }
     // Every readable record, reading as a consumer does (from the log start, batch after
     // batch, to the high watermark).
     std::vector<rec> read_all() {
@@ -110,9 +109,9 @@ class compaction_test : public ::testing::Test {
 TEST_F(compaction_test, keeps_the_latest_record_of_each_key_at_its_offset) {
     open();
     put({kv("a", "a1", t0), kv("b", "b1", t0), kv("c", "c1", t0)});  // 0..2
-    put({kv("a", "a2", t0 + 1)});                                     // 3
-    put({kv("b", "b2", t0 + 2), kv("d", "d1", t0 + 2)});              // 4..5
-    put({kv("a", "a3", t0 + 3)});                                     // 6: active, not cleaned
+    put({kv("a", "a2", t0 + 1)});                                    // 3
+    put({kv("b", "b2", t0 + 2), kv("d", "d1", t0 + 2)});             // 4..5
+    put({kv("a", "a3", t0 + 3)});                                    // 6: active, not cleaned
     const std::vector<rec> before = read_all();
     ASSERT_EQ(before.size(), 7u);
     auto st = compact(t0 + 10);
@@ -167,8 +166,8 @@ TEST_F(compaction_test, a_segment_losing_every_batch_is_skipped_by_readers) {
 TEST_F(compaction_test, tombstones_go_after_delete_retention_ms) {
     open();
     put({kv("a", "a1", t0), kv("b", "b1", t0)});  // 0..1
-    put({kv("a", std::nullopt, t0 + 100)});        // 2: tombstone
-    put({kv("c", "c1", t0 + 200)});                // 3: active
+    put({kv("a", std::nullopt, t0 + 100)});       // 2: tombstone
+    put({kv("c", "c1", t0 + 200)});               // 3: active
     compact(t0 + 300);
     // The first pass removes what the tombstone deletes, and keeps the tombstone.
     std::vector<rec> want = {{1, "b", "b1"}, {2, "a", "<null>"}, {3, "c", "c1"}};
@@ -231,9 +230,9 @@ TEST_F(compaction_test, delete_records_and_retention_with_compact_delete) {
     cfg.delete_enabled = true;
     open();
     put({kv("a", "a1", t0), kv("b", "b1", t0)});  // 0..1
-    put({kv("a", "a2", t0 + 10)});                 // 2
-    put({kv("b", "b2", t0 + 20)});                 // 3
-    put({kv("c", "c1", t0 + 30)});                 // 4: active
+    put({kv("a", "a2", t0 + 10)});                // 2
+    put({kv("b", "b2", t0 + 20)});                // 3
+    put({kv("c", "c1", t0 + 30)});                // 4: active
     ASSERT_TRUE(p()->delete_records(3).ok());
     EXPECT_EQ(p()->log_start_offset(), 3);
     compact(t0 + 100);
@@ -253,19 +252,43 @@ TEST_F(compaction_test, delete_records_and_retention_with_compact_delete) {
     EXPECT_EQ(read_all(), want);
 }
 
+// A throttled pass runs without trim_mu, so DeleteRecords (on the event loop) does not
+// wait for it; segments it deletes meanwhile are not brought back by the swap.
+TEST_F(compaction_test, delete_records_during_a_pass_neither_waits_nor_is_undone) {
+    cfg.delete_enabled = true;
+    mgr = std::make_unique<log_manager>(log_manager::options{dir.path, 16, 2000});  // 2 kB/s
+    mgr->add_topic("t", 1, cfg);
+    ASSERT_TRUE(mgr->open().ok());
+    for (int i = 0; i < 6; ++i) put({kv("k" + std::to_string(i % 2), "v" + std::to_string(i), t0)});
+    put({kv("z", "z1", t0)});  // 6: active
+    std::thread cleaner([&] { compact(t0 + 10); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(p()->delete_records(5).ok());
+    const auto waited = std::chrono::steady_clock::now() - start;
+    cleaner.join();
+    EXPECT_LT(waited, std::chrono::milliseconds(300));
+    const std::vector<rec> want = {{5, "k1", "v5"}, {6, "z", "z1"}};
+    EXPECT_EQ(read_all(), want);
+    EXPECT_EQ(p()->log_start_offset(), 5);
+    EXPECT_FALSE(fs::exists(part() / segment_file_name(0, data_ext)));
+    reopen(false);
+    EXPECT_EQ(read_all(), want);
+    EXPECT_FALSE(fs::exists(part() / segment_file_name(0, data_ext)));
+}
+
 // The swap (docs/formats/segment.md, "Compaction swap"): 1. cleaned files are written
 // under cleaning/ and fsynced; 2. the cleaner-swap marker is created (the commit point);
 // 3. the files are renamed over the originals; 4. the marker is removed. A crash is
 // simulated by building the directory each step leaves, then loading it.
-class compaction_crash_test : public compaction_test,
-                              public ::testing::WithParamInterface<int> {};
+class compaction_crash_test : public compaction_test, public ::testing::WithParamInterface<int> {};
 
 TEST_P(compaction_crash_test, load_finishes_or_rolls_back_the_swap) {
     open();
     put({kv("a", "a1", t0), kv("b", "b1", t0)});  // 0..1: loses both
     put({kv("a", "a2", t0), kv("c", "c1", t0)});  // 2..3: loses c1
     put({kv("c", "c2", t0), kv("b", "b2", t0)});  // 4..5: unchanged
-    put({kv("z", "z1", t0)});                      // 6: active
+    put({kv("z", "z1", t0)});                     // 6: active
     const std::vector<rec> before = read_all();
     mgr->close();
     mgr.reset();
@@ -295,8 +318,7 @@ TEST_P(compaction_crash_test, load_finishes_or_rolls_back_the_swap) {
     std::sort(files.begin(), files.end());
     // Step 1 torn: only some cleaned files written, one of them cut short.
     size_t n_cleaned = step == 1 ? files.size() / 2 : files.size();
-    for (size_t i = 0; i < n_cleaned; ++i)
-        fs::copy_file(files[i], cleaning / files[i].filename());
+    for (size_t i = 0; i < n_cleaned; ++i) fs::copy_file(files[i], cleaning / files[i].filename());
     if (step == 1) fs::resize_file(cleaning / files[0].filename(), 40);
     if (step >= 2) std::ofstream(part() / clean_swap_marker_name).close();
     if (step == 3) {  // half of the renames done

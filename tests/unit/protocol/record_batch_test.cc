@@ -191,7 +191,8 @@ TEST(filter_batch, drops_records_and_keeps_offsets_timestamps_and_headers) {
                           {.base_offset = 40});
     const auto before = flatten(b);
     bytes out = {0xee};  // filter_batch appends after what is there
-    auto r = filter_batch(b, [](const record_view& rec) { return rec.offset % 2 == 0; }, out);
+    auto r = filter_batch(
+        b, [](const record_view& rec) { return rec.offset % 2 == 0; }, out);
     ASSERT_TRUE(r.ok()) << r.err().message;
     EXPECT_EQ(*r, 2);
     ASSERT_EQ(out[0], 0xee);
@@ -205,7 +206,8 @@ TEST(filter_batch, drops_records_and_keeps_offsets_timestamps_and_headers) {
     EXPECT_EQ(h.max_timestamp, 120);  // the largest kept record's
     EXPECT_TRUE(batch_crc_ok(nb));
     // Byte-exact CRC over the rewritten bytes.
-    EXPECT_EQ(h.crc, crc32c(nb.data() + batch_attributes_offset, nb.size() - batch_attributes_offset));
+    EXPECT_EQ(h.crc,
+              crc32c(nb.data() + batch_attributes_offset, nb.size() - batch_attributes_offset));
     auto after = flatten(nb);
     ASSERT_EQ(after.size(), 2u);
     EXPECT_EQ(after[0], before[0]);
@@ -216,12 +218,14 @@ TEST(filter_batch, drops_records_and_keeps_offsets_timestamps_and_headers) {
 TEST(filter_batch, keeping_all_copies_the_batch_and_keeping_none_drops_it) {
     bytes b = build_batch({{"a", "1", 5, {}}, {"b", "2", 6, {}}});
     bytes out;
-    auto all = filter_batch(b, [](const record_view&) { return true; }, out);
+    auto all = filter_batch(
+        b, [](const record_view&) { return true; }, out);
     ASSERT_TRUE(all.ok());
     EXPECT_EQ(*all, 0);
     EXPECT_EQ(out, b);
     bytes none_out;
-    auto none = filter_batch(b, [](const record_view&) { return false; }, none_out);
+    auto none = filter_batch(
+        b, [](const record_view&) { return false; }, none_out);
     ASSERT_TRUE(none.ok());
     EXPECT_EQ(*none, 2);
     EXPECT_TRUE(none_out.empty());
@@ -231,7 +235,9 @@ TEST(filter_batch, log_append_time_batches_keep_their_max_timestamp) {
     bytes b = build_batch({{"a", "1", 5, {}}, {"b", "2", 6, {}}},
                           {.log_append_time = true, .max_timestamp = 999});
     bytes out;
-    ASSERT_TRUE(filter_batch(b, [](const record_view& r) { return r.offset == 1; }, out).ok());
+    ASSERT_TRUE(filter_batch(
+                    b, [](const record_view& r) { return r.offset == 1; }, out)
+                    .ok());
     auto h = *read_batch_header(out);
     EXPECT_EQ(h.max_timestamp, 999);
     EXPECT_TRUE(batch_crc_ok(out));
@@ -241,7 +247,8 @@ TEST(filter_batch, compressed_batches_are_refused) {
     bytes b = build_batch({{"a", "1", 5, {}}});
     b[batch_attributes_offset + 1] |= 0x1;  // gzip
     bytes out;
-    auto r = filter_batch(b, [](const record_view&) { return false; }, out);
+    auto r = filter_batch(
+        b, [](const record_view&) { return false; }, out);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.code(), errc::unsupported);
 }
