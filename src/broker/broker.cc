@@ -188,6 +188,7 @@ void broker::shutdown(std::function<void()> done) {
     log_info("broker", "shutting down: {} connections, {} parked requests", _sessions.size(),
              _waiters.size());
     _retention.reset();  // joins the thread; a pass in progress finishes first
+    _logs.stop_compaction();  // a throttled pass stops now instead of finishing
     _cleaner.reset();
     // Parked joins and syncs answer NOT_COORDINATOR: their clients look again later.
     _groups.shutdown();

@@ -172,7 +172,9 @@ result<void> log_manager::remove_topic(const std::string& topic) {
         _q_cv.notify_one();
     }
     {
+        _clean_cancel.fetch_add(1);  // a compaction pass in the topic stops early
         std::lock_guard ret(_retention_mu);  // no retention pass is inside the topic
+        _clean_cancel.fetch_sub(1);
         for (auto& p : victim->partitions) p.unload();
     }
 
@@ -235,7 +237,7 @@ log_manager::compaction_stats log_manager::enforce_compaction(timestamp_ms now) 
         std::shared_lock lk(_topics_mu);
         for (const auto& [name, t] : _topics) names.push_back(name);
     }
-    io_throttle io(_opts.cleaner_io_bytes_per_sec);
+    io_throttle io(_opts.cleaner_io_bytes_per_sec, &_clean_cancel);
     for (const auto& name : names) {
         // Per topic, so remove_topic waits for at most one topic's work.
         std::lock_guard ret(_retention_mu);
@@ -251,8 +253,10 @@ log_manager::compaction_stats log_manager::enforce_compaction(timestamp_ms now) 
         }
         if (!cfg.compact) continue;
         for (auto* p : parts) {
+            if (io.cancelled()) break;
             if (p->loaded() ? p->failure().has_value() : !p->compaction_candidate()) continue;
             auto r = p->clean(cfg, now, io);
+            if (!r && r.code() == errc::shutting_down) break;  // cancelled; old segments stay
             if (!r) {
                 ++stats.partitions_failed;
                 log_warn("cleaner", "{}-{}: {}", name, p->partition(), r.err().message);
@@ -387,6 +391,7 @@ void log_manager::flusher_loop() {
 void log_manager::close() {
     if (!_opened || _closed) return;
     _closed = true;
+    stop_compaction();
     {
         // Waits for a running pass; none starts afterwards to delete files behind the
         // clean-shutdown marker.

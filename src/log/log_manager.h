@@ -116,6 +116,10 @@ class log_manager final : private dirty_sink {
     // background thread. Partitions not loaded since start-up are loaded only when they
     // hold more than one segment. I/O is throttled to options::cleaner_io_bytes_per_sec.
     compaction_stats enforce_compaction(timestamp_ms now);
+    // Makes a running compaction pass, and every later one, stop at once (between
+    // reads, or in a throttle sleep) leaving the old segments: call before joining the
+    // thread that runs passes.
+    void stop_compaction() { _clean_cancel.fetch_add(1); }
 
     // Flushes everything, stops the flusher, saves the active indexes, closes files,
     // writes the clean-shutdown marker (not when a partition has failed).
@@ -171,6 +175,9 @@ class log_manager final : private dirty_sink {
     // run (between open() and close()).
     std::mutex _retention_mu;
     bool _retention_on = false;
+    // Non-zero: compaction passes stop (stop_compaction, or remove_topic while it waits
+    // for a pass to leave the topic).
+    std::atomic<int> _clean_cancel{0};
 
     std::thread _flusher;
     bool _opened = false;

@@ -277,6 +277,30 @@ TEST_F(compaction_test, delete_records_during_a_pass_neither_waits_nor_is_undone
     EXPECT_FALSE(fs::exists(part() / segment_file_name(0, data_ext)));
 }
 
+// Shutdown (and topic deletion) stop a throttled pass at once; the old segments stay.
+TEST_F(compaction_test, stop_compaction_cancels_a_throttled_pass) {
+    mgr = std::make_unique<log_manager>(log_manager::options{dir.path, 16, 500});  // 500 B/s
+    mgr->add_topic("t", 1, cfg);
+    ASSERT_TRUE(mgr->open().ok());
+    for (int i = 0; i < 6; ++i) put({kv("k", "v" + std::to_string(i), t0)});
+    put({kv("z", "z1", t0)});  // active
+    const std::vector<rec> before = read_all();
+    log_manager::compaction_stats st;
+    std::thread cleaner([&] { st = compact(t0 + 10); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto start = std::chrono::steady_clock::now();
+    mgr->stop_compaction();
+    cleaner.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+    EXPECT_EQ(st.partitions_cleaned, 0u);
+    EXPECT_EQ(st.partitions_failed, 0u);
+    EXPECT_EQ(read_all(), before);
+    EXPECT_EQ(compact(t0 + 20).partitions_cleaned, 0u);  // stopped for good
+    reopen(false);
+    EXPECT_EQ(read_all(), before);
+    EXPECT_FALSE(fs::exists(part() / cleaning_dir_name));
+}
+
 // The swap (docs/formats/segment.md, "Compaction swap"): 1. cleaned files are written
 // under cleaning/ and fsynced; 2. the cleaner-swap marker is created (the commit point);
 // 3. the files are renamed over the originals; 4. the marker is removed. A crash is
