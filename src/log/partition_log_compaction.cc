@@ -272,7 +272,10 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     std::lock_guard trim(st->trim_mu);
     if (auto r = drop_trimmed(bases, sizes); !r) return r.err();
     if (!bases.empty()) {
+        // cleaning/ and its files are durable before the marker can be: its own fsync,
+        // then the partition directory's (which holds the cleaning/ entry).
         if (auto r = sync_dir(cleaning); !r) return r.err();
+        if (auto r = sync_dir(st->dir); !r) return r.err();
         {
             auto m = open_file(st->dir / clean_swap_marker_name, O_WRONLY | O_CREAT | O_TRUNC);
             if (!m) return m.err();
