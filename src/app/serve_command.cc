@@ -39,6 +39,8 @@ struct serve_options {
     int64_t offsets_retention_minutes = 10080;  // Kafka's default: 7 days
     int64_t offsets_retention_check_interval_ms = 600000;
     int64_t log_retention_check_interval_ms = 300000;
+    int64_t log_cleaner_backoff_ms = 15000;
+    int64_t log_cleaner_io_bytes_per_sec = 32LL << 20;
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
@@ -151,6 +153,7 @@ int serve(const serve_options& o) {
     cfg.groups.offsets_retention_ms = o.offsets_retention_minutes * 60 * 1000;
     cfg.offsets_retention_check_interval_ms = o.offsets_retention_check_interval_ms;
     cfg.log_retention_check_interval_ms = o.log_retention_check_interval_ms;
+    cfg.log_cleaner_backoff_ms = o.log_cleaner_backoff_ms;
 
     sigset_t signals_set = signal_watch::block();
     raise_fd_limit();
@@ -174,7 +177,7 @@ int serve(const serve_options& o) {
         log_error("app", "catalog: {}", cat.err().message);
         return 1;
     }
-    log::log_manager logs({cfg.data_dir, cfg.max_open_files});
+    log::log_manager logs({cfg.data_dir, cfg.max_open_files, o.log_cleaner_io_bytes_per_sec});
     if (auto r = logs.open(); !r) {
         log_error("app", "storage: {}", r.err().message);
         return 1;
@@ -257,6 +260,14 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "How often segments past a topic's retention.ms or retention.bytes are "
                     "deleted")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--log-cleaner-backoff-ms", o->log_cleaner_backoff_ms,
+                    "Pause between compaction passes over topics with cleanup.policy=compact")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--log-cleaner-io-max-bytes-per-second", o->log_cleaner_io_bytes_per_sec,
+                    "Compaction I/O budget (bytes read + written per second); 0: unlimited")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
         ->capture_default_str();
     cmd->add_option("--offset-metadata-max-bytes", o->groups.offset_metadata_max_bytes,
                     "Largest metadata string an offset commit may carry "

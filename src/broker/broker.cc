@@ -31,6 +31,10 @@ result<net::host_port> broker::start() {
     _retention = std::make_unique<periodic_thread>(
         std::chrono::milliseconds(_cfg.log_retention_check_interval_ms),
         [this] { _logs.enforce_retention(now_ms()); });
+    // Its own thread, so that a long compaction pass never delays retention.
+    _cleaner = std::make_unique<periodic_thread>(
+        std::chrono::milliseconds(_cfg.log_cleaner_backoff_ms),
+        [this] { _logs.enforce_compaction(now_ms()); });
     auto bound = _listener.open(_cfg.listen);
     if (!bound) return bound.err();
     auto adv = _cfg.advertise;
@@ -184,6 +188,8 @@ void broker::shutdown(std::function<void()> done) {
     log_info("broker", "shutting down: {} connections, {} parked requests", _sessions.size(),
              _waiters.size());
     _retention.reset();  // joins the thread; a pass in progress finishes first
+    _logs.stop_compaction();  // a throttled pass stops now instead of finishing
+    _cleaner.reset();
     // Parked joins and syncs answer NOT_COORDINATOR: their clients look again later.
     _groups.shutdown();
     // Parked fetches answer now with what they have.

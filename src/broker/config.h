@@ -31,6 +31,8 @@ struct broker_config {
     int64_t offsets_retention_check_interval_ms = 600000;
     // log.retention.check.interval.ms: how often segments are deleted by retention.
     int64_t log_retention_check_interval_ms = 300000;
+    // log.cleaner.backoff.ms: pause between compaction passes (Kafka's default).
+    int64_t log_cleaner_backoff_ms = 15000;
 };
 
 }  // namespace sluice::broker

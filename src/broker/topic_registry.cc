@@ -18,6 +18,11 @@ int64_t to_int(const std::string& s, int64_t fallback) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     return ec == std::errc() ? v : fallback;
 }
+double to_fraction(const std::string& s, double fallback) {
+    double v = fallback;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() ? v : fallback;
+}
 }  // namespace
 
 std::string topic_registry::effective_config(const topic_state& t, std::string_view key) const {
@@ -52,7 +57,14 @@ log::log_config topic_registry::to_log_config(const catalog::topic_info& t) cons
         static_cast<int32_t>(to_int(get("index.interval.bytes"), c.index_interval_bytes));
     c.retention_ms = to_int(get("retention.ms"), c.retention_ms);
     c.retention_bytes = to_int(get("retention.bytes"), c.retention_bytes);
-    c.delete_enabled = get("cleanup.policy").find("delete") != std::string::npos;
+    const std::string policy = get("cleanup.policy");
+    c.delete_enabled = policy.find("delete") != std::string::npos;
+    c.compact = policy.find("compact") != std::string::npos;
+    c.min_compaction_lag_ms = to_int(get("min.compaction.lag.ms"), c.min_compaction_lag_ms);
+    c.max_compaction_lag_ms = to_int(get("max.compaction.lag.ms"), c.max_compaction_lag_ms);
+    c.delete_retention_ms = to_int(get("delete.retention.ms"), c.delete_retention_ms);
+    c.min_cleanable_dirty_ratio =
+        to_fraction(get("min.cleanable.dirty.ratio"), c.min_cleanable_dirty_ratio);
     c.timestamp_type = get("message.timestamp.type") == "LogAppendTime"
                            ? protocol::timestamp_type::log_append_time
                            : protocol::timestamp_type::create_time;

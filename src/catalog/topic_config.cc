@@ -29,23 +29,19 @@ struct config_spec {
 std::string check_cleanup_policy(std::string_view v) {
     // A comma-separated list in Kafka; items may carry spaces around the commas.
     bool any = false;
-    bool compact = false;
     size_t start = 0;
     while (start <= v.size()) {
         size_t comma = std::min(v.find(',', start), v.size());
         std::string_view item = v.substr(start, comma - start);
         while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
         while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-        if (item == "compact") {
-            compact = true;
-        } else if (item != "delete") {
-            return "must be 'delete' (or 'compact', which is not supported yet)";
+        if (item != "compact" && item != "delete") {
+            return "must be 'delete', 'compact' or 'compact,delete'";
         }
         any = true;
         start = comma + 1;
     }
-    if (!any) return "must be 'delete'";
-    if (compact) return "compaction is not supported yet; only 'delete' is";
+    if (!any) return "must be 'delete', 'compact' or 'compact,delete'";
     return "";
 }
 
@@ -70,7 +66,8 @@ const std::vector<config_spec>& specs() {
         std::vector<config_spec> v = {
             {{"cleanup.policy", "delete",
               "What happens to old segments: 'delete' removes them by retention.ms and "
-              "retention.bytes. 'compact' is not supported yet."},
+              "retention.bytes; 'compact' keeps only the latest record of each key (records "
+              "must have keys); 'compact,delete' does both."},
              value_type::custom,
              0,
              0,
@@ -83,8 +80,8 @@ const std::vector<config_spec>& specs() {
              0,
              check_compression_type},
             {{"delete.retention.ms", "86400000",
-              "How long tombstones are kept after compaction. No effect: compaction is not "
-              "supported yet."},
+              "How long a tombstone (null value) of a compacted topic is kept, counted from "
+              "its timestamp, once a cleaner pass has seen it."},
              value_type::int64,
              0,
              int64_max},
@@ -111,8 +108,8 @@ const std::vector<config_spec>& specs() {
              1,
              int32_max},
             {{"max.compaction.lag.ms", "9223372036854775807",
-              "Longest time a record stays uncompacted. No effect: compaction is not "
-              "supported yet."},
+              "Longest time a record stays uncompacted: a partition whose oldest dirty "
+              "record is older is cleaned whatever its dirty ratio."},
              value_type::int64,
              1,
              int64_max},
@@ -145,12 +142,12 @@ const std::vector<config_spec>& specs() {
              0,
              check_timestamp_type},
             {{"min.cleanable.dirty.ratio", "0.5",
-              "Share of uncompacted log that triggers compaction. No effect: compaction is "
-              "not supported yet."},
+              "Share of uncompacted (dirty) bytes in the cleanable part of a compacted "
+              "partition that triggers compaction."},
              value_type::fraction},
             {{"min.compaction.lag.ms", "0",
-              "Shortest time a record stays uncompacted. No effect: compaction is not "
-              "supported yet."},
+              "Shortest time a record stays uncompacted: segments holding newer records "
+              "are not cleaned."},
              value_type::int64,
              0,
              int64_max},

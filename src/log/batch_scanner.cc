@@ -12,8 +12,9 @@ constexpr int32_t min_batch_length =
     static_cast<int32_t>(protocol::batch_header_size - protocol::batch_log_overhead);
 }  // namespace
 
-batch_scanner::batch_scanner(const file& f, int64_t position, int64_t end, offset_t expected_offset)
-    : _f(f), _next(position), _end(end), _expected(expected_offset), _cur(position) {}
+batch_scanner::batch_scanner(const file& f, int64_t position, int64_t end, offset_t expected_offset,
+                             bool gaps)
+    : _f(f), _next(position), _end(end), _expected(expected_offset), _gaps(gaps), _cur(position) {}
 
 result<bool> batch_scanner::fill(int64_t pos, size_t n) {
     if (pos >= _buf_start &&
@@ -50,7 +51,7 @@ result<batch_scanner::step> batch_scanner::next(bool verify) {
                               _h.batch_length, _h.magic, _h.last_offset_delta);
         return step::invalid;
     }
-    if (_expected >= 0 && _h.base_offset != _expected) {
+    if (_expected >= 0 && (_gaps ? _h.base_offset < _expected : _h.base_offset != _expected)) {
         _reason =
             fmt::format("batch base offset {} where {} was expected", _h.base_offset, _expected);
         return step::invalid;

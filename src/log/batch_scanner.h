@@ -21,8 +21,10 @@ class batch_scanner {
     };
 
     // Scans [position, end). When expected_offset >= 0, each batch must start exactly
-    // at the offset after the previous one (Sluice assigns offsets without gaps).
-    batch_scanner(const file& f, int64_t position, int64_t end, offset_t expected_offset = -1);
+    // at the offset after the previous one (Sluice assigns offsets without gaps), or, with
+    // `gaps`, at or after it: compaction removes whole batches from sealed segments.
+    batch_scanner(const file& f, int64_t position, int64_t end, offset_t expected_offset = -1,
+                  bool gaps = false);
 
     // With verify, also reads the whole batch and checks its CRC.
     result<step> next(bool verify);
@@ -44,6 +46,7 @@ class batch_scanner {
     int64_t _next;  // position of the batch after the current one
     int64_t _end;
     offset_t _expected;
+    bool _gaps;
     int64_t _cur;
     protocol::batch_header _h;
     bytes _buf;

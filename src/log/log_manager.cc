@@ -172,7 +172,9 @@ result<void> log_manager::remove_topic(const std::string& topic) {
         _q_cv.notify_one();
     }
     {
+        _clean_cancel.fetch_add(1);  // a compaction pass in the topic stops early
         std::lock_guard ret(_retention_mu);  // no retention pass is inside the topic
+        _clean_cancel.fetch_sub(1);
         for (auto& p : victim->partitions) p.unload();
     }
 
@@ -224,6 +226,49 @@ log_manager::retention_stats log_manager::enforce_retention(timestamp_ms now) {
         }
         if (!cfg.delete_enabled || (cfg.retention_ms < 0 && cfg.retention_bytes < 0)) continue;
         for (auto* p : parts) retain(*p, cfg, now, stats);
+    }
+    return stats;
+}
+
+log_manager::compaction_stats log_manager::enforce_compaction(timestamp_ms now) {
+    compaction_stats stats;
+    std::vector<std::string> names;
+    {
+        std::shared_lock lk(_topics_mu);
+        for (const auto& [name, t] : _topics) names.push_back(name);
+    }
+    io_throttle io(_opts.cleaner_io_bytes_per_sec, &_clean_cancel);
+    for (const auto& name : names) {
+        // Per topic, so remove_topic waits for at most one topic's work.
+        std::lock_guard ret(_retention_mu);
+        if (!_retention_on) break;
+        log_config cfg;
+        std::vector<partition_log*> parts;
+        {
+            std::shared_lock lk(_topics_mu);
+            auto it = _topics.find(name);
+            if (it == _topics.end()) continue;
+            cfg = it->second->config();
+            for (auto& p : it->second->partitions) parts.push_back(&p);
+        }
+        if (!cfg.compact) continue;
+        for (auto* p : parts) {
+            if (io.cancelled()) break;
+            if (p->loaded() ? p->failure().has_value() : !p->compaction_candidate()) continue;
+            auto r = p->clean(cfg, now, io);
+            if (!r && r.code() == errc::shutting_down) break;  // cancelled; old segments stay
+            if (!r) {
+                ++stats.partitions_failed;
+                log_warn("cleaner", "{}-{}: {}", name, p->partition(), r.err().message);
+                continue;
+            }
+            if (!r->cleaned) continue;
+            ++stats.partitions_cleaned;
+            stats.segments_rewritten += r->segments_rewritten;
+            stats.records_removed += r->records_removed;
+            stats.bytes_read += r->bytes_read;
+            stats.bytes_written += r->bytes_written;
+        }
     }
     return stats;
 }
@@ -346,6 +391,7 @@ void log_manager::flusher_loop() {
 void log_manager::close() {
     if (!_opened || _closed) return;
     _closed = true;
+    stop_compaction();
     {
         // Waits for a running pass; none starts afterwards to delete files behind the
         // clean-shutdown marker.

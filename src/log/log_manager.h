@@ -28,6 +28,10 @@ class log_manager final : private dirty_sink {
     struct options {
         std::filesystem::path data_dir;
         size_t max_open_files = 1024;
+        // Cleaner I/O budget (bytes read + written per second, per pass), so compaction
+        // leaves the disk to producers; <= 0: unlimited. 32 MiB/s is a fraction of what
+        // any SSD sustains and cleans a 1 GiB segment in about a minute.
+        int64_t cleaner_io_bytes_per_sec = 32LL << 20;
     };
 
     // What open() found, for the start-up log line.
@@ -98,6 +102,25 @@ class log_manager final : private dirty_sink {
     // topic is not looked at.
     retention_stats enforce_retention(timestamp_ms now);
 
+    // What a compaction pass did.
+    struct compaction_stats {
+        size_t partitions_cleaned = 0;  // a pass ran (ratio or max lag called for it)
+        size_t segments_rewritten = 0;
+        int64_t records_removed = 0;
+        int64_t bytes_read = 0;
+        int64_t bytes_written = 0;
+        size_t partitions_failed = 0;  // errors, logged; retried at the next pass
+    };
+    // One compaction pass over every partition of each topic with `compact` (see
+    // partition_log::clean); the caller schedules it, as enforce_retention, from one
+    // background thread. Partitions not loaded since start-up are loaded only when they
+    // hold more than one segment. I/O is throttled to options::cleaner_io_bytes_per_sec.
+    compaction_stats enforce_compaction(timestamp_ms now);
+    // Makes a running compaction pass, and every later one, stop at once (between
+    // reads, or in a throttle sleep) leaving the old segments: call before joining the
+    // thread that runs passes.
+    void stop_compaction() { _clean_cancel.fetch_add(1); }
+
     // Flushes everything, stops the flusher, saves the active indexes, closes files,
     // writes the clean-shutdown marker (not when a partition has failed).
     void close();
@@ -152,6 +175,9 @@ class log_manager final : private dirty_sink {
     // run (between open() and close()).
     std::mutex _retention_mu;
     bool _retention_on = false;
+    // Non-zero: compaction passes stop (stop_compaction, or remove_topic while it waits
+    // for a pass to leave the topic).
+    std::atomic<int> _clean_cancel{0};
 
     std::thread _flusher;
     bool _opened = false;

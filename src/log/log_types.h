@@ -19,6 +19,12 @@ struct log_config {
     bool delete_enabled = true;                     // cleanup.policy contains "delete"
     int64_t retention_ms = 7LL * 24 * 3600 * 1000;  // -1: no time limit
     int64_t retention_bytes = -1;                   // per partition; -1: no size limit
+    // Compaction (log_manager::enforce_compaction; docs/design/compaction-status.md).
+    bool compact = false;  // cleanup.policy contains "compact"; produce then requires keys
+    int64_t min_compaction_lag_ms = 0;                 // newer records stay uncompacted
+    int64_t max_compaction_lag_ms = INT64_MAX;         // dirty records older: clean anyway
+    double min_cleanable_dirty_ratio = 0.5;            // dirty bytes / cleanable bytes
+    int64_t delete_retention_ms = 24LL * 3600 * 1000;  // tombstones kept this long
 };
 
 struct append_info {

@@ -225,13 +225,22 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
         if (offset >= out.high_watermark) return out;
         segment* seg = segment_for(offset);
         if (!seg) return {errc::out_of_range, "no segment holds the offset"};
-        if (auto r = ensure_indexes(*seg); !r) return r.err();
-        auto p = seg->find_position(offset);
-        if (!p) return p.err();
-        out.position = *p;
-        // Segments before the high watermark's are durable to their end.
-        end = seg->size();
-        if (seg->base_offset() == _st->hw_segment_base) end = std::min(end, _st->hw_position);
+        while (true) {
+            if (auto r = ensure_indexes(*seg); !r) return r.err();
+            auto p = seg->find_position(offset);
+            if (!p) return p.err();
+            out.position = *p;
+            // Segments before the high watermark's are durable to their end.
+            end = seg->size();
+            const bool hw_seg = seg->base_offset() == _st->hw_segment_base;
+            if (hw_seg) end = std::min(end, _st->hw_position);
+            // Compaction may leave no batch at or after `offset` in a sealed segment: the
+            // next segment then holds the first record that follows, so that a consumer
+            // never stalls in a gap.
+            segment* next = out.position < end || hw_seg ? nullptr : segment_for(seg->end_offset());
+            if (!next || next == seg) break;
+            seg = next;
+        }
         auto df = seg->data();
         if (!df) return df.err();
         out.data_file = std::move(*df);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "log/fd_cache.h"
+#include "log/io_throttle.h"
 #include "log/log_types.h"
 #include "log/recovery.h"
 #include "log/segment.h"
@@ -137,6 +138,10 @@ class partition_log {
         // is fsynced so that _mu need not be.
         std::mutex trim_mu;
         offset_t durable_start = -1;  // in the log-start-offset file (-1: none); trim_mu
+        // Compaction: one pass at a time; taken before trim_mu, held for the whole pass.
+        std::mutex clean_mu;
+        // The first dirty offset (cleaner-checkpoint); -2 until read. clean_mu.
+        offset_t clean_offset = -2;
     };
 
     // What a trim did.
@@ -178,6 +183,41 @@ class partition_log {
     result<size_t> retention_count(const log_config& cfg, timestamp_ms now) const;
     // The segment's largest record timestamp, as retention judges it. _mu held.
     result<timestamp_ms> largest_timestamp(segment& seg) const;
+
+    // --- compaction (partition_log_compaction.cc) ---
+  public:
+    // What a compaction pass did (or why it did nothing).
+    struct clean_result {
+        bool cleaned = false;    // a pass ran (the dirty ratio or max lag called for it)
+        double dirty_ratio = 0;  // dirty bytes / cleanable bytes when judged
+        int64_t bytes_read = 0;
+        int64_t bytes_written = 0;  // of rewritten segments (data files)
+        int64_t records_removed = 0;
+        size_t segments_rewritten = 0;
+        offset_t clean_offset = -1;  // the new first dirty offset
+    };
+    // One compaction pass (log_manager::enforce_compaction): in the sealed segments below
+    // the high watermark whose records are all older than min_compaction_lag_ms, keeps
+    // only the latest record of each key, and drops tombstones once a pass has seen them
+    // and their timestamp is older than delete_retention_ms. Runs when the dirty bytes
+    // (segments holding offsets at or past the checkpoint) are at least
+    // min_cleanable_dirty_ratio of the cleanable bytes, or when the oldest dirty record is
+    // older than max_compaction_lag_ms. Rewritten segments replace the old ones by the
+    // swap of docs/formats/segment.md. Errors: io_error (the partition then fails),
+    // corrupt.
+    result<clean_result> clean(const log_config& cfg, timestamp_ms now, io_throttle& io);
+    // Whether a partition not loaded yet may have something to clean: more than one
+    // segment (only sealed ones are cleaned). Told from a directory listing.
+    bool compaction_candidate() const;
+
+  private:
+    struct clean_plan;
+    result<bool> plan_clean(const log_config& cfg, timestamp_ms now, clean_plan& plan);
+    // Forgets the rewrites of segments that retention or DeleteRecords removed during
+    // the pass. trim_mu held.
+    result<void> drop_trimmed(std::vector<offset_t>& bases, std::vector<int64_t>& sizes);
+    result<void> swap_cleaned(const std::vector<offset_t>& bases,
+                              const std::vector<int64_t>& sizes);
 
     // --- manager side ---
     // Flusher thread: makes everything appended so far durable; true when the high

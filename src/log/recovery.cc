@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "log/batch_scanner.h"
+#include "log/cleaner_files.h"
 #include "log/file_header.h"
 #include "log/log_start.h"
 
@@ -36,9 +37,10 @@ struct scan_end {
 
 // Scans from (position, offset) to the end of the file, verifying every batch and
 // feeding the segment's index bookkeeping.
+// `gaps`: sealed segments, which compaction may have thinned (docs/formats/segment.md).
 result<scan_end> scan_and_index(segment& seg, const file& f, int64_t position, offset_t offset,
-                                int64_t file_size, int32_t interval) {
-    batch_scanner scan(f, position, file_size, offset);
+                                int64_t file_size, int32_t interval, bool gaps = false) {
+    batch_scanner scan(f, position, file_size, offset, gaps);
     while (true) {
         auto s = scan.next(true);
         if (!s) return s.err();
@@ -151,9 +153,12 @@ result<void> ensure_sealed_indexes(segment& seg, int32_t interval, recovery_repo
     auto f = seg.data();
     if (!f) return f.err();
     seg.reset_indexes();
-    auto end = scan_and_index(seg, **f, file_header_size, seg.base_offset(), seg.size(), interval);
+    auto end =
+        scan_and_index(seg, **f, file_header_size, seg.base_offset(), seg.size(), interval, true);
     if (!end) return end.err();
-    if (!end->clean || end->next_offset != seg.end_offset()) {
+    // Compaction may have removed the last batches, so the data may end below the next
+    // segment's base, never above it.
+    if (!end->clean || end->next_offset > seg.end_offset()) {
         auto what = end->clean ? fmt::format(
                                      "data ends at offset {}, the next segment starts "
                                      "at {}",
@@ -181,7 +186,7 @@ void check_sealed_tail(segment& seg, recovery_reporter& rep, repair_summary& sum
     auto f = seg.data();
     if (!f) return;
     auto e = seg.offsets().lookup(seg.end_offset());
-    batch_scanner scan(**f, e.position, seg.size(), e.offset);
+    batch_scanner scan(**f, e.position, seg.size(), e.offset, true);
     result<step> s = step::batch;
     while ((s = scan.next(false)) && *s == step::batch) {
     }
@@ -190,7 +195,7 @@ void check_sealed_tail(segment& seg, recovery_reporter& rep, repair_summary& sum
         what = s.err().message;
     else if (*s != step::end)
         what = fmt::format("{} at byte {}", scan.reason(), scan.position());
-    else if (scan.next_offset() != seg.end_offset())
+    else if (scan.next_offset() > seg.end_offset())  // below it: compaction
         what = fmt::format("data ends at offset {}, the next segment starts at {}",
                            scan.next_offset(), seg.end_offset());
     if (what.empty()) return;
@@ -249,6 +254,8 @@ result<void> remove_leftover_files(const fs::path& dir, offset_t below, repair_s
 result<partition_files> open_partition_files(const fs::path& dir, recovery_reporter& rep,
                                              repair_summary& sum) {
     partition_files out;
+    // First, so that the segments listed are those of one side of a compaction swap.
+    if (auto r = finish_clean_swap(dir, sum); !r) return r.err();
     auto files = list_segments(dir);
     if (!files) return files.err();
     auto start = load_log_start(dir, rep, sum);

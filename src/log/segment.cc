@@ -292,7 +292,9 @@ result<int64_t> segment::find_position(offset_t offset) {
     auto e = _oidx->lookup(offset);
     auto f = data();
     if (!f) return f.err();
-    batch_scanner scan(**f, e.position, _size, e.offset);
+    // Sealed segments may have gaps (compaction); the batch holding `offset`, or the
+    // first after it, is what readers want.
+    batch_scanner scan(**f, e.position, _size, e.offset, true);
     while (true) {
         auto s = scan.next(false);
         if (!s) return s.err();

@@ -75,12 +75,17 @@ struct cursor {
 
 }  // namespace
 
-bool for_each_record(bytes_view batch, const std::function<bool(const record_view&)>& fn) {
-    auto h = read_batch_header(batch);
-    if (!h || h->size_bytes() > batch.size()) return false;
+namespace {
+
+// Walks the records of a batch; fn gets each record and its raw bytes (length prefix
+// included) and returns false to stop.
+bool walk_records(bytes_view batch, const batch_header& hdr,
+                  const std::function<bool(const record_view&, bytes_view)>& fn) {
+    const batch_header* h = &hdr;
     cursor c{batch.data() + batch_header_size, batch.data() + h->size_bytes()};
     record_view r;
     for (int32_t i = 0; i < h->record_count; ++i) {
+        const uint8_t* raw = c.p;
         int32_t len = c.varint();
         if (!c.ok || len < 0 || len > c.end - c.p) return false;
         cursor rc{c.p, c.p + len};
@@ -101,9 +106,57 @@ bool for_each_record(bytes_view batch, const std::function<bool(const record_vie
             r.headers.emplace_back(*hk, hv);
         }
         if (!rc.ok || rc.p != rc.end) return false;
-        if (!fn(r)) return true;
+        if (!fn(r, bytes_view(raw, static_cast<size_t>(c.p - raw)))) return true;
     }
     return c.p == c.end;
+}
+
+}  // namespace
+
+bool for_each_record(bytes_view batch, const std::function<bool(const record_view&)>& fn) {
+    auto h = read_batch_header(batch);
+    if (!h || h->size_bytes() > batch.size()) return false;
+    return walk_records(batch, *h, [&](const record_view& r, bytes_view) { return fn(r); });
+}
+
+result<int32_t> filter_batch(bytes_view batch, const std::function<bool(const record_view&)>& keep,
+                             bytes& out) {
+    auto h = read_batch_header(batch);
+    if (!h || h->size_bytes() > batch.size()) return {errc::corrupt, "truncated record batch"};
+    if (h->codec() != compression::none)
+        return {errc::unsupported, "compressed batches cannot be filtered yet"};
+    bytes kept_records;
+    int32_t kept = 0;
+    int64_t max_ts = INT64_MIN;  // kept records set it; only used when one is kept
+    bool ok =
+        walk_records(batch.first(h->size_bytes()), *h, [&](const record_view& r, bytes_view raw) {
+            if (!keep(r)) return true;
+            kept_records.insert(kept_records.end(), raw.begin(), raw.end());
+            max_ts = std::max(max_ts, r.timestamp);
+            ++kept;
+            return true;
+        });
+    if (!ok) return {errc::corrupt, "malformed records in batch"};
+    const int32_t dropped = h->record_count - kept;
+    if (kept == 0) return dropped;
+    if (dropped == 0) {
+        out.insert(out.end(), batch.begin(),
+                   batch.begin() + static_cast<ptrdiff_t>(h->size_bytes()));
+        return 0;
+    }
+    const size_t at = out.size();
+    out.insert(out.end(), batch.begin(), batch.begin() + static_cast<ptrdiff_t>(batch_header_size));
+    out.insert(out.end(), kept_records.begin(), kept_records.end());
+    uint8_t* p = out.data() + at;
+    const size_t size = batch_header_size + kept_records.size();
+    store_be<int32_t>(p + batch_length_offset, static_cast<int32_t>(size - batch_log_overhead));
+    store_be<int32_t>(p + batch_record_count_offset, kept);
+    // A LogAppendTime batch carries the broker's time in max_timestamp; keep it.
+    if (h->ts_type() == timestamp_type::create_time)
+        store_be<int64_t>(p + batch_max_timestamp_offset, max_ts);
+    store_be<uint32_t>(p + batch_crc_offset,
+                       crc32c(p + batch_attributes_offset, size - batch_attributes_offset));
+    return dropped;
 }
 
 namespace {
@@ -126,6 +179,9 @@ result<void> check_records(bytes_view batch, const batch_header& h, const batch_
                     fmt::format("record {} has offset delta {}, expected {}", i, delta, i)};
         auto key = rc.field();
         auto value = rc.field();
+        if (rc.ok && !key && lim.require_keys)
+            return {errc::invalid_record,
+                    fmt::format("record {} has no key, which a compacted topic requires", i)};
         if (key && key->size() > lim.max_key_value_bytes)
             return {errc::invalid_record,
                     fmt::format("record {} key is {} bytes, above the {} byte limit", i,

@@ -25,6 +25,7 @@ constexpr size_t batch_length_offset = 8;
 constexpr size_t batch_crc_offset = 17;
 constexpr size_t batch_attributes_offset = 21;
 constexpr size_t batch_max_timestamp_offset = 35;
+constexpr size_t batch_record_count_offset = 57;
 // Bytes before batch_length's coverage starts: base_offset + batch_length.
 constexpr size_t batch_log_overhead = 12;
 // Kafka's own cap on a single record's key or value is far higher; ours keeps a
@@ -68,6 +69,9 @@ bool batch_crc_ok(bytes_view batch);
 struct batch_limits {
     size_t max_batch_bytes = 1024 * 1024;
     size_t max_key_value_bytes = protocol::max_key_value_bytes;
+    // Compacted topics: a record without a key could never be compacted away, so it is
+    // refused (invalid_record), as Kafka does.
+    bool require_keys = false;
 };
 
 struct validated_batch {
@@ -97,5 +101,16 @@ struct record_view {
 // Calls fn for each record of an uncompressed, already validated batch; stops when fn
 // returns false. Returns false when the records are malformed.
 bool for_each_record(bytes_view batch, const std::function<bool(const record_view&)>& fn);
+
+// Compaction's rewrite of one uncompressed, validated batch: keeps the records `keep`
+// accepts and appends the result to `out`. A batch keeping every record is appended
+// byte for byte; one keeping none appends nothing. Otherwise the header is kept (base
+// offset, last offset delta, base timestamp, producer fields: each kept record keeps its
+// absolute offset and timestamp, and its bytes are copied unchanged), and record count,
+// batch length, max timestamp (CreateTime: the largest kept record's) and CRC are
+// recomputed. Returns how many records were dropped.
+// Errors: unsupported (compressed batch), corrupt (malformed records).
+result<int32_t> filter_batch(bytes_view batch, const std::function<bool(const record_view&)>& keep,
+                             bytes& out);
 
 }  // namespace sluice::protocol

@@ -57,6 +57,7 @@ log::partition_log* append_one(const request_context& ctx, const std::string& to
     if (!pd.records) return fail(error_code::invalid_record, "partition data holds no records");
     protocol::batch_limits lim;
     lim.max_batch_bytes = t->log_cfg.max_message_bytes;
+    lim.require_keys = t->log_cfg.compact;
     auto batches = protocol::validate_batches(*pd.records, lim);
     if (!batches) return fail(to_error(batches.code()), batches.err().message);
     for (const auto& vb : *batches) {

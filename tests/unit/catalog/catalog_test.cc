@@ -131,7 +131,7 @@ TEST_F(catalog_test, invalid_topics_are_rejected_and_not_stored) {
     topic_info no_partitions = make("p", 0);
     topic_info zero_id = make("z");
     zero_id.id = {};
-    topic_info bad_config = make("cfg", 1, {{"cleanup.policy", "compact"}});
+    topic_info bad_config = make("cfg", 1, {{"cleanup.policy", "shred"}});
     topic_info unknown_config = make("unk", 1, {{"colour", "blue"}});
     for (const auto* t : {&bad_name, &no_partitions, &zero_id, &bad_config, &unknown_config}) {
         auto r = c->create_topic(*t);

@@ -45,11 +45,11 @@ TEST(topic_config, unknown_key) {
     expect_bad("log.retention.ms", "1", "unknown topic config");  // broker name, not topic
 }
 
-TEST(topic_config, cleanup_policy_only_delete) {
+TEST(topic_config, cleanup_policy_delete_and_compact) {
     expect_ok("cleanup.policy", "delete");
-    expect_bad("cleanup.policy", "compact", "compaction is not supported yet");
-    expect_bad("cleanup.policy", "delete,compact", "compaction is not supported yet");
-    expect_bad("cleanup.policy", "compact, delete", "compaction is not supported yet");
+    expect_ok("cleanup.policy", "compact");
+    expect_ok("cleanup.policy", "delete,compact");
+    expect_ok("cleanup.policy", "compact, delete");
     expect_bad("cleanup.policy", "remove", "must be 'delete'");
     expect_bad("cleanup.policy", "", "must be 'delete'");
     expect_bad("cleanup.policy", "Delete", "must be 'delete'");

@@ -153,3 +153,116 @@ TEST(record_batch, log_append_time_sets_the_type_and_keeps_the_crc_valid) {
 
 }  // namespace
 }  // namespace sluice::protocol
+
+namespace sluice::protocol {
+namespace {
+
+using sluice::testing::build_batch;
+
+std::string str(const std::optional<bytes_view>& v) {
+    return v ? std::string(v->begin(), v->end()) : std::string("<null>");
+}
+
+struct flat_record {
+    int64_t offset;
+    int64_t timestamp;
+    std::string key;
+    std::string value;
+    std::vector<std::pair<std::string, std::string>> headers;
+    bool operator==(const flat_record&) const = default;
+};
+
+std::vector<flat_record> flatten(bytes_view b) {
+    std::vector<flat_record> out;
+    EXPECT_TRUE(for_each_record(b, [&](const record_view& r) {
+        flat_record f{r.offset, r.timestamp, str(r.key), str(r.value), {}};
+        for (const auto& [k, v] : r.headers) f.headers.emplace_back(str(k), str(v));
+        out.push_back(std::move(f));
+        return true;
+    }));
+    return out;
+}
+
+TEST(filter_batch, drops_records_and_keeps_offsets_timestamps_and_headers) {
+    bytes b = build_batch({{"a", "1", 100, {{"h", "x"}}},
+                           {"b", "2", 130, {}},
+                           {"a", std::nullopt, 120, {{"t", "y"}}},
+                           {"c", "4", 110, {}}},
+                          {.base_offset = 40});
+    const auto before = flatten(b);
+    bytes out = {0xee};  // filter_batch appends after what is there
+    auto r = filter_batch(
+        b, [](const record_view& rec) { return rec.offset % 2 == 0; }, out);
+    ASSERT_TRUE(r.ok()) << r.err().message;
+    EXPECT_EQ(*r, 2);
+    ASSERT_EQ(out[0], 0xee);
+    bytes_view nb = bytes_view(out).subspan(1);
+    auto h = *read_batch_header(nb);
+    EXPECT_EQ(h.size_bytes(), nb.size());
+    EXPECT_EQ(h.base_offset, 40);
+    EXPECT_EQ(h.last_offset_delta, 3);  // the original last offset stays
+    EXPECT_EQ(h.record_count, 2);
+    EXPECT_EQ(h.base_timestamp, 100);
+    EXPECT_EQ(h.max_timestamp, 120);  // the largest kept record's
+    EXPECT_TRUE(batch_crc_ok(nb));
+    // Byte-exact CRC over the rewritten bytes.
+    EXPECT_EQ(h.crc,
+              crc32c(nb.data() + batch_attributes_offset, nb.size() - batch_attributes_offset));
+    auto after = flatten(nb);
+    ASSERT_EQ(after.size(), 2u);
+    EXPECT_EQ(after[0], before[0]);
+    EXPECT_EQ(after[1], before[2]);
+    EXPECT_EQ(after[1].value, "<null>");
+}
+
+TEST(filter_batch, keeping_all_copies_the_batch_and_keeping_none_drops_it) {
+    bytes b = build_batch({{"a", "1", 5, {}}, {"b", "2", 6, {}}});
+    bytes out;
+    auto all = filter_batch(
+        b, [](const record_view&) { return true; }, out);
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(*all, 0);
+    EXPECT_EQ(out, b);
+    bytes none_out;
+    auto none = filter_batch(
+        b, [](const record_view&) { return false; }, none_out);
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(*none, 2);
+    EXPECT_TRUE(none_out.empty());
+}
+
+TEST(filter_batch, log_append_time_batches_keep_their_max_timestamp) {
+    bytes b = build_batch({{"a", "1", 5, {}}, {"b", "2", 6, {}}},
+                          {.log_append_time = true, .max_timestamp = 999});
+    bytes out;
+    ASSERT_TRUE(filter_batch(
+                    b, [](const record_view& r) { return r.offset == 1; }, out)
+                    .ok());
+    auto h = *read_batch_header(out);
+    EXPECT_EQ(h.max_timestamp, 999);
+    EXPECT_TRUE(batch_crc_ok(out));
+}
+
+TEST(filter_batch, compressed_batches_are_refused) {
+    bytes b = build_batch({{"a", "1", 5, {}}});
+    b[batch_attributes_offset + 1] |= 0x1;  // gzip
+    bytes out;
+    auto r = filter_batch(
+        b, [](const record_view&) { return false; }, out);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), errc::unsupported);
+}
+
+TEST(record_batch, keyless_records_are_refused_when_keys_are_required) {
+    bytes b = build_batch({{"a", "1", 5, {}}, {std::nullopt, "2", 6, {}}});
+    EXPECT_TRUE(validate_batches(b, {}).ok());
+    batch_limits lim;
+    lim.require_keys = true;
+    auto r = validate_batches(b, lim);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), errc::invalid_record);
+    EXPECT_TRUE(validate_batches(build_batch({{"a", std::nullopt, 5, {}}}), lim).ok());
+}
+
+}  // namespace
+}  // namespace sluice::protocol

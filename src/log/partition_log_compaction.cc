@@ -1,0 +1,379 @@
+// Log compaction of one partition: keeps, in its sealed segments, only the latest record
+// of each key. Rewritten segments are written under cleaning/, made durable, committed
+// by the cleaner-swap marker and then renamed over the originals; load() finishes or
+// rolls back an interrupted swap (finish_clean_swap). See docs/formats/segment.md,
+// "Compaction swap", and docs/design/compaction-status.md.
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "log/cleaner_files.h"
+#include "log/file_header.h"
+#include "log/partition_log.h"
+
+namespace sluice::log {
+
+struct partition_log::clean_plan {
+    struct seg {
+        offset_t base = 0;
+        offset_t end = 0;
+        int64_t size = 0;
+        fs::path path;  // opened one at a time, so a pass holds one descriptor
+    };
+    std::vector<seg> segs;  // cleanable, oldest first
+    offset_t dirty_start = 0;
+    offset_t log_start = 0;
+    double ratio = 0;
+    bool forced = false;
+};
+
+namespace {
+
+// The batches of a sealed segment's data file, after its header (one read: segments are
+// bounded by segment.bytes, and the cleaner holds one at a time). Opened by path rather
+// than through the descriptor cache: retention may delete the segment object while the
+// pass runs without trim_mu, and then the file is gone (errc::not_found).
+//
+// Reads in chunks, each charged to the throttle as it is read, so the budget paces the
+// reads themselves rather than the time after a whole segment. Errors: shutting_down
+// when the pass is cancelled.
+result<bytes> read_batches(const fs::path& path, int64_t size, io_throttle& io) {
+    auto f = open_file(path, O_RDONLY);
+    if (!f) return f.err();
+    uint8_t head[file_header_size];
+    if (auto r = read_exact(**f, head, sizeof head, 0); !r) return r.err();
+    if (auto h = decode_file_header(bytes_view(head, sizeof head), file_kind::data); !h)
+        return error{h.code(), fmt::format("{}: {}", path.string(), h.err().message)};
+    const auto n = static_cast<size_t>(size - static_cast<int64_t>(file_header_size));
+    bytes buf(n);
+    // 1 MiB: large enough for sequential reads, small enough to pace a 32 MiB/s budget
+    // in steps of about 30 ms.
+    constexpr size_t chunk = 1 << 20;
+    io.consume(static_cast<int64_t>(file_header_size));
+    for (size_t done = 0; done < n;) {
+        if (io.cancelled()) return error{errc::shutting_down, "compaction cancelled"};
+        const size_t len = std::min(chunk, n - done);
+        if (auto r = read_exact(**f, buf.data() + done, len,
+                                static_cast<int64_t>(file_header_size + done));
+            !r)
+            return r.err();
+        io.consume(static_cast<int64_t>(len));
+        done += len;
+    }
+    return buf;
+}
+
+// Calls fn(header, batch bytes, position in buf) for each whole batch of buf.
+template <typename Fn>
+result<void> each_batch(bytes_view buf, Fn&& fn) {
+    size_t pos = 0;
+    while (pos < buf.size()) {
+        auto h = protocol::read_batch_header(buf.subspan(pos));
+        if (!h || h->batch_length < 0 || pos + h->size_bytes() > buf.size())
+            return error{errc::corrupt, fmt::format("bad batch at byte {}", pos)};
+        if (auto r = fn(*h, buf.subspan(pos, h->size_bytes()), pos); !r) return r;
+        pos += h->size_bytes();
+    }
+    return {};
+}
+
+std::string key_of(bytes_view k) {
+    return {reinterpret_cast<const char*>(k.data()), k.size()};
+}
+
+// The time a record counts as written: the broker's on LogAppendTime batches.
+timestamp_ms record_time(const protocol::batch_header& h, const protocol::record_view& r) {
+    return h.ts_type() == protocol::timestamp_type::log_append_time ? h.max_timestamp : r.timestamp;
+}
+
+result<void> sync_file(const fs::path& p) {
+    auto f = open_file(p, O_RDONLY);
+    if (!f) return f.err();
+    return sync_data(**f);
+}
+
+}  // namespace
+
+bool partition_log::compaction_candidate() const {
+    auto files = list_segments(dir_path());
+    return files ? files->size() > 1 : files.code() != errc::not_found;
+}
+
+result<bool> partition_log::plan_clean(const log_config& cfg, timestamp_ms now, clean_plan& plan) {
+    std::lock_guard lk(_mu);
+    if (auto r = ensure_loaded(); !r) return r.err();
+    if (_st->clean_offset == -2) {
+        auto c = read_clean_checkpoint(_st->dir);
+        if (!c) return c.err();
+        _st->clean_offset = *c;
+    }
+    const offset_t hw = _hw.load();
+    plan.log_start = _lso.load();
+    const auto& segs = _st->segments;
+    // The active segment is never cleaned (appends go there), nor what a reader may not
+    // see yet, nor segments holding records newer than min.compaction.lag.ms.
+    for (size_t i = 0; i + 1 < segs.size(); ++i) {
+        segment& seg = *segs[i];
+        if (seg.end_offset() > hw) break;
+        if (cfg.min_compaction_lag_ms > 0) {
+            auto ts = largest_timestamp(seg);
+            if (!ts) return ts.err();
+            if (now - *ts < cfg.min_compaction_lag_ms) break;
+        }
+        if (seg.end_offset() <= plan.log_start) continue;  // retention's to delete
+        plan.segs.push_back({seg.base_offset(), seg.end_offset(), seg.size(), seg.data_path()});
+    }
+    if (plan.segs.empty()) return false;
+    plan.dirty_start = std::max(_st->clean_offset, plan.log_start);
+    int64_t total = 0;
+    int64_t dirty = 0;
+    const clean_plan::seg* first_dirty = nullptr;
+    for (const auto& s : plan.segs) {
+        total += s.size;
+        if (s.end <= plan.dirty_start) continue;
+        dirty += s.size;
+        if (!first_dirty) first_dirty = &s;
+    }
+    if (!first_dirty || total == 0) return false;
+    plan.ratio = static_cast<double>(dirty) / static_cast<double>(total);
+    // max.compaction.lag.ms is judged by the oldest dirty record: the first batch of the
+    // first dirty segment (its timestamp, or its append time on LogAppendTime topics).
+    if (cfg.max_compaction_lag_ms < std::numeric_limits<int64_t>::max() &&
+        first_dirty->size > static_cast<int64_t>(file_header_size)) {
+        uint8_t head[protocol::batch_header_size];
+        auto f = open_file(first_dirty->path, O_RDONLY);
+        if (!f) return f.err();
+        if (auto r = read_exact(**f, head, sizeof head, file_header_size); !r) return r.err();
+        auto h = *protocol::read_batch_header(bytes_view(head, sizeof head));
+        const timestamp_ms ts = h.ts_type() == protocol::timestamp_type::log_append_time
+                                    ? h.max_timestamp
+                                    : h.base_timestamp;
+        plan.forced = now - ts > cfg.max_compaction_lag_ms;
+    }
+    return plan.ratio >= cfg.min_cleanable_dirty_ratio || plan.forced;
+}
+
+result<partition_log::clean_result> partition_log::clean(const log_config& cfg, timestamp_ms now,
+                                                         io_throttle& io) {
+    state* st = loaded_state();
+    if (!st) return failure().value_or(error{errc::io_error, "partition failed to load"});
+    // One pass at a time per partition (cleaning/ and clean_offset are the pass's).
+    std::lock_guard one(st->clean_mu);
+    const auto started = std::chrono::steady_clock::now();
+    clean_plan plan;
+    result<bool> go = false;
+    {
+        // Retention and DeleteRecords hold trim_mu on the event loop's behalf, so the
+        // long part of the pass runs without it; the commit below checks what they did.
+        std::lock_guard trim(st->trim_mu);
+        go = plan_clean(cfg, now, plan);
+    }
+    if (!go) return go.err();
+    clean_result out;
+    out.dirty_ratio = plan.ratio;
+    out.clean_offset = st->clean_offset;
+    if (!*go) return out;
+    out.cleaned = true;
+
+    // 1. The latest offset of each key in the dirty part. Records below it go.
+    std::unordered_map<std::string, offset_t> latest;
+    for (const auto& s : plan.segs) {
+        if (s.end <= plan.dirty_start) continue;
+        auto buf = read_batches(s.path, s.size, io);
+        if (!buf && buf.code() == errc::not_found) continue;  // trimmed meanwhile
+        if (!buf) return buf.err();
+        out.bytes_read += s.size;
+        auto r = each_batch(*buf, [&](const protocol::batch_header&, bytes_view b, size_t) {
+            // A compressed batch (not accepted today) yields nothing and is kept whole.
+            protocol::for_each_record(b, [&](const protocol::record_view& rec) {
+                if (rec.offset >= plan.dirty_start && rec.key)
+                    latest[key_of(*rec.key)] = rec.offset;
+                return true;
+            });
+            return result<void>();
+        });
+        if (!r) return r.err();
+    }
+
+    // 2. Rewrite, under cleaning/, every segment that loses a record.
+    const fs::path cleaning = st->dir / cleaning_dir_name;
+    std::error_code ec;
+    fs::remove_all(cleaning, ec);
+    if (!ec) fs::create_directory(cleaning, ec);
+    if (ec) return io_error_from_errno("mkdir", cleaning, ec.value());
+    std::vector<offset_t> bases;
+    std::vector<int64_t> sizes;
+    for (const auto& s : plan.segs) {
+        auto buf = read_batches(s.path, s.size, io);
+        if (!buf && buf.code() == errc::not_found) continue;  // trimmed meanwhile
+        if (!buf) return buf.err();
+        out.bytes_read += s.size;
+        bytes kept;
+        std::vector<std::pair<protocol::batch_header, size_t>> kept_batches;
+        int64_t removed = 0;
+        auto r = each_batch(*buf, [&](const protocol::batch_header& h, bytes_view b, size_t) {
+            auto keep = [&](const protocol::record_view& rec) {
+                if (rec.offset < plan.log_start || !rec.key) return true;
+                auto it = latest.find(key_of(*rec.key));
+                if (it != latest.end() && rec.offset < it->second) return false;
+                // A tombstone goes once an earlier pass has seen it (it lies in the clean
+                // part) and delete.retention.ms has passed since its timestamp.
+                if (!rec.value && rec.offset < plan.dirty_start &&
+                    now - record_time(h, rec) > cfg.delete_retention_ms)
+                    return false;
+                return true;
+            };
+            const size_t at = kept.size();
+            auto d = protocol::filter_batch(b, keep, kept);
+            if (!d && d.code() != errc::unsupported) return result<void>(d.err());
+            if (!d) kept.insert(kept.end(), b.begin(), b.end());  // compressed: kept whole
+            removed += d ? *d : 0;
+            if (kept.size() > at) {
+                kept_batches.emplace_back(
+                    *protocol::read_batch_header(bytes_view(kept).subspan(at)), at);
+            }
+            return result<void>();
+        });
+        if (!r) return r.err();
+        if (removed == 0) continue;
+        auto ns = segment::create(cleaning, s.base, now, _ctx->files);
+        if (!ns) return ns.err();
+        if (!kept.empty()) {
+            if (auto a = (*ns)->append(kept, kept_batches.back().first.last_offset()); !a)
+                return a.err();
+        }
+        for (const auto& [h, pos] : kept_batches)
+            (*ns)->note_batch(h.base_offset, static_cast<int64_t>(file_header_size + pos),
+                              h.max_timestamp, cfg.index_interval_bytes);
+        (*ns)->set_end_offset(s.end);
+        (*ns)->set_indexes_dirty(true);  // index files are written even when empty
+        if (auto sr = (*ns)->seal(); !sr) return sr.err();
+        for (const char* ext : {index_ext, time_index_ext}) {
+            if (auto sr = sync_file(cleaning / segment_file_name(s.base, ext)); !sr)
+                return sr.err();
+        }
+        io.consume((*ns)->size());
+        out.bytes_written += (*ns)->size();
+        out.records_removed += removed;
+        bases.push_back(s.base);
+        sizes.push_back((*ns)->size());
+    }
+
+    // 3. Commit and swap (docs/formats/segment.md, "Compaction swap"). A cancel before
+    // the commit leaves the old segments; cleaning/ goes at the next pass or load.
+    if (io.cancelled()) return error{errc::shutting_down, "compaction cancelled"};
+    std::lock_guard trim(st->trim_mu);
+    if (auto r = drop_trimmed(bases, sizes); !r) return r.err();
+    if (!bases.empty()) {
+        // cleaning/ and its files are durable before the marker can be: its own fsync,
+        // then the partition directory's (which holds the cleaning/ entry).
+        if (auto r = sync_dir(cleaning); !r) return r.err();
+        if (auto r = sync_dir(st->dir); !r) return r.err();
+        {
+            auto m = open_file(st->dir / clean_swap_marker_name, O_WRONLY | O_CREAT | O_TRUNC);
+            if (!m) return m.err();
+            if (auto r = sync_data(**m); !r) return r.err();
+        }
+        if (auto r = sync_dir(st->dir); !r) return r.err();
+        if (auto r = swap_cleaned(bases, sizes); !r) return r.err();
+    }
+    fs::remove(cleaning, ec);  // empty now; a leftover is removed at the next load
+
+    // 4. Everything below the end of the cleanable part is clean now.
+    const offset_t clean_to = plan.segs.back().end;
+    if (auto r = write_clean_checkpoint(st->dir, clean_to); !r) return r.err();
+    st->clean_offset = clean_to;
+    out.clean_offset = clean_to;
+    out.segments_rewritten = bases.size();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count();
+    log_info("cleaner",
+             "{}-{}: dirty ratio {:.2f}{}; read {} bytes, wrote {} bytes, removed {} records, "
+             "rewrote {} segments in {} ms (throttled {} ms); clean up to offset {}",
+             _topic->name, _partition, plan.ratio, plan.forced ? " (max.compaction.lag.ms)" : "",
+             out.bytes_read, out.bytes_written, out.records_removed, out.segments_rewritten, ms,
+             std::chrono::duration_cast<std::chrono::milliseconds>(io.slept()).count(), clean_to);
+    return out;
+}
+
+result<void> partition_log::drop_trimmed(std::vector<offset_t>& bases,
+                                         std::vector<int64_t>& sizes) {
+    std::vector<offset_t> gone;
+    {
+        std::lock_guard lk(_mu);
+        for (size_t i = 0; i < bases.size();) {
+            const bool present =
+                std::any_of(_st->segments.begin(), _st->segments.end(),
+                            [&](const auto& s) { return s->base_offset() == bases[i]; });
+            if (present) {
+                ++i;
+                continue;
+            }
+            gone.push_back(bases[i]);
+            bases.erase(bases.begin() + static_cast<ptrdiff_t>(i));
+            sizes.erase(sizes.begin() + static_cast<ptrdiff_t>(i));
+        }
+    }
+    // Retention or DeleteRecords removed these while the pass ran: their rewrites must
+    // not bring them back.
+    const fs::path cleaning = _st->dir / cleaning_dir_name;
+    for (offset_t base : gone) {
+        for (const char* ext : {data_ext, index_ext, time_index_ext}) {
+            std::error_code ec;
+            fs::remove(cleaning / segment_file_name(base, ext), ec);
+            if (ec) return io_error_from_errno("unlink", cleaning, ec.value());
+        }
+    }
+    return {};
+}
+
+result<void> partition_log::swap_cleaned(const std::vector<offset_t>& bases,
+                                         const std::vector<int64_t>& sizes) {
+    const fs::path cleaning = _st->dir / cleaning_dir_name;
+    std::vector<std::unique_ptr<segment>> old;
+    {
+        // Renames and the new segment objects under _mu, so no reader pairs an old index
+        // with new data. A reader that already holds an old data file keeps reading it.
+        std::lock_guard lk(_mu);
+        for (size_t i = 0; i < bases.size(); ++i) {
+            for (const char* ext : {data_ext, index_ext, time_index_ext}) {
+                const std::string name = segment_file_name(bases[i], ext);
+                std::error_code ec;
+                fs::rename(cleaning / name, _st->dir / name, ec);
+                if (ec) {
+                    // The marker stays: the next load finishes the swap.
+                    auto e = io_error_from_errno("rename", cleaning / name, ec.value());
+                    fail(e);
+                    return e;
+                }
+            }
+            for (auto& seg : _st->segments) {
+                if (seg->base_offset() != bases[i]) continue;
+                auto ns =
+                    std::make_unique<segment>(_st->dir, bases[i], sizes[i], false, _ctx->files);
+                ns->set_end_offset(seg->end_offset());
+                old.push_back(std::move(seg));
+                seg = std::move(ns);
+                break;
+            }
+        }
+    }
+    // Directory fsync, then the marker goes (roll_clean_swap_forward finds nothing left
+    // to rename).
+    if (auto r = roll_clean_swap_forward(_st->dir); !r) {
+        std::lock_guard lk(_mu);
+        fail(r.err());
+        return r;
+    }
+    return {};
+}
+
+}  // namespace sluice::log
