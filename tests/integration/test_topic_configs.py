@@ -52,7 +52,7 @@ INVALID = [
     ("retention.ms", "abc"),
     ("segment.bytes", "100"),  # below the 1 KiB floor
     ("message.timestamp.type", "Foo"),
-    ("cleanup.policy", "compact"),  # compaction is not supported yet
+    ("cleanup.policy", "shred"),  # neither delete nor compact
 ]
 
 
@@ -457,10 +457,16 @@ def test_incremental_alter_configs_operations(broker_factory, topic_name):
 
     # APPEND / SUBTRACT on the list config cleanup.policy.
     for version in (0, 1):
-        # 'delete' + 'compact' = 'delete,compact': compaction is not supported yet.
-        answer = ialter(b.bootstrap, version, [(TOPIC, topic_name, [("cleanup.policy", APPEND, "compact")])])
+        # 'delete' + 'compact' = 'delete,compact'; SUBTRACT takes it back to 'delete'.
+        ok(version, [("cleanup.policy", APPEND, "compact")])
+        assert describe(b.bootstrap, topic_name, keys=["cleanup.policy"])["cleanup.policy"]["value"] == "delete,compact"
+        ok(version, [("cleanup.policy", SUBTRACT, "compact")])
+        assert describe(b.bootstrap, topic_name, keys=["cleanup.policy"])["cleanup.policy"]["value"] == "delete"
+        # A value that is neither policy is refused and changes nothing.
+        answer = ialter(b.bootstrap, version, [(TOPIC, topic_name, [("cleanup.policy", APPEND, "shred")])])
         assert_error(answer, topic_name, K.INVALID_CONFIG, mentions="cleanup.policy")
-        expect_configs(b.bootstrap, topic_name, cfg, broker_defaults)
+    ok(1, [("cleanup.policy", DELETE, None)])
+    expect_configs(b.bootstrap, topic_name, cfg, broker_defaults)
     ok(1, [("cleanup.policy", APPEND, "delete")])  # already in the list: stays 'delete'
     assert describe(b.bootstrap, topic_name, keys=["cleanup.policy"])["cleanup.policy"]["value"] == "delete"
     ok(0, [("cleanup.policy", SUBTRACT, "compact")])  # not in the list: stays 'delete'
