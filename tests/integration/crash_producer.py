@@ -54,6 +54,7 @@ def main():
 
     p = Producer(H.producer_conf(args.bootstrap, **{
         "linger.ms": 2,
+        "batch.size": 65536,  # a batch must fit in the test topic's 256 KiB segments
         "message.timeout.ms": 10000,
         "reconnect.backoff.ms": 100,
         "reconnect.backoff.max.ms": 500,

@@ -8,7 +8,9 @@ import sluice_helpers as H
 def produce_batch(bootstrap, topic, start, count, parts, base_ts):
     records = [dict(key=H.key_for(i, b"r"), value=H.value_for(i, b"r"), headers=H.headers_for(i, b"r"),
                     timestamp=base_ts + i, partition=i % parts) for i in range(start, start + count)]
-    producer = Producer(H.producer_conf(bootstrap))
+    # Batches must fit in one 64 KiB segment (larger ones get RECORD_LIST_TOO_LARGE, as
+    # in Kafka); librdkafka's default batch.size is 1 MB.
+    producer = Producer(H.producer_conf(bootstrap, **{"batch.size": 16384}))
     dr = H.produce_all(producer, topic, records)
     return {(d.partition, d.offset): r for r, d in zip(records, dr)}
 
