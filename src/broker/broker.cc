@@ -18,6 +18,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _groups(_cfg.groups),
       _listener(loop, [this](int fd, std::string peer) { on_accept(fd, std::move(peer)); }) {
     _cluster_id = _catalog.cluster_id();
+    _groups.on_earlier_deadline([this] { schedule_groups(); });
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
         _loop.post([this, tps] { notify_data(tps); });
     });
@@ -104,7 +105,7 @@ void broker::schedule_groups() {
     auto next = _groups.next_deadline();
     if (!next || (_group_timer != 0 && _group_timer_at <= *next)) return;
     if (_group_timer != 0) _loop.cancel_timer(_group_timer);
-    int64_t now = group::system_clocks().steady_ms();
+    int64_t now = group::steady_now_ms();
     _group_timer_at = *next;
     _group_timer = _loop.add_timer(std::chrono::milliseconds(std::max<int64_t>(0, *next - now)),
                                    [this] {

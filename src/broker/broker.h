@@ -51,8 +51,6 @@ public:
     // Makes committed-offset changes durable, then runs fn on the loop thread.
     void store_offsets(std::vector<catalog::offset_write> writes,
                        std::function<void(result<void>)> fn);
-    // Re-arms the coordinator's timer after anything that may have moved its deadlines.
-    void schedule_groups();
     const std::string& cluster_id() const { return _cluster_id; }
     const std::vector<advertised_broker>& brokers() const { return _brokers; }
     // Leadership is spread across the advertised ids.
@@ -82,6 +80,8 @@ private:
         std::function<bool(bool)> fn;
     };
     void on_accept(int fd, std::string peer);
+    // Arms the loop timer that drives the coordinator's poll() for its earliest deadline.
+    void schedule_groups();
     result<void> load_offsets();
     void sweep_expired_offsets();
     void finish_waiter(uint64_t id, bool timed_out);

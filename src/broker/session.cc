@@ -86,8 +86,6 @@ void session::on_frame(bytes_view frame) {
     if (h.client_id && _client_id != *h.client_id) _client_id = *h.client_id;
     request_context ctx{_broker, shared_from_this(), std::move(h), slot};
     api->handle(ctx, frame.subspan(r.position()));
-    // A group request may have moved the coordinator's deadlines.
-    _broker.schedule_groups();
 }
 
 // ApiVersions gets a full v0 answer with the table so the client can pick a version;

@@ -13,7 +13,8 @@ namespace {
 constexpr int64_t int32_max = std::numeric_limits<int32_t>::max();
 constexpr int64_t int64_max = std::numeric_limits<int64_t>::max();
 
-enum class value_type { int32, int64, boolean, fraction, custom };
+// custom and list values are checked by the spec's own function.
+enum class value_type { int32, int64, boolean, fraction, custom, list };
 
 // Returns "" when the value is acceptable, else the reason it is not.
 using custom_check = std::string (*)(std::string_view value);
@@ -27,21 +28,9 @@ struct config_spec {
 };
 
 std::string check_cleanup_policy(std::string_view v) {
-    // A comma-separated list in Kafka; items may carry spaces around the commas.
-    bool any = false;
-    size_t start = 0;
-    while (start <= v.size()) {
-        size_t comma = std::min(v.find(',', start), v.size());
-        std::string_view item = v.substr(start, comma - start);
-        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-        if (item != "compact" && item != "delete") {
+    for (const auto& item : config_list_items(v))
+        if (item != "compact" && item != "delete")
             return "must be 'delete', 'compact' or 'compact,delete'";
-        }
-        any = true;
-        start = comma + 1;
-    }
-    if (!any) return "must be 'delete', 'compact' or 'compact,delete'";
     return "";
 }
 
@@ -68,7 +57,7 @@ const std::vector<config_spec>& specs() {
               "What happens to old segments: 'delete' removes them by retention.ms and "
               "retention.bytes; 'compact' keeps only the latest record of each key (records "
               "must have keys); 'compact,delete' does both."},
-             value_type::custom,
+             value_type::list,
              0,
              0,
              check_cleanup_policy},
@@ -256,12 +245,27 @@ std::string check_value(const config_spec& spec, std::string_view v) {
             return "";
         }
         case value_type::custom:
+        case value_type::list:
             return spec.check(v);
     }
     return "unknown value type";
 }
 
 }  // namespace
+
+std::vector<std::string> config_list_items(std::string_view v) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= v.size()) {
+        size_t comma = std::min(v.find(',', start), v.size());
+        std::string_view item = v.substr(start, comma - start);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        out.emplace_back(item);
+        start = comma + 1;
+    }
+    return out;
+}
 
 const std::vector<config_def>& topic_config_defs() {
     static const std::vector<config_def> defs = [] {
@@ -280,7 +284,7 @@ const config_def* find_topic_config_def(std::string_view name) {
 
 int8_t topic_config_type(std::string_view name) {
     // Kafka's ConfigEntry.ConfigType numbering.
-    constexpr int8_t unknown = 0, boolean = 1, string = 2, int32 = 3, int64 = 5, dbl = 6, list = 7;
+    constexpr int8_t unknown = 0, boolean = 1, string = 2, int32 = 3, int64 = 5, dbl = 6;
     const config_spec* s = find_spec(name);
     if (!s) return unknown;
     switch (s->type) {
@@ -288,7 +292,8 @@ int8_t topic_config_type(std::string_view name) {
         case value_type::int64: return int64;
         case value_type::boolean: return boolean;
         case value_type::fraction: return dbl;
-        case value_type::custom: return name == "cleanup.policy" ? list : string;
+        case value_type::custom: return string;
+        case value_type::list: return config_type_list;
     }
     return unknown;
 }

@@ -25,9 +25,14 @@ const std::vector<config_def>& topic_config_defs();
 // nullptr if the key is unknown.
 const config_def* find_topic_config_def(std::string_view name);
 
+// The items of a list-valued config (Kafka's LIST type, e.g. cleanup.policy): split at
+// commas, spaces around each item trimmed, empty items kept (validation refuses them).
+std::vector<std::string> config_list_items(std::string_view value);
+
 // The config's type as DescribeConfigs v3+ reports it (Kafka's ConfigType: 1 boolean,
 // 2 string, 3 int, 5 long, 6 double, 7 list); 0 for an unknown key.
 int8_t topic_config_type(std::string_view name);
+inline constexpr int8_t config_type_list = 7;
 
 // Checks one key/value pair: errc::invalid_argument naming the key and the reason when
 // the key is unknown or the value is out of range, malformed or not supported yet (the

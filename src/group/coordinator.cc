@@ -42,12 +42,13 @@ std::optional<group_state> parse_state(std::string_view name) {
     return std::nullopt;
 }
 
+int64_t steady_now_ms() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(steady::now().time_since_epoch()).count();
+}
+
 clock_source system_clocks() {
-    return {[] {
-                using namespace std::chrono;
-                return duration_cast<milliseconds>(steady::now().time_since_epoch()).count();
-            },
-            [] { return now_ms(); }};
+    return {steady_now_ms, [] { return now_ms(); }};
 }
 
 coordinator::coordinator(config cfg, clock_source clock) : _cfg(cfg), _clock(std::move(clock)) {
@@ -114,7 +115,8 @@ void coordinator::arm(timer_kind k, group_data& g, const std::string& member, in
                       int64_t at) {
     disarm(k, g, member, slot);
     slot = at;
-    _timers.insert({at, k, g.id, member});
+    auto it = _timers.insert({at, k, g.id, member}).first;
+    if (it == _timers.begin() && _on_earlier) _on_earlier();
 }
 
 void coordinator::disarm(timer_kind k, const group_data& g, const std::string& member,

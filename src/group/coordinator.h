@@ -29,6 +29,8 @@ struct clock_source {
     std::function<int64_t()> wall_ms;    // commit timestamps and offset expiry
 };
 clock_source system_clocks();
+// The steady clock system_clocks() uses, in ms.
+int64_t steady_now_ms();
 
 class coordinator {
   public:
@@ -86,6 +88,9 @@ class coordinator {
     // --- time ---
     // The earliest deadline (steady ms), if any; poll() handles every one that is due.
     std::optional<int64_t> next_deadline() const;
+    // Called whenever a new deadline becomes the earliest, so the owner can re-arm the
+    // one timer that drives poll().
+    void on_earlier_deadline(std::function<void()> fn) { _on_earlier = std::move(fn); }
     void poll();
     // Answers every parked join and sync with NOT_COORDINATOR (broker shutdown).
     void shutdown();
@@ -137,6 +142,7 @@ class coordinator {
     clock_source _clock;
     std::unordered_map<std::string, std::unique_ptr<group_data>> _groups;
     std::set<timer_key> _timers;
+    std::function<void()> _on_earlier;
     uint64_t _join_seq = 0;
     uint64_t _id_state[2] = {};
 };

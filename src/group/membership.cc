@@ -23,11 +23,6 @@ sync_result sync_error(error_code e) {
     return r;
 }
 
-bool same_protocol_names(const std::vector<protocol_entry>& a,
-                         const std::vector<protocol_entry>& b) {
-    return a == b;
-}
-
 }  // namespace
 
 // A member may join if it speaks the group's protocol type and at least one protocol
@@ -114,8 +109,7 @@ void coordinator::join_static_member(group_data& g, join_request& req, join_call
     m.client_host = req.client_host;
     m.session_timeout_ms = req.session_timeout_ms;
     m.rebalance_timeout_ms = req.rebalance_timeout_ms;
-    if (g.state == group_state::stable && !was_leader &&
-        same_protocol_names(m.protocols, req.protocols)) {
+    if (g.state == group_state::stable && !was_leader && m.protocols == req.protocols) {
         refresh_session(g, m);
         return cb(current_join_result(g, m));
     }
@@ -138,11 +132,10 @@ void coordinator::join_known_member(group_data& g, join_request& req, join_callb
             return update_member_and_rebalance(g, m, req, std::move(cb));
         case group_state::completing_rebalance:
             // A repeated join of this generation gets the same answer again.
-            if (same_protocol_names(m.protocols, req.protocols))
-                return cb(current_join_result(g, m));
+            if (m.protocols == req.protocols) return cb(current_join_result(g, m));
             return update_member_and_rebalance(g, m, req, std::move(cb));
         case group_state::stable:
-            if (g.leader == m.id || !same_protocol_names(m.protocols, req.protocols))
+            if (g.leader == m.id || m.protocols != req.protocols)
                 return update_member_and_rebalance(g, m, req, std::move(cb));
             refresh_session(g, m);
             return cb(current_join_result(g, m));

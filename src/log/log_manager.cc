@@ -204,8 +204,9 @@ result<void> log_manager::remove_topic(const std::string& topic) {
     return {};
 }
 
-log_manager::retention_stats log_manager::enforce_retention(timestamp_ms now) {
-    retention_stats stats;
+void log_manager::each_topic_for_background_work(
+    const std::function<bool(const std::string&, const log_config&,
+                             const std::vector<partition_log*>&)>& fn) {
     std::vector<std::string> names;
     {
         std::shared_lock lk(_topics_mu);
@@ -224,39 +225,32 @@ log_manager::retention_stats log_manager::enforce_retention(timestamp_ms now) {
             cfg = it->second->config();
             for (auto& p : it->second->partitions) parts.push_back(&p);
         }
-        if (!cfg.delete_enabled || (cfg.retention_ms < 0 && cfg.retention_bytes < 0)) continue;
-        for (auto* p : parts) retain(*p, cfg, now, stats);
+        if (!fn(name, cfg, parts)) break;
     }
+}
+
+log_manager::retention_stats log_manager::enforce_retention(timestamp_ms now) {
+    retention_stats stats;
+    each_topic_for_background_work([&](const std::string&, const log_config& cfg,
+                                       const std::vector<partition_log*>& parts) {
+        if (!cfg.delete_enabled || (cfg.retention_ms < 0 && cfg.retention_bytes < 0)) return true;
+        for (auto* p : parts) retain(*p, cfg, now, stats);
+        return true;
+    });
     return stats;
 }
 
 log_manager::compaction_stats log_manager::enforce_compaction(timestamp_ms now) {
     compaction_stats stats;
-    std::vector<std::string> names;
-    {
-        std::shared_lock lk(_topics_mu);
-        for (const auto& [name, t] : _topics) names.push_back(name);
-    }
     io_throttle io(_opts.cleaner_io_bytes_per_sec, &_clean_cancel);
-    for (const auto& name : names) {
-        // Per topic, so remove_topic waits for at most one topic's work.
-        std::lock_guard ret(_retention_mu);
-        if (!_retention_on) break;
-        log_config cfg;
-        std::vector<partition_log*> parts;
-        {
-            std::shared_lock lk(_topics_mu);
-            auto it = _topics.find(name);
-            if (it == _topics.end()) continue;
-            cfg = it->second->config();
-            for (auto& p : it->second->partitions) parts.push_back(&p);
-        }
-        if (!cfg.compact) continue;
+    each_topic_for_background_work([&](const std::string& name, const log_config& cfg,
+                                       const std::vector<partition_log*>& parts) {
+        if (!cfg.compact) return true;
         for (auto* p : parts) {
-            if (io.cancelled()) break;
+            if (io.cancelled()) return false;
             if (p->loaded() ? p->failure().has_value() : !p->compaction_candidate()) continue;
             auto r = p->clean(cfg, now, io);
-            if (!r && r.code() == errc::shutting_down) break;  // cancelled; old segments stay
+            if (!r && r.code() == errc::shutting_down) return false;  // old segments stay
             if (!r) {
                 ++stats.partitions_failed;
                 log_warn("cleaner", "{}-{}: {}", name, p->partition(), r.err().message);
@@ -269,7 +263,8 @@ log_manager::compaction_stats log_manager::enforce_compaction(timestamp_ms now) 
             stats.bytes_read += r->bytes_read;
             stats.bytes_written += r->bytes_written;
         }
-    }
+        return true;
+    });
     return stats;
 }
 

@@ -148,6 +148,12 @@ class log_manager final : private dirty_sink {
                     std::vector<topic_partition>& advanced);
     result<void> recover_all(open_summary& sum);
     void retain(partition_log& p, const log_config& cfg, timestamp_ms now, retention_stats& stats);
+    // Retention and compaction walk topics alike: each under _retention_mu (so
+    // remove_topic waits for at most one topic), stopping once close() turned them off or
+    // fn returns false.
+    void each_topic_for_background_work(
+        const std::function<bool(const std::string&, const log_config&,
+                                 const std::vector<partition_log*>&)>& fn);
     int32_t index_interval_for(const std::string& dir_name);
 
     options _opts;

@@ -11,29 +11,17 @@ namespace {
 
 using protocol::error_code;
 
-// A list-valued config (Kafka's LIST type) as its items.
-std::vector<std::string> split_list(const std::string& v) {
-    std::vector<std::string> out;
-    size_t start = 0;
-    while (start <= v.size() && !v.empty()) {
-        size_t comma = std::min(v.find(',', start), v.size());
-        std::string item = v.substr(start, comma - start);
-        while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-        while (!item.empty() && item.back() == ' ') item.pop_back();
-        if (!item.empty()) out.push_back(item);
-        start = comma + 1;
-    }
-    return out;
+// The non-empty items of a list value: what APPEND and SUBTRACT work on.
+std::vector<std::string> split_list(std::string_view v) {
+    auto items = catalog::config_list_items(v);
+    std::erase(items, std::string{});
+    return items;
 }
 
 std::string join_list(const std::vector<std::string>& items) {
     std::string out;
     for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
     return out;
-}
-
-bool is_list_config(const std::string& name) {
-    return name == "cleanup.policy";
 }
 
 struct refusal {
@@ -61,7 +49,7 @@ std::optional<refusal> apply_ops(const std::vector<config_change::op>& ops,
             case protocol::config_op_subtract: {
                 if (!catalog::find_topic_config_def(o.name))
                     return refusal{error_code::invalid_config, "unknown config '" + o.name + "'"};
-                if (!is_list_config(o.name))
+                if (catalog::topic_config_type(o.name) != catalog::config_type_list)
                     return refusal{error_code::invalid_config,
                                    "'" + o.name + "' is not a list; APPEND and SUBTRACT need one"};
                 auto items = split_list(topics.effective_config(t, o.name));
