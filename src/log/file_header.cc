@@ -1,9 +1,15 @@
 #include "log/file_header.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include "common/crc32c.h"
 #include "common/endian.h"
+#include "log/file_io.h"
 
 namespace sluice::log {
 
@@ -56,8 +62,29 @@ const char* file_kind_name(file_kind k) {
             return "offset index";
         case file_kind::time_index:
             return "time index";
+        case file_kind::append_time:
+            return "append-time index";
     }
     return "?";
+}
+
+result<opened_entries> open_entries(const std::filesystem::path& path, file_kind kind,
+                                    int64_t base_offset, size_t entry_size) {
+    auto f = open_file(path, O_RDONLY);
+    if (!f) return f.err();
+    struct stat st {};
+    if (::fstat((*f)->fd(), &st) != 0) return io_error_from_errno("stat", path, errno);
+    uint8_t h[file_header_size];
+    if (auto r = read_exact(**f, h, sizeof h, 0); !r) return r.err();
+    auto hdr = decode_file_header(bytes_view(h, sizeof h), kind);
+    if (hdr && hdr->base_offset != base_offset)
+        hdr = error{errc::corrupt, fmt::format("header names base offset {}", hdr->base_offset)};
+    if (!hdr) return error{hdr.code(), fmt::format("{}: {}", path.string(), hdr.err().message)};
+    const int64_t body = st.st_size - static_cast<int64_t>(file_header_size);
+    if (body % static_cast<int64_t>(entry_size) != 0)
+        return error{errc::corrupt,
+                     fmt::format("{}: body of {} bytes is torn", path.string(), body)};
+    return opened_entries{std::move(*f), st.st_size, body / static_cast<int64_t>(entry_size)};
 }
 
 }  // namespace sluice::log

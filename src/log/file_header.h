@@ -1,10 +1,13 @@
 #pragma once
 
 // The 32-byte header that starts every file of a segment (data, offset index, time
-// index). Grammar, magic numbers and versioning: docs/formats/segment.md.
+// index, append-time index). Grammar, magic numbers and versioning: docs/formats/segment.md.
 
 #include <cstddef>
 #include <cstdint>
+
+#include <filesystem>
+#include <memory>
 
 #include "common/result.h"
 #include "common/types.h"
@@ -16,6 +19,7 @@ enum class file_kind : uint32_t {
     data = 0x534c5347,          // "SLSG": Sluice log segment
     offset_index = 0x534c4f58,  // "SLOX": offset index
     time_index = 0x534c5458,    // "SLTX": time index
+    append_time = 0x534c4154,   // "SLAT": append-time index
 };
 
 constexpr size_t file_header_size = 32;
@@ -34,5 +38,17 @@ void encode_file_header(uint8_t* out, const file_header& h);
 result<file_header> decode_file_header(bytes_view in, file_kind expected);
 
 const char* file_kind_name(file_kind k);
+
+class file;
+
+// An index file opened for a quick look (the last entries) without loading it: checks
+// its header (kind, version, CRC) and base offset, and that its body is whole entries.
+struct opened_entries {
+    std::shared_ptr<file> f;
+    int64_t size = 0;     // of the file
+    int64_t entries = 0;  // whole entries after the header
+};
+result<opened_entries> open_entries(const std::filesystem::path& path, file_kind kind,
+                                    int64_t base_offset, size_t entry_size);
 
 }  // namespace sluice::log

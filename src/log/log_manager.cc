@@ -21,6 +21,22 @@ constexpr const char* trash_dir_name = ".trash";
 // Marker contents: a fixed line naming the format, so a stray file is not mistaken for
 // one (docs/formats/data-dir.md).
 constexpr std::string_view clean_marker_text = "sluice clean shutdown v1\n";
+constexpr const char* boot_id_name = ".boot-id";
+
+// "sluice boot-id v1\n<the kernel's boot id>\n", or "" when the kernel does not tell. The
+// kernel draws a new boot id at every boot, so a file holding the current one means the
+// previous broker ran in this boot: if it did not stop cleanly, only the process crashed
+// and the page cache kept everything it wrote (docs/formats/data-dir.md, "Boot id").
+std::string boot_id_text() {
+    auto f = open_file("/proc/sys/kernel/random/boot_id", O_RDONLY);
+    if (!f) return {};
+    uint8_t buf[64];  // a UUID: 36 characters and a newline
+    auto n = read_at(**f, buf, sizeof buf, 0);
+    if (!n) return {};
+    std::string id(reinterpret_cast<const char*>(buf), *n);
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    return id.empty() ? std::string() : fmt::format("sluice boot-id v1\n{}\n", id);
+}
 
 // "<topic>-<partition>" → topic, partition; false for other names.
 bool parse_partition_dir(const std::string& name, std::string& topic, int32_t& partition) {
@@ -55,7 +71,7 @@ int32_t log_manager::index_interval_for(const std::string& dir_name) {
     return log_config{}.index_interval_bytes;
 }
 
-result<void> log_manager::recover_all(open_summary& sum) {
+result<void> log_manager::recover_all(open_summary& sum, bool same_boot) {
     std::error_code ec;
     for (fs::directory_iterator it(_ctx.logs_dir, ec), end; !ec && it != end; it.increment(ec)) {
         std::string name = it->path().filename().string();
@@ -63,7 +79,8 @@ result<void> log_manager::recover_all(open_summary& sum) {
         int32_t partition;
         if (!it->is_directory() || !parse_partition_dir(name, topic, partition)) continue;
         ++sum.partitions_scanned;
-        auto r = recover_partition(it->path(), index_interval_for(name), _ctx.files, _reporter);
+        auto r = recover_partition(it->path(), index_interval_for(name), _ctx.files, same_boot,
+                                   _reporter);
         _ctx.files.clear();
         if (!r) {
             ++sum.partitions_failed;
@@ -91,6 +108,13 @@ result<log_manager::open_summary> log_manager::open() {
     fs::remove_all(_ctx.logs_dir / trash_dir_name, ec);
     if (ec) log_warn("storage", "could not empty the trash: {}", ec.message());
 
+    const std::string boot = boot_id_text();
+    if (!boot.empty()) {
+        auto prev = read_whole_file(_ctx.logs_dir / boot_id_name);
+        sum.same_boot = prev && std::string_view(reinterpret_cast<const char*>(prev->data()),
+                                                 prev->size()) == boot;
+    }
+
     const fs::path marker = _ctx.logs_dir / clean_marker_name;
     auto text = read_whole_file(marker);
     if (text) {
@@ -108,12 +132,21 @@ result<log_manager::open_summary> log_manager::open() {
     } else if (fresh) {
         sum.clean_shutdown = true;
     } else {
-        log_info("storage", "no clean-shutdown marker in {}: recovering every partition",
-                 _ctx.logs_dir.string());
-        if (auto r = recover_all(sum); !r) return r.err();
+        log_info("storage", "no clean-shutdown marker in {}: recovering every partition ({})",
+                 _ctx.logs_dir.string(),
+                 sum.same_boot ? "the previous run crashed in this boot of the OS"
+                               : "the OS may have crashed too");
+        if (auto r = recover_all(sum, sum.same_boot); !r) return r.err();
         sum.bytes_truncated = _reporter.bytes_truncated.load();
         sum.indexes_rebuilt = _reporter.indexes_rebuilt.load();
         sum.corruptions = _reporter.corruptions.load();
+        sum.append_time_estimates = _reporter.append_time_estimates.load();
+    }
+    // Not fsynced: a lost or torn write reads as another boot, the careful assumption.
+    if (!boot.empty() && !sum.same_boot) {
+        auto b = bytes(boot.begin(), boot.end());
+        if (auto r = write_whole_file(_ctx.logs_dir / boot_id_name, b); !r)
+            log_warn("storage", "{}", r.err().message);
     }
     _opened = true;
     {
@@ -150,8 +183,20 @@ partition_log* log_manager::get(const std::string& topic, int32_t partition) {
     return &it->second->partitions[static_cast<size_t>(partition)];
 }
 
+std::shared_ptr<topic_state> log_manager::topic(const std::string& name) {
+    std::shared_lock lk(_topics_mu);
+    auto it = _topics.find(name);
+    return it == _topics.end() ? nullptr : it->second;
+}
+
+partition_log* log_manager::partition(topic_state& t, int32_t partition) {
+    std::shared_lock lk(_topics_mu);  // add_topic grows the deque under the lock
+    if (partition < 0 || partition >= static_cast<int32_t>(t.partitions.size())) return nullptr;
+    return &t.partitions[static_cast<size_t>(partition)];
+}
+
 result<void> log_manager::remove_topic(const std::string& topic) {
-    std::unique_ptr<topic_state> victim;
+    std::shared_ptr<topic_state> victim;
     {
         std::lock_guard pass(_pass_mu);
         {
@@ -172,9 +217,11 @@ result<void> log_manager::remove_topic(const std::string& topic) {
         _q_cv.notify_one();
     }
     {
-        _clean_cancel.fetch_add(1);  // a compaction pass in the topic stops early
+        _clean_cancel.fetch_add(1);          // a compaction pass in the topic stops early
         std::lock_guard ret(_retention_mu);  // no retention pass is inside the topic
         _clean_cancel.fetch_sub(1);
+        // Readers that still hold the topic (SQL scans) get not_found from here on.
+        victim->removed.store(true);
         for (auto& p : victim->partitions) p.unload();
     }
 
@@ -231,12 +278,13 @@ void log_manager::each_topic_for_background_work(
 
 log_manager::retention_stats log_manager::enforce_retention(timestamp_ms now) {
     retention_stats stats;
-    each_topic_for_background_work([&](const std::string&, const log_config& cfg,
-                                       const std::vector<partition_log*>& parts) {
-        if (!cfg.delete_enabled || (cfg.retention_ms < 0 && cfg.retention_bytes < 0)) return true;
-        for (auto* p : parts) retain(*p, cfg, now, stats);
-        return true;
-    });
+    each_topic_for_background_work(
+        [&](const std::string&, const log_config& cfg, const std::vector<partition_log*>& parts) {
+            if (!cfg.delete_enabled || (cfg.retention_ms < 0 && cfg.retention_bytes < 0))
+                return true;
+            for (auto* p : parts) retain(*p, cfg, now, stats);
+            return true;
+        });
     return stats;
 }
 

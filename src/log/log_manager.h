@@ -42,7 +42,11 @@ class log_manager final : private dirty_sink {
         size_t partitions_failed = 0;    // recovery failed; they report errors on use
         int64_t bytes_truncated = 0;
         int64_t indexes_rebuilt = 0;
-        int64_t corruptions = 0;  // damage in sealed segments, left as is
+        int64_t corruptions = 0;            // damage in sealed segments, left as is
+        int64_t append_time_estimates = 0;  // last segments whose append times were estimated
+        // The previous run started in this boot of the OS (logs/.boot-id): after an
+        // unclean shutdown, the process crashed, not the OS.
+        bool same_boot = false;
     };
 
     explicit log_manager(options opts);  // no I/O
@@ -64,6 +68,12 @@ class log_manager final : private dirty_sink {
     result<void> remove_topic(const std::string& topic);
     // nullptr when the topic or partition is unknown. Valid until remove_topic.
     partition_log* get(const std::string& topic, int32_t partition);
+    // For readers on other threads (SQL) that hold a topic across calls: the topic stays
+    // alive, and its partition_log pointers valid, while the pointer is held; after
+    // remove_topic, its partitions answer not_found.
+    std::shared_ptr<topic_state> topic(const std::string& name);
+    // nullptr when t has no such partition.
+    partition_log* partition(topic_state& t, int32_t partition);
 
     // done() runs on the flusher thread once everything appended to `log` up to and
     // including last_offset is on stable storage; with io_error when the fsync failed,
@@ -146,7 +156,7 @@ class log_manager final : private dirty_sink {
     void flush_pass(std::vector<partition_log*>& dirty, std::vector<waiter>& waiters,
                     ready_list& ready, std::vector<waiter>& unresolved,
                     std::vector<topic_partition>& advanced);
-    result<void> recover_all(open_summary& sum);
+    result<void> recover_all(open_summary& sum, bool same_boot);
     void retain(partition_log& p, const log_config& cfg, timestamp_ms now, retention_stats& stats);
     // Retention and compaction walk topics alike: each under _retention_mu (so
     // remove_topic waits for at most one topic), stopping once close() turned them off or
@@ -161,7 +171,7 @@ class log_manager final : private dirty_sink {
     counting_reporter _reporter;
 
     mutable std::shared_mutex _topics_mu;
-    std::unordered_map<std::string, std::unique_ptr<topic_state>> _topics;
+    std::unordered_map<std::string, std::shared_ptr<topic_state>> _topics;
 
     // Flusher state, under _q_mu.
     mutable std::mutex _q_mu;

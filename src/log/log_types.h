@@ -41,6 +41,14 @@ struct read_result {
     offset_t log_end_offset = 0;
 };
 
+// A run of records the broker appended at one time: those from first_offset up to the
+// next run's first offset (partition_log::append_times).
+struct append_time_run {
+    offset_t first_offset = 0;
+    timestamp_ms time = 0;  // broker clock, ms since the epoch; never decreases
+    bool operator==(const append_time_run&) const = default;
+};
+
 struct offset_and_time {
     offset_t offset = -1;
     timestamp_ms timestamp = -1;

@@ -42,6 +42,9 @@ void partition_log::fail(const error& e) const {
 
 result<void> partition_log::ensure_loaded() const {
     if (_st) return _st->failed ? result<void>(*_st->failed) : result<void>();
+    // A reader still holding a deleted topic: its files are gone, which is no failure.
+    if (_topic->removed.load())
+        return {errc::not_found, fmt::format("topic {} was deleted", _topic->name)};
     auto r = load();
     if (!r) fail(r.err());
     _loaded.store(true, std::memory_order_release);
@@ -72,9 +75,16 @@ result<void> partition_log::load() const {
     // After a clean shutdown the last segment's indexes are current; the tail after the
     // last index entry is still verified, cheaply, in case the marker lied.
     if (active()) {
-        auto r = recover_last_segment(*active(), false, cfg.index_interval_bytes, now_ms(),
-                                      *_ctx->reporter, sum);
+        const timestamp_ms prev =
+            segs.size() < 2 ? no_timestamp
+                            : last_append_time_on_file(_st->dir, segs[segs.size() - 2].base_offset);
+        // Its file is whole: written at a clean shutdown, or repaired by the recovery at
+        // start-up after an unclean one.
+        auto r = recover_last_segment(*active(), false, cfg.index_interval_bytes, now_ms(), prev,
+                                      true, *_ctx->reporter, sum);
         if (!r) return r;
+        const auto& at = active()->append_times();
+        _st->append_clock = at.empty() ? prev : std::max(prev, at.last().time);
     }
     if (sum.repaired())
         log_warn("storage", "{}-{}: repaired on load: {}", _topic->name, _partition,
@@ -184,6 +194,10 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     const offset_t last = next - 1;
     if (auto r = prepare_segment(cfg, payload.size(), last, now); !r) return r.err();
     segment* seg = active();
+    // The index's time never goes below an earlier append's, so a clock stepping back
+    // does not break its order (docs/formats/append-time-index.md). LogAppendTime batches
+    // carry the clock as read, as in Kafka; the two differ only after such a step.
+    const timestamp_ms t = std::max(now, _st->append_clock);
 
     next = base;
     for (const auto& b : batches) {
@@ -202,6 +216,13 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
         seg->note_batch(next, start + static_cast<int64_t>(b.position),
                         log_append_time ? now : b.header.max_timestamp, cfg.index_interval_bytes);
         next += b.header.last_offset_delta + 1;
+    }
+    _st->append_clock = t;
+    // The data is in; failing the produce now would only make the client send it again.
+    // The entry stays in memory and goes out with the next write (or recovery estimates).
+    if (auto r = seg->note_append_time(base, next, t); !r && !seg->append_time_warned()) {
+        seg->set_append_time_warned();
+        log_warn("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
     }
     _leo.store(next);
     if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
@@ -253,11 +274,13 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
     size_t want = max_bytes;
     if (min_one) {
         uint8_t head[protocol::batch_log_overhead];
-        if (auto r = read_exact(*out.data_file, head, sizeof head, out.position); !r) return r.err();
+        if (auto r = read_exact(*out.data_file, head, sizeof head, out.position); !r)
+            return r.err();
         auto len = load_be<int32_t>(head + protocol::batch_length_offset);
         want = std::max(want, protocol::batch_log_overhead + static_cast<size_t>(std::max(len, 0)));
     }
-    out.size = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(want), end - out.position));
+    out.size =
+        static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(want), end - out.position));
     return out;
 }
 
@@ -305,6 +328,18 @@ offset_t partition_log::log_start_offset() const {
         (void)ensure_loaded();
     }
     return _lso.load();
+}
+
+result<partition_log::summary> partition_log::describe() const {
+    std::lock_guard lk(_mu);
+    if (auto r = ensure_loaded(); !r) return r.err();
+    summary out;
+    out.log_start_offset = _lso.load();
+    out.high_watermark = _hw.load();
+    out.log_end_offset = _leo.load();
+    out.segments = _st->segments.size();
+    for (const auto& seg : _st->segments) out.bytes += seg->size();
+    return out;
 }
 
 size_t partition_log::segment_count() const {
@@ -374,6 +409,7 @@ result<void> partition_log::save_for_shutdown() {
     std::lock_guard lk(_mu);
     if (!_st || _st->failed || !active()) return {};
     active()->add_final_time_entry();
+    if (auto r = active()->save_append_times(); !r) return r;
     return active()->save_indexes();
 }
 

@@ -77,7 +77,9 @@ class partition_log {
     // `payload` holds the batches protocol::validate_batches returned. Assigns offsets
     // from log_end_offset() (rewriting each base offset) and, for LogAppendTime topics,
     // stamps `now`. One write to the active segment, rolling first when segment_bytes or
-    // segment_ms say so (the old segment is fsynced before the new one is used).
+    // segment_ms say so (the old segment is fsynced before the new one is used). The
+    // append-time index (append_times) records `now`, raised to the partition's previous
+    // append time if the clock stepped back.
     // Errors: io_error (also after an earlier failed fsync), invalid_argument.
     result<append_info> append(std::span<uint8_t> payload,
                                const std::vector<protocol::validated_batch>& batches,
@@ -112,6 +114,28 @@ class partition_log {
     // The (first) record with the largest timestamp, in [log start, high watermark).
     result<std::optional<offset_and_time>> max_timestamp_offset() const;
 
+    // Broker append times (docs/formats/append-time-index.md) for the records in
+    // [from, limit), `from` raised to the log start and `limit` lowered to the high
+    // watermark: runs in offset order, the first starting at or before `from`; a
+    // record's append time is the time of the last run starting at or before its offset.
+    // Adjacent runs have different times. Empty when from >= limit. Loads the append-time
+    // files of the segments in the range. Errors: io_error, corrupt.
+    result<std::vector<append_time_run>> append_times(offset_t from, offset_t limit) const;
+    // The first offset in [log start, high watermark) whose append time is >= ts; the high
+    // watermark when none. Offsets compaction emptied count with their run. Reads the
+    // first and last times of O(log segments) segment files, then one file whole.
+    result<offset_t> offset_for_append_time(timestamp_ms ts) const;
+
+    // Offsets and sizes at one instant, for system tables. Loads the partition.
+    struct summary {
+        offset_t log_start_offset = 0;
+        offset_t high_watermark = 0;
+        offset_t log_end_offset = 0;
+        size_t segments = 0;
+        int64_t bytes = 0;  // data files, headers included
+    };
+    result<summary> describe() const;
+
     topic_partition id() const;
     int32_t partition() const { return _partition; }
     const topic_state* topic() const { return _topic; }
@@ -142,6 +166,9 @@ class partition_log {
         std::mutex clean_mu;
         // The first dirty offset (cleaner-checkpoint); -2 until read. clean_mu.
         offset_t clean_offset = -2;
+        // The last append time handed out (no_timestamp: none known); appends never go
+        // below it, so append times never decrease within the partition.
+        timestamp_ms append_clock = no_timestamp;
     };
 
     // What a trim did.
@@ -173,6 +200,15 @@ class partition_log {
                                                        timestamp_ms beat) const;
     result<std::optional<offset_and_time>> segment_max_from(segment& seg, offset_t from,
                                                             offset_t limit) const;
+
+    // --- append times (partition_log_append_time.cc) ---
+    size_t segment_index(const segment& seg) const;
+    // Loads a sealed segment's append times, estimating what its file lacks. _mu held.
+    result<void> ensure_append_times(segment& seg) const;
+    // First and last append times of segment i (nullopt: it has no entry), from memory,
+    // a cache, or the file's first and last entries; loads the segment's entries only
+    // when the file cannot tell (`load` false: no_timestamp's then, as unknown). _mu held.
+    result<std::optional<append_time_bounds>> segment_append_bounds(size_t i, bool load) const;
 
     // --- trimming (partition_log_retention.cc) ---
     state* loaded_state();
@@ -260,6 +296,7 @@ struct topic_state {
 
     const std::string name;
     std::deque<partition_log> partitions;  // deque: adding partitions moves none
+    std::atomic<bool> removed{false};      // set by log_manager::remove_topic
 
   private:
     mutable std::mutex _mu;

@@ -215,10 +215,28 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
         if (!buf && buf.code() == errc::not_found) continue;  // trimmed meanwhile
         if (!buf) return buf.err();
         out.bytes_read += s.size;
+        // Offsets stay, so the kept batches keep their append times: the original's
+        // entries, or estimates where it has none (a file from an older version).
+        auto times =
+            read_append_time_file(st->dir / segment_file_name(s.base, append_time_ext), s.base);
+        if (!times) return times.err();
+        times->index.trim(s.end);
+        timestamp_ms last_time = no_timestamp;
+        auto time_of = [&](const protocol::batch_header& h) {
+            const auto& idx = times->index;
+            const ptrdiff_t i = idx.last_starting_at_or_below(h.base_offset);
+            const bool covered = i >= 0 && idx.at(static_cast<size_t>(i)).end > h.base_offset;
+            const timestamp_ms t = covered ? idx.at(static_cast<size_t>(i)).time
+                                           : estimate_append_time(h, last_time, no_timestamp);
+            last_time = std::max(last_time, t);
+            return t;
+        };
         bytes kept;
         std::vector<std::pair<protocol::batch_header, size_t>> kept_batches;
+        std::vector<timestamp_ms> kept_times;
         int64_t removed = 0;
         auto r = each_batch(*buf, [&](const protocol::batch_header& h, bytes_view b, size_t) {
+            const timestamp_ms appended = time_of(h);
             auto keep = [&](const protocol::record_view& rec) {
                 if (rec.offset < plan.log_start || !rec.key) return true;
                 auto it = latest.find(key_of(*rec.key));
@@ -238,6 +256,7 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
             if (kept.size() > at) {
                 kept_batches.emplace_back(
                     *protocol::read_batch_header(bytes_view(kept).subspan(at)), at);
+                kept_times.push_back(appended);
             }
             return result<void>();
         });
@@ -252,6 +271,12 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
         for (const auto& [h, pos] : kept_batches)
             (*ns)->note_batch(h.base_offset, static_cast<int64_t>(file_header_size + pos),
                               h.max_timestamp, cfg.index_interval_bytes);
+        append_time_index kept_index(s.base);
+        for (size_t k = 0; k < kept_batches.size(); ++k) {
+            const auto& h = kept_batches[k].first;
+            kept_index.add(h.base_offset, h.last_offset() + 1, kept_times[k]);
+        }
+        (*ns)->adopt_append_times(std::move(kept_index), 0);  // written whole by seal()
         (*ns)->set_end_offset(s.end);
         (*ns)->set_indexes_dirty(true);  // index files are written even when empty
         if (auto sr = (*ns)->seal(); !sr) return sr.err();
@@ -326,7 +351,7 @@ result<void> partition_log::drop_trimmed(std::vector<offset_t>& bases,
     // not bring them back.
     const fs::path cleaning = _st->dir / cleaning_dir_name;
     for (offset_t base : gone) {
-        for (const char* ext : {data_ext, index_ext, time_index_ext}) {
+        for (const char* ext : segment_exts) {
             std::error_code ec;
             fs::remove(cleaning / segment_file_name(base, ext), ec);
             if (ec) return io_error_from_errno("unlink", cleaning, ec.value());
@@ -344,7 +369,7 @@ result<void> partition_log::swap_cleaned(const std::vector<offset_t>& bases,
         // with new data. A reader that already holds an old data file keeps reading it.
         std::lock_guard lk(_mu);
         for (size_t i = 0; i < bases.size(); ++i) {
-            for (const char* ext : {data_ext, index_ext, time_index_ext}) {
+            for (const char* ext : segment_exts) {
                 const std::string name = segment_file_name(bases[i], ext);
                 std::error_code ec;
                 fs::rename(cleaning / name, _st->dir / name, ec);

@@ -58,8 +58,70 @@ std::string file_name(const fs::path& p) {
 
 }  // namespace
 
+result<void> recover_append_times(segment& seg, offset_t data_end, const estimate_bounds_fn& bounds,
+                                  bool trust_tail, recovery_reporter& rep, repair_summary& sum) {
+    auto file = read_append_time_file(seg.append_time_path(), seg.base_offset());
+    if (!file) return file.err();
+    append_time_index idx = std::move(file->index);
+    // Entries past the data describe batches a crash or recovery cut off.
+    size_t same = idx.trim(data_end);
+    // Appends in the last entry's millisecond grew it in memory only.
+    if (trust_tail && file->problem.empty() && !idx.empty() && idx.covered_end() < data_end) {
+        same = std::min(same, idx.size() - 1);
+        idx.add(idx.covered_end(), data_end, idx.last().time);
+    }
+    const offset_t covered = idx.covered_end();
+    if (covered < data_end) {
+        // Asked first: it may load the offset index, which saves reading from byte 32.
+        auto lohi = bounds();
+        if (!lohi) return lohi.err();
+        auto f = seg.data();
+        if (!f) return f.err();
+        int64_t pos = file_header_size;
+        if (seg.indexes_loaded()) {
+            auto p = seg.find_position(covered);
+            if (!p) return p.err();
+            pos = *p;
+        }
+        offset_t from = -1;
+        offset_t to = -1;
+        batch_scanner scan(**f, pos, seg.size());
+        while (true) {
+            auto s = scan.next(false);
+            if (!s) return s.err();
+            // Damaged data is the data recovery's to report; estimates stop there.
+            if (*s != step::batch) break;
+            const auto& h = scan.header();
+            if (h.last_offset() < covered) continue;
+            if (h.base_offset >= data_end) break;
+            const timestamp_ms lo = idx.empty() ? lohi->first : idx.last().time;
+            const offset_t first = std::max(h.base_offset, covered);
+            idx.add(first, h.last_offset() + 1, estimate_append_time(h, lo, lohi->second));
+            if (from < 0) from = first;
+            to = h.last_offset() + 1;
+        }
+        if (from >= 0) {
+            const std::string why = file->problem.empty()
+                                        ? fmt::format("its entries end at offset {}", covered)
+                                        : file->problem;
+            rep.append_times_estimated(seg.append_time_path(), from, to, why);
+            sum.notes.push_back(
+                fmt::format("estimated the append times of offsets [{}, {}) in {} ({})", from, to,
+                            file_name(seg.append_time_path()), why));
+        }
+    }
+    seg.adopt_append_times(std::move(idx), same, file->file_bytes);
+    return seg.save_append_times();
+}
+
+timestamp_ms last_append_time_on_file(const fs::path& dir, offset_t base) {
+    auto b = read_append_time_bounds(dir / segment_file_name(base, append_time_ext), base);
+    return b && *b ? (*b)->last_time : no_timestamp;
+}
+
 result<void> recover_last_segment(segment& seg, bool full, int32_t interval, timestamp_ms now,
-                                  recovery_reporter& rep, repair_summary& sum) {
+                                  timestamp_ms prev_time, bool trust_tail, recovery_reporter& rep,
+                                  repair_summary& sum) {
     auto f = seg.data();
     if (!f && f.code() == errc::corrupt && seg.size() <= static_cast<int64_t>(file_header_size)) {
         // Only a crash while the segment was being created leaves a short or torn
@@ -135,11 +197,19 @@ result<void> recover_last_segment(segment& seg, bool full, int32_t interval, tim
         seg.set_indexes_dirty(false);
     }
     if (auto r = seg.save_indexes(); !r) return r;
+    // The last segment's append times stand between the previous segment's and now.
+    auto bounds = [&]() -> result<std::pair<timestamp_ms, timestamp_ms>> {
+        return std::pair(prev_time, std::max(now, prev_time));
+    };
+    if (auto r = recover_append_times(seg, seg.end_offset(), bounds, trust_tail, rep, sum); !r)
+        return r;
     if (full || changed) {
         auto g = seg.data();
         if (!g) return g.err();
         if (auto r = sync_data(**g); !r) return r;
     }
+    // Entries that outlived a process crash in the page cache become durable too.
+    if (full) return seg.sync_append_times();
     return {};
 }
 
@@ -238,6 +308,7 @@ result<void> remove_leftover_files(const fs::path& dir, offset_t below, repair_s
         const auto name = it->path().filename().string();
         offset_t base = parse_segment_file_name(name, index_ext);
         if (base < 0) base = parse_segment_file_name(name, time_index_ext);
+        if (base < 0) base = parse_segment_file_name(name, append_time_ext);
         if ((base >= 0 && base < below) || name == tmp_name) gone.push_back(it->path());
     }
     if (ec) return io_error_from_errno("list", dir, ec.value());
@@ -283,7 +354,7 @@ result<partition_files> open_partition_files(const fs::path& dir, recovery_repor
 }
 
 result<repair_summary> recover_partition(const fs::path& dir, int32_t interval, fd_cache& cache,
-                                         recovery_reporter& rep) {
+                                         bool same_boot, recovery_reporter& rep) {
     repair_summary sum;
     auto listed = open_partition_files(dir, rep, sum);
     if (!listed) return listed.err();
@@ -293,7 +364,11 @@ result<repair_summary> recover_partition(const fs::path& dir, int32_t interval, 
         bool last = i + 1 == files.size();
         segment seg(dir, fi.base_offset, fi.size, last, cache);
         if (last) {
-            if (auto r = recover_last_segment(seg, true, interval, now_ms(), rep, sum); !r)
+            const timestamp_ms prev =
+                i == 0 ? no_timestamp : last_append_time_on_file(dir, files[i - 1].base_offset);
+            if (auto r =
+                    recover_last_segment(seg, true, interval, now_ms(), prev, same_boot, rep, sum);
+                !r)
                 return r.err();
             continue;
         }

@@ -10,7 +10,9 @@
 // See docs/formats/segment.md ("Recovery").
 
 #include <atomic>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "log/segment.h"
@@ -28,6 +30,10 @@ class recovery_reporter {
     virtual void index_rebuilt(const fs::path& file, const std::string& reason) = 0;
     // Damage recovery does not repair (inside a sealed segment); the data stays as is.
     virtual void corruption(const fs::path& file, const std::string& reason) = 0;
+    // No append-time entry covered offsets [from, to) (the file was missing, damaged, or
+    // lost its tail in an OS crash): they got estimates (docs/formats/append-time-index.md).
+    virtual void append_times_estimated(const fs::path& /*file*/, offset_t /*from*/,
+                                        offset_t /*to*/, const std::string& /*reason*/) {}
 };
 
 // A reporter that ignores everything (the summary still records it).
@@ -48,11 +54,15 @@ class counting_reporter final : public recovery_reporter {
     }
     void index_rebuilt(const fs::path&, const std::string&) override { ++indexes_rebuilt; }
     void corruption(const fs::path&, const std::string&) override { ++corruptions; }
+    void append_times_estimated(const fs::path&, offset_t, offset_t, const std::string&) override {
+        ++append_time_estimates;
+    }
 
     std::atomic<int64_t> truncations{0};
     std::atomic<int64_t> bytes_truncated{0};
     std::atomic<int64_t> indexes_rebuilt{0};
     std::atomic<int64_t> corruptions{0};
+    std::atomic<int64_t> append_time_estimates{0};
 };
 
 struct repair_summary {
@@ -85,10 +95,33 @@ result<partition_files> open_partition_files(const fs::path& dir, recovery_repor
 // Opens the last segment of a partition for appending: repairs a torn header of an
 // empty segment, loads the indexes (rebuilt when missing or disagreeing), then scans
 // the data after the last index entry (all of it when `full`), verifying every batch,
-// and cuts the file at the first bad or torn batch. Sets the segment's end offset. In
-// full mode the data is fsynced, since all of it is durable from now on.
+// and cuts the file at the first bad or torn batch. Sets the segment's end offset. Then
+// loads its append times (recover_append_times with trust_tail; estimates bounded by
+// `prev_time`, the previous segment's last append time or no_timestamp, and `now`). In
+// full mode the data and append-time files are fsynced, since all of it is durable from
+// now on.
 result<void> recover_last_segment(segment& seg, bool full, int32_t interval_bytes, timestamp_ms now,
-                                  recovery_reporter& rep, repair_summary& sum);
+                                  timestamp_ms prev_time, bool trust_tail, recovery_reporter& rep,
+                                  repair_summary& sum);
+
+// (lo, hi) for append-time estimates of one segment: the last append time before it and
+// a bound above its own (no_timestamp: unknown). Asked only when some offsets may lack an
+// entry; it may load what the estimate needs (the offset index).
+using estimate_bounds_fn = std::function<result<std::pair<timestamp_ms, timestamp_ms>>()>;
+
+// Loads a segment's append times (docs/formats/append-time-index.md, "Recovery"): keeps
+// the valid entries of its file below data_end, gives every batch no entry covers an
+// estimate, and writes back what changed (reported, with a note in `sum`). Reads the
+// data from the first uncovered offset (through the offset index when loaded).
+// trust_tail: the file was written by a broker that stopped cleanly or only crashed
+// itself in this boot of the OS, so every write reached the page cache and appends after
+// the last entry were in its millisecond: an undamaged last entry extends to data_end.
+result<void> recover_append_times(segment& seg, offset_t data_end, const estimate_bounds_fn& bounds,
+                                  bool trust_tail, recovery_reporter& rep, repair_summary& sum);
+
+// The last append time a segment file states without loading it (no_timestamp when it
+// cannot tell).
+timestamp_ms last_append_time_on_file(const fs::path& dir, offset_t base);
 
 // Loads a sealed segment's indexes, rebuilding them from the data when missing or
 // disagreeing. The segment's end offset must be set (the next segment's base).
@@ -96,7 +129,9 @@ result<void> ensure_sealed_indexes(segment& seg, int32_t interval_bytes, recover
                                    repair_summary& sum);
 
 // Recovery of every segment of one partition directory after an unclean shutdown.
+// same_boot: the broker that wrote it ran in this boot of the OS (a process crash, so
+// the page cache kept every write; see recover_append_times).
 result<repair_summary> recover_partition(const fs::path& dir, int32_t interval_bytes,
-                                         fd_cache& cache, recovery_reporter& rep);
+                                         fd_cache& cache, bool same_boot, recovery_reporter& rep);
 
 }  // namespace sluice::log

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -47,7 +48,7 @@ result<std::vector<segment_file_info>> list_segments(const fs::path& dir) {
 }
 
 result<void> remove_segment_files(const fs::path& dir, offset_t base) {
-    for (const char* ext : {data_ext, index_ext, time_index_ext}) {
+    for (const char* ext : segment_exts) {
         const fs::path p = dir / segment_file_name(base, ext);
         if (::unlink(p.c_str()) != 0 && errno != ENOENT)
             return io_error_from_errno("unlink", p, errno);
@@ -56,23 +57,11 @@ result<void> remove_segment_files(const fs::path& dir, offset_t base) {
 }
 
 result<std::optional<time_index::entry>> read_last_time_entry(const fs::path& path, offset_t base) {
-    auto f = open_file(path, O_RDONLY);
-    if (!f) return f.err();
-    struct stat st {};
-    if (::fstat((*f)->fd(), &st) != 0) return io_error_from_errno("stat", path, errno);
-    uint8_t h[file_header_size];
-    if (auto r = read_exact(**f, h, sizeof h, 0); !r) return r.err();
-    auto hdr = decode_file_header(bytes_view(h, sizeof h), file_kind::time_index);
-    if (hdr && hdr->base_offset != base)
-        hdr = error{errc::corrupt, fmt::format("header names base offset {}", hdr->base_offset)};
-    if (!hdr) return error{hdr.code(), fmt::format("{}: {}", path.string(), hdr.err().message)};
-    const int64_t body = st.st_size - static_cast<int64_t>(file_header_size);
-    if (body % static_cast<int64_t>(time_index::entry_size) != 0)
-        return error{errc::corrupt,
-                     fmt::format("{}: body of {} bytes is torn", path.string(), body)};
-    if (body == 0) return std::optional<time_index::entry>{};
+    auto o = open_entries(path, file_kind::time_index, base, time_index::entry_size);
+    if (!o) return o.err();
+    if (o->entries == 0) return std::optional<time_index::entry>{};
     uint8_t e[time_index::entry_size];
-    if (auto r = read_exact(**f, e, sizeof e, st.st_size - static_cast<int64_t>(sizeof e)); !r)
+    if (auto r = read_exact(*o->f, e, sizeof e, o->size - static_cast<int64_t>(sizeof e)); !r)
         return r.err();
     return std::optional(time_index::entry{load_be<int64_t>(e), base + load_be<uint32_t>(e + 8)});
 }
@@ -84,11 +73,13 @@ segment::segment(fs::path dir, offset_t base, int64_t size, bool writable, fd_ca
       _size(size),
       _last_indexed_pos(file_header_size),
       _id(cache.new_id()),
+      _at_id(cache.new_id()),
       _cache(cache),
       _writable(writable) {}
 
 segment::~segment() {
     _cache.forget(_id);
+    _cache.forget(_at_id);
 }
 
 fs::path segment::data_path() const {
@@ -99,6 +90,9 @@ fs::path segment::index_path() const {
 }
 fs::path segment::time_index_path() const {
     return _dir / segment_file_name(_base, time_index_ext);
+}
+fs::path segment::append_time_path() const {
+    return _dir / segment_file_name(_base, append_time_ext);
 }
 
 result<std::unique_ptr<segment>> segment::create(const fs::path& dir, offset_t base,
@@ -113,6 +107,13 @@ result<std::unique_ptr<segment>> segment::create(const fs::path& dir, offset_t b
     seg->_size = file_header_size;
     seg->_header_checked = true;
     seg->reset_indexes();
+    // Created now, so that the flusher's directory fsync covers its name with the data
+    // file's. A failure is not the append's: the next append writes the file again.
+    seg->_atidx = std::make_unique<append_time_index>(base);
+    if (auto r = seg->save_append_times(); !r) {
+        log_warn("storage", "{}", r.err().message);
+        seg->_at_warned = true;
+    }
     return seg;
 }
 
@@ -278,13 +279,18 @@ result<void> segment::truncate(int64_t size, offset_t end_offset) {
 result<void> segment::seal() {
     add_final_time_entry();
     if (auto r = save_indexes(); !r) return r;
+    // Unlike the other indexes, append times cannot be rebuilt from the data, so they are
+    // durable before the next segment exists (only the last segment loses entries).
+    if (auto r = sync_append_times(); !r) return r;
     auto f = data();
     if (!f) return f.err();
     if (auto r = sync_data(**f); !r) return r;
     // Reopened read-only on next use; the indexes reload from their files when read.
     _cache.forget(_id);
+    _cache.forget(_at_id);
     _writable = false;
     unload_indexes();
+    unload_append_times();
     return {};
 }
 
@@ -306,9 +312,97 @@ result<int64_t> segment::find_position(offset_t offset) {
     }
 }
 
+void segment::adopt_append_times(append_time_index idx, size_t same_on_file,
+                                 std::optional<int64_t> file_bytes) {
+    _atidx = std::make_unique<append_time_index>(std::move(idx));
+    if (file_bytes) _at_file_bytes = *file_bytes;
+    _at_same = std::min(same_on_file, _atidx->size());
+}
+
+result<void> segment::note_append_time(offset_t first, offset_t end, timestamp_ms t) {
+    // create() and recovery load them; starting afresh here would cut the file's entries.
+    if (!_atidx)
+        return error{errc::io_error,
+                     fmt::format("{}: append times not loaded", append_time_path().string())};
+    const size_t before = _atidx->size();
+    _at_same = std::min(_at_same, _atidx->add(first, end, t));
+    // Same millisecond: the last entry grew in memory only. Its end reaches the file with
+    // the next entry, at seal or at shutdown; after a process crash, recovery in the same
+    // boot extends it to the data end (docs/formats/append-time-index.md, "Recovery").
+    if (_atidx->size() == before) return {};
+    return save_append_times();
+}
+
+result<void> segment::save_append_times() {
+    if (!_atidx) return {};
+    const size_t n = _atidx->size();
+    const int64_t want = append_time_index::position(n);
+    if (_at_same == n && _at_file_bytes == want) return {};
+    auto f = _cache.get(_at_id, append_time_path(), O_RDWR | O_CREAT);
+    if (!f) return f.err();
+    if (_at_file_bytes < 0) {
+        uint8_t h[file_header_size];
+        append_time_index::encode_header(h, _base, _created_ms);
+        if (auto r = write_exact(**f, h, sizeof h, 0); !r) return r;
+        _at_same = 0;
+        // Whatever followed the old header is cut below.
+        _at_file_bytes = std::numeric_limits<int64_t>::max();
+    }
+    if (_at_same < n) {
+        // On appends: the new entry, after the previous one with its final end.
+        uint8_t two[2 * append_time_index::entry_size];
+        bytes many;
+        uint8_t* buf = two;
+        const size_t len = (n - _at_same) * append_time_index::entry_size;
+        if (len > sizeof two) {
+            many.resize(len);
+            buf = many.data();
+        }
+        _atidx->encode_entries(_at_same, n, buf);
+        if (auto r = write_exact(**f, buf, len, append_time_index::position(_at_same)); !r)
+            return r;
+        _at_same = n;
+    }
+    if (_at_file_bytes > want) {
+        if (auto r = truncate_file(**f, want); !r) return r;
+    }
+    _at_file_bytes = want;
+    return {};
+}
+
+result<void> segment::sync_append_times() {
+    if (!_atidx) return {};
+    if (auto r = save_append_times(); !r) return r;
+    auto f = _cache.get(_at_id, append_time_path(), O_RDWR | O_CREAT);
+    if (!f) return f.err();
+    return sync_data(**f);
+}
+
+void segment::unload_append_times() {
+    if (!_atidx) return;
+    _at_bounds_known = true;
+    _at_bounds = _atidx->empty()
+                     ? std::nullopt
+                     : std::optional(append_time_bounds{_atidx->at(0).time, _atidx->last().time,
+                                                        _atidx->last().end});
+    _atidx.reset();
+    _at_same = 0;
+    _at_file_bytes = -1;  // unknown; a reload reads it
+}
+
+std::optional<std::optional<append_time_bounds>> segment::known_append_time_bounds() const {
+    if (_atidx) {
+        if (_atidx->empty()) return std::optional<append_time_bounds>{};
+        return std::optional(
+            append_time_bounds{_atidx->at(0).time, _atidx->last().time, _atidx->last().end});
+    }
+    if (_at_bounds_known) return _at_bounds;
+    return std::nullopt;
+}
+
 size_t segment::memory_bytes() const {
     return sizeof(*this) + _dir.native().capacity() + (_oidx ? _oidx->memory_bytes() : 0) +
-           (_tidx ? _tidx->memory_bytes() : 0);
+           (_tidx ? _tidx->memory_bytes() : 0) + (_atidx ? _atidx->memory_bytes() : 0);
 }
 
 }  // namespace sluice::log

@@ -1,8 +1,8 @@
 #pragma once
 
 // One segment of a partition log: a data file of record batches named by its base
-// offset, with a sparse offset index and a time index beside it. Formats:
-// docs/formats/segment.md, offset-index.md, time-index.md.
+// offset, with a sparse offset index, a time index and an append-time index beside it.
+// Formats: docs/formats/segment.md, offset-index.md, time-index.md, append-time-index.md.
 //
 // Not thread-safe: the owning partition_log serializes access.
 
@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "log/append_time_index.h"
 #include "log/fd_cache.h"
 #include "log/offset_index.h"
 #include "log/time_index.h"
@@ -22,6 +23,9 @@ namespace sluice::log {
 constexpr const char* data_ext = ".log";
 constexpr const char* index_ext = ".index";
 constexpr const char* time_index_ext = ".timeindex";
+constexpr const char* append_time_ext = ".appendtime";
+// Every file of a segment, data file first (the order deletion follows).
+constexpr const char* segment_exts[] = {data_ext, index_ext, time_index_ext, append_time_ext};
 
 // Segment files are named by base offset, zero-padded to 20 digits so that names sort
 // as numbers do (int64 max has 19 digits).
@@ -36,8 +40,9 @@ struct segment_file_info {
 // The data files of a partition directory, by base offset. Other files are ignored.
 result<std::vector<segment_file_info>> list_segments(const fs::path& dir);
 
-// Deletes a segment's files: the data file first, then the offset and time indexes, so
-// that a crash in between leaves at worst index files without data, which nothing reads
+// Deletes a segment's files: the data file first, then the offset, time and append-time
+// indexes, so that a crash in between leaves at worst index files without data, which
+// nothing reads
 // (docs/formats/data-dir.md, "Deleting segments"). Files already gone are fine.
 result<void> remove_segment_files(const fs::path& dir, offset_t base);
 
@@ -52,7 +57,8 @@ class segment {
     segment(const segment&) = delete;
     segment& operator=(const segment&) = delete;
 
-    // Creates the data file with its header (O_EXCL); indexes start empty in memory.
+    // Creates the data file with its header (O_EXCL), and the append-time file with its
+    // header; indexes start empty in memory.
     static result<std::unique_ptr<segment>> create(const fs::path& dir, offset_t base,
                                                    timestamp_ms now, fd_cache& cache);
 
@@ -75,6 +81,7 @@ class segment {
     fs::path data_path() const;
     fs::path index_path() const;
     fs::path time_index_path() const;
+    fs::path append_time_path() const;
 
     // The open data file, through the descriptor cache. The header is checked the first
     // time (errc::corrupt / unsupported) unless check_header is false (repair).
@@ -101,11 +108,43 @@ class segment {
     bool indexes_dirty() const { return _indexes_dirty; }
     void set_indexes_dirty(bool d) { _indexes_dirty = d; }
 
+    // --- append times (docs/formats/append-time-index.md) ---
+    // Loaded for the active segment always (create, recovery), for sealed ones on demand.
+    bool append_times_loaded() const { return _atidx != nullptr; }
+    const append_time_index& append_times() const { return *_atidx; }
+    // Takes `idx` as the segment's entries. The file holds file_bytes bytes (-1: missing
+    // or unusable; nullopt: as tracked so far) of which the first `same_on_file` entries
+    // equal idx's; save_append_times writes the rest.
+    void adopt_append_times(append_time_index idx, size_t same_on_file,
+                            std::optional<int64_t> file_bytes = std::nullopt);
+    // Active segment (entries loaded): [first, end) was appended at t (never below the
+    // last entry's time). A new entry is written at once, with the previous one's final
+    // end (one pwrite, no fsync), so a process crash loses no entry; an append in the
+    // same millisecond only grows the last entry in memory. On failure the entries stay
+    // in memory and are written with the next one.
+    result<void> note_append_time(offset_t first, offset_t end, timestamp_ms t);
+    // Writes what the file lacks (header, entries) and cuts what it has beyond them.
+    result<void> save_append_times();
+    result<void> sync_append_times();
+    // Keeps only the bounds (append_time_bounds) of a sealed segment's entries.
+    void unload_append_times();
+    // First and last times of a sealed segment's entries, when known without reading:
+    // loaded, or cached by unload_append_times / set_append_time_bounds.
+    // nullopt inside: the segment has no entry.
+    std::optional<std::optional<append_time_bounds>> known_append_time_bounds() const;
+    void set_append_time_bounds(std::optional<append_time_bounds> b) {
+        _at_bounds = b;
+        _at_bounds_known = true;
+    }
+    bool append_time_warned() const { return _at_warned; }
+    void set_append_time_warned() { _at_warned = true; }
+
     // --- data ---
     // Writes `data` (whole, offset-stamped batches) at the end; it ends at last_offset.
     result<void> append(bytes_view data, offset_t last_offset);
     result<void> truncate(int64_t size, offset_t end_offset);
-    // Makes the segment immutable: final time entry, index files written, data fsynced.
+    // Makes the segment immutable: final time entry, index files written, append-time
+    // file and data fsynced.
     result<void> seal();
     // Position of the batch holding `offset` (needs the indexes). Reads from the nearest
     // index entry onward.
@@ -122,12 +161,19 @@ class segment {
     timestamp_ms _max_ts = no_timestamp;
     int64_t _last_indexed_pos;
     uint64_t _id;
+    uint64_t _at_id;  // the append-time file in the descriptor cache
     fd_cache& _cache;
     bool _writable;
     bool _header_checked = false;
     bool _indexes_dirty = false;
     std::unique_ptr<offset_index> _oidx;
     std::unique_ptr<time_index> _tidx;
+    std::unique_ptr<append_time_index> _atidx;
+    size_t _at_same = 0;          // leading entries the file holds as they are in memory
+    int64_t _at_file_bytes = -1;  // size of the file (-1: missing, or its header unusable)
+    bool _at_warned = false;      // a failed write was logged
+    bool _at_bounds_known = false;
+    std::optional<append_time_bounds> _at_bounds;  // with _at_bounds_known
 };
 
 }  // namespace sluice::log

@@ -328,7 +328,7 @@ TEST_P(compaction_crash_test, load_finishes_or_rolls_back_the_swap) {
     const fs::path cleaned = dir.path / "cleaned";
     fs::create_directory(cleaned);
     for (offset_t base : {0, 2})
-        for (const char* ext : {data_ext, index_ext, time_index_ext})
+        for (const char* ext : segment_exts)
             fs::copy_file(part() / segment_file_name(base, ext),
                           cleaned / segment_file_name(base, ext));
     // Rebuild the directory as the step left it.

@@ -118,7 +118,7 @@ TEST_F(recovery_test, flipped_byte_in_last_batch_fails_its_crc) {
     edit(seg_file(0, data_ext), [](bytes& b) { b[b.size() - 5] ^= 0x40; });
     recording_reporter rep;
     fd_cache cache(4);
-    auto sum = recover_partition(part(), 4096, cache, rep);
+    auto sum = recover_partition(part(), 4096, cache, true, rep);
     ASSERT_TRUE(sum.ok()) << sum.err().message;
     ASSERT_EQ(rep.cuts.size(), 1u);
     EXPECT_EQ(rep.cuts[0].file, "00000000000000000000.log");

@@ -508,7 +508,7 @@ TEST_P(damaged_log_start_test, is_reported_and_ignored) {
     // The unclean path reports it to the recovery reporter.
     damage_reporter rep;
     fd_cache cache(4);
-    auto sum = recover_partition(part(), cfg.index_interval_bytes, cache, rep);
+    auto sum = recover_partition(part(), cfg.index_interval_bytes, cache, true, rep);
     ASSERT_TRUE(sum.ok()) << sum.err().message;
     EXPECT_EQ(rep.damaged, std::vector<std::string>{log_start_file_name});
     EXPECT_NE(sum->describe().find(log_start_file_name), std::string::npos) << sum->describe();
