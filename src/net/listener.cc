@@ -30,26 +30,32 @@ result<host_port> parse_host_port(const std::string& s) {
     } catch (const std::exception&) {
         return {errc::invalid_argument, "bad port in '" + s + "'"};
     }
-    if (hp.port < 0 || hp.port > 65535) return {errc::invalid_argument, "port out of range in '" + s + "'"};
+    if (hp.port < 0 || hp.port > 65535)
+        return {errc::invalid_argument, "port out of range in '" + s + "'"};
     return hp;
 }
 
 listener::listener(event_loop& loop, accept_fn fn) : _loop(loop), _fn(std::move(fn)) {}
 
-listener::~listener() { close(); }
+listener::~listener() {
+    close();
+}
 
-result<host_port> listener::open(const host_port& addr) {
+result<bound_socket> open_listen_socket(const host_port& addr, bool nonblocking) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     addrinfo* res = nullptr;
     std::string port = std::to_string(addr.port);
-    int rc = getaddrinfo(addr.host.empty() ? nullptr : addr.host.c_str(), port.c_str(), &hints, &res);
-    if (rc != 0) return {errc::invalid_argument, "cannot resolve " + addr.host + ": " + gai_strerror(rc)};
+    int rc =
+        getaddrinfo(addr.host.empty() ? nullptr : addr.host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0)
+        return {errc::invalid_argument, "cannot resolve " + addr.host + ": " + gai_strerror(rc)};
     std::string last_err = "no address";
     for (auto* ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int fd = socket(ai->ai_family,
+                        ai->ai_socktype | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
         if (fd < 0) continue;
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -62,16 +68,37 @@ result<host_port> listener::open(const host_port& addr) {
         socklen_t len = sizeof ss;
         getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
         host_port bound = addr;
-        bound.port = ntohs(ss.ss_family == AF_INET6
-                               ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                               : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+        bound.port =
+            ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
         freeaddrinfo(res);
-        _fd = fd;
-        _loop.watch(_fd, EPOLLIN, this);
-        return bound;
+        return bound_socket{fd, bound};
     }
     freeaddrinfo(res);
     return {errc::io_error, "cannot listen on " + addr.to_string() + ": " + last_err};
+}
+
+std::string peer_name(const sockaddr_storage& ss) {
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss.ss_family == AF_INET) {
+        const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+        port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+        port = ntohs(a->sin6_port);
+    }
+    return std::string(host) + ":" + std::to_string(port);
+}
+
+result<host_port> listener::open(const host_port& addr) {
+    auto s = open_listen_socket(addr, true);
+    if (!s) return s.err();
+    _fd = s->fd;
+    _loop.watch(_fd, EPOLLIN, this);
+    return s->address;
 }
 
 void listener::close() {
@@ -94,18 +121,7 @@ void listener::on_io(uint32_t) {
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        char host[INET6_ADDRSTRLEN] = "?";
-        int port = 0;
-        if (ss.ss_family == AF_INET) {
-            auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-            inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-            port = ntohs(a->sin_port);
-        } else if (ss.ss_family == AF_INET6) {
-            auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-            inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-            port = ntohs(a->sin6_port);
-        }
-        _fn(fd, std::string(host) + ":" + std::to_string(port));
+        _fn(fd, peer_name(ss));
     }
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/socket.h>
+
 #include <functional>
 #include <string>
 
@@ -16,9 +18,19 @@ struct host_port {
 // "HOST:PORT" or "[v6]:PORT".
 result<host_port> parse_host_port(const std::string& s);
 
+// A listening TCP socket and the address it is bound to (the real port when 0 was
+// asked).
+struct bound_socket {
+    int fd = -1;
+    host_port address;
+};
+result<bound_socket> open_listen_socket(const host_port& addr, bool nonblocking);
+// "HOST:PORT" of a peer address.
+std::string peer_name(const sockaddr_storage& ss);
+
 // Accepts TCP connections and hands each new non-blocking socket to on_accept.
 class listener : public io_handler {
-public:
+  public:
     using accept_fn = std::function<void(int fd, std::string peer)>;
     listener(event_loop& loop, accept_fn fn);
     ~listener() override;
@@ -29,7 +41,7 @@ public:
     void close();
     void on_io(uint32_t events) override;
 
-private:
+  private:
     event_loop& _loop;
     accept_fn _fn;
     int _fd = -1;

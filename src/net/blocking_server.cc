@@ -1,0 +1,189 @@
+#include "net/blocking_server.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <system_error>
+
+#include "common/logging.h"
+
+namespace sluice::net {
+
+stream_socket::~stream_socket() {
+    if (_fd >= 0) ::close(_fd);
+}
+
+bool stream_socket::read_exact(void* buf, size_t n) {
+    auto* p = static_cast<char*>(buf);
+    while (n > 0) {
+        size_t got = read_some(p, n);
+        if (got == 0) return false;
+        p += got;
+        n -= got;
+    }
+    return true;
+}
+
+size_t stream_socket::read_some(void* buf, size_t n) {
+    for (;;) {
+        ssize_t r = ::recv(_fd, buf, n, 0);
+        if (r > 0) return static_cast<size_t>(r);
+        if (r < 0 && errno == EINTR) continue;
+        return 0;
+    }
+}
+
+bool stream_socket::write_all(const void* buf, size_t n) {
+    const auto* p = static_cast<const char*>(buf);
+    while (n > 0) {
+        ssize_t w = ::send(_fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= static_cast<size_t>(w);
+    }
+    return true;
+}
+
+bool stream_socket::peer_closed() const {
+    pollfd pfd{_fd, POLLRDHUP, 0};
+    if (::poll(&pfd, 1, 0) <= 0) return false;
+    return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+void stream_socket::shutdown() { ::shutdown(_fd, SHUT_RDWR); }
+
+void stream_socket::finish(int linger_ms) {
+    ::shutdown(_fd, SHUT_WR);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(linger_ms);
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              deadline - std::chrono::steady_clock::now())
+                              .count();
+        if (left <= 0) return;
+        pollfd pfd{_fd, POLLIN, 0};
+        if (::poll(&pfd, 1, static_cast<int>(left)) <= 0) return;
+        char buf[4096];
+        if (::recv(_fd, buf, sizeof buf, MSG_DONTWAIT) <= 0) return;
+    }
+}
+
+result<std::unique_ptr<blocking_server>> blocking_server::start(options opts, handler on_connection,
+                                                                handler rejected) {
+    auto s = open_listen_socket(opts.address, false);
+    if (!s) return s.err();
+    std::unique_ptr<blocking_server> srv(new blocking_server(
+        std::move(opts), std::move(on_connection), std::move(rejected), s->fd, s->address));
+    if (pipe2(srv->_wake, O_CLOEXEC) != 0) return {errc::io_error, std::strerror(errno)};
+    srv->_acceptor = std::thread([p = srv.get()] { p->accept_loop(); });
+    return srv;
+}
+
+blocking_server::blocking_server(options opts, handler h, handler rejected, int fd, host_port bound)
+    : _opts(std::move(opts)),
+      _handler(std::move(h)),
+      _rejected(std::move(rejected)),
+      _fd(fd),
+      _bound(std::move(bound)) {}
+
+blocking_server::~blocking_server() {
+    stop();
+    for (int& fd : _wake)
+        if (fd >= 0) ::close(fd);
+    if (_fd >= 0) ::close(_fd);
+}
+
+void blocking_server::reap_finished() {
+    for (auto it = _conns.begin(); it != _conns.end();) {
+        if (it->finished.load()) {
+            it->thread.join();
+            it = _conns.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void blocking_server::accept_loop() {
+    for (;;) {
+        pollfd pfds[2] = {{_fd, POLLIN, 0}, {_wake[0], POLLIN, 0}};
+        if (::poll(pfds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            log_error(_opts.name, "poll: {}", std::strerror(errno));
+            return;
+        }
+        if (pfds[1].revents) return;  // stop()
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        int fd = accept4(_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
+        if (fd < 0) {
+            // EMFILE and the like: back off rather than spin on a pending connection.
+            if (errno != EINTR && errno != ECONNABORTED) {
+                log_warn(_opts.name, "accept: {}", std::strerror(errno));
+                ::poll(nullptr, 0, 100);
+            }
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        // A client host that vanishes without a FIN would otherwise hold its thread and
+        // session until stop(); keepalive probes end such connections.
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+        auto sock = std::make_unique<stream_socket>(fd, peer_name(ss));
+        std::unique_lock lk(_mu);
+        reap_finished();
+        if (_stopped) return;
+        size_t admitted = 0, refusing = 0;
+        for (const auto& c : _conns) (c.refused ? refusing : admitted) += 1;
+        const bool refuse = admitted >= _opts.max_connections;
+        if (refuse) {
+            log_warn(_opts.name, "{}: refused, {} connections open (the limit)", sock->peer(), admitted);
+            // A refusal reads the client's first request before answering, as a real
+            // server would; a flood of them is cut short instead.
+            if (!_rejected || refusing >= max_refusing) continue;
+        }
+        auto& c = _conns.emplace_back();
+        c.socket = std::move(sock);
+        c.refused = refuse;
+        try {
+            c.thread = std::thread([this, &c] {
+                (c.refused ? _rejected : _handler)(*c.socket);
+                c.socket->shutdown();
+                c.finished.store(true);
+            });
+        } catch (const std::system_error& e) {
+            // No thread to be had (resource limits): drop this one, keep serving.
+            log_warn(_opts.name, "{}: refused, cannot start a thread: {}", c.socket->peer(), e.what());
+            _conns.pop_back();
+        }
+    }
+}
+
+void blocking_server::stop() {
+    {
+        std::lock_guard lk(_mu);
+        if (_stopped) return;
+        _stopped = true;
+        if (_wake[1] >= 0) {
+            char b = 1;
+            (void)!::write(_wake[1], &b, 1);
+        }
+    }
+    if (_acceptor.joinable()) _acceptor.join();
+    std::list<conn> conns;
+    {
+        std::lock_guard lk(_mu);
+        for (auto& c : _conns) c.socket->shutdown();
+        conns.splice(conns.end(), _conns);
+    }
+    for (auto& c : conns) c.thread.join();
+}
+
+}  // namespace sluice::net
