@@ -198,6 +198,7 @@ result<void> catalog::create_topic(const topic_info& in) {
              uuid_to_string(t.id), t.partitions, t.configs.size());
     _name_by_id[t.id] = t.name;
     _by_name.emplace(t.name, std::move(t));
+    _generation.fetch_add(1);
     return {};
 }
 
@@ -212,8 +213,8 @@ result<void> catalog::delete_topic(const std::string& name) {
     if (!txn) return txn.err();
     // Configs first: the foreign key forbids configs without their topic.
     for (const char* sql :
-         {"DELETE FROM topic_configs WHERE topic = ?1", "DELETE FROM group_offsets WHERE topic = ?1",
-          "DELETE FROM topics WHERE name = ?1"}) {
+         {"DELETE FROM topic_configs WHERE topic = ?1",
+          "DELETE FROM group_offsets WHERE topic = ?1", "DELETE FROM topics WHERE name = ?1"}) {
         auto st = _db->prepare(sql);
         if (!st) return st.err();
         if (auto r = st->bind(1, name).run(); !r) return r;
@@ -223,6 +224,7 @@ result<void> catalog::delete_topic(const std::string& name) {
     log_info("catalog", "deleted topic '{}' (id {})", name, uuid_to_string(it->second.id));
     _name_by_id.erase(it->second.id);
     _by_name.erase(it);
+    _generation.fetch_add(1);
     return {};
 }
 
@@ -233,7 +235,8 @@ result<void> catalog::set_topic_configs(const std::string& name,
     }
     std::lock_guard lock(_mu);
     auto it = _by_name.find(name);
-    if (it == _by_name.end()) return {errc::not_found, fmt::format("topic '{}' does not exist", name)};
+    if (it == _by_name.end())
+        return {errc::not_found, fmt::format("topic '{}' does not exist", name)};
     auto txn = detail::write_txn::begin(*_db);
     if (!txn) return txn.err();
     auto del = _db->prepare("DELETE FROM topic_configs WHERE topic = ?1");
@@ -253,7 +256,8 @@ result<void> catalog::set_topic_configs(const std::string& name,
 result<void> catalog::set_partitions(const std::string& name, int32_t partitions) {
     std::lock_guard lock(_mu);
     auto it = _by_name.find(name);
-    if (it == _by_name.end()) return {errc::not_found, fmt::format("topic '{}' does not exist", name)};
+    if (it == _by_name.end())
+        return {errc::not_found, fmt::format("topic '{}' does not exist", name)};
     if (partitions <= it->second.partitions) {
         return {errc::invalid_argument,
                 fmt::format("topic '{}' has {} partitions; the new count {} must be larger", name,

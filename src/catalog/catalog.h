@@ -3,6 +3,7 @@
 // The catalog: topics, their partition counts and configs, and the cluster id, kept in an
 // embedded SQLite database. The file format is described in docs/formats/catalog.md.
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -65,6 +66,9 @@ class catalog {
 
     // Generated at first open, in Kafka's 22-character form, and kept in the database.
     std::string cluster_id() const { return _cluster_id; }
+    // Changes whenever a topic is created or deleted (SQL sessions re-list the topic
+    // tables then).
+    uint64_t generation() const { return _generation.load(); }
 
   private:
     explicit catalog(std::unique_ptr<detail::db> d);
@@ -76,6 +80,7 @@ class catalog {
     mutable std::mutex _mu;
     std::map<std::string, topic_info> _by_name;  // guarded by _mu
     std::map<uuid, std::string> _name_by_id;     // guarded by _mu
+    std::atomic<uint64_t> _generation{1};
 };
 
 }  // namespace sluice::catalog

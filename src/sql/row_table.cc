@@ -1,0 +1,167 @@
+#include "sql/row_table.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace sluice::sql {
+
+namespace {
+
+constexpr const char* module_name = "sluice_rows";
+
+using registry = std::map<std::string, row_table_spec>;
+
+struct row_vtab {
+    sqlite3_vtab base{};
+    const row_table_spec* spec = nullptr;
+};
+
+struct row_cursor {
+    sqlite3_vtab_cursor base{};
+    std::vector<std::vector<value>> rows;
+    size_t at = 0;
+};
+
+int connect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vtab** out,
+            char** err) {
+    auto* reg = static_cast<registry*>(aux);
+    if (argc < 4) {
+        *err = sqlite3_mprintf("sluice_rows needs the table's key");
+        return SQLITE_ERROR;
+    }
+    auto it = reg->find(argv[3]);
+    if (it == reg->end()) {
+        *err = sqlite3_mprintf("no row table '%s'", argv[3]);
+        return SQLITE_ERROR;
+    }
+    int rc = sqlite3_declare_vtab(db, it->second.declaration.c_str());
+    if (rc != SQLITE_OK) return rc;
+    auto* t = new row_vtab;
+    t->spec = &it->second;
+    *out = &t->base;
+    return SQLITE_OK;
+}
+
+int best_index(sqlite3_vtab*, sqlite3_index_info* info) {
+    info->estimatedCost = 1000;
+    info->estimatedRows = 1000;
+    return SQLITE_OK;
+}
+
+int disconnect(sqlite3_vtab* t) {
+    delete reinterpret_cast<row_vtab*>(t);
+    return SQLITE_OK;
+}
+
+int open(sqlite3_vtab*, sqlite3_vtab_cursor** out) {
+    *out = &(new row_cursor)->base;
+    return SQLITE_OK;
+}
+
+int close(sqlite3_vtab_cursor* c) {
+    delete reinterpret_cast<row_cursor*>(c);
+    return SQLITE_OK;
+}
+
+int filter(sqlite3_vtab_cursor* cur, int, const char*, int, sqlite3_value**) {
+    auto* c = reinterpret_cast<row_cursor*>(cur);
+    const auto* t = reinterpret_cast<row_vtab*>(cur->pVtab);
+    auto rows = t->spec->rows();
+    if (!rows) {
+        sqlite3_free(cur->pVtab->zErrMsg);
+        cur->pVtab->zErrMsg = sqlite3_mprintf("%s", rows.error().message.c_str());
+        return SQLITE_ERROR;
+    }
+    c->rows = std::move(*rows);
+    c->at = 0;
+    return SQLITE_OK;
+}
+
+int next(sqlite3_vtab_cursor* cur) {
+    ++reinterpret_cast<row_cursor*>(cur)->at;
+    return SQLITE_OK;
+}
+
+int eof(sqlite3_vtab_cursor* cur) {
+    auto* c = reinterpret_cast<row_cursor*>(cur);
+    return c->at >= c->rows.size();
+}
+
+int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
+    auto* c = reinterpret_cast<row_cursor*>(cur);
+    const auto& row = c->rows[c->at];
+    if (static_cast<size_t>(i) < row.size()) set_result(ctx, row[static_cast<size_t>(i)]);
+    return SQLITE_OK;
+}
+
+int rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
+    *out = static_cast<sqlite3_int64>(reinterpret_cast<row_cursor*>(cur)->at);
+    return SQLITE_OK;
+}
+
+sqlite3_module make_module() {
+    sqlite3_module m{};
+    m.xCreate = connect;
+    m.xConnect = connect;
+    m.xBestIndex = best_index;
+    m.xDisconnect = disconnect;
+    m.xDestroy = disconnect;
+    m.xOpen = open;
+    m.xClose = close;
+    m.xFilter = filter;
+    m.xNext = next;
+    m.xEof = eof;
+    m.xColumn = column;
+    m.xRowid = rowid;
+    return m;
+}
+
+const sqlite3_module row_module = make_module();
+
+}  // namespace
+
+void set_result(sqlite3_context* c, const value& v) {
+    std::visit(
+        [c](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, std::monostate>)
+                sqlite3_result_null(c);
+            else if constexpr (std::is_same_v<T, int64_t>)
+                sqlite3_result_int64(c, x);
+            else if constexpr (std::is_same_v<T, double>)
+                sqlite3_result_double(c, x);
+            else if constexpr (std::is_same_v<T, std::string>)
+                sqlite3_result_text64(c, x.data(), x.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+            else
+                sqlite3_result_blob64(c, x.data(), x.size(), SQLITE_TRANSIENT);
+        },
+        v);
+}
+
+outcome<bool> create_row_tables(sqlite3* db, const std::string& schema,
+                                std::map<std::string, row_table_spec> specs) {
+    std::vector<std::string> names;
+    names.reserve(specs.size());
+    for (const auto& [name, spec] : specs) names.push_back(name);
+    // SQLite owns the registry from here: it deletes it with the module.
+    auto* reg = new registry(std::move(specs));
+    int rc = sqlite3_create_module_v2(db, module_name, &row_module, reg,
+                                      [](void* p) { delete static_cast<registry*>(p); });
+    if (rc != SQLITE_OK)
+        return query_error{failure::internal,
+                           fmt::format("{}: {}", module_name, sqlite3_errmsg(db))};
+    for (const auto& name : names) {
+        const auto sql = fmt::format("CREATE VIRTUAL TABLE \"{}\".\"{}\" USING {}({})", schema,
+                                     name, module_name, name);
+        char* msg = nullptr;
+        if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
+            query_error e{failure::internal, fmt::format("{}: {}", sql, msg ? msg : "?")};
+            sqlite3_free(msg);
+            return e;
+        }
+    }
+    return true;
+}
+
+}  // namespace sluice::sql

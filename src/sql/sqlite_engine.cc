@@ -1,0 +1,105 @@
+#include "sql/sqlite_engine.h"
+
+#include <sqlite3.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include "common/logging.h"
+#include "sql/schemas.h"
+#include "sql/sqlite_session.h"
+
+namespace sluice::sql {
+
+const char* sqlstate(failure f) {
+    switch (f) {
+        case failure::syntax:
+            return "42601";
+        case failure::undefined_table:
+            return "42P01";
+        case failure::undefined_column:
+            return "42703";
+        case failure::read_only:
+            return "42501";
+        case failure::timeout:  // both are PostgreSQL's query_canceled
+        case failure::canceled:
+            return "57014";
+        case failure::row_limit:
+            return "54000";
+        case failure::invalid_parameter:
+            return "22023";
+        case failure::constraint:
+            return "23505";
+        case failure::busy:
+            return "55P03";
+        case failure::shutting_down:
+            return "57P01";
+        case failure::internal:
+            return "XX000";
+    }
+    return "XX000";
+}
+
+const char* failure_name(failure f) {
+    switch (f) {
+        case failure::syntax:
+            return "syntax";
+        case failure::undefined_table:
+            return "undefined_table";
+        case failure::undefined_column:
+            return "undefined_column";
+        case failure::read_only:
+            return "read_only";
+        case failure::timeout:
+            return "timeout";
+        case failure::canceled:
+            return "canceled";
+        case failure::row_limit:
+            return "row_limit";
+        case failure::invalid_parameter:
+            return "invalid_parameter";
+        case failure::constraint:
+            return "constraint";
+        case failure::busy:
+            return "busy";
+        case failure::shutting_down:
+            return "shutting_down";
+        case failure::internal:
+            return "internal";
+    }
+    return "internal";
+}
+
+namespace {
+
+class sqlite_engine final : public engine {
+  public:
+    explicit sqlite_engine(const engine_options& o, std::unique_ptr<schema_registry> schemas)
+        : _opts(o), _schemas(std::move(schemas)) {}
+
+    outcome<std::unique_ptr<session>> open_session() override {
+        auto s = sqlite_session::open(session_sources{&_opts, _schemas.get()});
+        if (!s) return s.error();
+        return std::unique_ptr<session>(std::move(*s));
+    }
+    limits default_limits() const override { return _opts.defaults; }
+
+  private:
+    engine_options _opts;
+    std::unique_ptr<schema_registry> _schemas;
+};
+
+}  // namespace
+
+outcome<std::unique_ptr<engine>> open_engine(const engine_options& opts) {
+    if (opts.defaults.timeout.count() <= 0 || opts.defaults.max_rows == 0)
+        return query_error{failure::invalid_parameter, "the default limits must be positive"};
+    auto schemas = schema_registry::open(opts.data_dir / "sql");
+    if (!schemas) return schemas.error();
+    return std::unique_ptr<engine>(new sqlite_engine(opts, std::move(*schemas)));
+}
+
+}  // namespace sluice::sql

@@ -1,0 +1,327 @@
+#include "sql/sqlite_session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "common/logging.h"
+#include "sql/functions.h"
+#include "sql/schema_commands.h"
+#include "sql/schemas.h"
+#include "sql/sqlite_statement.h"
+#include "sql/system_tables.h"
+#include "sql/topic_table.h"
+
+namespace sluice::sql {
+
+namespace {
+
+// How often SQLite calls the progress handler, in virtual machine instructions: a few
+// microseconds of work, so a cancel or the time limit takes effect within milliseconds
+// while the check itself stays a small fraction of a scan's cost.
+constexpr int progress_interval_ops = 1000;
+// How often a front end's interrupt check (a poll() on its socket) runs at most.
+constexpr auto interrupt_check_period = std::chrono::milliseconds(5);
+// How long a write waits for another session's lock on a user database.
+constexpr int busy_timeout_ms = 5000;
+
+std::string quote_ident(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+}
+
+std::string quote_literal(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+}
+
+bool is_engine_schema(const char* db_name) {
+    return db_name &&
+           (std::strcmp(db_name, "kafka_topics") == 0 || std::strcmp(db_name, "system") == 0);
+}
+
+// PRAGMAs a user may run: the ones that only read. A PRAGMA given a value is refused
+// unless its argument names a table or schema object to read about.
+bool pragma_allowed(const char* name, const char* arg) {
+    static const char* const with_arg[] = {
+        "table_info",       "table_xinfo",       "index_list",      "index_info", "index_xinfo",
+        "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check"};
+    static const char* const read_only[] = {
+        "table_list",     "database_list",   "function_list", "module_list", "pragma_list",
+        "collation_list", "compile_options", "data_version",  "page_count",  "page_size",
+        "user_version",   "schema_version",  "journal_mode",  "encoding",    "freelist_count"};
+    for (const char* p : with_arg)
+        if (sqlite3_stricmp(name, p) == 0) return true;
+    if (arg) return false;
+    for (const char* p : read_only)
+        if (sqlite3_stricmp(name, p) == 0) return true;
+    return false;
+}
+
+std::string read_only_table(std::string_view table) {
+    return fmt::format(
+        "{} is read-only: topics are written by Kafka producers, and system "
+        "tables by the broker",
+        table);
+}
+
+std::string schema_owned(std::string_view schema) {
+    return fmt::format(
+        "schema {} belongs to the engine: create tables in main or in a schema "
+        "of your own (CREATE SCHEMA)",
+        schema);
+}
+
+}  // namespace
+
+outcome<std::unique_ptr<sqlite_session>> sqlite_session::open(session_sources src) {
+    std::unique_ptr<sqlite_session> s(new sqlite_session(src));
+    if (auto r = s->setup(); !r) return r.error();
+    return s;
+}
+
+sqlite_session::sqlite_session(session_sources src) : _src(src), _limits(src.opts->defaults) {}
+
+sqlite_session::~sqlite_session() {
+    _topics.reset();
+    if (_db) sqlite3_close_v2(_db);
+}
+
+outcome<bool> sqlite_session::exec_internal(const std::string& sql) {
+    _internal = true;
+    char* msg = nullptr;
+    int rc = sqlite3_exec(_db, sql.c_str(), nullptr, nullptr, &msg);
+    _internal = false;
+    if (rc != SQLITE_OK) {
+        query_error e{failure::internal,
+                      fmt::format("{}: {}", sql, msg ? msg : sqlite3_errstr(rc))};
+        sqlite3_free(msg);
+        return e;
+    }
+    return true;
+}
+
+outcome<bool> sqlite_session::setup() {
+    const auto main_path = _src.schemas->main_path().string();
+    int rc =
+        sqlite3_open_v2(main_path.c_str(), &_db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK)
+        return query_error{failure::internal,
+                           fmt::format("cannot open {}: {}", main_path,
+                                       _db ? sqlite3_errmsg(_db) : sqlite3_errstr(rc))};
+    sqlite3_extended_result_codes(_db, 1);
+    sqlite3_busy_timeout(_db, busy_timeout_ms);
+    sqlite3_progress_handler(
+        _db, progress_interval_ops,
+        [](void* p) { return static_cast<sqlite_session*>(p)->progress(); }, this);
+    sqlite3_set_authorizer(
+        _db,
+        [](void* p, int action, const char* a1, const char* a2, const char* db_name, const char*) {
+            return static_cast<sqlite_session*>(p)->authorize(action, a1, a2, db_name);
+        },
+        this);
+    // WAL: readers and a writer of users' tables do not block each other; FULL: a
+    // committed row survives power loss, like an acknowledged record.
+    for (const char* sql : {"PRAGMA main.journal_mode=WAL", "PRAGMA main.synchronous=FULL",
+                            "ATTACH ':memory:' AS kafka_topics", "ATTACH ':memory:' AS system"})
+        if (auto r = exec_internal(sql); !r) return r.error();
+    if (auto r = register_functions(_db, &_ctx); !r) return r.error();
+    if (_src.opts->logs && _src.opts->catalog) {
+        _topics = std::make_unique<topic_tables>(*_src.opts->logs, *_src.opts->catalog, _ctx);
+        _internal = true;
+        auto r = _topics->install(_db);
+        _internal = false;
+        if (!r) return r.error();
+    }
+    _internal = true;
+    auto sys = install_system_tables(
+        _db, system_sources{_src.opts->logs, _src.opts->catalog, _src.opts->state, &_ctx});
+    _internal = false;
+    if (!sys) return sys.error();
+    return sync_schemas();
+}
+
+outcome<bool> sqlite_session::sync_schemas() {
+    const uint64_t gen = _src.schemas->generation();
+    if (gen == _schema_gen || in_transaction()) return true;  // ATTACH needs autocommit
+    auto names = _src.schemas->list();
+    std::set<std::string> want(names.begin(), names.end());
+    for (auto it = _attached.begin(); it != _attached.end();) {
+        if (want.count(*it)) {
+            ++it;
+            continue;
+        }
+        if (auto r = exec_internal("DETACH " + quote_ident(*it)); !r) return r.error();
+        it = _attached.erase(it);
+    }
+    for (const auto& name : want) {
+        if (_attached.count(name)) continue;
+        const auto path = _src.schemas->path_of(name).string();
+        if (auto r = exec_internal(
+                fmt::format("ATTACH {} AS {}", quote_literal(path), quote_ident(name)));
+            !r)
+            return r.error();
+        if (auto r = exec_internal(fmt::format(
+                "PRAGMA {0}.journal_mode=WAL; PRAGMA {0}.synchronous=FULL", quote_ident(name)));
+            !r)
+            return r.error();
+        _attached.insert(name);
+    }
+    _schema_gen = gen;
+    return true;
+}
+
+outcome<bool> sqlite_session::sync_topics() {
+    if (!_topics) return true;
+    _internal = true;
+    auto r = _topics->sync(_db);
+    _internal = false;
+    return r;
+}
+
+void sqlite_session::set_limits(const limits& l) {
+    const auto& d = _src.opts->defaults;
+    _limits.timeout = l.timeout.count() <= 0 ? d.timeout : std::min(l.timeout, d.timeout);
+    _limits.max_rows = l.max_rows == 0 ? d.max_rows : std::min(l.max_rows, d.max_rows);
+}
+
+void sqlite_session::statement_started() {
+    const auto now = std::chrono::steady_clock::now();
+    _deadline = now + _limits.timeout;
+    _next_check = now + interrupt_check_period;
+    _ctx.begin_statement();
+}
+
+int sqlite_session::progress() {
+    if (_cancel.exchange(false, std::memory_order_relaxed)) {  // a cancel stops one statement
+        _interrupted = failure::canceled;
+        return 1;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= _deadline) {
+        _interrupted = failure::timeout;
+        return 1;
+    }
+    if (_check && now >= _next_check) {
+        _next_check = now + interrupt_check_period;
+        if (_check()) {
+            _interrupted = failure::canceled;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int sqlite_session::authorize(int action, const char* a1, const char* a2, const char* db_name) {
+    if (_internal) return SQLITE_OK;
+    auto deny = [&](std::string why) {
+        _denied = std::move(why);
+        return SQLITE_DENY;
+    };
+    switch (action) {
+        case SQLITE_INSERT:
+        case SQLITE_UPDATE:
+        case SQLITE_DELETE:
+            if (!is_engine_schema(db_name)) return SQLITE_OK;
+            if (a1 && (sqlite3_stricmp(a1, "sqlite_master") == 0 ||
+                       sqlite3_stricmp(a1, "sqlite_schema") == 0))
+                return deny(schema_owned(db_name));
+            return deny(read_only_table(fmt::format("{}.{}", db_name, a1 ? a1 : "?")));
+        case SQLITE_CREATE_TABLE:
+        case SQLITE_CREATE_INDEX:
+        case SQLITE_CREATE_TRIGGER:
+        case SQLITE_CREATE_VIEW:
+        case SQLITE_DROP_TABLE:
+        case SQLITE_DROP_INDEX:
+        case SQLITE_DROP_TRIGGER:
+        case SQLITE_DROP_VIEW:
+            if (is_engine_schema(db_name)) return deny(schema_owned(db_name));
+            return SQLITE_OK;
+        case SQLITE_ALTER_TABLE:
+            if (is_engine_schema(a1)) return deny(schema_owned(a1));
+            return SQLITE_OK;
+        case SQLITE_CREATE_VTABLE:
+        case SQLITE_DROP_VTABLE:
+            return deny(
+                "virtual tables are the engine's: topics appear in kafka_topics by themselves");
+        case SQLITE_ATTACH:
+        case SQLITE_DETACH:
+            return deny("ATTACH and DETACH are not available; use CREATE SCHEMA and DROP SCHEMA");
+        case SQLITE_PRAGMA:
+            if (pragma_allowed(a1, a2)) return SQLITE_OK;
+            return deny(fmt::format("PRAGMA {} is not available", a1 ? a1 : "?"));
+        case SQLITE_CREATE_TEMP_TABLE:
+        case SQLITE_CREATE_TEMP_INDEX:
+        case SQLITE_CREATE_TEMP_TRIGGER:
+        case SQLITE_CREATE_TEMP_VIEW:
+        case SQLITE_DROP_TEMP_TABLE:
+        case SQLITE_DROP_TEMP_INDEX:
+        case SQLITE_DROP_TEMP_TRIGGER:
+        case SQLITE_DROP_TEMP_VIEW:
+        default:
+            return SQLITE_OK;
+    }
+}
+
+query_error sqlite_session::error_for(int rc) const {
+    const std::string msg = sqlite3_errmsg(_db);
+    switch (rc & 0xff) {
+        case SQLITE_INTERRUPT:
+            if (_interrupted == failure::timeout)
+                return {failure::timeout,
+                        fmt::format("canceling statement due to statement timeout ({} ms)",
+                                    _limits.timeout.count())};
+            return {failure::canceled, "canceling statement due to user request"};
+        case SQLITE_AUTH:
+            return {failure::read_only, _denied.empty() ? msg : _denied};
+        case SQLITE_CONSTRAINT:
+            return {failure::constraint, msg};
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+            return {failure::busy, msg};
+        default:
+            break;
+    }
+    auto has = [&](const char* s) { return msg.find(s) != std::string::npos; };
+    if (has("syntax error") || has("incomplete input") || has("unrecognized token") ||
+        has(" columns but ") || has("values for ") || has("wrong number of arguments"))
+        return {failure::syntax, msg};
+    if (has("no such table")) return {failure::undefined_table, msg};
+    if (has("no such column")) return {failure::undefined_column, msg};
+    // SQLite refuses writes into a virtual table before the authorizer is asked:
+    // "table <name> may not be modified".
+    if (const auto at = msg.find("may not be modified"); at != std::string::npos) {
+        const auto table = msg.rfind("table ", at) == 0 ? msg.substr(6, at - 7) : std::string("?");
+        return {failure::read_only, read_only_table("table " + table)};
+    }
+    if (has("readonly")) return {failure::read_only, msg};
+    return {failure::internal, msg};
+}
+
+outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql,
+                                                            std::string_view* tail) {
+    // A cancel applies to the statement running or about to run: one that came while
+    // the session was idle (before this prepare) is forgotten.
+    _cancel.store(false);
+    if (auto r = sync_schemas(); !r) return r.error();
+    if (auto r = sync_topics(); !r) return r.error();
+    if (auto cmd = parse_schema_command(*this, sql, tail)) {
+        if (!cmd->ok()) return cmd->error();
+        return std::unique_ptr<statement>(std::move(**cmd));
+    }
+    sqlite3_stmt* st = nullptr;
+    const char* end = nullptr;
+    _denied.clear();
+    int rc = sqlite3_prepare_v3(_db, sql.data(), static_cast<int>(sql.size()), 0, &st, &end);
+    if (tail) *tail = sql.substr(end ? static_cast<size_t>(end - sql.data()) : sql.size());
+    if (rc != SQLITE_OK) return error_for(rc);
+    if (!st) return std::unique_ptr<statement>();
+    return std::unique_ptr<statement>(std::make_unique<sqlite_statement>(*this, st));
+}
+
+}  // namespace sluice::sql

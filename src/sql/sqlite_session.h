@@ -1,0 +1,86 @@
+#pragma once
+
+// A session: one SQLite connection with the user schemas attached, kafka_topics and
+// system as in-memory schemas holding the virtual tables, an authorizer that keeps
+// users' statements out of the engine's schemas, and the limits and cancellation of
+// statements (a progress handler). See docs/sql.md.
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "sql/engine.h"
+#include "sql/sqlite_engine.h"
+#include "sql/statement_context.h"
+
+namespace sluice::sql {
+
+class schema_registry;
+struct topic_tables;
+
+struct session_sources {
+    const engine_options* opts;
+    schema_registry* schemas;
+};
+
+class sqlite_session final : public session {
+  public:
+    static outcome<std::unique_ptr<sqlite_session>> open(session_sources src);
+    ~sqlite_session() override;
+
+    outcome<std::unique_ptr<statement>> prepare(std::string_view sql,
+                                                std::string_view* tail) override;
+    void set_limits(const limits& l) override;
+    limits current_limits() const override { return _limits; }
+    limits default_limits() const override { return _src.opts->defaults; }
+    void cancel() override { _cancel.store(true); }
+    void set_interrupt_check(std::function<bool()> check) override { _check = std::move(check); }
+    bool in_transaction() const override { return sqlite3_get_autocommit(_db) == 0; }
+
+    // --- for statements ---
+    sqlite3* db() const { return _db; }
+    // The first step of a statement: its time limit starts and the virtual tables'
+    // snapshot is reset.
+    void statement_started();
+    // The error for a failed SQLite call (rc), told apart by the progress handler's
+    // reason for an interrupt and the authorizer's for a denial.
+    query_error error_for(int rc) const;
+    statement_context& context() { return _ctx; }
+    schema_registry& schemas() { return *_src.schemas; }
+    // Re-attaches user schemas after CREATE/DROP SCHEMA (outside a transaction).
+    outcome<bool> sync_schemas();
+    // CREATE SCHEMA / DROP SCHEMA (schema_commands.cc).
+    outcome<bool> create_schema(const std::string& name, bool if_not_exists);
+    outcome<bool> drop_schema(const std::string& name, bool if_exists, bool cascade);
+
+  private:
+    explicit sqlite_session(session_sources src);
+    outcome<bool> setup();
+    outcome<bool> exec_internal(const std::string& sql);
+    outcome<bool> sync_topics();
+    int progress();
+    int authorize(int action, const char* a1, const char* a2, const char* db_name);
+
+    session_sources _src;
+    sqlite3* _db = nullptr;
+    limits _limits;
+    std::atomic<bool> _cancel{false};
+    std::function<bool()> _check;
+    std::chrono::steady_clock::time_point _deadline{};
+    std::chrono::steady_clock::time_point _next_check{};
+    failure _interrupted = failure::canceled;  // why progress() stopped a statement
+    std::string _denied;                       // why authorize() refused
+    bool _internal = false;                    // the engine's own statements run unchecked
+    uint64_t _schema_gen = 0;
+    std::set<std::string> _attached;  // user schemas attached, besides main
+    statement_context _ctx;
+    std::unique_ptr<topic_tables> _topics;
+};
+
+}  // namespace sluice::sql

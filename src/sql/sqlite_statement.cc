@@ -1,0 +1,154 @@
+#include "sql/sqlite_statement.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "sql/sql_text.h"
+#include "sql/sqlite_session.h"
+
+namespace sluice::sql {
+
+sqlite_statement::sqlite_statement(sqlite_session& s, sqlite3_stmt* st)
+    : _session(s), _st(st), _text(sqlite3_sql(st) ? sqlite3_sql(st) : "") {
+    // SQLite numbers "$1", "$2" as names in order of first appearance; PostgreSQL clients
+    // mean the number. "?" and "?NNN" keep SQLite's own index.
+    const int n_params = sqlite3_bind_parameter_count(st);
+    for (int i = 1; i <= n_params; ++i) {
+        int number = i;
+        if (const char* name = sqlite3_bind_parameter_name(st, i); name && name[0] == '$') {
+            int parsed = 0;
+            bool digits = name[1] != 0;
+            for (const char* p = name + 1; *p && digits; ++p) {
+                digits = *p >= '0' && *p <= '9' && parsed < 100000;
+                parsed = parsed * 10 + (*p - '0');
+            }
+            if (digits && parsed > 0) number = parsed;
+        }
+        _param_numbers.push_back(number);
+        _param_count = std::max(_param_count, number);
+    }
+    const int n = sqlite3_column_count(st);
+    _columns.reserve(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        const char* name = sqlite3_column_name(st, i);
+        const char* decl = sqlite3_column_decltype(st, i);
+        _columns.push_back(column{name ? name : "", decl ? decl : ""});
+    }
+}
+
+sqlite_statement::~sqlite_statement() {
+    sqlite3_finalize(_st);
+}
+
+outcome<bool> sqlite_statement::bind(const std::vector<value>& params) {
+    if (static_cast<int>(params.size()) != param_count())
+        return query_error{failure::invalid_parameter,
+                           fmt::format("the statement takes {} parameters, {} given", param_count(),
+                                       params.size())};
+    sqlite3_reset(_st);
+    _started = _finished = false;
+    for (size_t k = 0; k < _param_numbers.size(); ++k) {
+        const int at = static_cast<int>(k) + 1;
+        const size_t i = static_cast<size_t>(_param_numbers[k] - 1);
+        int rc = std::visit(
+            [&](const auto& v) {
+                using T = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<T, std::monostate>)
+                    return sqlite3_bind_null(_st, at);
+                else if constexpr (std::is_same_v<T, int64_t>)
+                    return sqlite3_bind_int64(_st, at, v);
+                else if constexpr (std::is_same_v<T, double>)
+                    return sqlite3_bind_double(_st, at, v);
+                else if constexpr (std::is_same_v<T, std::string>)
+                    return sqlite3_bind_text64(_st, at, v.data(), v.size(), SQLITE_TRANSIENT,
+                                               SQLITE_UTF8);
+                else
+                    return sqlite3_bind_blob64(_st, at, v.data(), v.size(), SQLITE_TRANSIENT);
+            },
+            params[i]);
+        if (rc != SQLITE_OK) return _session.error_for(rc);
+    }
+    return true;
+}
+
+statement::step_state sqlite_statement::fail(query_error e) {
+    _error = std::move(e);
+    _finished = true;
+    sqlite3_reset(_st);
+    return step_state::failed;
+}
+
+statement::step_state sqlite_statement::step() {
+    if (_finished) return _error.message.empty() ? step_state::done : step_state::failed;
+    if (!_started) {
+        _started = true;
+        _rows = 0;
+        _error = {};
+        _session.statement_started();
+    }
+    const int rc = sqlite3_step(_st);
+    if (rc == SQLITE_DONE) {
+        _finished = true;
+        _changes = sqlite3_changes64(_session.db());
+        sqlite3_reset(_st);
+        return step_state::done;
+    }
+    if (rc != SQLITE_ROW) return fail(_session.error_for(rc));
+    if (++_rows > _session.current_limits().max_rows)
+        return fail({failure::row_limit,
+                     fmt::format("the result has more than {} rows, the row limit: add a LIMIT, "
+                                 "or raise the limit up to the server's maximum",
+                                 _session.current_limits().max_rows)});
+    const int n = sqlite3_data_count(_st);
+    _row.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        auto& v = _row[static_cast<size_t>(i)];
+        switch (sqlite3_column_type(_st, i)) {
+            case SQLITE_INTEGER:
+                v = static_cast<int64_t>(sqlite3_column_int64(_st, i));
+                break;
+            case SQLITE_FLOAT:
+                v = sqlite3_column_double(_st, i);
+                break;
+            case SQLITE_TEXT: {
+                const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(_st, i));
+                const auto len = static_cast<size_t>(sqlite3_column_bytes(_st, i));
+                // Reuse the cell's buffer from the previous row: a scan builds millions.
+                if (auto* s = std::get_if<std::string>(&v))
+                    s->assign(p, len);
+                else
+                    v = std::string(p, len);
+                break;
+            }
+            case SQLITE_BLOB: {
+                const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(_st, i));
+                const auto len = static_cast<size_t>(sqlite3_column_bytes(_st, i));
+                if (auto* b = std::get_if<bytes>(&v))
+                    b->assign(p, p + len);
+                else
+                    v = bytes(p, p + len);
+                break;
+            }
+            default:
+                v = std::monostate{};
+                break;
+        }
+    }
+    return step_state::row;
+}
+
+std::string sqlite_statement::verb() const {
+    size_t i = skip_space_and_comments(_text);
+    return next_word(_text, i);
+}
+
+void sqlite_statement::reset() {
+    sqlite3_reset(_st);
+    _started = _finished = false;
+    _error = {};
+    _changes = 0;
+}
+
+}  // namespace sluice::sql

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <sqlite3.h>
+
+#include <string>
+#include <vector>
+
+#include "sql/engine.h"
+
+namespace sluice::sql {
+
+class sqlite_session;
+
+// A prepared SQLite statement, stepped under its session's limits.
+class sqlite_statement final : public statement {
+  public:
+    sqlite_statement(sqlite_session& s, sqlite3_stmt* st);
+    ~sqlite_statement() override;
+
+    const std::string& text() const override { return _text; }
+    // The highest parameter number ($n), or SQLite's count for "?" parameters.
+    int param_count() const override { return _param_count; }
+    outcome<bool> bind(const std::vector<value>& params) override;
+    const std::vector<column>& columns() const override { return _columns; }
+    step_state step() override;
+    const std::vector<value>& row() const override { return _row; }
+    const query_error& error() const override { return _error; }
+    int64_t changes() const override { return _changes; }
+    std::string verb() const override;
+    void reset() override;
+
+  private:
+    step_state fail(query_error e);
+
+    sqlite_session& _session;
+    sqlite3_stmt* _st;
+    std::string _text;
+    std::vector<int> _param_numbers;  // SQLite's index - 1 -> the parameter's number
+    int _param_count = 0;
+    std::vector<column> _columns;
+    std::vector<value> _row;
+    query_error _error;
+    uint64_t _rows = 0;
+    int64_t _changes = 0;
+    bool _started = false;
+    bool _finished = false;
+};
+
+}  // namespace sluice::sql

@@ -1,0 +1,122 @@
+#include "sql/system_tables.h"
+
+#include <fmt/format.h>
+
+#include "catalog/catalog.h"
+#include "catalog/topic_config.h"
+#include "log/log_manager.h"
+#include "sql/row_table.h"
+
+namespace sluice::sql {
+
+namespace {
+
+using rows = std::vector<std::vector<value>>;
+
+value text_or_null(const std::optional<std::string>& s) {
+    return s ? value(*s) : value(std::monostate{});
+}
+
+outcome<rows> topics_rows(const system_sources& src) {
+    rows out;
+    for (const auto& t : src.catalog->list_topics())
+        out.push_back({t.name, catalog::uuid_to_string(t.id), int64_t{t.partitions},
+                       catalog::effective_config(t, "cleanup.policy",
+                                                 src.state ? src.state->topic_defaults()
+                                                           : std::map<std::string, std::string>{}),
+                       t.created_ms});
+    return out;
+}
+
+outcome<rows> partitions_rows(const system_sources& src) {
+    rows out;
+    for (const auto& t : src.catalog->list_topics()) {
+        for (int32_t p = 0; p < t.partitions; ++p) {
+            auto* log = src.logs->get(t.name, p);
+            if (!log) continue;  // declared to the log a moment later than to the catalog
+            auto d = log->describe();
+            if (!d)
+                return query_error{failure::internal,
+                                   fmt::format("{}-{}: {}", t.name, p, d.err().message)};
+            out.push_back({t.name, int64_t{p}, d->log_start_offset, d->high_watermark,
+                           d->log_end_offset, d->bytes, static_cast<int64_t>(d->segments)});
+        }
+    }
+    return out;
+}
+
+outcome<rows> configs_rows(const system_sources& src) {
+    rows out;
+    const auto defaults =
+        src.state ? src.state->topic_defaults() : std::map<std::string, std::string>{};
+    for (const auto& t : src.catalog->list_topics()) {
+        for (const auto& def : catalog::topic_config_defs()) {
+            const std::string key(def.name);
+            const char* source = t.configs.count(key)  ? "topic"
+                                 : defaults.count(key) ? "broker"
+                                                       : "default";
+            out.push_back(
+                {t.name, key, catalog::effective_config(t, key, defaults), std::string(source)});
+        }
+    }
+    return out;
+}
+
+outcome<rows> groups_rows(const system_sources& src) {
+    rows out;
+    for (auto& g : src.state->groups())
+        out.push_back({g.group_id, g.state, g.protocol_type, g.protocol, int64_t{g.members}});
+    return out;
+}
+
+outcome<rows> group_offsets_rows(const system_sources& src) {
+    rows out;
+    for (auto& o : src.state->group_offsets()) {
+        value hw, lag;
+        if (auto* log = src.logs ? src.logs->get(o.topic, o.partition) : nullptr) {
+            const offset_t h = log->high_watermark();
+            hw = h;
+            // Kafka's consumer lag: what the group has yet to read of what is readable.
+            lag =
+                o.offset >= 0 ? value(std::max<int64_t>(0, h - o.offset)) : value(std::monostate{});
+        }
+        out.push_back({o.group_id, o.topic, int64_t{o.partition}, o.offset,
+                       text_or_null(o.metadata), o.commit_ms, hw, lag});
+    }
+    return out;
+}
+
+}  // namespace
+
+outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
+    std::map<std::string, row_table_spec> specs;
+    if (src.catalog) {
+        specs["topics"] = {
+            "CREATE TABLE x(topic TEXT, topic_id TEXT, partitions INTEGER, cleanup_policy TEXT, "
+            "created_ms INTEGER)",
+            [src] { return topics_rows(src); }};
+        specs["configs"] = {"CREATE TABLE x(topic TEXT, name TEXT, value TEXT, source TEXT)",
+                            [src] { return configs_rows(src); }};
+    }
+    if (src.catalog && src.logs)
+        specs["partitions"] = {
+            "CREATE TABLE x(topic TEXT, partition INTEGER, log_start_offset INTEGER, "
+            "high_watermark INTEGER, log_end_offset INTEGER, bytes INTEGER, "
+            "segments INTEGER)",
+            [src] { return partitions_rows(src); }};
+    if (src.state) {
+        specs["groups"] = {
+            "CREATE TABLE x(group_id TEXT, state TEXT, protocol_type TEXT, protocol TEXT, "
+            "members INTEGER)",
+            [src] { return groups_rows(src); }};
+        specs["group_offsets"] = {
+            "CREATE TABLE x(group_id TEXT, topic TEXT, partition INTEGER, committed_offset "
+            "INTEGER, "
+            "metadata TEXT, commit_timestamp INTEGER, high_watermark INTEGER, lag INTEGER)",
+            [src] { return group_offsets_rows(src); }};
+    }
+    if (specs.empty()) return true;
+    return create_row_tables(db, "system", std::move(specs));
+}
+
+}  // namespace sluice::sql

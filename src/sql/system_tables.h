@@ -1,0 +1,68 @@
+#pragma once
+
+// The system schema: the broker's state as read-only tables (docs/sql.md).
+//   system.topics        one row per topic
+//   system.partitions    log start offset, high watermark, log end offset, bytes, segments
+//   system.configs       every topic config in force, with its source
+//   system.groups        consumer groups: state, protocol type, protocol, members
+//   system.group_offsets committed offsets, with the partition's high watermark and lag
+// Each query reads the state afresh; none of these is a copy that can go stale.
+
+#include <sqlite3.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sql/engine.h"
+#include "sql/statement_context.h"
+
+namespace sluice::log {
+class log_manager;
+}
+namespace sluice::catalog {
+class catalog;
+}
+
+namespace sluice::sql {
+
+// What only the running broker knows (the group coordinator's state). Implementations
+// are thread-safe: SQL sessions call them from their own threads.
+class broker_state {
+  public:
+    struct group {
+        std::string group_id;
+        std::string state;  // Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+        std::string protocol_type;
+        std::string protocol;
+        int32_t members = 0;
+    };
+    struct committed_offset {
+        std::string group_id;
+        std::string topic;
+        int32_t partition = 0;
+        int64_t offset = -1;
+        std::optional<std::string> metadata;
+        int64_t commit_ms = 0;
+    };
+    virtual std::vector<group> groups() = 0;
+    virtual std::vector<committed_offset> group_offsets() = 0;
+    // Broker-wide topic defaults (--topic-default), keyed by topic config name.
+    virtual std::map<std::string, std::string> topic_defaults() = 0;
+
+  protected:
+    ~broker_state() = default;
+};
+
+struct system_sources {
+    log::log_manager* logs = nullptr;
+    catalog::catalog* catalog = nullptr;
+    broker_state* state = nullptr;
+    statement_context* ctx = nullptr;
+};
+
+// Registers the module and creates the system tables of one connection.
+outcome<bool> install_system_tables(sqlite3* db, const system_sources& src);
+
+}  // namespace sluice::sql

@@ -1,0 +1,550 @@
+#include "sql/topic_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "catalog/catalog.h"
+#include "log/file_io.h"
+#include "log/log_manager.h"
+#include "protocol/record_reader.h"
+#include "sql/json_text.h"
+
+namespace sluice::sql {
+
+namespace {
+
+constexpr const char* module_name = "sluice_topic";
+
+enum col : int { c_partition, c_offset, c_ts_producer, c_ts_broker, c_key, c_value, c_headers };
+
+// One read from a segment file: large enough that a scan is a stream of big sequential
+// reads, small enough that a query for a few records reads little.
+constexpr size_t read_chunk_bytes = 1 << 20;
+// Planner estimates: a topic is assumed large, and each pushed-down constraint is assumed
+// to cut it down; only the order of the estimates matters to SQLite.
+constexpr double full_scan_rows = 1e7;
+
+// An inclusive range of an integer column.
+struct range {
+    int64_t lo = std::numeric_limits<int64_t>::min();
+    int64_t hi = std::numeric_limits<int64_t>::max();
+    bool empty() const { return lo > hi; }
+};
+
+struct topic_vtab {
+    sqlite3_vtab base{};
+    topic_tables* owner = nullptr;
+    std::string topic;
+};
+
+struct topic_cursor {
+    sqlite3_vtab_cursor base{};
+    topic_tables* owner = nullptr;
+    std::string topic;
+    // Held for the scan: the partitions stay valid even if the topic is deleted
+    // meanwhile (they then answer not_found).
+    std::shared_ptr<log::topic_state> state;
+
+    range partitions, offsets, ts_producer, ts_broker;
+    int32_t partition = -1;  // the partition being scanned
+    log::partition_log* log = nullptr;
+    offset_t next_read = 0;  // where the next read starts
+    offset_t end = 0;        // records at or past it are not returned (snapshot, ranges)
+    offset_t start = 0;      // records below it are skipped
+
+    bytes buf;
+    size_t buf_used = 0;  // bytes of buf holding data
+    size_t batch_at = 0;  // position of the current batch in buf
+    const void* last_file = nullptr;
+    protocol::batch_header header;
+    std::optional<protocol::record_reader> records;
+    protocol::record_ref rec;
+    std::vector<log::append_time_run> times;
+    size_t time_at = 0;
+    bool eof = false;
+};
+
+int set_error(sqlite3_vtab* t, const std::string& msg) {
+    sqlite3_free(t->zErrMsg);
+    t->zErrMsg = sqlite3_mprintf("%s", msg.c_str());
+    return SQLITE_ERROR;
+}
+
+// A storage error during a scan. A topic deleted under the scan reads as an unknown
+// table, which is what the next statement would see.
+int scan_error(topic_cursor& c, const error& e) {
+    if (!c.state || c.state->removed.load())
+        return set_error(c.base.pVtab, fmt::format("no such table: kafka_topics.{} (the topic was "
+                                                   "deleted during the query)",
+                                                   c.topic));
+    return set_error(c.base.pVtab, fmt::format("{}-{}: {}", c.topic, c.partition, e.message));
+}
+
+int create(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vtab** out, char**) {
+    int rc = sqlite3_declare_vtab(db,
+                                  "CREATE TABLE x(partition INTEGER, offset INTEGER, "
+                                  "timestamp_producer INTEGER, timestamp_broker INTEGER, key BLOB, "
+                                  "value BLOB, headers TEXT)");
+    if (rc != SQLITE_OK) return rc;
+    auto* t = new topic_vtab;
+    t->owner = static_cast<topic_tables*>(aux);
+    t->topic = argc > 2 ? argv[2] : "";
+    *out = &t->base;
+    return SQLITE_OK;
+}
+
+int disconnect(sqlite3_vtab* t) {
+    delete reinterpret_cast<topic_vtab*>(t);
+    return SQLITE_OK;
+}
+
+char op_code(unsigned char op) {
+    switch (op) {
+        case SQLITE_INDEX_CONSTRAINT_EQ:
+            return '=';
+        case SQLITE_INDEX_CONSTRAINT_GT:
+            return '>';
+        case SQLITE_INDEX_CONSTRAINT_GE:
+            return 'g';
+        case SQLITE_INDEX_CONSTRAINT_LT:
+            return '<';
+        case SQLITE_INDEX_CONSTRAINT_LE:
+            return 'l';
+        default:
+            return 0;
+    }
+}
+
+// Every comparison on partition, offset and the timestamps is handed to xFilter, which
+// narrows the scan with it. Unless the scan applies it exactly (below), SQLite still
+// checks each row, so a scan may read more than the predicate needs but never returns
+// a row it should not.
+int best_index(sqlite3_vtab*, sqlite3_index_info* info) {
+    std::string plan;
+    int argv = 0;
+    double rows = full_scan_rows;
+    bool partition_eq = false;
+    for (int i = 0; i < info->nConstraint; ++i) {
+        const auto& c = info->aConstraint[i];
+        const char op = op_code(c.op);
+        if (!c.usable || !op || c.iColumn < c_partition || c.iColumn > c_ts_broker) continue;
+        info->aConstraintUsage[i].argvIndex = ++argv;
+        // The scan applies an integer bound on partition, offset or timestamp_broker
+        // exactly (append times never decrease along a partition), so SQLite need not
+        // check it again row by row. Other values, and parameters not known yet, are
+        // checked by SQLite as well.
+        sqlite3_value* rhs = nullptr;
+        if (c.iColumn != c_ts_producer && sqlite3_vtab_rhs_value(info, i, &rhs) == SQLITE_OK &&
+            sqlite3_value_type(rhs) == SQLITE_INTEGER)
+            info->aConstraintUsage[i].omit = 1;
+        plan += static_cast<char>('0' + c.iColumn);
+        plan += op;
+        rows /= op == '=' ? (c.iColumn == c_partition ? 4 : 1000) : 3;
+        if (c.iColumn == c_partition && op == '=') partition_eq = true;
+    }
+    info->idxStr = sqlite3_mprintf("%s", plan.c_str());
+    info->needToFreeIdxStr = 1;
+    info->estimatedRows = static_cast<sqlite3_int64>(std::max(rows, 1.0));
+    info->estimatedCost = std::max(rows, 1.0);
+    // Rows come in partition order, then offset order.
+    const auto& ob = info->aOrderBy;
+    if ((info->nOrderBy == 1 && ob[0].iColumn == c_partition && !ob[0].desc) ||
+        (info->nOrderBy == 2 && ob[0].iColumn == c_partition && !ob[0].desc &&
+         ob[1].iColumn == c_offset && !ob[1].desc) ||
+        (info->nOrderBy == 1 && partition_eq && ob[0].iColumn == c_offset && !ob[0].desc))
+        info->orderByConsumed = 1;
+    return SQLITE_OK;
+}
+
+int open(sqlite3_vtab* t, sqlite3_vtab_cursor** out) {
+    auto* c = new topic_cursor;
+    auto* vt = reinterpret_cast<topic_vtab*>(t);
+    c->owner = vt->owner;
+    c->topic = vt->topic;
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+int close(sqlite3_vtab_cursor* c) {
+    delete reinterpret_cast<topic_cursor*>(c);
+    return SQLITE_OK;
+}
+
+// Narrows r by "column <op> v". A value that is not a number narrows nothing: SQLite's
+// own check of the row decides (a comparison with NULL empties the range, as it
+// matches no row).
+void narrow(range& r, char op, sqlite3_value* v) {
+    const int type = sqlite3_value_numeric_type(v);
+    if (type == SQLITE_NULL) {
+        r.lo = 1;
+        r.hi = 0;
+        return;
+    }
+    if (type != SQLITE_INTEGER && type != SQLITE_FLOAT) return;
+    double d = sqlite3_value_double(v);
+    int64_t i = sqlite3_value_int64(v);
+    const bool integral = type == SQLITE_INTEGER;
+    if (!integral && (std::isnan(d) || std::fabs(d) > 9e18)) return;
+    auto floor_i = integral ? i : static_cast<int64_t>(std::floor(d));
+    auto ceil_i = integral ? i : static_cast<int64_t>(std::ceil(d));
+    switch (op) {
+        case '=':
+            if (!integral && floor_i != ceil_i) {
+                r.lo = 1;
+                r.hi = 0;
+                return;
+            }
+            r.lo = std::max(r.lo, floor_i);
+            r.hi = std::min(r.hi, floor_i);
+            break;
+        case '>':
+            r.lo = std::max(r.lo,
+                            floor_i == std::numeric_limits<int64_t>::max() ? floor_i : floor_i + 1);
+            break;
+        case 'g':
+            r.lo = std::max(r.lo, ceil_i);
+            break;
+        case '<':
+            r.hi =
+                std::min(r.hi, ceil_i == std::numeric_limits<int64_t>::min() ? ceil_i : ceil_i - 1);
+            break;
+        case 'l':
+            r.hi = std::min(r.hi, floor_i);
+            break;
+        default:
+            break;
+    }
+}
+
+// Positions the cursor on partition p: computes where its records start and end under
+// the constraints. false (with no error) when the partition has nothing to return.
+result<bool> enter_partition(topic_cursor& c, int32_t p) {
+    auto& owner = *c.owner;
+    c.log = owner.logs.partition(*c.state, p);
+    if (!c.log) return false;
+    const offset_t hw = owner.ctx.snapshot({c.topic, p}, c.log->high_watermark());
+    offset_t start = std::max(c.log->log_start_offset(), c.offsets.lo);
+    offset_t end =
+        c.offsets.hi == std::numeric_limits<int64_t>::max() ? hw : std::min(hw, c.offsets.hi + 1);
+    if (c.ts_producer.lo != std::numeric_limits<int64_t>::min() && start < end) {
+        // The first record stamped at or after the bound: every earlier one is older.
+        auto f = c.log->offset_for_timestamp(c.ts_producer.lo);
+        if (!f) return f.err();
+        if (!*f) return false;
+        start = std::max(start, (*f)->offset);
+    }
+    if (c.ts_broker.lo != std::numeric_limits<int64_t>::min() && start < end) {
+        auto f = c.log->offset_for_append_time(c.ts_broker.lo);
+        if (!f) return f.err();
+        start = std::max(start, *f);
+    }
+    if (c.ts_broker.hi != std::numeric_limits<int64_t>::max() && start < end) {
+        // Append times never decrease along a partition: the first record appended
+        // after the bound ends the range.
+        auto f = c.log->offset_for_append_time(c.ts_broker.hi + 1);
+        if (!f) return f.err();
+        end = std::min(end, *f);
+    }
+    if (start >= end) return false;
+    c.start = c.next_read = start;
+    c.end = end;
+    c.buf_used = c.batch_at = 0;
+    c.records.reset();
+    c.last_file = nullptr;
+    auto t = c.log->append_times(start, end);
+    if (!t) return t.err();
+    c.times = std::move(*t);
+    c.time_at = 0;
+    ++owner.ctx.current_scan().partitions_scanned;
+    return true;
+}
+
+// Reads the next chunk of batches of the current partition into buf. false at its end.
+result<bool> read_chunk(topic_cursor& c) {
+    if (c.next_read >= c.end) return false;
+    auto s = c.log->read_slice_at(c.next_read, read_chunk_bytes, true);
+    if (!s && s.code() == errc::out_of_range && c.next_read < c.log->log_start_offset()) {
+        // Retention or DeleteRecords removed what the scan was about to read.
+        c.next_read = c.log->log_start_offset();
+        if (c.next_read >= c.end) return false;
+        s = c.log->read_slice_at(c.next_read, read_chunk_bytes, true);
+    }
+    if (!s) return s.err();
+    if (s->size == 0) return false;
+    auto& stats = c.owner->ctx.current_scan();
+    if (s->data_file.get() != c.last_file) {
+        ++stats.segments_read;
+        c.last_file = s->data_file.get();
+    }
+    if (c.buf.size() < s->size) c.buf.resize(s->size);
+    if (auto r = log::read_exact(*s->data_file, c.buf.data(), s->size, s->position); !r)
+        return r.err();
+    stats.bytes_read += static_cast<int64_t>(s->size);
+    c.buf_used = s->size;
+    c.batch_at = 0;
+    return true;
+}
+
+// Moves to the next batch holding records in [start, end). false when the partition
+// has no more.
+result<bool> next_batch(topic_cursor& c) {
+    for (;;) {
+        if (c.records) {
+            c.batch_at += c.header.size_bytes();
+            c.records.reset();
+        }
+        const bytes_view rest = bytes_view(c.buf).subspan(c.batch_at, c.buf_used - c.batch_at);
+        auto h = protocol::read_batch_header(rest);
+        if (!h || h->size_bytes() > rest.size()) {
+            // The chunk ends (or cuts a batch): read on from the next batch.
+            auto more = read_chunk(c);
+            if (!more || !*more) return more;
+            continue;
+        }
+        c.header = *h;
+        c.next_read = h->last_offset() + 1;
+        if (h->base_offset >= c.end) return false;
+        c.records.emplace(rest.first(h->size_bytes()), c.header);
+        if (h->last_offset() < c.start || h->is_control()) continue;
+        if (h->codec() != protocol::compression::none)
+            return error{
+                errc::unsupported,
+                fmt::format("{}-{} offset {}: compressed batches cannot be read by SQL yet",
+                            c.topic, c.partition, h->base_offset)};
+        ++c.owner->ctx.current_scan().batches_read;
+        return true;
+    }
+}
+
+// Moves to the next record to return; sets eof at the end of the scan.
+int advance(topic_cursor& c) {
+    for (;;) {
+        if (c.log) {
+            // Within a partition: the current batch's next record, else the next batch.
+            bool partition_done = false;
+            if (c.records) {
+                while (c.records->next(c.rec)) {
+                    if (c.rec.offset < c.start) continue;
+                    if (c.rec.offset >= c.end) {
+                        partition_done = true;
+                        break;
+                    }
+                    ++c.owner->ctx.current_scan().records_read;
+                    return SQLITE_OK;
+                }
+                if (!c.records->ok())
+                    return set_error(
+                        c.base.pVtab,
+                        fmt::format("{}-{}: malformed records in the batch at offset {}", c.topic,
+                                    c.partition, c.header.base_offset));
+            }
+            if (!partition_done) {
+                auto more = next_batch(c);
+                if (!more) return scan_error(c, more.err());
+                if (*more) continue;
+            }
+            c.log = nullptr;
+            c.records.reset();
+        }
+        // The next partition with something to return.
+        const int32_t p = c.partition + 1;
+        if (p > c.partitions.hi || !c.owner->logs.partition(*c.state, p)) {
+            c.eof = true;
+            return SQLITE_OK;
+        }
+        c.partition = p;
+        auto entered = enter_partition(c, p);
+        if (!entered) return scan_error(c, entered.err());
+        if (!*entered) c.log = nullptr;
+    }
+}
+
+int filter(sqlite3_vtab_cursor* cur, int, const char* plan, int argc, sqlite3_value** argv) {
+    auto* c = reinterpret_cast<topic_cursor*>(cur);
+    c->partitions = c->offsets = c->ts_producer = c->ts_broker = range{};
+    for (int i = 0; plan && plan[2 * i] && i < argc; ++i) {
+        range* r = nullptr;
+        switch (plan[2 * i] - '0') {
+            case c_partition:
+                r = &c->partitions;
+                break;
+            case c_offset:
+                r = &c->offsets;
+                break;
+            case c_ts_producer:
+                r = &c->ts_producer;
+                break;
+            case c_ts_broker:
+                r = &c->ts_broker;
+                break;
+            default:
+                continue;
+        }
+        narrow(*r, plan[2 * i + 1], argv[i]);
+    }
+    c->partitions.lo = std::max<int64_t>(c->partitions.lo, 0);
+    c->partitions.hi = std::min<int64_t>(c->partitions.hi, std::numeric_limits<int32_t>::max() - 1);
+    c->eof = false;
+    c->records.reset();
+    c->log = nullptr;
+    c->state = c->owner->logs.topic(c->topic);
+    if (!c->state) return scan_error(*c, error{errc::not_found, "deleted"});
+    if (c->partitions.empty() || c->offsets.empty() || c->ts_producer.empty() ||
+        c->ts_broker.empty()) {
+        c->eof = true;
+        return SQLITE_OK;
+    }
+    c->partition = static_cast<int32_t>(c->partitions.lo) - 1;
+    return advance(*c);
+}
+
+int next(sqlite3_vtab_cursor* cur) {
+    return advance(*reinterpret_cast<topic_cursor*>(cur));
+}
+
+int eof(sqlite3_vtab_cursor* cur) {
+    return reinterpret_cast<topic_cursor*>(cur)->eof;
+}
+
+timestamp_ms broker_time(topic_cursor& c) {
+    // Runs are in offset order and records come in offset order: walk forward.
+    while (c.time_at + 1 < c.times.size() && c.times[c.time_at + 1].first_offset <= c.rec.offset)
+        ++c.time_at;
+    return c.times.empty() ? c.header.max_timestamp : c.times[c.time_at].time;
+}
+
+void result_bytes(sqlite3_context* ctx, const std::optional<bytes_view>& b) {
+    if (!b) return sqlite3_result_null(ctx);
+    sqlite3_result_blob64(ctx, b->data(), b->size(), SQLITE_TRANSIENT);
+}
+
+int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
+    auto& c = *reinterpret_cast<topic_cursor*>(cur);
+    switch (i) {
+        case c_partition:
+            sqlite3_result_int64(ctx, c.partition);
+            break;
+        case c_offset:
+            sqlite3_result_int64(ctx, c.rec.offset);
+            break;
+        case c_ts_producer:
+            sqlite3_result_int64(ctx, c.rec.timestamp);
+            break;
+        case c_ts_broker:
+            sqlite3_result_int64(ctx, broker_time(c));
+            break;
+        case c_key:
+            result_bytes(ctx, c.rec.key);
+            break;
+        case c_value:
+            result_bytes(ctx, c.rec.value);
+            break;
+        case c_headers: {
+            if (c.rec.header_count == 0) {  // most records: no string to build
+                sqlite3_result_text(ctx, "[]", 2, SQLITE_STATIC);
+                break;
+            }
+            std::string json = "[";
+            bool ok = protocol::record_reader::for_each_header(
+                c.rec, [&](bytes_view k, const std::optional<bytes_view>& v) {
+                    if (json.size() > 1) json += ',';
+                    json += "{\"key\":";
+                    append_json_bytes(json, k);
+                    json += ",\"value\":";
+                    if (v)
+                        append_json_bytes(json, *v);
+                    else
+                        json += "null";
+                    json += '}';
+                });
+            if (!ok)
+                return set_error(cur->pVtab, fmt::format("{}-{} offset {}: malformed headers",
+                                                         c.topic, c.partition, c.rec.offset));
+            json += ']';
+            sqlite3_result_text64(ctx, json.data(), json.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+            break;
+        }
+        default:
+            sqlite3_result_null(ctx);
+    }
+    return SQLITE_OK;
+}
+
+int rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
+    const auto& c = *reinterpret_cast<topic_cursor*>(cur);
+    // Unique within the table: 16 bits of partition above 47 bits of offset.
+    *out = (static_cast<int64_t>(c.partition) << 47) ^ c.rec.offset;
+    return SQLITE_OK;
+}
+
+sqlite3_module make_module() {
+    sqlite3_module m{};
+    m.xCreate = create;
+    m.xConnect = create;
+    m.xBestIndex = best_index;
+    m.xDisconnect = disconnect;
+    m.xDestroy = disconnect;
+    m.xOpen = open;
+    m.xClose = close;
+    m.xFilter = filter;
+    m.xNext = next;
+    m.xEof = eof;
+    m.xColumn = column;
+    m.xRowid = rowid;
+    return m;
+}
+
+const sqlite3_module topic_module = make_module();
+
+std::string quote_ident(const std::string& s) {
+    std::string out = "\"";
+    for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return out + "\"";
+}
+
+outcome<bool> exec(sqlite3* db, const std::string& sql) {
+    char* msg = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) == SQLITE_OK) return true;
+    query_error e{failure::internal, fmt::format("{}: {}", sql, msg ? msg : "?")};
+    sqlite3_free(msg);
+    return e;
+}
+
+}  // namespace
+
+outcome<bool> topic_tables::install(sqlite3* db) {
+    if (sqlite3_create_module_v2(db, module_name, &topic_module, this, nullptr) != SQLITE_OK)
+        return query_error{failure::internal,
+                           fmt::format("{}: {}", module_name, sqlite3_errmsg(db))};
+    return sync(db);
+}
+
+outcome<bool> topic_tables::sync(sqlite3* db) {
+    const uint64_t gen = catalog.generation();
+    if (gen == _generation) return true;
+    std::set<std::string> want;
+    for (const auto& t : catalog.list_topics()) want.insert(t.name);
+    for (auto it = _tables.begin(); it != _tables.end();) {
+        if (want.count(*it)) {
+            ++it;
+            continue;
+        }
+        if (auto r = exec(db, "DROP TABLE kafka_topics." + quote_ident(*it)); !r) return r;
+        it = _tables.erase(it);
+    }
+    for (const auto& name : want) {
+        if (_tables.count(name)) continue;
+        if (auto r = exec(db, fmt::format("CREATE VIRTUAL TABLE kafka_topics.{} USING {}",
+                                          quote_ident(name), module_name));
+            !r)
+            return r;
+        _tables.insert(name);
+    }
+    _generation = gen;
+    return true;
+}
+
+}  // namespace sluice::sql

@@ -1,0 +1,202 @@
+// The engine without topics: users' schemas, limits, cancellation, errors.
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "sql_test_util.h"
+
+namespace sluice::sql::test {
+namespace {
+
+using rows = std::vector<std::vector<std::string>>;
+
+struct engine_fixture : ::testing::Test {
+    void SetUp() override {
+        engine_options o;
+        o.data_dir = dir.path;
+        o.defaults.timeout = std::chrono::milliseconds(5000);
+        o.defaults.max_rows = 1000;
+        auto e = open_engine(o);
+        ASSERT_TRUE(e) << e.error().message;
+        eng = std::move(*e);
+        auto s = eng->open_session();
+        ASSERT_TRUE(s) << s.error().message;
+        sess = std::move(*s);
+    }
+    temp_dir dir;
+    std::unique_ptr<engine> eng;
+    std::unique_ptr<session> sess;
+};
+
+constexpr const char* slow_query =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+
+TEST_F(engine_fixture, values_of_every_storage_class) {
+    EXPECT_EQ(query(*sess, "SELECT 1, 2.5, 'text', x'616263', NULL"),
+              (rows{{"1", "2.500000", "text", "abc", "NULL"}}));
+    auto st = sess->prepare("SELECT 1 AS n");
+    ASSERT_TRUE(st);
+    ASSERT_EQ((*st)->step(), statement::step_state::row);
+    EXPECT_EQ(std::get<int64_t>((*st)->row()[0]), 1);
+    EXPECT_EQ((*st)->columns()[0].name, "n");
+    EXPECT_EQ((*st)->verb(), "SELECT");
+}
+
+TEST_F(engine_fixture, user_tables_persist_in_main_and_in_created_schemas) {
+    query(*sess,
+          "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes VALUES (1, "
+          "'a'), (2, 'b');"
+          "CREATE SCHEMA analytics; CREATE TABLE analytics.daily(day TEXT, n INTEGER);"
+          "INSERT INTO analytics.daily VALUES ('2026-11-30', 7)");
+    // Another session, and a new engine over the same directory, see the same data.
+    auto other = eng->open_session();
+    ASSERT_TRUE(other);
+    EXPECT_EQ(query(**other, "SELECT n FROM analytics.daily"), (rows{{"7"}}));
+    sess.reset();
+    other->reset();
+    eng.reset();
+    engine_options o;
+    o.data_dir = dir.path;
+    auto e = open_engine(o);
+    ASSERT_TRUE(e);
+    auto s = (*e)->open_session();
+    ASSERT_TRUE(s);
+    EXPECT_EQ(query(**s, "SELECT body FROM notes ORDER BY id"), (rows{{"a"}, {"b"}}));
+    EXPECT_EQ(query(**s, "SELECT day, n FROM analytics.daily"), (rows{{"2026-11-30", "7"}}));
+    // DROP SCHEMA refuses a schema with tables unless CASCADE.
+    EXPECT_EQ(failure_of(**s, "DROP SCHEMA analytics").kind, failure::constraint);
+    query(**s, "DROP SCHEMA analytics CASCADE");
+    EXPECT_EQ(failure_of(**s, "SELECT * FROM analytics.daily").kind, failure::undefined_table);
+    EXPECT_EQ(failure_of(**s, "CREATE SCHEMA system").kind, failure::invalid_parameter);
+}
+
+TEST_F(engine_fixture, engine_schemas_are_read_only) {
+    auto e = failure_of(*sess, "CREATE TABLE kafka_topics.t(x)");
+    EXPECT_EQ(e.kind, failure::read_only) << e.message;
+    EXPECT_NE(e.message.find("kafka_topics"), std::string::npos) << e.message;
+    EXPECT_EQ(failure_of(*sess, "ATTACH '/tmp/x.db' AS x").kind, failure::read_only);
+    EXPECT_EQ(failure_of(*sess, "PRAGMA main.journal_mode=DELETE").kind, failure::read_only);
+    EXPECT_EQ(failure_of(*sess, "DETACH system").kind, failure::read_only);
+    // The session still works.
+    EXPECT_EQ(query(*sess, "SELECT 40 + 2"), (rows{{"42"}}));
+}
+
+TEST_F(engine_fixture, errors_are_classified) {
+    EXPECT_EQ(failure_of(*sess, "SELEC 1").kind, failure::syntax);
+    EXPECT_EQ(failure_of(*sess, "SELECT * FROM nowhere").kind, failure::undefined_table);
+    EXPECT_EQ(failure_of(*sess, "SELECT * FROM kafka_topics.\"missing\"").kind,
+              failure::undefined_table);
+    EXPECT_EQ(failure_of(*sess, "SELECT nope FROM (SELECT 1 AS x)").kind,
+              failure::undefined_column);
+    query(*sess, "CREATE TABLE u(id INTEGER PRIMARY KEY)");
+    EXPECT_EQ(failure_of(*sess, "INSERT INTO u VALUES (1); INSERT INTO u VALUES (1)").kind,
+              failure::constraint);
+    EXPECT_STREQ(sqlstate(failure::syntax), "42601");
+}
+
+TEST_F(engine_fixture, row_limit_fails_the_statement_and_can_be_lowered_not_raised) {
+    EXPECT_EQ(failure_of(*sess,
+                         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT "
+                         "1001) SELECT x FROM c")
+                  .kind,
+              failure::row_limit);
+    sess->set_limits({std::chrono::milliseconds(0), 10});
+    EXPECT_EQ(sess->current_limits().max_rows, 10u);
+    EXPECT_EQ(failure_of(*sess,
+                         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 11) "
+                         "SELECT x FROM c")
+                  .kind,
+              failure::row_limit);
+    EXPECT_EQ(query(*sess,
+                    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10) "
+                    "SELECT count(*) FROM c"),
+              (rows{{"10"}}));
+    sess->set_limits({std::chrono::milliseconds(999999), 999999});
+    EXPECT_EQ(sess->current_limits().max_rows, 1000u);
+    EXPECT_EQ(sess->current_limits().timeout, std::chrono::milliseconds(5000));
+}
+
+TEST_F(engine_fixture, time_limit_stops_a_runaway_query) {
+    sess->set_limits({std::chrono::milliseconds(100), 0});
+    const auto t0 = std::chrono::steady_clock::now();
+    auto e = failure_of(*sess, slow_query);
+    EXPECT_EQ(e.kind, failure::timeout) << e.message;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+    EXPECT_EQ(query(*sess, "SELECT 'still here'"), (rows{{"still here"}}));
+}
+
+TEST_F(engine_fixture, cancel_from_another_thread_and_interrupt_check) {
+    std::thread canceler([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        sess->cancel();
+    });
+    auto e = failure_of(*sess, slow_query);
+    canceler.join();
+    EXPECT_EQ(e.kind, failure::canceled) << e.message;
+    // A cancel that came before the statement does not stop the next one.
+    EXPECT_EQ(query(*sess, "SELECT 1"), (rows{{"1"}}));
+    int calls = 0;
+    sess->set_interrupt_check([&] { return ++calls >= 3; });
+    EXPECT_EQ(failure_of(*sess, slow_query).kind, failure::canceled);
+    EXPECT_GE(calls, 3);
+    sess->set_interrupt_check({});
+}
+
+TEST_F(engine_fixture, transactions_and_parameters) {
+    query(*sess, "CREATE TABLE t(a INTEGER, b TEXT)");
+    EXPECT_FALSE(sess->in_transaction());
+    query(*sess, "BEGIN");
+    EXPECT_TRUE(sess->in_transaction());
+    auto st = sess->prepare("INSERT INTO t VALUES (?, ?)");
+    ASSERT_TRUE(st);
+    EXPECT_EQ((*st)->param_count(), 2);
+    ASSERT_TRUE((*st)->bind({int64_t{5}, std::string("five")}));
+    EXPECT_EQ((*st)->step(), statement::step_state::done);
+    EXPECT_EQ((*st)->changes(), 1);
+    EXPECT_FALSE((*st)->bind({int64_t{1}}));
+    query(*sess, "COMMIT");
+    EXPECT_FALSE(sess->in_transaction());
+    EXPECT_EQ(query(*sess, "SELECT a, b FROM t"), (rows{{"5", "five"}}));
+}
+
+TEST_F(engine_fixture, dollar_parameters_bind_by_number) {
+    auto st = sess->prepare("SELECT $2, $1, $2 + 1");
+    ASSERT_TRUE(st);
+    EXPECT_EQ((*st)->param_count(), 2);
+    ASSERT_TRUE((*st)->bind({std::string("one"), int64_t{2}}));
+    ASSERT_EQ((*st)->step(), statement::step_state::row);
+    EXPECT_EQ(std::get<int64_t>((*st)->row()[0]), 2);
+    EXPECT_EQ(std::get<std::string>((*st)->row()[1]), "one");
+    EXPECT_EQ(std::get<int64_t>((*st)->row()[2]), 3);
+    // Only $3 used: three parameters, the first two unused.
+    auto only = sess->prepare("SELECT $3");
+    ASSERT_TRUE(only);
+    EXPECT_EQ((*only)->param_count(), 3);
+    ASSERT_TRUE((*only)->bind({std::monostate{}, std::monostate{}, int64_t{7}}));
+    ASSERT_EQ((*only)->step(), statement::step_state::row);
+    EXPECT_EQ(std::get<int64_t>((*only)->row()[0]), 7);
+}
+
+TEST_F(engine_fixture, a_cancel_stops_one_statement_even_before_its_first_step) {
+    auto st = sess->prepare(slow_query);
+    ASSERT_TRUE(st);
+    sess->cancel();
+    EXPECT_EQ((*st)->step(), statement::step_state::failed);
+    EXPECT_EQ((*st)->error().kind, failure::canceled);
+    (*st)->reset();
+    auto quick = sess->prepare("SELECT 1");
+    ASSERT_TRUE(quick);
+    EXPECT_EQ((*quick)->step(), statement::step_state::row);
+}
+
+TEST_F(engine_fixture, empty_and_multi_statement_strings) {
+    std::string_view tail;
+    auto st = sess->prepare("  -- nothing\n ", &tail);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(*st, nullptr);
+    EXPECT_EQ(query(*sess, "SELECT 1; SELECT 2; /* c */ SELECT 3;"), (rows{{"3"}}));
+}
+
+}  // namespace
+}  // namespace sluice::sql::test

@@ -1,0 +1,242 @@
+// kafka_topics."<topic>" and the system tables over a real log manager and catalog.
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "catalog/catalog.h"
+#include "log/log_manager.h"
+#include "sql/statement_context.h"
+#include "sql_test_util.h"
+#include "support/batch_builder.h"
+
+namespace sluice::sql::test {
+namespace {
+
+using rows = std::vector<std::vector<std::string>>;
+using sluice::testing::build_batch;
+using sluice::testing::test_record;
+
+struct topic_fixture : ::testing::Test {
+    void SetUp() override {
+        auto c = catalog::catalog::open(dir.path / "catalog.db");
+        ASSERT_TRUE(c) << c.err().message;
+        cat = std::move(*c);
+        logs = std::make_unique<log::log_manager>(log::log_manager::options{dir.path});
+        ASSERT_TRUE(logs->open());
+        engine_options o;
+        o.data_dir = dir.path;
+        o.logs = logs.get();
+        o.catalog = cat.get();
+        auto e = open_engine(o);
+        ASSERT_TRUE(e) << e.error().message;
+        eng = std::move(*e);
+        auto s = eng->open_session();
+        ASSERT_TRUE(s) << s.error().message;
+        sess = std::move(*s);
+    }
+    void TearDown() override {
+        sess.reset();
+        eng.reset();
+        logs->close();
+    }
+
+    void create_topic(const std::string& name, int32_t partitions, log::log_config cfg = {}) {
+        catalog::topic_info t;
+        t.name = name;
+        t.id = catalog::random_uuid();
+        t.partitions = partitions;
+        ASSERT_TRUE(cat->create_topic(t));
+        logs->add_topic(name, partitions, cfg);
+    }
+
+    // Appends one batch and waits until it is durable (visible to SQL).
+    offset_t produce(const std::string& topic, int32_t p, std::vector<test_record> recs,
+                     timestamp_ms now = 1000) {
+        auto* pl = logs->get(topic, p);
+        EXPECT_NE(pl, nullptr);
+        bytes payload = build_batch(recs);
+        auto v = protocol::validate_batches(payload, {});
+        EXPECT_TRUE(v);
+        auto r = pl->append(std::span<uint8_t>(payload), *v, now);
+        EXPECT_TRUE(r) << r.err().message;
+        auto done = std::make_shared<std::promise<result<void>>>();
+        auto fut = done->get_future();
+        logs->when_durable(pl, r->last_offset,
+                           [done](result<void> x) { done->set_value(std::move(x)); });
+        EXPECT_EQ(fut.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+        return r->base_offset;
+    }
+
+    temp_dir dir;
+    std::unique_ptr<catalog::catalog> cat;
+    std::unique_ptr<log::log_manager> logs;
+    std::unique_ptr<engine> eng;
+    std::unique_ptr<session> sess;
+};
+
+TEST_F(topic_fixture, every_column_of_every_record) {
+    create_topic("orders", 2);
+    produce("orders", 0,
+            {{"k1", R"({"op":"c","id":1})", 1111, {{"h1", "v1"}, {"h2", "v2"}}},
+             {std::nullopt, "no key", 1112, {}}});
+    produce("orders", 1, {{"k2", std::nullopt, 2222, {}}});
+    EXPECT_EQ(query(*sess,
+                    "SELECT partition, offset, timestamp_producer, key, value, headers "
+                    "FROM kafka_topics.orders ORDER BY partition, offset"),
+              (rows{{"0", "0", "1111", "k1", R"({"op":"c","id":1})",
+                     R"([{"key":"h1","value":"v1"},{"key":"h2","value":"v2"}])"},
+                    {"0", "1", "1112", "NULL", "no key", "[]"},
+                    {"1", "0", "2222", "k2", "NULL", "[]"}}));
+    EXPECT_EQ(query(*sess,
+                    "SELECT value ->> '$.op', value ->> '$.id' FROM kafka_topics.orders "
+                    "WHERE key = CAST('k1' AS BLOB)"),
+              (rows{{"c", "1"}}));
+    EXPECT_EQ(query(*sess,
+                    "SELECT typeof(key), typeof(value), typeof(timestamp_broker) "
+                    "FROM kafka_topics.orders WHERE partition = 0 AND offset = 0"),
+              (rows{{"blob", "blob", "integer"}}));
+}
+
+TEST_F(topic_fixture, offsets_and_partitions_narrow_the_scan) {
+    create_topic("t", 3);
+    for (int p = 0; p < 3; ++p)
+        for (int b = 0; b < 4; ++b)
+            produce("t", p,
+                    {{"k", "v" + std::to_string(b * 2), 1000 + b, {}},
+                     {"k", "v" + std::to_string(b * 2 + 1), 1000 + b, {}}});
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.t"), (rows{{"24"}}));
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.t WHERE partition = 1"),
+              (rows{{"8"}}));
+    EXPECT_EQ(query(*sess,
+                    "SELECT group_concat(offset) FROM kafka_topics.t WHERE partition = 2 AND "
+                    "offset > 2 AND offset <= 5"),
+              (rows{{"3,4,5"}}));
+    auto scan = query(*sess,
+                      "SELECT sluice_last_scan() ->> '$.partitions_scanned', "
+                      "sluice_last_scan() ->> '$.batches_read'");
+    EXPECT_EQ(scan, (rows{{"1", "2"}}));  // the batches [2,3] and [4,5]
+    EXPECT_EQ(
+        query(*sess,
+              "SELECT count(*) FROM kafka_topics.t WHERE partition IN (0, 2) AND offset >= 6"),
+        (rows{{"4"}}));
+    EXPECT_EQ(
+        query(*sess, "SELECT count(*) FROM kafka_topics.t WHERE offset = 2.5 OR partition = 7"),
+        (rows{{"0"}}));
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.t WHERE offset < '3'"),
+              (rows{{"9"}}));
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.t WHERE offset > NULL"),
+              (rows{{"0"}}));
+}
+
+TEST_F(topic_fixture, time_ranges_read_only_the_segments_that_hold_them) {
+    log::log_config cfg;
+    cfg.segment_bytes = 300;  // about one batch per segment
+    create_topic("events", 1, cfg);
+    // Producer times and broker append times both one second apart, the broker's an hour
+    // later.
+    for (int i = 0; i < 40; ++i)
+        produce("events", 0, {{"k", std::string(100, 'x'), 10'000 + i * 1000, {}}},
+                3'610'000 + i * 1000);
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.events"), (rows{{"40"}}));
+    auto full = query(*sess, "SELECT sluice_last_scan() ->> '$.segments_read'");
+    ASSERT_EQ(full.size(), 1u);
+    EXPECT_GE(std::stoi(full[0][0]), 20);
+    EXPECT_EQ(query(*sess,
+                    "SELECT min(offset), max(offset) FROM kafka_topics.events "
+                    "WHERE timestamp_producer >= 45000"),
+              (rows{{"35", "39"}}));
+    auto narrow = query(*sess, "SELECT sluice_last_scan() ->> '$.segments_read'");
+    ASSERT_EQ(narrow.size(), 1u);
+    EXPECT_LE(std::stoi(narrow[0][0]), 6);
+
+    EXPECT_EQ(query(*sess,
+                    "SELECT group_concat(offset) FROM kafka_topics.events "
+                    "WHERE timestamp_broker BETWEEN 3620000 AND 3622500"),
+              (rows{{"10,11,12"}}));
+    auto broker_range = query(*sess, "SELECT sluice_last_scan() ->> '$.segments_read'");
+    ASSERT_EQ(broker_range.size(), 1u);
+    EXPECT_LE(std::stoi(broker_range[0][0]), 4);
+    EXPECT_EQ(query(*sess, "SELECT timestamp_broker FROM kafka_topics.events WHERE offset = 39"),
+              (rows{{"3649000"}}));
+    EXPECT_EQ(
+        query(*sess, "SELECT count(*) FROM kafka_topics.events WHERE timestamp_broker > 3649000"),
+        (rows{{"0"}}));
+    EXPECT_EQ(
+        query(*sess, "SELECT count(*) FROM kafka_topics.events WHERE timestamp_broker < 3611000"),
+        (rows{{"1"}}));
+}
+
+TEST_F(topic_fixture, a_statement_sees_only_durable_records_and_one_cut) {
+    create_topic("t", 1);
+    produce("t", 0, {{"a", "1", 1, {}}});
+    logs->set_flush_paused(true);
+    auto* pl = logs->get("t", 0);
+    bytes payload = build_batch({{"b", "2", 2, {}}});
+    auto v = protocol::validate_batches(payload, {});
+    ASSERT_TRUE(pl->append(std::span<uint8_t>(payload), *v, 5));
+    // Appended but not yet durable: not acknowledged, so not visible.
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.t"), (rows{{"1"}}));
+    logs->set_flush_paused(false);
+    for (int i = 0; i < 200 && pl->high_watermark() < 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.t"), (rows{{"2"}}));
+    // A self-join sees the same records on both sides.
+    EXPECT_EQ(
+        query(*sess,
+              "SELECT count(*) FROM kafka_topics.t a JOIN kafka_topics.t b ON a.offset = b.offset"),
+        (rows{{"2"}}));
+}
+
+TEST_F(topic_fixture, topics_come_and_go_and_cannot_be_written) {
+    EXPECT_EQ(failure_of(*sess, "SELECT * FROM kafka_topics.later").kind, failure::undefined_table);
+    create_topic("later", 1);
+    produce("later", 0, {{"k", "v", 5, {}}});
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.later"), (rows{{"v"}}));
+    auto e = failure_of(*sess, "INSERT INTO kafka_topics.later(partition, offset) VALUES (0, 9)");
+    EXPECT_EQ(e.kind, failure::read_only) << e.message;
+    EXPECT_EQ(failure_of(*sess, "DELETE FROM kafka_topics.later").kind, failure::read_only);
+    EXPECT_EQ(failure_of(*sess, "DROP TABLE kafka_topics.later").kind, failure::read_only);
+    ASSERT_TRUE(cat->delete_topic("later"));
+    ASSERT_TRUE(logs->remove_topic("later"));
+    EXPECT_EQ(failure_of(*sess, "SELECT * FROM kafka_topics.later").kind, failure::undefined_table);
+    // Names that need quoting.
+    create_topic("with.dots-and_dash", 1);
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.\"with.dots-and_dash\""),
+              (rows{{"0"}}));
+}
+
+TEST_F(topic_fixture, latest_value_per_key_with_a_window_function) {
+    create_topic("cdc", 1);
+    produce("cdc", 0, {{"a", R"({"v":1})", 1, {}}, {"b", R"({"v":1})", 2, {}}});
+    produce("cdc", 0, {{"a", R"({"v":2})", 3, {}}});
+    EXPECT_EQ(
+        query(
+            *sess,
+            "SELECT CAST(key AS TEXT), value ->> '$.v' FROM (SELECT key, value, row_number() OVER "
+            "(PARTITION BY key ORDER BY offset DESC) AS rn FROM kafka_topics.cdc) WHERE rn = 1 "
+            "ORDER BY key"),
+        (rows{{"a", "2"}, {"b", "1"}}));
+}
+
+TEST_F(topic_fixture, system_tables) {
+    catalog::topic_info t;
+    create_topic("s", 2);
+    produce("s", 1, {{"k", "v", 1, {}}, {"k", "v", 2, {}}});
+    EXPECT_EQ(query(*sess, "SELECT topic, partitions, cleanup_policy FROM system.topics"),
+              (rows{{"s", "2", "delete"}}));
+    EXPECT_EQ(query(*sess,
+                    "SELECT partition, log_start_offset, high_watermark, log_end_offset, segments "
+                    "FROM system.partitions WHERE topic = 's' ORDER BY partition"),
+              (rows{{"0", "0", "0", "0", "0"}, {"1", "0", "2", "2", "1"}}));
+    EXPECT_EQ(
+        query(
+            *sess,
+            "SELECT value, source FROM system.configs WHERE topic = 's' AND name = 'retention.ms'"),
+        (rows{{"604800000", "default"}}));
+    EXPECT_EQ(failure_of(*sess, "DELETE FROM system.topics").kind, failure::read_only);
+}
+
+}  // namespace
+}  // namespace sluice::sql::test
