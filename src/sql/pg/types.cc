@@ -1,0 +1,465 @@
+#include "sql/pg/types.h"
+
+#include "sql/json_text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "sql/pg/lexer.h"
+
+namespace sluice::sql::pg {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+// The natural text of a value: what SQLite's value would print as, floats as
+// PostgreSQL prints them.
+std::string natural_text(const value& v) {
+    switch (v.index()) {
+        case 1:
+            return std::to_string(std::get<int64_t>(v));
+        case 2:
+            return format_float8(std::get<double>(v));
+        case 3:
+            return std::get<std::string>(v);
+        case 4:
+            return std::string(as_chars(std::get<bytes>(v)));
+        default:
+            return {};
+    }
+}
+
+// Text and BLOB values as PostgreSQL booleans: "t"/"f" when they spell one.
+std::optional<bool> parse_bool(std::string_view s) {
+    auto l = to_lower(trim(s));
+    if (l == "t" || l == "true" || l == "yes" || l == "on" || l == "1" || l == "y") return true;
+    if (l == "f" || l == "false" || l == "no" || l == "off" || l == "0" || l == "n") return false;
+    return std::nullopt;
+}
+
+std::optional<int64_t> parse_int(std::string_view s) {
+    s = trim(s);
+    if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+    return v;
+}
+
+std::optional<double> parse_double(std::string_view s) {
+    std::string t(trim(s));
+    if (t.empty()) return std::nullopt;
+    auto l = to_lower(t);
+    if (l == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (l == "infinity" || l == "+infinity" || l == "inf") return HUGE_VAL;
+    if (l == "-infinity" || l == "-inf") return -HUGE_VAL;
+    char* end = nullptr;
+    double d = std::strtod(t.c_str(), &end);
+    if (end != t.c_str() + t.size()) return std::nullopt;
+    return d;
+}
+
+// An integer value of a non-integer storage class, when it holds one exactly.
+std::optional<int64_t> as_int(const value& v) {
+    switch (v.index()) {
+        case 1:
+            return std::get<int64_t>(v);
+        case 2: {
+            double d = std::get<double>(v);
+            // 2^63 is exactly representable; anything at or above it is not an int64.
+            if (std::trunc(d) == d && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
+                return static_cast<int64_t>(d);
+            return std::nullopt;
+        }
+        case 3:
+            return parse_int(std::get<std::string>(v));
+        case 4:
+            return parse_int(as_chars(std::get<bytes>(v)));
+        default:
+            return std::nullopt;
+    }
+}
+
+std::optional<double> as_double(const value& v) {
+    switch (v.index()) {
+        case 1:
+            return static_cast<double>(std::get<int64_t>(v));
+        case 2:
+            return std::get<double>(v);
+        case 3:
+            return parse_double(std::get<std::string>(v));
+        case 4:
+            return parse_double(as_chars(std::get<bytes>(v)));
+        default:
+            return std::nullopt;
+    }
+}
+
+std::optional<bool> as_bool(const value& v) {
+    switch (v.index()) {
+        case 1:
+            return std::get<int64_t>(v) != 0;
+        case 2:
+            return std::get<double>(v) != 0.0;
+        case 3:
+            return parse_bool(std::get<std::string>(v));
+        case 4:
+            return parse_bool(as_chars(std::get<bytes>(v)));
+        default:
+            return std::nullopt;
+    }
+}
+
+// The text format of `v` in a column announced as `type_oid`.
+std::string text_for(const value& v, uint32_t type_oid) {
+    if (type_oid == oid::bytea) {
+        // Everything in a bytea column is bytes: its text form is hex.
+        if (auto* b = std::get_if<bytes>(&v)) return bytea_hex(as_chars(*b));
+        return bytea_hex(natural_text(v));
+    }
+    if (type_oid == oid::boolean) {
+        if (auto b = as_bool(v)) return *b ? "t" : "f";
+    }
+    if (auto* b = std::get_if<bytes>(&v)) {
+        // A BLOB in a text or number column: its bytes when they are text, else hex (the
+        // client would reject invalid UTF-8 in a UTF8 session).
+        auto s = as_chars(*b);
+        if (is_valid_utf8(s) && s.find('\0') == std::string_view::npos) return std::string(s);
+        return bytea_hex(s);
+    }
+    return natural_text(v);
+}
+
+template <typename T>
+void append_be(std::string& out, T v) {
+    using U = std::make_unsigned_t<T>;
+    auto u = static_cast<U>(v);
+    for (int shift = (sizeof(U) - 1) * 8; shift >= 0; shift -= 8)
+        out.push_back(static_cast<char>(u >> shift));
+}
+
+template <typename T>
+T read_be(std::string_view s) {
+    using U = std::make_unsigned_t<T>;
+    U u = 0;
+    for (char c : s) u = static_cast<U>((u << 8) | static_cast<unsigned char>(c));
+    return static_cast<T>(u);
+}
+
+void append_length(std::string& out, size_t n) {
+    append_be(out, static_cast<int32_t>(n));
+}
+
+void append_sized(std::string& out, std::string_view s) {
+    append_length(out, s.size());
+    out.append(s);
+}
+
+pg_error cannot_convert(const value& v, uint32_t type_oid) {
+    return {"22P03", fmt::format("cannot send the value '{}' in binary as type {}",
+                                 natural_text(v).substr(0, 64), type_oid)};
+}
+
+}  // namespace
+
+std::optional<uint32_t> oid_for_decl_type(std::string_view decl_type) {
+    auto u = to_upper(decl_type);
+    if (u.empty()) return std::nullopt;
+    if (u.find("INT") != std::string::npos) return oid::int8;
+    if (u.find("CHAR") != std::string::npos || u.find("CLOB") != std::string::npos ||
+        u.find("TEXT") != std::string::npos)
+        return oid::text;
+    if (u.find("BLOB") != std::string::npos || u == "BYTEA") return oid::bytea;
+    if (u.find("REAL") != std::string::npos || u.find("FLOA") != std::string::npos ||
+        u.find("DOUB") != std::string::npos)
+        return oid::float8;
+    if (u.find("BOOL") != std::string::npos) return oid::boolean;
+    return std::nullopt;
+}
+
+std::optional<uint32_t> oid_for_value(const value& v) {
+    switch (v.index()) {
+        case 1:
+            return oid::int8;
+        case 2:
+            return oid::float8;
+        case 3:
+            return oid::text;
+        case 4:
+            return oid::bytea;
+        default:
+            return std::nullopt;
+    }
+}
+
+int16_t type_size(uint32_t type_oid) {
+    switch (type_oid) {
+        case oid::boolean:
+            return 1;
+        case oid::int2:
+            return 2;
+        case oid::int4:
+        case oid::oid:
+        case oid::float4:
+            return 4;
+        case oid::int8:
+        case oid::float8:
+            return 8;
+        case oid::name:
+            return 64;
+        default:
+            return -1;
+    }
+}
+
+std::string format_float8(double d) {
+    if (std::isnan(d)) return "NaN";
+    if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+    return fmt::format("{}", d);
+}
+
+std::string bytea_hex(std::string_view raw) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s = "\\x";
+    s.reserve(2 + raw.size() * 2);
+    for (char c : raw) {
+        auto b = static_cast<unsigned char>(c);
+        s.push_back(digits[b >> 4]);
+        s.push_back(digits[b & 0xF]);
+    }
+    return s;
+}
+
+bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t format,
+                 pg_error& err) {
+    if (std::holds_alternative<std::monostate>(v)) {
+        append_be(out, int32_t{-1});
+        return true;
+    }
+    if (format == 0) {
+        append_sized(out, text_for(v, type_oid));
+        return true;
+    }
+    switch (type_oid) {
+        case oid::int8:
+        case oid::int4:
+        case oid::int2: {
+            auto i = as_int(v);
+            if (!i) break;
+            if (type_oid == oid::int8) {
+                append_length(out, 8);
+                append_be(out, *i);
+            } else if (type_oid == oid::int4 && *i >= INT32_MIN && *i <= INT32_MAX) {
+                append_length(out, 4);
+                append_be(out, static_cast<int32_t>(*i));
+            } else if (type_oid == oid::int2 && *i >= INT16_MIN && *i <= INT16_MAX) {
+                append_length(out, 2);
+                append_be(out, static_cast<int16_t>(*i));
+            } else {
+                break;
+            }
+            return true;
+        }
+        case oid::float8:
+        case oid::float4: {
+            auto d = as_double(v);
+            if (!d) break;
+            if (type_oid == oid::float8) {
+                append_length(out, 8);
+                append_be(out, std::bit_cast<int64_t>(*d));
+            } else {
+                append_length(out, 4);
+                append_be(out, std::bit_cast<int32_t>(static_cast<float>(*d)));
+            }
+            return true;
+        }
+        case oid::boolean: {
+            auto b = as_bool(v);
+            if (!b) break;
+            append_length(out, 1);
+            out.push_back(*b ? 1 : 0);
+            return true;
+        }
+        case oid::bytea:
+            append_sized(out, natural_text(v));  // a BLOB's natural text is its bytes
+            return true;
+        default:
+            // text, varchar and the rest: the binary format of text is its UTF-8 bytes.
+            append_sized(out, text_for(v, type_oid));
+            return true;
+    }
+    err = cannot_convert(v, type_oid);
+    return false;
+}
+
+namespace {
+
+pg_error bad_text(std::string_view type_name, std::string_view s) {
+    return {"22P02",
+            fmt::format("invalid input syntax for type {}: \"{}\"", type_name, s.substr(0, 64))};
+}
+
+pg_error bad_binary(int index) {
+    return {"22P03", fmt::format("incorrect binary data format in bind parameter {}", index)};
+}
+
+// bytea input: the hex format (\x...) or the escape format (\\ and \ooo octal).
+std::optional<bytes> parse_bytea(std::string_view s) {
+    bytes out;
+    if (s.size() >= 2 && s[0] == '\\' && (s[1] == 'x' || s[1] == 'X')) {
+        auto hexval = [](char c) -> int {
+            if (c >= '0' && c <= '9') return c - '0';
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+            return -1;
+        };
+        for (size_t i = 2; i < s.size();) {
+            if (std::isspace(static_cast<unsigned char>(s[i]))) {
+                ++i;
+                continue;
+            }
+            if (i + 1 >= s.size()) return std::nullopt;
+            int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+            if (hi < 0 || lo < 0) return std::nullopt;
+            out.push_back(static_cast<uint8_t>(hi * 16 + lo));
+            i += 2;
+        }
+        return out;
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '\\') {
+            out.push_back(static_cast<uint8_t>(s[i]));
+        } else if (i + 1 < s.size() && s[i + 1] == '\\') {
+            out.push_back('\\');
+            ++i;
+        } else if (i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+                   s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+            out.push_back(static_cast<uint8_t>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 +
+                                               s[i + 3] - '0'));
+            i += 3;
+        } else {
+            return std::nullopt;
+        }
+    }
+    return out;
+}
+
+param_result decode_text_param(std::string_view s, uint32_t type_oid) {
+    switch (type_oid) {
+        case oid::int2:
+        case oid::int4:
+        case oid::int8:
+        case oid::oid: {
+            auto i = parse_int(s);
+            const char* name = type_oid == oid::int2   ? "smallint"
+                               : type_oid == oid::int4 ? "integer"
+                               : type_oid == oid::oid  ? "oid"
+                                                       : "bigint";
+            if (!i) return {{}, bad_text(name, s)};
+            bool fits = type_oid == oid::int2   ? (*i >= INT16_MIN && *i <= INT16_MAX)
+                        : type_oid == oid::int4 ? (*i >= INT32_MIN && *i <= INT32_MAX)
+                        : type_oid == oid::oid  ? (*i >= 0 && *i <= UINT32_MAX)
+                                                : true;
+            if (!fits)
+                return {{},
+                        pg_error{"22003",
+                                 fmt::format("value \"{}\" is out of range for type {}", s, name)}};
+            return {*i, {}};
+        }
+        case oid::float4:
+        case oid::float8: {
+            auto d = parse_double(s);
+            if (!d) return {{}, bad_text("double precision", s)};
+            return {*d, {}};
+        }
+        case oid::numeric: {
+            if (auto i = parse_int(s)) return {*i, {}};
+            if (auto d = parse_double(s)) return {*d, {}};
+            return {{}, bad_text("numeric", s)};
+        }
+        case oid::boolean: {
+            auto b = parse_bool(s);
+            if (!b) return {{}, bad_text("boolean", s)};
+            return {int64_t{*b ? 1 : 0}, {}};
+        }
+        case oid::bytea: {
+            auto b = parse_bytea(s);
+            if (!b) return {{}, bad_text("bytea", s)};
+            return {std::move(*b), {}};
+        }
+        default:
+            // text, varchar, unspecified and types SQLite keeps as text (dates, uuids, json):
+            // SQLite's column affinity converts '42' for an INTEGER column.
+            return {std::string(s), {}};
+    }
+}
+
+param_result decode_binary_param(std::string_view s, uint32_t type_oid, int index) {
+    switch (type_oid) {
+        case oid::int2:
+            if (s.size() != 2) return {{}, bad_binary(index)};
+            return {int64_t{read_be<int16_t>(s)}, {}};
+        case oid::int4:
+            if (s.size() != 4) return {{}, bad_binary(index)};
+            return {int64_t{read_be<int32_t>(s)}, {}};
+        case oid::oid:
+            if (s.size() != 4) return {{}, bad_binary(index)};
+            return {int64_t{read_be<uint32_t>(s)}, {}};
+        case oid::int8:
+            if (s.size() != 8) return {{}, bad_binary(index)};
+            return {read_be<int64_t>(s), {}};
+        case oid::float4:
+            if (s.size() != 4) return {{}, bad_binary(index)};
+            return {static_cast<double>(std::bit_cast<float>(read_be<int32_t>(s))), {}};
+        case oid::float8:
+            if (s.size() != 8) return {{}, bad_binary(index)};
+            return {std::bit_cast<double>(read_be<int64_t>(s)), {}};
+        case oid::boolean:
+            if (s.size() != 1) return {{}, bad_binary(index)};
+            return {int64_t{s[0] != 0 ? 1 : 0}, {}};
+        case oid::text:
+        case oid::varchar:
+        case oid::bpchar:
+        case oid::name:
+        case oid::unknown:
+        case oid::json:
+            return {std::string(s), {}};
+        case oid::jsonb:
+            // jsonb's binary format: a version byte (1), then the JSON text.
+            if (s.empty() || s[0] != 1) return {{}, bad_binary(index)};
+            return {std::string(s.substr(1)), {}};
+        case oid::bytea:
+        case oid::unspecified:
+            return {bytes(s.begin(), s.end()), {}};
+        default:
+            return {{},
+                    pg_error{"0A000",
+                             fmt::format("binary format of parameter type {} (parameter {}) is not "
+                                         "supported; send it as text",
+                                         type_oid, index)}};
+    }
+}
+
+}  // namespace
+
+param_result decode_param(std::optional<std::string_view> data, uint32_t type_oid, int16_t format,
+                          int index) {
+    if (!data) return {std::monostate{}, {}};
+    if (format == 1) return decode_binary_param(*data, type_oid, index);
+    return decode_text_param(*data, type_oid);
+}
+
+}  // namespace sluice::sql::pg

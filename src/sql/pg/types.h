@@ -1,0 +1,70 @@
+#pragma once
+
+// PostgreSQL types of SQLite values: which type OID a result column announces, how a
+// value is written in the text and binary formats of that type, and how a bound
+// parameter becomes a value. The mapping is documented in docs/sql-pg.md.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sql/engine.h"
+#include "sql/pg/pg_messages.h"
+
+namespace sluice::sql::pg {
+
+// Type OIDs (PostgreSQL's pg_type.dat; stable across versions).
+namespace oid {
+inline constexpr uint32_t unspecified = 0;
+inline constexpr uint32_t boolean = 16;
+inline constexpr uint32_t bytea = 17;
+inline constexpr uint32_t name = 19;
+inline constexpr uint32_t int8 = 20;
+inline constexpr uint32_t int2 = 21;
+inline constexpr uint32_t int4 = 23;
+inline constexpr uint32_t text = 25;
+inline constexpr uint32_t oid = 26;
+inline constexpr uint32_t json = 114;
+inline constexpr uint32_t float4 = 700;
+inline constexpr uint32_t float8 = 701;
+inline constexpr uint32_t unknown = 705;
+inline constexpr uint32_t bpchar = 1042;
+inline constexpr uint32_t varchar = 1043;
+inline constexpr uint32_t numeric = 1700;
+inline constexpr uint32_t jsonb = 3802;
+}  // namespace oid
+
+// The OID a declared column type maps to, after SQLite's affinity rules (a name with
+// INT is an integer, CHAR/CLOB/TEXT text, BLOB bytea, REAL/FLOA/DOUB float8, BOOL
+// bool); nullopt when the name says nothing (empty, NUMERIC, DATE, JSON, ...): the
+// column is then typed by its values.
+std::optional<uint32_t> oid_for_decl_type(std::string_view decl_type);
+// The OID of a value's storage class; nullopt for NULL.
+std::optional<uint32_t> oid_for_value(const value& v);
+// RowDescription's type size: the width of fixed-size types, -1 for varlena.
+int16_t type_size(uint32_t type_oid);
+
+// PostgreSQL's text output of a float8 (shortest round-trip; NaN, Infinity).
+std::string format_float8(double d);
+// bytea's hex format: \x followed by two lower-case hex digits per byte.
+std::string bytea_hex(std::string_view raw);
+
+// Appends one DataRow cell (int32 length, -1 for NULL, then the bytes) for a column
+// announced as `type_oid` in `format` (0 text, 1 binary). A value of another storage
+// class is converted for the announced type (docs/sql-pg.md); false when it cannot
+// be in binary (e.g. the text 'abc' in an int8 column), with `err` saying why.
+bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t format,
+                 pg_error& err);
+
+// A bound parameter (nullopt: NULL) of type `type_oid` (0: unspecified) in `format`.
+// Errors: 22P02 (bad text), 22P03 (bad binary), 0A000 (binary of a type we do not
+// decode).
+struct param_result {
+    value v;
+    std::optional<pg_error> error;
+};
+param_result decode_param(std::optional<std::string_view> data, uint32_t type_oid, int16_t format,
+                          int index);
+
+}  // namespace sluice::sql::pg
