@@ -1,0 +1,178 @@
+#include "sql/http/http_server.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <exception>
+
+#include "common/logging.h"
+
+namespace sluice::sql {
+namespace {
+
+// The "kind" of an error answered by the HTTP layer itself (docs/sql-http.md).
+const char* kind_for_status(int status) {
+    switch (status) {
+        case 404:
+            return "not_found";
+        case 405:
+            return "method_not_allowed";
+        case 411:
+            return "length_required";
+        case 413:
+            return "too_large";
+        case 414:
+            return "uri_too_long";
+        case 417:
+            return "expectation_failed";
+        case 431:
+            return "headers_too_large";
+        case 500:
+            return "internal";
+        case 501:
+            return "not_implemented";
+        case 503:
+            return "unavailable";
+        case 505:
+            return "version_not_supported";
+        default:
+            return "bad_request";
+    }
+}
+
+void set_timeouts(int fd, std::chrono::milliseconds t) {
+    timeval tv{static_cast<time_t>(t.count() / 1000),
+               static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+// After an error that ends the connection the client may still be sending (the rest of
+// an oversized head or body): how long to read and drop it so that our response is read
+// first (RFC 9112 section 9.6; stream_socket::finish).
+constexpr int lingering_close_ms = 2000;
+
+}  // namespace
+
+http_server::http_server(engine& eng, http_options opts) : _eng(eng), _opts(opts) {}
+
+http_server::~http_server() {
+    stop();
+}
+
+result<std::unique_ptr<http_server>> http_server::start(const net::host_port& addr, engine& eng,
+                                                        http_options opts) {
+    std::unique_ptr<http_server> srv(new http_server(eng, opts));
+    http_server* self = srv.get();
+    srv->add_route("POST", "/v1/sql", [self](const auto& req, auto& resp) {
+        http::handle_sql(self->_eng, self->_opts.sql, req, resp);
+    });
+    srv->add_route("GET", "/v1/health", [](const auto&, auto& resp) {
+        resp.send(200, "application/json", "{\"status\":\"ok\"}\n");
+    });
+    net::blocking_server::options bo;
+    bo.address = addr;
+    bo.name = "http";
+    bo.max_connections = srv->_opts.max_connections;
+    auto s = net::blocking_server::start(
+        std::move(bo), [self](net::stream_socket& sock) { self->serve(sock); },
+        [](net::stream_socket& sock) {
+            // Over the limit: read the request head first (briefly), as clients write
+            // their whole request before they read, then answer 503 and close.
+            timeval tv{2, 0};
+            setsockopt(sock.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            std::string head;
+            char buf[4096];
+            while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
+                const size_t n = sock.read_some(buf, sizeof buf);
+                if (n == 0) break;
+                head.append(buf, n);
+            }
+            http::http_response resp([&sock](std::string_view d) { return sock.write_all(d); }, {},
+                                     false);
+            resp.send_error(503, "unavailable", "too many open HTTP connections; retry later");
+            sock.finish(lingering_close_ms);
+        });
+    if (!s) return s.err();
+    srv->_server = std::move(*s);
+    return srv;
+}
+
+void http_server::add_route(std::string method, std::string path, route_handler h) {
+    _router.add(std::move(method), std::move(path), std::move(h));
+}
+
+const net::host_port& http_server::address() const {
+    return _server->address();
+}
+
+void http_server::stop() {
+    if (_server) _server->stop();
+}
+
+void http_server::serve(net::stream_socket& sock) {
+    set_timeouts(sock.fd(), _opts.io_timeout);
+    http::buffered_reader in([&sock](char* b, size_t n) { return sock.read_some(b, n); });
+    auto write = [&sock](std::string_view d) { return sock.write_all(d); };
+    auto closed = [&sock] { return sock.peer_closed(); };
+    for (;;) {
+        http::http_request req;
+        auto r = http::read_request_head(in, req, _opts.limits);
+        if (r.what == http::read_result::kind::request) {
+            r = http::read_request_body(in, req, _opts.limits, [&] {
+                // Expect: 100-continue (curl sends it with bodies over 1 KiB).
+                sock.write_all("HTTP/1.1 100 Continue\r\n\r\n");
+            });
+        }
+        if (r.what == http::read_result::kind::closed) return;
+        if (r.what == http::read_result::kind::error) {
+            log_debug("http", "{}: {} ({})", sock.peer(), r.status, r.message);
+            http::http_response resp(write, closed, false);
+            resp.send_error(r.status, kind_for_status(r.status), r.message);
+            sock.finish(lingering_close_ms);
+            return;
+        }
+        http::http_response resp(write, closed, req.keep_alive(), req.minor_version >= 1);
+        if (req.method == "HEAD") resp.set_head_only();
+        dispatch(req, resp);
+        if (!resp.finished()) {
+            // A handler that answered nothing is a bug; one that started a stream and
+            // did not end it leaves the framing open, so the connection must end.
+            if (resp.started()) return;
+            resp.send_error(500, "internal", "the handler sent no response");
+        }
+        if (!resp.ok() || !resp.keep_alive()) return;
+    }
+}
+
+void http_server::dispatch(http::http_request& req, http::http_response& resp) {
+    auto m = _router.find(req.method, req.path);
+    // HEAD is GET without the body (RFC 9110 section 9.3.2) unless a route says otherwise.
+    if (!m.handler && req.method == "HEAD") {
+        auto get = _router.find("GET", req.path);
+        if (get.handler) m = std::move(get);
+    }
+    log_debug("http", "{} {}", req.method, req.target);
+    if (!m.handler) {
+        if (m.status == 405) {
+            resp.send_error(
+                405, kind_for_status(405),
+                req.method + " is not allowed on " + req.path + " (allowed: " + m.allow + ")", {},
+                {{"Allow", m.allow}});
+        } else {
+            resp.send_error(404, kind_for_status(404), "no endpoint at " + req.path);
+        }
+        return;
+    }
+    req.path_suffix = std::move(m.suffix);
+    try {
+        (*m.handler)(req, resp);
+    } catch (const std::exception& e) {
+        // The connection's thread must not die with an exception (STYLE.md: only the
+        // unrecoverable throws); answer 500 when still possible.
+        log_error("http", "{} {}: {}", req.method, req.path, e.what());
+        if (!resp.started()) resp.send_error(500, "internal", e.what());
+    }
+}
+
+}  // namespace sluice::sql
