@@ -20,7 +20,8 @@ build: deps
 
 run: build
 	mkdir -p data
-	$(BUILD_DIR)/sluice serve --data-dir ./data --listen 127.0.0.1:9092
+	$(BUILD_DIR)/sluice serve --data-dir ./data --listen 127.0.0.1:9092 \
+	    --pg 127.0.0.1:5432 --http 127.0.0.1:8080
 
 # Unit tests and the real-client integration tests, all through ctest.
 test: test-deps build

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "app/serve_command.h"
+#include "app/sql_command.h"
 #include "app/topic_command.h"
 
 int main(int argc, char** argv) {
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
         int exit_code = 0;
         sluice::app::add_serve_command(app, exit_code);
         sluice::app::add_topic_commands(app, exit_code);
+        sluice::app::add_sql_command(app, exit_code);
         CLI11_PARSE(app, argc, argv);
         return exit_code;
     } catch (const std::exception& e) {

@@ -1,7 +1,7 @@
 #include "app/serve_command.h"
 
-#include <malloc.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -12,16 +12,22 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
+#include <tuple>
 
+#include "app/sql_state.h"
 #include "broker/broker.h"
 #include "catalog/catalog.h"
 #include "common/logging.h"
 #include "log/log_manager.h"
 #include "net/event_loop.h"
+#include "sql/http/http_server.h"
+#include "sql/pg/pg_server.h"
+#include "sql/sqlite_engine.h"
 
 namespace sluice::app {
 namespace {
@@ -41,12 +47,17 @@ struct serve_options {
     int64_t log_retention_check_interval_ms = 300000;
     int64_t log_cleaner_backoff_ms = 15000;
     int64_t log_cleaner_io_bytes_per_sec = 32LL << 20;
+    std::string pg;    // PostgreSQL wire listener; empty: none
+    std::string http;  // HTTP listener; empty: none
+    int64_t sql_timeout_ms = 30000;
+    uint64_t sql_max_rows = 1000000;
+    size_t sql_max_connections = 64;
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
 // loop thread like everything else.
 class signal_watch : public net::io_handler {
-public:
+  public:
     // Call block() before any thread starts: threads inherit the mask, so the signals
     // then reach only the signalfd.
     static sigset_t block() {
@@ -71,7 +82,7 @@ public:
         while (read(_fd, &si, sizeof si) == sizeof si) _fn(static_cast<int>(si.ssi_signo));
     }
 
-private:
+  private:
     net::event_loop& _loop;
     std::function<void(int)> _fn;
     int _fd = -1;
@@ -92,7 +103,8 @@ void raise_fd_limit() {
 result<void> lock_data_dir(const std::filesystem::path& dir) {
     auto path = dir / ".lock";
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return {errc::io_error, "cannot open " + path.string() + ": " + std::strerror(errno)};
+    if (fd < 0)
+        return {errc::io_error, "cannot open " + path.string() + ": " + std::strerror(errno)};
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         ::close(fd);
         return {errc::already_exists,
@@ -124,6 +136,17 @@ int serve(const serve_options& o) {
         }
         cfg.advertise.push_back(*hp);
     }
+    std::optional<net::host_port> pg_addr, http_addr;
+    for (auto [flag, text, out] :
+         {std::tuple{"--pg", &o.pg, &pg_addr}, std::tuple{"--http", &o.http, &http_addr}}) {
+        if (text->empty()) continue;
+        auto hp = net::parse_host_port(*text);
+        if (!hp) {
+            log_error("app", "{}: {}", flag, hp.err().message);
+            return 2;
+        }
+        *out = *hp;
+    }
     cfg.auto_create_topics = o.auto_create;
     if (o.default_partitions < 1 || o.default_partitions > broker::max_partitions_per_topic) {
         log_error("app", "--default-partitions must be 1..{}", broker::max_partitions_per_topic);
@@ -145,9 +168,10 @@ int serve(const serve_options& o) {
     cfg.max_open_files = o.max_open_files;
     cfg.groups = o.groups;
     if (cfg.groups.min_session_timeout_ms > cfg.groups.max_session_timeout_ms) {
-        log_error("app", "--group-min-session-timeout-ms ({}) is above "
-                  "--group-max-session-timeout-ms ({})", cfg.groups.min_session_timeout_ms,
-                  cfg.groups.max_session_timeout_ms);
+        log_error("app",
+                  "--group-min-session-timeout-ms ({}) is above "
+                  "--group-max-session-timeout-ms ({})",
+                  cfg.groups.min_session_timeout_ms, cfg.groups.max_session_timeout_ms);
         return 2;
     }
     cfg.groups.offsets_retention_ms = o.offsets_retention_minutes * 60 * 1000;
@@ -196,11 +220,54 @@ int serve(const serve_options& o) {
     log_info("app", "sluice serving {} topics from {} on {}", b.topics().all().size(),
              cfg.data_dir.string(), bound->to_string());
 
+    // SQL: its own threads (one per connection), over the same logs and catalog.
+    sql_state state(b);
+    sql::engine_options eo;
+    eo.data_dir = cfg.data_dir;
+    eo.defaults.timeout = std::chrono::milliseconds(o.sql_timeout_ms);
+    eo.defaults.max_rows = o.sql_max_rows;
+    eo.logs = &logs;
+    eo.catalog = cat->get();
+    eo.state = &state;
+    auto eng = sql::open_engine(eo);
+    if (!eng) {
+        log_error("app", "sql: {}", eng.error().message);
+        logs.close();
+        return 1;
+    }
+    std::unique_ptr<sql::pg_server> pg;
+    std::unique_ptr<sql::http_server> http;
+    if (pg_addr) {
+        auto s = sql::pg_server::start(*pg_addr, **eng, {o.sql_max_connections});
+        if (!s) {
+            log_error("app", "--pg: {}", s.err().message);
+            logs.close();
+            return 1;
+        }
+        pg = std::move(*s);
+        std::printf("listening pg %s\n", pg->address().to_string().c_str());
+    }
+    if (http_addr) {
+        auto s = sql::http_server::start(*http_addr, **eng, {o.sql_max_connections});
+        if (!s) {
+            log_error("app", "--http: {}", s.err().message);
+            if (pg) pg->stop();
+            logs.close();
+            return 1;
+        }
+        http = std::move(*s);
+        std::printf("listening http %s\n", http->address().to_string().c_str());
+    }
+    std::fflush(stdout);
+
     signal_watch signals(loop, signals_set, [&](int sig) {
         log_info("app", "received {}; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         b.shutdown([&] { loop.stop(); });
     });
     loop.run();
+    // Queries end before the logs they read close.
+    if (http) http->stop();
+    if (pg) pg->stop();
     logs.close();
     log_info("app", "stopped cleanly");
     return 0;
@@ -272,6 +339,24 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--offset-metadata-max-bytes", o->groups.offset_metadata_max_bytes,
                     "Largest metadata string an offset commit may carry "
                     "(OFFSET_METADATA_TOO_LARGE beyond)")
+        ->capture_default_str();
+    cmd->add_option("--pg", o->pg,
+                    "PostgreSQL wire listener HOST:PORT for SQL (psql, psycopg2, JDBC); port 0 "
+                    "picks a free port, printed at start-up. Default: none");
+    cmd->add_option("--http", o->http,
+                    "HTTP listener HOST:PORT for SQL (POST /v1/sql) and `sluice sql`; port 0 "
+                    "picks a free port, printed at start-up. Default: none");
+    cmd->add_option("--sql-timeout-ms", o->sql_timeout_ms,
+                    "Time limit of one SQL statement; clients may only lower it")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--sql-max-rows", o->sql_max_rows,
+                    "Rows one SQL statement may return; clients may only lower it")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62))
+        ->capture_default_str();
+    cmd->add_option("--sql-max-connections", o->sql_max_connections,
+                    "Open connections each SQL listener (pg, http) accepts; more are refused")
+        ->check(CLI::Range(size_t{1}, size_t{100000}))
         ->capture_default_str();
     cmd->add_option("--log-level", o->log_level, "trace, debug, info, warn or error")
         ->capture_default_str();

@@ -59,6 +59,8 @@ class Broker:
         self.proc = None
         self.bootstrap = None
         self.listeners = []
+        self.pg = None      # "HOST:PORT" of the `listening pg` line (--pg)
+        self.http = None    # "HOST:PORT" of the `listening http` line (--http)
         self.stdout_lines = []
         self.stderr_paths = []
         self.starts = 0
@@ -90,6 +92,12 @@ class Broker:
         finally:
             errf.close()
         self.listeners = []
+        self.pg = None
+        self.http = None
+        # With --pg / --http the broker prints those lines after the kafka line; start()
+        # returns once every expected line is in.
+        wanted = {"kafka"} | {k for k in ("pg", "http") if self._has_flag("--" + k)}
+        seen = set()
         got = threading.Event()
         lines = []
         self.stdout_lines = lines
@@ -101,22 +109,28 @@ class Broker:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 lines.append(line)
                 parts = line.split()
-                if len(parts) == 3 and parts[0] == "listening" and parts[1] == "kafka":
-                    self.listeners.append(parts[2])
-                    got.set()
+                if len(parts) == 3 and parts[0] == "listening":
+                    if parts[1] == "kafka":
+                        self.listeners.append(parts[2])
+                    elif parts[1] in ("pg", "http"):
+                        setattr(self, parts[1], parts[2])
+                    seen.add(parts[1])
+                    if wanted <= seen:
+                        got.set()
             got.set()
 
         self._reader = threading.Thread(target=reader, daemon=True)
         self._reader.start()
         deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not self.listeners:
+        while not wanted <= seen:
             if time.monotonic() > deadline:
                 H.kill_group(self.proc)
-                raise AssertionError("broker did not print 'listening kafka HOST:PORT' within %.0fs\n"
-                                     "stdout: %r\nstderr tail:\n%s" % (STARTUP_TIMEOUT, lines, tail(stderr_path)))
-            if proc.poll() is not None and not self.listeners:
+                raise AssertionError("broker did not print 'listening %s HOST:PORT' within %.0fs\n"
+                                     "stdout: %r\nstderr tail:\n%s" % (
+                                         "/".join(sorted(wanted - seen)), STARTUP_TIMEOUT, lines, tail(stderr_path)))
+            if proc.poll() is not None:
                 self._reader.join(timeout=2)
-                if self.listeners:
+                if wanted <= seen:
                     break
                 raise AssertionError("broker exited with code %s during startup\nstdout: %r\nstderr tail:\n%s"
                                      % (proc.returncode, lines, tail(stderr_path)))
@@ -126,6 +140,9 @@ class Broker:
         assert host == "127.0.0.1" and int(port) > 0, "unexpected listener line %r" % self.bootstrap
         self.port = int(port)
         return self
+
+    def _has_flag(self, flag):
+        return any(a == flag or a.startswith(flag + "=") for a in self.command())
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
@@ -189,19 +206,18 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     if rep.failed:
-        for b in getattr(item, "_sluice_brokers", []):
+        module = item.getparent(pytest.Module)
+        for b in getattr(item, "_sluice_brokers", []) + getattr(module, "_sluice_brokers", []):
             for path in b.stderr_paths[-2:]:
                 rep.sections.append(("sluice stderr %s (%s)" % (b.name, path.name), tail(path, 80)))
 
 
-@pytest.fixture
-def broker_factory(request, tmp_path):
-    """Make brokers: broker_factory(extra_args=[...], advertise=[...], listen=..., start=True)."""
+def _broker_factory(request, workdir):
     made = []
     request.node._sluice_brokers = made
 
     def make(extra_args=(), listen="127.0.0.1:0", advertise=(), start=True):
-        b = Broker(tmp_path, extra_args=extra_args, listen=listen, advertise=advertise,
+        b = Broker(workdir, extra_args=extra_args, listen=listen, advertise=advertise,
                    name="broker%d" % (len(made) + 1))
         made.append(b)
         if start:
@@ -220,6 +236,18 @@ def broker_factory(request, tmp_path):
                 H.kill_group(b.proc)
     if errors:
         pytest.fail("broker teardown problem:\n" + "\n".join(errors), pytrace=False)
+
+
+@pytest.fixture
+def broker_factory(request, tmp_path):
+    """Make brokers: broker_factory(extra_args=[...], advertise=[...], listen=..., start=True)."""
+    yield from _broker_factory(request, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_broker_factory(request, tmp_path_factory):
+    """broker_factory for brokers shared by the tests of one module (stopped after its last test)."""
+    yield from _broker_factory(request, tmp_path_factory.mktemp("module-brokers"))
 
 
 @pytest.fixture
@@ -242,5 +270,8 @@ def topic_name(request):
     return H.unique_topic(request.node.name)
 
 
+# trylast: after pytest has torn down the fixtures (module-scoped brokers are still up when -x ends
+# a session early, and must get their clean SIGTERM stop first).
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     H.kill_all_procs()
