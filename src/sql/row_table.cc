@@ -4,6 +4,8 @@
 
 #include <memory>
 
+#include "sql/sql_text.h"
+
 namespace sluice::sql {
 
 namespace {
@@ -100,26 +102,30 @@ int rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
     return SQLITE_OK;
 }
 
-sqlite3_module make_module() {
-    sqlite3_module m{};
-    m.xCreate = connect;
-    m.xConnect = connect;
-    m.xBestIndex = best_index;
-    m.xDisconnect = disconnect;
-    m.xDestroy = disconnect;
-    m.xOpen = open;
-    m.xClose = close;
-    m.xFilter = filter;
-    m.xNext = next;
-    m.xEof = eof;
-    m.xColumn = column;
-    m.xRowid = rowid;
-    return m;
-}
-
-const sqlite3_module row_module = make_module();
+// Read-only: no xUpdate, so SQLite itself refuses writes.
+const sqlite3_module row_module = {.iVersion = 0,
+                                   .xCreate = connect,
+                                   .xConnect = connect,
+                                   .xBestIndex = best_index,
+                                   .xDisconnect = disconnect,
+                                   .xDestroy = disconnect,
+                                   .xOpen = open,
+                                   .xClose = close,
+                                   .xFilter = filter,
+                                   .xNext = next,
+                                   .xEof = eof,
+                                   .xColumn = column,
+                                   .xRowid = rowid};
 
 }  // namespace
+
+outcome<bool> exec_sql(sqlite3* db, const std::string& sql) {
+    char* msg = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) == SQLITE_OK) return true;
+    query_error e{failure::internal, fmt::format("{}: {}", sql, msg ? msg : "?")};
+    sqlite3_free(msg);
+    return e;
+}
 
 void set_result(sqlite3_context* c, const value& v) {
     std::visit(
@@ -152,14 +158,11 @@ outcome<bool> create_row_tables(sqlite3* db, const std::string& schema,
         return query_error{failure::internal,
                            fmt::format("{}: {}", module_name, sqlite3_errmsg(db))};
     for (const auto& name : names) {
-        const auto sql = fmt::format("CREATE VIRTUAL TABLE \"{}\".\"{}\" USING {}({})", schema,
-                                     name, module_name, name);
-        char* msg = nullptr;
-        if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
-            query_error e{failure::internal, fmt::format("{}: {}", sql, msg ? msg : "?")};
-            sqlite3_free(msg);
-            return e;
-        }
+        if (auto r = exec_sql(
+                db, fmt::format("CREATE VIRTUAL TABLE {}.{} USING {}({})", quote_ident(schema),
+                                quote_ident(name), module_name, name));
+            !r)
+            return r;
     }
     return true;
 }

@@ -24,6 +24,9 @@ struct row_table_spec {
 outcome<bool> create_row_tables(sqlite3* db, const std::string& schema,
                                 std::map<std::string, row_table_spec> specs);
 
+// Runs one of the engine's own statements (no rows); the error names the statement.
+outcome<bool> exec_sql(sqlite3* db, const std::string& sql);
+
 // Sets SQLite's result from a value (for xColumn).
 void set_result(sqlite3_context* c, const value& v);
 

@@ -64,7 +64,7 @@ std::optional<std::string> read_ident(std::string_view s, size_t& i) {
                     continue;
                 }
                 ++i;
-                i = skip_space_and_comments(s, i);
+                i = skip_space(s, i);
                 return name;
             }
             name += s[i];
@@ -83,7 +83,7 @@ std::optional<std::string> read_ident(std::string_view s, size_t& i) {
 std::optional<outcome<std::unique_ptr<statement>>> parse_schema_command(sqlite_session& s,
                                                                         std::string_view sql,
                                                                         std::string_view* tail) {
-    size_t i = skip_space_and_comments(sql);
+    size_t i = skip_space(sql);
     const size_t start = i;
     const auto verb = next_word(sql, i);
     if (verb != "CREATE" && verb != "DROP") return std::nullopt;
@@ -151,7 +151,7 @@ outcome<bool> sqlite_session::drop_schema(const std::string& name, bool if_exist
                            fmt::format("schema \"{}\" does not exist", name)};
     }
     sqlite3_stmt* st = nullptr;
-    const auto count_sql = fmt::format("SELECT count(*) FROM \"{}\".sqlite_schema", name);
+    const auto count_sql = fmt::format("SELECT count(*) FROM {}.sqlite_schema", quote_ident(name));
     int64_t objects = 0;
     if (sqlite3_prepare_v2(_db, count_sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
@@ -162,7 +162,7 @@ outcome<bool> sqlite_session::drop_schema(const std::string& name, bool if_exist
             failure::constraint,
             fmt::format("schema \"{}\" holds {} objects; DROP SCHEMA {} CASCADE drops them too",
                         name, objects, name)};
-    if (auto r = exec_internal(fmt::format("DETACH \"{}\"", name)); !r) return r.error();
+    if (auto r = exec_internal("DETACH " + quote_ident(name)); !r) return r.error();
     _attached.erase(name);
     auto dropped = _src.schemas->drop(name);
     if (!dropped) return dropped.error();

@@ -8,8 +8,10 @@
 
 #include "common/logging.h"
 #include "sql/functions.h"
+#include "sql/row_table.h"
 #include "sql/schema_commands.h"
 #include "sql/schemas.h"
+#include "sql/sql_text.h"
 #include "sql/sqlite_statement.h"
 #include "sql/system_tables.h"
 #include "sql/topic_table.h"
@@ -26,18 +28,6 @@ constexpr int progress_interval_ops = 1000;
 constexpr auto interrupt_check_period = std::chrono::milliseconds(5);
 // How long a write waits for another session's lock on a user database.
 constexpr int busy_timeout_ms = 5000;
-
-std::string quote_ident(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return out + "\"";
-}
-
-std::string quote_literal(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-    return out + "'";
-}
 
 bool is_engine_schema(const char* db_name) {
     return db_name &&

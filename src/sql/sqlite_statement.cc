@@ -140,7 +140,7 @@ statement::step_state sqlite_statement::step() {
 }
 
 std::string sqlite_statement::verb() const {
-    size_t i = skip_space_and_comments(_text);
+    size_t i = skip_space(_text);
     return next_word(_text, i);
 }
 

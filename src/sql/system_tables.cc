@@ -17,14 +17,17 @@ value text_or_null(const std::optional<std::string>& s) {
     return s ? value(*s) : value(std::monostate{});
 }
 
+// The broker-wide topic defaults (--topic-default), read once per scan.
+std::map<std::string, std::string> topic_defaults(const system_sources& src) {
+    return src.state ? src.state->topic_defaults() : std::map<std::string, std::string>{};
+}
+
 outcome<rows> topics_rows(const system_sources& src) {
     rows out;
+    const auto defaults = topic_defaults(src);
     for (const auto& t : src.catalog->list_topics())
         out.push_back({t.name, catalog::uuid_to_string(t.id), int64_t{t.partitions},
-                       catalog::effective_config(t, "cleanup.policy",
-                                                 src.state ? src.state->topic_defaults()
-                                                           : std::map<std::string, std::string>{}),
-                       t.created_ms});
+                       catalog::effective_config(t, "cleanup.policy", defaults), t.created_ms});
     return out;
 }
 
@@ -47,8 +50,7 @@ outcome<rows> partitions_rows(const system_sources& src) {
 
 outcome<rows> configs_rows(const system_sources& src) {
     rows out;
-    const auto defaults =
-        src.state ? src.state->topic_defaults() : std::map<std::string, std::string>{};
+    const auto defaults = topic_defaults(src);
     for (const auto& t : src.catalog->list_topics()) {
         for (const auto& def : catalog::topic_config_defs()) {
             const std::string key(def.name);

@@ -11,6 +11,8 @@
 #include "log/log_manager.h"
 #include "protocol/record_reader.h"
 #include "sql/json_text.h"
+#include "sql/row_table.h"
+#include "sql/sql_text.h"
 
 namespace sluice::sql {
 
@@ -62,7 +64,9 @@ struct topic_cursor {
     protocol::batch_header header;
     std::optional<protocol::record_reader> records;
     protocol::record_ref rec;
-    std::vector<log::append_time_run> times;
+    // The partition's append times over [start, end), read when the scan first needs
+    // timestamp_broker (count(*) and most filters never do).
+    std::optional<std::vector<log::append_time_run>> times;
     size_t time_at = 0;
     bool eof = false;
 };
@@ -254,9 +258,7 @@ result<bool> enter_partition(topic_cursor& c, int32_t p) {
     c.buf_used = c.batch_at = 0;
     c.records.reset();
     c.last_file = nullptr;
-    auto t = c.log->append_times(start, end);
-    if (!t) return t.err();
-    c.times = std::move(*t);
+    c.times.reset();
     c.time_at = 0;
     ++owner.ctx.current_scan().partitions_scanned;
     return true;
@@ -409,11 +411,17 @@ int eof(sqlite3_vtab_cursor* cur) {
     return reinterpret_cast<topic_cursor*>(cur)->eof;
 }
 
-timestamp_ms broker_time(topic_cursor& c) {
+result<timestamp_ms> broker_time(topic_cursor& c) {
+    if (!c.times) {
+        auto t = c.log->append_times(c.start, c.end);
+        if (!t) return t.err();
+        c.times = std::move(*t);
+    }
+    const auto& runs = *c.times;
     // Runs are in offset order and records come in offset order: walk forward.
-    while (c.time_at + 1 < c.times.size() && c.times[c.time_at + 1].first_offset <= c.rec.offset)
+    while (c.time_at + 1 < runs.size() && runs[c.time_at + 1].first_offset <= c.rec.offset)
         ++c.time_at;
-    return c.times.empty() ? c.header.max_timestamp : c.times[c.time_at].time;
+    return runs.empty() ? c.header.max_timestamp : runs[c.time_at].time;
 }
 
 void result_bytes(sqlite3_context* ctx, const std::optional<bytes_view>& b) {
@@ -433,9 +441,12 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
         case c_ts_producer:
             sqlite3_result_int64(ctx, c.rec.timestamp);
             break;
-        case c_ts_broker:
-            sqlite3_result_int64(ctx, broker_time(c));
+        case c_ts_broker: {
+            auto t = broker_time(c);
+            if (!t) return scan_error(c, t.err());
+            sqlite3_result_int64(ctx, *t);
             break;
+        }
         case c_key:
             result_bytes(ctx, c.rec.key);
             break;
@@ -480,38 +491,20 @@ int rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
     return SQLITE_OK;
 }
 
-sqlite3_module make_module() {
-    sqlite3_module m{};
-    m.xCreate = create;
-    m.xConnect = create;
-    m.xBestIndex = best_index;
-    m.xDisconnect = disconnect;
-    m.xDestroy = disconnect;
-    m.xOpen = open;
-    m.xClose = close;
-    m.xFilter = filter;
-    m.xNext = next;
-    m.xEof = eof;
-    m.xColumn = column;
-    m.xRowid = rowid;
-    return m;
-}
-
-const sqlite3_module topic_module = make_module();
-
-std::string quote_ident(const std::string& s) {
-    std::string out = "\"";
-    for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return out + "\"";
-}
-
-outcome<bool> exec(sqlite3* db, const std::string& sql) {
-    char* msg = nullptr;
-    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg) == SQLITE_OK) return true;
-    query_error e{failure::internal, fmt::format("{}: {}", sql, msg ? msg : "?")};
-    sqlite3_free(msg);
-    return e;
-}
+// Read-only: no xUpdate, so SQLite itself refuses writes.
+const sqlite3_module topic_module = {.iVersion = 0,
+                                     .xCreate = create,
+                                     .xConnect = create,
+                                     .xBestIndex = best_index,
+                                     .xDisconnect = disconnect,
+                                     .xDestroy = disconnect,
+                                     .xOpen = open,
+                                     .xClose = close,
+                                     .xFilter = filter,
+                                     .xNext = next,
+                                     .xEof = eof,
+                                     .xColumn = column,
+                                     .xRowid = rowid};
 
 }  // namespace
 
@@ -532,13 +525,13 @@ outcome<bool> topic_tables::sync(sqlite3* db) {
             ++it;
             continue;
         }
-        if (auto r = exec(db, "DROP TABLE kafka_topics." + quote_ident(*it)); !r) return r;
+        if (auto r = exec_sql(db, "DROP TABLE kafka_topics." + quote_ident(*it)); !r) return r;
         it = _tables.erase(it);
     }
     for (const auto& name : want) {
         if (_tables.count(name)) continue;
-        if (auto r = exec(db, fmt::format("CREATE VIRTUAL TABLE kafka_topics.{} USING {}",
-                                          quote_ident(name), module_name));
+        if (auto r = exec_sql(db, fmt::format("CREATE VIRTUAL TABLE kafka_topics.{} USING {}",
+                                              quote_ident(name), module_name));
             !r)
             return r;
         _tables.insert(name);

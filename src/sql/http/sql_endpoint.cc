@@ -262,27 +262,6 @@ value param_value(std::string_view s) {
     return std::string(s);
 }
 
-bool is_blank_sql(std::string_view sql) {
-    // SQLite's tokenizer: whitespace, ';', "--" to the end of the line and "/* */" (an
-    // unterminated one runs to the end).
-    size_t i = 0;
-    while (i < sql.size()) {
-        char c = sql[i];
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == ';') {
-            ++i;
-        } else if (sql.substr(i, 2) == "--") {
-            auto nl = sql.find('\n', i);
-            i = nl == std::string_view::npos ? sql.size() : nl + 1;
-        } else if (sql.substr(i, 2) == "/*") {
-            auto end = sql.find("*/", i + 2);
-            i = end == std::string_view::npos ? sql.size() : end + 2;
-        } else {
-            return false;
-        }
-    }
-    return true;
-}
-
 int status_for(failure f) {
     // `internal` stays a 400: SQLite reports some of the caller's mistakes (a wrong
     // number of values in an INSERT) with a generic code the engine cannot tell apart.

@@ -14,6 +14,7 @@
 #include "sql/http/http_message.h"
 #include "sql/http/http_response.h"
 #include "sql/http/result_format.h"
+#include "sql/sql_text.h"
 
 namespace sluice::sql::http {
 
@@ -40,9 +41,6 @@ std::string parse_sql_request_options(const http_request& req, sql_request_optio
 // A `param=` value: a canonical decimal integer ("-12", not "012") that fits int64 is an
 // INTEGER, a decimal number with a fraction or exponent a REAL, anything else TEXT.
 value param_value(std::string_view s);
-
-// Whether `sql` holds only whitespace, ';' and comments (no statement).
-bool is_blank_sql(std::string_view sql);
 
 // The HTTP status for a failure before any output: 503 shutting_down, 400 for
 // everything else (the caller's statement, limits or cancellation).

@@ -14,32 +14,24 @@ namespace {
 std::string printable(std::string_view s) {
     std::string out;
     out.reserve(s.size());
-    while (!s.empty()) {
-        auto c = static_cast<unsigned char>(s.front());
-        if (c < 0x20 || c == 0x7f) {
-            switch (c) {
-                case '\n':
-                    out += "\\n";
-                    break;
-                case '\r':
-                    out += "\\r";
-                    break;
-                case '\t':
-                    out += "\\t";
-                    break;
-                default:
-                    out += fmt::format("\\x{:02x}", c);
-            }
-            s.remove_prefix(1);
+    for (char ch : scrub_utf8(s)) {  // controls are ASCII: escaping after scrubbing is safe
+        const auto c = static_cast<unsigned char>(ch);
+        if (c >= 0x20 && c != 0x7f) {
+            out += ch;
             continue;
         }
-        size_t n = utf8_sequence_length(s);
-        if (n == 0) {
-            out += "\xef\xbf\xbd";
-            s.remove_prefix(1);
-        } else {
-            out.append(s.substr(0, n));
-            s.remove_prefix(n);
+        switch (c) {
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                out += fmt::format("\\x{:02x}", c);
         }
     }
     return out;

@@ -25,35 +25,6 @@ bool token::is_word(std::string_view w) const {
     return true;
 }
 
-size_t skip_space(std::string_view s, size_t pos) {
-    while (pos < s.size()) {
-        char c = s[pos];
-        if (std::isspace(static_cast<unsigned char>(c))) {
-            ++pos;
-        } else if (c == '-' && pos + 1 < s.size() && s[pos + 1] == '-') {
-            auto nl = s.find('\n', pos);
-            pos = nl == std::string_view::npos ? s.size() : nl + 1;
-        } else if (c == '/' && pos + 1 < s.size() && s[pos + 1] == '*') {
-            auto close = s.find("*/", pos + 2);
-            pos = close == std::string_view::npos ? s.size() : close + 2;
-        } else {
-            break;
-        }
-    }
-    return pos;
-}
-
-size_t skip_separators(std::string_view s, size_t pos) {
-    for (;;) {
-        pos = skip_space(s, pos);
-        if (pos < s.size() && s[pos] == ';') {
-            ++pos;
-            continue;
-        }
-        return pos;
-    }
-}
-
 token tokenizer::next() {
     _pos = skip_space(_s, _pos);
     token t;

@@ -9,7 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include "sql/sql_text.h"
+
 namespace sluice::sql::pg {
+
+// skip_space and skip_separators come from sql/sql_text.h.
+using sql::skip_separators;
+using sql::skip_space;
 
 struct token {
     enum class kind {
@@ -42,10 +48,6 @@ class tokenizer {
     size_t _pos;
 };
 
-// Past whitespace and comments (-- to end of line, /* ... */).
-size_t skip_space(std::string_view sql, size_t pos = 0);
-// Past whitespace, comments and empty statements (stray ';').
-size_t skip_separators(std::string_view sql, size_t pos = 0);
 // Offset of the ';' ending the statement that starts at `pos` (quotes and parentheses
 // respected), or sql.size().
 size_t statement_end(std::string_view sql, size_t pos = 0);

@@ -41,24 +41,8 @@ bytes batch_at(timestamp_ms ts) {
     return make_batch(3, ts, 40, 0);
 }
 
-class append_time_test : public ::testing::Test {
+class append_time_test : public test::one_partition_log {
   protected:
-    void SetUp() override { cfg.retention_ms = -1; }
-
-    void open(size_t max_open_files = 16) {
-        mgr = std::make_unique<log_manager>(log_manager::options{dir.path, max_open_files});
-        mgr->add_topic("t", 1, cfg);
-        auto r = mgr->open();
-        ASSERT_TRUE(r.ok()) << r.err().message;
-        summary = *r;
-    }
-    // `clean` false: what a crash after a clean close leaves (no marker).
-    void reopen(bool clean) {
-        mgr->close();
-        mgr.reset();
-        if (!clean) fs::remove(dir.path / "logs" / ".clean-shutdown");
-        open();
-    }
     // The partition's files exactly as they are while the broker runs: what a kill -9
     // leaves, since the page cache survives a process crash.
     fs::path snapshot() {
@@ -85,8 +69,6 @@ class append_time_test : public ::testing::Test {
         ASSERT_TRUE(
             write_whole_file(dir.path / "logs" / ".boot-id", bytes(text.begin(), text.end())).ok());
     }
-    partition_log* p() { return mgr->get("t", 0); }
-    fs::path part() const { return test::partition_dir(dir.path, "t", 0); }
     fs::path file(offset_t base, const char* ext = append_time_ext) const {
         return part() / segment_file_name(base, ext);
     }
@@ -115,10 +97,6 @@ class append_time_test : public ::testing::Test {
         return out;
     }
 
-    test::temp_dir dir;
-    log_config cfg;
-    std::unique_ptr<log_manager> mgr;
-    log_manager::open_summary summary;
     int images = 0;
 };
 

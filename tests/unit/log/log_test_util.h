@@ -11,9 +11,9 @@
 #include <future>
 #include <memory>
 
-#include "support/batch_builder.h"
 #include "log/log_manager.h"
 #include "protocol/record_batch.h"
+#include "support/batch_builder.h"
 
 namespace sluice::log::test {
 
@@ -74,5 +74,35 @@ inline std::vector<protocol::batch_header> batches_of(bytes_view data) {
 inline fs::path partition_dir(const fs::path& data_dir, const std::string& topic, int p) {
     return data_dir / "logs" / (topic + "-" + std::to_string(p));
 }
+
+// A log manager over a temporary directory with one single-partition topic "t"
+// (retention off unless a test sets cfg), restartable cleanly or as after a crash.
+class one_partition_log : public ::testing::Test {
+  protected:
+    void SetUp() override { cfg.retention_ms = -1; }
+
+    void open(size_t max_open_files = 16) {
+        mgr = std::make_unique<log_manager>(log_manager::options{dir.path, max_open_files});
+        // Declared first, as the broker does from its catalog.
+        mgr->add_topic("t", 1, cfg);
+        auto r = mgr->open();
+        ASSERT_TRUE(r.ok()) << r.err().message;
+        summary = *r;
+    }
+    // A restart; `clean` false is what kill -9 leaves (no clean-shutdown marker).
+    void reopen(bool clean) {
+        mgr->close();
+        mgr.reset();
+        if (!clean) fs::remove(dir.path / "logs" / ".clean-shutdown");
+        open();
+    }
+    partition_log* p() { return mgr->get("t", 0); }
+    fs::path part() const { return partition_dir(dir.path, "t", 0); }
+
+    temp_dir dir;
+    log_config cfg;
+    std::unique_ptr<log_manager> mgr;
+    log_manager::open_summary summary;
+};
 
 }  // namespace sluice::log::test

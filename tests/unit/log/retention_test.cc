@@ -33,27 +33,8 @@ bytes small_batch(timestamp_ms ts) {
     return make_batch(3, ts, 40);
 }
 
-class retention_test : public ::testing::Test {
+class retention_test : public test::one_partition_log {
   protected:
-    void SetUp() override { cfg.retention_ms = -1; }
-
-    void open() {
-        mgr = std::make_unique<log_manager>(log_manager::options{dir.path, 16});
-        // Declared first, as the broker does from its catalog.
-        mgr->add_topic("t", 1, cfg);
-        auto r = mgr->open();
-        ASSERT_TRUE(r.ok()) << r.err().message;
-        summary = *r;
-    }
-    // A restart; `clean` false is what kill -9 leaves (no clean-shutdown marker).
-    void reopen(bool clean) {
-        mgr->close();
-        mgr.reset();
-        if (!clean) fs::remove(dir.path / "logs" / ".clean-shutdown");
-        open();
-    }
-    partition_log* p() { return mgr->get("t", 0); }
-    fs::path part() const { return test::partition_dir(dir.path, "t", 0); }
     fs::path seg_file(offset_t base, const char* ext) const {
         return part() / segment_file_name(base, ext);
     }
@@ -65,11 +46,6 @@ class retention_test : public ::testing::Test {
         return static_cast<int64_t>(fs::file_size(seg_file(0, data_ext)));
     }
     log_manager::retention_stats retain(timestamp_ms now) { return mgr->enforce_retention(now); }
-
-    test::temp_dir dir;
-    log_config cfg;
-    std::unique_ptr<log_manager> mgr;
-    log_manager::open_summary summary;
 };
 
 std::string restart_name(const ::testing::TestParamInfo<bool>& param) {
