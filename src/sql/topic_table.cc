@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "catalog/catalog.h"
-#include "log/file_io.h"
 #include "log/log_manager.h"
+#include "log/record_cursor.h"
 #include "protocol/record_reader.h"
 #include "sql/json_text.h"
 #include "sql/row_table.h"
@@ -22,9 +22,6 @@ constexpr const char* module_name = "sluice_topic";
 
 enum col : int { c_partition, c_offset, c_ts_producer, c_ts_broker, c_key, c_value, c_headers };
 
-// One read from a segment file: large enough that a scan is a stream of big sequential
-// reads, small enough that a query for a few records reads little.
-constexpr size_t read_chunk_bytes = 1 << 20;
 // Planner estimates: a topic is assumed large, and each pushed-down constraint is assumed
 // to cut it down; only the order of the estimates matters to SQLite.
 constexpr double full_scan_rows = 1e7;
@@ -53,22 +50,10 @@ struct topic_cursor {
     range partitions, offsets, ts_producer, ts_broker;
     int32_t partition = -1;  // the partition being scanned
     log::partition_log* log = nullptr;
-    offset_t next_read = 0;  // where the next read starts
-    offset_t end = 0;        // records at or past it are not returned (snapshot, ranges)
-    offset_t start = 0;      // records below it are skipped
-
-    bytes buf;
-    size_t buf_used = 0;  // bytes of buf holding data
-    size_t batch_at = 0;  // position of the current batch in buf
-    const void* last_file = nullptr;
-    protocol::batch_header header;
-    std::optional<protocol::record_reader> records;
-    protocol::record_ref rec;
-    // The partition's append times over [start, end), read when the scan first needs
-    // timestamp_broker (count(*) and most filters never do).
-    std::optional<std::vector<log::append_time_run>> times;
-    size_t time_at = 0;
+    log::record_cursor records;  // over the partition's range
     bool eof = false;
+
+    const protocol::record_ref& rec() const { return records.record(); }
 };
 
 int set_error(sqlite3_vtab* t, const std::string& msg) {
@@ -253,103 +238,31 @@ result<bool> enter_partition(topic_cursor& c, int32_t p) {
         end = std::min(end, *f);
     }
     if (start >= end) return false;
-    c.start = c.next_read = start;
-    c.end = end;
-    c.buf_used = c.batch_at = 0;
-    c.records.reset();
-    c.last_file = nullptr;
-    c.times.reset();
-    c.time_at = 0;
+    c.records.open(c.log, start, end);
     ++owner.ctx.current_scan().partitions_scanned;
     return true;
 }
 
-// Reads the next chunk of batches of the current partition into buf. false at its end.
-result<bool> read_chunk(topic_cursor& c) {
-    if (c.next_read >= c.end) return false;
-    auto s = c.log->read_slice_at(c.next_read, read_chunk_bytes, true);
-    if (!s && s.code() == errc::out_of_range && c.next_read < c.log->log_start_offset()) {
-        // Retention or DeleteRecords removed what the scan was about to read.
-        c.next_read = c.log->log_start_offset();
-        if (c.next_read >= c.end) return false;
-        s = c.log->read_slice_at(c.next_read, read_chunk_bytes, true);
-    }
-    if (!s) return s.err();
-    if (s->size == 0) return false;
-    auto& stats = c.owner->ctx.current_scan();
-    if (s->data_file.get() != c.last_file) {
-        ++stats.segments_read;
-        c.last_file = s->data_file.get();
-    }
-    if (c.buf.size() < s->size) c.buf.resize(s->size);
-    if (auto r = log::read_exact(*s->data_file, c.buf.data(), s->size, s->position); !r)
-        return r.err();
-    stats.bytes_read += static_cast<int64_t>(s->size);
-    c.buf_used = s->size;
-    c.batch_at = 0;
-    return true;
-}
-
-// Moves to the next batch holding records in [start, end). false when the partition
-// has no more.
-result<bool> next_batch(topic_cursor& c) {
-    for (;;) {
-        if (c.records) {
-            c.batch_at += c.header.size_bytes();
-            c.records.reset();
-        }
-        const bytes_view rest = bytes_view(c.buf).subspan(c.batch_at, c.buf_used - c.batch_at);
-        auto h = protocol::read_batch_header(rest);
-        if (!h || h->size_bytes() > rest.size()) {
-            // The chunk ends (or cuts a batch): read on from the next batch.
-            auto more = read_chunk(c);
-            if (!more || !*more) return more;
-            continue;
-        }
-        c.header = *h;
-        c.next_read = h->last_offset() + 1;
-        if (h->base_offset >= c.end) return false;
-        c.records.emplace(rest.first(h->size_bytes()), c.header);
-        if (h->last_offset() < c.start || h->is_control()) continue;
-        if (h->codec() != protocol::compression::none)
-            return error{
-                errc::unsupported,
-                fmt::format("{}-{} offset {}: compressed batches cannot be read by SQL yet",
-                            c.topic, c.partition, h->base_offset)};
-        ++c.owner->ctx.current_scan().batches_read;
-        return true;
-    }
+// Adds what the cursor read since the last call to the statement's scan counters.
+void count_reads(topic_cursor& c) {
+    auto& from = c.records.stats();
+    auto& to = c.owner->ctx.current_scan();
+    to.segments_read += from.segments_read;
+    to.batches_read += from.batches_read;
+    to.bytes_read += from.bytes_read;
+    to.records_read += from.records_read;
+    from = {};
 }
 
 // Moves to the next record to return; sets eof at the end of the scan.
 int advance(topic_cursor& c) {
     for (;;) {
         if (c.log) {
-            // Within a partition: the current batch's next record, else the next batch.
-            bool partition_done = false;
-            if (c.records) {
-                while (c.records->next(c.rec)) {
-                    if (c.rec.offset < c.start) continue;
-                    if (c.rec.offset >= c.end) {
-                        partition_done = true;
-                        break;
-                    }
-                    ++c.owner->ctx.current_scan().records_read;
-                    return SQLITE_OK;
-                }
-                if (!c.records->ok())
-                    return set_error(
-                        c.base.pVtab,
-                        fmt::format("{}-{}: malformed records in the batch at offset {}", c.topic,
-                                    c.partition, c.header.base_offset));
-            }
-            if (!partition_done) {
-                auto more = next_batch(c);
-                if (!more) return scan_error(c, more.err());
-                if (*more) continue;
-            }
+            auto more = c.records.next();
+            count_reads(c);
+            if (!more) return scan_error(c, more.err());
+            if (*more) return SQLITE_OK;
             c.log = nullptr;
-            c.records.reset();
         }
         // The next partition with something to return.
         const int32_t p = c.partition + 1;
@@ -390,7 +303,7 @@ int filter(sqlite3_vtab_cursor* cur, int, const char* plan, int argc, sqlite3_va
     c->partitions.lo = std::max<int64_t>(c->partitions.lo, 0);
     c->partitions.hi = std::min<int64_t>(c->partitions.hi, std::numeric_limits<int32_t>::max() - 1);
     c->eof = false;
-    c->records.reset();
+    c->records.close();
     c->log = nullptr;
     c->state = c->owner->logs.topic(c->topic);
     if (!c->state) return scan_error(*c, error{errc::not_found, "deleted"});
@@ -411,19 +324,6 @@ int eof(sqlite3_vtab_cursor* cur) {
     return reinterpret_cast<topic_cursor*>(cur)->eof;
 }
 
-result<timestamp_ms> broker_time(topic_cursor& c) {
-    if (!c.times) {
-        auto t = c.log->append_times(c.start, c.end);
-        if (!t) return t.err();
-        c.times = std::move(*t);
-    }
-    const auto& runs = *c.times;
-    // Runs are in offset order and records come in offset order: walk forward.
-    while (c.time_at + 1 < runs.size() && runs[c.time_at + 1].first_offset <= c.rec.offset)
-        ++c.time_at;
-    return runs.empty() ? c.header.max_timestamp : runs[c.time_at].time;
-}
-
 void result_bytes(sqlite3_context* ctx, const std::optional<bytes_view>& b) {
     if (!b) return sqlite3_result_null(ctx);
     sqlite3_result_blob64(ctx, b->data(), b->size(), SQLITE_TRANSIENT);
@@ -436,31 +336,31 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
             sqlite3_result_int64(ctx, c.partition);
             break;
         case c_offset:
-            sqlite3_result_int64(ctx, c.rec.offset);
+            sqlite3_result_int64(ctx, c.rec().offset);
             break;
         case c_ts_producer:
-            sqlite3_result_int64(ctx, c.rec.timestamp);
+            sqlite3_result_int64(ctx, c.rec().timestamp);
             break;
         case c_ts_broker: {
-            auto t = broker_time(c);
+            auto t = c.records.append_time();
             if (!t) return scan_error(c, t.err());
             sqlite3_result_int64(ctx, *t);
             break;
         }
         case c_key:
-            result_bytes(ctx, c.rec.key);
+            result_bytes(ctx, c.rec().key);
             break;
         case c_value:
-            result_bytes(ctx, c.rec.value);
+            result_bytes(ctx, c.rec().value);
             break;
         case c_headers: {
-            if (c.rec.header_count == 0) {  // most records: no string to build
+            if (c.rec().header_count == 0) {  // most records: no string to build
                 sqlite3_result_text(ctx, "[]", 2, SQLITE_STATIC);
                 break;
             }
             std::string json = "[";
             bool ok = protocol::record_reader::for_each_header(
-                c.rec, [&](bytes_view k, const std::optional<bytes_view>& v) {
+                c.rec(), [&](bytes_view k, const std::optional<bytes_view>& v) {
                     if (json.size() > 1) json += ',';
                     json += "{\"key\":";
                     append_json_bytes(json, k);
@@ -473,7 +373,7 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
                 });
             if (!ok)
                 return set_error(cur->pVtab, fmt::format("{}-{} offset {}: malformed headers",
-                                                         c.topic, c.partition, c.rec.offset));
+                                                         c.topic, c.partition, c.rec().offset));
             json += ']';
             sqlite3_result_text64(ctx, json.data(), json.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
             break;
@@ -487,7 +387,7 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
 int rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
     const auto& c = *reinterpret_cast<topic_cursor*>(cur);
     // Unique within the table: 16 bits of partition above 47 bits of offset.
-    *out = (static_cast<int64_t>(c.partition) << 47) ^ c.rec.offset;
+    *out = (static_cast<int64_t>(c.partition) << 47) ^ c.rec().offset;
     return SQLITE_OK;
 }
 

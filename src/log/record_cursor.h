@@ -1,0 +1,78 @@
+#pragma once
+
+// Reads one partition's records in offset order over [start, end), for readers on
+// other threads than the event loop (SQL scans, expansions): whole batches through one
+// reused buffer in large preads, records decoded in place, and each record's broker
+// append time only when asked for. No partition lock is held during the reads.
+
+#include <optional>
+#include <vector>
+
+#include "common/result.h"
+#include "log/log_types.h"
+#include "protocol/record_reader.h"
+
+namespace sluice::log {
+
+class partition_log;
+class file;
+
+class record_cursor {
+  public:
+    // One read: large enough that a scan is a stream of big sequential reads, small
+    // enough that reading a few records costs little.
+    static constexpr size_t read_chunk_bytes = 1 << 20;
+
+    // What the reads did, added up over every range this cursor read.
+    struct counters {
+        int64_t segments_read = 0;  // distinct data files read from, one after another
+        int64_t batches_read = 0;   // batches holding at least one record of a range
+        int64_t bytes_read = 0;
+        int64_t records_read = 0;
+    };
+
+    // Reads `log` over [start, end) from now on. The log must outlive the reading.
+    void open(const partition_log* log, offset_t start, offset_t end);
+    // Forgets the range (the buffer stays, for the next one).
+    void close();
+    bool is_open() const { return _log != nullptr; }
+
+    // The next record of the range into record(): false at its end. Records that
+    // retention or DeleteRecords removed meanwhile are skipped. Errors: io_error,
+    // corrupt (malformed records), unsupported (a compressed batch), not_found (the
+    // topic was deleted).
+    result<bool> next();
+    const protocol::record_ref& record() const { return _rec; }
+    // The batch holding record().
+    const protocol::batch_header& batch() const { return _header; }
+    // record()'s broker append time; the first call reads the append times of the
+    // whole range.
+    result<timestamp_ms> append_time();
+    // Where the range ends, and the first offset not read yet.
+    offset_t end() const { return _end; }
+    offset_t next_offset() const { return _next_record; }
+
+    counters& stats() { return _stats; }
+
+  private:
+    result<bool> read_chunk();
+    result<bool> next_batch();
+
+    const partition_log* _log = nullptr;
+    offset_t _start = 0;
+    offset_t _end = 0;
+    offset_t _next_read = 0;    // where the next read starts
+    offset_t _next_record = 0;  // after the last record returned
+    bytes _buf;
+    size_t _buf_used = 0;  // bytes of _buf holding data
+    size_t _batch_at = 0;  // position of the current batch in _buf
+    const file* _last_file = nullptr;
+    protocol::batch_header _header;
+    std::optional<protocol::record_reader> _records;
+    protocol::record_ref _rec;
+    std::optional<std::vector<append_time_run>> _times;
+    size_t _time_at = 0;
+    counters _stats;
+};
+
+}  // namespace sluice::log
