@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "app/expansion_command.h"
 #include "app/serve_command.h"
 #include "app/sql_command.h"
 #include "app/topic_command.h"
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
         sluice::app::add_serve_command(app, exit_code);
         sluice::app::add_topic_commands(app, exit_code);
         sluice::app::add_sql_command(app, exit_code);
+        sluice::app::add_expansion_commands(app, exit_code);
         CLI11_PARSE(app, argc, argv);
         return exit_code;
     } catch (const std::exception& e) {

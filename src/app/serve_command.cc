@@ -23,10 +23,13 @@
 #include "broker/broker.h"
 #include "catalog/catalog.h"
 #include "common/logging.h"
+#include "expansion/http_api.h"
+#include "expansion/service.h"
 #include "log/log_manager.h"
 #include "net/event_loop.h"
 #include "sql/http/http_server.h"
 #include "sql/pg/pg_server.h"
+#include "sql/schemas.h"
 #include "sql/sqlite_engine.h"
 
 namespace sluice::app {
@@ -86,6 +89,23 @@ class signal_watch : public net::io_handler {
     net::event_loop& _loop;
     std::function<void(int)> _fn;
     int _fd = -1;
+};
+
+// The broker's view of the expansion service.
+class expansion_bridge final : public broker::expansion_hooks {
+  public:
+    explicit expansion_bridge(expansion::service& s) : _s(s) {}
+    bool expands(const std::string& topic) const override { return _s.expands(topic); }
+    void on_high_watermark(const std::vector<topic_partition>& tps) override {
+        _s.on_high_watermark(tps);
+    }
+    void when_expanded(const topic_partition& tp, offset_t last,
+                       std::function<void()> fn) override {
+        _s.when_expanded(tp, last, std::move(fn));
+    }
+
+  private:
+    expansion::service& _s;
 };
 
 // 200,000 partitions need more descriptors than the usual soft limit of 1024 leaves
@@ -206,8 +226,26 @@ int serve(const serve_options& o) {
         log_error("app", "storage: {}", r.err().message);
         return 1;
     }
+    // Users' SQL schemas, shared by the SQL engine and the expansions writing into them.
+    auto schemas = sql::schema_registry::open(cfg.data_dir / "sql");
+    if (!schemas) {
+        log_error("app", "sql: {}", schemas.error().message);
+        logs.close();
+        return 1;
+    }
+    std::shared_ptr<sql::schema_registry> shared_schemas = std::move(*schemas);
+    // Expansions catch up from the log before anything else can change it.
+    auto expansions = expansion::service::open({cat->get(), &logs, shared_schemas});
+    if (!expansions) {
+        log_error("app", "expansions: {}", expansions.err().message);
+        logs.close();
+        return 1;
+    }
+    expansion_bridge bridge(**expansions);
     net::event_loop loop;
     broker::broker b(cfg, loop, **cat, logs);
+    b.set_expansions(&bridge);
+    (*expansions)->start();
     auto bound = b.start();
     if (!bound) {
         log_error("app", "{}", bound.err().message);
@@ -229,6 +267,8 @@ int serve(const serve_options& o) {
     eo.logs = &logs;
     eo.catalog = cat->get();
     eo.state = &state;
+    eo.schemas = shared_schemas;
+    eo.guard = expansions->get();
     auto eng = sql::open_engine(eo);
     if (!eng) {
         log_error("app", "sql: {}", eng.error().message);
@@ -256,6 +296,7 @@ int serve(const serve_options& o) {
             return 1;
         }
         http = std::move(*s);
+        expansion::add_http_routes(*http, **expansions);
         std::printf("listening http %s\n", http->address().to_string().c_str());
     }
     std::fflush(stdout);
@@ -268,6 +309,7 @@ int serve(const serve_options& o) {
     // Queries end before the logs they read close.
     if (http) http->stop();
     if (pg) pg->stop();
+    (*expansions)->stop();
     logs.close();
     log_info("app", "stopped cleanly");
     return 0;

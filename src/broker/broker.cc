@@ -20,6 +20,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
     _cluster_id = _catalog.cluster_id();
     _groups.on_earlier_deadline([this] { schedule_groups(); });
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
+        if (auto* h = _expansions.load()) h->on_high_watermark(tps);
         _loop.post([this, tps] { notify_data(tps); });
     });
 }
@@ -178,6 +179,15 @@ void broker::when_durable(log::partition_log* plog, offset_t last_offset,
                           std::function<void(result<void>)> fn) {
     _logs.when_durable(plog, last_offset, [this, fn = std::move(fn)](result<void> r) mutable {
         _loop.post([fn = std::move(fn), r = std::move(r)]() mutable { fn(std::move(r)); });
+    });
+}
+
+void broker::when_expanded(const topic_partition& tp, offset_t last_offset,
+                           std::function<void()> fn) {
+    auto* h = _expansions.load();
+    if (!h) return fn();
+    h->when_expanded(tp, last_offset, [this, fn = std::move(fn)]() mutable {
+        _loop.post(std::move(fn));
     });
 }
 

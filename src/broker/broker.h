@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "broker/config.h"
+#include "broker/expansion_hooks.h"
 #include "broker/topic_registry.h"
 #include "broker/offset_writer.h"
 #include "broker/periodic_thread.h"
@@ -73,6 +75,16 @@ public:
     void when_durable(log::partition_log* plog, offset_t last_offset,
                       std::function<void(result<void>)> fn);
 
+    // Expansions, when the app has them; set before start().
+    void set_expansions(expansion_hooks* h) { _expansions.store(h); }
+    // Whether produce answers for the topic wait for expansions.
+    bool expands(const std::string& topic) const {
+        auto* h = _expansions.load();
+        return h && h->expands(topic);
+    }
+    // Runs fn on the loop thread once tp's expansions have expanded up to last_offset.
+    void when_expanded(const topic_partition& tp, offset_t last_offset, std::function<void()> fn);
+
 private:
     struct waiter {
         std::vector<topic_partition> tps;
@@ -106,6 +118,7 @@ private:
     uint64_t _next_waiter = 1;
     bool _shutting_down = false;
     std::function<void()> _on_drained;
+    std::atomic<expansion_hooks*> _expansions{nullptr};
 };
 
 }  // namespace sluice::broker

@@ -159,7 +159,67 @@ result<void> catalog::load() {
         if (it == _by_name.end()) continue;
         it->second.configs[configs->column_text(1)] = configs->column_text(2);
     }
+
+    auto exps = _db->prepare(
+        "SELECT target, topic, source, flatten, copy_source, schema, created_ms FROM expansions");
+    if (!exps) return exps.err();
+    for (;;) {
+        auto r = exps->step();
+        if (!r) return r.err();
+        if (!*r) break;
+        expansion_info e;
+        e.target = exps->column_text(0);
+        e.topic = exps->column_text(1);
+        e.source = exps->column_text(2);
+        e.flatten = exps->column_int64(3) != 0;
+        e.copy_source = exps->column_int64(4) != 0;
+        e.schema = exps->column_text(5);
+        e.created_ms = exps->column_int64(6);
+        _expansions.emplace(e.target, std::move(e));
+    }
     return {};
+}
+
+result<void> catalog::create_expansion(const expansion_info& in) {
+    expansion_info e = in;
+    if (e.created_ms == 0) e.created_ms = now_ms();
+    std::lock_guard lock(_mu);
+    if (!_by_name.contains(e.topic))
+        return {errc::not_found, fmt::format("topic '{}' does not exist", e.topic)};
+    if (_expansions.contains(e.target))
+        return {errc::already_exists,
+                fmt::format("{} is already the target of an expansion of topic '{}'", e.target,
+                            _expansions.at(e.target).topic)};
+    auto st = _db->prepare(
+        "INSERT INTO expansions (target, topic, source, flatten, copy_source, schema, "
+        "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    if (!st) return st.err();
+    st->bind(1, e.target).bind(2, e.topic).bind(3, e.source);
+    st->bind(4, int64_t{e.flatten}).bind(5, int64_t{e.copy_source}).bind(6, e.schema);
+    if (auto r = st->bind(7, e.created_ms).run(); !r) return r;
+    log_info("catalog", "created expansion {} of topic '{}'", e.target, e.topic);
+    _expansions.emplace(e.target, std::move(e));
+    return {};
+}
+
+result<void> catalog::delete_expansion(const std::string& target) {
+    std::lock_guard lock(_mu);
+    if (!_expansions.contains(target))
+        return {errc::not_found, fmt::format("no expansion has target {}", target)};
+    auto st = _db->prepare("DELETE FROM expansions WHERE target = ?1");
+    if (!st) return st.err();
+    if (auto r = st->bind(1, target).run(); !r) return r;
+    log_info("catalog", "deleted expansion {}", target);
+    _expansions.erase(target);
+    return {};
+}
+
+std::vector<expansion_info> catalog::list_expansions() const {
+    std::lock_guard lock(_mu);
+    std::vector<expansion_info> out;
+    out.reserve(_expansions.size());
+    for (const auto& [_, e] : _expansions) out.push_back(e);
+    return out;
 }
 
 result<void> catalog::create_topic(const topic_info& in) {
@@ -208,6 +268,14 @@ result<void> catalog::delete_topic(const std::string& name) {
     if (it == _by_name.end()) {
         return {errc::not_found, fmt::format("topic '{}' does not exist", name)};
     }
+    std::string users;
+    for (const auto& [target, e] : _expansions)
+        if (e.topic == name) users += (users.empty() ? "" : ", ") + target;
+    if (!users.empty())
+        return {errc::in_use,
+                fmt::format("topic '{}' has expansions into {}; drop them first (sluice "
+                            "expansion drop)",
+                            name, users)};
 
     auto txn = detail::write_txn::begin(*_db);
     if (!txn) return txn.err();

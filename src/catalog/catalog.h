@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "catalog/topic_config.h"
+#include "catalog/expansion_info.h"
 #include "catalog/topic_info.h"
 #include "catalog/topic_name.h"
 #include "catalog/uuid.h"
@@ -32,7 +33,7 @@ class catalog {
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
-    static constexpr int64_t schema_version = 2;
+    static constexpr int64_t schema_version = 3;
 
     // Opens or creates <path> (WAL mode, synchronous=FULL: a created topic survives power
     // loss), creating or migrating the schema. Missing parent directories are created.
@@ -48,8 +49,9 @@ class catalog {
     // values; errc::invalid_argument otherwise) and stores it durably. A created_ms of 0 is
     // replaced by the current time. errc::already_exists if the name or the id is taken.
     result<void> create_topic(const topic_info& t);
-    // errc::not_found if no topic has that name. The topic's committed group offsets go
-    // in the same transaction.
+    // errc::not_found if no topic has that name; errc::in_use, naming them, while the
+    // topic has expansions. The topic's committed group offsets go in the same
+    // transaction.
     result<void> delete_topic(const std::string& name);
 
     // Replaces every config the topic sets with `configs` (validated first; nothing
@@ -59,6 +61,13 @@ class catalog {
     // Raises the partition count (partitions are only ever added, as in Kafka).
     // errc::not_found, errc::invalid_argument when not above the current count.
     result<void> set_partitions(const std::string& name, int32_t partitions);
+
+    // Expansions (the definitions; their progress lives with their target tables).
+    // errc::not_found without the topic, errc::already_exists for a taken target.
+    result<void> create_expansion(const expansion_info& e);
+    // errc::not_found.
+    result<void> delete_expansion(const std::string& target);
+    std::vector<expansion_info> list_expansions() const;  // ordered by target
 
     std::vector<topic_info> list_topics() const;  // ordered by name (bytewise)
     std::optional<topic_info> find_topic(const std::string& name) const;
@@ -80,6 +89,7 @@ class catalog {
     mutable std::mutex _mu;
     std::map<std::string, topic_info> _by_name;  // guarded by _mu
     std::map<uuid, std::string> _name_by_id;     // guarded by _mu
+    std::map<std::string, expansion_info> _expansions;  // by target; guarded by _mu
     std::atomic<uint64_t> _generation{1};
 };
 

@@ -51,10 +51,26 @@ result<void> migrate_to_2(db& d) {
     )");
 }
 
+// Version 2 -> 3: expansions of topics into SQL tables (docs/formats/catalog.md).
+result<void> migrate_to_3(db& d) {
+    return d.exec(R"(
+        CREATE TABLE expansions (
+            target      TEXT PRIMARY KEY,
+            topic       TEXT NOT NULL REFERENCES topics (name),
+            source      TEXT NOT NULL CHECK (source IN ('value', 'key')),
+            flatten     INTEGER NOT NULL,
+            copy_source INTEGER NOT NULL,
+            schema      TEXT NOT NULL,
+            created_ms  INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX expansions_by_topic ON expansions (topic);
+    )");
+}
+
 // migrations[v] takes a file from version v to v + 1. Append only: a released step never
 // changes, because files in the field already ran it.
 using migration = result<void> (*)(db&);
-constexpr migration migrations[] = {migrate_to_1, migrate_to_2};
+constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

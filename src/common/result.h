@@ -21,6 +21,7 @@ enum class errc {
     io_error,
     timed_out,
     shutting_down,
+    in_use,  // another object depends on it (a topic with an expansion)
 };
 
 struct error {

@@ -150,6 +150,9 @@ outcome<bool> sqlite_session::drop_schema(const std::string& name, bool if_exist
         return query_error{failure::undefined_table,
                            fmt::format("schema \"{}\" does not exist", name)};
     }
+    if (_src.opts->guard)
+        if (auto why = _src.opts->guard->protected_schema(name); !why.empty())
+            return query_error{failure::read_only, why};
     sqlite3_stmt* st = nullptr;
     const auto count_sql = fmt::format("SELECT count(*) FROM {}.sqlite_schema", quote_ident(name));
     int64_t objects = 0;

@@ -77,7 +77,7 @@ namespace {
 
 class sqlite_engine final : public engine {
   public:
-    explicit sqlite_engine(const engine_options& o, std::unique_ptr<schema_registry> schemas)
+    explicit sqlite_engine(const engine_options& o, std::shared_ptr<schema_registry> schemas)
         : _opts(o), _schemas(std::move(schemas)) {}
 
     outcome<std::unique_ptr<session>> open_session() override {
@@ -89,7 +89,7 @@ class sqlite_engine final : public engine {
 
   private:
     engine_options _opts;
-    std::unique_ptr<schema_registry> _schemas;
+    std::shared_ptr<schema_registry> _schemas;
 };
 
 }  // namespace
@@ -97,9 +97,13 @@ class sqlite_engine final : public engine {
 outcome<std::unique_ptr<engine>> open_engine(const engine_options& opts) {
     if (opts.defaults.timeout.count() <= 0 || opts.defaults.max_rows == 0)
         return query_error{failure::invalid_parameter, "the default limits must be positive"};
-    auto schemas = schema_registry::open(opts.data_dir / "sql");
-    if (!schemas) return schemas.error();
-    return std::unique_ptr<engine>(new sqlite_engine(opts, std::move(*schemas)));
+    std::shared_ptr<schema_registry> schemas = opts.schemas;
+    if (!schemas) {
+        auto opened = schema_registry::open(opts.data_dir / "sql");
+        if (!opened) return opened.error();
+        schemas = std::move(*opened);
+    }
+    return std::unique_ptr<engine>(new sqlite_engine(opts, std::move(schemas)));
 }
 
 }  // namespace sluice::sql

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "sql/engine.h"
 
@@ -18,6 +20,19 @@ class catalog;
 namespace sluice::sql {
 
 class broker_state;  // sql/system_tables.h
+class schema_registry;
+
+// Tables and schemas of users' databases that the broker maintains (expansion targets):
+// users may read them but not write, alter or drop them. Called from any session's
+// thread; implementations are thread-safe.
+class table_guard {
+  public:
+    virtual ~table_guard() = default;
+    // Why users' statements may not change `schema`.`table`; empty when they may.
+    virtual std::string protected_table(std::string_view schema, std::string_view table) const = 0;
+    // Why `schema` may not be dropped; empty when it may.
+    virtual std::string protected_schema(std::string_view schema) const = 0;
+};
 
 struct engine_options {
     // Users' own tables live in <data_dir>/sql/ (docs/formats/sql-dir.md).
@@ -28,6 +43,10 @@ struct engine_options {
     log::log_manager* logs = nullptr;
     catalog::catalog* catalog = nullptr;
     broker_state* state = nullptr;
+    // Users' schemas; null: open_engine opens <data_dir>/sql itself. Given when other
+    // parts of the broker (expansions) write into them too.
+    std::shared_ptr<schema_registry> schemas;
+    const table_guard* guard = nullptr;
 };
 
 // Creates <data_dir>/sql when missing. Errors: internal (with the reason).

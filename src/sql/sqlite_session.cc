@@ -217,7 +217,7 @@ int sqlite_session::authorize(int action, const char* a1, const char* a2, const 
         case SQLITE_INSERT:
         case SQLITE_UPDATE:
         case SQLITE_DELETE:
-            if (!is_engine_schema(db_name)) return SQLITE_OK;
+            if (!is_engine_schema(db_name)) return guard(db_name, a1);
             if (a1 && (sqlite3_stricmp(a1, "sqlite_master") == 0 ||
                        sqlite3_stricmp(a1, "sqlite_schema") == 0))
                 return deny(schema_owned(db_name));
@@ -231,10 +231,13 @@ int sqlite_session::authorize(int action, const char* a1, const char* a2, const 
         case SQLITE_DROP_TRIGGER:
         case SQLITE_DROP_VIEW:
             if (is_engine_schema(db_name)) return deny(schema_owned(db_name));
+            if (action == SQLITE_DROP_TABLE) return guard(db_name, a1);
+            // A trigger on a maintained table could make its writes fail.
+            if (action == SQLITE_CREATE_TRIGGER) return guard(db_name, a2);
             return SQLITE_OK;
         case SQLITE_ALTER_TABLE:
             if (is_engine_schema(a1)) return deny(schema_owned(a1));
-            return SQLITE_OK;
+            return guard(a1, a2);
         case SQLITE_CREATE_VTABLE:
         case SQLITE_DROP_VTABLE:
             return deny(
@@ -256,6 +259,14 @@ int sqlite_session::authorize(int action, const char* a1, const char* a2, const 
         default:
             return SQLITE_OK;
     }
+}
+
+int sqlite_session::guard(const char* db_name, const char* table) {
+    if (!_src.opts->guard || !table) return SQLITE_OK;
+    auto why = _src.opts->guard->protected_table(db_name ? db_name : "main", table);
+    if (why.empty()) return SQLITE_OK;
+    _denied = std::move(why);
+    return SQLITE_DENY;
 }
 
 query_error sqlite_session::error_for(int rc) const {

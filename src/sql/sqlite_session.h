@@ -66,6 +66,8 @@ class sqlite_session final : public session {
     outcome<bool> sync_topics();
     int progress();
     int authorize(int action, const char* a1, const char* a2, const char* db_name);
+    // SQLITE_DENY (with the reason kept for the error) for a table the broker maintains.
+    int guard(const char* db_name, const char* table);
 
     session_sources _src;
     sqlite3* _db = nullptr;

@@ -29,7 +29,14 @@ void handle_delete_topics(const request_context& ctx, bytes_view body) {
         int32_t partitions = t->info.partitions;
         out.name = name;
         out.topic_id = t->info.id;
-        if (auto r = b.topics().remove(name); !r) {
+        if (auto r = b.topics().remove(name); !r && r.code() == errc::in_use) {
+            // Kafka's answer for a request the broker's rules refuse; the message names
+            // the expansions in the way.
+            out.error_code = code(protocol::error_code::policy_violation);
+            out.error_message = r.err().message;
+            log_warn("admin", "{}: delete topic '{}' refused: {}", ctx.client(), name,
+                     r.err().message);
+        } else if (!r) {
             out.error_code = code(protocol::error_code::unknown_server_error);
             out.error_message = r.err().message;
             log_error("admin", "{}: delete topic '{}': {}", ctx.client(), name, r.err().message);

@@ -1,7 +1,7 @@
+#include "protocol/messages/produce.h"
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "common/clock.h"
-#include "protocol/messages/produce.h"
 #include "protocol/record_batch.h"
 
 namespace sluice::broker {
@@ -12,16 +12,22 @@ using protocol::produce_response;
 
 error_code to_error(errc e) {
     switch (e) {
-        case errc::too_large: return error_code::message_too_large;
-        case errc::invalid_record: return error_code::invalid_record;
-        case errc::corrupt: return error_code::corrupt_message;
-        case errc::unsupported: return error_code::unsupported_compression_type;
-        case errc::io_error: return error_code::kafka_storage_error;
-        default: return error_code::unknown_server_error;
+        case errc::too_large:
+            return error_code::message_too_large;
+        case errc::invalid_record:
+            return error_code::invalid_record;
+        case errc::corrupt:
+            return error_code::corrupt_message;
+        case errc::unsupported:
+            return error_code::unsupported_compression_type;
+        case errc::io_error:
+            return error_code::kafka_storage_error;
+        default:
+            return error_code::unknown_server_error;
     }
 }
 
-// Shared by the durability callbacks and the timeout of one acks=-1 request.
+// Shared by the durability and expansion callbacks and the timeout of one request.
 struct pending_produce {
     request_context ctx;
     produce_response resp;
@@ -97,17 +103,23 @@ void handle_produce(const request_context& ctx, bytes_view body) {
         log_warn("produce", "{}: transactional id '{}' refused: no transactions", ctx.client(),
                  *req.transactional_id);
 
-    struct durable_wait {
+    // What an answer waits for: the append on stable storage (acks=-1), the events
+    // expanded (a topic with expansions, acks -1 or 1), or both.
+    struct ack_wait {
         log::partition_log* plog;
         offset_t last;
         produce_response::partition* out;
+        topic_partition tp;
+        bool durable;
+        bool expanded;
     };
-    std::vector<durable_wait> waits;
+    std::vector<ack_wait> waits;
     p->resp.responses.reserve(req.topics.size());
     for (auto& td : req.topics) {
         auto& rt = p->resp.responses.emplace_back();
         rt.name = td.name;
         rt.partitions.reserve(td.partitions.size());
+        const bool expanded = req.acks != 0 && b.expands(td.name);
         for (auto& pd : td.partitions) {
             auto& out = rt.partitions.emplace_back();
             out.index = pd.index;
@@ -120,8 +132,9 @@ void handle_produce(const request_context& ctx, bytes_view body) {
                 continue;
             }
             offset_t last = -1;
-            if (auto* plog = append_one(ctx, td.name, pd, out, last); plog && req.acks == -1)
-                waits.push_back({plog, last, &out});
+            auto* plog = append_one(ctx, td.name, pd, out, last);
+            if (plog && (req.acks == -1 || expanded))
+                waits.push_back({plog, last, &out, {td.name, pd.index}, req.acks == -1, expanded});
         }
     }
     if (req.acks == 0) {
@@ -132,8 +145,8 @@ void handle_produce(const request_context& ctx, bytes_view body) {
         p->answer();
         return;
     }
-    // acks=-1: answer once every partition's append is on stable storage, or with
-    // REQUEST_TIMED_OUT for those that are not when timeout_ms passes.
+    // Answer once every partition's wait is over, or with REQUEST_TIMED_OUT for those
+    // still waiting when timeout_ms passes.
     p->waiting = waits.size();
     for (auto& w : waits) p->not_durable.push_back(w.out);
     p->timer = b.loop().add_timer(std::chrono::milliseconds(std::max(req.timeout_ms, 0)), [p] {
@@ -142,12 +155,23 @@ void handle_produce(const request_context& ctx, bytes_view body) {
         p->answer();
     });
     for (size_t i = 0; i < waits.size(); ++i) {
-        b.when_durable(waits[i].plog, waits[i].last, [p, i](const result<void>& r) {
+        auto done = [p, i](const result<void>& r) {
             auto* out = p->not_durable[i];
             p->not_durable[i] = nullptr;
-            if (!r) out->error_code = code(error_code::kafka_storage_error);
+            if (!r && out) out->error_code = code(error_code::kafka_storage_error);
             if (--p->waiting == 0) p->answer();
-        });
+        };
+        auto& w = waits[i];
+        auto expand = [&b, tp = w.tp, last = w.last, done](const result<void>& r) {
+            if (!r) return done(r);
+            b.when_expanded(tp, last, [done] { done(result<void>{}); });
+        };
+        if (w.durable && w.expanded)
+            b.when_durable(w.plog, w.last, expand);
+        else if (w.durable)
+            b.when_durable(w.plog, w.last, done);
+        else
+            expand(result<void>{});
     }
 }
 

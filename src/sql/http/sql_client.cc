@@ -5,6 +5,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -315,6 +317,17 @@ std::optional<client_error> connect_to(const net::host_port& addr, int timeout_m
     return e;
 }
 
+std::string request_head(const net::host_port& server, std::string_view method,
+                         std::string_view target) {
+    bool v6 = server.host.find(':') != std::string::npos;
+    std::string host = v6 ? "[" + server.host + "]" : server.host;
+    std::string out = fmt::format("{} {} HTTP/1.1\r\n", method, target);
+    out += "Host: " + host + ":" + std::to_string(server.port) + "\r\n";
+    out += "User-Agent: sluice-cli\r\n";
+    out += "Accept: application/json\r\n";
+    return out;
+}
+
 }  // namespace
 
 std::string build_sql_request(const net::host_port& server, const client_request& req) {
@@ -322,12 +335,7 @@ std::string build_sql_request(const net::host_port& server, const client_request
     if (req.timeout_ms) target += "&timeout_ms=" + std::to_string(*req.timeout_ms);
     if (req.max_rows) target += "&max_rows=" + std::to_string(*req.max_rows);
     for (const auto& p : req.params) target += "&param=" + percent_encode(p);
-    bool v6 = server.host.find(':') != std::string::npos;
-    std::string host = v6 ? "[" + server.host + "]" : server.host;
-    std::string out = "POST " + target + " HTTP/1.1\r\n";
-    out += "Host: " + host + ":" + std::to_string(server.port) + "\r\n";
-    out += "User-Agent: sluice-cli\r\n";
-    out += "Accept: application/json\r\n";
+    std::string out = request_head(server, "POST", target);
     out += "Content-Type: application/sql\r\n";
     out += "Content-Length: " + std::to_string(req.sql.size()) + "\r\n";
     out += "Connection: close\r\n\r\n";
@@ -396,12 +404,15 @@ std::optional<client_error> decode_json_result(buffered_reader& in, result_sink&
     return std::nullopt;
 }
 
-std::optional<client_error> run_sql(const net::host_port& server, const client_request& req,
-                                    result_sink& sink, const client_options& opts) {
-    socket_fd sock;
+namespace {
+
+// Sends `request` and reads the response head (after any 1xx) into `head`.
+std::optional<client_error> exchange(const net::host_port& server, const std::string& request,
+                                     const client_options& opts, socket_fd& sock,
+                                     std::unique_ptr<buffered_reader>& in,
+                                     http_response_head& head) {
     if (auto e = connect_to(server, opts.connect_timeout_ms, sock)) return e;
     set_timeout(sock.fd, SO_RCVTIMEO, opts.read_timeout_ms);
-    std::string request = build_sql_request(server, req);
     for (size_t off = 0; off < request.size();) {
         ssize_t n = ::send(sock.fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
@@ -409,17 +420,52 @@ std::optional<client_error> run_sql(const net::host_port& server, const client_r
             return transport_error(std::string("sending the request: ") + std::strerror(errno));
         off += static_cast<size_t>(n);
     }
-    buffered_reader in([fd = sock.fd](char* buf, size_t n) -> size_t {
+    in = std::make_unique<buffered_reader>([fd = sock.fd](char* buf, size_t n) -> size_t {
         for (;;) {
             ssize_t r = ::recv(fd, buf, n, 0);
             if (r < 0 && errno == EINTR) continue;
             return r > 0 ? static_cast<size_t>(r) : 0;
         }
     });
-    http_response_head head;
     do {  // 1xx answers come before the real one
-        if (auto e = read_response_head(in, head); !e.empty()) return transport_error(e);
+        if (auto e = read_response_head(*in, head); !e.empty()) return transport_error(e);
     } while (head.status >= 100 && head.status < 200);
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<http_reply, client_error> http_call(const net::host_port& server,
+                                                 std::string_view method, std::string_view target,
+                                                 std::string_view body,
+                                                 const client_options& opts) {
+    std::string request = request_head(server, method, target);
+    if (!body.empty()) request += "Content-Type: application/json\r\n";
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    request += "Connection: close\r\n\r\n";
+    request += body;
+    socket_fd sock;
+    std::unique_ptr<buffered_reader> in;
+    http_response_head head;
+    if (auto e = exchange(server, request, opts, sock, in, head)) return *e;
+    std::string framing_error;
+    buffered_reader reader(body_reader(*in, head, framing_error));
+    http_reply reply;
+    reply.status = head.status;
+    char buf[16384];
+    for (size_t n; (n = reader.read_some(buf, sizeof buf)) > 0;) reply.body.append(buf, n);
+    if (!framing_error.empty()) return transport_error(framing_error);
+    return reply;
+}
+
+std::optional<client_error> run_sql(const net::host_port& server, const client_request& req,
+                                    result_sink& sink, const client_options& opts) {
+    socket_fd sock;
+    std::unique_ptr<buffered_reader> in_ptr;
+    http_response_head head;
+    if (auto e = exchange(server, build_sql_request(server, req), opts, sock, in_ptr, head))
+        return e;
+    buffered_reader& in = *in_ptr;
     std::string framing_error;
     buffered_reader body(body_reader(in, head, framing_error));
     if (head.status != 200) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "net/listener.h"
@@ -67,6 +68,17 @@ struct client_options {
     // Receive timeout while waiting for the answer; 0 waits as long as the server runs.
     int read_timeout_ms = 0;
 };
+
+// One whole exchange with the broker's HTTP API (the expansions' routes): the status
+// and the body, whatever the status. Errors: connect and transport failures only.
+struct http_reply {
+    int status = 0;
+    std::string body;
+};
+std::variant<http_reply, client_error> http_call(const net::host_port& server,
+                                                 std::string_view method, std::string_view target,
+                                                 std::string_view body,
+                                                 const client_options& opts = {});
 
 // Runs `req` on the server at `server` (its HTTP address), feeding `sink`.
 std::optional<client_error> run_sql(const net::host_port& server, const client_request& req,

@@ -1,0 +1,684 @@
+#include "expansion/service.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <limits>
+
+#include "catalog/catalog.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "expansion/row_builder.h"
+#include "expansion/schema.h"
+#include "expansion/target.h"
+#include "log/log_manager.h"
+#include "log/record_cursor.h"
+#include "sql/schemas.h"
+
+namespace sluice::expansion {
+
+// One expansion as the service runs it.
+struct running {
+    catalog::expansion_info info;
+    std::string schema_name, table;  // of the target
+    std::string key;                 // lower-case target, the maps' key
+    expansion::schema fields;
+    std::optional<expansion::layout> columns;
+    std::unique_ptr<row_builder> rows;
+    bool key_source = false;
+
+    // The expander's (or a drop's) while it holds work_mu.
+    std::mutex work_mu;
+    std::unique_ptr<target_table> target;  // null until opened
+    progress_map progress;                 // as committed
+    log::record_cursor cursor;
+    bool dropped = false;
+
+    // Guarded by service::_mu: what waiters and status see.
+    progress_map published;
+    std::string error;
+    int64_t retry_at = 0;  // steady ms, while failed
+    bool backfill_left = false;
+    int64_t rows_written = 0;
+};
+
+namespace {
+
+// Backfill commits in smaller steps than live expansion, so that live events, which
+// producers wait for, never queue long behind it.
+constexpr int64_t backfill_rows_per_commit = 5'000;
+// A busy target file (a user's long write transaction) is tried again this soon.
+constexpr auto busy_retry = std::chrono::milliseconds(100);
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+struct target_name {
+    std::string schema, table;
+};
+
+result<target_name> parse_target(const std::string& target) {
+    auto bad = [&](const std::string& why) {
+        return error{errc::invalid_argument, fmt::format("target '{}': {}", target, why)};
+    };
+    target_name t;
+    const auto dot = target.find('.');
+    t.schema = dot == std::string::npos ? "main" : target.substr(0, dot);
+    t.table = dot == std::string::npos ? target : target.substr(dot + 1);
+    if (t.table.empty() || t.table.size() > 128 || t.table.find('.') != std::string::npos ||
+        t.table.find('\0') != std::string::npos)
+        return bad("give it as SCHEMA.TABLE, the table name 1 to 128 characters without '.'");
+    const auto low = lower(t.table);
+    if (low.rfind("sqlite_", 0) == 0 || low.rfind("_sluice", 0) == 0)
+        return bad("table names starting with sqlite_ or _sluice are reserved");
+    if (t.schema != "main")
+        if (auto why = sql::schema_registry::check_name(t.schema); !why.empty()) return bad(why);
+    return t;
+}
+
+// Builds the running form of a definition: schema, layout, row builder.
+result<std::shared_ptr<running>> prepare(const catalog::expansion_info& info) {
+    auto e = std::make_shared<running>();
+    e->info = info;
+    auto name = parse_target(info.target);
+    if (!name) return name.err();
+    e->schema_name = name->schema;
+    e->table = name->table;
+    e->key = lower(info.target);
+    auto s = parse_schema(info.schema);
+    if (!s) return s.err();
+    e->fields = std::move(*s);
+    auto l = layout::make(e->fields, {info.flatten, info.copy_source});
+    if (!l) return l.err();
+    e->columns = std::move(*l);
+    e->rows = std::make_unique<row_builder>(e->fields, *e->columns);
+    e->key_source = info.source == "key";
+    return e;
+}
+
+// Inserts the rows of partition p's events in [from, to) inside e's open transaction;
+// returns how many.
+result<int64_t> write_rows(running& e, const log::partition_log* plog, int32_t p, offset_t from,
+                           offset_t to) {
+    int64_t rows = 0;
+    e.cursor.open(plog, from, to);
+    for (;;) {
+        auto more = e.cursor.next();
+        if (!more)
+            return error{more.code(),
+                         fmt::format("{}-{}: {}", e.info.topic, p, more.err().message)};
+        if (!*more) break;
+        const auto& rec = e.cursor.record();
+        const auto source = e.key_source ? rec.key : rec.value;
+        auto at = e.cursor.append_time();
+        if (!at) return at.err();
+        if (auto r = e.target->insert(p, rec.offset, *at, e.rows->build(source), source); !r)
+            return r.err();
+        ++rows;
+    }
+    e.cursor.close();
+    return rows;
+}
+
+}  // namespace
+
+service::service(service_options o) : _o(std::move(o)) {}
+
+service::~service() {
+    stop();
+}
+
+result<std::unique_ptr<service>> service::open(service_options o) {
+    std::unique_ptr<service> s(new service(std::move(o)));
+    for (const auto& info : s->_o.catalog->list_expansions()) {
+        auto e = prepare(info);
+        if (!e) {
+            // Only a hand-edited catalog gets here; keep serving the others.
+            log_error("expansion", "{}: cannot load its definition: {}", info.target,
+                      e.err().message);
+            continue;
+        }
+        auto& run = **e;
+        std::lock_guard work(run.work_mu);
+        if (auto r = s->catch_up(run); !r) {
+            run.error = r.err().message;
+            run.retry_at = steady_ms() + s->_o.retry_interval.count();
+            log_error("expansion", "{}: {}", info.target, r.err().message);
+        }
+        s->_by_target[run.key] = *e;
+        s->_by_topic.emplace(info.topic, *e);
+    }
+    return s;
+}
+
+result<void> service::catch_up(running& e) {
+    const auto path =
+        e.schema_name == "main" ? _o.schemas->main_path() : _o.schemas->path_of(e.schema_name);
+    auto t = target_table::open(path, e.schema_name, e.table, *e.columns, false);
+    if (!t) return t.err();
+    e.target = std::move(*t);
+    auto progress = e.target->load_progress();
+    if (!progress) return progress.err();
+    e.progress = std::move(*progress);
+    // Rows of events the log no longer has (it lost an unsynced tail the expansion had
+    // read: only possible if the target was written ahead of the log's fsync, which the
+    // expander never does; checked all the same, since the cost is a lookup).
+    auto topic = _o.logs->topic(e.info.topic);
+    if (!topic) return error{errc::not_found, fmt::format("topic '{}' is gone", e.info.topic)};
+    for (auto& [p, pp] : e.progress) {
+        auto* plog = _o.logs->partition(*topic, p);
+        if (!plog) continue;
+        const offset_t end = plog->log_end_offset();
+        if (pp.next <= end && pp.backfill_end <= end) continue;
+        auto deleted = e.target->delete_from(p, end);
+        if (!deleted) return deleted.err();
+        log_warn("expansion",
+                 "{}: partition {} ends at {} but the target had rows up to {}; "
+                 "deleted {} rows past the end",
+                 e.info.target, p, end, pp.next, *deleted);
+        pp.next = std::min(pp.next, end);
+        pp.backfill_end = std::min(pp.backfill_end, end);
+        pp.backfill_next = std::min(pp.backfill_next, pp.backfill_end);
+        if (auto r = e.target->save_progress(p, pp); !r) return r;
+    }
+    const auto started = std::chrono::steady_clock::now();
+    int64_t before = 0;
+    for (const auto& [_, pp] : e.progress) before += pp.next;
+    {
+        std::lock_guard lock(_mu);
+        e.published = e.progress;
+    }
+    while (expand_live(e, {})) {
+    }
+    std::lock_guard lock(_mu);
+    if (!e.error.empty()) return {};  // fail() has recorded and logged it
+    int64_t after = 0;
+    for (const auto& [p, pp] : e.progress) {
+        after += pp.next;
+        e.backfill_left = e.backfill_left || pp.backfilling();
+    }
+    log_info("expansion", "{}: caught up {} events of topic '{}' in {} ms{}", e.info.target,
+             after - before, e.info.topic,
+             std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - started)
+                 .count(),
+             e.backfill_left ? "; its backfill goes on in the background" : "");
+    return {};
+}
+
+void service::start() {
+    std::lock_guard lock(_mu);
+    if (_thread.joinable() || _stop) return;
+    _thread = std::thread([this] { run(); });
+}
+
+void service::stop() {
+    {
+        std::lock_guard lock(_mu);
+        if (_stop) return;
+        _stop = true;
+    }
+    _cv.notify_all();
+    if (_thread.joinable()) _thread.join();
+    // Producers still waiting get their answer; the events are in the log, and the next
+    // start expands them before anything else.
+    decltype(_waiters) waiters;
+    {
+        std::lock_guard lock(_mu);
+        waiters.swap(_waiters);
+    }
+    for (auto& per_partition : waiters)
+        for (auto& waiter : per_partition.second) waiter.second();
+}
+
+void service::run() {
+    std::unique_lock lk(_mu);
+    size_t backfill_turn = 0;
+    while (!_stop) {
+        const int64_t now = steady_ms();
+        // What to do: the dirty partitions of each healthy expansion of their topic, and
+        // whole failed expansions whose retry is due.
+        std::vector<std::pair<std::shared_ptr<running>, std::vector<int32_t>>> live;
+        auto work_for = [&](const std::shared_ptr<running>& e) -> std::vector<int32_t>& {
+            for (auto& [r, parts] : live)
+                if (r == e) return parts;
+            return live.emplace_back(e, std::vector<int32_t>{}).second;
+        };
+        for (const auto& tp : _dirty) {
+            auto [a, b] = _by_topic.equal_range(tp.topic);
+            for (auto it = a; it != b; ++it)
+                if (it->second->error.empty()) work_for(it->second).push_back(tp.partition);
+        }
+        _dirty.clear();
+        int64_t next_retry = now + 1000;
+        std::vector<std::shared_ptr<running>> backfills;
+        for (auto& [_, e] : _by_target) {
+            if (!e->error.empty()) {
+                if (e->retry_at <= now) {
+                    log_info("expansion", "{}: trying again after: {}", e->info.target, e->error);
+                    e->error.clear();
+                    work_for(e).clear();  // every partition
+                } else {
+                    next_retry = std::min(next_retry, e->retry_at);
+                }
+                continue;
+            }
+            if (e->backfill_left) backfills.push_back(e);
+        }
+        if (live.empty() && backfills.empty()) {
+            _cv.wait_for(lk, std::chrono::milliseconds(std::max<int64_t>(1, next_retry - now)));
+            continue;
+        }
+        lk.unlock();
+        for (auto& [e, parts] : live) {
+            std::lock_guard work(e->work_mu);
+            if (e->dropped) continue;
+            if (!e->target) {  // failed to open at start: open it now
+                if (auto r = catch_up(*e); !r) fail(*e, r.err());
+                continue;
+            }
+            if (expand_live(*e, parts)) {
+                std::lock_guard lock(_mu);
+                if (parts.empty()) {
+                    if (auto t = _o.logs->topic(e->info.topic))
+                        for (int32_t p = 0; _o.logs->partition(*t, p); ++p)
+                            _dirty.insert({e->info.topic, p});
+                } else {
+                    for (int32_t p : parts) _dirty.insert({e->info.topic, p});
+                }
+            }
+        }
+        // Backfill a chunk only when live work has caught up.
+        lk.lock();
+        const bool idle = _dirty.empty();
+        lk.unlock();
+        if (idle && !backfills.empty()) {
+            auto& e = backfills[backfill_turn++ % backfills.size()];
+            std::lock_guard work(e->work_mu);
+            if (!e->dropped && e->target) {
+                const bool left = expand_backfill(*e);
+                std::lock_guard lock(_mu);
+                e->backfill_left = left && e->error.empty();
+                if (!left && e->error.empty())
+                    log_info("expansion", "{}: backfill done", e->info.target);
+            }
+        }
+        lk.lock();
+    }
+}
+
+bool service::expand_live(running& e, const std::vector<int32_t>& wanted) {
+    auto topic = _o.logs->topic(e.info.topic);
+    if (!topic) return false;
+    std::vector<int32_t> parts = wanted;
+    if (parts.empty())
+        for (int32_t p = 0; _o.logs->partition(*topic, p); ++p) parts.push_back(p);
+    std::sort(parts.begin(), parts.end());
+    parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
+
+    progress_map next = e.progress;
+    int64_t budget = _o.max_rows_per_commit;
+    int64_t rows = 0;
+    bool in_txn = false, left = false;
+    auto body = [&]() -> result<void> {
+        for (int32_t p : parts) {
+            auto* plog = _o.logs->partition(*topic, p);
+            if (!plog) continue;
+            auto& pp = next[p];  // a partition added after the expansion starts at 0
+            const offset_t hw = plog->high_watermark();
+            if (pp.next >= hw) continue;
+            if (budget <= 0) {
+                left = true;
+                break;
+            }
+            if (!in_txn) {
+                if (auto r = e.target->begin(); !r) return r;
+                in_txn = true;
+            }
+            offset_t from = pp.next;
+            if (const offset_t start = plog->log_start_offset(); from < start) {
+                log_warn("expansion",
+                         "{}: events {}..{} of partition {} were deleted before "
+                         "they could be expanded",
+                         e.info.target, from, start - 1, p);
+                from = start;
+            }
+            const offset_t to = std::min(hw, from + budget);
+            auto written = write_rows(e, plog, p, from, to);
+            if (!written) return written.err();
+            rows += *written;
+            budget -= to - from;
+            pp.next = std::max(to, pp.next);
+            if (pp.next < hw) left = true;
+            if (auto r = e.target->save_progress(p, pp); !r) return r;
+        }
+        if (in_txn) return e.target->commit();
+        return {};
+    };
+    if (auto r = body(); !r) {
+        if (in_txn) e.target->rollback();
+        return retry_or_fail(e, r.err());
+    }
+    if (!in_txn) return left;
+    e.progress = std::move(next);
+    {
+        std::lock_guard lock(_mu);
+        e.rows_written += rows;
+    }
+    publish(e);
+    return left;
+}
+
+bool service::expand_backfill(running& e) {
+    auto topic = _o.logs->topic(e.info.topic);
+    if (!topic) return false;
+    for (auto& entry : e.progress) {
+        const int32_t p = entry.first;
+        auto& current = entry.second;
+        if (!current.backfilling()) continue;
+        auto* plog = _o.logs->partition(*topic, p);
+        if (!plog) continue;
+        partition_progress pp = current;
+        pp.backfill_next = std::max(pp.backfill_next, plog->log_start_offset());
+        const offset_t to = std::min(pp.backfill_end, pp.backfill_next + backfill_rows_per_commit);
+        int64_t rows = 0;
+        auto body = [&]() -> result<void> {
+            if (auto r = e.target->begin(); !r) return r;
+            auto written = write_rows(e, plog, p, pp.backfill_next, to);
+            if (!written) return written.err();
+            rows = *written;
+            pp.backfill_next = std::max(to, pp.backfill_next);
+            if (auto r = e.target->save_progress(p, pp); !r) return r;
+            return e.target->commit();
+        };
+        if (auto r = body(); !r) {
+            e.target->rollback();
+            return retry_or_fail(e, r.err());
+        }
+        current = pp;
+        std::lock_guard lock(_mu);
+        e.rows_written += rows;
+        e.published[p] = pp;
+        return true;
+    }
+    return false;
+}
+
+bool service::retry_or_fail(running& e, const error& err) {
+    e.cursor.close();
+    if (err.code == errc::timed_out) {
+        // Someone else's transaction on the file: try again shortly, still healthy.
+        log_warn("expansion", "{}: {}; trying again", e.info.target, err.message);
+        std::this_thread::sleep_for(busy_retry);
+        return true;
+    }
+    fail(e, err);
+    return false;
+}
+
+void service::fail(running& e, const error& err) {
+    {
+        std::lock_guard lock(_mu);
+        e.error = err.message;
+        e.retry_at = steady_ms() + _o.retry_interval.count();
+    }
+    log_error("expansion", "{}: {}; producers no longer wait for it; trying again in {} ms",
+              e.info.target, err.message, _o.retry_interval.count());
+    publish(e);
+}
+
+offset_t service::position(const topic_partition& tp) const {
+    offset_t pos = std::numeric_limits<offset_t>::max();
+    auto [a, b] = _by_topic.equal_range(tp.topic);
+    for (auto it = a; it != b; ++it) {
+        const auto& e = *it->second;
+        if (!e.error.empty()) continue;
+        auto p = e.published.find(tp.partition);
+        pos = std::min(pos, p == e.published.end() ? 0 : p->second.next);
+    }
+    return pos;
+}
+
+void service::publish(running& e) {
+    std::vector<std::function<void()>> ready;
+    {
+        std::lock_guard lock(_mu);
+        e.published = e.progress;
+        for (auto it = _waiters.begin(); it != _waiters.end();) {
+            if (it->first.topic != e.info.topic) {
+                ++it;
+                continue;
+            }
+            const offset_t pos = position(it->first);
+            auto& m = it->second;
+            while (!m.empty() && m.begin()->first < pos) {
+                ready.push_back(std::move(m.begin()->second));
+                m.erase(m.begin());
+            }
+            it = m.empty() ? _waiters.erase(it) : std::next(it);
+        }
+    }
+    for (auto& fn : ready) fn();
+}
+
+void service::when_expanded(const topic_partition& tp, offset_t last, std::function<void()> fn) {
+    {
+        std::lock_guard lock(_mu);
+        if (!_stop && last >= position(tp)) {
+            _waiters[tp].emplace(last, std::move(fn));
+            return;
+        }
+    }
+    fn();
+}
+
+bool service::expands(const std::string& topic) const {
+    std::lock_guard lock(_mu);
+    return _by_topic.count(topic) != 0;
+}
+
+void service::on_high_watermark(const std::vector<topic_partition>& tps) {
+    bool any = false;
+    {
+        std::lock_guard lock(_mu);
+        for (const auto& tp : tps)
+            if (_by_topic.count(tp.topic)) {
+                _dirty.insert(tp);
+                any = true;
+            }
+    }
+    if (any) _cv.notify_one();
+}
+
+result<status> service::create(const create_request& r) {
+    if (r.source != "value" && r.source != "key")
+        return error{errc::invalid_argument,
+                     fmt::format("source must be value or key, not '{}'", r.source)};
+    auto name = parse_target(r.target);
+    if (!name) return name.err();
+    auto fields = parse_schema(r.schema);
+    if (!fields) return fields.err();
+    catalog::expansion_info info;
+    info.target = name->schema + "." + name->table;
+    info.topic = r.topic;
+    info.source = r.source;
+    info.flatten = r.flatten;
+    info.copy_source = r.copy_source;
+    info.schema = to_json(*fields);
+    info.created_ms = now_ms();
+    auto prepared = prepare(info);
+    if (!prepared) return prepared.err();
+    auto& e = **prepared;
+
+    std::lock_guard create(_create_mu);
+    auto topic_info = _o.catalog->find_topic(r.topic);
+    auto topic = _o.logs->topic(r.topic);
+    if (!topic_info || !topic)
+        return error{errc::not_found, fmt::format("topic '{}' does not exist", r.topic)};
+    {
+        std::lock_guard lock(_mu);
+        if (auto it = _by_target.find(e.key); it != _by_target.end())
+            return error{errc::already_exists,
+                         fmt::format("{} is already the target of an expansion of topic '{}'",
+                                     it->second->info.target, it->second->info.topic)};
+    }
+    if (name->schema != "main") {
+        auto made = _o.schemas->create(name->schema);
+        if (!made) return error{errc::io_error, made.error().message};
+        if (*made) log_info("expansion", "created schema {} for {}", name->schema, info.target);
+    }
+    const auto path =
+        name->schema == "main" ? _o.schemas->main_path() : _o.schemas->path_of(name->schema);
+    auto target = target_table::open(path, name->schema, name->table, *e.columns, true);
+    if (!target) return target.err();
+    // Live expansion starts at each partition's high watermark now; a backfill covers
+    // what lies below it.
+    for (int32_t p = 0; p < topic_info->partitions; ++p) {
+        auto* plog = _o.logs->partition(*topic, p);
+        if (!plog) continue;
+        partition_progress pp;
+        pp.next = plog->high_watermark();
+        pp.backfill_start = pp.backfill_next = r.backfill ? plog->log_start_offset() : pp.next;
+        pp.backfill_end = pp.next;
+        e.progress[p] = pp;
+    }
+    if (auto s = (*target)->reset_progress(e.progress); !s) return s.err();
+    if (auto s = _o.catalog->create_expansion(info); !s) {
+        (void)(*target)->remove(false);
+        return s.err();
+    }
+    e.target = std::move(*target);
+    bool backfill = false;
+    for (const auto& [_, pp] : e.progress) backfill = backfill || pp.backfilling();
+    {
+        std::lock_guard lock(_mu);
+        e.published = e.progress;
+        e.backfill_left = backfill;
+        _by_target[e.key] = *prepared;
+        _by_topic.emplace(info.topic, *prepared);
+        // Events appended since the high watermarks were read.
+        for (const auto& [p, _] : e.progress) _dirty.insert({info.topic, p});
+    }
+    _cv.notify_one();
+    log_info("expansion", "{}: expanding topic '{}' ({} of each event{}{}){}", info.target,
+             info.topic, info.source, info.flatten ? ", flattened" : "",
+             info.copy_source ? ", with the source" : "", backfill ? ", backfilling" : "");
+    std::lock_guard lock(_mu);
+    return describe(e);
+}
+
+result<void> service::drop(const std::string& target, bool drop_table) {
+    std::lock_guard create(_create_mu);
+    std::shared_ptr<running> e;
+    {
+        std::lock_guard lock(_mu);
+        auto key = lower(target);
+        if (key.find('.') == std::string::npos) key = "main." + key;
+        auto it = _by_target.find(key);
+        if (it == _by_target.end())
+            return error{errc::not_found, fmt::format("no expansion has target {}", target)};
+        e = it->second;
+    }
+    std::lock_guard work(e->work_mu);  // the expander is done with it
+    if (auto r = _o.catalog->delete_expansion(e->info.target); !r) return r;
+    e->dropped = true;
+    {
+        std::lock_guard lock(_mu);
+        _by_target.erase(e->key);
+        for (auto it = _by_topic.begin(); it != _by_topic.end(); ++it)
+            if (it->second == e) {
+                _by_topic.erase(it);
+                break;
+            }
+    }
+    publish(*e);  // producers waiting for it alone go on
+    if (!e->target) {
+        const auto path = e->schema_name == "main" ? _o.schemas->main_path()
+                                                   : _o.schemas->path_of(e->schema_name);
+        auto t = target_table::open(path, e->schema_name, e->table, *e->columns, false);
+        if (t) e->target = std::move(*t);
+    }
+    if (e->target) {
+        if (auto r = e->target->remove(drop_table); !r)
+            log_warn("expansion", "{}: dropped, but cleaning its table up failed: {}",
+                     e->info.target, r.err().message);
+        e->target.reset();
+    }
+    log_info("expansion", "{}: dropped{}", e->info.target,
+             drop_table ? ", with its table" : "; its table stays");
+    return {};
+}
+
+status service::describe(const running& e) const {
+    status s;
+    s.info = e.info;
+    s.error = e.error;
+    s.rows_written = e.rows_written;
+    s.state = !e.error.empty() ? "failed" : e.backfill_left ? "backfilling" : "running";
+    if (auto topic = _o.logs->topic(e.info.topic)) {
+        for (int32_t p = 0; auto* plog = _o.logs->partition(*topic, p); ++p) {
+            auto it = e.published.find(p);
+            const partition_progress pp =
+                it == e.published.end() ? partition_progress{} : it->second;
+            s.lag += std::max<int64_t>(0, plog->high_watermark() - pp.next);
+            s.backfill_total += pp.backfill_end - pp.backfill_start;
+            s.backfill_done += pp.backfill_next - pp.backfill_start;
+        }
+    }
+    return s;
+}
+
+std::vector<status> service::list() const {
+    std::lock_guard lock(_mu);
+    std::vector<status> out;
+    for (const auto& [_, e] : _by_target) out.push_back(describe(*e));
+    return out;
+}
+
+std::optional<status> service::find(const std::string& target) const {
+    std::lock_guard lock(_mu);
+    auto key = lower(target);
+    if (key.find('.') == std::string::npos) key = "main." + key;
+    auto it = _by_target.find(key);
+    if (it == _by_target.end()) return std::nullopt;
+    return describe(*it->second);
+}
+
+std::string service::protected_table(std::string_view schema, std::string_view table) const {
+    const auto t = lower(table);
+    if (t == progress_table || t == meta_table)
+        return fmt::format("{}.{} belongs to the broker: it records how far expansions have gone",
+                           schema, table);
+    std::lock_guard lock(_mu);
+    auto it = _by_target.find(lower(schema) + "." + t);
+    if (it == _by_target.end()) return {};
+    return fmt::format(
+        "{}.{} is the target of an expansion of topic '{}', which only the broker "
+        "writes; drop the expansion first (sluice expansion drop {})",
+        schema, table, it->second->info.topic, it->second->info.target);
+}
+
+std::string service::protected_schema(std::string_view schema) const {
+    const auto s = lower(schema);
+    std::lock_guard lock(_mu);
+    std::string targets;
+    for (const auto& [key, e] : _by_target)
+        if (key.compare(0, s.size() + 1, s + ".") == 0)
+            targets += (targets.empty() ? "" : ", ") + e->info.target;
+    if (targets.empty()) return {};
+    return fmt::format("schema {} holds the targets of expansions ({}); drop them first", schema,
+                       targets);
+}
+
+}  // namespace sluice::expansion

@@ -1,0 +1,143 @@
+#pragma once
+
+// Expansions: each expands the events of one topic into rows of one SQL table, in the
+// same commit as the event (docs/expansions.md). One background thread, the expander,
+// reads what each partition's high watermark newly covers and writes its rows and its
+// progress in one SQLite transaction; producers of an expanded topic are answered once
+// their events are expanded. On start, each expansion first catches up from the log.
+//
+// Threading: every public member is thread-safe. The broker calls on_high_watermark
+// from the flusher thread and when_expanded from the event loop; the HTTP API calls
+// create, drop and list from its connection threads.
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "catalog/expansion_info.h"
+#include "common/result.h"
+#include "common/types.h"
+#include "sql/sqlite_engine.h"
+
+namespace sluice::catalog {
+class catalog;
+}
+namespace sluice::log {
+class log_manager;
+}
+namespace sluice::sql {
+class schema_registry;
+}
+
+namespace sluice::expansion {
+
+struct running;  // service.cc
+
+struct create_request {
+    std::string topic;
+    std::string target;            // "schema.table", or "table" for main.table
+    std::string schema;            // the schema file's JSON
+    std::string source = "value";  // "value" or "key"
+    bool flatten = false;
+    bool copy_source = false;
+    bool backfill = false;  // expand the events already in the topic, in the background
+};
+
+struct status {
+    catalog::expansion_info info;
+    std::string state;           // "running", "backfilling" or "failed"
+    std::string error;           // why it failed (it is retried)
+    int64_t rows_written = 0;    // since the broker started
+    int64_t lag = 0;             // events below the high watermarks not yet expanded
+    int64_t backfill_total = 0;  // events the backfill covers
+    int64_t backfill_done = 0;
+};
+
+struct service_options {
+    catalog::catalog* catalog = nullptr;
+    log::log_manager* logs = nullptr;
+    std::shared_ptr<sql::schema_registry> schemas;
+    // Events per transaction at most; a larger backlog takes several.
+    int64_t max_rows_per_commit = 50'000;
+    // How long a failed expansion waits before it is tried again.
+    std::chrono::milliseconds retry_interval{10'000};
+};
+
+class service final : public sql::table_guard {
+  public:
+    // Loads the expansions of the catalog and brings each up to its partitions' high
+    // watermarks before returning (an expansion that cannot is marked failed, and
+    // retried once the expander runs). Errors: none so far; failures are per expansion.
+    static result<std::unique_ptr<service>> open(service_options o);
+    ~service() override;  // stop()
+    service(const service&) = delete;
+    service& operator=(const service&) = delete;
+
+    // Starts the expander thread.
+    void start();
+    // Stops it (a transaction in progress finishes); answers every waiter.
+    void stop();
+
+    // Errors: not_found (no such topic), already_exists (the target is taken),
+    // invalid_argument (names, schema, options, an incompatible existing table: the
+    // message says which), io_error.
+    result<status> create(const create_request& r);
+    // Errors: not_found, io_error. drop_table also drops the target table.
+    result<void> drop(const std::string& target, bool drop_table);
+    std::vector<status> list() const;
+    std::optional<status> find(const std::string& target) const;
+
+    // --- for the broker ---
+    bool expands(const std::string& topic) const;
+    // The flusher moved these partitions' high watermarks.
+    void on_high_watermark(const std::vector<topic_partition>& tps);
+    // Runs fn (on the expander thread, or on the calling one when it is so already) once
+    // every healthy expansion of tp.topic has expanded the events up to `last`; at once
+    // when the topic has none.
+    void when_expanded(const topic_partition& tp, offset_t last, std::function<void()> fn);
+
+    // --- sql::table_guard ---
+    std::string protected_table(std::string_view schema, std::string_view table) const override;
+    std::string protected_schema(std::string_view schema) const override;
+
+  private:
+    explicit service(service_options o);
+    void run();
+    // Expands the live range of `parts` (all partitions when empty) up to the high
+    // watermarks, at most max_rows_per_commit events; true when some are left.
+    bool expand_live(running& e, const std::vector<int32_t>& parts);
+    // One chunk of e's backfill; true when some is left.
+    bool expand_backfill(running& e);
+    void fail(running& e, const error& err);
+    // After a failed transaction (rolled back): true to try again soon (the target's file
+    // was busy), false when e is now failed.
+    bool retry_or_fail(running& e, const error& err);
+    // After e's progress moved or its health changed: waiters now satisfied run.
+    void publish(running& e);
+    // The lowest live position of the healthy expansions of tp's topic; max when none.
+    offset_t position(const topic_partition& tp) const;  // _mu held
+    status describe(const running& e) const;             // _mu held
+    result<void> catch_up(running& e);
+
+    service_options _o;
+    std::mutex _create_mu;  // one create or drop at a time
+    mutable std::mutex _mu;
+    std::condition_variable _cv;
+    bool _stop = false;
+    std::map<std::string, std::shared_ptr<running>> _by_target;  // by lower-case target
+    std::multimap<std::string, std::shared_ptr<running>> _by_topic;
+    std::set<topic_partition> _dirty;
+    std::unordered_map<topic_partition, std::multimap<offset_t, std::function<void()>>> _waiters;
+    std::thread _thread;
+};
+
+}  // namespace sluice::expansion

@@ -1,0 +1,385 @@
+#include "expansion/target.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <map>
+
+#include "common/logging.h"
+#include "sql/json_text.h"
+#include "sql/sql_text.h"
+
+namespace sluice::expansion {
+namespace {
+
+using sql::quote_ident;
+
+// How long a write waits for a user's transaction on the same schema file.
+constexpr int busy_timeout_ms = 5000;
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// SQLite's column affinity from a declared type (its rules, in order).
+enum class affinity { integer, text, blob, real, numeric };
+affinity affinity_of(std::string_view decl) {
+    const auto u = lower(decl);
+    auto has = [&](const char* s) { return u.find(s) != std::string::npos; };
+    if (has("int")) return affinity::integer;
+    if (has("char") || has("clob") || has("text")) return affinity::text;
+    if (has("blob") || u.empty()) return affinity::blob;
+    if (has("real") || has("floa") || has("doub")) return affinity::real;
+    return affinity::numeric;
+}
+
+// Whether a column declared `theirs` keeps the values of a column we declare `ours`
+// unchanged. A column without a type (blob affinity) keeps anything.
+bool compatible(const char* ours, std::string_view theirs) {
+    const affinity a = affinity_of(ours), b = affinity_of(theirs);
+    if (b == affinity::blob) return true;
+    switch (a) {
+        case affinity::integer:
+        case affinity::numeric:  // BOOLEAN
+            return b == affinity::integer || b == affinity::numeric;
+        case affinity::real:
+            return b == affinity::real || b == affinity::numeric;
+        case affinity::text:
+            return b == affinity::text;
+        case affinity::blob:
+            return false;
+    }
+    return false;
+}
+
+}  // namespace
+
+error target_table::fail(const std::string& what) const {
+    // Busy: a user's transaction on the same file held the lock past the busy timeout.
+    const int rc = sqlite3_errcode(_db) & 0xff;
+    return {rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? errc::timed_out : errc::io_error,
+            fmt::format("{}: {}: {}", _qualified, what, sqlite3_errmsg(_db))};
+}
+
+result<void> target_table::exec(const std::string& sql) {
+    char* msg = nullptr;
+    if (const int rc = sqlite3_exec(_db, sql.c_str(), nullptr, nullptr, &msg); rc != SQLITE_OK) {
+        const bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+        error e{busy ? errc::timed_out : errc::io_error,
+                fmt::format("{}: {}", _qualified, msg ? msg : sqlite3_errmsg(_db))};
+        sqlite3_free(msg);
+        return e;
+    }
+    return {};
+}
+
+result<std::unique_ptr<target_table>> target_table::open(const std::filesystem::path& file,
+                                                         const std::string& schema,
+                                                         const std::string& table, const layout& l,
+                                                         bool create) {
+    std::unique_ptr<target_table> t(new target_table);
+    t->_schema = schema;
+    t->_table = table;
+    t->_qualified = schema + "." + table;
+    t->_key = lower(table);
+    t->_layout = l;
+    if (sqlite3_open_v2(file.c_str(), &t->_db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        nullptr) != SQLITE_OK)
+        return t->fail("cannot open " + file.string());
+    sqlite3_extended_result_codes(t->_db, 1);
+    sqlite3_busy_timeout(t->_db, busy_timeout_ms);
+    // NORMAL: a commit is not synced. The partition log is the record: after a power
+    // loss the progress falls back with the rows it covers, and catching up re-expands
+    // them from the log.
+    if (auto r = t->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                         "PRAGMA cache_size=-16384");
+        !r)
+        return r.err();
+    if (auto r = t->exec(fmt::format(
+            "CREATE TABLE IF NOT EXISTS {0} (key TEXT PRIMARY KEY, value TEXT NOT NULL) "
+            "WITHOUT ROWID; "
+            "INSERT OR IGNORE INTO {0} VALUES ('expansion_progress_format', '{1}'); "
+            "CREATE TABLE IF NOT EXISTS {2} (target TEXT NOT NULL, partition INTEGER NOT NULL, "
+            "next_offset INTEGER NOT NULL, backfill_start INTEGER NOT NULL, "
+            "backfill_next INTEGER NOT NULL, backfill_end INTEGER NOT NULL, "
+            "PRIMARY KEY (target, partition)) WITHOUT ROWID",
+            meta_table, progress_format_version, progress_table));
+        !r)
+        return r.err();
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(
+        t->_db,
+        fmt::format("SELECT value FROM {} WHERE key = 'expansion_progress_format'", meta_table)
+            .c_str(),
+        -1, &st, nullptr);
+    const int64_t version = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (version != progress_format_version)
+        return error{errc::invalid_argument,
+                     fmt::format("{}: expansion progress format {} is not the one this build "
+                                 "knows ({})",
+                                 file.string(), version, progress_format_version)};
+    if (auto r = t->ensure_table(l, create); !r) return r.err();
+
+    std::string cols, params;
+    for (size_t i = 0; i < l.columns().size(); ++i) {
+        cols += (i ? ", " : "") + quote_ident(l.columns()[i].name);
+        params += fmt::format("{}?{}", i ? ", " : "", i + 1);
+    }
+    if (sqlite3_prepare_v3(
+            t->_db,
+            fmt::format("INSERT INTO main.{} ({}) VALUES ({})", quote_ident(table), cols, params)
+                .c_str(),
+            -1, SQLITE_PREPARE_PERSISTENT, &t->_insert, nullptr) != SQLITE_OK)
+        return t->fail("preparing the insert");
+    if (sqlite3_prepare_v3(t->_db,
+                           fmt::format("INSERT OR REPLACE INTO {} (target, partition, next_offset, "
+                                       "backfill_start, backfill_next, backfill_end) VALUES (?1, "
+                                       "?2, ?3, ?4, ?5, ?6)",
+                                       progress_table)
+                               .c_str(),
+                           -1, SQLITE_PREPARE_PERSISTENT, &t->_progress, nullptr) != SQLITE_OK)
+        return t->fail("preparing the progress update");
+    return t;
+}
+
+target_table::~target_table() {
+    if (_in_txn) rollback();
+    sqlite3_finalize(_insert);
+    sqlite3_finalize(_progress);
+    sqlite3_close_v2(_db);
+}
+
+result<void> target_table::ensure_table(const layout& l, bool create) {
+    struct existing {
+        std::string name, type;
+        bool not_null = false, has_default = false, rowid_alias = false, generated = false;
+    };
+    std::map<std::string, existing> have;  // by lower-case name
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(_db,
+                           fmt::format("SELECT name, type, \"notnull\", dflt_value, pk, hidden "
+                                       "FROM pragma_table_xinfo({}, 'main')",
+                                       sql::quote_literal(_table))
+                               .c_str(),
+                           -1, &st, nullptr) != SQLITE_OK)
+        return fail("reading the table's columns");
+    int pk_columns = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        existing c;
+        c.name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        const auto* type = sqlite3_column_text(st, 1);
+        c.type = type ? reinterpret_cast<const char*>(type) : "";
+        c.not_null = sqlite3_column_int(st, 2) != 0;
+        c.has_default = sqlite3_column_type(st, 3) != SQLITE_NULL;
+        c.rowid_alias = sqlite3_column_int(st, 4) != 0 && lower(c.type) == "integer";
+        pk_columns += sqlite3_column_int(st, 4) != 0;
+        c.generated = sqlite3_column_int(st, 5) >= 2;
+        have[lower(c.name)] = std::move(c);
+    }
+    sqlite3_finalize(st);
+    if (have.empty()) {
+        if (!create)
+            return error{errc::not_found, fmt::format("table {} does not exist", _qualified)};
+        std::string ddl = "CREATE TABLE main." + quote_ident(_table) + " (";
+        for (size_t i = 0; i < l.columns().size(); ++i) {
+            const auto& c = l.columns()[i];
+            const bool expanded = i >= layout::first_field && i < l.missing_column();
+            const bool nullable = expanded || (l.copy_source() && i == l.source_column());
+            ddl += fmt::format("{}{} {}{}", i ? ", " : "", quote_ident(c.name), c.decl_type,
+                               nullable ? "" : " NOT NULL");
+        }
+        ddl += ")";
+        if (auto r = exec(ddl); !r) return r;
+        log_info("expansion", "created table {}", _qualified);
+        return {};
+    }
+    if (!create) return {};
+    for (const auto& c : l.columns()) {
+        auto it = have.find(lower(c.name));
+        if (it == have.end())
+            return error{errc::invalid_argument,
+                         fmt::format("table {} exists but has no column {} ({})", _qualified,
+                                     c.name, c.decl_type)};
+        if (it->second.generated)
+            return error{errc::invalid_argument,
+                         fmt::format("table {}: column {} is generated, so rows cannot set it",
+                                     _qualified, it->second.name)};
+        if (!compatible(c.decl_type, it->second.type))
+            return error{
+                errc::invalid_argument,
+                fmt::format("table {}: column {} is declared {}, which cannot hold the "
+                            "{} values it would get ({})",
+                            _qualified, it->second.name,
+                            it->second.type.empty() ? "without a type" : it->second.type,
+                            c.decl_type,
+                            c.type == field_type::int64 && c.name[0] == '_' ? "bookkeeping"
+                                                                            : type_name(c.type))};
+        have.erase(it);
+    }
+    for (const auto& [_, c] : have) {
+        if (c.generated || c.has_default || !c.not_null || (c.rowid_alias && pk_columns == 1))
+            continue;
+        return error{errc::invalid_argument,
+                     fmt::format("table {}: column {} is NOT NULL without a default, and the "
+                                 "expansion does not fill it",
+                                 _qualified, c.name)};
+    }
+    return {};
+}
+
+result<progress_map> target_table::load_progress() {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(
+            _db,
+            fmt::format("SELECT partition, next_offset, backfill_start, backfill_next, "
+                        "backfill_end "
+                        "FROM {} WHERE target = ?1",
+                        progress_table)
+                .c_str(),
+            -1, &st, nullptr) != SQLITE_OK)
+        return fail("reading progress");
+    sqlite3_bind_text(st, 1, _key.data(), static_cast<int>(_key.size()), SQLITE_STATIC);
+    progress_map out;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        partition_progress p;
+        p.next = sqlite3_column_int64(st, 1);
+        p.backfill_start = sqlite3_column_int64(st, 2);
+        p.backfill_next = sqlite3_column_int64(st, 3);
+        p.backfill_end = sqlite3_column_int64(st, 4);
+        out[static_cast<int32_t>(sqlite3_column_int64(st, 0))] = p;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return fail("reading progress");
+    return out;
+}
+
+result<void> target_table::begin() {
+    if (auto r = exec("BEGIN IMMEDIATE"); !r) return r;
+    _in_txn = true;
+    return {};
+}
+
+result<void> target_table::commit() {
+    if (auto r = exec("COMMIT"); !r) {
+        rollback();
+        return r;
+    }
+    _in_txn = false;
+    return {};
+}
+
+void target_table::rollback() {
+    sqlite3_exec(_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    _in_txn = false;
+}
+
+result<void> target_table::insert(int32_t partition, offset_t offset, timestamp_ms broker_time,
+                                  const expanded_row& row, std::optional<bytes_view> source) {
+    sqlite3_stmt* st = _insert;
+    int i = 1;
+    sqlite3_bind_int64(st, i++, partition);
+    sqlite3_bind_int64(st, i++, offset);
+    sqlite3_bind_int64(st, i++, broker_time);
+    for (const auto& c : row.fields) {
+        switch (c.k) {
+            case cell::kind::null:
+                sqlite3_bind_null(st, i);
+                break;
+            case cell::kind::integer:
+                sqlite3_bind_int64(st, i, c.i);
+                break;
+            case cell::kind::real:
+                sqlite3_bind_double(st, i, c.d);
+                break;
+            case cell::kind::text:
+                sqlite3_bind_text64(st, i, c.s.data(), c.s.size(), SQLITE_STATIC, SQLITE_UTF8);
+                break;
+            case cell::kind::blob:
+                sqlite3_bind_blob64(st, i, c.s.data(), c.s.size(), SQLITE_STATIC);
+                break;
+        }
+        ++i;
+    }
+    sqlite3_bind_int64(st, i++, row.missing);
+    sqlite3_bind_int64(st, i++, row.excess);
+    sqlite3_bind_int64(st, i++, row.type_errors);
+    sqlite3_bind_int64(st, i++, row.parse_error ? 1 : 0);
+    if (_layout.copy_source()) {
+        if (!source) {
+            sqlite3_bind_null(st, i);
+        } else {
+            const std::string_view text(reinterpret_cast<const char*>(source->data()),
+                                        source->size());
+            // Text when it is text (JSON, or most things that fail to be), bytes otherwise.
+            if (sql::is_valid_utf8(text))
+                sqlite3_bind_text64(st, i, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+            else
+                sqlite3_bind_blob64(st, i, source->data(), source->size(), SQLITE_STATIC);
+        }
+    }
+    const int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return fail(fmt::format("inserting the row of {}-{}", partition, offset));
+    return {};
+}
+
+result<void> target_table::save_progress(int32_t partition, const partition_progress& p) {
+    sqlite3_stmt* st = _progress;
+    sqlite3_bind_text(st, 1, _key.data(), static_cast<int>(_key.size()), SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, partition);
+    sqlite3_bind_int64(st, 3, p.next);
+    sqlite3_bind_int64(st, 4, p.backfill_start);
+    sqlite3_bind_int64(st, 5, p.backfill_next);
+    sqlite3_bind_int64(st, 6, p.backfill_end);
+    const int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) return fail("saving progress");
+    return {};
+}
+
+result<int64_t> target_table::delete_from(int32_t partition, offset_t from) {
+    if (auto r = exec(fmt::format("DELETE FROM main.{} WHERE _partition = {} AND _offset >= {}",
+                                  quote_ident(_table), partition, from));
+        !r)
+        return r.err();
+    return static_cast<int64_t>(sqlite3_changes64(_db));
+}
+
+result<void> target_table::in_transaction(const std::function<result<void>()>& body) {
+    if (auto r = begin(); !r) return r;
+    auto r = body();
+    if (r) r = commit();
+    if (!r && _in_txn) rollback();
+    return r;
+}
+
+result<void> target_table::reset_progress(const progress_map& progress) {
+    return in_transaction([&]() -> result<void> {
+        if (auto r = exec(fmt::format("DELETE FROM {} WHERE target = {}", progress_table,
+                                      sql::quote_literal(_key)));
+            !r)
+            return r;
+        for (const auto& [p, pp] : progress)
+            if (auto r = save_progress(p, pp); !r) return r;
+        return {};
+    });
+}
+
+result<void> target_table::remove(bool drop_table) {
+    return in_transaction([&]() -> result<void> {
+        if (auto r = exec(fmt::format("DELETE FROM {} WHERE target = {}", progress_table,
+                                      sql::quote_literal(_key)));
+            !r)
+            return r;
+        if (drop_table) return exec("DROP TABLE IF EXISTS main." + quote_ident(_table));
+        return {};
+    });
+}
+
+}  // namespace sluice::expansion

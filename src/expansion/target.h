@@ -1,0 +1,95 @@
+#pragma once
+
+// An expansion's target table and its progress, in the SQLite file of the target's
+// schema (docs/formats/expansion-progress.md). Rows and progress are written in one
+// transaction, so that after a crash at any moment the table holds exactly the events
+// below the stored progress: catching up from there neither misses nor doubles one.
+//
+// Not thread-safe: one thread at a time (the expander's, or the one creating or
+// dropping the expansion).
+
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "common/types.h"
+#include "expansion/row_builder.h"
+#include "expansion/schema.h"
+
+namespace sluice::expansion {
+
+// Where one partition stands. Live expansion reads on from `next`; a backfill expands
+// [backfill_next, backfill_end) in the background, having started at backfill_start.
+struct partition_progress {
+    offset_t next = 0;
+    offset_t backfill_start = 0;  // for reporting how far the backfill is
+    offset_t backfill_next = 0;
+    offset_t backfill_end = 0;
+    bool backfilling() const { return backfill_next < backfill_end; }
+    bool operator==(const partition_progress&) const = default;
+};
+using progress_map = std::map<int32_t, partition_progress>;
+
+// The bookkeeping table every schema file holding a target gets.
+inline constexpr const char* progress_table = "_sluice_expansion_progress";
+inline constexpr const char* meta_table = "_sluice_meta";
+inline constexpr int progress_format_version = 1;
+
+class target_table {
+  public:
+    // Opens the schema's file (`schema` names it in messages). With `create`, makes the
+    // table when absent, or checks that an existing one is compatible: every column of
+    // the layout present with a matching type, and no other column that an insert would
+    // leave NULL against a NOT NULL constraint. Errors: invalid_argument (naming the
+    // column), io_error.
+    static result<std::unique_ptr<target_table>> open(const std::filesystem::path& file,
+                                                      const std::string& schema,
+                                                      const std::string& table, const layout& l,
+                                                      bool create);
+    ~target_table();
+    target_table(const target_table&) = delete;
+    target_table& operator=(const target_table&) = delete;
+
+    // The stored progress of this target.
+    result<progress_map> load_progress();
+
+    // A write transaction: begin(), rows and progress, commit() (or rollback()).
+    result<void> begin();
+    result<void> insert(int32_t partition, offset_t offset, timestamp_ms broker_time,
+                        const expanded_row& row, std::optional<bytes_view> source);
+    result<void> save_progress(int32_t partition, const partition_progress& p);
+    result<void> commit();
+    void rollback();
+    // Deletes the rows of a partition at or past `from` (events the log no longer has).
+    result<int64_t> delete_from(int32_t partition, offset_t from);
+    // Replaces the whole stored progress (at creation), in one transaction.
+    result<void> reset_progress(const progress_map& p);
+    // Removes the progress, and with drop_table the table itself, in one transaction.
+    result<void> remove(bool drop_table);
+
+    const std::string& name() const { return _qualified; }
+
+  private:
+    target_table() = default;
+    result<void> exec(const std::string& sql);
+    error fail(const std::string& what) const;
+    result<void> ensure_table(const layout& l, bool create);
+    // begin(), body, commit(); rolled back when either fails.
+    result<void> in_transaction(const std::function<result<void>()>& body);
+
+    sqlite3* _db = nullptr;
+    std::string _schema, _table, _qualified;  // _qualified: schema.table, for messages
+    std::string _key;                         // the table's name in the progress table
+    layout _layout;
+    sqlite3_stmt* _insert = nullptr;
+    sqlite3_stmt* _progress = nullptr;
+    bool _in_txn = false;
+};
+
+}  // namespace sluice::expansion
