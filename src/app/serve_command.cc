@@ -226,6 +226,13 @@ int serve(const serve_options& o) {
         log_error("app", "storage: {}", r.err().message);
         return 1;
     }
+    net::event_loop loop;
+    broker::broker b(cfg, loop, **cat, logs);
+    if (auto r = b.load(); !r) {
+        log_error("app", "{}", r.err().message);
+        logs.close();
+        return 1;
+    }
     // Users' SQL schemas, shared by the SQL engine and the expansions writing into them.
     auto schemas = sql::schema_registry::open(cfg.data_dir / "sql");
     if (!schemas) {
@@ -234,7 +241,7 @@ int serve(const serve_options& o) {
         return 1;
     }
     std::shared_ptr<sql::schema_registry> shared_schemas = std::move(*schemas);
-    // Expansions catch up from the log before anything else can change it.
+    // Expansions catch up from the log before the broker serves anyone.
     auto expansions = expansion::service::open({cat->get(), &logs, shared_schemas});
     if (!expansions) {
         log_error("app", "expansions: {}", expansions.err().message);
@@ -242,8 +249,6 @@ int serve(const serve_options& o) {
         return 1;
     }
     expansion_bridge bridge(**expansions);
-    net::event_loop loop;
-    broker::broker b(cfg, loop, **cat, logs);
     b.set_expansions(&bridge);
     (*expansions)->start();
     auto bound = b.start();
@@ -386,8 +391,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "PostgreSQL wire listener HOST:PORT for SQL (psql, psycopg2, JDBC); port 0 "
                     "picks a free port, printed at start-up. Default: none");
     cmd->add_option("--http", o->http,
-                    "HTTP listener HOST:PORT for SQL (POST /v1/sql) and `sluice sql`; port 0 "
-                    "picks a free port, printed at start-up. Default: none");
+                    "HTTP listener HOST:PORT for SQL (POST /v1/sql, `sluice sql`) and expansions "
+                    "(/v1/expansions, `sluice expansion`); port 0 picks a free port, printed at "
+                    "start-up. Default: none");
     cmd->add_option("--sql-timeout-ms", o->sql_timeout_ms,
                     "Time limit of one SQL statement; clients may only lower it")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))

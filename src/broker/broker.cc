@@ -1,7 +1,7 @@
 #include "broker/broker.h"
 
-#include "broker/session.h"
 #include <unistd.h>
+#include "broker/session.h"
 
 #include "common/clock.h"
 #include "common/logging.h"
@@ -25,28 +25,37 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
     });
 }
 
-broker::~broker() { _logs.set_high_watermark_listener(nullptr); }
+broker::~broker() {
+    _logs.set_high_watermark_listener(nullptr);
+}
+
+result<void> broker::load() {
+    if (_loaded) return {};
+    _topics.load();
+    if (auto r = load_offsets(); !r) return r;
+    _loaded = true;
+    return {};
+}
 
 result<net::host_port> broker::start() {
-    _topics.load();
-    if (auto r = load_offsets(); !r) return r.err();
+    if (auto r = load(); !r) return r.err();
     _retention = std::make_unique<periodic_thread>(
         std::chrono::milliseconds(_cfg.log_retention_check_interval_ms),
         [this] { _logs.enforce_retention(now_ms()); });
     // Its own thread, so that a long compaction pass never delays retention.
-    _cleaner = std::make_unique<periodic_thread>(
-        std::chrono::milliseconds(_cfg.log_cleaner_backoff_ms),
-        [this] { _logs.enforce_compaction(now_ms()); });
+    _cleaner =
+        std::make_unique<periodic_thread>(std::chrono::milliseconds(_cfg.log_cleaner_backoff_ms),
+                                          [this] { _logs.enforce_compaction(now_ms()); });
     auto bound = _listener.open(_cfg.listen);
     if (!bound) return bound.err();
     auto adv = _cfg.advertise;
     if (adv.empty()) {
         net::host_port self = *bound;
-        if (self.host.empty() || self.host == "0.0.0.0" || self.host == "::") self.host = "127.0.0.1";
+        if (self.host.empty() || self.host == "0.0.0.0" || self.host == "::")
+            self.host = "127.0.0.1";
         adv.push_back(self);
     }
-    for (size_t i = 0; i < adv.size(); ++i)
-        _brokers.push_back({static_cast<int32_t>(i), adv[i]});
+    for (size_t i = 0; i < adv.size(); ++i) _brokers.push_back({static_cast<int32_t>(i), adv[i]});
     return bound;
 }
 
@@ -85,13 +94,14 @@ void broker::sweep_expired_offsets() {
             row.commit_ms = e.value.commit_ms;
             writes.push_back({catalog::offset_write::kind::erase_if_unchanged, std::move(row)});
         }
-        store_offsets(std::move(writes), [this, expired = std::move(expired)](const result<void>& r) {
-            if (!r) return;
-            _groups.erase_expired(expired);
-            _groups.drop_idle_groups();
-            log_info("group", "{} committed offsets expired (offsets.retention.minutes)",
-                     expired.size());
-        });
+        store_offsets(
+            std::move(writes), [this, expired = std::move(expired)](const result<void>& r) {
+                if (!r) return;
+                _groups.erase_expired(expired);
+                _groups.drop_idle_groups();
+                log_info("group", "{} committed offsets expired (offsets.retention.minutes)",
+                         expired.size());
+            });
     }
     _loop.add_timer(std::chrono::milliseconds(_cfg.offsets_retention_check_interval_ms),
                     [this] { sweep_expired_offsets(); });
@@ -108,12 +118,12 @@ void broker::schedule_groups() {
     if (_group_timer != 0) _loop.cancel_timer(_group_timer);
     int64_t now = group::steady_now_ms();
     _group_timer_at = *next;
-    _group_timer = _loop.add_timer(std::chrono::milliseconds(std::max<int64_t>(0, *next - now)),
-                                   [this] {
-                                       _group_timer = 0;
-                                       _groups.poll();
-                                       schedule_groups();
-                                   });
+    _group_timer =
+        _loop.add_timer(std::chrono::milliseconds(std::max<int64_t>(0, *next - now)), [this] {
+            _group_timer = 0;
+            _groups.poll();
+            schedule_groups();
+        });
 }
 
 void broker::on_accept(int fd, std::string peer) {
@@ -139,8 +149,7 @@ void broker::on_accept(int fd, std::string peer) {
 }
 
 void broker::wait_for_data(const std::vector<topic_partition>& tps,
-                           std::chrono::milliseconds timeout,
-                           std::function<bool(bool)> on_event) {
+                           std::chrono::milliseconds timeout, std::function<bool(bool)> on_event) {
     uint64_t id = _next_waiter++;
     waiter w;
     w.tps = tps;
@@ -186,9 +195,8 @@ void broker::when_expanded(const topic_partition& tp, offset_t last_offset,
                            std::function<void()> fn) {
     auto* h = _expansions.load();
     if (!h) return fn();
-    h->when_expanded(tp, last_offset, [this, fn = std::move(fn)]() mutable {
-        _loop.post(std::move(fn));
-    });
+    h->when_expanded(tp, last_offset,
+                     [this, fn = std::move(fn)]() mutable { _loop.post(std::move(fn)); });
 }
 
 void broker::shutdown(std::function<void()> done) {
@@ -198,7 +206,7 @@ void broker::shutdown(std::function<void()> done) {
     _listener.close();
     log_info("broker", "shutting down: {} connections, {} parked requests", _sessions.size(),
              _waiters.size());
-    _retention.reset();  // joins the thread; a pass in progress finishes first
+    _retention.reset();       // joins the thread; a pass in progress finishes first
     _logs.stop_compaction();  // a throttled pass stops now instead of finishing
     _cleaner.reset();
     // Parked joins and syncs answer NOT_COORDINATOR: their clients look again later.

@@ -12,9 +12,9 @@
 
 #include "broker/config.h"
 #include "broker/expansion_hooks.h"
-#include "broker/topic_registry.h"
 #include "broker/offset_writer.h"
 #include "broker/periodic_thread.h"
+#include "broker/topic_registry.h"
 #include "catalog/catalog.h"
 #include "group/coordinator.h"
 #include "log/log_manager.h"
@@ -34,11 +34,14 @@ struct advertised_broker {
 // Wires the network to the handlers and owns what they share. Runs on the event loop
 // thread; the log manager's flusher reports back through event_loop::post.
 class broker {
-public:
-    broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
-           log::log_manager& logs);
+  public:
+    broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat, log::log_manager& logs);
     ~broker();
 
+    // Declares the catalog's topics to the log manager and loads committed offsets;
+    // start() does it when not done before. Call it first when something must read the
+    // logs before the broker serves (expansions catching up).
+    result<void> load();
     // Binds the listener; returns the bound address (real port when 0 was asked).
     result<net::host_port> start();
     // Stops accepting, answers parked requests, waits (bounded) for in-flight requests
@@ -85,7 +88,7 @@ public:
     // Runs fn on the loop thread once tp's expansions have expanded up to last_offset.
     void when_expanded(const topic_partition& tp, offset_t last_offset, std::function<void()> fn);
 
-private:
+  private:
     struct waiter {
         std::vector<topic_partition> tps;
         net::event_loop::timer_id timer = 0;
@@ -117,6 +120,7 @@ private:
     std::unordered_map<topic_partition, std::set<uint64_t>> _waiters_by_tp;
     uint64_t _next_waiter = 1;
     bool _shutting_down = false;
+    bool _loaded = false;
     std::function<void()> _on_drained;
     std::atomic<expansion_hooks*> _expansions{nullptr};
 };

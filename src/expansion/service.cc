@@ -35,6 +35,11 @@ struct running {
     progress_map progress;                 // as committed
     log::record_cursor cursor;
     bool dropped = false;
+    bool caught_up = false;  // catch_up() has run to its end
+    // While a user's write holds the target's file: when to try again (steady ms), and
+    // since when (for the log line once it writes again).
+    int64_t busy_until = 0;
+    int64_t busy_since = 0;
 
     // Guarded by service::_mu: what waiters and status see.
     progress_map published;
@@ -49,8 +54,9 @@ namespace {
 // Backfill commits in smaller steps than live expansion, so that live events, which
 // producers wait for, never queue long behind it.
 constexpr int64_t backfill_rows_per_commit = 5'000;
-// A busy target file (a user's long write transaction) is tried again this soon.
-constexpr auto busy_retry = std::chrono::milliseconds(100);
+// A target file that a user's write holds (past the connection's busy timeout) is tried
+// again this soon; meanwhile the expander serves the other expansions.
+constexpr auto busy_retry = std::chrono::milliseconds(50);
 
 std::string lower(std::string_view s) {
     std::string out(s);
@@ -105,6 +111,14 @@ result<std::shared_ptr<running>> prepare(const catalog::expansion_info& info) {
     e->rows = std::make_unique<row_builder>(e->fields, *e->columns);
     e->key_source = info.source == "key";
     return e;
+}
+
+// After a commit: ends a wait for a busy file, with a log line.
+void writing_again(running& e) {
+    if (e.busy_since == 0) return;
+    log_info("expansion", "{}: writing again after waiting {} ms for the lock", e.info.target,
+             steady_ms() - e.busy_since);
+    e.busy_since = 0;
 }
 
 // Inserts the rows of partition p's events in [from, to) inside e's open transaction;
@@ -203,6 +217,7 @@ result<void> service::catch_up(running& e) {
     }
     std::lock_guard lock(_mu);
     if (!e.error.empty()) return {};  // fail() has recorded and logged it
+    e.caught_up = true;
     int64_t after = 0;
     for (const auto& [p, pp] : e.progress) {
         after += pp.next;
@@ -255,13 +270,22 @@ void service::run() {
                 if (r == e) return parts;
             return live.emplace_back(e, std::vector<int32_t>{}).second;
         };
+        int64_t next_retry = now + 1000;
+        std::set<topic_partition> deferred;  // for expansions whose file is busy
         for (const auto& tp : _dirty) {
             auto [a, b] = _by_topic.equal_range(tp.topic);
-            for (auto it = a; it != b; ++it)
-                if (it->second->error.empty()) work_for(it->second).push_back(tp.partition);
+            for (auto it = a; it != b; ++it) {
+                const auto& e = it->second;
+                if (!e->error.empty()) continue;
+                if (e->busy_until > now) {
+                    deferred.insert(tp);
+                    next_retry = std::min(next_retry, e->busy_until);
+                    continue;
+                }
+                work_for(e).push_back(tp.partition);
+            }
         }
-        _dirty.clear();
-        int64_t next_retry = now + 1000;
+        _dirty = std::move(deferred);
         std::vector<std::shared_ptr<running>> backfills;
         for (auto& [_, e] : _by_target) {
             if (!e->error.empty()) {
@@ -274,7 +298,10 @@ void service::run() {
                 }
                 continue;
             }
-            if (e->backfill_left) backfills.push_back(e);
+            if (e->busy_until > now)
+                next_retry = std::min(next_retry, e->busy_until);
+            else if (e->backfill_left)
+                backfills.push_back(e);
         }
         if (live.empty() && backfills.empty()) {
             _cv.wait_for(lk, std::chrono::milliseconds(std::max<int64_t>(1, next_retry - now)));
@@ -284,7 +311,7 @@ void service::run() {
         for (auto& [e, parts] : live) {
             std::lock_guard work(e->work_mu);
             if (e->dropped) continue;
-            if (!e->target) {  // failed to open at start: open it now
+            if (!e->caught_up) {  // failed at start (or since): catch up first
                 if (auto r = catch_up(*e); !r) fail(*e, r.err());
                 continue;
             }
@@ -371,6 +398,7 @@ bool service::expand_live(running& e, const std::vector<int32_t>& wanted) {
         return retry_or_fail(e, r.err());
     }
     if (!in_txn) return left;
+    writing_again(e);
     e.progress = std::move(next);
     {
         std::lock_guard lock(_mu);
@@ -406,6 +434,7 @@ bool service::expand_backfill(running& e) {
             e.target->rollback();
             return retry_or_fail(e, r.err());
         }
+        writing_again(e);
         current = pp;
         std::lock_guard lock(_mu);
         e.rows_written += rows;
@@ -418,9 +447,14 @@ bool service::expand_backfill(running& e) {
 bool service::retry_or_fail(running& e, const error& err) {
     e.cursor.close();
     if (err.code == errc::timed_out) {
-        // Someone else's transaction on the file: try again shortly, still healthy.
-        log_warn("expansion", "{}: {}; trying again", e.info.target, err.message);
-        std::this_thread::sleep_for(busy_retry);
+        // A user's write holds the file: this expansion waits, still healthy, while the
+        // expander goes on with the others.
+        const int64_t now = steady_ms();
+        if (e.busy_since == 0) {
+            e.busy_since = now;
+            log_warn("expansion", "{}: {}; waiting for the lock", e.info.target, err.message);
+        }
+        e.busy_until = now + busy_retry.count();
         return true;
     }
     fail(e, err);
@@ -559,6 +593,7 @@ result<status> service::create(const create_request& r) {
         return s.err();
     }
     e.target = std::move(*target);
+    e.caught_up = true;
     bool backfill = false;
     for (const auto& [_, pp] : e.progress) backfill = backfill || pp.backfilling();
     {

@@ -14,8 +14,9 @@ namespace {
 
 using sql::quote_ident;
 
-// How long a write waits for a user's transaction on the same schema file.
-constexpr int busy_timeout_ms = 5000;
+// How long one attempt to write waits for a user's statement on the same schema file;
+// the expander then serves other expansions and tries again (service.cc).
+constexpr int busy_timeout_ms = 200;
 
 std::string lower(std::string_view s) {
     std::string out(s);

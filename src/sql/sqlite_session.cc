@@ -217,7 +217,10 @@ int sqlite_session::authorize(int action, const char* a1, const char* a2, const 
         case SQLITE_INSERT:
         case SQLITE_UPDATE:
         case SQLITE_DELETE:
-            if (!is_engine_schema(db_name)) return guard(db_name, a1);
+            if (!is_engine_schema(db_name)) {
+                if (int rc = guard_transaction(db_name); rc != SQLITE_OK) return rc;
+                return guard(db_name, a1);
+            }
             if (a1 && (sqlite3_stricmp(a1, "sqlite_master") == 0 ||
                        sqlite3_stricmp(a1, "sqlite_schema") == 0))
                 return deny(schema_owned(db_name));
@@ -231,12 +234,14 @@ int sqlite_session::authorize(int action, const char* a1, const char* a2, const 
         case SQLITE_DROP_TRIGGER:
         case SQLITE_DROP_VIEW:
             if (is_engine_schema(db_name)) return deny(schema_owned(db_name));
+            if (int rc = guard_transaction(db_name); rc != SQLITE_OK) return rc;
             if (action == SQLITE_DROP_TABLE) return guard(db_name, a1);
             // A trigger on a maintained table could make its writes fail.
             if (action == SQLITE_CREATE_TRIGGER) return guard(db_name, a2);
             return SQLITE_OK;
         case SQLITE_ALTER_TABLE:
             if (is_engine_schema(a1)) return deny(schema_owned(a1));
+            if (int rc = guard_transaction(a1); rc != SQLITE_OK) return rc;
             return guard(a1, a2);
         case SQLITE_CREATE_VTABLE:
         case SQLITE_DROP_VTABLE:
@@ -266,6 +271,19 @@ int sqlite_session::guard(const char* db_name, const char* table) {
     auto why = _src.opts->guard->protected_table(db_name ? db_name : "main", table);
     if (why.empty()) return SQLITE_OK;
     _denied = std::move(why);
+    return SQLITE_DENY;
+}
+
+int sqlite_session::guard_transaction(const char* db_name) {
+    if (!_src.opts->guard || !in_transaction()) return SQLITE_OK;
+    const std::string_view schema = db_name ? db_name : "main";
+    if (_src.opts->guard->protected_schema(schema).empty()) return SQLITE_OK;
+    // An open transaction would hold the file's write lock, and the expansions writing
+    // into it, with their producers, would wait for as long as it stays open.
+    _denied = fmt::format(
+        "schema {} holds expansion targets, so its tables are written one statement at a time: "
+        "run this outside BEGIN ... COMMIT",
+        schema);
     return SQLITE_DENY;
 }
 

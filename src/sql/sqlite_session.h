@@ -68,6 +68,9 @@ class sqlite_session final : public session {
     int authorize(int action, const char* a1, const char* a2, const char* db_name);
     // SQLITE_DENY (with the reason kept for the error) for a table the broker maintains.
     int guard(const char* db_name, const char* table);
+    // SQLITE_DENY for a write inside an explicit transaction into a schema holding
+    // expansion targets.
+    int guard_transaction(const char* db_name);
 
     session_sources _src;
     sqlite3* _db = nullptr;

@@ -275,3 +275,13 @@ def topic_name(request):
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     H.kill_all_procs()
+
+
+@pytest.fixture
+def pg(b):
+    """A psycopg2 connection to the module's broker `b` (a module fixture started with
+    sql_helpers.SQL_ARGS), closed after the test."""
+    import sql_helpers as S
+    conn = S.pg_connect(b.pg)
+    yield conn
+    conn.close()

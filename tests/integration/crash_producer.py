@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from confluent_kafka import Producer  # noqa: E402
 
+import expansion_helpers as X  # noqa: E402
 import sluice_helpers as H  # noqa: E402
 
 
@@ -41,6 +42,9 @@ def main():
     # Bounded rate keeps the verification after the crash quick (a local broker can ack
     # ~100k records/s, which would make the read-back dominate the test's runtime).
     ap.add_argument("--rate", type=float, default=10000.0, help="records per second")
+    # json: expansion_helpers' JSON events (keys and values, no headers), for tests of
+    # expansions; crash: the records test_crash.py checks byte for byte.
+    ap.add_argument("--values", choices=["crash", "json"], default="crash")
     args = ap.parse_args()
 
     out = sys.stdout.buffer
@@ -69,10 +73,14 @@ def main():
         if seq - args.start_seq >= allowed:
             p.poll(0.005)
         for _ in range(min(200, max(0, allowed - (seq - args.start_seq)))):
+            if args.values == "json":
+                record = dict(key=X.event_key(seq), value=X.event_value(seq))
+            else:
+                record = dict(key=H.key_for(seq, b"c"), value=H.value_for(seq, b"crash"),
+                              headers=H.headers_for(seq, b"crash"))
             try:
-                p.produce(args.topic, key=H.key_for(seq, b"c"), value=H.value_for(seq, b"crash"),
-                          headers=H.headers_for(seq, b"crash"), partition=seq % args.partitions,
-                          timestamp=base_ts + seq, on_delivery=lambda e, m, s=seq: cb(e, m, s))
+                p.produce(args.topic, partition=seq % args.partitions, timestamp=base_ts + seq,
+                          on_delivery=lambda e, m, s=seq: cb(e, m, s), **record)
             except BufferError:
                 break
             seq += 1

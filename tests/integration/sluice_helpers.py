@@ -14,6 +14,7 @@ import itertools
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -416,3 +417,55 @@ def _short(v):
 def kafka_exception_code(exc):
     assert isinstance(exc, KafkaException), "expected KafkaException, got %r" % (exc,)
     return exc.args[0].code()
+
+
+class ProducerProc:
+    """crash_producer.py in a process of its own (so that a test can kill the broker under
+    it): collects the BASE and ACK lines it prints. `extra` adds arguments (--values,
+    --rate)."""
+
+    def __init__(self, bootstrap, topic, partitions, start_seq, log_path, procs, seconds=40, extra=()):
+        self.lines = []
+        self.buf = b""
+        self.log_path = log_path
+        self.errf = open(log_path, "wb")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crash_producer.py")
+        self.proc = register_proc(subprocess.Popen(
+            [sys.executable, script, bootstrap, topic, "--partitions", str(partitions),
+             "--start-seq", str(start_seq), "--seconds", str(seconds)] + list(extra),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.errf))
+        procs.append(self.proc)
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        fd = self.proc.stdout
+        while True:
+            chunk = fd.read1(65536)
+            if not chunk:
+                break
+            with self.lock:
+                self.buf += chunk
+                *complete, self.buf = self.buf.split(b"\n")
+                self.lines.extend(complete)
+
+    def ack_count(self):
+        with self.lock:
+            return sum(1 for ln in self.lines if ln.startswith(b"ACK "))
+
+    def finish(self):
+        """Kills the producer; returns (base timestamp, [(partition, offset, seq)])."""
+        kill_proc(self.proc)
+        self.thread.join(timeout=10)
+        self.errf.close()
+        # An unterminated trailing fragment (self.buf) is ignored on purpose.
+        base = None
+        acks = []
+        for ln in self.lines:
+            parts = ln.split()
+            if parts and parts[0] == b"BASE":
+                base = int(parts[1])
+            elif parts and parts[0] == b"ACK":
+                acks.append((int(parts[1]), int(parts[2]), int(parts[3])))
+        return base, acks

@@ -1,8 +1,5 @@
 """kill -9 mid-stream: every acks=all acknowledged record survives, intact, at its offset."""
 
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -12,51 +9,6 @@ import sluice_helpers as H
 
 HERE = Path(__file__).resolve().parent
 
-
-class ProducerProc:
-    def __init__(self, bootstrap, topic, partitions, start_seq, log_path, procs):
-        self.lines = []
-        self.buf = b""
-        self.log_path = log_path
-        self.errf = open(log_path, "wb")
-        self.proc = H.register_proc(subprocess.Popen(
-            [sys.executable, str(HERE / "crash_producer.py"), bootstrap, topic,
-             "--partitions", str(partitions), "--start-seq", str(start_seq), "--seconds", "40"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.errf))
-        procs.append(self.proc)
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self):
-        fd = self.proc.stdout
-        while True:
-            chunk = fd.read1(65536) if hasattr(fd, "read1") else fd.read(65536)
-            if not chunk:
-                break
-            with self.lock:
-                self.buf += chunk
-                *complete, self.buf = self.buf.split(b"\n")
-                self.lines.extend(complete)
-
-    def ack_count(self):
-        with self.lock:
-            return sum(1 for ln in self.lines if ln.startswith(b"ACK "))
-
-    def finish(self):
-        H.kill_proc(self.proc)
-        self.thread.join(timeout=10)
-        self.errf.close()
-        # An unterminated trailing fragment (self.buf) is ignored on purpose.
-        base = None
-        acks = []
-        for ln in self.lines:
-            parts = ln.split()
-            if parts[0] == b"BASE":
-                base = int(parts[1])
-            elif parts[0] == b"ACK":
-                acks.append((int(parts[1]), int(parts[2]), int(parts[3])))
-        return base, acks
 
 def expected_record(seq, base):
     return dict(key=H.key_for(seq, b"c"), value=H.value_for(seq, b"crash"),
@@ -69,7 +21,7 @@ def test_kill9_keeps_acknowledged_records(broker, topic_name, procs, tmp_path):
     bases = {}      # seq range start -> base timestamp
     for cycle in range(2):
         start_seq = cycle * 10_000_000
-        pp = ProducerProc(broker.bootstrap, topic_name, parts, start_seq, tmp_path / ("producer-%d.log" % cycle),
+        pp = H.ProducerProc(broker.bootstrap, topic_name, parts, start_seq, tmp_path / ("producer-%d.log" % cycle),
                           procs)
         t0 = time.monotonic()
         # Let it run ~2 s, and make sure acknowledgements are flowing before the kill.

@@ -28,13 +28,6 @@ def b(module_broker_factory):
     return broker
 
 
-@pytest.fixture
-def pg(b):
-    conn = S.pg_connect(b.pg)
-    yield conn
-    conn.close()
-
-
 def fast_producer(bootstrap, **extra):
     conf = {"linger.ms": 0}
     conf.update(extra)

@@ -305,6 +305,17 @@ TEST_F(service_fixture, users_read_targets_but_do_not_change_them) {
           "INSERT INTO cdc.notes VALUES (1)");
     produce("cdc", 0, {event(2, "b")});
     EXPECT_EQ(query(*sess, "SELECT count(*) FROM cdc.orders WHERE id = 2"), (rows{{"1"}}));
+    // Inside a transaction, which would hold the file's lock while it stays open, the
+    // schema is read-only; other schemas are not.
+    query(*sess, "CREATE SCHEMA other; CREATE TABLE other.t (x)");
+    query(*sess, "BEGIN");
+    auto e = failure_of(*sess, "INSERT INTO cdc.notes VALUES (2)");
+    EXPECT_EQ(e.kind, sql::failure::read_only);
+    EXPECT_EQ(e.message,
+              "schema cdc holds expansion targets, so its tables are written one "
+              "statement at a time: run this outside BEGIN ... COMMIT");
+    query(*sess, "INSERT INTO other.t VALUES (1); SELECT count(*) FROM cdc.orders; COMMIT");
+    EXPECT_EQ(query(*sess, "SELECT x FROM cdc.notes"), (rows{{"1"}}));
     // Dropped, the expansion leaves its table to users.
     ASSERT_TRUE(svc->drop("cdc.orders", false));
     query(*sess, "DELETE FROM cdc.orders WHERE id = 1");
