@@ -274,6 +274,26 @@ int sqlite_session::guard(const char* db_name, const char* table) {
     return SQLITE_DENY;
 }
 
+std::optional<query_error> sqlite_session::refuse_locking_begin(std::string_view sql) const {
+    if (!_src.opts->guard) return std::nullopt;
+    size_t i = skip_separators(sql);
+    if (sqlite3_stricmp(next_word(sql, i).c_str(), "BEGIN") != 0) return std::nullopt;
+    const auto mode = next_word(sql, i);
+    if (sqlite3_stricmp(mode.c_str(), "IMMEDIATE") != 0 &&
+        sqlite3_stricmp(mode.c_str(), "EXCLUSIVE") != 0)
+        return std::nullopt;
+    // Such a transaction takes the write lock of every attached file at once.
+    std::vector<std::string> schemas(_attached.begin(), _attached.end());
+    schemas.emplace_back("main");
+    for (const auto& schema : schemas)
+        if (!_src.opts->guard->protected_schema(schema).empty())
+            return query_error{failure::read_only,
+                               fmt::format("BEGIN {} would lock schema {}, which holds expansion "
+                                           "targets, for the whole transaction; use BEGIN",
+                                           mode, schema)};
+    return std::nullopt;
+}
+
 int sqlite_session::guard_transaction(const char* db_name) {
     if (!_src.opts->guard || !in_transaction()) return SQLITE_OK;
     const std::string_view schema = db_name ? db_name : "main";
@@ -333,6 +353,7 @@ outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql
         if (!cmd->ok()) return cmd->error();
         return std::unique_ptr<statement>(std::move(**cmd));
     }
+    if (auto refused = refuse_locking_begin(sql)) return *refused;
     sqlite3_stmt* st = nullptr;
     const char* end = nullptr;
     _denied.clear();

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -71,6 +72,9 @@ class sqlite_session final : public session {
     // SQLITE_DENY for a write inside an explicit transaction into a schema holding
     // expansion targets.
     int guard_transaction(const char* db_name);
+    // BEGIN IMMEDIATE or EXCLUSIVE locks every attached file until COMMIT: refused while
+    // one of them holds expansion targets.
+    std::optional<query_error> refuse_locking_begin(std::string_view sql) const;
 
     session_sources _src;
     sqlite3* _db = nullptr;

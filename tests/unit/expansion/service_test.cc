@@ -315,6 +315,13 @@ TEST_F(service_fixture, users_read_targets_but_do_not_change_them) {
               "schema cdc holds expansion targets, so its tables are written one "
               "statement at a time: run this outside BEGIN ... COMMIT");
     query(*sess, "INSERT INTO other.t VALUES (1); SELECT count(*) FROM cdc.orders; COMMIT");
+    // A BEGIN that locks every file at once is refused.
+    e = failure_of(*sess, "begin /* now */ immediate");
+    EXPECT_EQ(e.kind, sql::failure::read_only);
+    EXPECT_EQ(e.message,
+              "BEGIN IMMEDIATE would lock schema cdc, which holds expansion targets, "
+              "for the whole transaction; use BEGIN");
+    EXPECT_EQ(failure_of(*sess, "BEGIN EXCLUSIVE TRANSACTION").kind, sql::failure::read_only);
     EXPECT_EQ(query(*sess, "SELECT x FROM cdc.notes"), (rows{{"1"}}));
     // Dropped, the expansion leaves its table to users.
     ASSERT_TRUE(svc->drop("cdc.orders", false));
