@@ -42,15 +42,17 @@ constexpr int kExitInterrupted = 130;
 
 std::atomic<bool> g_interrupted{false};
 
-extern "C" void on_signal(int) { g_interrupted.store(true); }
+extern "C" void on_signal(int) {
+    g_interrupted.store(true);
+}
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+        .count();
 }
 
 double seconds_between(int64_t a_ns, int64_t b_ns) {
-  return static_cast<double>(b_ns - a_ns) / 1e9;
+    return static_cast<double>(b_ns - a_ns) / 1e9;
 }
 
 // ---------------------------------------------------------------------------
@@ -58,28 +60,29 @@ double seconds_between(int64_t a_ns, int64_t b_ns) {
 // ---------------------------------------------------------------------------
 
 struct Options {
-  std::string bootstrap = "127.0.0.1:9092";
-  std::string topic;
-  std::string mode;                 // "produce" | "consume"
-  std::optional<int64_t> records;   // produce default 1'000'000; consume default 0 (= until EOF)
-  int64_t record_size = 1024;
-  std::string acks = "-1";
-  double rate_mbps = 0.0;           // 0 = flat out
-  std::string partitions_spec;      // empty = all partitions from metadata
-  double duration_s = 0.0;          // 0 = no cap
-  int linger_ms = 5;
-  int64_t batch_bytes = 1048576;
-  double timeout_s = 10.0;          // metadata / connect timeout
-  double idle_timeout_s = 30.0;     // consumer: give up after this long without progress
-  int message_timeout_ms = 30000;   // producer: per-message delivery timeout
-  std::string consumer_api = "simple";  // "simple" (no group.id) | "assign" (group.id + rd_kafka_assign)
-  std::string group_id = "sluice-loadgen";
-  std::vector<std::pair<std::string, std::string>> sets;  // --set key=value
-  bool verbose = false;
+    std::string bootstrap = "127.0.0.1:9092";
+    std::string topic;
+    std::string mode;                // "produce" | "consume"
+    std::optional<int64_t> records;  // produce default 1'000'000; consume default 0 (= until EOF)
+    int64_t record_size = 1024;
+    std::string acks = "-1";
+    double rate_mbps = 0.0;       // 0 = flat out
+    std::string partitions_spec;  // empty = all partitions from metadata
+    double duration_s = 0.0;      // 0 = no cap
+    int linger_ms = 5;
+    int64_t batch_bytes = 1048576;
+    double timeout_s = 10.0;         // metadata / connect timeout
+    double idle_timeout_s = 30.0;    // consumer: give up after this long without progress
+    int message_timeout_ms = 30000;  // producer: per-message delivery timeout
+    std::string consumer_api =
+        "simple";  // "simple" (no group.id) | "assign" (group.id + rd_kafka_assign)
+    std::string group_id = "sluice-loadgen";
+    std::vector<std::pair<std::string, std::string>> sets;  // --set key=value
+    bool verbose = false;
 };
 
 void print_usage(FILE* out) {
-  std::fprintf(out, R"(usage: sluice-loadgen --mode produce|consume --topic T [options]
+    std::fprintf(out, R"(usage: sluice-loadgen --mode produce|consume --topic T [options]
 
 Produces or consumes fixed-size records against a Kafka-compatible broker and
 prints a human-readable summary plus one machine-readable line:
@@ -127,136 +130,140 @@ options:
 }
 
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "sluice-loadgen: %s\n(try --help)\n", msg.c_str());
-  std::exit(kExitUsage);
+    std::fprintf(stderr, "sluice-loadgen: %s\n(try --help)\n", msg.c_str());
+    std::exit(kExitUsage);
 }
 
 int64_t parse_int(const std::string& opt, const std::string& v, int64_t lo, int64_t hi) {
-  errno = 0;
-  char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || errno != 0 || end == nullptr || *end != '\0' || x < lo || x > hi) {
-    usage_error("invalid value for " + opt + ": '" + v + "' (expected integer in [" +
-                std::to_string(lo) + ", " + std::to_string(hi) + "])");
-  }
-  return x;
+    errno = 0;
+    char* end = nullptr;
+    long long x = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || errno != 0 || end == nullptr || *end != '\0' || x < lo || x > hi) {
+        usage_error("invalid value for " + opt + ": '" + v + "' (expected integer in [" +
+                    std::to_string(lo) + ", " + std::to_string(hi) + "])");
+    }
+    return x;
 }
 
 double parse_double(const std::string& opt, const std::string& v, double lo) {
-  errno = 0;
-  char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || errno != 0 || end == nullptr || *end != '\0' || !(x >= lo)) {
-    usage_error("invalid value for " + opt + ": '" + v + "'");
-  }
-  return x;
+    errno = 0;
+    char* end = nullptr;
+    double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || errno != 0 || end == nullptr || *end != '\0' || !(x >= lo)) {
+        usage_error("invalid value for " + opt + ": '" + v + "'");
+    }
+    return x;
 }
 
 std::vector<int32_t> parse_partition_list(const std::string& spec);
 
 Options parse_args(int argc, char** argv) {
-  Options o;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i];
-    if (a == "-h" || a == "--help") {
-      print_usage(stdout);
-      std::exit(kExitOk);
+    Options o;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string a = args[i];
+        if (a == "-h" || a == "--help") {
+            print_usage(stdout);
+            std::exit(kExitOk);
+        }
+        if (a == "--verbose") {
+            o.verbose = true;
+            continue;
+        }
+        std::string val;
+        bool have_val = false;
+        if (a.rfind("--", 0) == 0) {
+            auto eq = a.find('=');
+            if (eq != std::string::npos) {
+                val = a.substr(eq + 1);
+                a = a.substr(0, eq);
+                have_val = true;
+            }
+        } else {
+            usage_error("unexpected argument '" + a + "'");
+        }
+        auto need = [&]() -> std::string {
+            if (have_val) return val;
+            if (i + 1 >= args.size()) usage_error("missing value for " + a);
+            return args[++i];
+        };
+        if (a == "--bootstrap") {
+            o.bootstrap = need();
+        } else if (a == "--topic") {
+            o.topic = need();
+        } else if (a == "--mode") {
+            o.mode = need();
+        } else if (a == "--records") {
+            o.records = parse_int(a, need(), 0, INT64_MAX / 2);
+        } else if (a == "--record-size") {
+            o.record_size = parse_int(a, need(), 0, 100 * 1000 * 1000);
+        } else if (a == "--acks") {
+            o.acks = need();
+            if (o.acks == "all") o.acks = "-1";
+            if (o.acks != "-1" && o.acks != "0" && o.acks != "1")
+                usage_error("--acks must be -1, 1 or 0");
+        } else if (a == "--rate-mbps") {
+            o.rate_mbps = parse_double(a, need(), 0.0);
+        } else if (a == "--partitions") {
+            o.partitions_spec = need();
+        } else if (a == "--duration-s") {
+            o.duration_s = parse_double(a, need(), 0.0);
+        } else if (a == "--linger-ms") {
+            o.linger_ms = static_cast<int>(parse_int(a, need(), 0, 900000));
+        } else if (a == "--batch-bytes") {
+            o.batch_bytes = parse_int(a, need(), 1, 2147483647);
+        } else if (a == "--message-timeout-ms") {
+            o.message_timeout_ms = static_cast<int>(parse_int(a, need(), 1, 2147483647));
+        } else if (a == "--timeout-s") {
+            o.timeout_s = parse_double(a, need(), 0.001);
+        } else if (a == "--idle-timeout-s") {
+            o.idle_timeout_s = parse_double(a, need(), 0.001);
+        } else if (a == "--consumer-api") {
+            o.consumer_api = need();
+            if (o.consumer_api != "simple" && o.consumer_api != "assign")
+                usage_error("--consumer-api must be simple or assign");
+        } else if (a == "--group-id") {
+            o.group_id = need();
+        } else if (a == "--set") {
+            std::string kv = need();
+            auto eq = kv.find('=');
+            if (eq == std::string::npos || eq == 0)
+                usage_error("--set expects key=value, got '" + kv + "'");
+            o.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+        } else {
+            usage_error("unknown option '" + a + "'");
+        }
     }
-    if (a == "--verbose") {
-      o.verbose = true;
-      continue;
-    }
-    std::string val;
-    bool have_val = false;
-    if (a.rfind("--", 0) == 0) {
-      auto eq = a.find('=');
-      if (eq != std::string::npos) {
-        val = a.substr(eq + 1);
-        a = a.substr(0, eq);
-        have_val = true;
-      }
-    } else {
-      usage_error("unexpected argument '" + a + "'");
-    }
-    auto need = [&]() -> std::string {
-      if (have_val) return val;
-      if (i + 1 >= args.size()) usage_error("missing value for " + a);
-      return args[++i];
-    };
-    if (a == "--bootstrap") {
-      o.bootstrap = need();
-    } else if (a == "--topic") {
-      o.topic = need();
-    } else if (a == "--mode") {
-      o.mode = need();
-    } else if (a == "--records") {
-      o.records = parse_int(a, need(), 0, INT64_MAX / 2);
-    } else if (a == "--record-size") {
-      o.record_size = parse_int(a, need(), 0, 100 * 1000 * 1000);
-    } else if (a == "--acks") {
-      o.acks = need();
-      if (o.acks == "all") o.acks = "-1";
-      if (o.acks != "-1" && o.acks != "0" && o.acks != "1") usage_error("--acks must be -1, 1 or 0");
-    } else if (a == "--rate-mbps") {
-      o.rate_mbps = parse_double(a, need(), 0.0);
-    } else if (a == "--partitions") {
-      o.partitions_spec = need();
-    } else if (a == "--duration-s") {
-      o.duration_s = parse_double(a, need(), 0.0);
-    } else if (a == "--linger-ms") {
-      o.linger_ms = static_cast<int>(parse_int(a, need(), 0, 900000));
-    } else if (a == "--batch-bytes") {
-      o.batch_bytes = parse_int(a, need(), 1, 2147483647);
-    } else if (a == "--message-timeout-ms") {
-      o.message_timeout_ms = static_cast<int>(parse_int(a, need(), 1, 2147483647));
-    } else if (a == "--timeout-s") {
-      o.timeout_s = parse_double(a, need(), 0.001);
-    } else if (a == "--idle-timeout-s") {
-      o.idle_timeout_s = parse_double(a, need(), 0.001);
-    } else if (a == "--consumer-api") {
-      o.consumer_api = need();
-      if (o.consumer_api != "simple" && o.consumer_api != "assign")
-        usage_error("--consumer-api must be simple or assign");
-    } else if (a == "--group-id") {
-      o.group_id = need();
-    } else if (a == "--set") {
-      std::string kv = need();
-      auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) usage_error("--set expects key=value, got '" + kv + "'");
-      o.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    } else {
-      usage_error("unknown option '" + a + "'");
-    }
-  }
-  if (o.mode != "produce" && o.mode != "consume") usage_error("--mode produce|consume is required");
-  if (o.topic.empty()) usage_error("--topic is required");
-  if (o.bootstrap.empty()) usage_error("--bootstrap must not be empty");
-  if (!o.partitions_spec.empty()) (void)parse_partition_list(o.partitions_spec);  // syntax check
-  return o;
+    if (o.mode != "produce" && o.mode != "consume")
+        usage_error("--mode produce|consume is required");
+    if (o.topic.empty()) usage_error("--topic is required");
+    if (o.bootstrap.empty()) usage_error("--bootstrap must not be empty");
+    if (!o.partitions_spec.empty()) (void)parse_partition_list(o.partitions_spec);  // syntax check
+    return o;
 }
 
 // "0,1,5-7" -> {0,1,5,6,7}
 std::vector<int32_t> parse_partition_list(const std::string& spec) {
-  std::set<int32_t> out;
-  size_t pos = 0;
-  while (pos <= spec.size()) {
-    size_t comma = spec.find(',', pos);
-    std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (item.empty()) usage_error("bad --partitions list '" + spec + "'");
-    auto dash = item.find('-');
-    if (dash == std::string::npos) {
-      out.insert(static_cast<int32_t>(parse_int("--partitions", item, 0, INT32_MAX)));
-    } else {
-      auto lo = parse_int("--partitions", item.substr(0, dash), 0, INT32_MAX);
-      auto hi = parse_int("--partitions", item.substr(dash + 1), 0, INT32_MAX);
-      if (hi < lo || hi - lo > 100000) usage_error("bad partition range '" + item + "'");
-      for (auto p = lo; p <= hi; ++p) out.insert(static_cast<int32_t>(p));
+    std::set<int32_t> out;
+    size_t pos = 0;
+    while (pos <= spec.size()) {
+        size_t comma = spec.find(',', pos);
+        std::string item =
+            spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        if (item.empty()) usage_error("bad --partitions list '" + spec + "'");
+        auto dash = item.find('-');
+        if (dash == std::string::npos) {
+            out.insert(static_cast<int32_t>(parse_int("--partitions", item, 0, INT32_MAX)));
+        } else {
+            auto lo = parse_int("--partitions", item.substr(0, dash), 0, INT32_MAX);
+            auto hi = parse_int("--partitions", item.substr(dash + 1), 0, INT32_MAX);
+            if (hi < lo || hi - lo > 100000) usage_error("bad partition range '" + item + "'");
+            for (auto p = lo; p <= hi; ++p) out.insert(static_cast<int32_t>(p));
+        }
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
     }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return {out.begin(), out.end()};
+    return {out.begin(), out.end()};
 }
 
 // ---------------------------------------------------------------------------
@@ -264,160 +271,166 @@ std::vector<int32_t> parse_partition_list(const std::string& spec) {
 // ---------------------------------------------------------------------------
 
 struct ClientState {
-  bool verbose = false;
-  std::atomic<bool> fatal{false};
-  std::atomic<int> error_events{0};
-  std::mutex mu;
-  std::string last_error;
+    bool verbose = false;
+    std::atomic<bool> fatal{false};
+    std::atomic<int> error_events{0};
+    std::mutex mu;
+    std::string last_error;
 };
 
 extern "C" void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
-  auto* st = static_cast<ClientState*>(opaque);
-  int n = st->error_events.fetch_add(1);
-  {
-    std::lock_guard<std::mutex> lk(st->mu);
-    st->last_error = std::string(rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err))) + ": " + reason;
-  }
-  if (err == RD_KAFKA_RESP_ERR__FATAL) {
-    char buf[512];
-    rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
-    std::fprintf(stderr, "sluice-loadgen: FATAL client error: %s: %s\n", rd_kafka_err2name(orig), buf);
-    st->fatal.store(true);
-    return;
-  }
-  // Rate-limit noisy transport errors (e.g. "1/1 brokers are down").
-  if (st->verbose || n < 5) {
-    std::fprintf(stderr, "sluice-loadgen: client error: %s: %s\n",
-                 rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)), reason);
-  } else if (n == 5) {
-    std::fprintf(stderr, "sluice-loadgen: (further client errors suppressed; use --verbose)\n");
-  }
+    auto* st = static_cast<ClientState*>(opaque);
+    int n = st->error_events.fetch_add(1);
+    {
+        std::lock_guard<std::mutex> lk(st->mu);
+        st->last_error =
+            std::string(rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err))) + ": " + reason;
+    }
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char buf[512];
+        rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk, buf, sizeof buf);
+        std::fprintf(stderr, "sluice-loadgen: FATAL client error: %s: %s\n",
+                     rd_kafka_err2name(orig), buf);
+        st->fatal.store(true);
+        return;
+    }
+    // Rate-limit noisy transport errors (e.g. "1/1 brokers are down").
+    if (st->verbose || n < 5) {
+        std::fprintf(stderr, "sluice-loadgen: client error: %s: %s\n",
+                     rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err)), reason);
+    } else if (n == 5) {
+        std::fprintf(stderr, "sluice-loadgen: (further client errors suppressed; use --verbose)\n");
+    }
 }
 
 extern "C" void log_cb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
-  std::fprintf(stderr, "rdkafka[%d] %s: %s\n", level, fac, buf);
+    std::fprintf(stderr, "rdkafka[%d] %s: %s\n", level, fac, buf);
 }
 
 // Quiet logger: librdkafka already reports errors via error_cb, so only
 // print the rare critical-or-worse log lines here.
 extern "C" void quiet_log_cb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
-  if (level <= 2) std::fprintf(stderr, "rdkafka[%d] %s: %s\n", level, fac, buf);
+    if (level <= 2) std::fprintf(stderr, "rdkafka[%d] %s: %s\n", level, fac, buf);
 }
 
 void conf_set_or_die(rd_kafka_conf_t* conf, const std::string& k, const std::string& v) {
-  char err[512];
-  if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-    std::fprintf(stderr, "sluice-loadgen: cannot set %s=%s: %s\n", k.c_str(), v.c_str(), err);
-    std::exit(kExitUsage);
-  }
+    char err[512];
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+        std::fprintf(stderr, "sluice-loadgen: cannot set %s=%s: %s\n", k.c_str(), v.c_str(), err);
+        std::exit(kExitUsage);
+    }
 }
 
 rd_kafka_conf_t* base_conf(const Options& o, ClientState* st) {
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  conf_set_or_die(conf, "bootstrap.servers", o.bootstrap);
-  conf_set_or_die(conf, "client.id", "sluice-loadgen");
-  conf_set_or_die(conf, "socket.nagle.disable", "true");
-  conf_set_or_die(conf, "log.connection.close", "false");
-  // The topic must exist already; never let metadata requests create it.
-  conf_set_or_die(conf, "allow.auto.create.topics", "false");
-  rd_kafka_conf_set_opaque(conf, st);
-  rd_kafka_conf_set_error_cb(conf, error_cb);
-  rd_kafka_conf_set_log_cb(conf, o.verbose ? log_cb : quiet_log_cb);
-  return conf;
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    conf_set_or_die(conf, "bootstrap.servers", o.bootstrap);
+    conf_set_or_die(conf, "client.id", "sluice-loadgen");
+    conf_set_or_die(conf, "socket.nagle.disable", "true");
+    conf_set_or_die(conf, "log.connection.close", "false");
+    // The topic must exist already; never let metadata requests create it.
+    conf_set_or_die(conf, "allow.auto.create.topics", "false");
+    rd_kafka_conf_set_opaque(conf, st);
+    rd_kafka_conf_set_error_cb(conf, error_cb);
+    rd_kafka_conf_set_log_cb(conf, o.verbose ? log_cb : quiet_log_cb);
+    return conf;
 }
 
 void apply_user_sets(rd_kafka_conf_t* conf, const Options& o) {
-  for (const auto& [k, v] : o.sets) conf_set_or_die(conf, k, v);
+    for (const auto& [k, v] : o.sets) conf_set_or_die(conf, k, v);
 }
 
 // Fetches metadata for the topic and returns the partitions to use, honouring
 // --partitions. Exits with kExitUsage on failure.
 std::vector<int32_t> resolve_partitions(rd_kafka_t* rk, rd_kafka_topic_t* rkt, const Options& o) {
-  const rd_kafka_metadata_t* md = nullptr;
-  int timeout_ms = static_cast<int>(o.timeout_s * 1000.0);
-  rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    std::fprintf(stderr, "sluice-loadgen: metadata request to %s failed after %.1f s: %s (%s)\n",
-                 o.bootstrap.c_str(), o.timeout_s, rd_kafka_err2str(err), rd_kafka_err2name(err));
-    std::exit(kExitUsage);
-  }
-  std::vector<int32_t> all;
-  bool found = false;
-  for (int i = 0; i < md->topic_cnt; ++i) {
-    const auto& t = md->topics[i];
-    if (o.topic != t.topic) continue;
-    found = true;
-    if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      std::fprintf(stderr, "sluice-loadgen: topic '%s': %s (%s)\n", o.topic.c_str(),
-                   rd_kafka_err2str(t.err), rd_kafka_err2name(t.err));
-      rd_kafka_metadata_destroy(md);
-      std::exit(kExitUsage);
+    const rd_kafka_metadata_t* md = nullptr;
+    int timeout_ms = static_cast<int>(o.timeout_s * 1000.0);
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        std::fprintf(
+            stderr, "sluice-loadgen: metadata request to %s failed after %.1f s: %s (%s)\n",
+            o.bootstrap.c_str(), o.timeout_s, rd_kafka_err2str(err), rd_kafka_err2name(err));
+        std::exit(kExitUsage);
     }
-    for (int p = 0; p < t.partition_cnt; ++p) all.push_back(t.partitions[p].id);
-  }
-  rd_kafka_metadata_destroy(md);
-  if (!found || all.empty()) {
-    std::fprintf(stderr, "sluice-loadgen: topic '%s' not found in metadata or has no partitions\n",
-                 o.topic.c_str());
-    std::exit(kExitUsage);
-  }
-  std::sort(all.begin(), all.end());
-  if (o.partitions_spec.empty()) return all;
-  auto wanted = parse_partition_list(o.partitions_spec);
-  for (int32_t p : wanted) {
-    if (!std::binary_search(all.begin(), all.end(), p)) {
-      std::fprintf(stderr, "sluice-loadgen: partition %d does not exist in topic '%s' (%zu partitions)\n",
-                   p, o.topic.c_str(), all.size());
-      std::exit(kExitUsage);
+    std::vector<int32_t> all;
+    bool found = false;
+    for (int i = 0; i < md->topic_cnt; ++i) {
+        const auto& t = md->topics[i];
+        if (o.topic != t.topic) continue;
+        found = true;
+        if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            std::fprintf(stderr, "sluice-loadgen: topic '%s': %s (%s)\n", o.topic.c_str(),
+                         rd_kafka_err2str(t.err), rd_kafka_err2name(t.err));
+            rd_kafka_metadata_destroy(md);
+            std::exit(kExitUsage);
+        }
+        for (int p = 0; p < t.partition_cnt; ++p) all.push_back(t.partitions[p].id);
     }
-  }
-  return wanted;
+    rd_kafka_metadata_destroy(md);
+    if (!found || all.empty()) {
+        std::fprintf(stderr,
+                     "sluice-loadgen: topic '%s' not found in metadata or has no partitions\n",
+                     o.topic.c_str());
+        std::exit(kExitUsage);
+    }
+    std::sort(all.begin(), all.end());
+    if (o.partitions_spec.empty()) return all;
+    auto wanted = parse_partition_list(o.partitions_spec);
+    for (int32_t p : wanted) {
+        if (!std::binary_search(all.begin(), all.end(), p)) {
+            std::fprintf(
+                stderr,
+                "sluice-loadgen: partition %d does not exist in topic '%s' (%zu partitions)\n", p,
+                o.topic.c_str(), all.size());
+            std::exit(kExitUsage);
+        }
+    }
+    return wanted;
 }
 
 struct Client {
-  rd_kafka_t* rk;
-  rd_kafka_topic_t* rkt;
-  std::vector<int32_t> partitions;
+    rd_kafka_t* rk;
+    rd_kafka_topic_t* rkt;
+    std::vector<int32_t> partitions;
 };
 
 // Applies --set overrides, creates the client (taking ownership of conf) and resolves
 // the partitions to use. Exits with kExitUsage on failure.
 Client open_client(rd_kafka_type_t type, rd_kafka_conf_t* conf, const Options& o) {
-  apply_user_sets(conf, o);
-  char errstr[512];
-  rd_kafka_t* rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
-  if (!rk) {
-    std::fprintf(stderr, "sluice-loadgen: cannot create %s: %s\n",
-                 type == RD_KAFKA_PRODUCER ? "producer" : "consumer", errstr);
-    std::exit(kExitUsage);
-  }
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, o.topic.c_str(), nullptr);
-  return {rk, rkt, resolve_partitions(rk, rkt, o)};
+    apply_user_sets(conf, o);
+    char errstr[512];
+    rd_kafka_t* rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
+    if (!rk) {
+        std::fprintf(stderr, "sluice-loadgen: cannot create %s: %s\n",
+                     type == RD_KAFKA_PRODUCER ? "producer" : "consumer", errstr);
+        std::exit(kExitUsage);
+    }
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, o.topic.c_str(), nullptr);
+    return {rk, rkt, resolve_partitions(rk, rkt, o)};
 }
 
 std::string fmt_num(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
 }
 
 std::string join_partitions(const std::vector<int32_t>& ps) {
-  if (ps.empty()) return "";
-  // Compress consecutive runs: 0-7,9
-  std::string s;
-  size_t i = 0;
-  while (i < ps.size()) {
-    size_t j = i;
-    while (j + 1 < ps.size() && ps[j + 1] == ps[j] + 1) ++j;
-    if (!s.empty()) s += ',';
-    s += std::to_string(ps[i]);
-    if (j > i) {
-      s += '-';
-      s += std::to_string(ps[j]);
+    if (ps.empty()) return "";
+    // Compress consecutive runs: 0-7,9
+    std::string s;
+    size_t i = 0;
+    while (i < ps.size()) {
+        size_t j = i;
+        while (j + 1 < ps.size() && ps[j + 1] == ps[j] + 1) ++j;
+        if (!s.empty()) s += ',';
+        s += std::to_string(ps[i]);
+        if (j > i) {
+            s += '-';
+            s += std::to_string(ps[j]);
+        }
+        i = j + 1;
     }
-    i = j + 1;
-  }
-  return s;
+    return s;
 }
 
 // ---------------------------------------------------------------------------
@@ -427,227 +440,242 @@ std::string join_partitions(const std::vector<int32_t>& ps) {
 // The client-wide opaque is a ClientState*; for producers it points at the
 // ClientState base of a ProduceState so the delivery callback can reach it.
 struct ProduceState : ClientState {
-  // Written only by the poller thread (delivery report callback).
-  std::vector<uint32_t> latencies_us;
-  int64_t last_delivery_ns = 0;
-  std::map<std::string, int64_t> error_counts;  // "ERR_NAME: text" -> count
-  // Shared.
-  std::atomic<int64_t> delivered{0};
-  std::atomic<int64_t> failed{0};
+    // Written only by the poller thread (delivery report callback).
+    std::vector<uint32_t> latencies_us;
+    int64_t last_delivery_ns = 0;
+    std::map<std::string, int64_t> error_counts;  // "ERR_NAME: text" -> count
+    // Shared.
+    std::atomic<int64_t> delivered{0};
+    std::atomic<int64_t> failed{0};
 };
 
 extern "C" void dr_msg_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
-  auto* ps = static_cast<ProduceState*>(static_cast<ClientState*>(opaque));
-  int64_t t = now_ns();
-  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    std::string key = std::string(rd_kafka_err2name(m->err)) + ": " + rd_kafka_err2str(m->err);
-    int64_t n = ++ps->error_counts[key];
-    int64_t f = ps->failed.fetch_add(1);
-    if (ps->verbose || f < 5) {
-      std::fprintf(stderr, "sluice-loadgen: delivery failed (partition %d): %s\n", m->partition,
-                   key.c_str());
+    auto* ps = static_cast<ProduceState*>(static_cast<ClientState*>(opaque));
+    int64_t t = now_ns();
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        std::string key = std::string(rd_kafka_err2name(m->err)) + ": " + rd_kafka_err2str(m->err);
+        int64_t n = ++ps->error_counts[key];
+        int64_t f = ps->failed.fetch_add(1);
+        if (ps->verbose || f < 5) {
+            std::fprintf(stderr, "sluice-loadgen: delivery failed (partition %d): %s\n",
+                         m->partition, key.c_str());
+        }
+        (void)n;
+        return;
     }
-    (void)n;
-    return;
-  }
-  auto sent_ns = static_cast<int64_t>(reinterpret_cast<uintptr_t>(m->_private));
-  int64_t lat_us = (t - sent_ns) / 1000;
-  if (lat_us < 0) lat_us = 0;
-  if (lat_us > UINT32_MAX) lat_us = UINT32_MAX;
-  ps->latencies_us.push_back(static_cast<uint32_t>(lat_us));
-  ps->last_delivery_ns = t;
-  ps->delivered.fetch_add(1, std::memory_order_relaxed);
+    auto sent_ns = static_cast<int64_t>(reinterpret_cast<uintptr_t>(m->_private));
+    int64_t lat_us = (t - sent_ns) / 1000;
+    if (lat_us < 0) lat_us = 0;
+    if (lat_us > UINT32_MAX) lat_us = UINT32_MAX;
+    ps->latencies_us.push_back(static_cast<uint32_t>(lat_us));
+    ps->last_delivery_ns = t;
+    ps->delivered.fetch_add(1, std::memory_order_relaxed);
 }
 
 double percentile_ms(const std::vector<uint32_t>& sorted, double q) {
-  if (sorted.empty()) return 0.0;
-  // Nearest-rank percentile.
-  auto n = sorted.size();
-  auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
-  if (rank < 1) rank = 1;
-  if (rank > n) rank = n;
-  return static_cast<double>(sorted[rank - 1]) / 1000.0;
+    if (sorted.empty()) return 0.0;
+    // Nearest-rank percentile.
+    auto n = sorted.size();
+    auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
+    if (rank < 1) rank = 1;
+    if (rank > n) rank = n;
+    return static_cast<double>(sorted[rank - 1]) / 1000.0;
 }
 
 int run_produce(const Options& o) {
-  const int64_t records = o.records.value_or(1000000);
-  ProduceState ps;
-  ps.verbose = o.verbose;
-  ClientState& cs = ps;
+    const int64_t records = o.records.value_or(1000000);
+    ProduceState ps;
+    ps.verbose = o.verbose;
+    ClientState& cs = ps;
 
-  rd_kafka_conf_t* conf = base_conf(o, &cs);
-  conf_set_or_die(conf, "acks", o.acks);
-  conf_set_or_die(conf, "compression.type", "none");
-  conf_set_or_die(conf, "enable.idempotence", "false");
-  conf_set_or_die(conf, "linger.ms", std::to_string(o.linger_ms));
-  conf_set_or_die(conf, "batch.size", std::to_string(o.batch_bytes));
-  // batch.size is additionally capped by message.max.bytes; lift it if needed.
-  conf_set_or_die(conf, "message.max.bytes",
-                  std::to_string(std::max<int64_t>(1000000, std::max(o.batch_bytes, o.record_size + 4096))));
-  conf_set_or_die(conf, "batch.num.messages", "100000");
-  conf_set_or_die(conf, "queue.buffering.max.messages", "100000");
-  conf_set_or_die(conf, "queue.buffering.max.kbytes", "1048576");
-  conf_set_or_die(conf, "message.timeout.ms", std::to_string(o.message_timeout_ms));
-  rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
-  auto [rk, rkt, partitions] = open_client(RD_KAFKA_PRODUCER, conf, o);
+    rd_kafka_conf_t* conf = base_conf(o, &cs);
+    conf_set_or_die(conf, "acks", o.acks);
+    conf_set_or_die(conf, "compression.type", "none");
+    conf_set_or_die(conf, "enable.idempotence", "false");
+    conf_set_or_die(conf, "linger.ms", std::to_string(o.linger_ms));
+    conf_set_or_die(conf, "batch.size", std::to_string(o.batch_bytes));
+    // batch.size is additionally capped by message.max.bytes; lift it if needed.
+    conf_set_or_die(
+        conf, "message.max.bytes",
+        std::to_string(std::max<int64_t>(1000000, std::max(o.batch_bytes, o.record_size + 4096))));
+    conf_set_or_die(conf, "batch.num.messages", "100000");
+    conf_set_or_die(conf, "queue.buffering.max.messages", "100000");
+    conf_set_or_die(conf, "queue.buffering.max.kbytes", "1048576");
+    conf_set_or_die(conf, "message.timeout.ms", std::to_string(o.message_timeout_ms));
+    rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
+    auto [rk, rkt, partitions] = open_client(RD_KAFKA_PRODUCER, conf, o);
 
-  ps.latencies_us.reserve(static_cast<size_t>(std::min<int64_t>(records, 50'000'000)));
+    ps.latencies_us.reserve(static_cast<size_t>(std::min<int64_t>(records, 50'000'000)));
 
-  // Payload pool: random bytes (incompressible); each record points at a
-  // different offset so consecutive records differ. Not copied (flags 0):
-  // the pool outlives the producer.
-  const size_t pool_size = static_cast<size_t>(o.record_size) + (1u << 20);
-  std::vector<char> pool(pool_size);
-  {
-    std::mt19937_64 rng(0x5ec0de);
-    for (size_t i = 0; i < pool_size; i += 8) {
-      uint64_t r = rng();
-      std::memcpy(pool.data() + i, &r, std::min<size_t>(8, pool_size - i));
+    // Payload pool: random bytes (incompressible); each record points at a
+    // different offset so consecutive records differ. Not copied (flags 0):
+    // the pool outlives the producer.
+    const size_t pool_size = static_cast<size_t>(o.record_size) + (1u << 20);
+    std::vector<char> pool(pool_size);
+    {
+        std::mt19937_64 rng(0x5ec0de);
+        for (size_t i = 0; i < pool_size; i += 8) {
+            uint64_t r = rng();
+            std::memcpy(pool.data() + i, &r, std::min<size_t>(8, pool_size - i));
+        }
     }
-  }
 
-  // Delivery reports are served by a dedicated poller thread so that pacing
-  // sleeps in the produce loop never delay them (which would inflate latency).
-  // Only this thread runs dr_msg_cb, so ProduceState needs no locking.
-  std::atomic<bool> stop_poller{false};
-  std::thread poller([&] {
-    while (!stop_poller.load()) rd_kafka_poll(rk, 50);
-  });
+    // Delivery reports are served by a dedicated poller thread so that pacing
+    // sleeps in the produce loop never delay them (which would inflate latency).
+    // Only this thread runs dr_msg_cb, so ProduceState needs no locking.
+    std::atomic<bool> stop_poller{false};
+    std::thread poller([&] {
+        while (!stop_poller.load()) rd_kafka_poll(rk, 50);
+    });
 
-  const bool paced = o.rate_mbps > 0.0;
-  const double ns_per_record =
-      paced ? (static_cast<double>(o.record_size) / (o.rate_mbps * 1e6)) * 1e9 : 0.0;
-  const int64_t start_ns = now_ns();
-  const int64_t cap_ns = o.duration_s > 0 ? start_ns + static_cast<int64_t>(o.duration_s * 1e9) : INT64_MAX;
+    const bool paced = o.rate_mbps > 0.0;
+    const double ns_per_record =
+        paced ? (static_cast<double>(o.record_size) / (o.rate_mbps * 1e6)) * 1e9 : 0.0;
+    const int64_t start_ns = now_ns();
+    const int64_t cap_ns =
+        o.duration_s > 0 ? start_ns + static_cast<int64_t>(o.duration_s * 1e9) : INT64_MAX;
 
-  std::printf("sluice-loadgen produce: bootstrap=%s topic=%s partitions=%s acks=%s record_size=%" PRId64
-              " records=%" PRId64 " target=%s linger_ms=%d batch_bytes=%" PRId64 "%s\n",
-              o.bootstrap.c_str(), o.topic.c_str(), join_partitions(partitions).c_str(), o.acks.c_str(),
-              o.record_size, records,
-              paced ? (fmt_num(o.rate_mbps) + "MB/s").c_str() : "flat-out", o.linger_ms,
-              o.batch_bytes, o.duration_s > 0 ? (" duration_cap_s=" + fmt_num(o.duration_s)).c_str() : "");
-  std::fflush(stdout);
+    std::printf(
+        "sluice-loadgen produce: bootstrap=%s topic=%s partitions=%s acks=%s record_size=%" PRId64
+        " records=%" PRId64 " target=%s linger_ms=%d batch_bytes=%" PRId64 "%s\n",
+        o.bootstrap.c_str(), o.topic.c_str(), join_partitions(partitions).c_str(), o.acks.c_str(),
+        o.record_size, records, paced ? (fmt_num(o.rate_mbps) + "MB/s").c_str() : "flat-out",
+        o.linger_ms, o.batch_bytes,
+        o.duration_s > 0 ? (" duration_cap_s=" + fmt_num(o.duration_s)).c_str() : "");
+    std::fflush(stdout);
 
-  int64_t produced = 0;
-  int64_t queue_full_waits = 0;
-  std::string produce_error;
-  size_t pool_off = 0;
-  const size_t pool_span = pool_size - static_cast<size_t>(o.record_size);
-  const size_t np = partitions.size();
-  bool capped = false;
+    int64_t produced = 0;
+    int64_t queue_full_waits = 0;
+    std::string produce_error;
+    size_t pool_off = 0;
+    const size_t pool_span = pool_size - static_cast<size_t>(o.record_size);
+    const size_t np = partitions.size();
+    bool capped = false;
 
-  for (int64_t i = 0; i < records; ++i) {
-    if (g_interrupted.load() || cs.fatal.load()) break;
-    if (ps.failed.load(std::memory_order_relaxed) > 0) break;  // stop early on delivery errors
-    int64_t t = now_ns();
-    if (t >= cap_ns) {
-      capped = true;
-      break;
-    }
-    if (paced) {
-      int64_t due = start_ns + static_cast<int64_t>(static_cast<double>(i) * ns_per_record);
-      if (due > cap_ns) {
-        capped = true;
-        break;
-      }
-      if (due > t) std::this_thread::sleep_for(std::chrono::nanoseconds(due - t));
-    }
-    int32_t part = partitions[static_cast<size_t>(i) % np];
-    char* payload = pool.data() + pool_off;
-    pool_off = (pool_off + 4099) % (pool_span + 1);  // odd stride: varied offsets
-    for (;;) {
-      int64_t sent = now_ns();
-      if (rd_kafka_produce(rkt, part, 0, payload, static_cast<size_t>(o.record_size), nullptr, 0,
-                           reinterpret_cast<void*>(static_cast<uintptr_t>(sent))) == 0) {
-        ++produced;
-        break;
-      }
-      rd_kafka_resp_err_t err = rd_kafka_last_error();
-      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-        ++queue_full_waits;
+    for (int64_t i = 0; i < records; ++i) {
         if (g_interrupted.load() || cs.fatal.load()) break;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-        continue;
-      }
-      produce_error = std::string(rd_kafka_err2name(err)) + ": " + rd_kafka_err2str(err);
-      break;
+        if (ps.failed.load(std::memory_order_relaxed) > 0) break;  // stop early on delivery errors
+        int64_t t = now_ns();
+        if (t >= cap_ns) {
+            capped = true;
+            break;
+        }
+        if (paced) {
+            int64_t due = start_ns + static_cast<int64_t>(static_cast<double>(i) * ns_per_record);
+            if (due > cap_ns) {
+                capped = true;
+                break;
+            }
+            if (due > t) std::this_thread::sleep_for(std::chrono::nanoseconds(due - t));
+        }
+        int32_t part = partitions[static_cast<size_t>(i) % np];
+        char* payload = pool.data() + pool_off;
+        pool_off = (pool_off + 4099) % (pool_span + 1);  // odd stride: varied offsets
+        for (;;) {
+            int64_t sent = now_ns();
+            if (rd_kafka_produce(rkt, part, 0, payload, static_cast<size_t>(o.record_size), nullptr,
+                                 0, reinterpret_cast<void*>(static_cast<uintptr_t>(sent))) == 0) {
+                ++produced;
+                break;
+            }
+            rd_kafka_resp_err_t err = rd_kafka_last_error();
+            if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                ++queue_full_waits;
+                if (g_interrupted.load() || cs.fatal.load()) break;
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+                continue;
+            }
+            produce_error = std::string(rd_kafka_err2name(err)) + ": " + rd_kafka_err2str(err);
+            break;
+        }
+        if (!produce_error.empty()) break;
     }
-    if (!produce_error.empty()) break;
-  }
-  const int64_t produce_end_ns = now_ns();
+    const int64_t produce_end_ns = now_ns();
 
-  // Wait for outstanding delivery reports.
-  const int64_t drain_deadline = now_ns() + (static_cast<int64_t>(o.message_timeout_ms) + 10000) * 1000000;
-  while (ps.delivered.load() + ps.failed.load() < produced) {
-    if (now_ns() > drain_deadline) break;
-    if (g_interrupted.load() && now_ns() > produce_end_ns + 5'000'000'000LL) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  stop_poller.store(true);
-  poller.join();
-  rd_kafka_poll(rk, 0);
-  const int64_t undelivered = produced - ps.delivered.load() - ps.failed.load();
+    // Wait for outstanding delivery reports.
+    const int64_t drain_deadline =
+        now_ns() + (static_cast<int64_t>(o.message_timeout_ms) + 10000) * 1000000;
+    while (ps.delivered.load() + ps.failed.load() < produced) {
+        if (now_ns() > drain_deadline) break;
+        if (g_interrupted.load() && now_ns() > produce_end_ns + 5'000'000'000LL) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    stop_poller.store(true);
+    poller.join();
+    rd_kafka_poll(rk, 0);
+    const int64_t undelivered = produced - ps.delivered.load() - ps.failed.load();
 
-  // Elapsed: first produce() call to last successful delivery report.
-  int64_t end_ns = ps.last_delivery_ns > 0 ? ps.last_delivery_ns : produce_end_ns;
-  double elapsed = std::max(1e-9, seconds_between(start_ns, end_ns));
-  int64_t delivered = ps.delivered.load();
-  double rps = static_cast<double>(delivered) / elapsed;
-  double mbps = static_cast<double>(delivered) * static_cast<double>(o.record_size) / elapsed / 1e6;
+    // Elapsed: first produce() call to last successful delivery report.
+    int64_t end_ns = ps.last_delivery_ns > 0 ? ps.last_delivery_ns : produce_end_ns;
+    double elapsed = std::max(1e-9, seconds_between(start_ns, end_ns));
+    int64_t delivered = ps.delivered.load();
+    double rps = static_cast<double>(delivered) / elapsed;
+    double mbps =
+        static_cast<double>(delivered) * static_cast<double>(o.record_size) / elapsed / 1e6;
 
-  auto& lat = ps.latencies_us;
-  std::sort(lat.begin(), lat.end());
-  double p50 = percentile_ms(lat, 0.50), p99 = percentile_ms(lat, 0.99), p999 = percentile_ms(lat, 0.999);
-  double pmax = lat.empty() ? 0.0 : lat.back() / 1000.0;
-  double mean = 0;
-  for (auto v : lat) mean += v;
-  mean = lat.empty() ? 0.0 : mean / static_cast<double>(lat.size()) / 1000.0;
+    auto& lat = ps.latencies_us;
+    std::sort(lat.begin(), lat.end());
+    double p50 = percentile_ms(lat, 0.50), p99 = percentile_ms(lat, 0.99),
+           p999 = percentile_ms(lat, 0.999);
+    double pmax = lat.empty() ? 0.0 : lat.back() / 1000.0;
+    double mean = 0;
+    for (auto v : lat) mean += v;
+    mean = lat.empty() ? 0.0 : mean / static_cast<double>(lat.size()) / 1000.0;
 
-  std::printf("\n== produce summary ==\n");
-  std::printf("  records delivered : %" PRId64 " of %" PRId64 " produced (%" PRId64 " failed, %" PRId64
-              " undelivered)%s\n",
-              delivered, produced, ps.failed.load(), undelivered, capped ? " [duration cap reached]" : "");
-  std::printf("  elapsed           : %.3f s (first produce() to last delivery report)\n", elapsed);
-  std::printf("  throughput        : %.0f records/s, %.2f MB/s (MB = 10^6 bytes of record payload)\n", rps,
-              mbps);
-  if (paced) {
-    std::printf("  target rate       : %.2f MB/s (%s)\n", o.rate_mbps,
-                mbps < 0.95 * o.rate_mbps ? "NOT reached" : "reached");
-  }
-  std::printf("  latency produce()->delivery report (ms): p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  mean %.3f\n",
-              p50, p99, p999, pmax, mean);
-  std::printf("  local queue-full waits: %" PRId64 "\n", queue_full_waits);
+    std::printf("\n== produce summary ==\n");
+    std::printf("  records delivered : %" PRId64 " of %" PRId64 " produced (%" PRId64
+                " failed, %" PRId64 " undelivered)%s\n",
+                delivered, produced, ps.failed.load(), undelivered,
+                capped ? " [duration cap reached]" : "");
+    std::printf("  elapsed           : %.3f s (first produce() to last delivery report)\n",
+                elapsed);
+    std::printf(
+        "  throughput        : %.0f records/s, %.2f MB/s (MB = 10^6 bytes of record payload)\n",
+        rps, mbps);
+    if (paced) {
+        std::printf("  target rate       : %.2f MB/s (%s)\n", o.rate_mbps,
+                    mbps < 0.95 * o.rate_mbps ? "NOT reached" : "reached");
+    }
+    std::printf(
+        "  latency produce()->delivery report (ms): p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  mean "
+        "%.3f\n",
+        p50, p99, p999, pmax, mean);
+    std::printf("  local queue-full waits: %" PRId64 "\n", queue_full_waits);
 
-  int rc = kExitOk;
-  if (!ps.error_counts.empty()) {
-    std::fprintf(stderr, "sluice-loadgen: delivery errors:\n");
-    for (const auto& [k, n] : ps.error_counts) std::fprintf(stderr, "  %" PRId64 " x %s\n", n, k.c_str());
-    rc = kExitErrors;
-  }
-  if (!produce_error.empty()) {
-    std::fprintf(stderr, "sluice-loadgen: produce() failed: %s\n", produce_error.c_str());
-    rc = kExitErrors;
-  }
-  if (undelivered > 0) {
-    std::fprintf(stderr, "sluice-loadgen: %" PRId64 " records still undelivered at exit\n", undelivered);
-    rc = kExitErrors;
-  }
-  if (cs.fatal.load()) rc = kExitErrors;
-  if (rc == kExitOk && g_interrupted.load()) rc = kExitInterrupted;
+    int rc = kExitOk;
+    if (!ps.error_counts.empty()) {
+        std::fprintf(stderr, "sluice-loadgen: delivery errors:\n");
+        for (const auto& [k, n] : ps.error_counts)
+            std::fprintf(stderr, "  %" PRId64 " x %s\n", n, k.c_str());
+        rc = kExitErrors;
+    }
+    if (!produce_error.empty()) {
+        std::fprintf(stderr, "sluice-loadgen: produce() failed: %s\n", produce_error.c_str());
+        rc = kExitErrors;
+    }
+    if (undelivered > 0) {
+        std::fprintf(stderr, "sluice-loadgen: %" PRId64 " records still undelivered at exit\n",
+                     undelivered);
+        rc = kExitErrors;
+    }
+    if (cs.fatal.load()) rc = kExitErrors;
+    if (rc == kExitOk && g_interrupted.load()) rc = kExitInterrupted;
 
-  std::printf("RESULT mode=produce records=%" PRId64 " rps=%.0f mbps=%.2f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f"
-              " max_ms=%.3f mean_ms=%.3f elapsed_s=%.3f errors=%" PRId64 " acks=%s record_size=%" PRId64
-              " target_mbps=%.2f partitions=%zu ok=%d\n",
-              delivered, rps, mbps, p50, p99, p999, pmax, mean, elapsed, ps.failed.load() + undelivered,
-              o.acks.c_str(), o.record_size, o.rate_mbps, partitions.size(), rc == kExitOk ? 1 : 0);
-  std::fflush(stdout);
+    std::printf("RESULT mode=produce records=%" PRId64
+                " rps=%.0f mbps=%.2f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f"
+                " max_ms=%.3f mean_ms=%.3f elapsed_s=%.3f errors=%" PRId64
+                " acks=%s record_size=%" PRId64 " target_mbps=%.2f partitions=%zu ok=%d\n",
+                delivered, rps, mbps, p50, p99, p999, pmax, mean, elapsed,
+                ps.failed.load() + undelivered, o.acks.c_str(), o.record_size, o.rate_mbps,
+                partitions.size(), rc == kExitOk ? 1 : 0);
+    std::fflush(stdout);
 
-  rd_kafka_topic_destroy(rkt);
-  // Everything is delivered or failed already; don't block in destroy.
-  rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-  rd_kafka_poll(rk, 0);
-  rd_kafka_destroy(rk);
-  return rc;
+    rd_kafka_topic_destroy(rkt);
+    // Everything is delivered or failed already; don't block in destroy.
+    rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(rk, 0);
+    rd_kafka_destroy(rk);
+    return rc;
 }
 
 // ---------------------------------------------------------------------------
@@ -655,195 +683,226 @@ int run_produce(const Options& o) {
 // ---------------------------------------------------------------------------
 
 struct ConsumeCounters {
-  int64_t records = 0;
-  int64_t bytes = 0;
-  int64_t first_ns = 0;
-  int64_t last_ns = 0;
-  std::map<std::string, int64_t> errors;
+    int64_t records = 0;
+    int64_t bytes = 0;
+    int64_t first_ns = 0;
+    int64_t last_ns = 0;
+    std::map<std::string, int64_t> errors;
 };
 
 // Processes one message; returns true if it was a data record or EOF (progress).
 bool handle_message(const rd_kafka_message_t* m, ConsumeCounters& c, std::set<int32_t>& eof,
                     bool verbose) {
-  if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    if (c.records == 0) c.first_ns = now_ns();
-    ++c.records;
-    c.bytes += static_cast<int64_t>(m->len);
-    eof.erase(m->partition);
-    return true;
-  }
-  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-    eof.insert(m->partition);
-    return true;
-  }
-  std::string key = std::string(rd_kafka_err2name(m->err)) + ": " + rd_kafka_message_errstr(m);
-  int64_t n = ++c.errors[key];
-  if (verbose || n == 1) {
-    std::fprintf(stderr, "sluice-loadgen: consume error (partition %d): %s\n", m->partition, key.c_str());
-  }
-  return false;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (c.records == 0) c.first_ns = now_ns();
+        ++c.records;
+        c.bytes += static_cast<int64_t>(m->len);
+        eof.erase(m->partition);
+        return true;
+    }
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        eof.insert(m->partition);
+        return true;
+    }
+    std::string key = std::string(rd_kafka_err2name(m->err)) + ": " + rd_kafka_message_errstr(m);
+    int64_t n = ++c.errors[key];
+    if (verbose || n == 1) {
+        std::fprintf(stderr, "sluice-loadgen: consume error (partition %d): %s\n", m->partition,
+                     key.c_str());
+    }
+    return false;
 }
 
 int run_consume(const Options& o) {
-  const int64_t want = o.records.value_or(0);
-  ClientState cs;
-  cs.verbose = o.verbose;
-  rd_kafka_conf_t* conf = base_conf(o, &cs);
-  const bool use_assign = o.consumer_api == "assign";
-  if (use_assign) {
-    conf_set_or_die(conf, "group.id", o.group_id);
-    conf_set_or_die(conf, "enable.auto.commit", "false");
-    conf_set_or_die(conf, "enable.auto.offset.store", "false");
-  }
-  conf_set_or_die(conf, "enable.partition.eof", "true");
-  // Below glibc's 32 MiB mmap ceiling, so fetch buffers are reused (see main).
-  conf_set_or_die(conf, "fetch.max.bytes", "16777216");          // 16 MiB per fetch response
-  conf_set_or_die(conf, "max.partition.fetch.bytes", "4194304"); // 4 MiB per partition
-  conf_set_or_die(conf, "fetch.wait.max.ms", "100");
-  conf_set_or_die(conf, "fetch.min.bytes", "1");
-  // Prefetch limit: per partition for the simple consumer, total for assign.
-  conf_set_or_die(conf, "queued.max.messages.kbytes", "65536");
-  conf_set_or_die(conf, "queued.min.messages", "100000");
-  auto [rk, rkt, partitions] = open_client(RD_KAFKA_CONSUMER, conf, o);
-
-  std::printf("sluice-loadgen consume: bootstrap=%s topic=%s partitions=%s records=%s api=%s%s\n",
-              o.bootstrap.c_str(), o.topic.c_str(), join_partitions(partitions).c_str(),
-              want > 0 ? std::to_string(want).c_str() : "until-eof", o.consumer_api.c_str(),
-              o.duration_s > 0 ? (" duration_cap_s=" + fmt_num(o.duration_s)).c_str() : "");
-  std::fflush(stdout);
-
-  rd_kafka_queue_t* q = nullptr;
-  const int64_t start_ns = now_ns();
-  if (use_assign) {
-    rd_kafka_resp_err_t err = rd_kafka_poll_set_consumer(rk);
-    rd_kafka_topic_partition_list_t* tpl = rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size()));
-    for (int32_t p : partitions) rd_kafka_topic_partition_list_add(tpl, o.topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = rd_kafka_assign(rk, tpl);
-    rd_kafka_topic_partition_list_destroy(tpl);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      std::fprintf(stderr, "sluice-loadgen: assign failed: %s\n", rd_kafka_err2str(err));
-      rd_kafka_topic_destroy(rkt);
-      rd_kafka_destroy(rk);
-      return kExitUsage;
-    }
-  } else {
-    q = rd_kafka_queue_new(rk);
-    for (int32_t p : partitions) {
-      if (rd_kafka_consume_start_queue(rkt, p, RD_KAFKA_OFFSET_BEGINNING, q) == -1) {
-        std::fprintf(stderr, "sluice-loadgen: consume_start partition %d failed: %s\n", p,
-                     rd_kafka_err2str(rd_kafka_last_error()));
-        rd_kafka_queue_destroy(q);
-        rd_kafka_topic_destroy(rkt);
-        rd_kafka_destroy(rk);
-        return kExitUsage;
-      }
-    }
-  }
-
-  ConsumeCounters c;
-  std::set<int32_t> eof;
-  const int64_t cap_ns = o.duration_s > 0 ? start_ns + static_cast<int64_t>(o.duration_s * 1e9) : INT64_MAX;
-  const int64_t idle_ns = static_cast<int64_t>(o.idle_timeout_s * 1e9);
-  int64_t last_progress = start_ns;
-  std::string stop_reason;
-  std::vector<rd_kafka_message_t*> batch(4096);
-
-  while (true) {
-    if (want > 0 && c.records >= want) { stop_reason = "records"; break; }
-    if (eof.size() == partitions.size()) { stop_reason = "eof"; break; }
-    if (g_interrupted.load()) { stop_reason = "interrupted"; break; }
-    if (cs.fatal.load()) { stop_reason = "fatal"; break; }
-    int64_t t = now_ns();
-    if (t >= cap_ns) { stop_reason = "duration"; break; }
-    if (t - last_progress > idle_ns) { stop_reason = "idle"; break; }
-
-    bool progress = false;
+    const int64_t want = o.records.value_or(0);
+    ClientState cs;
+    cs.verbose = o.verbose;
+    rd_kafka_conf_t* conf = base_conf(o, &cs);
+    const bool use_assign = o.consumer_api == "assign";
     if (use_assign) {
-      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
-      if (m) {
-        progress = handle_message(m, c, eof, o.verbose);
-        rd_kafka_message_destroy(m);
-      }
+        conf_set_or_die(conf, "group.id", o.group_id);
+        conf_set_or_die(conf, "enable.auto.commit", "false");
+        conf_set_or_die(conf, "enable.auto.offset.store", "false");
+    }
+    conf_set_or_die(conf, "enable.partition.eof", "true");
+    // Below glibc's 32 MiB mmap ceiling, so fetch buffers are reused (see main).
+    conf_set_or_die(conf, "fetch.max.bytes", "16777216");           // 16 MiB per fetch response
+    conf_set_or_die(conf, "max.partition.fetch.bytes", "4194304");  // 4 MiB per partition
+    conf_set_or_die(conf, "fetch.wait.max.ms", "100");
+    conf_set_or_die(conf, "fetch.min.bytes", "1");
+    // Prefetch limit: per partition for the simple consumer, total for assign.
+    conf_set_or_die(conf, "queued.max.messages.kbytes", "65536");
+    conf_set_or_die(conf, "queued.min.messages", "100000");
+    auto [rk, rkt, partitions] = open_client(RD_KAFKA_CONSUMER, conf, o);
+
+    std::printf("sluice-loadgen consume: bootstrap=%s topic=%s partitions=%s records=%s api=%s%s\n",
+                o.bootstrap.c_str(), o.topic.c_str(), join_partitions(partitions).c_str(),
+                want > 0 ? std::to_string(want).c_str() : "until-eof", o.consumer_api.c_str(),
+                o.duration_s > 0 ? (" duration_cap_s=" + fmt_num(o.duration_s)).c_str() : "");
+    std::fflush(stdout);
+
+    rd_kafka_queue_t* q = nullptr;
+    const int64_t start_ns = now_ns();
+    if (use_assign) {
+        rd_kafka_resp_err_t err = rd_kafka_poll_set_consumer(rk);
+        rd_kafka_topic_partition_list_t* tpl =
+            rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size()));
+        for (int32_t p : partitions)
+            rd_kafka_topic_partition_list_add(tpl, o.topic.c_str(), p)->offset =
+                RD_KAFKA_OFFSET_BEGINNING;
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = rd_kafka_assign(rk, tpl);
+        rd_kafka_topic_partition_list_destroy(tpl);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            std::fprintf(stderr, "sluice-loadgen: assign failed: %s\n", rd_kafka_err2str(err));
+            rd_kafka_topic_destroy(rkt);
+            rd_kafka_destroy(rk);
+            return kExitUsage;
+        }
     } else {
-      ssize_t n = rd_kafka_consume_batch_queue(q, 100, batch.data(), batch.size());
-      if (n < 0) {
-        std::fprintf(stderr, "sluice-loadgen: consume_batch_queue: %s\n", rd_kafka_err2str(rd_kafka_last_error()));
-        stop_reason = "fatal";
-        break;
-      }
-      for (ssize_t i = 0; i < n; ++i) {
-        progress |= handle_message(batch[static_cast<size_t>(i)], c, eof, o.verbose);
-        rd_kafka_message_destroy(batch[static_cast<size_t>(i)]);
-      }
+        q = rd_kafka_queue_new(rk);
+        for (int32_t p : partitions) {
+            if (rd_kafka_consume_start_queue(rkt, p, RD_KAFKA_OFFSET_BEGINNING, q) == -1) {
+                std::fprintf(stderr, "sluice-loadgen: consume_start partition %d failed: %s\n", p,
+                             rd_kafka_err2str(rd_kafka_last_error()));
+                rd_kafka_queue_destroy(q);
+                rd_kafka_topic_destroy(rkt);
+                rd_kafka_destroy(rk);
+                return kExitUsage;
+            }
+        }
     }
-    if (progress) last_progress = now_ns();
-  }
-  c.last_ns = now_ns();
 
-  double elapsed = std::max(1e-9, seconds_between(start_ns, c.last_ns));
-  double rps = static_cast<double>(c.records) / elapsed;
-  double mbps = static_cast<double>(c.bytes) / elapsed / 1e6;
-  double first_ms = c.records > 0 ? static_cast<double>(c.first_ns - start_ns) / 1e6 : 0.0;
+    ConsumeCounters c;
+    std::set<int32_t> eof;
+    const int64_t cap_ns =
+        o.duration_s > 0 ? start_ns + static_cast<int64_t>(o.duration_s * 1e9) : INT64_MAX;
+    const int64_t idle_ns = static_cast<int64_t>(o.idle_timeout_s * 1e9);
+    int64_t last_progress = start_ns;
+    std::string stop_reason;
+    std::vector<rd_kafka_message_t*> batch(4096);
 
-  std::printf("\n== consume summary ==\n");
-  std::printf("  records consumed  : %" PRId64 " (%" PRId64 " payload bytes), stopped by: %s\n", c.records,
-              c.bytes, stop_reason.c_str());
-  std::printf("  elapsed           : %.3f s (start of fetching to stop; first record after %.1f ms)\n", elapsed,
-              first_ms);
-  std::printf("  throughput        : %.0f records/s, %.2f MB/s (MB = 10^6 bytes of record payload)\n", rps, mbps);
+    while (true) {
+        if (want > 0 && c.records >= want) {
+            stop_reason = "records";
+            break;
+        }
+        if (eof.size() == partitions.size()) {
+            stop_reason = "eof";
+            break;
+        }
+        if (g_interrupted.load()) {
+            stop_reason = "interrupted";
+            break;
+        }
+        if (cs.fatal.load()) {
+            stop_reason = "fatal";
+            break;
+        }
+        int64_t t = now_ns();
+        if (t >= cap_ns) {
+            stop_reason = "duration";
+            break;
+        }
+        if (t - last_progress > idle_ns) {
+            stop_reason = "idle";
+            break;
+        }
 
-  int rc = kExitOk;
-  int64_t nerr = 0;
-  if (!c.errors.empty()) {
-    std::fprintf(stderr, "sluice-loadgen: consume errors:\n");
-    for (const auto& [k, n] : c.errors) {
-      std::fprintf(stderr, "  %" PRId64 " x %s\n", n, k.c_str());
-      nerr += n;
+        bool progress = false;
+        if (use_assign) {
+            rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+            if (m) {
+                progress = handle_message(m, c, eof, o.verbose);
+                rd_kafka_message_destroy(m);
+            }
+        } else {
+            ssize_t n = rd_kafka_consume_batch_queue(q, 100, batch.data(), batch.size());
+            if (n < 0) {
+                std::fprintf(stderr, "sluice-loadgen: consume_batch_queue: %s\n",
+                             rd_kafka_err2str(rd_kafka_last_error()));
+                stop_reason = "fatal";
+                break;
+            }
+            for (ssize_t i = 0; i < n; ++i) {
+                progress |= handle_message(batch[static_cast<size_t>(i)], c, eof, o.verbose);
+                rd_kafka_message_destroy(batch[static_cast<size_t>(i)]);
+            }
+        }
+        if (progress) last_progress = now_ns();
     }
-    rc = kExitErrors;
-  }
-  if (stop_reason == "idle") {
-    std::fprintf(stderr, "sluice-loadgen: no progress for %.1f s; giving up (%zu/%zu partitions at EOF)\n",
-                 o.idle_timeout_s, eof.size(), partitions.size());
-    rc = kExitErrors;
-  }
-  if (stop_reason == "fatal") rc = kExitErrors;
-  if (stop_reason == "eof" && want > 0 && c.records < want) {
-    std::fprintf(stderr, "sluice-loadgen: reached end of all partitions after %" PRId64
-                         " records, fewer than the %" PRId64 " requested\n",
-                 c.records, want);
-    rc = kExitErrors;
-  }
-  if (rc == kExitOk && stop_reason == "interrupted") rc = kExitInterrupted;
+    c.last_ns = now_ns();
 
-  std::printf("RESULT mode=consume records=%" PRId64 " rps=%.0f mbps=%.2f bytes=%" PRId64
-              " elapsed_s=%.3f first_record_ms=%.1f errors=%" PRId64 " stop=%s partitions=%zu ok=%d\n",
-              c.records, rps, mbps, c.bytes, elapsed, first_ms, nerr, stop_reason.c_str(), partitions.size(),
-              rc == kExitOk ? 1 : 0);
-  std::fflush(stdout);
+    double elapsed = std::max(1e-9, seconds_between(start_ns, c.last_ns));
+    double rps = static_cast<double>(c.records) / elapsed;
+    double mbps = static_cast<double>(c.bytes) / elapsed / 1e6;
+    double first_ms = c.records > 0 ? static_cast<double>(c.first_ns - start_ns) / 1e6 : 0.0;
 
-  if (use_assign) {
-    rd_kafka_assign(rk, nullptr);
-    rd_kafka_consumer_close(rk);
-  } else {
-    for (int32_t p : partitions) rd_kafka_consume_stop(rkt, p);
-    rd_kafka_queue_destroy(q);
-  }
-  rd_kafka_topic_destroy(rkt);
-  rd_kafka_destroy(rk);
-  return rc;
+    std::printf("\n== consume summary ==\n");
+    std::printf("  records consumed  : %" PRId64 " (%" PRId64 " payload bytes), stopped by: %s\n",
+                c.records, c.bytes, stop_reason.c_str());
+    std::printf(
+        "  elapsed           : %.3f s (start of fetching to stop; first record after %.1f ms)\n",
+        elapsed, first_ms);
+    std::printf(
+        "  throughput        : %.0f records/s, %.2f MB/s (MB = 10^6 bytes of record payload)\n",
+        rps, mbps);
+
+    int rc = kExitOk;
+    int64_t nerr = 0;
+    if (!c.errors.empty()) {
+        std::fprintf(stderr, "sluice-loadgen: consume errors:\n");
+        for (const auto& [k, n] : c.errors) {
+            std::fprintf(stderr, "  %" PRId64 " x %s\n", n, k.c_str());
+            nerr += n;
+        }
+        rc = kExitErrors;
+    }
+    if (stop_reason == "idle") {
+        std::fprintf(
+            stderr,
+            "sluice-loadgen: no progress for %.1f s; giving up (%zu/%zu partitions at EOF)\n",
+            o.idle_timeout_s, eof.size(), partitions.size());
+        rc = kExitErrors;
+    }
+    if (stop_reason == "fatal") rc = kExitErrors;
+    if (stop_reason == "eof" && want > 0 && c.records < want) {
+        std::fprintf(stderr,
+                     "sluice-loadgen: reached end of all partitions after %" PRId64
+                     " records, fewer than the %" PRId64 " requested\n",
+                     c.records, want);
+        rc = kExitErrors;
+    }
+    if (rc == kExitOk && stop_reason == "interrupted") rc = kExitInterrupted;
+
+    std::printf("RESULT mode=consume records=%" PRId64 " rps=%.0f mbps=%.2f bytes=%" PRId64
+                " elapsed_s=%.3f first_record_ms=%.1f errors=%" PRId64
+                " stop=%s partitions=%zu ok=%d\n",
+                c.records, rps, mbps, c.bytes, elapsed, first_ms, nerr, stop_reason.c_str(),
+                partitions.size(), rc == kExitOk ? 1 : 0);
+    std::fflush(stdout);
+
+    if (use_assign) {
+        rd_kafka_assign(rk, nullptr);
+        rd_kafka_consumer_close(rk);
+    } else {
+        for (int32_t p : partitions) rd_kafka_consume_stop(rkt, p);
+        rd_kafka_queue_destroy(q);
+    }
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    return rc;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o = parse_args(argc, argv);
-  // Keep freed buffers in the heap for reuse: on virtual machines first-touch page
-  // faults cost more than the copies, and would measure the allocator, not the broker.
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  return o.mode == "produce" ? run_produce(o) : run_consume(o);
+    Options o = parse_args(argc, argv);
+    // Keep freed buffers in the heap for reuse: on virtual machines first-touch page
+    // faults cost more than the copies, and would measure the allocator, not the broker.
+    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    return o.mode == "produce" ? run_produce(o) : run_consume(o);
 }
