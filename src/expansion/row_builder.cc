@@ -97,16 +97,25 @@ row_builder::row_builder(const schema& s, const layout& l) {
     _root = make_nodes(s.fields, l.flatten(), true, next);
     _row.fields.resize(l.field_count());
     _scratch.resize(l.field_count());
+    _json.resize(l.field_count());
 }
 
 void row_builder::walk_object(simdjson::dom::object obj, std::vector<node>& nodes) {
+    // Events of one topic mostly list their keys in the same order: look first where the
+    // previous key's successor is.
+    size_t hint = 0;
     for (auto [key, value] : obj) {
         node* match = nullptr;
-        for (auto& n : nodes)
-            if (n.name == key) {
-                match = &n;
-                break;
-            }
+        if (hint < nodes.size() && nodes[hint].name == key) {
+            match = &nodes[hint++];
+        } else {
+            for (size_t i = 0; i < nodes.size(); ++i)
+                if (nodes[i].name == key) {
+                    match = &nodes[i];
+                    hint = i + 1;
+                    break;
+                }
+        }
         if (!match) {
             ++_row.excess;
             continue;
@@ -185,21 +194,27 @@ void row_builder::set_value(node& n, simdjson::dom::element v) {
         }
         case field_type::json:
             if (c) {
-                scratch(n.column) = simdjson::minify(v);
                 c->k = cell::kind::text;
-                c->s = scratch(n.column);
+                c->s = minified(n.column, v);
             }
             return;
         case field_type::structure:
             if (t != element_type::OBJECT) return mismatch();
             if (c) {  // kept whole, as JSON text
-                scratch(n.column) = simdjson::minify(v);
                 c->k = cell::kind::text;
-                c->s = scratch(n.column);
+                c->s = minified(n.column, v);
             }
             walk_object(v.get_object().value_unsafe(), n.children);
             return;
     }
+}
+
+std::string_view row_builder::minified(int column, simdjson::dom::element v) {
+    // One builder per column, reused: its buffer keeps its capacity from row to row.
+    auto& b = _json[static_cast<size_t>(column)];
+    b.clear();
+    b.append(v);
+    return b.str();
 }
 
 const expanded_row& row_builder::build(std::optional<bytes_view> source) {

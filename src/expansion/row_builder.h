@@ -64,11 +64,14 @@ class row_builder {
     void walk_object(simdjson::dom::object obj, std::vector<node>& nodes);
     void set_value(node& n, simdjson::dom::element v);
     std::string& scratch(int column) { return _scratch[static_cast<size_t>(column)]; }
+    // v as minified JSON text, in the column's own buffer.
+    std::string_view minified(int column, simdjson::dom::element v);
 
     simdjson::dom::parser _parser;
     std::vector<node> _root;
     expanded_row _row;
-    std::vector<std::string> _scratch;  // per column: text built for it (JSON, base64 bytes)
+    std::vector<std::string> _scratch;  // per column: bytes decoded for it (base64)
+    std::vector<simdjson::internal::string_builder<>> _json;  // per column: JSON text
     uint64_t _generation = 0;
 };
 

@@ -147,7 +147,8 @@ result<int64_t> write_rows(running& e, const log::partition_log* plog, int32_t p
 
 }  // namespace
 
-service::service(service_options o) : _o(std::move(o)) {}
+service::service(service_options o)
+    : _o(std::move(o)), _checkpoints(std::make_unique<checkpointer>()) {}
 
 service::~service() {
     stop();
@@ -177,11 +178,14 @@ result<std::unique_ptr<service>> service::open(service_options o) {
 }
 
 result<void> service::catch_up(running& e) {
-    const auto path =
-        e.schema_name == "main" ? _o.schemas->main_path() : _o.schemas->path_of(e.schema_name);
-    auto t = target_table::open(path, e.schema_name, e.table, *e.columns, false);
-    if (!t) return t.err();
-    e.target = std::move(*t);
+    if (!e.target) {
+        const auto path =
+            e.schema_name == "main" ? _o.schemas->main_path() : _o.schemas->path_of(e.schema_name);
+        auto t =
+            target_table::open(path, e.schema_name, e.table, *e.columns, false, _checkpoints.get());
+        if (!t) return t.err();
+        e.target = std::move(*t);
+    }
     auto progress = e.target->load_progress();
     if (!progress) return progress.err();
     e.progress = std::move(*progress);
@@ -246,6 +250,7 @@ void service::stop() {
     }
     _cv.notify_all();
     if (_thread.joinable()) _thread.join();
+    _checkpoints->stop();
     // Producers still waiting get their answer; the events are in the log, and the next
     // start expands them before anything else.
     decltype(_waiters) waiters;
@@ -574,7 +579,8 @@ result<status> service::create(const create_request& r) {
     }
     const auto path =
         name->schema == "main" ? _o.schemas->main_path() : _o.schemas->path_of(name->schema);
-    auto target = target_table::open(path, name->schema, name->table, *e.columns, true);
+    auto target =
+        target_table::open(path, name->schema, name->table, *e.columns, true, _checkpoints.get());
     if (!target) return target.err();
     // Live expansion starts at each partition's high watermark now; a backfill covers
     // what lies below it.

@@ -26,6 +26,7 @@
 #include "catalog/expansion_info.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "expansion/checkpointer.h"
 #include "sql/sqlite_engine.h"
 
 namespace sluice::catalog {
@@ -129,6 +130,7 @@ class service final : public sql::table_guard {
     result<void> catch_up(running& e);
 
     service_options _o;
+    std::unique_ptr<checkpointer> _checkpoints;
     std::mutex _create_mu;  // one create or drop at a time
     mutable std::mutex _mu;
     std::condition_variable _cv;

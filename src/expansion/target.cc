@@ -79,7 +79,7 @@ result<void> target_table::exec(const std::string& sql) {
 result<std::unique_ptr<target_table>> target_table::open(const std::filesystem::path& file,
                                                          const std::string& schema,
                                                          const std::string& table, const layout& l,
-                                                         bool create) {
+                                                         bool create, checkpointer* checkpoints) {
     std::unique_ptr<target_table> t(new target_table);
     t->_schema = schema;
     t->_table = table;
@@ -99,6 +99,19 @@ result<std::unique_ptr<target_table>> target_table::open(const std::filesystem::
                          "PRAGMA cache_size=-16384");
         !r)
         return r.err();
+    t->_file = file.string();
+    if (checkpoints) {
+        t->_checkpoints = checkpoints;
+        if (auto r = t->exec("PRAGMA wal_autocheckpoint=0"); !r) return r.err();
+        sqlite3_wal_hook(
+            t->_db,
+            [](void* self, sqlite3*, const char*, int pages) {
+                auto* me = static_cast<target_table*>(self);
+                if (pages >= checkpointer::wal_pages) me->_checkpoints->request(me->_file);
+                return SQLITE_OK;
+            },
+            t.get());
+    }
     if (auto r = t->exec(fmt::format(
             "CREATE TABLE IF NOT EXISTS {0} (key TEXT PRIMARY KEY, value TEXT NOT NULL) "
             "WITHOUT ROWID; "
@@ -125,17 +138,10 @@ result<std::unique_ptr<target_table>> target_table::open(const std::filesystem::
                                  file.string(), version, progress_format_version)};
     if (auto r = t->ensure_table(l, create); !r) return r.err();
 
-    std::string cols, params;
-    for (size_t i = 0; i < l.columns().size(); ++i) {
+    std::string cols;
+    for (size_t i = 0; i < l.columns().size(); ++i)
         cols += (i ? ", " : "") + quote_ident(l.columns()[i].name);
-        params += fmt::format("{}?{}", i ? ", " : "", i + 1);
-    }
-    if (sqlite3_prepare_v3(
-            t->_db,
-            fmt::format("INSERT INTO main.{} ({}) VALUES ({})", quote_ident(table), cols, params)
-                .c_str(),
-            -1, SQLITE_PREPARE_PERSISTENT, &t->_insert, nullptr) != SQLITE_OK)
-        return t->fail("preparing the insert");
+    t->_insert_head = fmt::format("INSERT INTO main.{} ({}) VALUES ", quote_ident(table), cols);
     if (sqlite3_prepare_v3(t->_db,
                            fmt::format("INSERT OR REPLACE INTO {} (target, partition, next_offset, "
                                        "backfill_start, backfill_next, backfill_end) VALUES (?1, "
@@ -149,7 +155,7 @@ result<std::unique_ptr<target_table>> target_table::open(const std::filesystem::
 
 target_table::~target_table() {
     if (_in_txn) rollback();
-    sqlite3_finalize(_insert);
+    for (auto& [_, st] : _inserts) sqlite3_finalize(st);
     sqlite3_finalize(_progress);
     sqlite3_close_v2(_db);
 }
@@ -266,6 +272,10 @@ result<void> target_table::begin() {
 }
 
 result<void> target_table::commit() {
+    if (auto r = flush(); !r) {
+        rollback();
+        return r;
+    }
     if (auto r = exec("COMMIT"); !r) {
         rollback();
         return r;
@@ -275,18 +285,70 @@ result<void> target_table::commit() {
 }
 
 void target_table::rollback() {
+    _held.clear();
+    _arena.clear();
+    _held_rows = 0;
     sqlite3_exec(_db, "ROLLBACK", nullptr, nullptr, nullptr);
     _in_txn = false;
 }
 
+void target_table::hold_bytes(cell::kind k, std::string_view bytes) {
+    _held.push_back({k, 0, 0, _arena.size(), bytes.size()});
+    _arena.append(bytes);
+}
+
 result<void> target_table::insert(int32_t partition, offset_t offset, timestamp_ms broker_time,
                                   const expanded_row& row, std::optional<bytes_view> source) {
-    sqlite3_stmt* st = _insert;
-    int i = 1;
-    sqlite3_bind_int64(st, i++, partition);
-    sqlite3_bind_int64(st, i++, offset);
-    sqlite3_bind_int64(st, i++, broker_time);
+    auto integer = [&](int64_t v) { _held.push_back({cell::kind::integer, v, 0, 0, 0}); };
+    integer(partition);
+    integer(offset);
+    integer(broker_time);
     for (const auto& c : row.fields) {
+        if (c.k == cell::kind::text || c.k == cell::kind::blob)
+            hold_bytes(c.k, c.s);
+        else
+            _held.push_back({c.k, c.i, c.d, 0, 0});
+    }
+    integer(row.missing);
+    integer(row.excess);
+    integer(row.type_errors);
+    integer(row.parse_error ? 1 : 0);
+    if (_layout.copy_source()) {
+        if (!source) {
+            _held.push_back({cell::kind::null, 0, 0, 0, 0});
+        } else {
+            const std::string_view bytes(reinterpret_cast<const char*>(source->data()),
+                                         source->size());
+            // Text when it is text (JSON, or most things that fail to be), bytes otherwise.
+            hold_bytes(sql::is_valid_utf8(bytes) ? cell::kind::text : cell::kind::blob, bytes);
+        }
+    }
+    if (++_held_rows == rows_per_insert) return flush();
+    return {};
+}
+
+result<sqlite3_stmt*> target_table::insert_statement(size_t rows) {
+    auto& st = _inserts[rows];
+    if (st) return st;
+    std::string row = "(";
+    for (size_t i = 0; i < _layout.columns().size(); ++i) row += i ? ",?" : "?";
+    row += ')';
+    std::string sql = _insert_head;
+    for (size_t r = 0; r < rows; ++r) sql += (r ? "," : "") + row;
+    if (sqlite3_prepare_v3(_db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr) !=
+        SQLITE_OK)
+        return fail("preparing the insert");
+    return st;
+}
+
+result<void> target_table::flush() {
+    if (_held_rows == 0) return {};
+    auto st_or = insert_statement(_held_rows);
+    if (!st_or) return st_or.err();
+    sqlite3_stmt* st = *st_or;
+    const char* arena = _arena.data();
+    int i = 1;
+    for (const auto& c : _held) {
         switch (c.k) {
             case cell::kind::null:
                 sqlite3_bind_null(st, i);
@@ -298,35 +360,22 @@ result<void> target_table::insert(int32_t partition, offset_t offset, timestamp_
                 sqlite3_bind_double(st, i, c.d);
                 break;
             case cell::kind::text:
-                sqlite3_bind_text64(st, i, c.s.data(), c.s.size(), SQLITE_STATIC, SQLITE_UTF8);
+                sqlite3_bind_text64(st, i, arena + c.at, c.len, SQLITE_STATIC, SQLITE_UTF8);
                 break;
             case cell::kind::blob:
-                sqlite3_bind_blob64(st, i, c.s.data(), c.s.size(), SQLITE_STATIC);
+                sqlite3_bind_blob64(st, i, arena + c.at, c.len, SQLITE_STATIC);
                 break;
         }
         ++i;
     }
-    sqlite3_bind_int64(st, i++, row.missing);
-    sqlite3_bind_int64(st, i++, row.excess);
-    sqlite3_bind_int64(st, i++, row.type_errors);
-    sqlite3_bind_int64(st, i++, row.parse_error ? 1 : 0);
-    if (_layout.copy_source()) {
-        if (!source) {
-            sqlite3_bind_null(st, i);
-        } else {
-            const std::string_view text(reinterpret_cast<const char*>(source->data()),
-                                        source->size());
-            // Text when it is text (JSON, or most things that fail to be), bytes otherwise.
-            if (sql::is_valid_utf8(text))
-                sqlite3_bind_text64(st, i, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
-            else
-                sqlite3_bind_blob64(st, i, source->data(), source->size(), SQLITE_STATIC);
-        }
-    }
     const int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
-        return fail(fmt::format("inserting the row of {}-{}", partition, offset));
+    sqlite3_clear_bindings(st);
+    const size_t rows = _held_rows;
+    _held.clear();
+    _arena.clear();
+    _held_rows = 0;
+    if (rc != SQLITE_DONE) return fail(fmt::format("inserting {} rows", rows));
     return {};
 }
 

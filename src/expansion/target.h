@@ -16,9 +16,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "common/types.h"
+#include "expansion/checkpointer.h"
 #include "expansion/row_builder.h"
 #include "expansion/schema.h"
 
@@ -48,10 +51,12 @@ class target_table {
     // the layout present with a matching type, and no other column that an insert would
     // leave NULL against a NOT NULL constraint. Errors: invalid_argument (naming the
     // column), io_error.
+    // With a checkpointer, the connection leaves WAL checkpoints to it.
     static result<std::unique_ptr<target_table>> open(const std::filesystem::path& file,
                                                       const std::string& schema,
                                                       const std::string& table, const layout& l,
-                                                      bool create);
+                                                      bool create,
+                                                      checkpointer* checkpoints = nullptr);
     ~target_table();
     target_table(const target_table&) = delete;
     target_table& operator=(const target_table&) = delete;
@@ -61,6 +66,7 @@ class target_table {
 
     // A write transaction: begin(), rows and progress, commit() (or rollback()).
     result<void> begin();
+    // Rows are written in groups; an error may surface at a later insert or at commit.
     result<void> insert(int32_t partition, offset_t offset, timestamp_ms broker_time,
                         const expanded_row& row, std::optional<bytes_view> source);
     result<void> save_progress(int32_t partition, const partition_progress& p);
@@ -84,10 +90,29 @@ class target_table {
     result<void> in_transaction(const std::function<result<void>()>& body);
 
     sqlite3* _db = nullptr;
+    std::string _file;
+    checkpointer* _checkpoints = nullptr;
     std::string _schema, _table, _qualified;  // _qualified: schema.table, for messages
     std::string _key;                         // the table's name in the progress table
     layout _layout;
-    sqlite3_stmt* _insert = nullptr;
+    // Rows wait here until rows_per_insert of them go in one multi-row INSERT (or the
+    // transaction commits): one statement per row costs SQLite a cursor open, seek and
+    // close each time. Cells are held by value, bytes in one arena.
+    static constexpr size_t rows_per_insert = 32;
+    struct held_cell {
+        cell::kind k;
+        int64_t i;
+        double d;
+        size_t at, len;  // in _arena, for text and blobs
+    };
+    void hold_bytes(cell::kind k, std::string_view bytes);
+    result<sqlite3_stmt*> insert_statement(size_t rows);
+    result<void> flush();
+    std::vector<held_cell> _held;
+    std::string _arena;
+    size_t _held_rows = 0;
+    std::string _insert_head;                  // INSERT INTO main."t" (...) VALUES
+    std::map<size_t, sqlite3_stmt*> _inserts;  // by row count
     sqlite3_stmt* _progress = nullptr;
     bool _in_txn = false;
 };
