@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -65,8 +67,10 @@ struct Options {
     std::string mode;                // "produce" | "consume"
     std::optional<int64_t> records;  // produce default 1'000'000; consume default 0 (= until EOF)
     int64_t record_size = 1024;
+    bool value_json10 = false;  // produce: 10-field JSON objects instead of random bytes
     std::string acks = "-1";
     double rate_mbps = 0.0;       // 0 = flat out
+    double rate_rps = 0.0;        // 0 = flat out (records/s; exclusive with rate_mbps)
     std::string partitions_spec;  // empty = all partitions from metadata
     double duration_s = 0.0;      // 0 = no cap
     int linger_ms = 5;
@@ -97,10 +101,17 @@ options:
   --records N             produce: records to send (default 1000000);
                           consume: stop after N records (default 0 = read
                           until every selected partition reports EOF)
-  --record-size BYTES     produce: value size per record (default 1024)
+  --record-size BYTES     produce: value size per record (default 1024); ignored
+                          with --value-json10
+  --value-json10          produce: each value is a 10-field JSON object of
+                          203-271 bytes (236 on average) whose values vary per
+                          record (id, ts, user, amount, qty, active, country,
+                          tags, address {city, zip, street}, note); MB/s
+                          counts the actual value bytes
   --acks -1|1|0           produce: required acks (default -1 = all)
   --rate-mbps X           produce: pace to a steady X MB/s (default 0 = as
                           fast as possible)
+  --rate-rps R            produce: pace to a steady R records/s instead
   --partitions LIST       partition ids to use, e.g. "0,1,2", "0-7", "0-3,6";
                           a single number selects that one partition (use
                           "0-3" for the first four). Default: all partitions
@@ -170,6 +181,10 @@ Options parse_args(int argc, char** argv) {
             o.verbose = true;
             continue;
         }
+        if (a == "--value-json10") {
+            o.value_json10 = true;
+            continue;
+        }
         std::string val;
         bool have_val = false;
         if (a.rfind("--", 0) == 0) {
@@ -204,6 +219,8 @@ Options parse_args(int argc, char** argv) {
                 usage_error("--acks must be -1, 1 or 0");
         } else if (a == "--rate-mbps") {
             o.rate_mbps = parse_double(a, need(), 0.0);
+        } else if (a == "--rate-rps") {
+            o.rate_rps = parse_double(a, need(), 0.0);
         } else if (a == "--partitions") {
             o.partitions_spec = need();
         } else if (a == "--duration-s") {
@@ -238,6 +255,7 @@ Options parse_args(int argc, char** argv) {
         usage_error("--mode produce|consume is required");
     if (o.topic.empty()) usage_error("--topic is required");
     if (o.bootstrap.empty()) usage_error("--bootstrap must not be empty");
+    if (o.rate_mbps > 0 && o.rate_rps > 0) usage_error("give --rate-mbps or --rate-rps, not both");
     if (!o.partitions_spec.empty()) (void)parse_partition_list(o.partitions_spec);  // syntax check
     return o;
 }
@@ -437,6 +455,90 @@ std::string join_partitions(const std::vector<int32_t>& ps) {
 // Produce
 // ---------------------------------------------------------------------------
 
+// --value-json10: a JSON object of 10 top-level fields (one of them a 3-field object),
+// 203-271 bytes (236 on average), whose values vary from record to record: a
+// sequential id and timestamp, the rest drawn from a fixed-seed PRNG, so a run is
+// reproducible.
+//   {"id":17,"ts":1764460800017,"user":"user-482113","amount":1234.56,"qty":42,
+//    "active":true,"country":"DE","tags":["beta","gamma"],
+//    "address":{"city":"Lisbon","zip":10115,"street":"42 Harbour Road"},"note":"..."}
+class Json10Values {
+  public:
+    explicit Json10Values(uint64_t seed) : state_(seed) { buf_.reserve(512); }
+
+    // The value of record i; valid until the next call.
+    std::string_view make(int64_t i) {
+        static constexpr const char* kCountries[] = {"DE", "FR", "PT", "US",
+                                                     "JP", "BR", "IN", "NG"};
+        static constexpr const char* kTags[] = {"alpha", "beta", "gamma", "delta", "eps", "zeta"};
+        static constexpr const char* kCities[] = {"Lisbon", "Berlin", "Osaka",  "Lagos", "Recife",
+                                                  "Pune",   "Lyon",   "Denver", "Porto", "Kyoto"};
+        static constexpr const char* kStreets[] = {"Harbour Road",   "Main Street", "Rua Augusta",
+                                                   "Station Avenue", "Mill Lane",   "Elm Close"};
+        static constexpr std::string_view kText =
+            "the quick brown fox jumps over the lazy dog while a sly cat naps in the warm sun";
+        const uint64_t r1 = next(), r2 = next();
+        buf_.clear();
+        buf_ += "{\"id\":";
+        num(i);
+        buf_ += ",\"ts\":";
+        num(kBaseMs + i);
+        buf_ += ",\"user\":\"user-";
+        num(static_cast<int64_t>(100000 + r1 % 900000));
+        buf_ += "\",\"amount\":";
+        const uint64_t cents = (r1 >> 20) % 1000000;
+        num(static_cast<int64_t>(cents / 100));
+        buf_ += '.';
+        buf_ += static_cast<char>('0' + cents / 10 % 10);
+        buf_ += static_cast<char>('0' + cents % 10);
+        buf_ += ",\"qty\":";
+        num(static_cast<int64_t>((r1 >> 40) % 100));
+        buf_ += (r1 >> 47) & 1 ? ",\"active\":true" : ",\"active\":false";
+        buf_ += ",\"country\":\"";
+        buf_ += kCountries[(r1 >> 48) % std::size(kCountries)];
+        buf_ += "\",\"tags\":[";
+        const uint64_t ntags = 1 + (r1 >> 52) % 3;
+        for (uint64_t t = 0; t < ntags; ++t) {
+            if (t) buf_ += ',';
+            buf_ += '"';
+            buf_ += kTags[(r2 >> (8 * t)) % std::size(kTags)];
+            buf_ += '"';
+        }
+        buf_ += "],\"address\":{\"city\":\"";
+        buf_ += kCities[(r2 >> 24) % std::size(kCities)];
+        buf_ += "\",\"zip\":";
+        num(static_cast<int64_t>(10000 + (r2 >> 28) % 90000));
+        buf_ += ",\"street\":\"";
+        num(static_cast<int64_t>(1 + (r2 >> 45) % 200));
+        buf_ += ' ';
+        buf_ += kStreets[(r2 >> 53) % std::size(kStreets)];
+        buf_ += "\"},\"note\":\"";
+        const size_t len = 10 + (r2 >> 56) % 40, from = (r2 >> 36) % (kText.size() - len);
+        buf_ += kText.substr(from, len);
+        buf_ += "\"}";
+        return buf_;
+    }
+
+  private:
+    static constexpr int64_t kBaseMs = 1764460800000;  // 2025-11-30T00:00:00Z
+
+    uint64_t next() {  // splitmix64
+        uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+    void num(int64_t v) {
+        char tmp[24];
+        auto [end, ec] = std::to_chars(tmp, tmp + sizeof tmp, v);
+        (void)ec;
+        buf_.append(tmp, end);
+    }
+
+    std::string buf_;
+    uint64_t state_;
+};
+
 // The client-wide opaque is a ClientState*; for producers it points at the
 // ClientState base of a ProduceState so the delivery callback can reach it.
 struct ProduceState : ClientState {
@@ -446,6 +548,7 @@ struct ProduceState : ClientState {
     std::map<std::string, int64_t> error_counts;  // "ERR_NAME: text" -> count
     // Shared.
     std::atomic<int64_t> delivered{0};
+    std::atomic<int64_t> delivered_bytes{0};
     std::atomic<int64_t> failed{0};
 };
 
@@ -470,6 +573,7 @@ extern "C" void dr_msg_cb(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque
     ps->latencies_us.push_back(static_cast<uint32_t>(lat_us));
     ps->last_delivery_ns = t;
     ps->delivered.fetch_add(1, std::memory_order_relaxed);
+    ps->delivered_bytes.fetch_add(static_cast<int64_t>(m->len), std::memory_order_relaxed);
 }
 
 double percentile_ms(const std::vector<uint32_t>& sorted, double q) {
@@ -528,9 +632,23 @@ int run_produce(const Options& o) {
         while (!stop_poller.load()) rd_kafka_poll(rk, 50);
     });
 
-    const bool paced = o.rate_mbps > 0.0;
-    const double ns_per_record =
-        paced ? (static_cast<double>(o.record_size) / (o.rate_mbps * 1e6)) * 1e9 : 0.0;
+    // JSON values: generated per record and copied by librdkafka. Their size varies;
+    // value_size is the mean over the first 10,000, for pacing by MB/s and the summary.
+    constexpr uint64_t kJsonSeed = 0x5ec0de;
+    Json10Values json(kJsonSeed);
+    int64_t value_size = o.record_size;
+    if (o.value_json10) {
+        Json10Values sample(kJsonSeed);
+        int64_t total = 0;
+        for (int64_t i = 0; i < 10000; ++i) total += static_cast<int64_t>(sample.make(i).size());
+        value_size = (total + 5000) / 10000;
+    }
+
+    const bool paced = o.rate_mbps > 0.0 || o.rate_rps > 0.0;
+    const double ns_per_record = o.rate_rps > 0.0 ? 1e9 / o.rate_rps
+                                 : paced
+                                     ? (static_cast<double>(value_size) / (o.rate_mbps * 1e6)) * 1e9
+                                     : 0.0;
     const int64_t start_ns = now_ns();
     const int64_t cap_ns =
         o.duration_s > 0 ? start_ns + static_cast<int64_t>(o.duration_s * 1e9) : INT64_MAX;
@@ -539,7 +657,10 @@ int run_produce(const Options& o) {
         "sluice-loadgen produce: bootstrap=%s topic=%s partitions=%s acks=%s record_size=%" PRId64
         " records=%" PRId64 " target=%s linger_ms=%d batch_bytes=%" PRId64 "%s\n",
         o.bootstrap.c_str(), o.topic.c_str(), join_partitions(partitions).c_str(), o.acks.c_str(),
-        o.record_size, records, paced ? (fmt_num(o.rate_mbps) + "MB/s").c_str() : "flat-out",
+        value_size, records,
+        o.rate_rps > 0 ? (fmt_num(o.rate_rps) + "rec/s").c_str()
+        : paced        ? (fmt_num(o.rate_mbps) + "MB/s").c_str()
+                       : "flat-out",
         o.linger_ms, o.batch_bytes,
         o.duration_s > 0 ? (" duration_cap_s=" + fmt_num(o.duration_s)).c_str() : "");
     std::fflush(stdout);
@@ -569,12 +690,22 @@ int run_produce(const Options& o) {
             if (due > t) std::this_thread::sleep_for(std::chrono::nanoseconds(due - t));
         }
         int32_t part = partitions[static_cast<size_t>(i) % np];
-        char* payload = pool.data() + pool_off;
-        pool_off = (pool_off + 4099) % (pool_span + 1);  // odd stride: varied offsets
+        char* payload = nullptr;
+        size_t payload_len = static_cast<size_t>(o.record_size);
+        int msgflags = 0;
+        if (o.value_json10) {
+            std::string_view v = json.make(i);
+            payload = const_cast<char*>(v.data());
+            payload_len = v.size();
+            msgflags = RD_KAFKA_MSG_F_COPY;  // the buffer is reused for the next record
+        } else {
+            payload = pool.data() + pool_off;
+            pool_off = (pool_off + 4099) % (pool_span + 1);  // odd stride: varied offsets
+        }
         for (;;) {
             int64_t sent = now_ns();
-            if (rd_kafka_produce(rkt, part, 0, payload, static_cast<size_t>(o.record_size), nullptr,
-                                 0, reinterpret_cast<void*>(static_cast<uintptr_t>(sent))) == 0) {
+            if (rd_kafka_produce(rkt, part, msgflags, payload, payload_len, nullptr, 0,
+                                 reinterpret_cast<void*>(static_cast<uintptr_t>(sent))) == 0) {
                 ++produced;
                 break;
             }
@@ -610,8 +741,7 @@ int run_produce(const Options& o) {
     double elapsed = std::max(1e-9, seconds_between(start_ns, end_ns));
     int64_t delivered = ps.delivered.load();
     double rps = static_cast<double>(delivered) / elapsed;
-    double mbps =
-        static_cast<double>(delivered) * static_cast<double>(o.record_size) / elapsed / 1e6;
+    double mbps = static_cast<double>(ps.delivered_bytes.load()) / elapsed / 1e6;
 
     auto& lat = ps.latencies_us;
     std::sort(lat.begin(), lat.end());
@@ -632,7 +762,10 @@ int run_produce(const Options& o) {
     std::printf(
         "  throughput        : %.0f records/s, %.2f MB/s (MB = 10^6 bytes of record payload)\n",
         rps, mbps);
-    if (paced) {
+    if (o.rate_rps > 0) {
+        std::printf("  target rate       : %.0f records/s (%s)\n", o.rate_rps,
+                    rps < 0.95 * o.rate_rps ? "NOT reached" : "reached");
+    } else if (paced) {
         std::printf("  target rate       : %.2f MB/s (%s)\n", o.rate_mbps,
                     mbps < 0.95 * o.rate_mbps ? "NOT reached" : "reached");
     }
@@ -661,13 +794,14 @@ int run_produce(const Options& o) {
     if (cs.fatal.load()) rc = kExitErrors;
     if (rc == kExitOk && g_interrupted.load()) rc = kExitInterrupted;
 
-    std::printf("RESULT mode=produce records=%" PRId64
-                " rps=%.0f mbps=%.2f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f"
-                " max_ms=%.3f mean_ms=%.3f elapsed_s=%.3f errors=%" PRId64
-                " acks=%s record_size=%" PRId64 " target_mbps=%.2f partitions=%zu ok=%d\n",
-                delivered, rps, mbps, p50, p99, p999, pmax, mean, elapsed,
-                ps.failed.load() + undelivered, o.acks.c_str(), o.record_size, o.rate_mbps,
-                partitions.size(), rc == kExitOk ? 1 : 0);
+    std::printf(
+        "RESULT mode=produce records=%" PRId64
+        " rps=%.0f mbps=%.2f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f"
+        " max_ms=%.3f mean_ms=%.3f elapsed_s=%.3f errors=%" PRId64 " acks=%s record_size=%" PRId64
+        " value=%s target_mbps=%.2f target_rps=%.0f partitions=%zu ok=%d\n",
+        delivered, rps, mbps, p50, p99, p999, pmax, mean, elapsed, ps.failed.load() + undelivered,
+        o.acks.c_str(), value_size, o.value_json10 ? "json10" : "random", o.rate_mbps, o.rate_rps,
+        partitions.size(), rc == kExitOk ? 1 : 0);
     std::fflush(stdout);
 
     rd_kafka_topic_destroy(rkt);
