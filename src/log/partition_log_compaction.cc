@@ -36,15 +36,17 @@ struct partition_log::clean_plan {
 
 namespace {
 
-// The batches of a sealed segment's data file, after its header (one read: segments are
-// bounded by segment.bytes, and the cleaner holds one at a time). Opened by path rather
+// The batches of a sealed segment's data file, after its header, read into `buf` (one
+// read: segments are bounded by segment.bytes, and the cleaner holds one at a time). The
+// buffer serves every segment of a pass: allocating and zero-filling a fresh one per
+// segment cost more in page faults than the reads themselves. Opened by path rather
 // than through the descriptor cache: retention may delete the segment object while the
 // pass runs without trim_mu, and then the file is gone (errc::not_found).
 //
 // Reads in chunks, each charged to the throttle as it is read, so the budget paces the
 // reads themselves rather than the time after a whole segment. Errors: shutting_down
 // when the pass is cancelled.
-result<bytes> read_batches(const fs::path& path, int64_t size, io_throttle& io) {
+result<bytes_view> read_batches(const fs::path& path, int64_t size, io_throttle& io, bytes& buf) {
     auto f = open_file(path, O_RDONLY);
     if (!f) return f.err();
     uint8_t head[file_header_size];
@@ -52,7 +54,7 @@ result<bytes> read_batches(const fs::path& path, int64_t size, io_throttle& io) 
     if (auto h = decode_file_header(bytes_view(head, sizeof head), file_kind::data); !h)
         return error{h.code(), fmt::format("{}: {}", path.string(), h.err().message)};
     const auto n = static_cast<size_t>(size - static_cast<int64_t>(file_header_size));
-    bytes buf(n);
+    if (buf.size() < n) buf.resize(n);
     // 1 MiB: large enough for sequential reads, small enough to pace a 32 MiB/s budget
     // in steps of about 30 ms.
     constexpr size_t chunk = 1 << 20;
@@ -67,7 +69,7 @@ result<bytes> read_batches(const fs::path& path, int64_t size, io_throttle& io) 
         io.consume(static_cast<int64_t>(len));
         done += len;
     }
-    return buf;
+    return bytes_view(buf.data(), n);
 }
 
 // Calls fn(header, batch bytes, position in buf) for each whole batch of buf.
@@ -182,11 +184,12 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     if (!*go) return out;
     out.cleaned = true;
 
+    bytes segment_buf;  // read_batches' buffer, for every segment of the pass
     // 1. The latest offset of each key in the dirty part. Records below it go.
     std::unordered_map<std::string, offset_t> latest;
     for (const auto& s : plan.segs) {
         if (s.end <= plan.dirty_start) continue;
-        auto buf = read_batches(s.path, s.size, io);
+        auto buf = read_batches(s.path, s.size, io, segment_buf);
         if (!buf && buf.code() == errc::not_found) continue;  // trimmed meanwhile
         if (!buf) return buf.err();
         out.bytes_read += s.size;
@@ -211,7 +214,7 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     std::vector<offset_t> bases;
     std::vector<int64_t> sizes;
     for (const auto& s : plan.segs) {
-        auto buf = read_batches(s.path, s.size, io);
+        auto buf = read_batches(s.path, s.size, io, segment_buf);
         if (!buf && buf.code() == errc::not_found) continue;  // trimmed meanwhile
         if (!buf) return buf.err();
         out.bytes_read += s.size;
