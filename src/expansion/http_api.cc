@@ -4,7 +4,6 @@
 #include <simdjson.h>
 
 #include "common/logging.h"
-#include "expansion/schema.h"
 #include "sql/http/http_server.h"
 #include "sql/json_text.h"
 
@@ -116,19 +115,12 @@ std::string status_json(const status& s) {
     out += fmt::format(",\"rows_written\":{},\"lag\":{},\"backfill\":{{\"total\":{},\"done\":{}}}",
                        s.rows_written, s.lag, s.backfill_total, s.backfill_done);
     out += ",\"columns\":[";
-    auto fields = parse_schema(s.info.schema);
-    if (fields) {
-        if (auto l = layout::make(*fields, {s.info.flatten, s.info.copy_source})) {
-            bool first = true;
-            for (const auto& c : l->columns()) {
-                out += first ? "{\"name\":" : ",{\"name\":";
-                first = false;
-                append_json_string(out, c.name);
-                out += ",\"type\":";
-                append_json_string(out, c.decl_type);
-                out += '}';
-            }
-        }
+    for (size_t i = 0; i < s.columns.size(); ++i) {
+        out += i ? ",{\"name\":" : "{\"name\":";
+        append_json_string(out, s.columns[i].name);
+        out += ",\"type\":";
+        append_json_string(out, s.columns[i].decl_type);
+        out += '}';
     }
     out += "],\"schema\":";
     out += s.info.schema;

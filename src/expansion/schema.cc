@@ -4,10 +4,10 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 
 #include "sql/json_text.h"
+#include "sql/sql_text.h"
 
 namespace sluice::expansion {
 namespace {
@@ -29,12 +29,6 @@ constexpr const char* bookkeeping[] = {"_partition",      "_offset",        "_ti
 
 error bad(const std::string& where, const std::string& what) {
     return {errc::invalid_argument, where.empty() ? what : where + ": " + what};
-}
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
 }
 
 result<std::vector<field>> parse_fields(simdjson::dom::element fields, const std::string& where,
@@ -202,14 +196,13 @@ result<layout> layout::make(const schema& s, const layout_options& o) {
     std::set<std::string> seen;
     for (size_t i = 0; i < l._columns.size(); ++i) {
         const auto& c = l._columns[i];
-        const bool expanded = i >= first_field && i < first_field + l._field_count;
-        if (expanded) {
-            const auto low = lower(c.name);
+        if (l.expanded(i)) {
+            const auto low = sql::to_lower(c.name);
             for (const char* b : bookkeeping)
                 if (low == b)
                     return bad(c.name, "this name is reserved for a column every target has");
         }
-        if (!seen.insert(lower(c.name)).second)
+        if (!seen.insert(sql::to_lower(c.name)).second)
             return bad(c.name, o.flatten ? "two fields make this column (with --flatten, a "
                                            "struct's fields are named parent__child; SQLite "
                                            "ignores case in column names)"

@@ -74,6 +74,8 @@ class layout {
     // Index of the first expanded column, and how many there are.
     static constexpr size_t first_field = 3;
     size_t field_count() const { return _field_count; }
+    // Whether column i is an expanded field (not a bookkeeping column).
+    bool expanded(size_t i) const { return i >= first_field && i < first_field + _field_count; }
     // Indexes of the bookkeeping columns after the fields.
     size_t missing_column() const { return first_field + _field_count; }
     size_t excess_column() const { return missing_column() + 1; }

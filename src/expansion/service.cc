@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <limits>
 
@@ -16,6 +15,7 @@
 #include "log/log_manager.h"
 #include "log/record_cursor.h"
 #include "sql/schemas.h"
+#include "sql/sql_text.h"
 
 namespace sluice::expansion {
 
@@ -58,12 +58,6 @@ constexpr int64_t backfill_rows_per_commit = 5'000;
 // again this soon; meanwhile the expander serves the other expansions.
 constexpr auto busy_retry = std::chrono::milliseconds(50);
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 int64_t steady_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
@@ -85,12 +79,18 @@ result<target_name> parse_target(const std::string& target) {
     if (t.table.empty() || t.table.size() > 128 || t.table.find('.') != std::string::npos ||
         t.table.find('\0') != std::string::npos)
         return bad("give it as SCHEMA.TABLE, the table name 1 to 128 characters without '.'");
-    const auto low = lower(t.table);
+    const auto low = sql::to_lower(t.table);
     if (low.rfind("sqlite_", 0) == 0 || low.rfind("_sluice", 0) == 0)
         return bad("table names starting with sqlite_ or _sluice are reserved");
     if (t.schema != "main")
         if (auto why = sql::schema_registry::check_name(t.schema); !why.empty()) return bad(why);
     return t;
+}
+
+// The maps' key for a target as users name it: lower case, `main.` when unqualified.
+std::string target_key(std::string_view target) {
+    auto key = sql::to_lower(target);
+    return key.find('.') == std::string::npos ? "main." + key : key;
 }
 
 // Builds the running form of a definition: schema, layout, row builder.
@@ -101,7 +101,7 @@ result<std::shared_ptr<running>> prepare(const catalog::expansion_info& info) {
     if (!name) return name.err();
     e->schema_name = name->schema;
     e->table = name->table;
-    e->key = lower(info.target);
+    e->key = target_key(info.target);
     auto s = parse_schema(info.schema);
     if (!s) return s.err();
     e->fields = std::move(*s);
@@ -179,10 +179,8 @@ result<std::unique_ptr<service>> service::open(service_options o) {
 
 result<void> service::catch_up(running& e) {
     if (!e.target) {
-        const auto path =
-            e.schema_name == "main" ? _o.schemas->main_path() : _o.schemas->path_of(e.schema_name);
-        auto t =
-            target_table::open(path, e.schema_name, e.table, *e.columns, false, _checkpoints.get());
+        auto t = target_table::open(_o.schemas->path_of(e.schema_name), e.schema_name, e.table,
+                                    *e.columns, false, _checkpoints.get());
         if (!t) return t.err();
         e.target = std::move(*t);
     }
@@ -217,7 +215,8 @@ result<void> service::catch_up(running& e) {
         std::lock_guard lock(_mu);
         e.published = e.progress;
     }
-    while (expand_live(e, {})) {
+    const auto parts = partitions_of(e.info.topic);
+    while (expand_live(e, parts)) {
     }
     std::lock_guard lock(_mu);
     if (!e.error.empty()) return {};  // fail() has recorded and logged it
@@ -297,7 +296,7 @@ void service::run() {
                 if (e->retry_at <= now) {
                     log_info("expansion", "{}: trying again after: {}", e->info.target, e->error);
                     e->error.clear();
-                    work_for(e).clear();  // every partition
+                    work_for(e) = partitions_of(e->info.topic);
                 } else {
                     next_retry = std::min(next_retry, e->retry_at);
                 }
@@ -322,13 +321,7 @@ void service::run() {
             }
             if (expand_live(*e, parts)) {
                 std::lock_guard lock(_mu);
-                if (parts.empty()) {
-                    if (auto t = _o.logs->topic(e->info.topic))
-                        for (int32_t p = 0; _o.logs->partition(*t, p); ++p)
-                            _dirty.insert({e->info.topic, p});
-                } else {
-                    for (int32_t p : parts) _dirty.insert({e->info.topic, p});
-                }
+                for (int32_t p : parts) _dirty.insert({e->info.topic, p});
             }
         }
         // Backfill a chunk only when live work has caught up.
@@ -350,16 +343,19 @@ void service::run() {
     }
 }
 
-bool service::expand_live(running& e, const std::vector<int32_t>& wanted) {
+std::vector<int32_t> service::partitions_of(const std::string& topic) const {
+    std::vector<int32_t> out;
+    if (auto t = _o.logs->topic(topic))
+        for (int32_t p = 0; _o.logs->partition(*t, p); ++p) out.push_back(p);
+    return out;
+}
+
+bool service::expand_live(running& e, const std::vector<int32_t>& parts) {
     auto topic = _o.logs->topic(e.info.topic);
     if (!topic) return false;
-    std::vector<int32_t> parts = wanted;
-    if (parts.empty())
-        for (int32_t p = 0; _o.logs->partition(*topic, p); ++p) parts.push_back(p);
-    std::sort(parts.begin(), parts.end());
-    parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
 
-    progress_map next = e.progress;
+    // Only the partitions this transaction moves: a topic may have thousands.
+    std::vector<std::pair<int32_t, partition_progress>> changed;
     int64_t budget = _o.max_rows_per_commit;
     int64_t rows = 0;
     bool in_txn = false, left = false;
@@ -367,7 +363,9 @@ bool service::expand_live(running& e, const std::vector<int32_t>& wanted) {
         for (int32_t p : parts) {
             auto* plog = _o.logs->partition(*topic, p);
             if (!plog) continue;
-            auto& pp = next[p];  // a partition added after the expansion starts at 0
+            // A partition added after the expansion was created starts at 0.
+            const auto at = e.progress.find(p);
+            partition_progress pp = at == e.progress.end() ? partition_progress{} : at->second;
             const offset_t hw = plog->high_watermark();
             if (pp.next >= hw) continue;
             if (budget <= 0) {
@@ -394,6 +392,7 @@ bool service::expand_live(running& e, const std::vector<int32_t>& wanted) {
             pp.next = std::max(to, pp.next);
             if (pp.next < hw) left = true;
             if (auto r = e.target->save_progress(p, pp); !r) return r;
+            changed.emplace_back(p, pp);
         }
         if (in_txn) return e.target->commit();
         return {};
@@ -404,10 +403,11 @@ bool service::expand_live(running& e, const std::vector<int32_t>& wanted) {
     }
     if (!in_txn) return left;
     writing_again(e);
-    e.progress = std::move(next);
+    for (const auto& [p, pp] : changed) e.progress[p] = pp;
     {
         std::lock_guard lock(_mu);
         e.rows_written += rows;
+        for (const auto& [p, pp] : changed) e.published[p] = pp;
     }
     publish(e);
     return left;
@@ -426,19 +426,14 @@ bool service::expand_backfill(running& e) {
         pp.backfill_next = std::max(pp.backfill_next, plog->log_start_offset());
         const offset_t to = std::min(pp.backfill_end, pp.backfill_next + backfill_rows_per_commit);
         int64_t rows = 0;
-        auto body = [&]() -> result<void> {
-            if (auto r = e.target->begin(); !r) return r;
+        auto r = e.target->in_transaction([&]() -> result<void> {
             auto written = write_rows(e, plog, p, pp.backfill_next, to);
             if (!written) return written.err();
             rows = *written;
             pp.backfill_next = std::max(to, pp.backfill_next);
-            if (auto r = e.target->save_progress(p, pp); !r) return r;
-            return e.target->commit();
-        };
-        if (auto r = body(); !r) {
-            e.target->rollback();
-            return retry_or_fail(e, r.err());
-        }
+            return e.target->save_progress(p, pp);
+        });
+        if (!r) return retry_or_fail(e, r.err());
         writing_again(e);
         current = pp;
         std::lock_guard lock(_mu);
@@ -489,16 +484,13 @@ offset_t service::position(const topic_partition& tp) const {
     return pos;
 }
 
-void service::publish(running& e) {
+void service::publish(const running& e) {
     std::vector<std::function<void()>> ready;
     {
         std::lock_guard lock(_mu);
-        e.published = e.progress;
-        for (auto it = _waiters.begin(); it != _waiters.end();) {
-            if (it->first.topic != e.info.topic) {
-                ++it;
-                continue;
-            }
+        // The waiters of e's topic: _waiters is ordered by topic, then partition.
+        for (auto it = _waiters.lower_bound({e.info.topic, 0});
+             it != _waiters.end() && it->first.topic == e.info.topic;) {
             const offset_t pos = position(it->first);
             auto& m = it->second;
             while (!m.empty() && m.begin()->first < pos) {
@@ -577,10 +569,8 @@ result<status> service::create(const create_request& r) {
         if (!made) return error{errc::io_error, made.error().message};
         if (*made) log_info("expansion", "created schema {} for {}", name->schema, info.target);
     }
-    const auto path =
-        name->schema == "main" ? _o.schemas->main_path() : _o.schemas->path_of(name->schema);
-    auto target =
-        target_table::open(path, name->schema, name->table, *e.columns, true, _checkpoints.get());
+    auto target = target_table::open(_o.schemas->path_of(name->schema), name->schema, name->table,
+                                     *e.columns, true, _checkpoints.get());
     if (!target) return target.err();
     // Live expansion starts at each partition's high watermark now; a backfill covers
     // what lies below it.
@@ -624,9 +614,7 @@ result<void> service::drop(const std::string& target, bool drop_table) {
     std::shared_ptr<running> e;
     {
         std::lock_guard lock(_mu);
-        auto key = lower(target);
-        if (key.find('.') == std::string::npos) key = "main." + key;
-        auto it = _by_target.find(key);
+        auto it = _by_target.find(target_key(target));
         if (it == _by_target.end())
             return error{errc::not_found, fmt::format("no expansion has target {}", target)};
         e = it->second;
@@ -645,9 +633,8 @@ result<void> service::drop(const std::string& target, bool drop_table) {
     }
     publish(*e);  // producers waiting for it alone go on
     if (!e->target) {
-        const auto path = e->schema_name == "main" ? _o.schemas->main_path()
-                                                   : _o.schemas->path_of(e->schema_name);
-        auto t = target_table::open(path, e->schema_name, e->table, *e->columns, false);
+        auto t = target_table::open(_o.schemas->path_of(e->schema_name), e->schema_name, e->table,
+                                    *e->columns, false);
         if (t) e->target = std::move(*t);
     }
     if (e->target) {
@@ -667,6 +654,7 @@ status service::describe(const running& e) const {
     s.error = e.error;
     s.rows_written = e.rows_written;
     s.state = !e.error.empty() ? "failed" : e.backfill_left ? "backfilling" : "running";
+    s.columns = e.columns->columns();
     if (auto topic = _o.logs->topic(e.info.topic)) {
         for (int32_t p = 0; auto* plog = _o.logs->partition(*topic, p); ++p) {
             auto it = e.published.find(p);
@@ -689,20 +677,18 @@ std::vector<status> service::list() const {
 
 std::optional<status> service::find(const std::string& target) const {
     std::lock_guard lock(_mu);
-    auto key = lower(target);
-    if (key.find('.') == std::string::npos) key = "main." + key;
-    auto it = _by_target.find(key);
+    auto it = _by_target.find(target_key(target));
     if (it == _by_target.end()) return std::nullopt;
     return describe(*it->second);
 }
 
 std::string service::protected_table(std::string_view schema, std::string_view table) const {
-    const auto t = lower(table);
+    const auto t = sql::to_lower(table);
     if (t == progress_table || t == meta_table)
         return fmt::format("{}.{} belongs to the broker: it records how far expansions have gone",
                            schema, table);
     std::lock_guard lock(_mu);
-    auto it = _by_target.find(lower(schema) + "." + t);
+    auto it = _by_target.find(sql::to_lower(schema) + "." + t);
     if (it == _by_target.end()) return {};
     return fmt::format(
         "{}.{} is the target of an expansion of topic '{}', which only the broker "
@@ -711,7 +697,7 @@ std::string service::protected_table(std::string_view schema, std::string_view t
 }
 
 std::string service::protected_schema(std::string_view schema) const {
-    const auto s = lower(schema);
+    const auto s = sql::to_lower(schema);
     std::lock_guard lock(_mu);
     std::string targets;
     for (const auto& [key, e] : _by_target)

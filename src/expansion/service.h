@@ -20,13 +20,13 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "catalog/expansion_info.h"
 #include "common/result.h"
 #include "common/types.h"
 #include "expansion/checkpointer.h"
+#include "expansion/schema.h"
 #include "sql/sqlite_engine.h"
 
 namespace sluice::catalog {
@@ -61,6 +61,7 @@ struct status {
     int64_t lag = 0;             // events below the high watermarks not yet expanded
     int64_t backfill_total = 0;  // events the backfill covers
     int64_t backfill_done = 0;
+    std::vector<column> columns;  // of the target, in order
 };
 
 struct service_options {
@@ -113,17 +114,19 @@ class service final : public sql::table_guard {
   private:
     explicit service(service_options o);
     void run();
-    // Expands the live range of `parts` (all partitions when empty) up to the high
-    // watermarks, at most max_rows_per_commit events; true when some are left.
+    // Expands the live range of `parts` (ascending, distinct) up to the high watermarks,
+    // at most max_rows_per_commit events; true when some are left.
     bool expand_live(running& e, const std::vector<int32_t>& parts);
+    std::vector<int32_t> partitions_of(const std::string& topic) const;
     // One chunk of e's backfill; true when some is left.
     bool expand_backfill(running& e);
     void fail(running& e, const error& err);
     // After a failed transaction (rolled back): true to try again soon (the target's file
     // was busy), false when e is now failed.
     bool retry_or_fail(running& e, const error& err);
-    // After e's progress moved or its health changed: waiters now satisfied run.
-    void publish(running& e);
+    // After e's published progress moved or its health changed: the waiters of its topic
+    // now satisfied run.
+    void publish(const running& e);
     // The lowest live position of the healthy expansions of tp's topic; max when none.
     offset_t position(const topic_partition& tp) const;  // _mu held
     status describe(const running& e) const;             // _mu held
@@ -138,7 +141,8 @@ class service final : public sql::table_guard {
     std::map<std::string, std::shared_ptr<running>> _by_target;  // by lower-case target
     std::multimap<std::string, std::shared_ptr<running>> _by_topic;
     std::set<topic_partition> _dirty;
-    std::unordered_map<topic_partition, std::multimap<offset_t, std::function<void()>>> _waiters;
+    // Ordered by topic, then partition, so that one topic's waiters are one range.
+    std::map<topic_partition, std::multimap<offset_t, std::function<void()>>> _waiters;
     std::thread _thread;
 };
 

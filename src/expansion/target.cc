@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <map>
 
 #include "common/logging.h"
@@ -18,16 +17,10 @@ using sql::quote_ident;
 // the expander then serves other expansions and tries again (service.cc).
 constexpr int busy_timeout_ms = 200;
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 // SQLite's column affinity from a declared type (its rules, in order).
 enum class affinity { integer, text, blob, real, numeric };
 affinity affinity_of(std::string_view decl) {
-    const auto u = lower(decl);
+    const auto u = sql::to_lower(decl);
     auto has = [&](const char* s) { return u.find(s) != std::string::npos; };
     if (has("int")) return affinity::integer;
     if (has("char") || has("clob") || has("text")) return affinity::text;
@@ -84,7 +77,7 @@ result<std::unique_ptr<target_table>> target_table::open(const std::filesystem::
     t->_schema = schema;
     t->_table = table;
     t->_qualified = schema + "." + table;
-    t->_key = lower(table);
+    t->_key = sql::to_lower(table);
     t->_layout = l;
     if (sqlite3_open_v2(file.c_str(), &t->_db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
@@ -182,10 +175,10 @@ result<void> target_table::ensure_table(const layout& l, bool create) {
         c.type = type ? reinterpret_cast<const char*>(type) : "";
         c.not_null = sqlite3_column_int(st, 2) != 0;
         c.has_default = sqlite3_column_type(st, 3) != SQLITE_NULL;
-        c.rowid_alias = sqlite3_column_int(st, 4) != 0 && lower(c.type) == "integer";
+        c.rowid_alias = sqlite3_column_int(st, 4) != 0 && sql::to_lower(c.type) == "integer";
         pk_columns += sqlite3_column_int(st, 4) != 0;
         c.generated = sqlite3_column_int(st, 5) >= 2;
-        have[lower(c.name)] = std::move(c);
+        have[sql::to_lower(c.name)] = std::move(c);
     }
     sqlite3_finalize(st);
     if (have.empty()) {
@@ -194,8 +187,7 @@ result<void> target_table::ensure_table(const layout& l, bool create) {
         std::string ddl = "CREATE TABLE main." + quote_ident(_table) + " (";
         for (size_t i = 0; i < l.columns().size(); ++i) {
             const auto& c = l.columns()[i];
-            const bool expanded = i >= layout::first_field && i < l.missing_column();
-            const bool nullable = expanded || (l.copy_source() && i == l.source_column());
+            const bool nullable = l.expanded(i) || (l.copy_source() && i == l.source_column());
             ddl += fmt::format("{}{} {}{}", i ? ", " : "", quote_ident(c.name), c.decl_type,
                                nullable ? "" : " NOT NULL");
         }
@@ -205,8 +197,9 @@ result<void> target_table::ensure_table(const layout& l, bool create) {
         return {};
     }
     if (!create) return {};
-    for (const auto& c : l.columns()) {
-        auto it = have.find(lower(c.name));
+    for (size_t i = 0; i < l.columns().size(); ++i) {
+        const auto& c = l.columns()[i];
+        auto it = have.find(sql::to_lower(c.name));
         if (it == have.end())
             return error{errc::invalid_argument,
                          fmt::format("table {} exists but has no column {} ({})", _qualified,
@@ -222,9 +215,7 @@ result<void> target_table::ensure_table(const layout& l, bool create) {
                             "{} values it would get ({})",
                             _qualified, it->second.name,
                             it->second.type.empty() ? "without a type" : it->second.type,
-                            c.decl_type,
-                            c.type == field_type::int64 && c.name[0] == '_' ? "bookkeeping"
-                                                                            : type_name(c.type))};
+                            c.decl_type, l.expanded(i) ? type_name(c.type) : "bookkeeping")};
         have.erase(it);
     }
     for (const auto& [_, c] : have) {

@@ -72,6 +72,8 @@ class target_table {
     result<void> save_progress(int32_t partition, const partition_progress& p);
     result<void> commit();
     void rollback();
+    // begin(), body, commit(); rolled back when either fails.
+    result<void> in_transaction(const std::function<result<void>()>& body);
     // Deletes the rows of a partition at or past `from` (events the log no longer has).
     result<int64_t> delete_from(int32_t partition, offset_t from);
     // Replaces the whole stored progress (at creation), in one transaction.
@@ -86,8 +88,6 @@ class target_table {
     result<void> exec(const std::string& sql);
     error fail(const std::string& what) const;
     result<void> ensure_table(const layout& l, bool create);
-    // begin(), body, commit(); rolled back when either fails.
-    result<void> in_transaction(const std::function<result<void>()>& body);
 
     sqlite3* _db = nullptr;
     std::string _file;

@@ -56,4 +56,16 @@ std::string quote_literal(std::string_view s) {
     return quoted(s, '\'');
 }
 
+std::string to_upper(std::string_view s) {
+    std::string u(s);
+    for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return u;
+}
+
+std::string to_lower(std::string_view s) {
+    std::string u(s);
+    for (char& c : u) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return u;
+}
+
 }  // namespace sluice::sql

@@ -29,4 +29,8 @@ std::string next_word(std::string_view s, size_t& i);
 std::string quote_ident(std::string_view s);
 std::string quote_literal(std::string_view s);
 
+// ASCII case folding, as SQLite compares names.
+std::string to_upper(std::string_view s);
+std::string to_lower(std::string_view s);
+
 }  // namespace sluice::sql

@@ -1,7 +1,7 @@
-#include "protocol/messages/produce.h"
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "common/clock.h"
+#include "protocol/messages/produce.h"
 #include "protocol/record_batch.h"
 
 namespace sluice::broker {
@@ -12,18 +12,12 @@ using protocol::produce_response;
 
 error_code to_error(errc e) {
     switch (e) {
-        case errc::too_large:
-            return error_code::message_too_large;
-        case errc::invalid_record:
-            return error_code::invalid_record;
-        case errc::corrupt:
-            return error_code::corrupt_message;
-        case errc::unsupported:
-            return error_code::unsupported_compression_type;
-        case errc::io_error:
-            return error_code::kafka_storage_error;
-        default:
-            return error_code::unknown_server_error;
+        case errc::too_large: return error_code::message_too_large;
+        case errc::invalid_record: return error_code::invalid_record;
+        case errc::corrupt: return error_code::corrupt_message;
+        case errc::unsupported: return error_code::unsupported_compression_type;
+        case errc::io_error: return error_code::kafka_storage_error;
+        default: return error_code::unknown_server_error;
     }
 }
 
@@ -158,7 +152,7 @@ void handle_produce(const request_context& ctx, bytes_view body) {
         auto done = [p, i](const result<void>& r) {
             auto* out = p->not_durable[i];
             p->not_durable[i] = nullptr;
-            if (!r && out) out->error_code = code(error_code::kafka_storage_error);
+            if (!r) out->error_code = code(error_code::kafka_storage_error);
             if (--p->waiting == 0) p->answer();
         };
         auto& w = waits[i];

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "sql/sql_text.h"
+
 namespace sluice::sql::pg {
 
 namespace {
@@ -138,18 +140,6 @@ std::string unquote(std::string_view body, char quote) {
         if (body[i] == quote && i + 1 < body.size() && body[i + 1] == quote) ++i;
     }
     return out;
-}
-
-std::string to_upper(std::string_view s) {
-    std::string u(s);
-    for (char& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return u;
-}
-
-std::string to_lower(std::string_view s) {
-    std::string u(s);
-    for (char& c : u) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return u;
 }
 
 }  // namespace sluice::sql::pg

@@ -59,7 +59,5 @@ std::string verb_after_with(std::string_view sql);
 
 // A '...' string's body with '' undoubled.
 std::string unquote(std::string_view body, char quote = '\'');
-std::string to_upper(std::string_view s);
-std::string to_lower(std::string_view s);
 
 }  // namespace sluice::sql::pg

@@ -9,6 +9,7 @@
 
 #include "sql/pg/lexer.h"
 #include "sql/pg/pg_server.h"
+#include "sql/sql_text.h"
 
 namespace sluice::sql::pg {
 

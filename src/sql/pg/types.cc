@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "sql/pg/lexer.h"
+#include "sql/sql_text.h"
 
 namespace sluice::sql::pg {
 
