@@ -1,0 +1,81 @@
+#include "security/authorizer.h"
+
+#include <algorithm>
+#include <array>
+#include <span>
+
+namespace sluice::security {
+
+namespace {
+
+// The actions whose Allow also grants `a` (itself first), as Kafka's ACL authorizer
+// implies Describe from Read/Write/Delete/Alter and DescribeConfigs from AlterConfigs.
+// Deny, as in Kafka, applies only to the action asked for.
+std::span<const action> granting(const action& a) {
+    static constexpr std::array<action, 5> describe = {
+        action::describe, action::read, action::write, action::delete_, action::alter};
+    static constexpr std::array<action, 2> describe_configs = {action::describe_configs,
+                                                               action::alter_configs};
+    if (a == action::describe) return describe;
+    if (a == action::describe_configs) return describe_configs;
+    return {&a, 1};
+}
+
+bool matches_any(const std::vector<std::string>& patterns, std::string_view text) {
+    return std::any_of(patterns.begin(), patterns.end(),
+                       [&](const std::string& p) { return glob_match(p, text); });
+}
+
+}  // namespace
+
+void authorizer::replace(std::map<std::string, std::vector<policy>> by_user) {
+    auto next = std::make_shared<const snapshot>(snapshot{std::move(by_user)});
+    std::lock_guard lock(_mu);
+    _snap.swap(next);
+    // The previous snapshot is released here, after the swap; checks holding it keep it.
+}
+
+std::shared_ptr<const authorizer::snapshot> authorizer::current() const {
+    std::lock_guard lock(_mu);
+    return _snap;
+}
+
+bool authorizer::allowed(const principal& p, action a, const resource& r) const {
+    // Only the pointer copy happens under the mutex; matching runs on the snapshot.
+    auto snap = current();
+    switch (decide(*snap, p.user, a, r)) {
+        case decision::allow:
+            return true;
+        case decision::deny:
+            return false;
+        case decision::no_match:
+            break;
+    }
+    return _mode == authz_mode::permissive;
+}
+
+decision authorizer::decide(const snapshot& s, const std::string& user, action a,
+                            const resource& r) const {
+    auto it = s.by_user.find(user);
+    if (it == s.by_user.end()) return decision::no_match;
+    const std::string name = resource_name(r);
+    const std::string_view asked = action_name(a);
+    auto grants = granting(a);
+    bool allow = false;
+    for (const policy& pol : it->second) {
+        for (const statement& st : pol.statements) {
+            if (st.eff == effect::deny) {
+                if (matches_any(st.actions, asked) && matches_any(st.resources, name))
+                    return decision::deny;
+            } else if (!allow) {
+                bool acts = std::any_of(grants.begin(), grants.end(), [&](action g) {
+                    return matches_any(st.actions, action_name(g));
+                });
+                allow = acts && matches_any(st.resources, name);
+            }
+        }
+    }
+    return allow ? decision::allow : decision::no_match;
+}
+
+}  // namespace sluice::security
