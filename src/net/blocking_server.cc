@@ -1,8 +1,9 @@
 #include "net/blocking_server.h"
 
+#include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,7 +18,105 @@
 namespace sluice::net {
 
 stream_socket::~stream_socket() {
-    if (_fd >= 0) ::close(_fd);
+    if (_fd < 0) return;
+    send_close_notify();
+    ::close(_fd);
+}
+
+result<std::unique_ptr<stream_socket>> stream_socket::connect(const host_port& addr,
+                                                              int timeout_ms) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    const std::string port = std::to_string(addr.port);
+    if (int rc = getaddrinfo(addr.host.c_str(), port.c_str(), &hints, &res); rc != 0)
+        return {errc::invalid_argument, "cannot resolve " + addr.host + ": " + gai_strerror(rc)};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::string why = "no address";
+    errc code = errc::io_error;
+    for (auto* ai = res; ai != nullptr; ai = ai->ai_next) {
+        int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            why = std::strerror(errno);
+            continue;
+        }
+        int err = ::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
+        while (err == EINPROGRESS || err == EINTR) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  deadline - std::chrono::steady_clock::now())
+                                  .count();
+            pollfd pfd{fd, POLLOUT, 0};
+            int r = left > 0 ? ::poll(&pfd, 1, static_cast<int>(left)) : 0;
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                err = ETIMEDOUT;
+                break;
+            }
+            socklen_t len = sizeof err;
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        }
+        if (err == 0) {
+            freeaddrinfo(res);
+            ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            return std::make_unique<stream_socket>(fd, addr.to_string());
+        }
+        ::close(fd);
+        code = err == ETIMEDOUT ? errc::timed_out : errc::io_error;
+        why = err == ETIMEDOUT ? "timed out" : std::strerror(err);
+    }
+    freeaddrinfo(res);
+    return {code, "cannot connect to " + addr.to_string() + ": " + why};
+}
+
+result<void> stream_socket::start_tls_server(const tls_context& ctx) {
+    if (_tls) return {errc::invalid_argument, "TLS is already on for " + _peer};
+    auto s = tls_session::accept(ctx, _fd);
+    if (!s) return s.err();
+    _tls = std::move(*s);
+    return run_handshake();
+}
+
+result<void> stream_socket::start_tls_client(const tls_context& ctx,
+                                             const std::string& server_name) {
+    if (_tls) return {errc::invalid_argument, "TLS is already on for " + _peer};
+    auto s = tls_session::connect(ctx, _fd, server_name);
+    if (!s) return s.err();
+    _tls = std::move(*s);
+    return run_handshake();
+}
+
+result<void> stream_socket::run_handshake() {
+    for (;;) {
+        auto st = _tls->handshake();
+        if (st == tls_session::status::ok) return {};
+        if (st == tls_session::status::want_read || st == tls_session::status::want_write) {
+            if (tls_should_retry(st)) continue;
+            return {errc::timed_out, "TLS handshake with " + _peer + " timed out"};
+        }
+        return {errc::io_error, _tls->error()};
+    }
+}
+
+bool stream_socket::tls_should_retry(tls_session::status st) const {
+    if (_tls->last_errno() == EINTR) return true;
+    pollfd pfd{_fd, static_cast<short>(st == tls_session::status::want_read ? POLLIN : POLLOUT), 0};
+    return ::poll(&pfd, 1, 0) > 0;
+}
+
+std::optional<std::string> stream_socket::peer_common_name() const {
+    if (!_tls) return std::nullopt;
+    return _tls->peer_common_name();
+}
+
+void stream_socket::send_close_notify() {
+    if (!_tls) return;
+    // Never block on a peer that does not read: the alert is best effort.
+    ::fcntl(_fd, F_SETFL, ::fcntl(_fd, F_GETFL) | O_NONBLOCK);
+    _tls->close_notify();
 }
 
 bool stream_socket::read_exact(void* buf, size_t n) {
@@ -32,6 +131,15 @@ bool stream_socket::read_exact(void* buf, size_t n) {
 }
 
 size_t stream_socket::read_some(void* buf, size_t n) {
+    while (_tls) {
+        size_t got = 0;
+        auto st = _tls->read(buf, n, got);
+        if (st == tls_session::status::ok) return got;
+        if ((st == tls_session::status::want_read || st == tls_session::status::want_write) &&
+            tls_should_retry(st))
+            continue;
+        return 0;
+    }
     for (;;) {
         ssize_t r = ::recv(_fd, buf, n, 0);
         if (r > 0) return static_cast<size_t>(r);
@@ -42,6 +150,24 @@ size_t stream_socket::read_some(void* buf, size_t n) {
 
 bool stream_socket::write_all(const void* buf, size_t n) {
     const auto* p = static_cast<const char*>(buf);
+    while (_tls && n > 0) {
+        size_t w = 0;
+        auto st = _tls->write(p, n, w);
+        if (st == tls_session::status::ok) {
+            p += w;
+            n -= w;
+            continue;
+        }
+        if ((st == tls_session::status::want_read || st == tls_session::status::want_write) &&
+            tls_should_retry(st))
+            continue;
+        return false;
+    }
+    while (_tls && _tls->has_unflushed()) {  // a send timed out after the last write
+        auto st = _tls->flush();
+        if (st == tls_session::status::want_write && tls_should_retry(st)) continue;
+        if (st != tls_session::status::ok) return false;
+    }
     while (n > 0) {
         ssize_t w = ::send(_fd, p, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
@@ -53,14 +179,19 @@ bool stream_socket::write_all(const void* buf, size_t n) {
 }
 
 bool stream_socket::peer_closed() const {
+    // Records OpenSSL has read but we have not are unread bytes, not a close.
+    if (_tls && _tls->has_pending()) return false;
     pollfd pfd{_fd, POLLRDHUP, 0};
     if (::poll(&pfd, 1, 0) <= 0) return false;
     return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-void stream_socket::shutdown() { ::shutdown(_fd, SHUT_RDWR); }
+void stream_socket::shutdown() {
+    ::shutdown(_fd, SHUT_RDWR);
+}
 
 void stream_socket::finish(int linger_ms) {
+    send_close_notify();
     ::shutdown(_fd, SHUT_WR);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(linger_ms);
     for (;;) {
@@ -144,7 +275,8 @@ void blocking_server::accept_loop() {
         for (const auto& c : _conns) (c.refused ? refusing : admitted) += 1;
         const bool refuse = admitted >= _opts.max_connections;
         if (refuse) {
-            log_warn(_opts.name, "{}: refused, {} connections open (the limit)", sock->peer(), admitted);
+            log_warn(_opts.name, "{}: refused, {} connections open (the limit)", sock->peer(),
+                     admitted);
             // A refusal reads the client's first request before answering, as a real
             // server would; a flood of them is cut short instead.
             if (!_rejected || refusing >= max_refusing) continue;
@@ -155,12 +287,14 @@ void blocking_server::accept_loop() {
         try {
             c.thread = std::thread([this, &c] {
                 (c.refused ? _rejected : _handler)(*c.socket);
+                c.socket->send_close_notify();  // on this thread, the socket's own
                 c.socket->shutdown();
                 c.finished.store(true);
             });
         } catch (const std::system_error& e) {
             // No thread to be had (resource limits): drop this one, keep serving.
-            log_warn(_opts.name, "{}: refused, cannot start a thread: {}", c.socket->peer(), e.what());
+            log_warn(_opts.name, "{}: refused, cannot start a thread: {}", c.socket->peer(),
+                     e.what());
             _conns.pop_back();
         }
     }

@@ -11,22 +11,41 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/result.h"
 #include "net/listener.h"
+#include "net/tls.h"
 
 namespace sluice::net {
 
 // A connected, blocking socket. Reads and writes wait; stop() of the server wakes them
-// (shutdown), and they then fail.
+// (shutdown), and they then fail. After start_tls_*() they go through TLS; SO_RCVTIMEO
+// and SO_SNDTIMEO set on fd() still bound them.
 class stream_socket {
   public:
     explicit stream_socket(int fd, std::string peer) : _fd(fd), _peer(std::move(peer)) {}
     stream_socket(const stream_socket&) = delete;
     stream_socket& operator=(const stream_socket&) = delete;
     ~stream_socket();
+
+    // A client connection to `addr` (TCP_NODELAY), given up after timeout_ms.
+    static result<std::unique_ptr<stream_socket>> connect(const host_port& addr, int timeout_ms);
+
+    // Runs the TLS handshake (blocking) as the server, e.g. after the PostgreSQL
+    // SSLRequest; on error the socket is unusable and should be closed.
+    result<void> start_tls_server(const tls_context& ctx);
+    // As the client; the server certificate must match `server_name` (name or IP).
+    result<void> start_tls_client(const tls_context& ctx, const std::string& server_name);
+    bool is_tls() const { return _tls != nullptr; }
+    // The verified peer certificate's subject CN (the client's on a server, the
+    // server's on a client); nullopt without TLS or without a verified certificate.
+    std::optional<std::string> peer_common_name() const;
+    // TLS: sends close_notify so the peer sees a clean end, without waiting (the socket
+    // stops blocking). Call from the thread that reads and writes. No-op without TLS.
+    void send_close_notify();
 
     // Exactly n bytes; false on end of stream or error.
     bool read_exact(void* buf, size_t n);
@@ -48,16 +67,22 @@ class stream_socket {
     const std::string& peer() const { return _peer; }
 
   private:
+    result<void> run_handshake();
+    // After want_read/want_write on this blocking socket: whether to retry (a signal,
+    // or spurious) rather than give up (the socket's timeout passed).
+    bool tls_should_retry(tls_session::status st) const;
+
     int _fd;
     std::string _peer;
+    std::unique_ptr<tls_session> _tls;
 };
 
 class blocking_server {
   public:
     struct options {
         host_port address;
-        std::string name;              // for log lines: "pg", "http"
-        size_t max_connections = 64;   // beyond it, `rejected` runs instead of `handler`
+        std::string name;             // for log lines: "pg", "http"
+        size_t max_connections = 64;  // beyond it, `rejected` runs instead of `handler`
     };
     // Runs on the connection's own thread; the socket closes when it returns.
     using handler = std::function<void(stream_socket&)>;

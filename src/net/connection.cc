@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -18,28 +19,66 @@ namespace {
 std::atomic<uint64_t> g_next_id{1};
 constexpr size_t read_chunk = 256 * 1024;
 constexpr int max_iov = 64;
+// One TLS read event takes at most this much before parsing frames: four full records.
+constexpr size_t tls_read_chunk = 64 * 1024;
+// The largest plaintext of one TLS record: SSL_read never returns more at once.
+constexpr size_t tls_record_bytes = 16 * 1024;
+// Plaintext handed to one SSL_write: small queued chunks coalesce up to it and files
+// are read (pread) in pieces of it. Four full records; it bounds a TLS connection's
+// extra memory whatever the size of a file slice.
+constexpr size_t tls_out_capacity = 64 * 1024;
 }  // namespace
 
 connection::connection(event_loop& loop, int fd, std::string peer, size_t max_frame_bytes,
-                       callbacks cb)
+                       callbacks cb, std::shared_ptr<tls_context> tls)
     : _loop(loop),
       _fd(fd),
       _peer(std::move(peer)),
       _max_frame(max_frame_bytes),
       _cb(std::move(cb)),
-      _id(g_next_id++) {}
+      _id(g_next_id++),
+      _tls_ctx(std::move(tls)) {}
 
 connection::~connection() {
     if (_fd >= 0) ::close(_fd);
 }
 
-void connection::start() { _loop.watch(_fd, EPOLLIN | EPOLLRDHUP, this); }
+void connection::start() {
+    if (_tls_ctx) {
+        auto s = tls_session::accept(*_tls_ctx, _fd);
+        if (!s) {
+            fail(s.err().message);
+            return;
+        }
+        _tls = std::move(*s);
+        _tls_interest = EPOLLIN | EPOLLRDHUP;
+    }
+    _loop.watch(_fd, EPOLLIN | EPOLLRDHUP, this);
+}
+
+std::optional<std::string> connection::peer_common_name() const {
+    if (!_tls) return std::nullopt;
+    return _tls->peer_common_name();
+}
 
 void connection::update_interest() {
     if (_fd < 0) return;
     uint32_t ev = EPOLLRDHUP;
-    if (!_paused) ev |= EPOLLIN;
-    if (_want_write) ev |= EPOLLOUT;
+    if (_tls) {
+        // OpenSSL decides which readiness it needs: a read may have to write (and a
+        // write read) to make progress.
+        if (!_tls->handshake_done()) {
+            ev |= _handshake_wants_write ? EPOLLOUT : EPOLLIN;
+        } else {
+            if (!_paused || _write_wants_read) ev |= EPOLLIN;
+            if ((_want_write && !_write_wants_read) || _read_wants_write) ev |= EPOLLOUT;
+        }
+        if (ev == _tls_interest) return;  // TLS updates often; skip needless epoll_ctl
+        _tls_interest = ev;
+    } else {
+        if (!_paused) ev |= EPOLLIN;
+        if (_want_write) ev |= EPOLLOUT;
+    }
     _loop.modify(_fd, ev, this);
 }
 
@@ -56,7 +95,12 @@ void connection::resume_reading() {
     // Frames may already sit in the buffer from before the pause.
     auto self = shared_from_this();
     _loop.post([self] {
-        if (!self->closed() && !self->_paused) self->parse_frames();
+        if (self->closed() || self->_paused) return;
+        self->parse_frames();
+        // Records OpenSSL already holds raise no epoll event: drain them here.
+        if (self->_tls && !self->closed() && !self->_paused && self->_tls->handshake_done() &&
+            self->_tls->has_pending())
+            self->do_tls_read();
     });
 }
 
@@ -64,6 +108,10 @@ void connection::on_io(uint32_t events) {
     auto self = shared_from_this();  // callbacks may drop the last outside reference
     if (events & (EPOLLERR | EPOLLHUP)) {
         close("socket error or hang-up");
+        return;
+    }
+    if (_tls) {
+        on_tls_io(events);
         return;
     }
     if (events & EPOLLOUT) do_write();
@@ -127,14 +175,24 @@ void connection::send(bytes data) {
     if (_fd < 0 || data.empty()) return;
     _queued += data.size();
     _out.push_back({std::move(data), {}});
-    if (!_want_write) do_write();
+    if (_want_write) return;
+    if (!_tls) {
+        do_write();
+    } else if (_tls->handshake_done()) {
+        do_tls_write();
+    }
 }
 
 void connection::send_file(file_slice slice) {
     if (_fd < 0 || slice.size == 0) return;
     _queued += slice.size;
     _out.push_back({{}, std::move(slice)});
-    if (!_want_write) do_write();
+    if (_want_write) return;
+    if (!_tls) {
+        do_write();
+    } else if (_tls->handshake_done()) {
+        do_tls_write();
+    }
 }
 
 // Sends from the front file chunk; false when the socket is full or closed.
@@ -213,14 +271,190 @@ void connection::close(const std::string& reason) {
     if (_fd < 0) return;
     log_debug("net", "connection {} from {} closed: {}", _id, _peer, reason);
     _loop.unwatch(_fd);
+    if (_tls) _tls->close_notify();
     ::close(_fd);
     _fd = -1;
     _out.clear();
+    _tls_out = bytes{};
+    _tls_out_pos = _tls_out_len = 0;
     auto self = shared_from_this();
     // Deferred so that a pending epoll event for this handler finds it alive.
     _loop.post([self] {
         if (self->_cb.on_close) self->_cb.on_close(self);
     });
+}
+
+void connection::fail(const std::string& reason) {
+    log_info("net", "connection {} from {}: {}", _id, _peer, reason);
+    close(reason);
+}
+
+// --- TLS ----------------------------------------------------------------------------------
+
+void connection::on_tls_io(uint32_t events) {
+    if (!_tls->handshake_done()) {
+        if (!do_handshake()) return;
+        // Application data may have come with the client's last handshake flight.
+        do_tls_read();
+        if (_fd >= 0 && (!_out.empty() || _tls_out_pos < _tls_out_len)) do_tls_write();
+        return;
+    }
+    const bool readable = (events & (EPOLLIN | EPOLLRDHUP)) != 0;
+    const bool writable = (events & EPOLLOUT) != 0;
+    if ((writable && !_write_wants_read) || (readable && _write_wants_read)) do_tls_write();
+    if (_fd < 0 || _paused) return;
+    if (readable || (writable && _read_wants_write) || _tls->has_pending()) do_tls_read();
+}
+
+// True once the handshake is complete; false while it waits or after it failed (the
+// connection is then closed).
+bool connection::do_handshake() {
+    switch (_tls->handshake()) {
+        case tls_session::status::ok:
+            log_debug("net", "connection {} from {}: {}", _id, _peer, _tls->description());
+            _handshake_wants_write = false;
+            update_interest();
+            return true;
+        case tls_session::status::want_read:
+            if (_handshake_wants_write) {
+                _handshake_wants_write = false;
+                update_interest();
+            }
+            return false;
+        case tls_session::status::want_write:
+            if (!_handshake_wants_write) {
+                _handshake_wants_write = true;
+                update_interest();
+            }
+            return false;
+        case tls_session::status::closed:
+        case tls_session::status::failed:
+            fail(_tls->error());
+            return false;
+    }
+    return false;
+}
+
+void connection::do_tls_read() {
+    for (;;) {
+        if (_in_start > 0 && _in.size() - _in_start < tls_read_chunk) {
+            _in.erase(_in.begin(), _in.begin() + static_cast<ptrdiff_t>(_in_start));
+            _in_start = 0;
+        }
+        if (_tls_in.empty()) _tls_in.resize(tls_record_bytes);
+        size_t got = 0;
+        auto st = tls_session::status::ok;
+        // SSL_read yields one record at a time; gather what OpenSSL already holds. A
+        // record goes through `_tls_in` so that only the bytes that came are copied
+        // (growing `_in` first would zero-fill the whole chunk on every event).
+        while (got < tls_read_chunk) {
+            size_t n = 0;
+            st = _tls->read(_tls_in.data(), _tls_in.size(), n);
+            if (st != tls_session::status::ok) break;
+            _in.insert(_in.end(), _tls_in.begin(), _tls_in.begin() + static_cast<ptrdiff_t>(n));
+            got += n;
+            if (!_tls->has_pending()) break;
+        }
+        const bool wants_write = st == tls_session::status::want_write;
+        if (wants_write != _read_wants_write) {
+            _read_wants_write = wants_write;
+            update_interest();
+        }
+        if (got > 0) {
+            parse_frames();
+            if (_fd < 0 || _paused) return;
+        }
+        switch (st) {
+            case tls_session::status::ok:
+                // A full chunk may have left records behind; otherwise OpenSSL holds
+                // nothing and epoll reports what the socket still has.
+                if (got >= tls_read_chunk || _tls->has_pending()) continue;
+                return;
+            case tls_session::status::want_read:
+            case tls_session::status::want_write:
+                return;
+            case tls_session::status::closed:
+                close(_tls->error());
+                return;
+            case tls_session::status::failed:
+                fail("TLS read failed: " + _tls->error());
+                return;
+        }
+    }
+}
+
+// Moves the front of `_out` into `_tls_out`; false when it closed the connection.
+bool connection::fill_tls_out() {
+    if (_tls_out.size() < tls_out_capacity) _tls_out.resize(tls_out_capacity);
+    size_t len = 0;
+    while (!_out.empty() && len < tls_out_capacity) {
+        auto& c = _out.front();
+        size_t take = std::min(tls_out_capacity - len, c.size() - _out_offset);
+        if (!c.data.empty()) {
+            std::memcpy(_tls_out.data() + len, c.data.data() + _out_offset, take);
+        } else {
+            ssize_t n = ::pread(c.file.fd, _tls_out.data() + len, take,
+                                c.file.offset + static_cast<off_t>(_out_offset));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {  // the file is shorter than promised, or unreadable
+                fail(n == 0 ? std::string("file slice ended early")
+                            : std::string("file read error: ") + std::strerror(errno));
+                return false;
+            }
+            take = static_cast<size_t>(n);
+        }
+        len += take;
+        _out_offset += take;
+        if (_out_offset == c.size()) {
+            _out.pop_front();
+            _out_offset = 0;
+        }
+    }
+    _tls_out_pos = 0;
+    _tls_out_len = len;
+    return true;
+}
+
+void connection::do_tls_write() {
+    while (_fd >= 0) {
+        if (_tls_out_pos == _tls_out_len && _out.empty()) {
+            // Encrypted records may still wait for the socket.
+            auto st = _tls->has_unflushed() ? _tls->flush() : tls_session::status::ok;
+            if (st == tls_session::status::ok || st == tls_session::status::want_write) break;
+            if (st == tls_session::status::closed) {
+                close(_tls->error());
+            } else {
+                fail("TLS write failed: " + _tls->error());
+            }
+            return;
+        }
+        if (_tls_out_pos == _tls_out_len && !fill_tls_out()) return;
+        size_t n = 0;
+        auto st = _tls->write(_tls_out.data() + _tls_out_pos, _tls_out_len - _tls_out_pos, n);
+        if (st == tls_session::status::ok) {
+            _tls_out_pos += n;
+            _queued -= n;
+            _write_wants_read = false;
+            if (_tls->has_unflushed()) break;  // the socket is full: wait for EPOLLOUT
+            continue;
+        }
+        if (st == tls_session::status::want_write || st == tls_session::status::want_read) {
+            // Retried later with the same bytes (_tls_out is left as it is).
+            _write_wants_read = st == tls_session::status::want_read;
+            break;
+        }
+        if (st == tls_session::status::closed) {
+            close(_tls->error());
+        } else {
+            fail("TLS write failed: " + _tls->error());
+        }
+        return;
+    }
+    if (_fd < 0) return;
+    const bool want = !_out.empty() || _tls_out_pos < _tls_out_len || _tls->has_unflushed();
+    if (!want) _write_wants_read = false;
+    _want_write = want;
+    update_interest();
 }
 
 }  // namespace sluice::net

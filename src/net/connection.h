@@ -3,26 +3,32 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/types.h"
 #include "net/event_loop.h"
+#include "net/tls.h"
 
 namespace sluice::net {
 
 // A TCP connection that splits its input into length-prefixed frames (a 4-byte
 // big-endian size, then the payload) and writes whole frames back. It knows nothing
 // of Kafka beyond that framing.
+//
+// With a TLS context the handshake runs first and frames flow once it completes; a
+// failed handshake closes the connection with a log line saying why. Without one the
+// socket is used directly (sendmsg, sendfile).
 class connection : public io_handler, public std::enable_shared_from_this<connection> {
-public:
+  public:
     struct callbacks {
         // The frame is valid only during the call.
         std::function<void(const std::shared_ptr<connection>&, bytes_view frame)> on_frame;
         std::function<void(const std::shared_ptr<connection>&)> on_close;
     };
 
-    connection(event_loop& loop, int fd, std::string peer, size_t max_frame_bytes,
-               callbacks cb);
+    connection(event_loop& loop, int fd, std::string peer, size_t max_frame_bytes, callbacks cb,
+               std::shared_ptr<tls_context> tls = nullptr);
     ~connection() override;
 
     void start();
@@ -40,14 +46,25 @@ public:
     const std::string& peer() const { return _peer; }
     uint64_t id() const { return _id; }
     size_t queued_bytes() const { return _queued; }
+    bool is_tls() const { return _tls_ctx != nullptr; }
+    // The verified client certificate's subject CN; nullopt without TLS or without a
+    // verified certificate.
+    std::optional<std::string> peer_common_name() const;
 
     void on_io(uint32_t events) override;
 
-private:
+  private:
     void do_read();
     void do_write();
     void parse_frames();
     void update_interest();
+    // TLS counterparts of the above; `_tls` is set.
+    void on_tls_io(uint32_t events);
+    bool do_handshake();
+    void do_tls_read();
+    void do_tls_write();
+    bool fill_tls_out();
+    void fail(const std::string& reason);
 
     event_loop& _loop;
     int _fd;
@@ -69,6 +86,21 @@ private:
     size_t _queued = 0;
     bool _paused = false;
     bool _want_write = false;
+
+    // TLS state (unused without a context).
+    std::shared_ptr<tls_context> _tls_ctx;
+    std::unique_ptr<tls_session> _tls;
+    uint32_t _tls_interest = 0;  // the events last given to epoll
+    bool _handshake_wants_write = false;
+    bool _read_wants_write = false;  // SSL_read needs the socket writable
+    bool _write_wants_read = false;  // SSL_write needs the socket readable
+    // Plaintext waiting for SSL_write: small queued chunks coalesced, or a piece of a
+    // file read with pread. After a blocked write it is retried unchanged, as OpenSSL
+    // requires. Invariant: _tls_out_pos <= _tls_out_len <= _tls_out.size().
+    bytes _tls_in;  // one decrypted record on its way into _in
+    bytes _tls_out;
+    size_t _tls_out_pos = 0;
+    size_t _tls_out_len = 0;
 };
 
 }  // namespace sluice::net

@@ -1,0 +1,82 @@
+// tls_context: loading, validation and the words of its errors.
+
+#include "net_test_support.h"
+
+namespace sluice::net {
+namespace {
+
+using namespace testing;
+using auth = tls_settings::client_auth_mode;
+
+std::string create_error(const tls_settings& s) {
+    auto r = tls_context::create_server(s);
+    return r ? std::string("<created>") : r.err().message;
+}
+
+TEST(TlsContext, CreatesServerAndClientContexts) {
+    auto srv = tls_context::create_server(pki().server_settings(auth::required));
+    ASSERT_TRUE(srv) << srv.err().message;
+    EXPECT_TRUE((*srv)->is_server());
+    auto cli =
+        tls_context::create_client(pki().cert("ca"), pki().cert("client"), pki().key("client"));
+    ASSERT_TRUE(cli) << cli.err().message;
+    EXPECT_FALSE((*cli)->is_server());
+    auto system_store = tls_context::create_client("");
+    EXPECT_TRUE(system_store) << system_store.err().message;
+}
+
+TEST(TlsContext, MissingCertificateNamesTheFile) {
+    auto s = pki().server_settings();
+    s.cert_file = pki().path("nope.pem");
+    EXPECT_EQ(create_error(s),
+              "cannot read certificate " + s.cert_file + ": No such file or directory");
+}
+
+TEST(TlsContext, GarbageCertificateNamesTheFile) {
+    auto s = pki().server_settings();
+    s.cert_file = pki().path("garbage.pem");
+    write_file(s.cert_file, "hello\n");
+    EXPECT_EQ(create_error(s).rfind("cannot read certificate " + s.cert_file + ": ", 0), 0u)
+        << create_error(s);
+}
+
+TEST(TlsContext, KeyOfAnotherCertificateIsAMismatch) {
+    auto s = pki().server_settings();
+    s.key_file = pki().key("server2");
+    EXPECT_EQ(create_error(s), "key " + s.key_file + " does not match certificate " + s.cert_file);
+}
+
+TEST(TlsContext, EncryptedKeyIsRefusedWithoutPrompting) {
+    auto s = pki().server_settings();
+    s.key_file = pki().path("encrypted.key");
+    std::string cmd = "openssl pkey -in " + pki().key("server1") +
+                      " -aes256 -passout pass:x -out " + s.key_file + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    EXPECT_EQ(create_error(s),
+              "cannot read key " + s.key_file + ": it is encrypted; store it without a passphrase");
+}
+
+TEST(TlsContext, ClientAuthNeedsACaFile) {
+    auto s = pki().server_settings(auth::required);
+    s.client_ca_file.clear();
+    EXPECT_EQ(create_error(s), "client authentication needs a client CA file");
+    s.client_ca_file = pki().path("missing-ca.pem");
+    EXPECT_EQ(create_error(s),
+              "cannot read client CA file " + s.client_ca_file + ": No such file or directory");
+}
+
+TEST(TlsContext, ServerNeedsCertificateAndKey) {
+    tls_settings s;
+    EXPECT_EQ(create_error(s), "a TLS server needs a certificate file and a key file");
+}
+
+TEST(TlsContext, SessionsNeedTheRightRole) {
+    auto cli = must(tls_context::create_client(pki().cert("ca")));
+    auto srv = must(tls_context::create_server(pki().server_settings()));
+    EXPECT_FALSE(tls_session::accept(*cli, -1));
+    EXPECT_FALSE(tls_session::connect(*srv, -1, "localhost"));
+    EXPECT_FALSE(tls_session::connect(*cli, -1, ""));
+}
+
+}  // namespace
+}  // namespace sluice::net
