@@ -19,6 +19,8 @@ namespace http = sql::http;
 
 struct sql_options {
     std::string server = "127.0.0.1:8080";
+    std::string auth_user;
+    std::string tls_ca;
     std::string format;  // empty: table on a terminal, csv otherwise
     uint64_t timeout_ms = 0;
     uint64_t max_rows = 0;
@@ -79,16 +81,18 @@ int report(const http::client_error& e) {
                                             : "";
     std::cerr << "error: " << e.message << (where.empty() ? "" : " (" + where + ")") << "\n";
     if (e.where == http::client_error::origin::connect)
-        std::cerr << "hint: is a broker serving HTTP there (sluice serve --http HOST:PORT)?\n";
+        std::cerr << "hint: is a broker serving HTTP there (sluice serve --http HOST:PORT), "
+                     "and is it https:// or http://?\n";
     return e.where == http::client_error::origin::server ? exit_query_error : exit_connection;
 }
 
 int run(const sql_options& o) {
-    auto addr = net::parse_host_port(o.server);
-    if (!addr) {
-        std::cerr << "error: --server: " << addr.err().message << "\n";
+    auto target = http::parse_server_flags(o.server, o.auth_user, o.tls_ca);
+    if (!target) {
+        std::cerr << "error: " << target.err().message << "\n";
         return exit_connection;
     }
+    const net::host_port* addr = &target->address;
     http::client_request req;
     if (o.sql.empty() || o.sql == "-") {
         req.sql.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
@@ -98,7 +102,7 @@ int run(const sql_options& o) {
     if (o.timeout_ms) req.timeout_ms = o.timeout_ms;
     if (o.max_rows) req.max_rows = o.max_rows;
     req.params = o.params;
-    http::client_options copts;
+    http::client_options copts = target->opts;
     // The server enforces the time limit; the client waits a little longer for its
     // answer, and indefinitely when no limit was asked (the server's default applies).
     if (o.timeout_ms)
@@ -128,8 +132,14 @@ void add_sql_command(CLI::App& app, int& exit_code) {
     cmd->add_option("sql", opts->sql,
                     "The statement(s); several separated by ';' give the last one's result. "
                     "Omitted or '-': read from stdin");
-    cmd->add_option("--server,-s", opts->server, "The broker's HTTP address HOST:PORT")
+    cmd->add_option("--server,-s", opts->server,
+                    "The broker's HTTP address: HOST:PORT, http://HOST:PORT or https://HOST:PORT")
         ->capture_default_str();
+    cmd->add_option("--auth", opts->auth_user,
+                    "Log in as this user (HTTPS only); the password is read from $SLUICE_PASSWORD");
+    cmd->add_option("--tls-ca", opts->tls_ca,
+                    "PEM file of the CA that signed the broker's certificate (default: the "
+                    "system's CAs)");
     cmd->add_option("--format,-f", opts->format,
                     "Output: table, csv, json or ndjson (default: table on a terminal, else csv)")
         ->check(CLI::IsMember({"table", "csv", "json", "ndjson"}));

@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include "common/logging.h"
+#include "security/gate.h"
 #include "sql/http/http_server.h"
 #include "sql/json_text.h"
 
@@ -129,8 +130,11 @@ std::string status_json(const status& s) {
 }
 
 void add_http_routes(sql::http_server& server, service& svc) {
+    using security::action;
+    const sql::http_server& srv = server;
     server.add_route(
-        "POST", "/v1/expansions", [&svc](const http_request& req, http_response& resp) {
+        "POST", "/v1/expansions", [&svc, &srv](const http_request& req, http_response& resp) {
+            if (!sql::authorize_cluster(srv, req, resp, action::alter, "expansion")) return;
             auto r = parse_create(req.body);
             if (!r) return send_error(resp, r.err());
             auto s = svc.create(*r);
@@ -140,19 +144,22 @@ void add_http_routes(sql::http_server& server, service& svc) {
             }
             resp.send(201, "application/json", status_json(*s) + "\n");
         });
-    server.add_route("GET", "/v1/expansions", [&svc](const http_request&, http_response& resp) {
-        std::string out = "{\"expansions\":[";
-        bool first = true;
-        for (const auto& s : svc.list()) {
-            if (!first) out += ',';
-            first = false;
-            out += status_json(s);
-        }
-        out += "]}\n";
-        resp.send(200, "application/json", out);
-    });
+    server.add_route("GET", "/v1/expansions",
+                     [&svc, &srv](const http_request& req, http_response& resp) {
+                         if (!sql::authorize_cluster(srv, req, resp, action::describe, "expansion")) return;
+                         std::string out = "{\"expansions\":[";
+                         bool first = true;
+                         for (const auto& s : svc.list()) {
+                             if (!first) out += ',';
+                             first = false;
+                             out += status_json(s);
+                         }
+                         out += "]}\n";
+                         resp.send(200, "application/json", out);
+                     });
     server.add_route(
-        "GET", "/v1/expansions/*", [&svc](const http_request& req, http_response& resp) {
+        "GET", "/v1/expansions/*", [&svc, &srv](const http_request& req, http_response& resp) {
+            if (!sql::authorize_cluster(srv, req, resp, action::describe, "expansion")) return;
             auto s = svc.find(req.path_suffix);
             if (!s)
                 return send_error(resp, {errc::not_found, fmt::format("no expansion has target {}",
@@ -160,7 +167,8 @@ void add_http_routes(sql::http_server& server, service& svc) {
             resp.send(200, "application/json", status_json(*s) + "\n");
         });
     server.add_route(
-        "DELETE", "/v1/expansions/*", [&svc](const http_request& req, http_response& resp) {
+        "DELETE", "/v1/expansions/*", [&svc, &srv](const http_request& req, http_response& resp) {
+            if (!sql::authorize_cluster(srv, req, resp, action::alter, "expansion")) return;
             bool drop_table = false;
             auto params = req.query_params();
             if (!params) return send_error(resp, {errc::invalid_argument, "malformed query"});

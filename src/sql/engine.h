@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/types.h"
+#include "security/authorizer.h"
 
 namespace sluice::sql {
 
@@ -33,6 +34,7 @@ enum class failure {
     undefined_table,    // 42P01 undefined_table (an unknown table or topic)
     undefined_column,   // 42703 undefined_column
     read_only,          // 42501 insufficient_privilege (writes into kafka_topics/system)
+    not_authorized,     // 42501 insufficient_privilege (a policy denies the principal)
     timeout,            // 57014 query_canceled (the time limit)
     canceled,           // 57014 query_canceled (cancel(), or the client went away)
     row_limit,          // 54000 program_limit_exceeded
@@ -137,6 +139,13 @@ class session {
     // Whether an explicit transaction (BEGIN ...) is open: PostgreSQL's
     // ReadyForQuery status 'T'.
     virtual bool in_transaction() const = 0;
+
+    // Who runs the statements from now on: the front end sets it once the client has
+    // logged in (ANONYMOUS until then). With a gate (engine_options::gate), reading a
+    // topic table needs KafkaRead on the topic, and the system tables list only what
+    // the principal may describe (docs/sql.md).
+    virtual void set_principal(security::principal p) = 0;
+    virtual const security::principal& current_principal() const = 0;
 };
 
 class engine {

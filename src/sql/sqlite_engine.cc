@@ -23,6 +23,7 @@ const char* sqlstate(failure f) {
         case failure::undefined_column:
             return "42703";
         case failure::read_only:
+        case failure::not_authorized:
             return "42501";
         case failure::timeout:  // both are PostgreSQL's query_canceled
         case failure::canceled:
@@ -53,6 +54,8 @@ const char* failure_name(failure f) {
             return "undefined_column";
         case failure::read_only:
             return "read_only";
+        case failure::not_authorized:
+            return "insufficient_privilege";
         case failure::timeout:
             return "timeout";
         case failure::canceled:

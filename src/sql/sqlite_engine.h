@@ -16,6 +16,9 @@ class log_manager;
 namespace sluice::catalog {
 class catalog;
 }
+namespace sluice::security {
+class gate;
+}
 
 namespace sluice::sql {
 
@@ -47,6 +50,9 @@ struct engine_options {
     // parts of the broker (expansions) write into them too.
     std::shared_ptr<schema_registry> schemas;
     const table_guard* guard = nullptr;
+    // Who may read which topic (the broker's policies); null: everyone may read
+    // everything, as without authorization.
+    const security::gate* gate = nullptr;
 };
 
 // Creates <data_dir>/sql when missing. Errors: internal (with the reason).

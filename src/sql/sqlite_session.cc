@@ -74,7 +74,13 @@ outcome<std::unique_ptr<sqlite_session>> sqlite_session::open(session_sources sr
     return s;
 }
 
-sqlite_session::sqlite_session(session_sources src) : _src(src), _limits(src.opts->defaults) {}
+sqlite_session::sqlite_session(session_sources src) : _src(src), _limits(src.opts->defaults) {
+    _ctx.set_access(src.opts->gate, {});
+}
+
+void sqlite_session::set_principal(security::principal p) {
+    _ctx.set_access(_src.opts->gate, std::move(p));
+}
 
 sqlite_session::~sqlite_session() {
     _topics.reset();
@@ -214,6 +220,8 @@ int sqlite_session::authorize(int action, const char* a1, const char* a2, const 
         return SQLITE_DENY;
     };
     switch (action) {
+        case SQLITE_READ:
+            return authorize_read(db_name, a1);
         case SQLITE_INSERT:
         case SQLITE_UPDATE:
         case SQLITE_DELETE:
@@ -266,6 +274,18 @@ int sqlite_session::authorize(int action, const char* a1, const char* a2, const 
     }
 }
 
+int sqlite_session::authorize_read(const char* db_name, const char* table) {
+    // Called for every column a statement reads, whatever the path to it (a view, a
+    // subquery, a CTE, a join, a trigger), and once with an empty column for a table
+    // read without columns (count(*)). The topic table checks again when a scan opens,
+    // so that a statement prepared before a policy changed cannot keep reading.
+    if (!db_name || std::strcmp(db_name, "kafka_topics") != 0 || !table) return SQLITE_OK;
+    if (sqlite3_stricmp(table, "sqlite_master") == 0 ||
+        sqlite3_stricmp(table, "sqlite_schema") == 0)
+        return SQLITE_OK;
+    return _ctx.check_topic_read(table) ? SQLITE_DENY : SQLITE_OK;
+}
+
 int sqlite_session::guard(const char* db_name, const char* table) {
     if (!_src.opts->guard || !table) return SQLITE_OK;
     auto why = _src.opts->guard->protected_table(db_name ? db_name : "main", table);
@@ -308,6 +328,8 @@ int sqlite_session::guard_transaction(const char* db_name) {
 }
 
 query_error sqlite_session::error_for(int rc) const {
+    // A policy refused a topic, at prepare (the authorizer) or when a scan opened.
+    if (_ctx.denied()) return {failure::not_authorized, *_ctx.denied()};
     const std::string msg = sqlite3_errmsg(_db);
     switch (rc & 0xff) {
         case SQLITE_INTERRUPT:
@@ -357,6 +379,7 @@ outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql
     sqlite3_stmt* st = nullptr;
     const char* end = nullptr;
     _denied.clear();
+    _ctx.clear_denied();
     int rc = sqlite3_prepare_v3(_db, sql.data(), static_cast<int>(sql.size()), 0, &st, &end);
     if (tail) *tail = sql.substr(end ? static_cast<size_t>(end - sql.data()) : sql.size());
     if (rc != SQLITE_OK) return error_for(rc);

@@ -43,6 +43,8 @@ class sqlite_session final : public session {
     void cancel() override { _cancel.store(true); }
     void set_interrupt_check(std::function<bool()> check) override { _check = std::move(check); }
     bool in_transaction() const override { return sqlite3_get_autocommit(_db) == 0; }
+    void set_principal(security::principal p) override;
+    const security::principal& current_principal() const override { return _ctx.principal(); }
 
     // --- for statements ---
     sqlite3* db() const { return _db; }
@@ -67,6 +69,8 @@ class sqlite_session final : public session {
     outcome<bool> sync_topics();
     int progress();
     int authorize(int action, const char* a1, const char* a2, const char* db_name);
+    // SQLITE_DENY for reading a topic table without KafkaRead on its topic.
+    int authorize_read(const char* db_name, const char* table);
     // SQLITE_DENY (with the reason kept for the error) for a table the broker maintains.
     int guard(const char* db_name, const char* table);
     // SQLITE_DENY for a write inside an explicit transaction into a schema holding

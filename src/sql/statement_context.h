@@ -1,14 +1,17 @@
 #pragma once
 
 // What the virtual tables of one session share with the statement running on it: the
-// high watermarks the statement sees, and counters of what its scans read.
+// high watermarks the statement sees, counters of what its scans read, and who is asking
+// (the session's principal, checked against the broker's policies).
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/types.h"
+#include "security/gate.h"
 
 namespace sluice::sql {
 
@@ -29,6 +32,7 @@ class statement_context {
         _hw.clear();
         _last = _current;
         _current = {};
+        _denied.reset();
     }
     // The high watermark the running statement sees for a partition: the first call for
     // a partition captures `current`, later ones in the same statement return it, so a
@@ -41,7 +45,34 @@ class statement_context {
     // The counters of the previous statement (the one before the running one).
     const scan_stats& last_scan() const { return _last; }
 
+    // ---- Authorization ----
+    void set_access(const security::gate* g, security::principal p) {
+        _gate = g;
+        _principal = std::move(p);
+    }
+    const security::principal& principal() const { return _principal; }
+    // Whether the session's principal may act on `r`; always without a gate.
+    bool allowed(security::action a, const security::resource& r) const {
+        return !_gate || _gate->allowed(_principal, a, r);
+    }
+    // Checks KafkaRead on a topic; on denial keeps the message for the statement's
+    // error (the engine reports it as not_authorized, SQLSTATE 42501) and returns it.
+    std::optional<std::string> check_topic_read(const std::string& topic) {
+        const security::resource r{security::resource_kind::topic, topic};
+        if (allowed(security::action::read, r)) return std::nullopt;
+        _denied = "permission denied for topic \"" + topic + "\": " + _principal.to_string() +
+                  " may not " + std::string(security::action_name(security::action::read)) + " " +
+                  security::resource_name(r);
+        return _denied;
+    }
+    // The denial the running statement (or the last prepare) ran into, if any.
+    const std::optional<std::string>& denied() const { return _denied; }
+    void clear_denied() { _denied.reset(); }
+
   private:
+    const security::gate* _gate = nullptr;
+    security::principal _principal;
+    std::optional<std::string> _denied;
     std::map<topic_partition, offset_t> _hw;
     scan_stats _current;
     scan_stats _last;

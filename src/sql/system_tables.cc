@@ -17,6 +17,19 @@ value text_or_null(const std::optional<std::string>& s) {
     return s ? value(*s) : value(std::monostate{});
 }
 
+// The session's principal sees the topics, groups and configs it may describe, as a
+// Kafka client's Metadata, ListGroups and DescribeConfigs answers show them.
+bool may(const system_sources& src, security::action a, security::resource_kind k,
+         const std::string& name) {
+    return !src.ctx || src.ctx->allowed(a, {k, name});
+}
+bool may_describe_topic(const system_sources& src, const std::string& topic) {
+    return may(src, security::action::describe, security::resource_kind::topic, topic);
+}
+bool may_describe_group(const system_sources& src, const std::string& group) {
+    return may(src, security::action::describe, security::resource_kind::group, group);
+}
+
 // The broker-wide topic defaults (--topic-default), read once per scan.
 std::map<std::string, std::string> topic_defaults(const system_sources& src) {
     return src.state ? src.state->topic_defaults() : std::map<std::string, std::string>{};
@@ -25,15 +38,18 @@ std::map<std::string, std::string> topic_defaults(const system_sources& src) {
 outcome<rows> topics_rows(const system_sources& src) {
     rows out;
     const auto defaults = topic_defaults(src);
-    for (const auto& t : src.catalog->list_topics())
+    for (const auto& t : src.catalog->list_topics()) {
+        if (!may_describe_topic(src, t.name)) continue;
         out.push_back({t.name, catalog::uuid_to_string(t.id), int64_t{t.partitions},
                        catalog::effective_config(t, "cleanup.policy", defaults), t.created_ms});
+    }
     return out;
 }
 
 outcome<rows> partitions_rows(const system_sources& src) {
     rows out;
     for (const auto& t : src.catalog->list_topics()) {
+        if (!may_describe_topic(src, t.name)) continue;
         for (int32_t p = 0; p < t.partitions; ++p) {
             auto* log = src.logs->get(t.name, p);
             if (!log) continue;  // declared to the log a moment later than to the catalog
@@ -52,6 +68,8 @@ outcome<rows> configs_rows(const system_sources& src) {
     rows out;
     const auto defaults = topic_defaults(src);
     for (const auto& t : src.catalog->list_topics()) {
+        if (!may(src, security::action::describe_configs, security::resource_kind::topic, t.name))
+            continue;
         for (const auto& def : catalog::topic_config_defs()) {
             const std::string key(def.name);
             const char* source = t.configs.count(key)  ? "topic"
@@ -67,13 +85,16 @@ outcome<rows> configs_rows(const system_sources& src) {
 outcome<rows> groups_rows(const system_sources& src) {
     rows out;
     for (auto& g : src.state->groups())
-        out.push_back({g.group_id, g.state, g.protocol_type, g.protocol, int64_t{g.members}});
+        if (may_describe_group(src, g.group_id))
+            out.push_back({g.group_id, g.state, g.protocol_type, g.protocol, int64_t{g.members}});
     return out;
 }
 
 outcome<rows> group_offsets_rows(const system_sources& src) {
     rows out;
     for (auto& o : src.state->group_offsets()) {
+        // Kafka's OffsetFetch needs Describe on the group and on the topic.
+        if (!may_describe_group(src, o.group_id) || !may_describe_topic(src, o.topic)) continue;
         value hw, lag;
         if (auto* log = src.logs ? src.logs->get(o.topic, o.partition) : nullptr) {
             const offset_t h = log->high_watermark();

@@ -149,8 +149,15 @@ int best_index(sqlite3_vtab*, sqlite3_index_info* info) {
 }
 
 int open(sqlite3_vtab* t, sqlite3_vtab_cursor** out) {
-    auto* c = new topic_cursor;
     auto* vt = reinterpret_cast<topic_vtab*>(t);
+    // The session's authorizer refused the statement already if its principal may not
+    // read the topic; checked again here, when the statement runs, since a prepared
+    // statement may outlive a policy that allowed it.
+    if (auto why = vt->owner->ctx.check_topic_read(vt->topic)) {
+        set_error(t, *why);
+        return SQLITE_AUTH;
+    }
+    auto* c = new topic_cursor;
     c->owner = vt->owner;
     c->topic = vt->topic;
     *out = &c->base;

@@ -6,6 +6,8 @@
 #include <ctime>
 #include <memory>
 
+#include "security/credential.h"
+
 namespace sluice::sql::http {
 namespace {
 
@@ -204,6 +206,28 @@ bool iequals(std::string_view a, std::string_view b) {
                return std::tolower(static_cast<unsigned char>(x)) ==
                       std::tolower(static_cast<unsigned char>(y));
            });
+}
+
+std::string basic_authorization(std::string_view user, std::string_view password) {
+    std::string pair(user);
+    pair += ':';
+    pair += password;
+    return "Basic " + security::base64_encode(pair);
+}
+
+std::optional<basic_credentials> parse_basic_authorization(std::string_view value) {
+    // The scheme is case-insensitive; then one or more spaces and the token68.
+    constexpr std::string_view scheme = "Basic";
+    if (value.size() <= scheme.size() || !iequals(value.substr(0, scheme.size()), scheme) ||
+        value[scheme.size()] != ' ')
+        return std::nullopt;
+    value.remove_prefix(scheme.size());
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    auto decoded = security::base64_decode(value);
+    if (!decoded) return std::nullopt;
+    const auto colon = decoded->find(':');
+    if (colon == std::string::npos) return std::nullopt;
+    return basic_credentials{decoded->substr(0, colon), decoded->substr(colon + 1)};
 }
 
 // ---- buffered_reader

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "security/authorizer.h"
+
 namespace sluice::sql::http {
 
 using header_list = std::vector<std::pair<std::string, std::string>>;
@@ -66,6 +68,9 @@ struct http_request {
     std::string body;
     // Set by the router for a prefix route ("/v1/expansions/*"): the rest of the path.
     std::string path_suffix;
+    // Who is asking, set by the server before the route runs: the user whose Basic
+    // credentials it verified, or ANONYMOUS when the broker requires no login.
+    security::principal principal;
 
     // The first header of that (lower-case) name.
     std::optional<std::string_view> header(std::string_view name) const;
@@ -128,6 +133,17 @@ inline constexpr std::string_view last_chunk = "0\r\n\r\n";
 // Percent-decoding; `plus_is_space` for query strings. nullopt on a bad escape.
 std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space);
 std::string percent_encode(std::string_view s);
+// The value of an Authorization header with Basic credentials (RFC 7617):
+// "Basic " + base64(user ":" password). The user may not hold ':'.
+std::string basic_authorization(std::string_view user, std::string_view password);
+// The user and password of such a value; nullopt when it is not one (another scheme,
+// bad base64, no ':').
+struct basic_credentials {
+    std::string user;
+    std::string password;
+};
+std::optional<basic_credentials> parse_basic_authorization(std::string_view value);
+
 // Case-insensitive ASCII comparison.
 bool iequals(std::string_view a, std::string_view b);
 

@@ -4,8 +4,13 @@
 #include <sys/time.h>
 
 #include <exception>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "common/logging.h"
+#include "security/gate.h"
+#include "sql/password_check.h"
 
 namespace sluice::sql {
 namespace {
@@ -13,6 +18,10 @@ namespace {
 // The "kind" of an error answered by the HTTP layer itself (docs/sql-http.md).
 const char* kind_for_status(int status) {
     switch (status) {
+        case 401:
+            return "unauthorized";
+        case 403:
+            return "forbidden";
         case 404:
             return "not_found";
         case 405:
@@ -52,9 +61,12 @@ void set_timeouts(int fd, std::chrono::milliseconds t) {
 // first (RFC 9112 section 9.6; stream_socket::finish).
 constexpr int lingering_close_ms = 2000;
 
+// The challenge of every 401 (RFC 7617).
+const http::header_list basic_challenge = {{"WWW-Authenticate", "Basic realm=\"sluice\""}};
+
 }  // namespace
 
-http_server::http_server(engine& eng, http_options opts) : _eng(eng), _opts(opts) {}
+http_server::http_server(engine& eng, http_options opts) : _eng(eng), _opts(std::move(opts)) {}
 
 http_server::~http_server() {
     stop();
@@ -62,7 +74,7 @@ http_server::~http_server() {
 
 result<std::unique_ptr<http_server>> http_server::start(const net::host_port& addr, engine& eng,
                                                         http_options opts) {
-    std::unique_ptr<http_server> srv(new http_server(eng, opts));
+    std::unique_ptr<http_server> srv(new http_server(eng, std::move(opts)));
     http_server* self = srv.get();
     srv->add_route("POST", "/v1/sql", [self](const auto& req, auto& resp) {
         http::handle_sql(self->_eng, self->_opts.sql, req, resp);
@@ -76,11 +88,13 @@ result<std::unique_ptr<http_server>> http_server::start(const net::host_port& ad
     bo.max_connections = srv->_opts.max_connections;
     auto s = net::blocking_server::start(
         std::move(bo), [self](net::stream_socket& sock) { self->serve(sock); },
-        [](net::stream_socket& sock) {
+        [tls = srv->_opts.tls](net::stream_socket& sock) {
             // Over the limit: read the request head first (briefly), as clients write
             // their whole request before they read, then answer 503 and close.
             timeval tv{2, 0};
             setsockopt(sock.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            setsockopt(sock.fd(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+            if (tls && !sock.start_tls_server(*tls)) return;
             std::string head;
             char buf[4096];
             while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
@@ -111,7 +125,13 @@ void http_server::stop() {
 }
 
 void http_server::serve(net::stream_socket& sock) {
-    set_timeouts(sock.fd(), _opts.io_timeout);
+    set_timeouts(sock.fd(), _opts.io_timeout);  // bounds the TLS handshake too
+    if (_opts.tls) {
+        if (auto r = sock.start_tls_server(*_opts.tls); !r) {
+            log_debug("http", "{}: TLS handshake failed: {}", sock.peer(), r.err().message);
+            return;
+        }
+    }
     http::buffered_reader in([&sock](char* b, size_t n) { return sock.read_some(b, n); });
     auto write = [&sock](std::string_view d) { return sock.write_all(d); };
     auto closed = [&sock] { return sock.peer_closed(); };
@@ -134,7 +154,7 @@ void http_server::serve(net::stream_socket& sock) {
         }
         http::http_response resp(write, closed, req.keep_alive(), req.minor_version >= 1);
         if (req.method == "HEAD") resp.set_head_only();
-        dispatch(req, resp);
+        dispatch(req, resp, sock.is_tls());
         if (!resp.finished()) {
             // A handler that answered nothing is a bug; one that started a stream and
             // did not end it leaves the framing open, so the connection must end.
@@ -145,7 +165,34 @@ void http_server::serve(net::stream_socket& sock) {
     }
 }
 
-void http_server::dispatch(http::http_request& req, http::http_response& resp) {
+bool http_server::authenticate(http::http_request& req, http::http_response& resp, bool tls) const {
+    if (!_opts.gate || !_opts.gate->authentication_required()) return true;  // ANONYMOUS
+    // Load balancers probe health without credentials; it tells nothing about the data.
+    if ((req.method == "GET" || req.method == "HEAD") && req.path == "/v1/health") return true;
+    auto refuse = [&](std::string_view message) {
+        resp.send_error(401, kind_for_status(401), message, {}, basic_challenge);
+        return false;
+    };
+    if (!tls)
+        return refuse(
+            "this broker requires authentication, accepted over TLS only: use https:// with "
+            "Basic credentials");
+    auto header = req.header("authorization");
+    if (!header) return refuse("authentication required: send Basic credentials");
+    auto creds = http::parse_basic_authorization(*header);
+    if (!creds) return refuse("the Authorization header must hold Basic credentials");
+    if (auto why = check_password(_opts.gate->credentials(), creds->user, creds->password);
+        !why.empty()) {
+        log_warn("http", "authentication of user '{}' failed: {}", creds->user, why);
+        // One message whatever the reason: an unknown user and a wrong password look alike.
+        return refuse("invalid user name or password");
+    }
+    req.principal = security::principal{creds->user, true};
+    return true;
+}
+
+void http_server::dispatch(http::http_request& req, http::http_response& resp, bool tls) {
+    if (!authenticate(req, resp, tls)) return;
     auto m = _router.find(req.method, req.path);
     // HEAD is GET without the body (RFC 9110 section 9.3.2) unless a route says otherwise.
     if (!m.handler && req.method == "HEAD") {
@@ -173,6 +220,18 @@ void http_server::dispatch(http::http_request& req, http::http_response& resp) {
         log_error("http", "{} {}: {}", req.method, req.path, e.what());
         if (!resp.started()) resp.send_error(500, "internal", e.what());
     }
+}
+
+bool authorize_cluster(const http_server& server, const http::http_request& req,
+                       http::http_response& resp, security::action a, std::string_view component) {
+    const security::gate* gate = server.gate();
+    const security::resource cluster{security::resource_kind::cluster, {}};
+    if (!gate || gate->allowed(req.principal, a, cluster)) return true;
+    const auto message = fmt::format("{} may not {} {}", req.principal.to_string(),
+                                     security::action_name(a), security::resource_name(cluster));
+    log_warn(component, "{} {} refused: {}", req.method, req.path, message);
+    resp.send_error(403, "forbidden", message);
+    return false;
 }
 
 }  // namespace sluice::sql

@@ -11,10 +11,15 @@
 
 #include "common/result.h"
 #include "net/blocking_server.h"
+#include "net/tls.h"
 #include "sql/engine.h"
 #include "sql/http/http_message.h"
 #include "sql/http/router.h"
 #include "sql/http/sql_endpoint.h"
+
+namespace sluice::security {
+class gate;
+}
 
 namespace sluice::sql {
 
@@ -25,6 +30,13 @@ struct http_options {
     std::chrono::milliseconds io_timeout{60'000};
     http::parse_limits limits;
     http::sql_endpoint_options sql;
+    // Set: HTTPS, a TLS handshake on every connection before its first request.
+    std::shared_ptr<net::tls_context> tls;
+    // Set: the broker's users and policies. When it requires authentication, every
+    // request but GET /v1/health needs Basic credentials, accepted over HTTPS only (401
+    // otherwise); routes read the principal from http_request::principal. Must outlive
+    // the server.
+    const security::gate* gate = nullptr;
 };
 
 class http_server {
@@ -38,6 +50,9 @@ class http_server {
     void add_route(std::string method, std::string path, route_handler h);
 
     const net::host_port& address() const;
+    // Whether it serves HTTPS; the gate routes check principals against (null: none).
+    bool is_https() const { return _opts.tls != nullptr; }
+    const security::gate* gate() const { return _opts.gate; }
     // Stops accepting, closes every connection (running statements are canceled) and
     // waits for their threads.
     void stop();
@@ -45,12 +60,22 @@ class http_server {
   private:
     http_server(engine& eng, http_options opts);
     void serve(net::stream_socket& sock);
-    void dispatch(http::http_request& req, http::http_response& resp);
+    void dispatch(http::http_request& req, http::http_response& resp, bool tls);
+    // Sets req.principal from the request's credentials when the gate requires a login;
+    // false after answering 401.
+    bool authenticate(http::http_request& req, http::http_response& resp, bool tls) const;
 
     engine& _eng;
     http_options _opts;
     http::router _router;
     std::unique_ptr<net::blocking_server> _server;
 };
+
+// For routes that manage the cluster (expansions, users, policies): whether the request's
+// principal may perform `a` on sluice:cluster. Without a gate, anyone may. False after
+// answering 403 with a message naming the principal and the action (logged under
+// `component`).
+bool authorize_cluster(const http_server& server, const http::http_request& req,
+                       http::http_response& resp, security::action a, std::string_view component);
 
 }  // namespace sluice::sql

@@ -1,9 +1,7 @@
 #include "sql/http/sql_client.h"
 
-#include <netdb.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -11,6 +9,10 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+
+#include "net/blocking_server.h"
+#include "net/tls.h"
 
 namespace sluice::sql::http {
 namespace {
@@ -274,68 +276,65 @@ bool parse_error_object(json_pull& j, client_error& e) {
     });
 }
 
-struct socket_fd {
-    int fd = -1;
-    ~socket_fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
+client_error connect_error(std::string message) {
+    client_error e;
+    e.where = client_error::origin::connect;
+    e.kind = "connect";
+    e.message = std::move(message);
+    return e;
+}
 
 void set_timeout(int fd, int which, int ms) {
     timeval tv{ms / 1000, (ms % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, which, &tv, sizeof tv);
 }
 
-std::optional<client_error> connect_to(const net::host_port& addr, int timeout_ms, socket_fd& out) {
-    client_error e;
-    e.where = client_error::origin::connect;
-    e.kind = "connect";
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    std::string port = std::to_string(addr.port);
-    if (int rc = getaddrinfo(addr.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-        e.message = "cannot resolve " + addr.host + ": " + gai_strerror(rc);
-        return e;
+// A connection to the server, TLS on when asked (its handshake bounded by the connect
+// timeout).
+std::variant<std::unique_ptr<net::stream_socket>, client_error> connect_to(
+    const net::host_port& addr, const client_options& opts) {
+    if (!opts.auth_user.empty() && !opts.tls)
+        return connect_error("Basic credentials are sent over https:// only");
+    std::shared_ptr<net::tls_context> ctx;
+    if (opts.tls) {
+        auto c = net::tls_context::create_client(opts.tls_ca_file);
+        if (!c) return connect_error("TLS: " + c.err().message);
+        ctx = std::move(*c);
     }
-    std::string why = "no address";
-    for (auto* ai = res; ai; ai = ai->ai_next) {
-        int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-        if (fd < 0) continue;
-        set_timeout(fd, SO_SNDTIMEO, timeout_ms);  // bounds connect() too
-        if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-            out.fd = fd;
-            freeaddrinfo(res);
-            return std::nullopt;
-        }
-        why = errno == EINPROGRESS || errno == EAGAIN ? "timed out" : std::strerror(errno);
-        ::close(fd);
+    auto sock = net::stream_socket::connect(addr, opts.connect_timeout_ms);
+    if (!sock) return connect_error(sock.err().message);
+    if (ctx) {
+        set_timeout((*sock)->fd(), SO_RCVTIMEO, opts.connect_timeout_ms);
+        set_timeout((*sock)->fd(), SO_SNDTIMEO, opts.connect_timeout_ms);
+        if (auto r = (*sock)->start_tls_client(*ctx, addr.host); !r)
+            return connect_error("TLS handshake with " + addr.to_string() + ": " + r.err().message);
+        set_timeout((*sock)->fd(), SO_SNDTIMEO, 0);
     }
-    freeaddrinfo(res);
-    e.message = "cannot connect to " + addr.to_string() + ": " + why;
-    return e;
+    return std::move(*sock);
 }
 
 std::string request_head(const net::host_port& server, std::string_view method,
-                         std::string_view target) {
+                         std::string_view target, const client_options& opts) {
     bool v6 = server.host.find(':') != std::string::npos;
     std::string host = v6 ? "[" + server.host + "]" : server.host;
     std::string out = fmt::format("{} {} HTTP/1.1\r\n", method, target);
     out += "Host: " + host + ":" + std::to_string(server.port) + "\r\n";
     out += "User-Agent: sluice-cli\r\n";
     out += "Accept: application/json\r\n";
+    if (!opts.auth_user.empty())
+        out += "Authorization: " + basic_authorization(opts.auth_user, opts.auth_password) + "\r\n";
     return out;
 }
 
 }  // namespace
 
-std::string build_sql_request(const net::host_port& server, const client_request& req) {
+std::string build_sql_request(const net::host_port& server, const client_request& req,
+                              const client_options& opts) {
     std::string target = "/v1/sql?format=json";
     if (req.timeout_ms) target += "&timeout_ms=" + std::to_string(*req.timeout_ms);
     if (req.max_rows) target += "&max_rows=" + std::to_string(*req.max_rows);
     for (const auto& p : req.params) target += "&param=" + percent_encode(p);
-    std::string out = request_head(server, "POST", target);
+    std::string out = request_head(server, "POST", target, opts);
     out += "Content-Type: application/sql\r\n";
     out += "Content-Length: " + std::to_string(req.sql.size()) + "\r\n";
     out += "Connection: close\r\n\r\n";
@@ -408,25 +407,18 @@ namespace {
 
 // Sends `request` and reads the response head (after any 1xx) into `head`.
 std::optional<client_error> exchange(const net::host_port& server, const std::string& request,
-                                     const client_options& opts, socket_fd& sock,
+                                     const client_options& opts,
+                                     std::unique_ptr<net::stream_socket>& sock,
                                      std::unique_ptr<buffered_reader>& in,
                                      http_response_head& head) {
-    if (auto e = connect_to(server, opts.connect_timeout_ms, sock)) return e;
-    set_timeout(sock.fd, SO_RCVTIMEO, opts.read_timeout_ms);
-    for (size_t off = 0; off < request.size();) {
-        ssize_t n = ::send(sock.fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0)
-            return transport_error(std::string("sending the request: ") + std::strerror(errno));
-        off += static_cast<size_t>(n);
-    }
-    in = std::make_unique<buffered_reader>([fd = sock.fd](char* buf, size_t n) -> size_t {
-        for (;;) {
-            ssize_t r = ::recv(fd, buf, n, 0);
-            if (r < 0 && errno == EINTR) continue;
-            return r > 0 ? static_cast<size_t>(r) : 0;
-        }
-    });
+    auto connected = connect_to(server, opts);
+    if (auto* e = std::get_if<client_error>(&connected)) return std::move(*e);
+    sock = std::get<std::unique_ptr<net::stream_socket>>(std::move(connected));
+    set_timeout(sock->fd(), SO_RCVTIMEO, opts.read_timeout_ms);
+    if (!sock->write_all(request))
+        return transport_error(std::string("sending the request: ") + std::strerror(errno));
+    in = std::make_unique<buffered_reader>(
+        [s = sock.get()](char* buf, size_t n) -> size_t { return s->read_some(buf, n); });
     do {  // 1xx answers come before the real one
         if (auto e = read_response_head(*in, head); !e.empty()) return transport_error(e);
     } while (head.status >= 100 && head.status < 200);
@@ -439,12 +431,12 @@ std::variant<http_reply, client_error> http_call(const net::host_port& server,
                                                  std::string_view method, std::string_view target,
                                                  std::string_view body,
                                                  const client_options& opts) {
-    std::string request = request_head(server, method, target);
+    std::string request = request_head(server, method, target, opts);
     if (!body.empty()) request += "Content-Type: application/json\r\n";
     request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
     request += "Connection: close\r\n\r\n";
     request += body;
-    socket_fd sock;
+    std::unique_ptr<net::stream_socket> sock;
     std::unique_ptr<buffered_reader> in;
     http_response_head head;
     if (auto e = exchange(server, request, opts, sock, in, head)) return *e;
@@ -460,10 +452,10 @@ std::variant<http_reply, client_error> http_call(const net::host_port& server,
 
 std::optional<client_error> run_sql(const net::host_port& server, const client_request& req,
                                     result_sink& sink, const client_options& opts) {
-    socket_fd sock;
+    std::unique_ptr<net::stream_socket> sock;
     std::unique_ptr<buffered_reader> in_ptr;
     http_response_head head;
-    if (auto e = exchange(server, build_sql_request(server, req), opts, sock, in_ptr, head))
+    if (auto e = exchange(server, build_sql_request(server, req, opts), opts, sock, in_ptr, head))
         return e;
     buffered_reader& in = *in_ptr;
     std::string framing_error;
@@ -495,6 +487,44 @@ std::optional<client_error> run_sql(const net::host_port& server, const client_r
     auto e = decode_json_result(body, sink);
     if (!framing_error.empty()) return transport_error(framing_error);
     return e;
+}
+
+result<server_target> parse_server_flags(std::string_view server, const std::string& auth_user,
+                                         const std::string& tls_ca) {
+    auto bad = [](std::string why) { return error{errc::invalid_argument, std::move(why)}; };
+    server_target t;
+    std::string_view rest = server;
+    if (rest.starts_with("https://")) {
+        t.opts.tls = true;
+        rest.remove_prefix(8);
+    } else if (rest.starts_with("http://")) {
+        rest.remove_prefix(7);
+    } else if (rest.find("://") != std::string_view::npos) {
+        return bad("--server: the scheme must be http:// or https://, in '" + std::string(server) +
+                   "'");
+    }
+    if (rest.ends_with('/')) rest.remove_suffix(1);
+    auto addr = net::parse_host_port(std::string(rest));
+    if (!addr) return bad("--server: " + addr.err().message);
+    t.address = std::move(*addr);
+    if (!tls_ca.empty()) {
+        if (!t.opts.tls)
+            return bad("--tls-ca is for an https:// server: --server https://HOST:PORT");
+        t.opts.tls_ca_file = tls_ca;
+    }
+    if (!auth_user.empty()) {
+        if (!t.opts.tls)
+            return bad(
+                "--auth sends a password, which goes over https:// only: --server "
+                "https://HOST:PORT");
+        const char* password = std::getenv(password_env);
+        if (!password)
+            return bad(std::string("--auth ") + auth_user + ": put the password in " +
+                       password_env);
+        t.opts.auth_user = auth_user;
+        t.opts.auth_password = password;
+    }
+    return t;
 }
 
 }  // namespace sluice::sql::http

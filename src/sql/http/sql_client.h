@@ -1,7 +1,7 @@
 #pragma once
 
-// The client side of POST /v1/sql for `sluice sql`: one request over a plain TCP
-// socket, the JSON result decoded as it streams in and handed to a sink row by row, so
+// The client side of POST /v1/sql for `sluice sql`: one request over TCP (HTTP) or TLS
+// (HTTPS), the JSON result decoded as it streams in and handed to a sink row by row, so
 // that a large result piped to CSV never sits in memory whole.
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/result.h"
 #include "net/listener.h"
 #include "sql/engine.h"
 #include "sql/http/http_message.h"
@@ -64,10 +65,33 @@ struct client_error {
 };
 
 struct client_options {
-    int connect_timeout_ms = 10'000;
+    int connect_timeout_ms = 10'000;  // the TLS handshake included
     // Receive timeout while waiting for the answer; 0 waits as long as the server runs.
     int read_timeout_ms = 0;
+    // HTTPS: the server's certificate must verify against tls_ca_file (the system's CAs
+    // when empty) and match the host name or address connected to.
+    bool tls = false;
+    std::string tls_ca_file;
+    // Basic credentials (sent over HTTPS only) when auth_user is set.
+    std::string auth_user;
+    std::string auth_password;
 };
+
+// Where the command-line tools send their requests, from their flags:
+//   --server URL   "https://HOST:PORT", "http://HOST:PORT" or "HOST:PORT" (HTTP)
+//   --auth USER    log in as USER, with the password from $SLUICE_PASSWORD (HTTPS only)
+//   --tls-ca FILE  the CA that signed the broker's certificate (HTTPS only; default:
+//                  the system's CAs)
+// Shared by `sluice sql`, `sluice expansion`, `sluice user` and `sluice policy`.
+struct server_target {
+    net::host_port address;
+    client_options opts;
+};
+// Errors (invalid_argument) say which flag is wrong and what to do.
+result<server_target> parse_server_flags(std::string_view server, const std::string& auth_user,
+                                         const std::string& tls_ca);
+// The variable --auth reads the password from.
+inline constexpr const char* password_env = "SLUICE_PASSWORD";
 
 // One whole exchange with the broker's HTTP API (the expansions' routes): the status
 // and the body, whatever the status. Errors: connect and transport failures only.
@@ -84,8 +108,10 @@ std::variant<http_reply, client_error> http_call(const net::host_port& server,
 std::optional<client_error> run_sql(const net::host_port& server, const client_request& req,
                                     result_sink& sink, const client_options& opts = {});
 
-// The request bytes run_sql sends (for tests and debugging).
-std::string build_sql_request(const net::host_port& server, const client_request& req);
+// The request bytes run_sql sends (for tests and debugging); with Basic credentials when
+// `opts` has them.
+std::string build_sql_request(const net::host_port& server, const client_request& req,
+                              const client_options& opts = {});
 
 // Decodes a JSON result document (as /v1/sql writes it) from `in` into `sink`; an
 // error the document carries, or a decoding failure (origin::transport).

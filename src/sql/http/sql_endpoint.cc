@@ -70,10 +70,11 @@ double ms_since(clock::time_point t) {
 class sql_run {
   public:
     sql_run(engine& eng, const sql_endpoint_options& opts, const sql_request_options& req,
-            http_response& resp)
+            const security::principal& who, http_response& resp)
         : _eng(eng),
           _opts(opts),
           _req(req),
+          _who(who),
           _resp(resp),
           _writer(make_result_writer(req.format, _out)) {}
 
@@ -81,6 +82,7 @@ class sql_run {
         auto s = _eng.open_session();
         if (!s) return fail_early(s.error());
         session& sess = **s;
+        sess.set_principal(_who);
         // A client that hangs up cancels its statement (the engine asks every few ms).
         sess.set_interrupt_check([this] { return _resp.peer_closed(); });
         limits lim = sess.default_limits();
@@ -207,6 +209,7 @@ class sql_run {
     engine& _eng;
     const sql_endpoint_options& _opts;
     const sql_request_options& _req;
+    const security::principal& _who;
     http_response& _resp;
     std::string _out;
     std::unique_ptr<result_writer> _writer;
@@ -265,7 +268,8 @@ value param_value(std::string_view s) {
 int status_for(failure f) {
     // `internal` stays a 400: SQLite reports some of the caller's mistakes (a wrong
     // number of values in an INSERT) with a generic code the engine cannot tell apart.
-    return f == failure::shutting_down ? 503 : 400;
+    if (f == failure::shutting_down) return 503;
+    return f == failure::not_authorized ? 403 : 400;
 }
 
 void handle_sql(engine& eng, const sql_endpoint_options& opts, const http_request& req,
@@ -282,7 +286,7 @@ void handle_sql(engine& eng, const sql_endpoint_options& opts, const http_reques
         return (void)resp.send_error(400, failure_name(failure::syntax),
                                      "no SQL statement in the request body",
                                      sqlstate(failure::syntax));
-    sql_run(eng, opts, ro, resp).run(req.body);
+    sql_run(eng, opts, ro, req.principal, resp).run(req.body);
 }
 
 }  // namespace sluice::sql::http

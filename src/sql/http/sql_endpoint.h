@@ -42,10 +42,12 @@ std::string parse_sql_request_options(const http_request& req, sql_request_optio
 // INTEGER, a decimal number with a fraction or exponent a REAL, anything else TEXT.
 value param_value(std::string_view s);
 
-// The HTTP status for a failure before any output: 503 shutting_down, 400 for
-// everything else (the caller's statement, limits or cancellation).
+// The HTTP status for a failure before any output: 503 shutting_down, 403
+// not_authorized (a policy denies a topic), 400 for everything else (the caller's
+// statement, limits or cancellation).
 int status_for(failure f);
 
+// Runs as req.principal.
 void handle_sql(engine& eng, const sql_endpoint_options& opts, const http_request& req,
                 http_response& resp);
 

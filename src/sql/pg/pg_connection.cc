@@ -2,11 +2,16 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <cerrno>
 
 #include "common/logging.h"
+#include "security/gate.h"
+#include "security/sasl.h"
+#include "sql/password_check.h"
 #include "sql/pg/lexer.h"
 #include "sql/pg/pg_server.h"
 #include "sql/pg/types.h"
@@ -55,6 +60,19 @@ bool is_known_message(char type) {
 
 pg_error protocol_error(std::string message) {
     return {"08P01", std::move(message)};
+}
+
+// The only SASL mechanism offered: libpq and the drivers speak it, and it is what
+// PostgreSQL itself offers (SCRAM-SHA-512 is not part of the PostgreSQL protocol).
+constexpr std::string_view pg_sasl_mechanism = "SCRAM-SHA-256";
+// A SCRAM exchange is client-first, server-first, client-final, server-final: more
+// rounds than this is a broken client.
+constexpr int max_sasl_rounds = 4;
+
+// SO_RCVTIMEO: reads give up after `ms` (0: they wait forever).
+void set_receive_timeout(int fd, int64_t ms) {
+    timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
 }  // namespace
@@ -117,6 +135,12 @@ bool pg_connection::wait_readable() {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                         *_read_deadline - std::chrono::steady_clock::now())
                         .count();
+        if (_sock.is_tls() && left > 0) {
+            // OpenSSL may hold decrypted bytes that poll() cannot see: the socket's
+            // receive timeout bounds the read instead.
+            set_receive_timeout(_sock.fd(), left);
+            return true;
+        }
         pollfd pfd{_sock.fd(), POLLIN, 0};
         int r = left > 0 ? ::poll(&pfd, 1, static_cast<int>(left)) : 0;
         if (r > 0) return true;
@@ -136,6 +160,22 @@ bool pg_connection::read_message(char& type, std::string_view& body) {
                                        static_cast<int>(static_cast<uint8_t>(type))));
         return false;
     }
+    return read_body(type, body);
+}
+
+bool pg_connection::read_password_message(std::string_view& body) {
+    if (!fill(1)) return false;
+    const char type = _in[_in_pos];
+    if (type == 'X') return false;  // the client gave up (psql asks for a password first)
+    if (type != 'p') {
+        protocol_violation(fmt::format("expected a password message, got message type {}",
+                                       static_cast<int>(static_cast<uint8_t>(type))));
+        return false;
+    }
+    return read_body(type, body);
+}
+
+bool pg_connection::read_body(char type, std::string_view& body) {
     if (!fill(5)) return false;
     uint32_t len = be32(_in.data() + _in_pos + 1);
     uint32_t cap = is_large_message(type) ? max_message_length : small_message_limit;
@@ -182,8 +222,12 @@ bool pg_connection::startup() {
             return false;
         }
         using kind = startup_packet::kind;
+        if (pkt->what == kind::ssl_request && _opts.tls && !_sock.is_tls()) {
+            if (!start_tls()) return false;
+            continue;
+        }
         if (pkt->what == kind::ssl_request || pkt->what == kind::gssenc_request) {
-            // No TLS or GSS encryption on this port: the client goes on in plain text.
+            // No TLS (or TLS already on) and no GSS encryption: the client goes on as it is.
             if (!_sock.write_all("N")) return false;
             continue;
         }
@@ -205,6 +249,17 @@ bool pg_connection::startup() {
         return false;
     }
 
+    // Minor versions above 3.0 and protocol options (_pq_.*) are declined, not refused.
+    std::vector<std::string> unknown_options;
+    for (const auto& [k, v] : pkt->params) {
+        if (k.rfind("_pq_.", 0) == 0) unknown_options.push_back(k);
+        if (k == "user") _user = v;
+    }
+    if ((pkt->version & 0xFFFF) != 0 || !unknown_options.empty())
+        put_negotiate_protocol_version(_out, 0, unknown_options);
+    security::principal who;
+    if (!authenticate(who)) return false;
+
     auto sess = _engine.open_session();
     if (!sess) {
         log_warn("pg", "{}: cannot open a session: {}", _sock.peer(), sess.error().message);
@@ -212,6 +267,7 @@ bool pg_connection::startup() {
         return false;
     }
     _session = std::move(*sess);
+    _session->set_principal(who);
     _settings.emplace(*_session, _opts);
     _ctx.emplace(command_context{
         *_session, *_settings,
@@ -224,12 +280,6 @@ bool pg_connection::startup() {
         },
         _opts.server_version});
 
-    // Minor versions above 3.0 and protocol options (_pq_.*) are declined, not refused.
-    std::vector<std::string> unknown_options;
-    for (const auto& [k, v] : pkt->params)
-        if (k.rfind("_pq_.", 0) == 0) unknown_options.push_back(k);
-    if ((pkt->version & 0xFFFF) != 0 || !unknown_options.empty())
-        put_negotiate_protocol_version(_out, 0, unknown_options);
     if (!apply_startup_params(pkt->params)) return false;
 
     auto reg = _server.register_session(*_session);
@@ -242,9 +292,101 @@ bool pg_connection::startup() {
     for (const auto& [name, v] : _settings->reported()) put_parameter_status(_out, name, v);
     put_backend_key_data(_out, reg.pid, reg.secret);
     put_ready_for_query(_out, 'I');
-    log_debug("pg", "{}: connected as pid {} (user '{}', database '{}')", _sock.peer(), _pid, _user,
-              _database);
+    log_debug("pg", "{}: connected as pid {} (user '{}'{}, database '{}'{})", _sock.peer(), _pid,
+              _user, who.authenticated ? ", authenticated" : "", _database,
+              _sock.is_tls() ? ", TLS" : "");
     return flush();
+}
+
+bool pg_connection::start_tls() {
+    // Bytes the client sent after its SSLRequest, before our answer, would pass as if
+    // they had come over TLS (CVE-2021-23214): a client must wait for the 'S'.
+    if (_in.size() > _in_pos) {
+        protocol_violation("data received after SSLRequest, before the TLS handshake");
+        return false;
+    }
+    if (!_sock.write_all("S")) return false;
+    // The handshake is part of the startup, and its time limit.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          *_read_deadline - std::chrono::steady_clock::now())
+                          .count();
+    set_receive_timeout(_sock.fd(), std::max<int64_t>(left, 1));
+    if (auto r = _sock.start_tls_server(*_opts.tls); !r) {
+        log_warn("pg", "{}: TLS handshake failed: {}", _sock.peer(), r.err().message);
+        return false;
+    }
+    return true;
+}
+
+// ---- Authentication ----
+
+bool pg_connection::authenticate(security::principal& who) {
+    if (!_opts.gate || !_opts.gate->authentication_required()) return true;  // trust: ANONYMOUS
+    // Over TLS the password itself may travel (checked against every stored credential,
+    // SCRAM-SHA-512 ones included); in plain text only a SCRAM proof does. The choice
+    // depends on the connection alone, so it says nothing about the user.
+    const login l = _sock.is_tls() ? password_login() : scram_login();
+    if (l.what == login::outcome::ok) {
+        who = security::principal{_user, true};
+        return true;
+    }
+    if (l.what == login::outcome::gone) {
+        log_debug("pg", "{}: left during authentication (user '{}')", _sock.peer(), _user);
+        return false;
+    }
+    log_warn("pg", "{}: authentication of user '{}' failed ({}): {}", _sock.peer(), _user,
+             _sock.is_tls() ? "password over TLS" : pg_sasl_mechanism, l.reason);
+    // One message whatever the reason, as PostgreSQL does: an unknown user and a wrong
+    // password look alike.
+    fatal({"28P01", fmt::format("password authentication failed for user \"{}\"", _user)});
+    return false;
+}
+
+pg_connection::login pg_connection::scram_login() {
+    put_authentication_sasl(_out, {pg_sasl_mechanism});
+    std::string_view body;
+    if (!read_password_message(body)) return {login::outcome::gone, {}};
+    sasl_initial_msg first;
+    if (!decode(body, first)) {
+        protocol_violation("malformed SASLInitialResponse message");
+        return {login::outcome::gone, {}};
+    }
+    if (first.mechanism != pg_sasl_mechanism)
+        return {login::outcome::failed,
+                fmt::format("the client chose SASL mechanism '{}'", first.mechanism)};
+    // PostgreSQL clients leave the SCRAM user name empty: the startup packet's is meant.
+    auto server = security::make_sasl_server(pg_sasl_mechanism, _opts.gate->credentials(), _user);
+    if (!server) return {login::outcome::failed, "SCRAM-SHA-256 is not available"};
+    std::string_view message = first.data;  // points into _in until the next read
+    for (int round = 0; round < max_sasl_rounds; ++round) {
+        auto step = server->step(message);
+        using step_outcome = security::sasl_server::step_result::outcome;
+        if (step.result == step_outcome::failure) return {login::outcome::failed, step.reason};
+        if (step.result == step_outcome::success) {
+            if (server->user() != _user)
+                return {login::outcome::failed,
+                        fmt::format("the SCRAM exchange named user '{}'", server->user())};
+            put_authentication_sasl_final(_out, step.response);
+            return {login::outcome::ok, {}};
+        }
+        put_authentication_sasl_continue(_out, step.response);
+        if (!read_password_message(body)) return {login::outcome::gone, {}};
+        message = body;
+    }
+    return {login::outcome::failed, "too many SCRAM messages"};
+}
+
+pg_connection::login pg_connection::password_login() {
+    put_authentication_cleartext_password(_out);
+    std::string_view body, password;
+    if (!read_password_message(body)) return {login::outcome::gone, {}};
+    if (!decode_password(body, password)) {
+        protocol_violation("malformed password message");
+        return {login::outcome::gone, {}};
+    }
+    auto why = check_password(_opts.gate->credentials(), _user, password);
+    if (why.empty()) return {login::outcome::ok, {}};
+    return {login::outcome::failed, std::move(why)};
 }
 
 bool pg_connection::apply_startup_params(
@@ -298,6 +440,7 @@ void pg_connection::run() {
     _read_deadline = std::chrono::steady_clock::now() + _opts.startup_timeout;
     if (!startup()) return;
     _read_deadline.reset();
+    if (_sock.is_tls()) set_receive_timeout(_sock.fd(), 0);  // queries may be far apart
     for (;;) {
         char type = 0;
         std::string_view body;

@@ -73,11 +73,26 @@ class pg_connection {
     bool flush();
     bool flush_if_large();
     bool read_message(char& type, std::string_view& body);
+    bool read_body(char type, std::string_view& body);  // after the type byte, checked
+    // The client's answer to an authentication request (a 'p' message).
+    bool read_password_message(std::string_view& body);
     void fatal(const pg_error& e);  // FATAL ErrorResponse, flushed; the caller then closes
     void protocol_violation(std::string_view why);
 
     // ---- Phases ----
     bool startup();
+    bool start_tls();  // after an SSLRequest: 'S', then the handshake
+
+    // ---- Authentication ----
+    struct login {
+        enum class outcome { ok, failed, gone } what = outcome::failed;
+        std::string reason;  // failed: why, for the log only
+    };
+    // Logs the client in when the gate requires it and sets the principal; false when
+    // the client failed (it got a FATAL 28P01) or left.
+    bool authenticate(security::principal& who);
+    login scram_login();     // SCRAM-SHA-256 (RFC 7677) in SASL messages
+    login password_login();  // the password itself: over TLS only
     bool apply_startup_params(const std::vector<std::pair<std::string, std::string>>& params);
     bool dispatch(char type, std::string_view body);  // false: close the connection
 

@@ -162,6 +162,20 @@ bool decode_query(std::string_view body, std::string_view& sql) {
     return r.ok() && r.at_end();
 }
 
+bool decode(std::string_view body, sasl_initial_msg& m) {
+    msg_reader r(body);
+    m.mechanism = r.cstr();
+    const int32_t len = r.i32();
+    m.data = len < 0 ? std::string_view{} : r.raw(static_cast<size_t>(len));
+    return r.ok() && r.at_end() && len >= -1;
+}
+
+bool decode_password(std::string_view body, std::string_view& password) {
+    msg_reader r(body);
+    password = r.cstr();
+    return r.ok() && r.at_end();
+}
+
 // ---- Encoding ----
 
 msg_writer::msg_writer(std::string& out, char type) : _out(out) {
@@ -200,8 +214,36 @@ msg_writer& msg_writer::raw(std::string_view s) {
     return *this;
 }
 
+// Authentication request codes of the 'R' message.
+namespace {
+constexpr int32_t auth_ok = 0;
+constexpr int32_t auth_cleartext_password = 3;
+constexpr int32_t auth_sasl = 10;
+constexpr int32_t auth_sasl_continue = 11;
+constexpr int32_t auth_sasl_final = 12;
+}  // namespace
+
 void put_authentication_ok(std::string& out) {
-    msg_writer(out, 'R').i32(0);
+    msg_writer(out, 'R').i32(auth_ok);
+}
+
+void put_authentication_cleartext_password(std::string& out) {
+    msg_writer(out, 'R').i32(auth_cleartext_password);
+}
+
+void put_authentication_sasl(std::string& out, const std::vector<std::string_view>& mechanisms) {
+    msg_writer w(out, 'R');
+    w.i32(auth_sasl);
+    for (auto m : mechanisms) w.cstr(m);
+    w.raw(std::string_view("\0", 1));  // the list ends with an empty name
+}
+
+void put_authentication_sasl_continue(std::string& out, std::string_view data) {
+    msg_writer(out, 'R').i32(auth_sasl_continue).raw(data);
+}
+
+void put_authentication_sasl_final(std::string& out, std::string_view data) {
+    msg_writer(out, 'R').i32(auth_sasl_final).raw(data);
 }
 
 void put_parameter_status(std::string& out, std::string_view name, std::string_view value) {

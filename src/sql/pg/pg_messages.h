@@ -96,6 +96,19 @@ bool decode(std::string_view body, execute_msg& m);
 // Query ('Q'): the SQL text.
 bool decode_query(std::string_view body, std::string_view& sql);
 
+// ---- Authentication (frontend 'p' messages; their meaning depends on what was asked) ----
+
+// SASLInitialResponse: the mechanism chosen and the client's first message (empty when
+// the client sent none, length -1).
+struct sasl_initial_msg {
+    std::string_view mechanism;
+    std::string_view data;
+};
+bool decode(std::string_view body, sasl_initial_msg& m);
+// PasswordMessage after AuthenticationCleartextPassword: the password.
+bool decode_password(std::string_view body, std::string_view& password);
+// SASLResponse: the body is the SASL message as is.
+
 // ---- Backend messages (appended to `out`) ----
 
 // Builds one backend message; the length word is patched by the destructor.
@@ -134,6 +147,10 @@ struct pg_error {
 };
 
 void put_authentication_ok(std::string& out);
+void put_authentication_cleartext_password(std::string& out);
+void put_authentication_sasl(std::string& out, const std::vector<std::string_view>& mechanisms);
+void put_authentication_sasl_continue(std::string& out, std::string_view data);
+void put_authentication_sasl_final(std::string& out, std::string_view data);
 void put_parameter_status(std::string& out, std::string_view name, std::string_view value);
 void put_backend_key_data(std::string& out, int32_t pid, int32_t secret);
 void put_ready_for_query(std::string& out, char status);  // 'I', 'T' or 'E'

@@ -23,10 +23,11 @@ constexpr int refuse_read_timeout_ms = 2000;
 constexpr int32_t ssl_request_code = 80877103;
 constexpr int32_t gssenc_request_code = 80877104;
 
-// Reads the client's startup packet, answering 'N' to SSLRequest and GSSENCRequest
-// first, as PostgreSQL does before it refuses a client over max_connections. False when
-// the client sends nothing sensible in time.
-bool read_startup(net::stream_socket& sock) {
+// Reads the client's startup packet, answering SSLRequest ('S' and the handshake when
+// TLS is on, else 'N') and GSSENCRequest ('N') first, as PostgreSQL does before it
+// refuses a client over max_connections. False when the client sends nothing sensible
+// in time.
+bool read_startup(net::stream_socket& sock, const net::tls_context* tls) {
     timeval tv{refuse_read_timeout_ms / 1000, (refuse_read_timeout_ms % 1000) * 1000};
     setsockopt(sock.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     for (int round = 0; round < 3; ++round) {
@@ -34,6 +35,10 @@ bool read_startup(net::stream_socket& sock) {
         if (!sock.read_exact(head, sizeof head)) return false;
         const int32_t len = (head[0] << 24) | (head[1] << 16) | (head[2] << 8) | head[3];
         const int32_t code = (head[4] << 24) | (head[5] << 16) | (head[6] << 8) | head[7];
+        if (code == ssl_request_code && tls && !sock.is_tls()) {
+            if (!sock.write_all("S") || !sock.start_tls_server(*tls)) return false;
+            continue;
+        }
         if (code == ssl_request_code || code == gssenc_request_code) {
             if (!sock.write_all("N")) return false;
             continue;
@@ -47,8 +52,8 @@ bool read_startup(net::stream_socket& sock) {
 
 // Runs on its own thread for a connection over the limit: PostgreSQL's answer to the
 // startup packet.
-void refuse(net::stream_socket& sock) {
-    if (!read_startup(sock)) return;
+void refuse(net::stream_socket& sock, const net::tls_context* tls) {
+    if (!read_startup(sock, tls)) return;
     std::string out;
     pg::put_error(out, {"53300", "sorry, too many clients already", "FATAL"});
     if (sock.write_all(out)) sock.finish(refuse_linger_ms);
@@ -84,7 +89,8 @@ result<std::unique_ptr<pg_server>> pg_server::start(const net::host_port& addr, 
     bo.max_connections = srv->_opts.max_connections;
     auto* self = srv.get();
     auto s = net::blocking_server::start(
-        std::move(bo), [self](net::stream_socket& sock) { self->serve(sock); }, refuse);
+        std::move(bo), [self](net::stream_socket& sock) { self->serve(sock); },
+        [tls = srv->_opts.tls](net::stream_socket& sock) { refuse(sock, tls.get()); });
     if (!s) return s.err();
     srv->_server = std::move(*s);
     return srv;

@@ -17,7 +17,12 @@
 #include "common/result.h"
 #include "net/blocking_server.h"
 #include "net/listener.h"
+#include "net/tls.h"
 #include "sql/engine.h"
+
+namespace sluice::security {
+class gate;
+}
 
 namespace sluice::sql {
 
@@ -32,6 +37,13 @@ struct pg_options {
     // A client must finish its startup within this time (PostgreSQL's
     // authentication_timeout), or its connection slot is taken back.
     std::chrono::milliseconds startup_timeout{60'000};
+    // Set: an SSLRequest is answered 'S' and the connection goes on over TLS (else 'N').
+    std::shared_ptr<net::tls_context> tls;
+    // Set: its policies decide what each session may read, and when it requires
+    // authentication, clients log in with a password checked against its credentials
+    // (SCRAM-SHA-256 in plain text, the password itself only over TLS). Must outlive
+    // the server. Null: any user name is trusted, and sessions run as ANONYMOUS.
+    const security::gate* gate = nullptr;
 };
 
 class pg_server {

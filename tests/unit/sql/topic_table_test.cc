@@ -7,6 +7,7 @@
 
 #include "catalog/catalog.h"
 #include "log/log_manager.h"
+#include "sql/sql_security_util.h"
 #include "sql/statement_context.h"
 #include "sql_test_util.h"
 #include "support/batch_builder.h"
@@ -52,7 +53,7 @@ struct topic_fixture : ::testing::Test {
     }
 
     // Appends one batch and waits until it is durable (visible to SQL).
-    offset_t produce(const std::string& topic, int32_t p, std::vector<test_record> recs,
+    offset_t produce(const std::string& topic, int32_t p, const std::vector<test_record>& recs,
                      timestamp_ms now = 1000) {
         auto* pl = logs->get(topic, p);
         EXPECT_NE(pl, nullptr);
@@ -236,6 +237,111 @@ TEST_F(topic_fixture, system_tables) {
             "SELECT value, source FROM system.configs WHERE topic = 's' AND name = 'retention.ms'"),
         (rows{{"604800000", "default"}}));
     EXPECT_EQ(failure_of(*sess, "DELETE FROM system.topics").kind, failure::read_only);
+}
+
+// ---- Authorization: KafkaRead to read a topic, KafkaDescribe to see it listed ----
+
+using security::action;
+
+struct authz_fixture : topic_fixture {
+    void SetUp() override {
+        topic_fixture::SetUp();
+        sess.reset();
+        eng.reset();
+        engine_options o;
+        o.data_dir = dir.path;
+        o.logs = logs.get();
+        o.catalog = cat.get();
+        o.gate = &gate;
+        auto e = open_engine(o);
+        ASSERT_TRUE(e) << e.error().message;
+        eng = std::move(*e);
+        auto s = eng->open_session();
+        ASSERT_TRUE(s) << s.error().message;
+        sess = std::move(*s);
+        sess->set_principal({"alice", true});
+        create_topic("orders", 1);
+        create_topic("secret", 1);
+        produce("orders", 0, {{"k", "o1", 1, {}}, {"k", "o2", 2, {}}});
+        produce("secret", 0, {{"k", "s1", 1, {}}});
+    }
+
+    // The statements fail with not_authorized, naming the topic and the action.
+    void expect_denied(std::string_view sql, const std::string& topic) {
+        auto e = failure_of(*sess, sql);
+        EXPECT_EQ(e.kind, failure::not_authorized) << sql << ": " << e.message;
+        EXPECT_STREQ(sqlstate(e.kind), "42501");
+        EXPECT_NE(e.message.find("\"" + topic + "\""), std::string::npos) << e.message;
+        EXPECT_NE(e.message.find("KafkaRead"), std::string::npos) << e.message;
+        EXPECT_NE(e.message.find("User:alice"), std::string::npos) << e.message;
+    }
+
+    fake_gate gate;
+};
+
+TEST_F(authz_fixture, reading_a_topic_needs_kafka_read) {
+    expect_denied("SELECT value FROM kafka_topics.orders", "orders");
+    expect_denied("SELECT count(*) FROM kafka_topics.orders", "orders");  // no column read
+    gate.allow("alice", action::read, "sluice:topic:orders");
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.orders"), (rows{{"o1"}, {"o2"}}));
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.orders"), (rows{{"2"}}));
+    // Another principal on the same engine has its own rights.
+    sess->set_principal({"bob", true});
+    auto e = failure_of(*sess, "SELECT * FROM kafka_topics.orders");
+    EXPECT_EQ(e.kind, failure::not_authorized);
+    EXPECT_NE(e.message.find("User:bob"), std::string::npos) << e.message;
+}
+
+TEST_F(authz_fixture, no_path_around_the_check) {
+    gate.allow("alice", action::read, "sluice:topic:orders");
+    expect_denied("CREATE TEMP VIEW v AS SELECT value FROM kafka_topics.secret; SELECT * FROM v",
+                  "secret");
+    expect_denied("SELECT (SELECT max(value) FROM kafka_topics.secret)", "secret");
+    expect_denied("SELECT 1 WHERE EXISTS (SELECT 1 FROM kafka_topics.secret)", "secret");
+    expect_denied("WITH c AS (SELECT * FROM kafka_topics.secret) SELECT count(*) FROM c", "secret");
+    expect_denied(
+        "SELECT o.value, s.value FROM kafka_topics.orders o JOIN kafka_topics.secret s "
+        "ON o.offset = s.offset",
+        "secret");
+    expect_denied(
+        "SELECT value FROM kafka_topics.orders UNION ALL SELECT value FROM "
+        "kafka_topics.secret",
+        "secret");
+    expect_denied("CREATE TABLE copy AS SELECT * FROM kafka_topics.secret", "secret");
+    EXPECT_EQ(failure_of(*sess, "SELECT * FROM copy").kind, failure::undefined_table);
+}
+
+TEST_F(authz_fixture, allowed_through_views_joins_and_subqueries) {
+    gate.allow("alice", action::read, "sluice:topic:orders");
+    gate.allow("alice", action::read, "sluice:topic:secret");
+    EXPECT_EQ(query(*sess,
+                    "CREATE TEMP VIEW v AS SELECT value FROM kafka_topics.secret; SELECT * FROM v"),
+              (rows{{"s1"}}));
+    EXPECT_EQ(query(*sess,
+                    "SELECT o.value, s.value FROM kafka_topics.orders o JOIN kafka_topics.secret s "
+                    "ON o.offset = s.offset"),
+              (rows{{"o1", "s1"}}));
+    EXPECT_EQ(query(*sess, "SELECT (SELECT count(*) FROM kafka_topics.secret)"), (rows{{"1"}}));
+}
+
+TEST_F(authz_fixture, a_prepared_statement_is_checked_again_when_it_runs) {
+    gate.allow("alice", action::read, "sluice:topic:orders");
+    auto st = sess->prepare("SELECT value FROM kafka_topics.orders");
+    ASSERT_TRUE(st && *st);
+    gate.revoke_all();
+    EXPECT_EQ((*st)->step(), statement::step_state::failed);
+    EXPECT_EQ((*st)->error().kind, failure::not_authorized) << (*st)->error().message;
+}
+
+TEST_F(authz_fixture, system_tables_list_what_the_principal_may_describe) {
+    EXPECT_EQ(query(*sess, "SELECT topic FROM system.topics"), rows{});
+    gate.allow("alice", action::describe, "sluice:topic:orders");
+    EXPECT_EQ(query(*sess, "SELECT topic FROM system.topics"), (rows{{"orders"}}));
+    EXPECT_EQ(query(*sess, "SELECT DISTINCT topic FROM system.partitions"), (rows{{"orders"}}));
+    // Configs need DescribeConfigs, as Kafka's DescribeConfigs does.
+    EXPECT_EQ(query(*sess, "SELECT DISTINCT topic FROM system.configs"), rows{});
+    gate.allow("alice", action::describe_configs, "sluice:topic:secret");
+    EXPECT_EQ(query(*sess, "SELECT DISTINCT topic FROM system.configs"), (rows{{"secret"}}));
 }
 
 }  // namespace
