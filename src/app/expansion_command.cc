@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "net/listener.h"
+#include "app/http_admin.h"
 #include "sql/http/sql_client.h"
 #include "sql/json_text.h"
 
@@ -18,44 +18,18 @@ namespace {
 
 namespace http = sql::http;
 
-// Exit codes: 0 success, 1 refused by the broker (or a bad argument), 2 no connection.
-constexpr int exit_refused = 1;
-constexpr int exit_connection = 2;
-
-struct common_options {
-    std::string server = "127.0.0.1:8080";
-};
-
 struct create_options {
     std::string topic, target, schema_file, source = "value";
     bool flatten = false, copy_source = false, backfill = false, wait = false;
 };
 
+using common_options = server_flags;
+
 // One call to the API; prints the broker's error and sets `code` on failure.
-std::optional<http::http_reply> call(const std::string& server, std::string_view method,
+std::optional<http::http_reply> call(const common_options& c, std::string_view method,
                                      const std::string& target, const std::string& body,
                                      int& code) {
-    auto addr = net::parse_host_port(server);
-    if (!addr) {
-        std::fprintf(stderr, "sluice expansion: --server: %s\n", addr.err().message.c_str());
-        code = exit_refused;
-        return std::nullopt;
-    }
-    auto r = http::http_call(*addr, method, target, body);
-    if (auto* e = std::get_if<http::client_error>(&r)) {
-        std::fprintf(stderr, "sluice expansion: %s\n", e->message.c_str());
-        code = exit_connection;
-        return std::nullopt;
-    }
-    auto reply = std::get<http::http_reply>(std::move(r));
-    if (reply.status >= 200 && reply.status < 300) return reply;
-    std::string message = fmt::format("HTTP {}", reply.status);
-    simdjson::dom::parser p;
-    std::string_view m;
-    if (!p.parse(reply.body)["error"]["message"].get(m)) message = std::string(m);
-    std::fprintf(stderr, "sluice expansion: %s\n", message.c_str());
-    code = exit_refused;
-    return std::nullopt;
+    return admin_call("sluice expansion", c, method, target, body, code);
 }
 
 std::string text_or_empty(simdjson::dom::element e, const char* key) {
@@ -97,7 +71,7 @@ int create(const common_options& c, const create_options& o) {
     body += fmt::format(",\"flatten\":{},\"copy_source\":{},\"backfill\":{}}}", o.flatten,
                         o.copy_source, o.backfill);
     int code = 0;
-    auto reply = call(c.server, "POST", "/v1/expansions", body, code);
+    auto reply = call(c, "POST", "/v1/expansions", body, code);
     if (!reply) return code;
     simdjson::dom::parser p;
     simdjson::dom::element e;
@@ -120,7 +94,7 @@ int create(const common_options& c, const create_options& o) {
     // --wait: report the backfill until it is done.
     const std::string path = "/v1/expansions/" + text_or_empty(e, "target");
     for (;;) {
-        auto now = call(c.server, "GET", path, "", code);
+        auto now = call(c, "GET", path, "", code);
         if (!now) return code;
         simdjson::dom::element s;
         if (p.parse(now->body).get(s)) return exit_refused;
@@ -138,7 +112,7 @@ int create(const common_options& c, const create_options& o) {
 
 int list(const common_options& c, bool json) {
     int code = 0;
-    auto reply = call(c.server, "GET", "/v1/expansions", "", code);
+    auto reply = call(c, "GET", "/v1/expansions", "", code);
     if (!reply) return code;
     if (json) {
         std::fputs(reply->body.c_str(), stdout);
@@ -167,8 +141,8 @@ int list(const common_options& c, bool json) {
 int drop(const common_options& c, const std::string& target, bool drop_target) {
     int code = 0;
     auto reply =
-        call(c.server, "DELETE",
-             "/v1/expansions/" + target + (drop_target ? "?drop_target=true" : ""), "", code);
+        call(c, "DELETE", "/v1/expansions/" + target + (drop_target ? "?drop_target=true" : ""), "",
+             code);
     if (!reply) return code;
     std::printf("dropped expansion %s%s\n", target.c_str(),
                 drop_target ? " and its table" : "; its table stays");
@@ -184,10 +158,7 @@ void add_expansion_commands(CLI::App& app, int& exit_code) {
         "broker (its HTTP address)");
     cmd->require_subcommand(1);
     auto c = std::make_shared<common_options>();
-    auto server = [c](CLI::App* sub) {
-        sub->add_option("--server,-s", c->server, "The broker's HTTP address (serve --http)")
-            ->capture_default_str();
-    };
+    auto server = [c](CLI::App* sub) { add_server_flags(sub, *c); };
 
     auto o = std::make_shared<create_options>();
     auto* mk = cmd->add_subcommand("create", "Create an expansion");

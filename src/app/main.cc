@@ -1,9 +1,13 @@
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "app/expansion_command.h"
+#include "app/security_command.h"
 #include "app/serve_command.h"
 #include "app/sql_command.h"
 #include "app/topic_command.h"
@@ -17,7 +21,15 @@ int main(int argc, char** argv) {
         sluice::app::add_topic_commands(app, exit_code);
         sluice::app::add_sql_command(app, exit_code);
         sluice::app::add_expansion_commands(app, exit_code);
-        CLI11_PARSE(app, argc, argv);
+        sluice::app::add_security_commands(app, exit_code);
+        try {
+            std::vector<std::string> args(argv + 1, argv + argc);
+            args = sluice::app::with_config_file(std::move(args));
+            std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+            app.parse(std::move(args));
+        } catch (const CLI::ParseError& e) {
+            return app.exit(e);
+        }
         return exit_code;
     } catch (const std::exception& e) {
         // Only the unrecoverable gets here (STYLE.md); say what it was and fail.

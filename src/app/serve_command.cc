@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -19,7 +20,9 @@
 #include <limits>
 #include <optional>
 #include <tuple>
+#include <utility>
 
+#include "app/security_admin.h"
 #include "app/sql_state.h"
 #include "broker/broker.h"
 #include "catalog/catalog.h"
@@ -28,6 +31,7 @@
 #include "expansion/service.h"
 #include "log/log_manager.h"
 #include "net/event_loop.h"
+#include "security/sasl.h"
 #include "sql/http/http_server.h"
 #include "sql/pg/pg_server.h"
 #include "sql/schemas.h"
@@ -37,9 +41,15 @@ namespace sluice::app {
 namespace {
 
 struct serve_options {
+    std::string config_file;  // applied by with_config_file()
     std::string data_dir = "data";
-    std::string listen = "127.0.0.1:9092";
+    std::vector<std::string> listen{"127.0.0.1:9092"};
     std::vector<std::string> advertise;
+    std::string tls_cert, tls_key, tls_client_ca;
+    std::string tls_client_auth = "none";
+    std::string sasl_mechanisms = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512";
+    int64_t sasl_session_lifetime_ms = 0;
+    std::string authorization;  // empty: required when a listener authenticates
     bool auto_create = false;
     int32_t default_partitions = 1;
     std::vector<std::string> topic_defaults;
@@ -69,6 +79,7 @@ class signal_watch : public net::io_handler {
         sigemptyset(&set);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &set, nullptr);
         return set;
     }
@@ -134,6 +145,104 @@ result<void> lock_data_dir(const std::filesystem::path& dir) {
     return {};  // fd stays open on purpose
 }
 
+// Listeners, TLS, SASL and the authorization mode, from the flags.
+result<void> configure_security(const serve_options& o, broker::broker_config& cfg) {
+    cfg.listeners.clear();
+    if (o.listen.empty()) return {errc::invalid_argument, "--listen: at least one listener"};
+    for (const auto& text : o.listen) {
+        auto l = broker::parse_listener(text);
+        if (!l) return {errc::invalid_argument, "--listen " + text + ": " + l.err().message};
+        cfg.listeners.push_back(*l);
+    }
+    // --advertise HOST:PORT belongs to the PLAINTEXT listeners; PROTOCOL://HOST:PORT to
+    // the listeners of that protocol.
+    for (const auto& a : o.advertise) {
+        auto l = broker::parse_listener(a);
+        if (!l || l->address.port == 0) {
+            return {errc::invalid_argument,
+                    "--advertise wants [PROTOCOL://]HOST:PORT with a real port, got '" + a + "'"};
+        }
+        bool used = false;
+        for (auto& lc : cfg.listeners) {
+            if (lc.protocol != l->protocol) continue;
+            lc.advertise.push_back(l->address);
+            used = true;
+        }
+        if (!used) {
+            return {errc::invalid_argument, "--advertise " + a + ": no " +
+                                                std::string(broker::protocol_name(l->protocol)) +
+                                                " listener"};
+        }
+    }
+    bool tls = false, authenticates = false;
+    for (const auto& lc : cfg.listeners) {
+        tls = tls || lc.tls();
+        authenticates = authenticates || lc.sasl();
+    }
+    auto& ts = cfg.tls_settings;
+    ts.cert_file = o.tls_cert;
+    ts.key_file = o.tls_key;
+    ts.client_ca_file = o.tls_client_ca;
+    using mode = net::tls_settings::client_auth_mode;
+    if (o.tls_client_auth == "none")
+        ts.client_auth = mode::none;
+    else if (o.tls_client_auth == "requested")
+        ts.client_auth = mode::requested;
+    else if (o.tls_client_auth == "required")
+        ts.client_auth = mode::required;
+    else
+        return {errc::invalid_argument, "--tls-client-auth wants required, requested or none"};
+    if (ts.client_auth != mode::none && ts.client_ca_file.empty())
+        return {errc::invalid_argument,
+                "--tls-client-auth " + o.tls_client_auth +
+                    " needs --tls-client-ca (the CA of client certificates)"};
+    if (tls && (ts.cert_file.empty() || ts.key_file.empty()))
+        return {errc::invalid_argument,
+                "an SSL or SASL_SSL listener needs --tls-cert and --tls-key"};
+    if (ts.cert_file.empty() != ts.key_file.empty())
+        return {errc::invalid_argument, "--tls-cert and --tls-key go together"};
+    // A certificate serves the TLS listeners, HTTPS and the PostgreSQL wire's SSLRequest.
+    if (!ts.cert_file.empty()) {
+        auto ctx = net::tls_context::create_server(ts);
+        if (!ctx) return ctx.err();
+        cfg.tls = *ctx;
+        // Mutual TLS authenticates the SSL listeners' clients.
+        for (const auto& lc : cfg.listeners)
+            authenticates = authenticates || (lc.protocol == broker::security_protocol::ssl &&
+                                              ts.client_auth == mode::required);
+    }
+    cfg.sasl_mechanisms.clear();
+    std::string_view list = o.sasl_mechanisms;
+    while (!list.empty()) {
+        auto comma = list.find(',');
+        std::string m(list.substr(0, comma));
+        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+        if (m.empty()) continue;
+        auto known = security::supported_mechanisms();
+        if (std::find(known.begin(), known.end(), m) == known.end())
+            return {errc::invalid_argument, "--sasl-mechanisms: unknown mechanism '" + m +
+                                                "' (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"};
+        cfg.sasl_mechanisms.push_back(m);
+    }
+    if (authenticates && cfg.sasl_mechanisms.empty() &&
+        std::any_of(cfg.listeners.begin(), cfg.listeners.end(),
+                    [](const auto& lc) { return lc.sasl(); }))
+        return {errc::invalid_argument, "--sasl-mechanisms: a SASL listener needs at least one"};
+    cfg.sasl_session_lifetime_ms = o.sasl_session_lifetime_ms;
+    cfg.authenticate = authenticates;
+    if (o.authorization.empty()) {
+        cfg.authorization =
+            authenticates ? security::authz_mode::required : security::authz_mode::permissive;
+    } else if (o.authorization == "required") {
+        cfg.authorization = security::authz_mode::required;
+    } else if (o.authorization == "permissive") {
+        cfg.authorization = security::authz_mode::permissive;
+    } else {
+        return {errc::invalid_argument, "--authorization wants required or permissive"};
+    }
+    return {};
+}
+
 int serve(const serve_options& o) {
     log_level lvl;
     if (!parse_log_level(o.log_level, lvl)) {
@@ -143,23 +252,26 @@ int serve(const serve_options& o) {
     set_log_level(lvl);
     broker::broker_config cfg;
     cfg.data_dir = o.data_dir;
-    auto listen = net::parse_host_port(o.listen);
-    if (!listen) {
-        log_error("app", "--listen: {}", listen.err().message);
+    if (auto r = configure_security(o, cfg); !r) {
+        log_error("app", "{}", r.err().message);
         return 2;
     }
-    cfg.listen = *listen;
-    for (const auto& a : o.advertise) {
-        auto hp = net::parse_host_port(a);
-        if (!hp || hp->port == 0) {
-            log_error("app", "--advertise wants HOST:PORT with a real port, got '{}'", a);
-            return 2;
-        }
-        cfg.advertise.push_back(*hp);
-    }
     std::optional<net::host_port> pg_addr, http_addr;
-    for (auto [flag, text, out] :
-         {std::tuple{"--pg", &o.pg, &pg_addr}, std::tuple{"--http", &o.http, &http_addr}}) {
+    // --http https://HOST:PORT serves HTTPS with the TLS certificate.
+    std::string http_text = o.http;
+    bool https = false;
+    for (std::string_view scheme : {"https://", "http://"}) {
+        if (http_text.rfind(scheme, 0) == 0) {
+            https = scheme == "https://";
+            http_text = http_text.substr(scheme.size());
+        }
+    }
+    if (https && !cfg.tls) {
+        log_error("app", "--http https://...: needs --tls-cert and --tls-key");
+        return 2;
+    }
+    for (auto [flag, text, out] : {std::tuple{"--pg", &o.pg, &pg_addr},
+                                   std::tuple{"--http", &std::as_const(http_text), &http_addr}}) {
         if (text->empty()) continue;
         auto hp = net::parse_host_port(*text);
         if (!hp) {
@@ -262,11 +374,16 @@ int serve(const serve_options& o) {
         logs.close();
         return 1;
     }
-    // The one line on stdout: tests and scripts read the bound port from it.
-    std::printf("listening kafka %s\n", bound->to_string().c_str());
+    // One line per listener on stdout: tests and scripts read the bound ports from them.
+    std::string where;
+    for (const auto& l : *bound) {
+        std::printf("listening kafka %s\n", l.to_string().c_str());
+        where += (where.empty() ? "" : ", ") + l.to_string();
+    }
     std::fflush(stdout);
-    log_info("app", "sluice serving {} topics from {} on {}", b.topics().all().size(),
-             cfg.data_dir.string(), bound->to_string());
+    log_info("app", "sluice serving {} topics from {} on {}; authorization {}",
+             b.topics().all().size(), cfg.data_dir.string(), where,
+             cfg.authorization == security::authz_mode::required ? "required" : "permissive");
 
     // SQL: its own threads (one per connection), over the same logs and catalog.
     sql_state state(b);
@@ -279,6 +396,7 @@ int serve(const serve_options& o) {
     eo.state = &state;
     eo.schemas = shared_schemas;
     eo.guard = expansions->get();
+    eo.gate = &b.access();
     auto eng = sql::open_engine(eo);
     if (!eng) {
         log_error("app", "sql: {}", eng.error().message);
@@ -288,7 +406,11 @@ int serve(const serve_options& o) {
     std::unique_ptr<sql::pg_server> pg;
     std::unique_ptr<sql::http_server> http;
     if (pg_addr) {
-        auto s = sql::pg_server::start(*pg_addr, **eng, {o.sql_max_connections});
+        sql::pg_options po;
+        po.max_connections = o.sql_max_connections;
+        po.tls = cfg.tls;
+        po.gate = &b.access();
+        auto s = sql::pg_server::start(*pg_addr, **eng, po);
         if (!s) {
             log_error("app", "--pg: {}", s.err().message);
             logs.close();
@@ -298,7 +420,11 @@ int serve(const serve_options& o) {
         std::printf("listening pg %s\n", pg->address().to_string().c_str());
     }
     if (http_addr) {
-        auto s = sql::http_server::start(*http_addr, **eng, {o.sql_max_connections});
+        sql::http_options ho;
+        ho.max_connections = o.sql_max_connections;
+        if (https) ho.tls = cfg.tls;
+        ho.gate = &b.access();
+        auto s = sql::http_server::start(*http_addr, **eng, ho);
         if (!s) {
             log_error("app", "--http: {}", s.err().message);
             if (pg) pg->stop();
@@ -307,11 +433,17 @@ int serve(const serve_options& o) {
         }
         http = std::move(*s);
         expansion::add_http_routes(*http, **expansions);
-        std::printf("listening http %s\n", http->address().to_string().c_str());
+        add_security_routes(*http, **cat);
+        std::printf("listening http %s%s\n", https ? "https://" : "",
+                    http->address().to_string().c_str());
     }
     std::fflush(stdout);
 
     signal_watch signals(loop, signals_set, [&](int sig) {
+        if (sig == SIGHUP) {
+            b.reload_tls();
+            return;
+        }
         log_info("app", "received {}; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         b.shutdown([&] { loop.stop(); });
     });
@@ -327,18 +459,87 @@ int serve(const serve_options& o) {
 
 }  // namespace
 
+std::vector<std::string> with_config_file(std::vector<std::string> args) {
+    auto serve = std::find(args.begin(), args.end(), "serve");
+    if (serve == args.end()) return args;
+    const auto at = serve - args.begin() + 1;  // where the file's flags go
+    std::string file;
+    auto it = serve + 1;
+    for (; it != args.end(); ++it) {
+        if (*it == "--config" && it + 1 != args.end()) {
+            file = *(it + 1);
+            it = args.erase(it, it + 2);
+            break;
+        }
+        if (it->rfind("--config=", 0) == 0) {
+            file = it->substr(9);
+            it = args.erase(it);
+            break;
+        }
+    }
+    if (file.empty()) return args;
+    // CLI11 reads config files only for the top-level app; for `serve` its TOML reader
+    // turns the file into flags, put before the command line's so that those win.
+    std::vector<std::string> from_file;
+    for (const auto& item : CLI::ConfigTOML().from_file(file)) {
+        std::string flag = "--" + item.fullname();
+        if (item.inputs.size() == 1) {
+            from_file.push_back(flag + "=" + item.inputs[0]);
+            continue;
+        }
+        for (const auto& v : item.inputs) {
+            from_file.push_back(flag);
+            from_file.push_back(v);
+        }
+    }
+    args.insert(args.begin() + at, from_file.begin(), from_file.end());
+    return args;
+}
+
 void add_serve_command(CLI::App& app, int& exit_code) {
     auto o = std::make_shared<serve_options>();
     auto* cmd = app.add_subcommand("serve", "Run a broker");
+    // Read by with_config_file() before parsing; declared so that --help lists it.
+    cmd->add_option("--config", o->config_file,
+                    "TOML file of settings: each key is a long flag's name without the dashes "
+                    "(listen = [\"SASL_SSL://0.0.0.0:9093\"], tls-cert = \"...\"); a flag on the "
+                    "command line wins over the file, and repeatable ones add to it");
+    // With a config file, single-valued flags can come twice: the last (the command line) wins.
+    cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     cmd->add_option("--data-dir,-d", o->data_dir, "Directory for the catalog and partition logs")
         ->capture_default_str();
     cmd->add_option("--listen,-l", o->listen,
-                    "Kafka listener HOST:PORT; port 0 picks a free port, printed at start-up")
+                    "Kafka listener [PROTOCOL://]HOST:PORT (repeatable); PROTOCOL is PLAINTEXT "
+                    "(the default), SSL, SASL_PLAINTEXT or SASL_SSL; port 0 picks a free port, "
+                    "printed at start-up")
         ->capture_default_str();
     cmd->add_option("--advertise", o->advertise,
-                    "Address HOST:PORT announced in Metadata (repeatable); each is announced as "
-                    "its own broker id and partition leadership is spread across them. Default: "
-                    "the listen address");
+                    "Address [PROTOCOL://]HOST:PORT announced in Metadata to clients of the "
+                    "listeners of that protocol (repeatable); each is announced as its own broker "
+                    "id and partition leadership is spread across them. Default: the listen "
+                    "address");
+    cmd->add_option("--tls-cert", o->tls_cert,
+                    "PEM certificate (chain) of the SSL and SASL_SSL listeners; reloaded on "
+                    "SIGHUP and when the file changes");
+    cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
+    cmd->add_option("--tls-client-ca", o->tls_client_ca,
+                    "PEM CA certificates that sign client certificates (mutual TLS)");
+    cmd->add_option("--tls-client-auth", o->tls_client_auth,
+                    "Client certificates on TLS listeners: required, requested or none; on an "
+                    "SSL listener the principal is the certificate's common name")
+        ->capture_default_str();
+    cmd->add_option("--sasl-mechanisms", o->sasl_mechanisms,
+                    "SASL mechanisms of the SASL listeners, comma-separated")
+        ->capture_default_str();
+    cmd->add_option("--sasl-session-lifetime-ms", o->sasl_session_lifetime_ms,
+                    "Kafka's connections.max.reauth.ms: a SASL session must re-authenticate "
+                    "within this time or its connection closes; 0: unlimited")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--authorization", o->authorization,
+                    "required (no matching Allow denies) or permissive (no matching policy "
+                    "allows). Default: required when a listener authenticates (SASL, or SSL with "
+                    "--tls-client-auth required), else permissive");
     cmd->add_flag("--auto-create-topics", o->auto_create,
                   "Create unknown topics when a client asks for them in Metadata");
     cmd->add_option("--default-partitions", o->default_partitions,

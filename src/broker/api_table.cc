@@ -35,6 +35,12 @@ constexpr api_def table[] = {
      handle_incremental_alter_configs},
     {api_key::offset_delete, "OffsetDelete", 0, 0, handle_offset_delete},
     {api_key::describe_cluster, "DescribeCluster", 0, 1, handle_describe_cluster},
+    {api_key::sasl_handshake, "SaslHandshake", 0, 1, handle_sasl_handshake},
+    {api_key::sasl_authenticate, "SaslAuthenticate", 0, 2, handle_sasl_authenticate},
+    {api_key::describe_user_scram_credentials, "DescribeUserScramCredentials", 0, 0,
+     handle_describe_user_scram_credentials},
+    {api_key::alter_user_scram_credentials, "AlterUserScramCredentials", 0, 0,
+     handle_alter_user_scram_credentials},
 };
 
 }  // namespace

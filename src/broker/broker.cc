@@ -1,12 +1,19 @@
 #include "broker/broker.h"
 
 #include <unistd.h>
+
+#include <algorithm>
+
 #include "broker/session.h"
 
 #include "common/clock.h"
 #include "common/logging.h"
 
 namespace sluice::broker {
+namespace {
+// How often the TLS files are checked for changes (they reload without a restart).
+constexpr std::chrono::seconds tls_check_interval{5};
+}  // namespace
 
 broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
                log::log_manager& logs)
@@ -16,7 +23,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _logs(logs),
       _topics(cat, logs, _cfg.topic_defaults),
       _groups(_cfg.groups),
-      _listener(loop, [this](int fd, std::string peer) { on_accept(fd, std::move(peer)); }) {
+      _access(cat, _cfg.authorization, _cfg.authenticate) {
     _cluster_id = _catalog.cluster_id();
     _groups.on_earlier_deadline([this] { schedule_groups(); });
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
@@ -37,7 +44,7 @@ result<void> broker::load() {
     return {};
 }
 
-result<net::host_port> broker::start() {
+result<std::vector<listener_config>> broker::start() {
     if (auto r = load(); !r) return r.err();
     _retention = std::make_unique<periodic_thread>(
         std::chrono::milliseconds(_cfg.log_retention_check_interval_ms),
@@ -46,17 +53,58 @@ result<net::host_port> broker::start() {
     _cleaner =
         std::make_unique<periodic_thread>(std::chrono::milliseconds(_cfg.log_cleaner_backoff_ms),
                                           [this] { _logs.enforce_compaction(now_ms()); });
-    auto bound = _listener.open(_cfg.listen);
-    if (!bound) return bound.err();
-    auto adv = _cfg.advertise;
-    if (adv.empty()) {
-        net::host_port self = *bound;
-        if (self.host.empty() || self.host == "0.0.0.0" || self.host == "::")
-            self.host = "127.0.0.1";
-        adv.push_back(self);
+    std::vector<listener_config> bound;
+    for (const auto& lc : _cfg.listeners) {
+        size_t index = _listeners.size();
+        auto& ls = _listeners.emplace_back();
+        ls.cfg = lc;
+        ls.socket = std::make_unique<net::listener>(_loop, [this, index](int fd, std::string peer) {
+            on_accept(index, fd, std::move(peer));
+        });
+        auto addr = ls.socket->open(lc.address);
+        if (!addr) return error{addr.code(), lc.to_string() + ": " + addr.err().message};
+        ls.cfg.address = *addr;
+        if (ls.cfg.advertise.empty()) {
+            net::host_port self = *addr;
+            if (self.host.empty() || self.host == "0.0.0.0" || self.host == "::")
+                self.host = "127.0.0.1";
+            ls.cfg.advertise.push_back(self);
+        }
+        _broker_count = std::max(_broker_count, ls.cfg.advertise.size());
+        bound.push_back(ls.cfg);
     }
-    for (size_t i = 0; i < adv.size(); ++i) _brokers.push_back({static_cast<int32_t>(i), adv[i]});
+    // Every listener announces the same broker ids; one with fewer addresses repeats them.
+    for (auto& ls : _listeners) {
+        for (size_t i = 0; i < _broker_count; ++i)
+            ls.brokers.push_back(
+                {static_cast<int32_t>(i), ls.cfg.advertise[i % ls.cfg.advertise.size()]});
+    }
+    if (_cfg.tls) _loop.add_timer(tls_check_interval, [this] { check_tls_files(); });
     return bound;
+}
+
+void broker::reload_tls() {
+    if (!_cfg.tls) return;
+    if (auto r = _cfg.tls->reload(); !r) {
+        log_error("security", "TLS reload failed, the previous certificate stays in use: {}",
+                  r.err().message);
+    } else {
+        log_info("security", "TLS certificate and key reloaded");
+    }
+}
+
+void broker::check_tls_files() {
+    if (_shutting_down) return;
+    auto r = _cfg.tls->reload_if_changed();
+    if (!r) {
+        log_error("security",
+                  "TLS files changed but cannot be loaded; the previous ones stay in "
+                  "use: {}",
+                  r.err().message);
+    } else if (*r) {
+        log_info("security", "TLS files changed on disk: certificate and key reloaded");
+    }
+    _loop.add_timer(tls_check_interval, [this] { check_tls_files(); });
 }
 
 result<void> broker::load_offsets() {
@@ -126,7 +174,7 @@ void broker::schedule_groups() {
         });
 }
 
-void broker::on_accept(int fd, std::string peer) {
+void broker::on_accept(size_t listener, int fd, std::string peer) {
     if (_shutting_down) {
         ::close(fd);
         return;
@@ -140,9 +188,11 @@ void broker::on_accept(int fd, std::string peer) {
         _sessions.erase(c->id());
         check_drained();
     };
-    auto conn = std::make_shared<net::connection>(_loop, fd, std::move(peer),
-                                                  _cfg.max_request_bytes, std::move(cb));
-    auto sess = std::make_shared<session>(*this, conn);
+    const auto& lc = _listeners[listener].cfg;
+    auto conn =
+        std::make_shared<net::connection>(_loop, fd, std::move(peer), _cfg.max_request_bytes,
+                                          std::move(cb), lc.tls() ? _cfg.tls : nullptr);
+    auto sess = std::make_shared<session>(*this, conn, listener);
     _sessions.emplace(conn->id(), sess);
     log_debug("net", "connection {} from {}", conn->id(), conn->peer());
     conn->start();
@@ -203,7 +253,7 @@ void broker::shutdown(std::function<void()> done) {
     if (_shutting_down) return;
     _shutting_down = true;
     _on_drained = std::move(done);
-    _listener.close();
+    for (auto& ls : _listeners) ls.socket->close();
     log_info("broker", "shutting down: {} connections, {} parked requests", _sessions.size(),
              _waiters.size());
     _retention.reset();       // joins the thread; a pass in progress finishes first

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/access.h"
 #include "broker/config.h"
 #include "broker/expansion_hooks.h"
 #include "broker/offset_writer.h"
@@ -25,12 +26,6 @@ namespace sluice::broker {
 
 class session;
 
-// An address announced in Metadata; every one reaches this same broker.
-struct advertised_broker {
-    int32_t node_id = 0;
-    net::host_port address;
-};
-
 // Wires the network to the handlers and owns what they share. Runs on the event loop
 // thread; the log manager's flusher reports back through event_loop::post.
 class broker {
@@ -42,8 +37,9 @@ class broker {
     // start() does it when not done before. Call it first when something must read the
     // logs before the broker serves (expansions catching up).
     result<void> load();
-    // Binds the listener; returns the bound address (real port when 0 was asked).
-    result<net::host_port> start();
+    // Binds the listeners; returns them with their bound addresses (the real port when
+    // 0 was asked), in configuration order.
+    result<std::vector<listener_config>> start();
     // Stops accepting, answers parked requests, waits (bounded) for in-flight requests
     // to finish, closes connections, then calls done on the loop thread.
     void shutdown(std::function<void()> done);
@@ -57,11 +53,21 @@ class broker {
     void store_offsets(std::vector<catalog::offset_write> writes,
                        std::function<void(result<void>)> fn);
     const std::string& cluster_id() const { return _cluster_id; }
-    const std::vector<advertised_broker>& brokers() const { return _brokers; }
+    // The brokers announced to clients of a listener: the same ids on every listener,
+    // each with that listener's address.
+    const std::vector<advertised_broker>& brokers(size_t listener) const {
+        return _listeners[listener].brokers;
+    }
+    const listener_config& listener(size_t i) const { return _listeners[i].cfg; }
     // Leadership is spread across the advertised ids.
     int32_t leader_for(int32_t partition) const {
-        return _brokers[static_cast<size_t>(partition) % _brokers.size()].node_id;
+        return static_cast<int32_t>(static_cast<size_t>(partition) % _broker_count);
     }
+    size_t broker_count() const { return _broker_count; }
+    access_control& access() { return _access; }
+    // Re-reads the TLS certificate and key (SIGHUP); errors are logged and the previous
+    // ones stay in use.
+    void reload_tls();
     bool shutting_down() const { return _shutting_down; }
     // During shutdown: finishes once no connection has a request in flight.
     void check_drained();
@@ -94,7 +100,13 @@ class broker {
         net::event_loop::timer_id timer = 0;
         std::function<bool(bool)> fn;
     };
-    void on_accept(int fd, std::string peer);
+    struct listener_state {
+        listener_config cfg;
+        std::unique_ptr<net::listener> socket;
+        std::vector<advertised_broker> brokers;
+    };
+    void on_accept(size_t listener, int fd, std::string peer);
+    void check_tls_files();
     // Arms the loop timer that drives the coordinator's poll() for its earliest deadline.
     void schedule_groups();
     result<void> load_offsets();
@@ -112,9 +124,10 @@ class broker {
     std::unique_ptr<periodic_thread> _cleaner;    // compacts cleanup.policy=compact topics
     net::event_loop::timer_id _group_timer = 0;
     int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
-    net::listener _listener;
+    access_control _access;
+    std::vector<listener_state> _listeners;
+    size_t _broker_count = 1;
     std::string _cluster_id;
-    std::vector<advertised_broker> _brokers;
     std::unordered_map<uint64_t, std::shared_ptr<session>> _sessions;  // by connection id
     std::unordered_map<uint64_t, waiter> _waiters;
     std::unordered_map<topic_partition, std::set<uint64_t>> _waiters_by_tp;

@@ -3,20 +3,64 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "group/types.h"
 #include "net/listener.h"
+#include "net/tls.h"
+#include "security/authorizer.h"
 
 namespace sluice::broker {
 
+// Kafka's names for what a listener speaks (security.protocol on the client side).
+enum class security_protocol { plaintext, ssl, sasl_plaintext, sasl_ssl };
+std::string_view protocol_name(security_protocol p);
+
+// An address announced in Metadata; every one reaches this same broker.
+struct advertised_broker {
+    int32_t node_id = 0;
+    net::host_port address;
+};
+
+struct listener_config {
+    security_protocol protocol = security_protocol::plaintext;
+    net::host_port address{"127.0.0.1", 9092};
+    // Addresses announced in Metadata to clients of this listener; each becomes its own
+    // broker id. Empty: the bound address.
+    std::vector<net::host_port> advertise;
+
+    bool tls() const {
+        return protocol == security_protocol::ssl || protocol == security_protocol::sasl_ssl;
+    }
+    bool sasl() const {
+        return protocol == security_protocol::sasl_plaintext ||
+               protocol == security_protocol::sasl_ssl;
+    }
+    // "SASL_SSL://127.0.0.1:9093"; a PLAINTEXT listener is its bare address.
+    std::string to_string() const;
+};
+// "HOST:PORT" (PLAINTEXT) or "PROTOCOL://HOST:PORT".
+result<listener_config> parse_listener(const std::string& text);
+
 struct broker_config {
     std::filesystem::path data_dir = "data";
-    net::host_port listen{"127.0.0.1", 9092};
-    // Addresses announced in Metadata; each becomes its own broker id. Empty: the
-    // bound listen address.
-    std::vector<net::host_port> advertise;
+    std::vector<listener_config> listeners{listener_config{}};
+    // TLS of the SSL and SASL_SSL listeners; null when none uses TLS.
+    std::shared_ptr<net::tls_context> tls;
+    net::tls_settings tls_settings;
+    // Enabled SASL mechanisms, in the order announced.
+    std::vector<std::string> sasl_mechanisms{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+    // Kafka's connections.max.reauth.ms: a SASL session's lifetime; 0: unlimited.
+    int64_t sasl_session_lifetime_ms = 0;
+    // Kafka's connection.failed.authentication.delay.ms: a failed login's connection
+    // closes this long after the answer.
+    int64_t failed_authentication_delay_ms = 1000;
+    security::authz_mode authorization = security::authz_mode::permissive;
+    // Whether some listener authenticates its clients (SASL, or SSL requiring client
+    // certificates); the SQL endpoints then require a login too.
+    bool authenticate = false;
     bool auto_create_topics = false;
     int32_t default_partitions = 1;
     // Broker-level overrides of topic config defaults (key -> value).

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "broker/config.h"
 #include "common/types.h"
 #include "protocol/api_key.h"
 #include "protocol/serde.h"
@@ -23,6 +24,17 @@ struct request_context {
     int16_t version() const { return header.api_version; }
     bool flexible() const { return protocol::is_flexible(header.api_key, header.api_version); }
     std::string client() const;
+
+    // Who asks, and what they may do: the action this API needs on a resource of
+    // `kind` comes from access_rules(). allowed() logs a denial; allowed_quiet() is for
+    // filtering lists (Metadata of all topics, ListGroups).
+    const security::principal& principal() const;
+    bool allowed(security::resource_kind kind, const std::string& name = {}) const;
+    bool allowed_quiet(security::resource_kind kind, const std::string& name = {}) const;
+    // CreateTopics and auto-creation: Create on the cluster or on the topic.
+    bool may_create_topic(const std::string& name) const;
+    // The brokers announced on the listener this request came through.
+    const std::vector<advertised_broker>& brokers() const;
 
     template <typename R>
     void respond(const R& body) const {

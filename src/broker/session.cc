@@ -2,6 +2,7 @@
 
 #include "broker/api_table.h"
 #include "broker/broker.h"
+#include "common/clock.h"
 #include "common/endian.h"
 #include "common/logging.h"
 #include "protocol/error_code.h"
@@ -9,8 +10,12 @@
 
 namespace sluice::broker {
 
-session::session(broker& b, std::shared_ptr<net::connection> conn)
-    : _broker(b), _conn(std::move(conn)) {}
+session::session(broker& b, std::shared_ptr<net::connection> conn, size_t listener)
+    : _broker(b), _conn(std::move(conn)), _listener(listener) {}
+
+const listener_config& session::listener_cfg() const {
+    return _broker.listener(_listener);
+}
 
 uint64_t session::reserve() {
     _slots.emplace_back();
@@ -50,6 +55,22 @@ void session::complete(uint64_t slot, response r) {
 void session::close(const std::string& reason) { _conn->close(reason); }
 
 void session::on_frame(bytes_view frame) {
+    if (_phase == sasl_phase::raw_tokens) {
+        on_raw_token(frame);
+        return;
+    }
+    if (_phase == sasl_phase::failed) return;
+    if (!_principal_known) {
+        // A verified client certificate names the principal of an SSL listener; the
+        // handshake is over once a frame arrives.
+        _principal_known = true;
+        if (listener_cfg().protocol == security_protocol::ssl) {
+            if (auto cn = _conn->peer_common_name()) {
+                _principal.user = *cn;
+                _principal.authenticated = true;
+            }
+        }
+    }
     protocol::reader r(frame);
     protocol::request_header h;
     h.api_key = r.fixed<int16_t>();
@@ -68,6 +89,7 @@ void session::on_frame(bytes_view frame) {
         close("unknown api key");
         return;
     }
+    if (!admitted(h.api_key)) return;
     uint64_t slot = reserve();
     if (h.api_version < api->min_version || h.api_version > api->max_version) {
         log_warn("protocol", "{}: {} v{} is not supported (v{}-v{}); answering UNSUPPORTED_VERSION",
@@ -109,6 +131,100 @@ void session::send_unsupported_version(int16_t key, int16_t version, int32_t cor
     }
     store_be<int32_t>(frame.data(), static_cast<int32_t>(frame.size() - 4));
     complete(slot, {std::move(frame), {}});
+}
+
+}  // namespace sluice::broker
+
+namespace sluice::broker {
+
+bool session::admitted(int16_t key) {
+    using protocol::api_key;
+    if (!listener_cfg().sasl()) return true;
+    auto k = static_cast<api_key>(key);
+    if (k == api_key::api_versions || k == api_key::sasl_handshake ||
+        k == api_key::sasl_authenticate)
+        return true;
+    if (!_authenticated) {
+        log_warn("security", "{}: {} before authenticating on SASL listener {}; closing", peer(),
+                 find_api(key)->name, listener_cfg().to_string());
+        close("request before SASL authentication");
+        return false;
+    }
+    if (_expires_ms != 0 && steady_ms() >= _expires_ms) {
+        log_info("security", "{}: SASL session of {} expired without re-authentication; closing",
+                 peer(), _principal.to_string());
+        close("SASL session expired");
+        return false;
+    }
+    return true;
+}
+
+void session::begin_sasl(const std::string& mechanism, int16_t handshake_version) {
+    _mechanism = mechanism;
+    _sasl = security::make_sasl_server(mechanism, _broker.access());
+    _phase = handshake_version == 0 ? sasl_phase::raw_tokens : sasl_phase::tokens;
+}
+
+session::sasl_outcome session::sasl_step(bytes_view token) {
+    using outcome = security::sasl_server::step_result::outcome;
+    sasl_outcome out;
+    auto res =
+        _sasl->step(std::string_view(reinterpret_cast<const char*>(token.data()), token.size()));
+    out.result = res.result;
+    out.response = std::move(res.response);
+    if (res.result == outcome::challenge) return out;
+    if (res.result == outcome::success && _authenticated && _sasl->user() != _principal.user) {
+        // KIP-368: re-authentication may renew a session, never change who it is.
+        res.result = out.result = outcome::failure;
+        res.reason = "re-authentication as '" + _sasl->user() + "' on a session of '" +
+                     _principal.user + "'";
+    }
+    if (res.result == outcome::failure) {
+        log_warn("security", "{}: {} authentication failed: {}", peer(), _mechanism, res.reason);
+        out.error = "Authentication failed: invalid credentials with SASL mechanism " + _mechanism;
+        _sasl.reset();
+        return out;
+    }
+    bool renewed = _authenticated;
+    _principal.user = _sasl->user();
+    _principal.authenticated = true;
+    _authenticated = true;
+    _sasl.reset();
+    _phase = sasl_phase::none;
+    int64_t lifetime = _broker.config().sasl_session_lifetime_ms;
+    _expires_ms = lifetime > 0 ? steady_ms() + lifetime : 0;
+    out.lifetime_ms = lifetime;
+    log_info("security", "{}: {} {} with {}", peer(), _principal.to_string(),
+             renewed ? "re-authenticated" : "authenticated", _mechanism);
+    return out;
+}
+
+void session::fail_authentication() {
+    _phase = sasl_phase::failed;
+    _conn->pause_reading();
+    std::weak_ptr<session> weak = shared_from_this();
+    _broker.loop().add_timer(
+        std::chrono::milliseconds(_broker.config().failed_authentication_delay_ms), [weak] {
+            if (auto s = weak.lock()) s->close("failed authentication");
+        });
+}
+
+// After SaslHandshake v0 (kafka-python), tokens travel as bare size-prefixed frames in
+// both directions, without Kafka headers.
+void session::on_raw_token(bytes_view frame) {
+    using outcome = security::sasl_server::step_result::outcome;
+    uint64_t slot = reserve();
+    auto res = sasl_step(frame);
+    if (res.result == outcome::failure) {
+        // Kafka closes the connection without an answer.
+        complete(slot, {});
+        fail_authentication();
+        return;
+    }
+    bytes out(4 + res.response.size());
+    store_be<int32_t>(out.data(), static_cast<int32_t>(res.response.size()));
+    std::copy(res.response.begin(), res.response.end(), out.begin() + 4);
+    complete(slot, {std::move(out), {}});
 }
 
 }  // namespace sluice::broker

@@ -7,23 +7,28 @@
 #include "common/types.h"
 #include "net/connection.h"
 #include "protocol/wire.h"
+#include "security/authorizer.h"
+#include "security/sasl.h"
 
 namespace sluice::broker {
 
 class broker;
+struct listener_config;
 
 // One client connection at the Kafka level: decodes request headers, dispatches to
 // handlers through the API table, and sends responses in request order even when
-// handlers finish out of order (acks=-1 produce, long-polling fetch).
+// handlers finish out of order (acks=-1 produce, long-polling fetch). On a SASL listener
+// it lets nothing but ApiVersions and the SASL exchange through until the client has
+// authenticated.
 class session : public std::enable_shared_from_this<session> {
 public:
-    session(broker& b, std::shared_ptr<net::connection> conn);
+  session(broker& b, std::shared_ptr<net::connection> conn, size_t listener);
 
-    void on_frame(bytes_view frame);
-    // An encoded response: bytes, with file slices to send at given positions.
-    struct response {
-        bytes head;
-        std::vector<protocol::splice> splices;
+  void on_frame(bytes_view frame);
+  // An encoded response: bytes, with file slices to send at given positions.
+  struct response {
+      bytes head;
+      std::vector<protocol::splice> splices;
     };
     // Completes a reply slot; an empty response means "no response" (acks=0).
     void complete(uint64_t slot, response r);
@@ -33,8 +38,35 @@ public:
     bool idle() const { return _slots.empty(); }
     const std::string& peer() const { return _conn->peer(); }
     const std::string& client_id() const { return _client_id; }
+    size_t listener() const { return _listener; }
+    const listener_config& listener_cfg() const;
+    const security::principal& principal() const { return _principal; }
 
-private:
+    // The SASL exchange (SaslHandshake, SaslAuthenticate; docs/security.md).
+    enum class sasl_phase {
+        none,        // not a SASL listener, or no exchange started
+        tokens,      // after SaslHandshake v1: SaslAuthenticate requests carry tokens
+        raw_tokens,  // after SaslHandshake v0: the next frames are bare tokens
+        failed,      // closing after a failed login
+    };
+    sasl_phase phase() const { return _phase; }
+    // Starts an exchange for `mechanism` (already checked to be enabled); v0 handshakes
+    // are followed by bare tokens, v1 by SaslAuthenticate.
+    void begin_sasl(const std::string& mechanism, int16_t handshake_version);
+    struct sasl_outcome {
+        security::sasl_server::step_result::outcome result =
+            security::sasl_server::step_result::outcome::failure;
+        std::string response;
+        std::string error;        // for the client, on failure
+        int64_t lifetime_ms = 0;  // on success: the session's lifetime, 0 unlimited
+    };
+    // One client token of the exchange started by begin_sasl().
+    sasl_outcome sasl_step(bytes_view token);
+    // After a failed login: read nothing more, close after the configured delay (the
+    // answer goes out first).
+    void fail_authentication();
+
+  private:
     struct reply_slot {
         bool done = false;
         response frame;
@@ -43,12 +75,25 @@ private:
     uint64_t reserve();
     void send_unsupported_version(int16_t key, int16_t version, int32_t correlation_id,
                                   uint64_t slot);
+    // Whether the API may run now: on a SASL listener only ApiVersions and the exchange
+    // before login, or after the session expired.
+    bool admitted(int16_t key);
+    void on_raw_token(bytes_view frame);
 
     broker& _broker;
     std::shared_ptr<net::connection> _conn;
+    size_t _listener;
     std::deque<reply_slot> _slots;
     uint64_t _head = 0;  // slot number of _slots.front()
     std::string _client_id;
+
+    security::principal _principal;
+    bool _principal_known = false;  // the TLS client certificate was looked at
+    bool _authenticated = false;    // by SASL
+    int64_t _expires_ms = 0;        // steady ms; 0: never
+    sasl_phase _phase = sasl_phase::none;
+    std::string _mechanism;
+    std::unique_ptr<security::sasl_server> _sasl;
 };
 
 }  // namespace sluice::broker

@@ -177,7 +177,7 @@ result<void> catalog::load() {
         e.created_ms = exps->column_int64(6);
         _expansions.emplace(e.target, std::move(e));
     }
-    return {};
+    return load_security();
 }
 
 result<void> catalog::create_expansion(const expansion_info& in) {

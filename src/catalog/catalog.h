@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "catalog/topic_config.h"
 #include "catalog/expansion_info.h"
+#include "catalog/security_info.h"
+#include "catalog/topic_config.h"
 #include "catalog/topic_info.h"
 #include "catalog/topic_name.h"
 #include "catalog/uuid.h"
@@ -33,7 +34,7 @@ class catalog {
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
-    static constexpr int64_t schema_version = 3;
+    static constexpr int64_t schema_version = 4;
 
     // Opens or creates <path> (WAL mode, synchronous=FULL: a created topic survives power
     // loss), creating or migrating the schema. Missing parent directories are created.
@@ -69,6 +70,31 @@ class catalog {
     result<void> delete_expansion(const std::string& target);
     std::vector<expansion_info> list_expansions() const;  // ordered by target
 
+    // Users: SCRAM credentials, at most one per (user, mechanism).
+    // Adds or replaces the credential of c.user for c.mechanism.
+    result<void> upsert_credential(const scram_record& c);
+    // errc::not_found when the user has no credential for that mechanism.
+    result<void> delete_credential(const std::string& user, int8_t mechanism);
+    // Removes every credential of the user and detaches every policy from it, in one
+    // transaction. errc::not_found when the user has no credential.
+    result<void> delete_user(const std::string& user);
+    std::vector<scram_record> credentials(const std::string& user) const;
+    // Users with at least one credential, ordered by name, with their credentials.
+    std::map<std::string, std::vector<scram_record>> list_users() const;
+
+    // Identity policies. put_policy adds or replaces the document (attachments stay).
+    result<void> put_policy(const std::string& name, const std::string& document);
+    // Detaches it from every user too. errc::not_found.
+    result<void> delete_policy(const std::string& name);
+    // errc::not_found without the policy, errc::already_exists when attached already.
+    result<void> attach_policy(const std::string& name, const std::string& user);
+    // errc::not_found when not attached.
+    result<void> detach_policy(const std::string& name, const std::string& user);
+    std::vector<policy_record> list_policies() const;  // ordered by name
+    std::optional<policy_record> find_policy(const std::string& name) const;
+    // Changes whenever a credential, policy or attachment changes.
+    uint64_t security_generation() const { return _security_generation.load(); }
+
     std::vector<topic_info> list_topics() const;  // ordered by name (bytewise)
     std::optional<topic_info> find_topic(const std::string& name) const;
     std::optional<topic_info> find_topic(const uuid& id) const;
@@ -91,6 +117,12 @@ class catalog {
     std::map<uuid, std::string> _name_by_id;     // guarded by _mu
     std::map<std::string, expansion_info> _expansions;  // by target; guarded by _mu
     std::atomic<uint64_t> _generation{1};
+    // Users and policies; guarded by _mu.
+    std::map<std::string, std::vector<scram_record>> _users;
+    std::map<std::string, policy_record> _policies;
+    std::atomic<uint64_t> _security_generation{1};
+
+    result<void> load_security();
 };
 
 }  // namespace sluice::catalog

@@ -67,10 +67,36 @@ result<void> migrate_to_3(db& d) {
     )");
 }
 
+// Version 3 -> 4: users' SCRAM credentials and identity policies (docs/formats/catalog.md).
+result<void> migrate_to_4(db& d) {
+    return d.exec(R"(
+        CREATE TABLE scram_credentials (
+            user       TEXT NOT NULL,
+            mechanism  INTEGER NOT NULL CHECK (mechanism IN (1, 2)),
+            salt       BLOB NOT NULL,
+            iterations INTEGER NOT NULL CHECK (iterations >= 1),
+            stored_key BLOB NOT NULL,
+            server_key BLOB NOT NULL,
+            PRIMARY KEY (user, mechanism)
+        ) WITHOUT ROWID;
+        CREATE TABLE policies (
+            name       TEXT PRIMARY KEY,
+            document   TEXT NOT NULL,
+            updated_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE policy_attachments (
+            policy TEXT NOT NULL REFERENCES policies (name),
+            user   TEXT NOT NULL,
+            PRIMARY KEY (policy, user)
+        ) WITHOUT ROWID;
+        CREATE INDEX policy_attachments_by_user ON policy_attachments (user);
+    )");
+}
+
 // migrations[v] takes a file from version v to v + 1. Append only: a released step never
 // changes, because files in the field already ran it.
 using migration = result<void> (*)(db&);
-constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3};
+constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

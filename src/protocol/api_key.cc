@@ -5,20 +5,35 @@
 namespace sluice::protocol {
 namespace {
 
-// From Kafka's message schemas ("flexibleVersions"). OffsetDelete has none.
+// From Kafka's message schemas ("flexibleVersions"). OffsetDelete and SaslHandshake
+// have none.
 constexpr std::pair<api_key, int16_t> first_flexible[] = {
-    {api_key::produce, 9},          {api_key::fetch, 12},
-    {api_key::list_offsets, 6},     {api_key::metadata, 9},
-    {api_key::offset_commit, 8},    {api_key::offset_fetch, 6},
-    {api_key::find_coordinator, 3}, {api_key::join_group, 6},
-    {api_key::heartbeat, 4},        {api_key::leave_group, 4},
-    {api_key::sync_group, 4},       {api_key::describe_groups, 5},
-    {api_key::list_groups, 3},      {api_key::describe_configs, 4},
-    {api_key::api_versions, 3},     {api_key::create_topics, 5},
-    {api_key::delete_topics, 4},    {api_key::delete_groups, 2},
-    {api_key::describe_cluster, 0},  {api_key::delete_records, 2},
-    {api_key::alter_configs, 2},     {api_key::create_partitions, 2},
+    {api_key::produce, 9},
+    {api_key::fetch, 12},
+    {api_key::list_offsets, 6},
+    {api_key::metadata, 9},
+    {api_key::offset_commit, 8},
+    {api_key::offset_fetch, 6},
+    {api_key::find_coordinator, 3},
+    {api_key::join_group, 6},
+    {api_key::heartbeat, 4},
+    {api_key::leave_group, 4},
+    {api_key::sync_group, 4},
+    {api_key::describe_groups, 5},
+    {api_key::list_groups, 3},
+    {api_key::describe_configs, 4},
+    {api_key::api_versions, 3},
+    {api_key::create_topics, 5},
+    {api_key::delete_topics, 4},
+    {api_key::delete_groups, 2},
+    {api_key::describe_cluster, 0},
+    {api_key::delete_records, 2},
+    {api_key::alter_configs, 2},
+    {api_key::create_partitions, 2},
     {api_key::incremental_alter_configs, 1},
+    {api_key::sasl_authenticate, 2},
+    {api_key::describe_user_scram_credentials, 0},
+    {api_key::alter_user_scram_credentials, 0},
 };
 
 }  // namespace

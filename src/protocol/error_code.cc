@@ -17,7 +17,23 @@ std::string_view error_name(error_code e) {
         case error_code::invalid_topic_exception: return "INVALID_TOPIC_EXCEPTION";
         case error_code::record_list_too_large: return "RECORD_LIST_TOO_LARGE";
         case error_code::invalid_required_acks: return "INVALID_REQUIRED_ACKS";
+        case error_code::topic_authorization_failed:
+            return "TOPIC_AUTHORIZATION_FAILED";
+        case error_code::group_authorization_failed:
+            return "GROUP_AUTHORIZATION_FAILED";
         case error_code::cluster_authorization_failed: return "CLUSTER_AUTHORIZATION_FAILED";
+        case error_code::unsupported_sasl_mechanism:
+            return "UNSUPPORTED_SASL_MECHANISM";
+        case error_code::illegal_sasl_state:
+            return "ILLEGAL_SASL_STATE";
+        case error_code::sasl_authentication_failed:
+            return "SASL_AUTHENTICATION_FAILED";
+        case error_code::resource_not_found:
+            return "RESOURCE_NOT_FOUND";
+        case error_code::duplicate_resource:
+            return "DUPLICATE_RESOURCE";
+        case error_code::unacceptable_credential:
+            return "UNACCEPTABLE_CREDENTIAL";
         case error_code::invalid_timestamp: return "INVALID_TIMESTAMP";
         case error_code::unsupported_version: return "UNSUPPORTED_VERSION";
         case error_code::topic_already_exists: return "TOPIC_ALREADY_EXISTS";

@@ -285,3 +285,154 @@ def pg(b):
     conn = S.pg_connect(b.pg)
     yield conn
     conn.close()
+
+
+# --------------------------------------------------------------------------
+# Brokers with security listeners (tests/integration/test_security_*.py)
+# --------------------------------------------------------------------------
+
+
+class SecureBroker(Broker):
+    """A broker whose Kafka listeners may be `PROTOCOL://HOST:PORT` (SSL, SASL_PLAINTEXT,
+    SASL_SSL) as well as bare `HOST:PORT`, or come from a `--config` file.
+
+    `listens`: the --listen values in order (None: pass no --listen, e.g. when `--config`
+    supplies them; then give `kafka_lines`, the number of `listening kafka` lines to wait
+    for). `data_dir_flag=False` leaves --data-dir to the config file as well.
+
+    After start(): `.listeners` holds every `listening kafka` value in order,
+    `.addr(PROTOCOL, i=0)` the i-th "HOST:PORT" of that protocol, and `.bootstrap` the
+    first PLAINTEXT listener (None without one)."""
+
+    def __init__(self, workdir, listens, extra_args=(), name="broker", kafka_lines=None, data_dir_flag=True):
+        super().__init__(workdir, extra_args=extra_args, listen=None, name=name)
+        self.listens = None if listens is None else list(listens)
+        self.kafka_lines = kafka_lines if kafka_lines is not None else len(self.listens or [])
+        assert self.kafka_lines > 0, "a broker needs at least one Kafka listener"
+        self.data_dir_flag = data_dir_flag
+        self.by_protocol = {}
+
+    def command(self):
+        cmd = [require_binary(), "serve"]
+        if self.data_dir_flag:
+            cmd += ["--data-dir", str(self.data_dir)]
+        for spec in self.listens or []:
+            cmd += ["--listen", spec]
+        return cmd + self.extra_args
+
+    def addr(self, protocol, i=0):
+        got = self.by_protocol.get(protocol, [])
+        assert len(got) > i, "broker has no %s listener #%d (listeners %r)" % (protocol, i, self.listeners)
+        return got[i]
+
+    def start(self):
+        assert self.proc is None or self.proc.poll() is not None, "broker already running"
+        self.starts += 1
+        self.killed = False
+        self.stopped = False
+        stderr_path = self.workdir / ("%s-stderr-%d.log" % (self.name, self.starts))
+        self.stderr_paths.append(stderr_path)
+        errf = open(stderr_path, "wb")
+        try:
+            self.proc = register_proc(subprocess.Popen(
+                self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errf,
+                cwd=str(self.workdir), start_new_session=True))
+        finally:
+            errf.close()
+        listeners = []
+        self.listeners = listeners
+        self.by_protocol = {}
+        self.pg = None
+        self.http = None
+        want_other = {k for k in ("pg", "http") if self._has_flag("--" + k)}
+        seen = set()
+        got = threading.Event()
+        lines = []
+        self.stdout_lines = lines
+        proc = self.proc
+
+        def done():
+            return len(listeners) >= self.kafka_lines and want_other <= seen
+
+        def reader():
+            for raw in iter(proc.stdout.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                lines.append(line)
+                parts = line.split()
+                if len(parts) == 3 and parts[0] == "listening":
+                    if parts[1] == "kafka":
+                        listeners.append(parts[2])
+                    elif parts[1] in ("pg", "http"):
+                        setattr(self, parts[1], parts[2])
+                        seen.add(parts[1])
+                    if done():
+                        got.set()
+            got.set()
+
+        self._reader = threading.Thread(target=reader, daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not done():
+            if time.monotonic() > deadline:
+                H.kill_group(self.proc)
+                raise AssertionError("broker did not print %d 'listening kafka' lines (and %r) within %.0fs\n"
+                                     "stdout: %r\nstderr tail:\n%s" % (self.kafka_lines, sorted(want_other),
+                                                                       STARTUP_TIMEOUT, lines, tail(stderr_path)))
+            if proc.poll() is not None:
+                self._reader.join(timeout=2)
+                if done():
+                    break
+                raise AssertionError("broker exited with code %s during startup\nstdout: %r\nstderr tail:\n%s"
+                                     % (proc.returncode, lines, tail(stderr_path)))
+            got.wait(0.1)
+        for spec in listeners:
+            protocol, sep, hostport = spec.partition("://")
+            if not sep:
+                protocol, hostport = "PLAINTEXT", spec
+            host, port = hostport.rsplit(":", 1)
+            assert host == "127.0.0.1" and int(port) > 0, "unexpected listener line %r" % spec
+            self.by_protocol.setdefault(protocol, []).append(hostport)
+        plain = self.by_protocol.get("PLAINTEXT")
+        self.bootstrap = plain[0] if plain else None
+        self.port = int(self.bootstrap.rsplit(":", 1)[1]) if self.bootstrap else None
+        return self
+
+
+def _secure_broker_factory(request, workdir):
+    made = request.node.__dict__.setdefault("_sluice_brokers", [])
+    mine = []
+
+    def make(listens, extra_args=(), start=True, kafka_lines=None, data_dir_flag=True):
+        b = SecureBroker(workdir, listens, extra_args=extra_args, name="sbroker%d" % (len(mine) + 1),
+                         kafka_lines=kafka_lines, data_dir_flag=data_dir_flag)
+        mine.append(b)
+        made.append(b)
+        if start:
+            b.start()
+        return b
+
+    yield make
+    errors = []
+    for b in mine:
+        try:
+            b.teardown()
+        except AssertionError as e:
+            errors.append(str(e))
+        finally:
+            if b.proc is not None:
+                H.kill_group(b.proc)
+    if errors:
+        pytest.fail("broker teardown problem:\n" + "\n".join(errors), pytrace=False)
+
+
+@pytest.fixture
+def secure_broker_factory(request, tmp_path):
+    """Make SecureBrokers: secure_broker_factory(["127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"],
+    extra_args=[...], start=True); `start=False` lets a test prepare the data dir first."""
+    yield from _secure_broker_factory(request, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_secure_broker_factory(request, tmp_path_factory):
+    """secure_broker_factory for brokers shared by the tests of one module."""
+    yield from _secure_broker_factory(request, tmp_path_factory.mktemp("module-secure-brokers"))

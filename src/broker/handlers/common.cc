@@ -1,4 +1,5 @@
 #include "broker/api_table.h"
+#include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "broker/session.h"
 
@@ -18,6 +19,17 @@ std::string client_host(const request_context& ctx) {
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
         host = host.substr(1, host.size() - 2);
     return "/" + host;
+}
+
+int32_t group_operations(const request_context& ctx, const std::string& group) {
+    using security::action;
+    constexpr std::pair<action, int> bits[] = {
+        {action::read, 3}, {action::delete_, 6}, {action::describe, 8}};
+    int32_t out = 0;
+    for (auto [a, bit] : bits)
+        if (ctx.b.access().allowed(ctx.principal(), a, {security::resource_kind::group, group}))
+            out |= 1 << bit;
+    return out;
 }
 
 }  // namespace sluice::broker

@@ -82,6 +82,14 @@ void apply_config_change(const request_context& ctx, int8_t resource_type,
                  msg);
         out.error_message = std::move(msg);
     };
+    if (resource_type == protocol::resource_broker &&
+        !ctx.allowed(security::resource_kind::cluster))
+        return fail(error_code::cluster_authorization_failed,
+                    "KafkaAlterConfigs on sluice:cluster is needed");
+    if (resource_type == protocol::resource_topic &&
+        !ctx.allowed(security::resource_kind::topic, resource_name))
+        return fail(error_code::topic_authorization_failed,
+                    "KafkaAlterConfigs on sluice:topic:" + resource_name + " is needed");
     if (resource_type == protocol::resource_broker)
         return fail(error_code::invalid_request,
                     "broker settings are command-line flags of 'sluice serve' and cannot be "

@@ -52,6 +52,11 @@ void handle_create_partitions(const request_context& ctx, bytes_view body) {
             fail(error_code::invalid_request, "duplicate topic '" + t.name + "' in the request");
             continue;
         }
+        if (!ctx.allowed(security::resource_kind::topic, t.name)) {
+            fail(error_code::topic_authorization_failed,
+                 "KafkaAlter on sluice:topic:" + t.name + " is needed");
+            continue;
+        }
         const topic_state* ts = topics.find(t.name);
         if (!ts) {
             fail(error_code::unknown_topic_or_partition, "topic '" + t.name + "' does not exist");
@@ -59,7 +64,7 @@ void handle_create_partitions(const request_context& ctx, bytes_view body) {
         }
         if (t.assignments) {
             if (auto why = check_assignments(*t.assignments, t.count - ts->info.partitions,
-                                             ctx.b.brokers().size())) {
+                                             ctx.b.broker_count())) {
                 fail(error_code::invalid_replica_assignment, *why);
                 continue;
             }

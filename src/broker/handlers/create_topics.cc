@@ -42,6 +42,11 @@ void handle_create_topics(const request_context& ctx, bytes_view body) {
             fail(error_code::invalid_request, "topic named more than once in the request");
             continue;
         }
+        if (!ctx.may_create_topic(t.name)) {
+            fail(error_code::topic_authorization_failed,
+                 "KafkaCreate on sluice:cluster or sluice:topic:" + t.name + " is needed");
+            continue;
+        }
         int32_t partitions = t.num_partitions;
         if (!t.assignments.empty()) {
             if (partitions != -1) {

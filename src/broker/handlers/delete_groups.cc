@@ -14,8 +14,10 @@ void handle_delete_groups(const request_context& ctx, bytes_view body) {
     std::vector<catalog::offset_write> writes;
     std::vector<std::string> deleted;
     for (const auto& id : req.groups_names) {
-        error_code e =
-            id.empty() ? error_code::invalid_group_id : b.groups().check_delete_group(id);
+        error_code e = !ctx.allowed(security::resource_kind::group, id)
+                           ? error_code::group_authorization_failed
+                       : id.empty() ? error_code::invalid_group_id
+                                    : b.groups().check_delete_group(id);
         resp->results.push_back({id, code(e)});
         if (e != error_code::none) continue;
         catalog::stored_offset row;

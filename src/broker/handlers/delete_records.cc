@@ -16,9 +16,14 @@ void handle_delete_records(const request_context& ctx, bytes_view body) {
     for (const auto& t : req.topics) {
         auto& ot = resp.topics.emplace_back();
         ot.name = t.name;
+        const bool denied = !ctx.allowed(security::resource_kind::topic, t.name);
         for (const auto& p : t.partitions) {
             auto& op = ot.partitions.emplace_back();
             op.partition_index = p.partition_index;
+            if (denied) {
+                op.error_code = code(error_code::topic_authorization_failed);
+                continue;
+            }
             log::partition_log* plog =
                 b.topics().find(t.name) ? b.logs().get(t.name, p.partition_index) : nullptr;
             if (!plog) {

@@ -19,6 +19,13 @@ void handle_delete_topics(const request_context& ctx, bytes_view body) {
         out.name = w.name;
         out.topic_id = w.topic_id;
         const topic_state* t = w.name ? b.topics().find(*w.name) : b.topics().find(w.topic_id);
+        // Denied whether or not a named topic exists, so that existence does not leak.
+        if ((t || w.name) &&
+            !ctx.allowed(security::resource_kind::topic, t ? t->info.name : *w.name)) {
+            out.error_code = code(protocol::error_code::topic_authorization_failed);
+            resp.responses.push_back(std::move(out));
+            continue;
+        }
         if (!t) {
             out.error_code = code(w.name ? protocol::error_code::unknown_topic_or_partition
                                          : protocol::error_code::unknown_topic_id);

@@ -10,13 +10,16 @@ void handle_describe_cluster(const request_context& ctx, bytes_view body) {
     protocol::describe_cluster_response resp;
     resp.endpoint_type = req.endpoint_type;
     resp.cluster_id = ctx.b.cluster_id();
-    if (req.endpoint_type != 1) {
+    if (!ctx.allowed(security::resource_kind::cluster)) {
+        resp.error_code = code(protocol::error_code::cluster_authorization_failed);
+        resp.error_message = "KafkaDescribe on sluice:cluster is needed";
+    } else if (req.endpoint_type != 1) {
         // Controllers are not a separate role here; only broker endpoints exist.
         resp.error_code = code(protocol::error_code::invalid_request);
         resp.error_message = "only endpoint type 1 (brokers) is served";
     } else {
-        resp.controller_id = ctx.b.brokers().front().node_id;
-        for (const auto& b : ctx.b.brokers())
+        resp.controller_id = ctx.brokers().front().node_id;
+        for (const auto& b : ctx.brokers())
             resp.brokers.push_back({b.node_id, b.address.host, b.address.port, std::nullopt});
     }
     ctx.respond(resp);

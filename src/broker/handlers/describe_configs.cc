@@ -48,9 +48,9 @@ void describe_topic(broker& b, const p::describe_configs_request& req,
 // The broker's own settings that clients commonly ask about, read-only at run time.
 void describe_broker(const broker& b, const p::describe_configs_request::resource& r,
                      result_t& out) {
-    bool known = std::any_of(b.brokers().begin(), b.brokers().end(), [&](const auto& br) {
-        return std::to_string(br.node_id) == r.resource_name;
-    });
+    bool known = false;
+    for (size_t id = 0; id < b.broker_count(); ++id)
+        known = known || std::to_string(id) == r.resource_name;
     if (!known && !r.resource_name.empty()) {
         out.error_code = code(p::error_code::invalid_request);
         out.error_message = "no broker with id '" + r.resource_name + "'";
@@ -92,7 +92,14 @@ void handle_describe_configs(const request_context& ctx, bytes_view body) {
         auto& out = resp.results.emplace_back();
         out.resource_type = r.resource_type;
         out.resource_name = r.resource_name;
-        if (r.resource_type == p::resource_topic) {
+        const bool topic = r.resource_type == p::resource_topic;
+        if ((topic || r.resource_type == p::resource_broker) &&
+            !ctx.allowed(topic ? security::resource_kind::topic : security::resource_kind::cluster,
+                         topic ? r.resource_name : std::string())) {
+            out.error_code = code(topic ? p::error_code::topic_authorization_failed
+                                        : p::error_code::cluster_authorization_failed);
+            out.error_message = "KafkaDescribeConfigs is needed";
+        } else if (topic) {
             describe_topic(ctx.b, req, r, out);
         } else if (r.resource_type == p::resource_broker) {
             describe_broker(ctx.b, r, out);

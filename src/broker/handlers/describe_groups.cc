@@ -11,7 +11,12 @@ void handle_describe_groups(const request_context& ctx, bytes_view body) {
     for (const auto& id : req.groups) {
         auto& out = resp.groups.emplace_back();
         out.group_id = id;
-        if (req.include_authorized_operations) out.authorized_operations = all_group_operations;
+        if (!ctx.allowed(security::resource_kind::group, id)) {
+            out.error_code = code(protocol::error_code::group_authorization_failed);
+            continue;
+        }
+        if (req.include_authorized_operations)
+            out.authorized_operations = group_operations(ctx, id);
         auto d = ctx.b.groups().describe(id);
         if (!d) {
             // v0-v5 describe a group that does not exist as Dead, without an error.

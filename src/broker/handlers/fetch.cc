@@ -20,11 +20,14 @@ struct fetch_outcome {
 
 // Reads every requested partition once. KIP-74: the first batch found is returned
 // whole even above max_bytes or partition_max_bytes, so a consumer always progresses.
-fetch_outcome read_all(broker& b, const fetch_request& req, bool by_id) {
+// denied[i]: the principal may not read the request's i-th topic.
+fetch_outcome read_all(broker& b, const fetch_request& req, bool by_id,
+                       const std::vector<bool>& denied) {
     fetch_outcome o;
     o.resp.responses.reserve(req.topics.size());
     auto budget = static_cast<size_t>(std::max(req.max_bytes, 0));
-    for (const auto& rt : req.topics) {
+    for (size_t i = 0; i < req.topics.size(); ++i) {
+        const auto& rt = req.topics[i];
         auto& ot = o.resp.responses.emplace_back();
         ot.name = rt.name;
         ot.topic_id = rt.topic_id;
@@ -32,10 +35,12 @@ fetch_outcome read_all(broker& b, const fetch_request& req, bool by_id) {
         for (const auto& rp : rt.partitions) {
             auto& op = ot.partitions.emplace_back();
             op.partition_index = rp.partition;
-            log::partition_log* plog = t ? b.logs().get(t->info.name, rp.partition) : nullptr;
+            log::partition_log* plog =
+                t && !denied[i] ? b.logs().get(t->info.name, rp.partition) : nullptr;
             if (!plog) {
-                op.error_code = code(by_id && !t ? error_code::unknown_topic_id
-                                                 : error_code::unknown_topic_or_partition);
+                op.error_code = code(denied[i]     ? error_code::topic_authorization_failed
+                                     : by_id && !t ? error_code::unknown_topic_id
+                                                   : error_code::unknown_topic_or_partition);
                 op.records.data = bytes{};
                 o.error = true;
                 continue;
@@ -71,6 +76,7 @@ struct parked_fetch {
     request_context ctx;
     fetch_request req;
     bool by_id;
+    std::vector<bool> denied;
 };
 
 }  // namespace
@@ -80,7 +86,14 @@ void handle_fetch(const request_context& ctx, bytes_view body) {
     if (!decode_request(ctx, body, req)) return;
     bool by_id = ctx.version() >= 13;
     auto& b = ctx.b;
-    auto o = read_all(b, req, by_id);
+    std::vector<bool> denied(req.topics.size());
+    for (size_t i = 0; i < req.topics.size(); ++i) {
+        const topic_state* t =
+            by_id ? b.topics().find(req.topics[i].topic_id) : b.topics().find(req.topics[i].name);
+        denied[i] =
+            !ctx.allowed(security::resource_kind::topic, t ? t->info.name : req.topics[i].name);
+    }
+    auto o = read_all(b, req, by_id, denied);
     auto min_bytes = static_cast<size_t>(std::max(req.min_bytes, 0));
     if (req.max_wait_ms <= 0 || o.bytes >= min_bytes || o.error || req.topics.empty() ||
         b.shutting_down()) {
@@ -94,10 +107,11 @@ void handle_fetch(const request_context& ctx, bytes_view body) {
         const topic_state* t = by_id ? b.topics().find(rt.topic_id) : b.topics().find(rt.name);
         for (const auto& rp : rt.partitions) tps.push_back({t ? t->info.name : rt.name, rp.partition});
     }
-    auto p = std::make_shared<parked_fetch>(parked_fetch{ctx, std::move(req), by_id});
+    auto p =
+        std::make_shared<parked_fetch>(parked_fetch{ctx, std::move(req), by_id, std::move(denied)});
     b.wait_for_data(tps, std::chrono::milliseconds(p->req.max_wait_ms), [p, min_bytes](bool timed_out) {
         if (p->ctx.sess->closed()) return true;
-        auto again = read_all(p->ctx.b, p->req, p->by_id);
+        auto again = read_all(p->ctx.b, p->req, p->by_id, p->denied);
         if (!timed_out && again.bytes < min_bytes && !again.error) return false;
         p->ctx.respond(again.resp);
         return true;

@@ -9,7 +9,6 @@ namespace sluice::broker {
 void handle_find_coordinator(const request_context& ctx, bytes_view body) {
     protocol::find_coordinator_request req;
     if (!decode_request(ctx, body, req)) return;
-    auto& b = ctx.b;
     auto answer = [&](const std::string& key, protocol::find_coordinator_response::coordinator& c) {
         c.key = key;
         if (req.key_type != protocol::coordinator_key_group) {
@@ -18,7 +17,13 @@ void handle_find_coordinator(const request_context& ctx, bytes_view body) {
             c.error_message = "transactions are not supported by this broker";
             return;
         }
-        const auto& broker = b.brokers()[std::hash<std::string>{}(key) % b.brokers().size()];
+        if (!ctx.allowed(security::resource_kind::group, key)) {
+            c.error_code = code(protocol::error_code::group_authorization_failed);
+            c.error_message = "KafkaDescribe on sluice:group:" + key + " is needed";
+            return;
+        }
+        const auto& brokers = ctx.brokers();
+        const auto& broker = brokers[std::hash<std::string>{}(key) % brokers.size()];
         c.node_id = broker.node_id;
         c.host = broker.address.host;
         c.port = broker.address.port;

@@ -31,13 +31,17 @@ void handle_alter_configs(const request_context& ctx, bytes_view body);
 void handle_incremental_alter_configs(const request_context& ctx, bytes_view body);
 void handle_create_partitions(const request_context& ctx, bytes_view body);
 void handle_delete_records(const request_context& ctx, bytes_view body);
+void handle_sasl_handshake(const request_context& ctx, bytes_view body);
+void handle_sasl_authenticate(const request_context& ctx, bytes_view body);
+void handle_describe_user_scram_credentials(const request_context& ctx, bytes_view body);
+void handle_alter_user_scram_credentials(const request_context& ctx, bytes_view body);
 
 // Kafka's form of a member's address in DescribeGroups: "/" and the peer's IP.
 std::string client_host(const request_context& ctx);
 
-// Until authorization exists everyone may do everything: Kafka's ACL operation bits for
-// a group, READ (3), DELETE (6) and DESCRIBE (8).
-inline constexpr int32_t all_group_operations = (1 << 3) | (1 << 6) | (1 << 8);
+// DescribeGroups' authorized operations: Kafka's ACL operation bits for a group, READ
+// (3), DELETE (6) and DESCRIBE (8), each set when the principal may do it.
+int32_t group_operations(const request_context& ctx, const std::string& group);
 
 // Decodes the request body; a malformed body closes the connection with a log line
 // and returns false.

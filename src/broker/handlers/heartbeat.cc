@@ -10,7 +10,9 @@ void handle_heartbeat(const request_context& ctx, bytes_view body) {
     group::member_ref m{std::move(req.member_id), std::move(req.group_instance_id),
                         req.generation_id};
     protocol::heartbeat_response resp;
-    resp.error_code = code(ctx.b.groups().heartbeat(req.group_id, m));
+    resp.error_code = ctx.allowed(security::resource_kind::group, req.group_id)
+                          ? code(ctx.b.groups().heartbeat(req.group_id, m))
+                          : code(protocol::error_code::group_authorization_failed);
     ctx.respond(resp);
 }
 

@@ -7,6 +7,13 @@ namespace sluice::broker {
 void handle_join_group(const request_context& ctx, bytes_view body) {
     protocol::join_group_request req;
     if (!decode_request(ctx, body, req)) return;
+    if (!ctx.allowed(security::resource_kind::group, req.group_id)) {
+        protocol::join_group_response resp;
+        resp.error_code = code(protocol::error_code::group_authorization_failed);
+        resp.member_id = req.member_id;
+        ctx.respond(resp);
+        return;
+    }
     group::join_request j;
     j.group_id = std::move(req.group_id);
     j.member_id = std::move(req.member_id);

@@ -9,7 +9,9 @@ void handle_leave_group(const request_context& ctx, bytes_view body) {
     if (!decode_request(ctx, body, req)) return;
     auto& groups = ctx.b.groups();
     protocol::leave_group_response resp;
-    if (ctx.version() < 3) {
+    if (!ctx.allowed(security::resource_kind::group, req.group_id)) {
+        resp.error_code = code(protocol::error_code::group_authorization_failed);
+    } else if (ctx.version() < 3) {
         resp.error_code = code(groups.leave(req.group_id, {req.member_id, std::nullopt, -1}));
     } else {
         // v3+: each member of the batch gets its own answer.

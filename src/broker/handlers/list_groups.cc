@@ -13,8 +13,12 @@ void handle_list_groups(const request_context& ctx, bytes_view body) {
         if (auto s = group::parse_state(name)) wanted.insert(*s);
     }
     protocol::list_groups_response resp;
+    // Describe on the cluster lists every group; otherwise those the principal may
+    // describe.
+    const bool all = ctx.allowed_quiet(security::resource_kind::cluster);
     for (const auto& g : ctx.b.groups().list()) {
         if (!req.states_filter.empty() && !wanted.count(g.state)) continue;
+        if (!all && !ctx.allowed_quiet(security::resource_kind::group, g.group_id)) continue;
         resp.groups.push_back(
             {g.group_id, g.protocol_type, std::string(group::state_name(g.state))});
     }

@@ -40,13 +40,15 @@ void handle_list_offsets(const request_context& ctx, bytes_view body) {
     for (const auto& rt : req.topics) {
         auto& ot = resp.topics.emplace_back();
         ot.name = rt.name;
-        const topic_state* t = b.topics().find(rt.name);
+        const bool denied = !ctx.allowed(security::resource_kind::topic, rt.name);
+        const topic_state* t = denied ? nullptr : b.topics().find(rt.name);
         for (const auto& rp : rt.partitions) {
             auto& op = ot.partitions.emplace_back();
             op.partition_index = rp.partition_index;
             log::partition_log* plog = t ? b.logs().get(rt.name, rp.partition_index) : nullptr;
             if (!plog) {
-                op.error_code = code(error_code::unknown_topic_or_partition);
+                op.error_code = code(denied ? error_code::topic_authorization_failed
+                                            : error_code::unknown_topic_or_partition);
                 continue;
             }
             op.leader_epoch = 0;

@@ -41,15 +41,19 @@ void handle_metadata(const request_context& ctx, bytes_view body) {
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
     metadata_response resp;
-    for (const auto& br : b.brokers())
+    for (const auto& br : ctx.brokers())
         resp.brokers.push_back({br.node_id, br.address.host, br.address.port, std::nullopt});
     resp.cluster_id = b.cluster_id();
-    resp.controller_id = b.brokers().front().node_id;
+    resp.controller_id = ctx.brokers().front().node_id;
+    using security::resource_kind;
 
     // v0: an empty list means every topic; v1+: null does.
     bool all = !req.topics || (ctx.version() == 0 && req.topics->empty());
     if (all) {
-        for (const auto* t : b.topics().all()) resp.topics.push_back(describe(b, *t));
+        // Only the topics the principal may describe, as Kafka does.
+        for (const auto* t : b.topics().all())
+            if (ctx.allowed_quiet(resource_kind::topic, t->info.name))
+                resp.topics.push_back(describe(b, *t));
         ctx.respond(resp);
         return;
     }
@@ -58,6 +62,12 @@ void handle_metadata(const request_context& ctx, bytes_view body) {
     for (const auto& rt : *req.topics) {
         const topic_state* t = nullptr;
         if (rt.name) {
+            // Denied whether or not it exists, so that existence does not leak.
+            if (!ctx.allowed(resource_kind::topic, *rt.name)) {
+                resp.topics.push_back(
+                    topic_error(rt.name, {}, protocol::error_code::topic_authorization_failed));
+                continue;
+            }
             t = b.topics().find(*rt.name);
         } else {
             t = b.topics().find(catalog::uuid(rt.topic_id));
@@ -66,6 +76,16 @@ void handle_metadata(const request_context& ctx, bytes_view body) {
                                                   protocol::error_code::unknown_topic_id));
                 continue;
             }
+            if (!ctx.allowed(resource_kind::topic, t->info.name)) {
+                resp.topics.push_back(topic_error(
+                    std::nullopt, rt.topic_id, protocol::error_code::topic_authorization_failed));
+                continue;
+            }
+        }
+        if (!t && may_create && !ctx.may_create_topic(*rt.name)) {
+            resp.topics.push_back(
+                topic_error(rt.name, {}, protocol::error_code::topic_authorization_failed));
+            continue;
         }
         if (!t && may_create) {
             auto created = b.topics().create(*rt.name, b.config().default_partitions, {}, false);

@@ -16,7 +16,9 @@ void handle_offset_commit(const request_context& ctx, bytes_view body) {
     auto& b = ctx.b;
     auto& groups = b.groups();
     error_code group_error =
-        req.group_id.empty()
+        !ctx.allowed(security::resource_kind::group, req.group_id)
+            ? error_code::group_authorization_failed
+        : req.group_id.empty()
             ? error_code::invalid_group_id
             : groups.check_commit(req.group_id,
                                   {req.member_id, req.group_instance_id, req.generation_id});
@@ -28,10 +30,12 @@ void handle_offset_commit(const request_context& ctx, bytes_view body) {
         auto& ot = resp->topics.emplace_back();
         ot.name = t.name;
         const topic_state* ts = b.topics().find(t.name);
+        const bool denied =
+            group_error == error_code::none && !ctx.allowed(security::resource_kind::topic, t.name);
         for (const auto& p : t.partitions) {
             auto& op = ot.partitions.emplace_back();
             op.partition_index = p.partition_index;
-            error_code e = group_error;
+            error_code e = denied ? error_code::topic_authorization_failed : group_error;
             if (e == error_code::none &&
                 (!ts || p.partition_index < 0 || p.partition_index >= ts->info.partitions))
                 e = error_code::unknown_topic_or_partition;

@@ -15,7 +15,9 @@ void handle_offset_delete(const request_context& ctx, bytes_view body) {
         for (const auto& p : t.partitions) tps.push_back({t.name, p.partition_index});
     std::vector<error_code> per;
     auto resp = std::make_shared<protocol::offset_delete_response>();
-    error_code e = b.groups().check_offset_delete(req.group_id, tps, per);
+    error_code e = ctx.allowed(security::resource_kind::group, req.group_id)
+                       ? b.groups().check_offset_delete(req.group_id, tps, per)
+                       : error_code::group_authorization_failed;
     resp->error_code = code(e);
     if (e != error_code::none) return ctx.respond(*resp);
 
@@ -26,8 +28,10 @@ void handle_offset_delete(const request_context& ctx, bytes_view body) {
         auto& ot = resp->topics.emplace_back();
         ot.name = t.name;
         const topic_state* ts = b.topics().find(t.name);
+        const bool denied = !ctx.allowed(security::resource_kind::topic, t.name);
         for (const auto& p : t.partitions) {
-            error_code pe = per[i++];
+            error_code pe = denied ? error_code::topic_authorization_failed : per[i];
+            ++i;
             if (pe == error_code::none &&
                 (!ts || p.partition_index < 0 || p.partition_index >= ts->info.partitions))
                 pe = error_code::unknown_topic_or_partition;

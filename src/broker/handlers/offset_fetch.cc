@@ -8,11 +8,15 @@ namespace {
 using protocol::offset_fetch_request;
 using protocol::offset_fetch_response;
 
+using protocol::error_code;
+
 // One group's answer: the partitions asked for (an uncommitted one gets offset -1), or
-// with topics null every partition the group has committed.
+// with topics null every partition the group has committed. Topics the principal may
+// not describe are left out of "every", and answer TOPIC_AUTHORIZATION_FAILED when named.
 std::vector<offset_fetch_response::topic> fetch_group(
-    const group::coordinator& groups, const std::string& group_id,
+    const request_context& ctx, const std::string& group_id,
     const std::optional<std::vector<offset_fetch_request::topic>>& topics) {
+    const auto& groups = ctx.b.groups();
     std::vector<offset_fetch_response::topic> out;
     auto fill = [](offset_fetch_response::partition& p, const group::committed_offset& v) {
         p.committed_offset = v.offset;
@@ -21,6 +25,7 @@ std::vector<offset_fetch_response::topic> fetch_group(
     };
     if (!topics) {
         for (const auto& e : groups.committed_all(group_id)) {
+            if (!ctx.allowed_quiet(security::resource_kind::topic, e.tp.topic)) continue;
             if (out.empty() || out.back().name != e.tp.topic) out.push_back({e.tp.topic, {}});
             auto& p = out.back().partitions.emplace_back();
             p.partition_index = e.tp.partition;
@@ -31,11 +36,15 @@ std::vector<offset_fetch_response::topic> fetch_group(
     for (const auto& t : *topics) {
         auto& ot = out.emplace_back();
         ot.name = t.name;
+        const bool denied = !ctx.allowed(security::resource_kind::topic, t.name);
         for (int32_t idx : t.partition_indexes) {
             auto& p = ot.partitions.emplace_back();
             p.partition_index = idx;
             p.metadata = "";
-            if (auto v = groups.committed(group_id, {t.name, idx})) fill(p, *v);
+            if (denied)
+                p.error_code = code(error_code::topic_authorization_failed);
+            else if (auto v = groups.committed(group_id, {t.name, idx}))
+                fill(p, *v);
         }
     }
     return out;
@@ -46,13 +55,35 @@ std::vector<offset_fetch_response::topic> fetch_group(
 void handle_offset_fetch(const request_context& ctx, bytes_view body) {
     offset_fetch_request req;
     if (!decode_request(ctx, body, req)) return;
-    const auto& groups = ctx.b.groups();
     offset_fetch_response resp;
+    auto denied = [&](const std::string& group) {
+        return !ctx.allowed(security::resource_kind::group, group);
+    };
+    const auto group_denied = code(error_code::group_authorization_failed);
     if (ctx.version() >= 8) {
-        for (const auto& g : req.groups)
-            resp.groups.push_back({g.group_id, fetch_group(groups, g.group_id, g.topics), 0});
+        for (const auto& g : req.groups) {
+            if (denied(g.group_id))
+                resp.groups.push_back({g.group_id, {}, group_denied});
+            else
+                resp.groups.push_back({g.group_id, fetch_group(ctx, g.group_id, g.topics), 0});
+        }
+    } else if (denied(req.group_id)) {
+        // v2-7 carry the error for the group; v0-1 only have the partitions' codes.
+        resp.error_code = group_denied;
+        if (req.topics) {
+            for (const auto& t : *req.topics) {
+                auto& ot = resp.topics.emplace_back();
+                ot.name = t.name;
+                for (int32_t idx : t.partition_indexes) {
+                    auto& p = ot.partitions.emplace_back();
+                    p.partition_index = idx;
+                    p.metadata = "";
+                    p.error_code = group_denied;
+                }
+            }
+        }
     } else {
-        resp.topics = fetch_group(groups, req.group_id, req.topics);
+        resp.topics = fetch_group(ctx, req.group_id, req.topics);
     }
     ctx.respond(resp);
 }

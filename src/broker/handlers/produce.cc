@@ -114,9 +114,14 @@ void handle_produce(const request_context& ctx, bytes_view body) {
         rt.name = td.name;
         rt.partitions.reserve(td.partitions.size());
         const bool expanded = req.acks != 0 && b.expands(td.name);
+        const bool denied = !ctx.allowed(security::resource_kind::topic, td.name);
         for (auto& pd : td.partitions) {
             auto& out = rt.partitions.emplace_back();
             out.index = pd.index;
+            if (denied) {
+                out.error_code = code(error_code::topic_authorization_failed);
+                continue;
+            }
             if (bad_acks) {
                 out.error_code = code(error_code::invalid_required_acks);
                 continue;

@@ -7,6 +7,12 @@ namespace sluice::broker {
 void handle_sync_group(const request_context& ctx, bytes_view body) {
     protocol::sync_group_request req;
     if (!decode_request(ctx, body, req)) return;
+    if (!ctx.allowed(security::resource_kind::group, req.group_id)) {
+        protocol::sync_group_response resp;
+        resp.error_code = code(protocol::error_code::group_authorization_failed);
+        ctx.respond(resp);
+        return;
+    }
     group::sync_request s;
     s.group_id = std::move(req.group_id);
     s.member_id = std::move(req.member_id);

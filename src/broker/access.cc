@@ -1,0 +1,119 @@
+#include "broker/access.h"
+
+#include <map>
+
+#include "common/logging.h"
+#include "security/policy.h"
+
+namespace sluice::broker {
+namespace {
+
+using protocol::api_key;
+using security::action;
+using security::resource_kind;
+
+// Kafka's own ACL mapping (KIP-11 and its successors), in Sluice's action names.
+// ApiVersions, SaslHandshake and SaslAuthenticate need nothing. CreateTopics (and
+// auto-creation through Metadata) is allowed by Create on the cluster or on the topic.
+// ListGroups with Describe on the cluster lists every group, otherwise those the
+// principal may describe. DescribeConfigs and AlterConfigs of the broker resource need
+// the action on the cluster.
+constexpr access_rule rules[] = {
+    {api_key::produce, resource_kind::topic, action::write},
+    {api_key::fetch, resource_kind::topic, action::read},
+    {api_key::list_offsets, resource_kind::topic, action::describe},
+    {api_key::metadata, resource_kind::topic, action::describe},
+    {api_key::offset_commit, resource_kind::group, action::read},
+    {api_key::offset_commit, resource_kind::topic, action::read},
+    {api_key::offset_fetch, resource_kind::group, action::describe},
+    {api_key::offset_fetch, resource_kind::topic, action::describe},
+    {api_key::find_coordinator, resource_kind::group, action::describe},
+    {api_key::join_group, resource_kind::group, action::read},
+    {api_key::heartbeat, resource_kind::group, action::read},
+    {api_key::leave_group, resource_kind::group, action::read},
+    {api_key::sync_group, resource_kind::group, action::read},
+    {api_key::describe_groups, resource_kind::group, action::describe},
+    {api_key::list_groups, resource_kind::cluster, action::describe},
+    {api_key::list_groups, resource_kind::group, action::describe},
+    {api_key::describe_configs, resource_kind::topic, action::describe_configs},
+    {api_key::describe_configs, resource_kind::cluster, action::describe_configs},
+    {api_key::create_topics, resource_kind::cluster, action::create},
+    {api_key::create_topics, resource_kind::topic, action::create},
+    {api_key::delete_topics, resource_kind::topic, action::delete_},
+    {api_key::delete_records, resource_kind::topic, action::delete_},
+    {api_key::alter_configs, resource_kind::topic, action::alter_configs},
+    {api_key::alter_configs, resource_kind::cluster, action::alter_configs},
+    {api_key::create_partitions, resource_kind::topic, action::alter},
+    {api_key::delete_groups, resource_kind::group, action::delete_},
+    {api_key::incremental_alter_configs, resource_kind::topic, action::alter_configs},
+    {api_key::incremental_alter_configs, resource_kind::cluster, action::alter_configs},
+    {api_key::offset_delete, resource_kind::group, action::delete_},
+    {api_key::offset_delete, resource_kind::topic, action::read},
+    {api_key::describe_user_scram_credentials, resource_kind::cluster, action::describe},
+    {api_key::alter_user_scram_credentials, resource_kind::cluster, action::alter},
+    {api_key::describe_cluster, resource_kind::cluster, action::describe},
+};
+
+}  // namespace
+
+std::span<const access_rule> access_rules() {
+    return rules;
+}
+
+std::optional<action> required_action(api_key api, resource_kind kind) {
+    for (const auto& r : rules)
+        if (r.api == api && r.kind == kind) return r.act;
+    return std::nullopt;
+}
+
+access_control::access_control(catalog::catalog& cat, security::authz_mode mode, bool authenticate)
+    : _cat(cat), _authenticate(authenticate), _authz(mode) {}
+
+std::vector<security::scram_credential> access_control::credentials(const std::string& user) const {
+    std::vector<security::scram_credential> out;
+    for (auto& c : _cat.credentials(user)) {
+        security::scram_credential s;
+        s.mechanism = static_cast<security::scram_mechanism>(c.mechanism);
+        s.salt = std::move(c.salt);
+        s.iterations = c.iterations;
+        s.stored_key = std::move(c.stored_key);
+        s.server_key = std::move(c.server_key);
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+bool access_control::allowed(const security::principal& p, action a,
+                             const security::resource& r) const {
+    refresh_if_changed();
+    return _authz.allowed(p, a, r);
+}
+
+void access_control::refresh_if_changed() const {
+    uint64_t gen = _cat.security_generation();
+    if (_seen.load(std::memory_order_acquire) == gen) return;
+    std::lock_guard lock(_mu);
+    gen = _cat.security_generation();
+    if (_seen.load(std::memory_order_relaxed) == gen) return;
+    std::map<std::string, std::vector<security::policy>> by_user;
+    size_t attached = 0;
+    for (auto& rec : _cat.list_policies()) {
+        auto pol = security::parse_policy(rec.name, rec.document);
+        if (!pol) {
+            // Documents are validated before they are stored; only a hand-edited catalog
+            // gets here. Its statements are ignored (so an Allow there grants nothing).
+            log_error("security", "policy '{}' in the catalog is invalid and ignored: {}", rec.name,
+                      pol.err().message);
+            continue;
+        }
+        for (const auto& u : rec.users) {
+            by_user[u].push_back(*pol);
+            ++attached;
+        }
+    }
+    _authz.replace(std::move(by_user));
+    _seen.store(gen, std::memory_order_release);
+    log_debug("security", "policies reloaded: {} attachments", attached);
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,59 @@
+#pragma once
+
+// Who may do what. access_rules() is the one table from Kafka APIs to the actions they
+// need on each kind of resource (docs/security.md publishes it); handlers ask
+// request_context::allowed(), which reads it. access_control is the broker's view of the
+// catalog's users and policies.
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "protocol/api_key.h"
+#include "security/authorizer.h"
+#include "security/credential.h"
+#include "security/gate.h"
+
+namespace sluice::broker {
+
+struct access_rule {
+    protocol::api_key api;
+    security::resource_kind kind;
+    security::action act;
+};
+std::span<const access_rule> access_rules();
+// The action `api` needs on a resource of `kind`; nullopt when the API never touches one.
+std::optional<security::action> required_action(protocol::api_key api,
+                                                security::resource_kind kind);
+
+// Credentials for the SASL exchanges and decisions for the handlers, both read from the
+// catalog. A change to users, policies or attachments (through the HTTP API, the Kafka
+// API or this process's catalog) is seen by the next check: open connections included.
+// Thread-safe (the SQL threads ask too).
+class access_control final : public security::credential_source, public security::gate {
+  public:
+    access_control(catalog::catalog& cat, security::authz_mode mode, bool authenticate);
+
+    std::vector<security::scram_credential> credentials(const std::string& user) const override;
+    bool allowed(const security::principal& p, security::action a,
+                 const security::resource& r) const override;
+    bool authentication_required() const override { return _authenticate; }
+    const security::credential_source& credentials() const override { return *this; }
+    security::authz_mode mode() const { return _authz.mode(); }
+    catalog::catalog& catalog() const { return _cat; }
+
+  private:
+    void refresh_if_changed() const;
+
+    catalog::catalog& _cat;
+    bool _authenticate;
+    mutable security::authorizer _authz;
+    mutable std::mutex _mu;                  // serialises refreshes
+    mutable std::atomic<uint64_t> _seen{0};  // the catalog's security generation loaded
+};
+
+}  // namespace sluice::broker
