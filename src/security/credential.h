@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/base64.h"
+
 namespace sluice::security {
 
 enum class scram_mechanism : int8_t { sha256 = 1, sha512 = 2 };  // Kafka's ScramMechanism ids
@@ -47,9 +49,8 @@ std::string scram_salted_password(scram_mechanism m, std::string_view password,
 std::string random_bytes(size_t n);
 // Length and contents compared without early exit.
 bool constant_time_equal(std::string_view a, std::string_view b);
-// RFC 4648 base64 with padding; decode is strict (nullopt on any stray character).
-std::string base64_encode(std::string_view raw);
-std::optional<std::string> base64_decode(std::string_view text);
+using ::sluice::base64_decode;
+using ::sluice::base64_encode;
 
 // Where the exchanges find a user's credentials (the catalog, through the broker).
 // Thread-safe implementations; an unknown user has none.

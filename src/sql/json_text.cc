@@ -98,12 +98,6 @@ void append_json_string(std::string& out, std::string_view s) {
     out.push_back('"');
 }
 
-namespace {
-
-constexpr char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-}  // namespace
-
 std::string scrub_utf8(std::string_view s) {
     if (is_valid_utf8(s)) return std::string(s);
     std::string out;
@@ -116,53 +110,6 @@ std::string scrub_utf8(std::string_view s) {
             out.append(s.substr(0, n));
             s.remove_prefix(n);
         }
-    }
-    return out;
-}
-
-std::string base64_encode(std::string_view data) {
-    std::string out;
-    out.reserve((data.size() + 2) / 3 * 4);
-    size_t i = 0;
-    auto at = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(data[k])); };
-    for (; i + 3 <= data.size(); i += 3) {
-        uint32_t v = at(i) << 16 | at(i + 1) << 8 | at(i + 2);
-        for (int shift : {18, 12, 6, 0}) out.push_back(b64_alphabet[(v >> shift) & 63]);
-    }
-    if (size_t rest = data.size() - i; rest > 0) {
-        uint32_t v = at(i) << 16 | (rest == 2 ? at(i + 1) << 8 : 0);
-        out.push_back(b64_alphabet[(v >> 18) & 63]);
-        out.push_back(b64_alphabet[(v >> 12) & 63]);
-        out.push_back(rest == 2 ? b64_alphabet[(v >> 6) & 63] : '=');
-        out.push_back('=');
-    }
-    return out;
-}
-
-std::optional<std::string> base64_decode(std::string_view text) {
-    if (text.size() % 4 != 0) return std::nullopt;
-    std::string out;
-    out.reserve(text.size() / 4 * 3);
-    for (size_t i = 0; i < text.size(); i += 4) {
-        uint32_t v = 0;
-        int pad = 0;
-        for (size_t k = 0; k < 4; ++k) {
-            char c = text[i + k];
-            int d;
-            if (c == '=' && i + 4 == text.size() && k >= 2) {
-                ++pad;
-                d = 0;
-            } else {
-                if (pad > 0) return std::nullopt;  // data after padding
-                const char* p = c ? std::strchr(b64_alphabet, c) : nullptr;
-                if (!p) return std::nullopt;
-                d = static_cast<int>(p - b64_alphabet);
-            }
-            v = v << 6 | static_cast<uint32_t>(d);
-        }
-        out.push_back(static_cast<char>(v >> 16));
-        if (pad < 2) out.push_back(static_cast<char>((v >> 8) & 0xff));
-        if (pad < 1) out.push_back(static_cast<char>(v & 0xff));
     }
     return out;
 }

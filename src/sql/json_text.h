@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/base64.h"
 #include "common/types.h"
 
 namespace sluice::sql {
@@ -22,8 +23,8 @@ std::string scrub_utf8(std::string_view s);
 std::string_view as_chars(const bytes& b);
 // A JSON string literal of `s`; ill-formed UTF-8 bytes become U+FFFD.
 void append_json_string(std::string& out, std::string_view s);
-std::string base64_encode(std::string_view data);
-std::optional<std::string> base64_decode(std::string_view text);
+using ::sluice::base64_decode;
+using ::sluice::base64_encode;
 // A JSON string when b is valid UTF-8, else {"base64":"..."}.
 void append_json_bytes(std::string& out, bytes_view b);
 

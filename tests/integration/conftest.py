@@ -212,6 +212,21 @@ def pytest_runtest_makereport(item, call):
                 rep.sections.append(("sluice stderr %s (%s)" % (b.name, path.name), tail(path, 80)))
 
 
+def _teardown_brokers(brokers):
+    """Stops every broker (checking its shutdown), kills what is left, then reports."""
+    errors = []
+    for b in brokers:
+        try:
+            b.teardown()
+        except AssertionError as e:
+            errors.append(str(e))
+        finally:
+            if b.proc is not None:
+                H.kill_group(b.proc)
+    if errors:
+        pytest.fail("broker teardown problem:\n" + "\n".join(errors), pytrace=False)
+
+
 def _broker_factory(request, workdir):
     made = []
     request.node._sluice_brokers = made
@@ -225,17 +240,7 @@ def _broker_factory(request, workdir):
         return b
 
     yield make
-    errors = []
-    for b in made:
-        try:
-            b.teardown()
-        except AssertionError as e:
-            errors.append(str(e))
-        finally:
-            if b.proc is not None:
-                H.kill_group(b.proc)
-    if errors:
-        pytest.fail("broker teardown problem:\n" + "\n".join(errors), pytrace=False)
+    _teardown_brokers(made)
 
 
 @pytest.fixture
@@ -412,17 +417,7 @@ def _secure_broker_factory(request, workdir):
         return b
 
     yield make
-    errors = []
-    for b in mine:
-        try:
-            b.teardown()
-        except AssertionError as e:
-            errors.append(str(e))
-        finally:
-            if b.proc is not None:
-                H.kill_group(b.proc)
-    if errors:
-        pytest.fail("broker teardown problem:\n" + "\n".join(errors), pytrace=False)
+    _teardown_brokers(mine)
 
 
 @pytest.fixture
