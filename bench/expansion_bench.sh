@@ -94,88 +94,14 @@ WORK="$(mktemp -d "$BENCH_DIR/sluice-expbench.XXXXXX")" || { echo "expansion_ben
 DATA_DIR="$WORK/data"
 LOGS="$WORK/logs"
 mkdir -p "$DATA_DIR" "$LOGS"
-BROKER_PID=""
-STEP_PID=""
-FAILED=0
-
-stop_pid() {  # TERM, wait up to 10 s, then KILL
-  local pid="$1"
-  [ -n "$pid" ] || return 0
-  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
-  kill -TERM "$pid" 2>/dev/null
-  for _ in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "expansion_bench.sh: pid $pid ignored SIGTERM; sending SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null
-  fi
-  wait "$pid" 2>/dev/null
-  return 0
-}
-
-# shellcheck disable=SC2317 # invoked via trap
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop_pid "$STEP_PID"
-  stop_pid "$BROKER_PID"
-  if [ "$KEEP" = 1 ]; then
-    echo "expansion_bench.sh: scratch dir kept at $WORK" >&2
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'echo "expansion_bench.sh: interrupted" >&2; exit 130' INT
-trap 'echo "expansion_bench.sh: terminated" >&2; exit 143' TERM
-
-log() { printf '\n### %s\n' "$*" >&2; }
-warn() { printf 'expansion_bench.sh: WARNING: %s\n' "$*" >&2; FAILED=1; }
-calc() { awk "BEGIN { $1 }"; }
-
-# run_step OUT cmd...: runs cmd with output to OUT, waiting with `wait` so that the
-# traps run at once on Ctrl-C. Returns cmd's status.
-run_step() {
-  local out="$1" rc
-  shift
-  "$@" > "$out" 2>&1 &
-  STEP_PID=$!
-  wait "$STEP_PID"
-  rc=$?
-  STEP_PID=""
-  return "$rc"
-}
-
-# Value of KEY in the last "RESULT ..." line of FILE.
-result_field() {
-  awk -v k="$2" '/^RESULT /{line=$0} END { n = split(line, f, " "); for (i = 2; i <= n; i++) { split(f[i], kv, "="); if (kv[1] == k) { print kv[2]; exit } } }' "$1"
-}
-
-HZ="$(getconf CLK_TCK)"
-cpu_secs() {  # user+sys CPU seconds of PID so far
-  [ -r "/proc/$1/stat" ] || { echo 0; return; }
-  awk -v hz="$HZ" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
-}
-# CPU seconds the whole machine has been busy (user, nice, system, irq, softirq, steal).
-sys_busy() { awk -v hz="$HZ" 'NR == 1 { print ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit }' /proc/stat; }
-# The loadgen's own CPU seconds, when /usr/bin/time is there to measure them.
-TIME_CMD=()
-[ -x /usr/bin/time ] && TIME_CMD=(/usr/bin/time -f "LOADGEN_CPU %U %S" -a -o)
+BENCH_NAME=expansion_bench.sh
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 # ---------------------------------------------------------------------------
 # Machine
 # ---------------------------------------------------------------------------
 
-M_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')"
-M_CPU="$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
-M_MEM="$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
-M_FS="$(df -PT "$WORK" | awk 'NR == 2 { print $2 " on " $1 }')"
-M_GIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo '+dirty')"
-M_LOAD0="$(cut -d' ' -f1-3 /proc/loadavg)"
-M_BUILD="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null)"
 echo "machine: $(nproc) x ${M_CPU:-?}, $M_MEM, $(uname -r); data dir on $M_FS; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 echo "sluice: $SLUICE (build type ${M_BUILD:-unknown}), git $M_GIT" >&2
 case "$M_BUILD" in Release|RelWithDebInfo) ;; *) echo "expansion_bench.sh: note: not a release build" >&2 ;; esac

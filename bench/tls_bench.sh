@@ -110,96 +110,15 @@ DATA_DIR="$WORK/data"
 LOGS="$WORK/logs"
 PKI="$WORK/pki"
 mkdir -p "$DATA_DIR" "$LOGS" "$PKI"
-BROKER_PID=""
-STEP_PID=""
-FAILED=0
-
-stop_pid() {  # TERM, wait up to 10 s, then KILL
-  local pid="$1"
-  [ -n "$pid" ] || return 0
-  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
-  kill -TERM "$pid" 2>/dev/null
-  for _ in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "tls_bench.sh: pid $pid ignored SIGTERM; sending SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null
-  fi
-  wait "$pid" 2>/dev/null
-  return 0
-}
-
-# shellcheck disable=SC2317 # invoked via trap
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop_pid "$STEP_PID"
-  stop_pid "$BROKER_PID"
-  if [ "$KEEP" = 1 ]; then
-    echo "tls_bench.sh: scratch dir kept at $WORK" >&2
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'echo "tls_bench.sh: interrupted" >&2; exit 130' INT
-trap 'echo "tls_bench.sh: terminated" >&2; exit 143' TERM
-
-log() { printf '\n### %s\n' "$*" >&2; }
-warn() { printf 'tls_bench.sh: WARNING: %s\n' "$*" >&2; FAILED=1; }
-calc() { awk "BEGIN { $1 }"; }
-
-# run_step OUT cmd...: runs cmd with output to OUT, waiting with `wait` so that the
-# traps run at once on Ctrl-C. Returns cmd's status.
-run_step() {
-  local out="$1" rc
-  shift
-  "$@" > "$out" 2>&1 &
-  STEP_PID=$!
-  wait "$STEP_PID"
-  rc=$?
-  STEP_PID=""
-  return "$rc"
-}
-
-# Value of KEY in the last "RESULT ..." line of FILE ("n/a" if none).
-result_field() {
-  awk -v k="$2" '/^RESULT /{line=$0} END { n = split(line, f, " "); for (i = 2; i <= n; i++) { split(f[i], kv, "="); if (kv[1] == k) { print kv[2]; exit } } print "n/a" }' "$1"
-}
-
-HZ="$(getconf CLK_TCK)"
-# CPU seconds of PID so far: the on-CPU nanoseconds of its threads (schedstat) when the
-# kernel has them, as /proc/PID/stat counts in clock ticks (10 ms, too coarse for a
-# broker that serves a plaintext fetch with almost no CPU); else user+sys from stat.
-cpu_secs() {
-  if [ -r "/proc/$1/task/$1/schedstat" ]; then
-    cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.3f\n", s / 1e9 }'
-    return
-  fi
-  [ -r "/proc/$1/stat" ] || { echo 0; return; }
-  awk -v hz="$HZ" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
-}
-# CPU seconds the whole machine has been busy (user, nice, system, irq, softirq, steal).
-sys_busy() { awk -v hz="$HZ" 'NR == 1 { print ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit }' /proc/stat; }
-# The loadgen's own CPU seconds, when /usr/bin/time is there to measure them.
-TIME_CMD=()
-[ -x /usr/bin/time ] && TIME_CMD=(/usr/bin/time -f "LOADGEN_CPU %U %S" -a -o)
+BENCH_NAME=tls_bench.sh
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 # ---------------------------------------------------------------------------
 # Machine
 # ---------------------------------------------------------------------------
 
-M_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')"
-M_CPU="$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 M_AES="$(grep -m1 -ow -e aes -e vaes -e vpclmulqdq /proc/cpuinfo | sort -u | paste -sd' ')"
-M_MEM="$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
-M_FS="$(df -PT "$WORK" | awk 'NR == 2 { print $2 " on " $1 }')"
-M_GIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo '+dirty')"
-M_LOAD0="$(cut -d' ' -f1-3 /proc/loadavg)"
-M_BUILD="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null)"
 M_OPENSSL="$(openssl version 2>/dev/null)"
 # The libssl each side really runs (they may differ from the CLI's).
 libssl_of() { ldd "$1" 2>/dev/null | awk '/libssl|librdkafka/ { printf "%s%s", sep, $3; sep = ", " }'; }
@@ -360,10 +279,10 @@ run_case() {
   lg="$(awk '/^LOADGEN_CPU / { print $2 + $3 }' "$f" | tail -1)"
   other="n/a"
   [ -n "$lg" ] && other="$(calc "printf \"%.1f\", $b1 - $b0 - ($c1 - $c0) - $lg")"
-  printf '%s %s %s %s %s %s %s %s\n' "$phase" "$kind" "$(result_field "$f" rps)" "$(result_field "$f" mbps)" \
-    "$(result_field "$f" records)" "$(calc "printf \"%.2f\", $c1 - $c0")" "${lg:-n/a}" "$other" >> "$LOGS/rows"
+  printf '%s %s %s %s %s %s %s %s\n' "$phase" "$kind" "$(result_field "$f" rps n/a)" "$(result_field "$f" mbps n/a)" \
+    "$(result_field "$f" records n/a)" "$(calc "printf \"%.2f\", $c1 - $c0")" "${lg:-n/a}" "$other" >> "$LOGS/rows"
   printf '  %-10s %-5s %-20s %9s rec/s %8s MB/s %9s records  CPU s: broker %s, loadgen %s, other %s\n' \
-    "$phase" "$kind" "$name" "$(result_field "$f" rps)" "$(result_field "$f" mbps)" "$(result_field "$f" records)" \
+    "$phase" "$kind" "$name" "$(result_field "$f" rps n/a)" "$(result_field "$f" mbps n/a)" "$(result_field "$f" records n/a)" \
     "$(calc "printf \"%.2f\", $c1 - $c0")" "${lg:-n/a}" "$other" >&2
   broker_alive
 }
@@ -391,10 +310,10 @@ for r in $(seq 1 "$REPEATS"); do
   log "repeat $r/$REPEATS: consume each acks=$a topic of this repeat over both listeners ($order)"
   for topic_kind in $order; do
     t="p$r-$a-$topic_kind"
-    want="$(result_field "$LOGS/$t.log" records)"
+    want="$(result_field "$LOGS/$t.log" records n/a)"
     for kind in $order; do
       run_case consume "$kind" "c-$t-$kind" --mode consume --topic "$t"
-      got="$(result_field "$LOGS/c-$t-$kind.log" records)"
+      got="$(result_field "$LOGS/c-$t-$kind.log" records n/a)"
       [ "$got" = "$want" ] || warn "$t read over $kind: $got records, $want acknowledged"
     done
   done

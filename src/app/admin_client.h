@@ -1,9 +1,11 @@
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "common/result.h"
 #include "common/types.h"
+#include "net/blocking_server.h"
 #include "net/listener.h"
 #include "protocol/api_key.h"
 #include "protocol/serde.h"
@@ -14,6 +16,7 @@ namespace sluice::app {
 // time, encoded and decoded with the same declarations the broker uses.
 class admin_client {
 public:
+    admin_client();
     ~admin_client();
     result<void> connect(const net::host_port& addr, int timeout_ms = 10000);
 
@@ -38,7 +41,7 @@ private:
     // its header.
     result<bytes> round_trip(bytes frame, protocol::api_key key, int16_t version);
 
-    int _fd = -1;
+    std::unique_ptr<net::stream_socket> _sock;
     int32_t _correlation = 0;
 };
 

@@ -120,38 +120,12 @@ namespace {
 using sql::http::http_request;
 using sql::http::http_response;
 
-int status_of(errc e) {
-    switch (e) {
-        case errc::not_found:
-            return 404;
-        case errc::already_exists:
-            return 409;
-        case errc::invalid_argument:
-            return 400;
-        default:
-            return 500;
-    }
-}
-
-const char* kind_of(errc e) {
-    switch (e) {
-        case errc::not_found:
-            return "not_found";
-        case errc::already_exists:
-            return "already_exists";
-        case errc::invalid_argument:
-            return "invalid_argument";
-        default:
-            return "internal";
-    }
-}
-
 void answer(http_response& resp, const result<void>& r, int ok_status = 204) {
     if (r) {
         resp.send(ok_status, "application/json", "{}\n");
         return;
     }
-    resp.send_error(status_of(r.code()), kind_of(r.code()), r.err().message);
+    sql::send_error(resp, r.err());
 }
 
 // The body of POST /v1/users and PUT /v1/users/NAME:
@@ -203,31 +177,36 @@ void add_security_routes(sql::http_server& server, catalog::catalog& cat) {
     const sql::http_server& srv = server;
     server.add_route("GET", "/v1/users",
                      [&cat, &srv](const http_request& req, http_response& resp) {
-                         if (!sql::authorize_cluster(srv, req, resp, action::describe, "security")) return;
+                         if (!sql::authorize_cluster(srv, req, resp, action::describe, "security"))
+                             return;
                          resp.send(200, "application/json", users_json(cat) + "\n");
                      });
     server.add_route("POST", "/v1/users",
                      [&cat, &srv](const http_request& req, http_response& resp) {
-                         if (!sql::authorize_cluster(srv, req, resp, action::alter, "security")) return;
+                         if (!sql::authorize_cluster(srv, req, resp, action::alter, "security"))
+                             return;
                          auto u = parse_user(req.body, {});
                          if (!u) return answer(resp, u.err());
                          answer(resp, add_user(cat, *u), 201);
                      });
     server.add_route("PUT", "/v1/users/*",
                      [&cat, &srv](const http_request& req, http_response& resp) {
-                         if (!sql::authorize_cluster(srv, req, resp, action::alter, "security")) return;
+                         if (!sql::authorize_cluster(srv, req, resp, action::alter, "security"))
+                             return;
                          auto u = parse_user(req.body, req.path_suffix);
                          if (!u) return answer(resp, u.err());
                          answer(resp, change_password(cat, *u));
                      });
     server.add_route("DELETE", "/v1/users/*",
                      [&cat, &srv](const http_request& req, http_response& resp) {
-                         if (!sql::authorize_cluster(srv, req, resp, action::alter, "security")) return;
+                         if (!sql::authorize_cluster(srv, req, resp, action::alter, "security"))
+                             return;
                          answer(resp, remove_user(cat, req.path_suffix));
                      });
     server.add_route("GET", "/v1/policies",
                      [&cat, &srv](const http_request& req, http_response& resp) {
-                         if (!sql::authorize_cluster(srv, req, resp, action::describe, "security")) return;
+                         if (!sql::authorize_cluster(srv, req, resp, action::describe, "security"))
+                             return;
                          resp.send(200, "application/json", policies_json(cat) + "\n");
                      });
     // /v1/policies/NAME: the document; /v1/policies/NAME/users[/USER]: its attachments.
@@ -241,7 +220,8 @@ void add_security_routes(sql::http_server& server, catalog::catalog& cat) {
         });
     server.add_route("PUT", "/v1/policies/*",
                      [&cat, &srv](const http_request& req, http_response& resp) {
-                         if (!sql::authorize_cluster(srv, req, resp, action::alter, "security")) return;
+                         if (!sql::authorize_cluster(srv, req, resp, action::alter, "security"))
+                             return;
                          answer(resp, put_policy(cat, req.path_suffix, req.body));
                      });
     server.add_route(

@@ -212,21 +212,20 @@ result<void> configure_security(const serve_options& o, broker::broker_config& c
                                               ts.client_auth == mode::required);
     }
     cfg.sasl_mechanisms.clear();
+    const auto known = security::supported_mechanisms();
     std::string_view list = o.sasl_mechanisms;
     while (!list.empty()) {
         auto comma = list.find(',');
         std::string m(list.substr(0, comma));
         list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
         if (m.empty()) continue;
-        auto known = security::supported_mechanisms();
         if (std::find(known.begin(), known.end(), m) == known.end())
             return {errc::invalid_argument, "--sasl-mechanisms: unknown mechanism '" + m +
                                                 "' (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"};
         cfg.sasl_mechanisms.push_back(m);
     }
-    if (authenticates && cfg.sasl_mechanisms.empty() &&
-        std::any_of(cfg.listeners.begin(), cfg.listeners.end(),
-                    [](const auto& lc) { return lc.sasl(); }))
+    if (cfg.sasl_mechanisms.empty() && std::any_of(cfg.listeners.begin(), cfg.listeners.end(),
+                                                   [](const auto& lc) { return lc.sasl(); }))
         return {errc::invalid_argument, "--sasl-mechanisms: a SASL listener needs at least one"};
     cfg.sasl_session_lifetime_ms = o.sasl_session_lifetime_ms;
     cfg.authenticate = authenticates;

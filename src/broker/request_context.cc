@@ -22,37 +22,40 @@ const std::vector<advertised_broker>& request_context::brokers() const {
     return b.brokers(sess->listener());
 }
 
+namespace {
+
+// Whether the requester may touch the resource, by the action access_rules() gives `api`
+// on its kind. An API without a rule for that kind never asks: refused, so that a
+// missing row in the table shows up as a denial rather than a hole.
+bool check(const request_context& ctx, protocol::api_key api, security::resource_kind kind,
+           const std::string& name, bool log) {
+    auto act = required_action(api, kind);
+    if (act && ctx.b.access().allowed(ctx.principal(), *act, {kind, name})) return true;
+    if (log) {
+        const api_def* def = find_api(static_cast<int16_t>(api));
+        log_info("security", "{} ({}): {} denied: {} on {}", ctx.principal().to_string(),
+                 ctx.client(), def ? def->name : "request",
+                 act ? security::action_name(*act) : std::string_view("(no rule)"),
+                 security::resource_name({kind, name}));
+    }
+    return false;
+}
+
+}  // namespace
+
 bool request_context::allowed_quiet(security::resource_kind kind, const std::string& name) const {
-    auto act = required_action(static_cast<protocol::api_key>(header.api_key), kind);
-    // An API without a rule for this kind of resource never asks; refuse, so that a
-    // missing row in the table shows up as a denial rather than a hole.
-    if (!act) return false;
-    return b.access().allowed(principal(), *act, {kind, name});
+    return check(*this, static_cast<protocol::api_key>(header.api_key), kind, name, false);
 }
 
 bool request_context::allowed(security::resource_kind kind, const std::string& name) const {
-    if (allowed_quiet(kind, name)) return true;
-    auto act = required_action(static_cast<protocol::api_key>(header.api_key), kind);
-    const api_def* api = find_api(header.api_key);
-    log_info("security", "{} ({}): {} denied: {} on {}", principal().to_string(), client(),
-             api ? api->name : "request",
-             act ? security::action_name(*act) : std::string_view("(no rule)"),
-             security::resource_name({kind, name}));
-    return false;
+    return check(*this, static_cast<protocol::api_key>(header.api_key), kind, name, true);
 }
 
 bool request_context::may_create_topic(const std::string& name) const {
-    using security::action;
+    // CreateTopics' rules, whichever API creates (Metadata auto-creates too).
     using security::resource_kind;
-    auto& ac = b.access();
-    if (ac.allowed(principal(), action::create, {resource_kind::cluster, {}}) ||
-        ac.allowed(principal(), action::create, {resource_kind::topic, name}))
-        return true;
-    log_info("security",
-             "{} ({}): creating topic '{}' denied: KafkaCreate on neither "
-             "sluice:cluster nor sluice:topic:{}",
-             principal().to_string(), client(), name, name);
-    return false;
+    return check(*this, protocol::api_key::create_topics, resource_kind::cluster, {}, false) ||
+           check(*this, protocol::api_key::create_topics, resource_kind::topic, name, true);
 }
 
 bytes request_context::begin_frame() const {

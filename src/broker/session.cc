@@ -133,10 +133,6 @@ void session::send_unsupported_version(int16_t key, int16_t version, int32_t cor
     complete(slot, {std::move(frame), {}});
 }
 
-}  // namespace sluice::broker
-
-namespace sluice::broker {
-
 bool session::admitted(int16_t key) {
     using protocol::api_key;
     if (!listener_cfg().sasl()) return true;

@@ -15,28 +15,6 @@ using sql::append_json_string;
 using sql::http::http_request;
 using sql::http::http_response;
 
-void send_error(http_response& resp, const error& e) {
-    int status = 500;
-    const char* kind = "internal";
-    switch (e.code) {
-        case errc::invalid_argument:
-            status = 400, kind = "invalid";
-            break;
-        case errc::not_found:
-            status = 404, kind = "not_found";
-            break;
-        case errc::already_exists:
-            status = 409, kind = "already_exists";
-            break;
-        case errc::timed_out:
-            status = 503, kind = "busy";
-            break;
-        default:
-            break;
-    }
-    resp.send_error(status, kind, e.message);
-}
-
 // The create request's body: {"topic", "target", "schema" (object, or its text),
 // "source", "flatten", "copy_source", "backfill"}.
 result<create_request> parse_create(const std::string& body) {
@@ -136,17 +114,18 @@ void add_http_routes(sql::http_server& server, service& svc) {
         "POST", "/v1/expansions", [&svc, &srv](const http_request& req, http_response& resp) {
             if (!sql::authorize_cluster(srv, req, resp, action::alter, "expansion")) return;
             auto r = parse_create(req.body);
-            if (!r) return send_error(resp, r.err());
+            if (!r) return sql::send_error(resp, r.err());
             auto s = svc.create(*r);
             if (!s) {
                 log_warn("expansion", "create {} refused: {}", r->target, s.err().message);
-                return send_error(resp, s.err());
+                return sql::send_error(resp, s.err());
             }
             resp.send(201, "application/json", status_json(*s) + "\n");
         });
     server.add_route("GET", "/v1/expansions",
                      [&svc, &srv](const http_request& req, http_response& resp) {
-                         if (!sql::authorize_cluster(srv, req, resp, action::describe, "expansion")) return;
+                         if (!sql::authorize_cluster(srv, req, resp, action::describe, "expansion"))
+                             return;
                          std::string out = "{\"expansions\":[";
                          bool first = true;
                          for (const auto& s : svc.list()) {
@@ -162,8 +141,9 @@ void add_http_routes(sql::http_server& server, service& svc) {
             if (!sql::authorize_cluster(srv, req, resp, action::describe, "expansion")) return;
             auto s = svc.find(req.path_suffix);
             if (!s)
-                return send_error(resp, {errc::not_found, fmt::format("no expansion has target {}",
-                                                                      req.path_suffix)});
+                return sql::send_error(
+                    resp,
+                    {errc::not_found, fmt::format("no expansion has target {}", req.path_suffix)});
             resp.send(200, "application/json", status_json(*s) + "\n");
         });
     server.add_route(
@@ -171,20 +151,20 @@ void add_http_routes(sql::http_server& server, service& svc) {
             if (!sql::authorize_cluster(srv, req, resp, action::alter, "expansion")) return;
             bool drop_table = false;
             auto params = req.query_params();
-            if (!params) return send_error(resp, {errc::invalid_argument, "malformed query"});
+            if (!params) return sql::send_error(resp, {errc::invalid_argument, "malformed query"});
             for (const auto& [k, v] : *params) {
                 if (k != "drop_target")
-                    return send_error(
+                    return sql::send_error(
                         resp, {errc::invalid_argument, fmt::format("unknown parameter '{}' (known: "
                                                                    "drop_target)",
                                                                    k)});
                 if (v != "true" && v != "false" && v != "1" && v != "0")
-                    return send_error(
+                    return sql::send_error(
                         resp, {errc::invalid_argument, "drop_target must be true or false"});
                 drop_table = v == "true" || v == "1";
             }
             if (auto r = svc.drop(req.path_suffix, drop_table); !r)
-                return send_error(resp, r.err());
+                return sql::send_error(resp, r.err());
             std::string out = "{\"dropped\":";
             append_json_string(out, req.path_suffix);
             out += fmt::format(",\"target_dropped\":{}}}\n", drop_table);

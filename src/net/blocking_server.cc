@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -176,6 +177,22 @@ bool stream_socket::write_all(const void* buf, size_t n) {
         n -= static_cast<size_t>(w);
     }
     return true;
+}
+
+namespace {
+void set_socket_timeout(int fd, int option, std::chrono::milliseconds t) {
+    timeval tv{static_cast<time_t>(t.count() / 1000),
+               static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+    setsockopt(fd, SOL_SOCKET, option, &tv, sizeof tv);
+}
+}  // namespace
+
+void stream_socket::set_read_timeout(std::chrono::milliseconds t) {
+    set_socket_timeout(_fd, SO_RCVTIMEO, t);
+}
+
+void stream_socket::set_write_timeout(std::chrono::milliseconds t) {
+    set_socket_timeout(_fd, SO_SNDTIMEO, t);
 }
 
 bool stream_socket::peer_closed() const {

@@ -5,6 +5,7 @@
 // thread, never the Kafka event loop. Bytes only; the handler speaks the protocol.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -56,6 +57,10 @@ class stream_socket {
     // Without blocking: whether the peer has closed or reset the connection. Bytes it
     // sent and we have not read do not count (a pipelined request is not a close).
     bool peer_closed() const;
+    // SO_RCVTIMEO / SO_SNDTIMEO: a read or write (TLS included) that waits this long
+    // fails; 0 waits forever.
+    void set_read_timeout(std::chrono::milliseconds t);
+    void set_write_timeout(std::chrono::milliseconds t);
     // Makes blocked reads and writes return (from any thread).
     void shutdown();
     // Ends our side after a final answer: stops sending, then reads and drops what the

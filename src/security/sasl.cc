@@ -140,6 +140,23 @@ scram_credential fake_credential(scram_mechanism m, const std::string& user) {
     return c;
 }
 
+}  // namespace
+
+std::string check_password(const credential_source& source, const std::string& user,
+                           std::string_view password) {
+    auto creds = source.credentials(user);
+    if (creds.empty()) {
+        // Spend the same PBKDF2 work as for a real user, so timing does not tell.
+        (void)verify_password(fake_credential(scram_mechanism::sha256, user), password);
+        return "unknown user " + quoted(user);
+    }
+    bool ok = false;
+    for (const auto& c : creds) ok = verify_password(c, password) || ok;
+    return ok ? std::string() : "wrong password for user " + quoted(user);
+}
+
+namespace {
+
 // RFC 4616: [authzid] NUL authcid NUL passwd.
 class plain_server final : public sasl_server {
   public:
@@ -161,15 +178,7 @@ class plain_server final : public sasl_server {
         if (!authzid.empty() && authzid != user)
             return fail("authorization id " + quoted(authzid) + " differs from user " +
                         quoted(user));
-        auto creds = _source.credentials(user);
-        if (creds.empty()) {
-            // Spend the same PBKDF2 work as for a real user, so timing does not tell.
-            (void)verify_password(fake_credential(scram_mechanism::sha256, user), password);
-            return fail("unknown user " + quoted(user));
-        }
-        bool ok = false;
-        for (const auto& c : creds) ok = verify_password(c, password) || ok;
-        if (!ok) return fail("wrong password for user " + quoted(user));
+        if (auto why = check_password(_source, user, password); !why.empty()) return fail(why);
         _user = std::move(user);
         return {outcome::success, {}, {}};
     }

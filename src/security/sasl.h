@@ -40,6 +40,14 @@ std::unique_ptr<sasl_server> make_sasl_server(std::string_view mechanism,
                                               const credential_source& source,
                                               std::string default_user = {});
 
+// A password login (SASL/PLAIN, and the SQL endpoints' cleartext and Basic logins),
+// checked against the user's stored SCRAM credentials: empty when the password derives
+// one of them, otherwise why not, for the log. Clients must get one message whatever the
+// reason; an unknown user costs the same key derivation as a known one, so timing does
+// not tell them apart either.
+std::string check_password(const credential_source& source, const std::string& user,
+                           std::string_view password);
+
 // The client side of SCRAM, for tests and tools.
 class scram_client {
   public:

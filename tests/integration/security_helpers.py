@@ -949,19 +949,10 @@ def kafkajs_connect(addr, creds, timeout=60):
 
 
 def wait_until(what, fn, timeout=15.0, interval=0.2):
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        try:
-            v = fn()
-            if v:
-                return v
-            last = v
-        except (AssertionError, OSError, KafkaException, K.ConnectionClosed) as e:
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError("%s: not reached within %.0fs (last: %r)" % (what, timeout, last))
-        time.sleep(interval)
+    """sluice_helpers.wait_until, with client errors and closed connections counting as
+    "not yet"."""
+    return H.wait_until(what, fn, timeout, interval,
+                        errors=(AssertionError, OSError, KafkaException, K.ConnectionClosed))
 
 
 def confluent_metadata_topics(addr, creds, timeout=10):

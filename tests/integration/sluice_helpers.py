@@ -86,6 +86,24 @@ def tail(path, n=60):
 BASE_CONF = {"broker.address.family": "v4", "api.version.request": True}
 
 
+def wait_until(what, fn, timeout=15.0, interval=0.1, errors=(AssertionError, OSError)):
+    """Calls fn() until it returns a true value (returned); an exception in `errors`
+    counts as "not yet". AssertionError after `timeout` s, naming the last outcome."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            v = fn()
+            if v:
+                return v
+            last = v
+        except errors as e:
+            last = e
+        if time.monotonic() > deadline:
+            raise AssertionError("%s: not reached within %.0fs (last: %r)" % (what, timeout, last))
+        time.sleep(interval)
+
+
 def unique_topic(prefix="t"):
     clean = "".join(c if c.isalnum() or c in "-_" else "-" for c in prefix)[:60]
     return "%s-%d-%d-%s" % (clean, os.getpid(), next(_counter), uuid.uuid4().hex[:6])

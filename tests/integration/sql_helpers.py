@@ -16,7 +16,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -24,6 +23,7 @@ import urllib.request
 import psycopg2
 
 import conftest
+import sluice_helpers as H
 
 # Every SQL test broker listens for PostgreSQL and HTTP on free loopback ports.
 SQL_ARGS = ["--pg", "127.0.0.1:0", "--http", "127.0.0.1:0"]
@@ -264,20 +264,8 @@ def cli_error(addr, sql, *args, **kw):
 
 
 def wait_until(what, fn, timeout=15.0, interval=0.1):
-    """Calls fn() until it returns a true value (returned); AssertionError after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        try:
-            v = fn()
-            if v:
-                return v
-            last = v
-        except (AssertionError, psycopg2.Error, OSError) as e:
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError("%s: not reached within %.0fs (last: %r)" % (what, timeout, last))
-        time.sleep(interval)
+    """sluice_helpers.wait_until, with database errors counting as "not yet"."""
+    return H.wait_until(what, fn, timeout, interval, errors=(AssertionError, psycopg2.Error, OSError))
 
 
 def cpu_seconds(pid):

@@ -1,7 +1,6 @@
 #include "sql/http/http_server.h"
 
 #include <sys/socket.h>
-#include <sys/time.h>
 
 #include <exception>
 #include <utility>
@@ -10,7 +9,7 @@
 
 #include "common/logging.h"
 #include "security/gate.h"
-#include "sql/password_check.h"
+#include "security/sasl.h"
 
 namespace sluice::sql {
 namespace {
@@ -49,13 +48,6 @@ const char* kind_for_status(int status) {
     }
 }
 
-void set_timeouts(int fd, std::chrono::milliseconds t) {
-    timeval tv{static_cast<time_t>(t.count() / 1000),
-               static_cast<suseconds_t>(t.count() % 1000 * 1000)};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
 // After an error that ends the connection the client may still be sending (the rest of
 // an oversized head or body): how long to read and drop it so that our response is read
 // first (RFC 9112 section 9.6; stream_socket::finish).
@@ -91,9 +83,8 @@ result<std::unique_ptr<http_server>> http_server::start(const net::host_port& ad
         [tls = srv->_opts.tls](net::stream_socket& sock) {
             // Over the limit: read the request head first (briefly), as clients write
             // their whole request before they read, then answer 503 and close.
-            timeval tv{2, 0};
-            setsockopt(sock.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            setsockopt(sock.fd(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+            sock.set_read_timeout(std::chrono::seconds(2));
+            sock.set_write_timeout(std::chrono::seconds(2));
             if (tls && !sock.start_tls_server(*tls)) return;
             std::string head;
             char buf[4096];
@@ -125,7 +116,9 @@ void http_server::stop() {
 }
 
 void http_server::serve(net::stream_socket& sock) {
-    set_timeouts(sock.fd(), _opts.io_timeout);  // bounds the TLS handshake too
+    // Bounds the TLS handshake too.
+    sock.set_read_timeout(_opts.io_timeout);
+    sock.set_write_timeout(_opts.io_timeout);
     if (_opts.tls) {
         if (auto r = sock.start_tls_server(*_opts.tls); !r) {
             log_debug("http", "{}: TLS handshake failed: {}", sock.peer(), r.err().message);
@@ -181,9 +174,10 @@ bool http_server::authenticate(http::http_request& req, http::http_response& res
     if (!header) return refuse("authentication required: send Basic credentials");
     auto creds = http::parse_basic_authorization(*header);
     if (!creds) return refuse("the Authorization header must hold Basic credentials");
-    if (auto why = check_password(_opts.gate->credentials(), creds->user, creds->password);
+    if (auto why =
+            security::check_password(_opts.gate->credentials(), creds->user, creds->password);
         !why.empty()) {
-        log_warn("http", "authentication of user '{}' failed: {}", creds->user, why);
+        log_warn("http", "authentication failed: {}", why);
         // One message whatever the reason: an unknown user and a wrong password look alike.
         return refuse("invalid user name or password");
     }
@@ -220,6 +214,28 @@ void http_server::dispatch(http::http_request& req, http::http_response& resp, b
         log_error("http", "{} {}: {}", req.method, req.path, e.what());
         if (!resp.started()) resp.send_error(500, "internal", e.what());
     }
+}
+
+void send_error(http::http_response& resp, const error& e) {
+    int status = 500;
+    const char* kind = "internal";
+    switch (e.code) {
+        case errc::invalid_argument:
+            status = 400, kind = "invalid";
+            break;
+        case errc::not_found:
+            status = 404, kind = "not_found";
+            break;
+        case errc::already_exists:
+            status = 409, kind = "already_exists";
+            break;
+        case errc::timed_out:
+            status = 503, kind = "busy";
+            break;
+        default:
+            break;
+    }
+    resp.send_error(status, kind, e.message);
 }
 
 bool authorize_cluster(const http_server& server, const http::http_request& req,

@@ -71,6 +71,11 @@ class http_server {
     std::unique_ptr<net::blocking_server> _server;
 };
 
+// Answers an operation's error: 400 `invalid` (errc::invalid_argument), 404 `not_found`,
+// 409 `already_exists`, 503 `busy` (errc::timed_out), otherwise 500 `internal`; the
+// body is {"error": {"kind", "message"}}.
+void send_error(http::http_response& resp, const error& e);
+
 // For routes that manage the cluster (expansions, users, policies): whether the request's
 // principal may perform `a` on sluice:cluster. Without a gate, anyone may. False after
 // answering 403 with a message naming the principal and the action (logged under

@@ -1,7 +1,6 @@
 #include "sql/http/sql_client.h"
 
 #include <sys/socket.h>
-#include <sys/time.h>
 
 #include <fmt/format.h>
 
@@ -284,11 +283,6 @@ client_error connect_error(std::string message) {
     return e;
 }
 
-void set_timeout(int fd, int which, int ms) {
-    timeval tv{ms / 1000, (ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, which, &tv, sizeof tv);
-}
-
 // A connection to the server, TLS on when asked (its handshake bounded by the connect
 // timeout).
 std::variant<std::unique_ptr<net::stream_socket>, client_error> connect_to(
@@ -304,11 +298,11 @@ std::variant<std::unique_ptr<net::stream_socket>, client_error> connect_to(
     auto sock = net::stream_socket::connect(addr, opts.connect_timeout_ms);
     if (!sock) return connect_error(sock.err().message);
     if (ctx) {
-        set_timeout((*sock)->fd(), SO_RCVTIMEO, opts.connect_timeout_ms);
-        set_timeout((*sock)->fd(), SO_SNDTIMEO, opts.connect_timeout_ms);
+        (*sock)->set_read_timeout(std::chrono::milliseconds(opts.connect_timeout_ms));
+        (*sock)->set_write_timeout(std::chrono::milliseconds(opts.connect_timeout_ms));
         if (auto r = (*sock)->start_tls_client(*ctx, addr.host); !r)
             return connect_error("TLS handshake with " + addr.to_string() + ": " + r.err().message);
-        set_timeout((*sock)->fd(), SO_SNDTIMEO, 0);
+        (*sock)->set_write_timeout(std::chrono::milliseconds(0));
     }
     return std::move(*sock);
 }
@@ -414,7 +408,7 @@ std::optional<client_error> exchange(const net::host_port& server, const std::st
     auto connected = connect_to(server, opts);
     if (auto* e = std::get_if<client_error>(&connected)) return std::move(*e);
     sock = std::get<std::unique_ptr<net::stream_socket>>(std::move(connected));
-    set_timeout(sock->fd(), SO_RCVTIMEO, opts.read_timeout_ms);
+    sock->set_read_timeout(std::chrono::milliseconds(opts.read_timeout_ms));
     if (!sock->write_all(request))
         return transport_error(std::string("sending the request: ") + std::strerror(errno));
     in = std::make_unique<buffered_reader>(

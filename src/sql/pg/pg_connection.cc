@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,7 +10,6 @@
 #include "common/logging.h"
 #include "security/gate.h"
 #include "security/sasl.h"
-#include "sql/password_check.h"
 #include "sql/pg/lexer.h"
 #include "sql/pg/pg_server.h"
 #include "sql/pg/types.h"
@@ -68,12 +66,6 @@ constexpr std::string_view pg_sasl_mechanism = "SCRAM-SHA-256";
 // A SCRAM exchange is client-first, server-first, client-final, server-final: more
 // rounds than this is a broken client.
 constexpr int max_sasl_rounds = 4;
-
-// SO_RCVTIMEO: reads give up after `ms` (0: they wait forever).
-void set_receive_timeout(int fd, int64_t ms) {
-    timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-}
 
 }  // namespace
 
@@ -138,7 +130,7 @@ bool pg_connection::wait_readable() {
         if (_sock.is_tls() && left > 0) {
             // OpenSSL may hold decrypted bytes that poll() cannot see: the socket's
             // receive timeout bounds the read instead.
-            set_receive_timeout(_sock.fd(), left);
+            _sock.set_read_timeout(std::chrono::milliseconds(left));
             return true;
         }
         pollfd pfd{_sock.fd(), POLLIN, 0};
@@ -310,7 +302,7 @@ bool pg_connection::start_tls() {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           *_read_deadline - std::chrono::steady_clock::now())
                           .count();
-    set_receive_timeout(_sock.fd(), std::max<int64_t>(left, 1));
+    _sock.set_read_timeout(std::chrono::milliseconds(std::max<int64_t>(left, 1)));
     if (auto r = _sock.start_tls_server(*_opts.tls); !r) {
         log_warn("pg", "{}: TLS handshake failed: {}", _sock.peer(), r.err().message);
         return false;
@@ -384,7 +376,7 @@ pg_connection::login pg_connection::password_login() {
         protocol_violation("malformed password message");
         return {login::outcome::gone, {}};
     }
-    auto why = check_password(_opts.gate->credentials(), _user, password);
+    auto why = security::check_password(_opts.gate->credentials(), _user, password);
     if (why.empty()) return {login::outcome::ok, {}};
     return {login::outcome::failed, std::move(why)};
 }
@@ -440,7 +432,8 @@ void pg_connection::run() {
     _read_deadline = std::chrono::steady_clock::now() + _opts.startup_timeout;
     if (!startup()) return;
     _read_deadline.reset();
-    if (_sock.is_tls()) set_receive_timeout(_sock.fd(), 0);  // queries may be far apart
+    if (_sock.is_tls())
+        _sock.set_read_timeout(std::chrono::milliseconds(0));  // queries may be far apart
     for (;;) {
         char type = 0;
         std::string_view body;

@@ -28,8 +28,7 @@ constexpr int32_t gssenc_request_code = 80877104;
 // refuses a client over max_connections. False when the client sends nothing sensible
 // in time.
 bool read_startup(net::stream_socket& sock, const net::tls_context* tls) {
-    timeval tv{refuse_read_timeout_ms / 1000, (refuse_read_timeout_ms % 1000) * 1000};
-    setsockopt(sock.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sock.set_read_timeout(std::chrono::milliseconds(refuse_read_timeout_ms));
     for (int round = 0; round < 3; ++round) {
         uint8_t head[8];
         if (!sock.read_exact(head, sizeof head)) return false;
