@@ -27,6 +27,11 @@ constexpr size_t tls_record_bytes = 16 * 1024;
 // are read (pread) in pieces of it. Four full records; it bounds a TLS connection's
 // extra memory whatever the size of a file slice.
 constexpr size_t tls_out_capacity = 64 * 1024;
+// The rest of a frame that is worth a receive low-water mark (see update_rcvlowat).
+constexpr size_t rcvlowat_min = 64 * 1024;
+constexpr size_t rcvlowat_max = 8 * 1024 * 1024;
+// Ciphertext OpenSSL may hold undecrypted when a read stops: under one full record.
+constexpr size_t tls_held_max = 32 * 1024;
 }  // namespace
 
 connection::connection(event_loop& loop, int fd, std::string peer, size_t max_frame_bytes,
@@ -101,6 +106,7 @@ void connection::resume_reading() {
         if (self->_tls && !self->closed() && !self->_paused && self->_tls->handshake_done() &&
             self->_tls->has_pending())
             self->do_tls_read();
+        self->update_rcvlowat();
     });
 }
 
@@ -112,10 +118,37 @@ void connection::on_io(uint32_t events) {
     }
     if (_tls) {
         on_tls_io(events);
-        return;
+    } else {
+        if (events & EPOLLOUT) do_write();
+        if ((events & (EPOLLIN | EPOLLRDHUP)) && !_paused && _fd >= 0) do_read();
     }
-    if (events & EPOLLOUT) do_write();
-    if ((events & (EPOLLIN | EPOLLRDHUP)) && !_paused && _fd >= 0) do_read();
+    update_rcvlowat();
+}
+
+// While the rest of a large frame is on its way, wake up only when all of it is there,
+// not for every segment: a TLS client that writes one small record per message
+// otherwise costs a wake-up, an epoll_wait and a recv every kilobyte or two. The kernel
+// caps the mark, and epoll still reports readable when the receive window fills, when
+// the peer closes and on errors, so a wrong guess only costs a wake-up. Back to 1
+// as soon as no frame is partly read.
+void connection::update_rcvlowat() {
+    if (_fd < 0) return;
+    size_t want = 1;
+    const size_t avail = _in.size() - _in_start;
+    const bool reading = !_paused && !_write_wants_read && (!_tls || _tls->handshake_done());
+    if (reading && avail >= 4) {
+        // parse_frames leaves only an incomplete frame of an accepted size.
+        const auto size = static_cast<size_t>(load_be<int32_t>(_in.data() + _in_start));
+        const size_t rest = 4 + size - avail;
+        // Ciphertext is never shorter than its plaintext, but part of the rest may
+        // already sit in OpenSSL's buffer rather than in the socket.
+        const size_t held = _tls ? tls_held_max : 0;
+        if (rest >= held + rcvlowat_min) want = std::min(rest - held, rcvlowat_max);
+    }
+    // A lower mark than the rest only wakes us early; a higher one must come down.
+    if (want == _rcvlowat || (want > 1 && _rcvlowat > 1 && _rcvlowat < want)) return;
+    int v = static_cast<int>(want);
+    if (::setsockopt(_fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0) _rcvlowat = want;
 }
 
 void connection::do_read() {
@@ -341,17 +374,16 @@ void connection::do_tls_read() {
             _in.erase(_in.begin(), _in.begin() + static_cast<ptrdiff_t>(_in_start));
             _in_start = 0;
         }
-        if (_tls_in.empty()) _tls_in.resize(tls_record_bytes);
         size_t got = 0;
         auto st = tls_session::status::ok;
-        // SSL_read yields one record at a time; gather what OpenSSL already holds. A
-        // record goes through `_tls_in` so that only the bytes that came are copied
-        // (growing `_in` first would zero-fill the whole chunk on every event).
+        // SSL_read yields one record at a time; gather what OpenSSL already holds.
         while (got < tls_read_chunk) {
+            const size_t have = _in.size();
+            _in.resize(have + tls_record_bytes);
             size_t n = 0;
-            st = _tls->read(_tls_in.data(), _tls_in.size(), n);
+            st = _tls->read(_in.data() + have, tls_record_bytes, n);
+            _in.resize(have + (st == tls_session::status::ok ? n : 0));
             if (st != tls_session::status::ok) break;
-            _in.insert(_in.end(), _tls_in.begin(), _tls_in.begin() + static_cast<ptrdiff_t>(n));
             got += n;
             if (!_tls->has_pending()) break;
         }

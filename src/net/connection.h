@@ -5,12 +5,33 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "common/types.h"
 #include "net/event_loop.h"
 #include "net/tls.h"
 
 namespace sluice::net {
+
+// Default-initialises where std::allocator value-initialises: growing a byte buffer
+// ahead of a read leaves the new bytes as they are instead of zeroing them first.
+template <class T>
+struct uninitialized_allocator : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = uninitialized_allocator<U>;
+    };
+    template <class U>
+    void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+};
 
 // A TCP connection that splits its input into length-prefixed frames (a 4-byte
 // big-endian size, then the payload) and writes whole frames back. It knows nothing
@@ -58,6 +79,7 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     void do_write();
     void parse_frames();
     void update_interest();
+    void update_rcvlowat();
     // TLS counterparts of the above; `_tls` is set.
     void on_tls_io(uint32_t events);
     bool do_handshake();
@@ -72,7 +94,8 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     size_t _max_frame;
     callbacks _cb;
     uint64_t _id;
-    bytes _in;
+    // Read straight into its tail (recv, SSL_read), so it grows without zeroing.
+    std::vector<uint8_t, uninitialized_allocator<uint8_t>> _in;
     size_t _in_start = 0;  // first unparsed byte of _in
     struct chunk {
         bytes data;
@@ -86,6 +109,7 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     size_t _queued = 0;
     bool _paused = false;
     bool _want_write = false;
+    size_t _rcvlowat = 1;  // the socket's SO_RCVLOWAT (1 is the kernel's default)
 
     // TLS state (unused without a context).
     std::shared_ptr<tls_context> _tls_ctx;
@@ -97,7 +121,6 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     // Plaintext waiting for SSL_write: small queued chunks coalesced, or a piece of a
     // file read with pread. After a blocked write it is retried unchanged, as OpenSSL
     // requires. Invariant: _tls_out_pos <= _tls_out_len <= _tls_out.size().
-    bytes _tls_in;  // one decrypted record on its way into _in
     bytes _tls_out;
     size_t _tls_out_pos = 0;
     size_t _tls_out_len = 0;

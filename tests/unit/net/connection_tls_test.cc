@@ -2,7 +2,9 @@
 
 #include <openssl/ssl.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "net_test_support.h"
 
@@ -120,6 +122,48 @@ TEST(ConnectionTls, ManySmallPipelinedFramesWithPauseAndResume) {
         ASSERT_TRUE(got) << "frame " << i;
         ASSERT_EQ(*got, "m" + std::to_string(i));
     }
+}
+
+// A large frame that trickles in as many small writes (librdkafka over TLS sends one
+// record per message value) with a stall part way: the server waits for the rest of
+// the frame before it wakes up (SO_RCVLOWAT) and delivers it intact, and the small
+// frame after it still gets its answer, so the mark came back down. A frame far larger
+// than the socket buffer must still arrive: epoll wakes when the window fills.
+void expect_trickled_frames_arrive(stream_socket& s) {
+    std::string big(1024 * 1024 + 13, '\0');
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + (i * 7) % 26);
+    const std::string f = frame(big);
+    const std::string_view v(f);
+    constexpr size_t first = 300 * 1024;
+    ASSERT_TRUE(s.write_all(v.substr(0, first)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (size_t pos = first; pos < v.size(); pos += 1100)
+        ASSERT_TRUE(s.write_all(v.substr(pos, 1100)));
+    auto got = read_frame(s);
+    ASSERT_TRUE(got) << "no answer to the trickled frame";
+    EXPECT_EQ(got->size(), big.size());
+    EXPECT_TRUE(*got == big) << "the trickled frame came back changed";
+    EXPECT_EQ(ask(s, "small"), "small") << "the frame after a large one got no answer";
+
+    std::string huge(20 * 1024 * 1024, 'h');  // beyond the low-water cap and the socket buffer
+    huge.back() = 'z';
+    auto echoed = ask(s, huge);
+    ASSERT_TRUE(echoed) << "no answer to a 20 MiB frame";
+    EXPECT_TRUE(*echoed == huge);
+    EXPECT_EQ(ask(s, "after"), "after");
+}
+
+TEST(ConnectionTls, TrickledLargeFrameThenSmallOne) {
+    frame_server srv(must(tls_context::create_server(pki().server_settings())));
+    auto c = connect_tls(srv.address(), *trusting_client());
+    ASSERT_TRUE(c) << c.err().message;
+    expect_trickled_frames_arrive(**c);
+}
+
+TEST(ConnectionTls, TrickledLargeFrameThenSmallOnePlaintext) {
+    frame_server srv(nullptr);
+    auto s = connect_plain(srv.address());
+    expect_trickled_frames_arrive(*s);
 }
 
 TEST(ConnectionTls, ManyClientsAtOnce) {
