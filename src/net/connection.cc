@@ -68,7 +68,7 @@ std::optional<std::string> connection::peer_common_name() const {
 
 void connection::update_interest() {
     if (_fd < 0) return;
-    uint32_t ev = EPOLLRDHUP;
+    uint32_t ev = 0;
     if (_tls) {
         // OpenSSL decides which readiness it needs: a read may have to write (and a
         // write read) to make progress.
@@ -78,11 +78,17 @@ void connection::update_interest() {
             if (!_paused || _write_wants_read) ev |= EPOLLIN;
             if ((_want_write && !_write_wants_read) || _read_wants_write) ev |= EPOLLOUT;
         }
-        if (ev == _tls_interest) return;  // TLS updates often; skip needless epoll_ctl
-        _tls_interest = ev;
     } else {
         if (!_paused) ev |= EPOLLIN;
         if (_want_write) ev |= EPOLLOUT;
+    }
+    // A half-close is news only to a reader. Watched while reading is paused, it would
+    // be reported by every epoll_wait (level-triggered) with nothing to do about it: a
+    // busy loop until reading resumes and finds the end of the stream.
+    if (ev & EPOLLIN) ev |= EPOLLRDHUP;
+    if (_tls) {
+        if (ev == _tls_interest) return;  // TLS updates often; skip needless epoll_ctl
+        _tls_interest = ev;
     }
     _loop.modify(_fd, ev, this);
 }

@@ -1,6 +1,8 @@
 // net::connection over TLS (and unchanged without it), driven by blocking clients.
 
 #include <openssl/ssl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <random>
@@ -164,6 +166,41 @@ TEST(ConnectionTls, TrickledLargeFrameThenSmallOnePlaintext) {
     frame_server srv(nullptr);
     auto s = connect_plain(srv.address());
     expect_trickled_frames_arrive(*s);
+}
+
+// CPU time of the whole process (the server's loop thread included), in ms.
+double process_cpu_ms() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    auto ms = [](const timeval& t) { return t.tv_sec * 1000.0 + t.tv_usec / 1000.0; };
+    return ms(ru.ru_utime) + ms(ru.ru_stime);
+}
+
+// The client half-closes while the server has paused reading: the server must neither
+// spin on the half-close meanwhile nor miss it once reading resumes.
+void expect_half_close_while_paused_is_quiet(stream_socket& s) {
+    ASSERT_EQ(ask(s, "PAUSE"), "paused");
+    ASSERT_EQ(::shutdown(s.fd(), SHUT_WR), 0);
+    const double before = process_cpu_ms();
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const double used = process_cpu_ms() - before;
+    EXPECT_LT(used, 150.0) << "the paused connection spun on the half-close for " << used
+                           << " ms of CPU in 400 ms";
+    // Reading resumes after 500 ms, finds the end of the stream and closes.
+    EXPECT_FALSE(read_frame(s)) << "the server answered after the client's half-close";
+}
+
+TEST(ConnectionTls, HalfCloseWhilePausedDoesNotSpin) {
+    frame_server srv(nullptr);
+    auto s = connect_plain(srv.address());
+    expect_half_close_while_paused_is_quiet(*s);
+}
+
+TEST(ConnectionTls, HalfCloseWhilePausedDoesNotSpinOverTls) {
+    frame_server srv(must(tls_context::create_server(pki().server_settings())));
+    auto c = connect_tls(srv.address(), *trusting_client());
+    ASSERT_TRUE(c) << c.err().message;
+    expect_half_close_while_paused_is_quiet(**c);
 }
 
 TEST(ConnectionTls, ManyClientsAtOnce) {

@@ -187,6 +187,12 @@ class frame_server {
             reply(c, c->peer_common_name().value_or("-"));
         } else if (s == "TLS") {
             reply(c, c->is_tls() ? "yes" : "no");
+        } else if (s == "PAUSE") {
+            // Reading stops for half a second (as under back-pressure).
+            reply(c, "paused");
+            c->pause_reading();
+            _loop.add_timer(std::chrono::milliseconds(500), [c] { c->resume_reading(); });
+            return;
         } else {
             reply(c, s);
         }
