@@ -115,6 +115,11 @@ void add_http_routes(sql::http_server& server, service& svc) {
             if (!sql::authorize_cluster(srv, req, resp, action::alter, "expansion")) return;
             auto r = parse_create(req.body);
             if (!r) return sql::send_error(resp, r.err());
+            // The target table will hold the topic's records: whoever creates it must be
+            // allowed to read them.
+            if (!sql::authorize(srv, req, resp, action::read,
+                                {security::resource_kind::topic, r->topic}, "expansion"))
+                return;
             auto s = svc.create(*r);
             if (!s) {
                 log_warn("expansion", "create {} refused: {}", r->target, s.err().message);

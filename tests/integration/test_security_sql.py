@@ -9,6 +9,8 @@ before the broker starts:
   admin  everything (produces the data)
   alice  KafkaRead on sluice:topic:sqlsec-* (Describe implied), KafkaDescribe on the cluster
   bob    no policy
+  carol  KafkaAlter and KafkaDescribe on the cluster (manages expansions), KafkaRead on
+         sluice:topic:sqlsec-* only
 """
 
 import base64
@@ -26,11 +28,13 @@ import psycopg2
 import pytest
 
 import security_helpers as S
+import sluice_helpers as H
 import sql_helpers as Q
 
 ADMIN_PW = "admin-secret"
 ALICE_PW = "alice-secret"
 BOB_PW = "bob-secret"
+CAROL_PW = "carol-secret"
 ORDERS = "sqlsec-orders"
 SECRET = "ledger-secret"
 PAIRS = [(b"k%d" % i, b'{"n":%d}' % i) for i in range(5)]
@@ -57,6 +61,8 @@ def env(module_secure_broker_factory, tmp_path_factory):
     S.grant(t, "alice", [S.allow(["KafkaRead"], ["sluice:topic:sqlsec-*"]),
                          S.allow(["KafkaDescribe"], ["sluice:cluster"])], password=ALICE_PW)
     S.user_add(t, "bob", BOB_PW)
+    S.grant(t, "carol", [S.allow(["KafkaAlter", "KafkaDescribe"], ["sluice:cluster"]),
+                         S.allow(["KafkaRead"], ["sluice:topic:sqlsec-*"])], password=CAROL_PW)
     b.start()
     assert b.pg and b.http, "the broker printed no pg/http listener: %r" % (b.stdout_lines,)
     admin = S.Creds("SASL_PLAINTEXT", "SCRAM-SHA-256", "admin", ADMIN_PW)
@@ -307,3 +313,34 @@ def test_expansion_routes_need_cluster_rights(env):
     assert rc == 0, err
     rc, out, err = S.sluice(["expansion", "list", "--auth", "bob"] + common, env={"SLUICE_PASSWORD": BOB_PW})
     assert rc == 1 and "KafkaDescribe" in err, err
+
+
+def test_expansion_create_needs_read_on_its_topic(env, tmp_path):
+    """Rights on the cluster manage expansions, but the target table holds the topic's
+    records: creating one from a topic the user may not read is refused (403) and
+    creates nothing; from a readable topic it runs and fills the table."""
+    common = ["--server", "https://" + env.https, "--tls-ca", str(env.pki.ca_cert), "--auth", "carol"]
+    pw = {"SLUICE_PASSWORD": CAROL_PW}
+    schema = tmp_path / "n.json"
+    schema.write_text(json.dumps({"fields": [{"name": "n", "type": "int64"}]}))
+    rc, out, err = S.sluice(["expansion", "create", "--topic", SECRET, "--target", "main.leaked",
+                             "--schema", str(schema)] + common, env=pw)
+    assert rc == 1 and "KafkaRead" in err and SECRET in err, (rc, out, err)
+    rc, out, err = S.sluice(["expansion", "list", "--json"] + common, env=pw)
+    assert rc == 0, err
+    assert [x["target"] for x in json.loads(out)["expansions"]] == [], out
+
+    rc, out, err = S.sluice(["expansion", "create", "--topic", ORDERS, "--target", "main.orders_n",
+                             "--schema", str(schema), "--backfill", "--wait"] + common, env=pw)
+    assert rc == 0, (rc, out, err)
+    try:
+        def rows():
+            status, body, _ = https_sql(env, "SELECT n FROM orders_n ORDER BY n", "admin", ADMIN_PW)
+            assert status == 200, body
+            got = [r[0] for r in json.loads(body)["rows"]]
+            assert got == list(range(len(PAIRS))), got
+            return True
+        H.wait_until("the expansion of %s to fill main.orders_n" % ORDERS, rows)
+    finally:
+        rc, out, err = S.sluice(["expansion", "drop", "main.orders_n", "--drop-target"] + common, env=pw)
+        assert rc == 0, err

@@ -238,16 +238,20 @@ void send_error(http::http_response& resp, const error& e) {
     resp.send_error(status, kind, e.message);
 }
 
-bool authorize_cluster(const http_server& server, const http::http_request& req,
-                       http::http_response& resp, security::action a, std::string_view component) {
+bool authorize(const http_server& server, const http::http_request& req, http::http_response& resp,
+               security::action a, const security::resource& r, std::string_view component) {
     const security::gate* gate = server.gate();
-    const security::resource cluster{security::resource_kind::cluster, {}};
-    if (!gate || gate->allowed(req.principal, a, cluster)) return true;
+    if (!gate || gate->allowed(req.principal, a, r)) return true;
     const auto message = fmt::format("{} may not {} {}", req.principal.to_string(),
-                                     security::action_name(a), security::resource_name(cluster));
+                                     security::action_name(a), security::resource_name(r));
     log_warn(component, "{} {} refused: {}", req.method, req.path, message);
     resp.send_error(403, "forbidden", message);
     return false;
+}
+
+bool authorize_cluster(const http_server& server, const http::http_request& req,
+                       http::http_response& resp, security::action a, std::string_view component) {
+    return authorize(server, req, resp, a, {security::resource_kind::cluster, {}}, component);
 }
 
 }  // namespace sluice::sql

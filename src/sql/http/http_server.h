@@ -76,10 +76,14 @@ class http_server {
 // body is {"error": {"kind", "message"}}.
 void send_error(http::http_response& resp, const error& e);
 
-// For routes that manage the cluster (expansions, users, policies): whether the request's
-// principal may perform `a` on sluice:cluster. Without a gate, anyone may. False after
-// answering 403 with a message naming the principal and the action (logged under
-// `component`).
+// Whether the request's principal may perform `a` on `r`. Without a gate, anyone may.
+// False after answering 403 with a message naming the principal, the action and the
+// resource (logged under `component`).
+bool authorize(const http_server& server, const http::http_request& req, http::http_response& resp,
+               security::action a, const security::resource& r, std::string_view component);
+
+// The same on sluice:cluster, for routes that manage the cluster (expansions, users,
+// policies).
 bool authorize_cluster(const http_server& server, const http::http_request& req,
                        http::http_response& resp, security::action a, std::string_view component);
 
