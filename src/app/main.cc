@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
         sluice::app::add_security_commands(app, exit_code);
         try {
             std::vector<std::string> args(argv + 1, argv + argc);
-            args = sluice::app::with_config_file(std::move(args));
+            args = sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
             std::reverse(args.begin(), args.end());  // CLI11 takes them last first
             app.parse(std::move(args));
         } catch (const CLI::ParseError& e) {

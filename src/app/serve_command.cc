@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -458,7 +459,8 @@ int serve(const serve_options& o) {
 
 }  // namespace
 
-std::vector<std::string> with_config_file(std::vector<std::string> args) {
+std::vector<std::string> with_config_file(std::vector<std::string> args,
+                                          const CLI::App& serve_cmd) {
     auto serve = std::find(args.begin(), args.end(), "serve");
     if (serve == args.end()) return args;
     const auto at = serve - args.begin() + 1;  // where the file's flags go
@@ -477,11 +479,19 @@ std::vector<std::string> with_config_file(std::vector<std::string> args) {
         }
     }
     if (file.empty()) return args;
+    // The options the command line sets: `--name`, `--name=value`, `-n`, `-nvalue`.
+    std::set<const CLI::Option*> given;
+    for (auto a = args.begin() + at; a != args.end(); ++a) {
+        if (a->size() < 2 || (*a)[0] != '-' || *a == "--") continue;
+        const std::string name = (*a)[1] == '-' ? a->substr(0, a->find('=')) : a->substr(0, 2);
+        if (const CLI::Option* opt = serve_cmd.get_option_no_throw(name)) given.insert(opt);
+    }
     // CLI11 reads config files only for the top-level app; for `serve` its TOML reader
     // turns the file into flags, put before the command line's so that those win.
     std::vector<std::string> from_file;
     for (const auto& item : CLI::ConfigTOML().from_file(file)) {
         std::string flag = "--" + item.fullname();
+        if (given.count(serve_cmd.get_option_no_throw(flag)) != 0) continue;
         if (item.inputs.size() == 1) {
             from_file.push_back(flag + "=" + item.inputs[0]);
             continue;
@@ -502,7 +512,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--config", o->config_file,
                     "TOML file of settings: each key is a long flag's name without the dashes "
                     "(listen = [\"SASL_SSL://0.0.0.0:9093\"], tls-cert = \"...\"); a flag on the "
-                    "command line wins over the file, and repeatable ones add to it");
+                    "command line replaces the file's setting, repeatable ones included");
     // With a config file, single-valued flags can come twice: the last (the command line) wins.
     cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     cmd->add_option("--data-dir,-d", o->data_dir, "Directory for the catalog and partition logs")

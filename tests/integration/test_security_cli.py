@@ -279,6 +279,26 @@ def test_config_file_equivalent_to_flags(secure_broker_factory, tmp_path):
         assert got == want, "%s: %r" % (name, got)
 
 
+def test_command_line_replaces_config_file_settings(secure_broker_factory, tmp_path):
+    """A flag on the command line replaces the file's setting for that key, the whole
+    list of a repeatable one included; keys it does not give still come from the file."""
+    cfg = tmp_path / "sluice.toml"
+    cfg.write_text("\n".join([
+        'listen = ["127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"]',
+        'advertise = ["PLAINTEXT://127.0.0.1:19997", "PLAINTEXT://127.0.0.1:19999"]',
+        'auto-create-topics = true',
+        'default-partitions = 3',
+    ]) + "\n")
+    b = secure_broker_factory(["127.0.0.1:0"], extra_args=[
+        "--config", str(cfg), "--advertise", "PLAINTEXT://127.0.0.1:19998"])
+    with S.SecureConn(b.bootstrap) as conn:
+        md = K.metadata_v1(conn, ["auto-made"])
+    assert [x["port"] for x in md["brokers"]] == [19998], md["brokers"]
+    assert md["topics"]["auto-made"]["error"] == 0, md["topics"]
+    assert len(md["topics"]["auto-made"]["partitions"]) == 3, md["topics"]
+    assert b.listeners == [b.bootstrap], (b.listeners, b.stdout_lines)
+
+
 # --------------------------------------------------------------------------
 # TLS certificate reload
 # --------------------------------------------------------------------------
