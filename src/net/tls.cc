@@ -381,15 +381,9 @@ ssl_st* tls_context::new_ssl() const {
 result<std::unique_ptr<tls_session>> tls_session::accept(const tls_context& ctx, int fd) {
     if (!ctx.is_server())
         return {errc::invalid_argument, "a client TLS context cannot accept connections"};
-    auto st = std::make_unique<socket_state>();
-    st->fd = fd;
-    SSL* ssl = ctx.new_ssl();
-    if (ssl == nullptr || !attach_socket(ssl, *st)) {
-        SSL_free(ssl);
-        return {errc::io_error, "cannot start a TLS session: " + openssl_reason()};
-    }
-    SSL_set_accept_state(ssl);
-    return std::unique_ptr<tls_session>(new tls_session(ssl, std::move(st), fd, true));
+    auto s = open(ctx, fd, true);
+    if (s) SSL_set_accept_state((*s)->_ssl);
+    return s;
 }
 
 result<std::unique_ptr<tls_session>> tls_session::connect(const tls_context& ctx, int fd,
@@ -398,14 +392,9 @@ result<std::unique_ptr<tls_session>> tls_session::connect(const tls_context& ctx
         return {errc::invalid_argument, "a server TLS context cannot open connections"};
     if (server_name.empty())
         return {errc::invalid_argument, "a server name is needed to verify the server"};
-    auto st = std::make_unique<socket_state>();
-    st->fd = fd;
-    SSL* ssl = ctx.new_ssl();
-    if (ssl == nullptr || !attach_socket(ssl, *st)) {
-        SSL_free(ssl);
-        return {errc::io_error, "cannot start a TLS session: " + openssl_reason()};
-    }
-    std::unique_ptr<tls_session> s(new tls_session(ssl, std::move(st), fd, false));
+    auto s = open(ctx, fd, false);
+    if (!s) return s;
+    SSL* ssl = (*s)->_ssl;
     bool ok = true;
     if (is_ip_address(server_name)) {
         ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), server_name.c_str()) == 1;
@@ -420,6 +409,18 @@ result<std::unique_ptr<tls_session>> tls_session::connect(const tls_context& ctx
 
 tls_session::tls_session(ssl_st* ssl, std::unique_ptr<socket_state> sock, int fd, bool server)
     : _sock(std::move(sock)), _ssl(ssl), _fd(fd), _server(server) {}
+
+result<std::unique_ptr<tls_session>> tls_session::open(const tls_context& ctx, int fd,
+                                                       bool server) {
+    auto st = std::make_unique<socket_state>();
+    st->fd = fd;
+    SSL* ssl = ctx.new_ssl();
+    if (ssl == nullptr || !attach_socket(ssl, *st)) {
+        SSL_free(ssl);
+        return {errc::io_error, "cannot start a TLS session: " + openssl_reason()};
+    }
+    return std::unique_ptr<tls_session>(new tls_session(ssl, std::move(st), fd, server));
+}
 
 tls_session::~tls_session() {
     SSL_free(_ssl);

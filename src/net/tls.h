@@ -136,6 +136,8 @@ class tls_session {
 
   private:
     tls_session(ssl_st* ssl, std::unique_ptr<socket_state> sock, int fd, bool server);
+    // A session of `ctx` on `fd`, its socket bound; accept() and connect() set the role.
+    static result<std::unique_ptr<tls_session>> open(const tls_context& ctx, int fd, bool server);
     status fail(int ret, bool in_handshake);
     status check_first_byte();
 

@@ -59,6 +59,7 @@ class Broker:
         self.proc = None
         self.bootstrap = None
         self.listeners = []
+        self.kafka_lines = 1  # `listening kafka` lines start() waits for
         self.pg = None      # "HOST:PORT" of the `listening pg` line (--pg)
         self.http = None    # "HOST:PORT" of the `listening http` line (--http)
         self.stdout_lines = []
@@ -91,17 +92,21 @@ class Broker:
                 cwd=str(self.workdir), start_new_session=True))
         finally:
             errf.close()
-        self.listeners = []
+        listeners = []
+        self.listeners = listeners
         self.pg = None
         self.http = None
-        # With --pg / --http the broker prints those lines after the kafka line; start()
+        # With --pg / --http the broker prints those lines after the kafka lines; start()
         # returns once every expected line is in.
-        wanted = {"kafka"} | {k for k in ("pg", "http") if self._has_flag("--" + k)}
+        want_other = {k for k in ("pg", "http") if self._has_flag("--" + k)}
         seen = set()
         got = threading.Event()
         lines = []
         self.stdout_lines = lines
         proc = self.proc
+
+        def done():
+            return len(listeners) >= self.kafka_lines and want_other <= seen
 
         def reader():
             # Keep draining stdout for the broker's whole life so it never blocks.
@@ -111,35 +116,39 @@ class Broker:
                 parts = line.split()
                 if len(parts) == 3 and parts[0] == "listening":
                     if parts[1] == "kafka":
-                        self.listeners.append(parts[2])
+                        listeners.append(parts[2])
                     elif parts[1] in ("pg", "http"):
                         setattr(self, parts[1], parts[2])
-                    seen.add(parts[1])
-                    if wanted <= seen:
+                        seen.add(parts[1])
+                    if done():
                         got.set()
             got.set()
 
         self._reader = threading.Thread(target=reader, daemon=True)
         self._reader.start()
         deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not wanted <= seen:
+        while not done():
             if time.monotonic() > deadline:
                 H.kill_group(self.proc)
-                raise AssertionError("broker did not print 'listening %s HOST:PORT' within %.0fs\n"
-                                     "stdout: %r\nstderr tail:\n%s" % (
-                                         "/".join(sorted(wanted - seen)), STARTUP_TIMEOUT, lines, tail(stderr_path)))
+                raise AssertionError("broker did not print %d 'listening kafka' lines (and %r) within %.0fs\n"
+                                     "stdout: %r\nstderr tail:\n%s" % (self.kafka_lines, sorted(want_other),
+                                                                       STARTUP_TIMEOUT, lines, tail(stderr_path)))
             if proc.poll() is not None:
                 self._reader.join(timeout=2)
-                if wanted <= seen:
+                if done():
                     break
                 raise AssertionError("broker exited with code %s during startup\nstdout: %r\nstderr tail:\n%s"
                                      % (proc.returncode, lines, tail(stderr_path)))
             got.wait(0.1)
-        self.bootstrap = self.listeners[0]
+        self._take_listeners(listeners)
+        return self
+
+    def _take_listeners(self, listeners):
+        """Sets .bootstrap and .port from the `listening kafka` values."""
+        self.bootstrap = listeners[0]
         host, port = self.bootstrap.rsplit(":", 1)
         assert host == "127.0.0.1" and int(port) > 0, "unexpected listener line %r" % self.bootstrap
         self.port = int(port)
-        return self
 
     def _has_flag(self, flag):
         return any(a == flag or a.startswith(flag + "=") for a in self.command())
@@ -330,66 +339,8 @@ class SecureBroker(Broker):
         assert len(got) > i, "broker has no %s listener #%d (listeners %r)" % (protocol, i, self.listeners)
         return got[i]
 
-    def start(self):
-        assert self.proc is None or self.proc.poll() is not None, "broker already running"
-        self.starts += 1
-        self.killed = False
-        self.stopped = False
-        stderr_path = self.workdir / ("%s-stderr-%d.log" % (self.name, self.starts))
-        self.stderr_paths.append(stderr_path)
-        errf = open(stderr_path, "wb")
-        try:
-            self.proc = register_proc(subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errf,
-                cwd=str(self.workdir), start_new_session=True))
-        finally:
-            errf.close()
-        listeners = []
-        self.listeners = listeners
+    def _take_listeners(self, listeners):
         self.by_protocol = {}
-        self.pg = None
-        self.http = None
-        want_other = {k for k in ("pg", "http") if self._has_flag("--" + k)}
-        seen = set()
-        got = threading.Event()
-        lines = []
-        self.stdout_lines = lines
-        proc = self.proc
-
-        def done():
-            return len(listeners) >= self.kafka_lines and want_other <= seen
-
-        def reader():
-            for raw in iter(proc.stdout.readline, b""):
-                line = raw.decode("utf-8", "replace").rstrip("\n")
-                lines.append(line)
-                parts = line.split()
-                if len(parts) == 3 and parts[0] == "listening":
-                    if parts[1] == "kafka":
-                        listeners.append(parts[2])
-                    elif parts[1] in ("pg", "http"):
-                        setattr(self, parts[1], parts[2])
-                        seen.add(parts[1])
-                    if done():
-                        got.set()
-            got.set()
-
-        self._reader = threading.Thread(target=reader, daemon=True)
-        self._reader.start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not done():
-            if time.monotonic() > deadline:
-                H.kill_group(self.proc)
-                raise AssertionError("broker did not print %d 'listening kafka' lines (and %r) within %.0fs\n"
-                                     "stdout: %r\nstderr tail:\n%s" % (self.kafka_lines, sorted(want_other),
-                                                                       STARTUP_TIMEOUT, lines, tail(stderr_path)))
-            if proc.poll() is not None:
-                self._reader.join(timeout=2)
-                if done():
-                    break
-                raise AssertionError("broker exited with code %s during startup\nstdout: %r\nstderr tail:\n%s"
-                                     % (proc.returncode, lines, tail(stderr_path)))
-            got.wait(0.1)
         for spec in listeners:
             protocol, sep, hostport = spec.partition("://")
             if not sep:
@@ -400,7 +351,6 @@ class SecureBroker(Broker):
         plain = self.by_protocol.get("PLAINTEXT")
         self.bootstrap = plain[0] if plain else None
         self.port = int(self.bootstrap.rsplit(":", 1)[1]) if self.bootstrap else None
-        return self
 
 
 def _secure_broker_factory(request, workdir):

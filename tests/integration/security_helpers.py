@@ -737,17 +737,7 @@ def create_topic(addr, creds, name, partitions=1, timeout=30.0):
     fs = adm.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)],
                            request_timeout=15.0, operation_timeout=10.0)
     assert fs[name].result(timeout=timeout) is None
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        md = adm.list_topics(timeout=10)
-        t = md.topics.get(name)
-        if t is not None and t.error is None and len(t.partitions) == partitions and all(
-                p.leader >= 0 for p in t.partitions.values()):
-            return
-        last = t
-        time.sleep(0.2)
-    raise AssertionError("topic %s not visible to %r within %.0fs (last %r)" % (name, creds, timeout, last))
+    H.wait_topic(addr, name, partitions, timeout=timeout, adm=adm)
 
 
 def records_for(n, tag):

@@ -155,9 +155,11 @@ def create_topic(bootstrap, name, partitions, config=None, timeout=30.0):
     return wait_topic(bootstrap, name, partitions)
 
 
-def wait_topic(bootstrap, name, partitions, timeout=20.0):
-    """Wait until Metadata shows `name` with `partitions` partitions, each with a leader."""
-    adm = admin_client(bootstrap)
+def wait_topic(bootstrap, name, partitions, timeout=20.0, adm=None):
+    """Wait until Metadata shows `name` with `partitions` partitions, each with a leader.
+    `adm`: the AdminClient to ask (one with credentials), else a plain one on `bootstrap`."""
+    if adm is None:
+        adm = admin_client(bootstrap)
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
