@@ -339,15 +339,16 @@ int serve(const serve_options& o) {
         return 1;
     }
     log::log_manager logs({cfg.data_dir, cfg.max_open_files, o.log_cleaner_io_bytes_per_sec});
-    if (auto r = logs.open(); !r) {
-        log_error("app", "storage: {}", r.err().message);
-        return 1;
-    }
     net::event_loop loop;
     broker::broker b(cfg, loop, **cat, logs);
+    // Topics are declared from the catalog before the logs open, so that the journal
+    // replays into them (log_manager::open).
     if (auto r = b.load(); !r) {
         log_error("app", "{}", r.err().message);
-        logs.close();
+        return 1;
+    }
+    if (auto r = logs.open(); !r) {
+        log_error("app", "storage: {}", r.err().message);
         return 1;
     }
     // Users' SQL schemas, shared by the SQL engine and the expansions writing into them.

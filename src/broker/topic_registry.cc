@@ -48,6 +48,7 @@ std::vector<std::pair<int8_t, std::string>> topic_registry::config_levels(
 
 log::log_config topic_registry::to_log_config(const catalog::topic_info& t) const {
     log::log_config c;
+    c.id = t.id;
     auto get = [&](std::string_view k) { return catalog::effective_config(t, k, _defaults); };
     c.segment_bytes = to_int(get("segment.bytes"), c.segment_bytes);
     c.segment_ms = to_int(get("segment.ms"), c.segment_ms);

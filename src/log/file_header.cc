@@ -64,6 +64,8 @@ const char* file_kind_name(file_kind k) {
             return "time index";
         case file_kind::append_time:
             return "append-time index";
+        case file_kind::journal:
+            return "journal";
     }
     return "?";
 }

@@ -20,6 +20,7 @@ enum class file_kind : uint32_t {
     offset_index = 0x534c4f58,  // "SLOX": offset index
     time_index = 0x534c5458,    // "SLTX": time index
     append_time = 0x534c4154,   // "SLAT": append-time index
+    journal = 0x534c4a4e,       // "SLJN": sync journal (journal.md; base_offset = first sequence)
 };
 
 constexpr size_t file_header_size = 32;

@@ -9,6 +9,7 @@
 // overhead (log_manager_test, 20,000 partitions), and nothing on disk.
 
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,12 @@ class log_manager final : private dirty_sink {
         // leaves the disk to producers; <= 0: unlimited. 32 MiB/s is a fraction of what
         // any SSD sustains and cleans a 1 GiB segment in about a minute.
         int64_t cleaner_io_bytes_per_sec = 32LL << 20;
+        // Appends of at most this many bytes are also written to the journal (journal.h),
+        // so that a flush pass fsyncs one journal file rather than each partition they
+        // went to; larger ones are fsynced in their partition only, to write big data once.
+        // 0: no journal.
+        size_t journal_max_append = 64 << 10;
+        int64_t journal_file_bytes = 8 << 20;  // a journal file is sealed at this size
     };
 
     // What open() found, for the start-up log line.
@@ -47,6 +54,13 @@ class log_manager final : private dirty_sink {
         // The previous run started in this boot of the OS (logs/.boot-id): after an
         // unclean shutdown, the process crashed, not the OS.
         bool same_boot = false;
+        // Journal replay (after any shutdown): entries read, entries whose records some
+        // partition lacked and got back, partitions those went to, and entries for topics
+        // no longer declared (or declared anew under another id).
+        size_t journal_entries = 0;
+        size_t journal_entries_replayed = 0;
+        size_t journal_partitions_replayed = 0;
+        size_t journal_entries_stale = 0;
     };
 
     explicit log_manager(options opts);  // no I/O
@@ -55,8 +69,10 @@ class log_manager final : private dirty_sink {
     log_manager& operator=(const log_manager&) = delete;
 
     // Reads and removes the clean-shutdown marker; without it every partition directory
-    // is recovered now. Empties the trash and starts the flusher. Call before any other
-    // use. Errors: io_error.
+    // is recovered now. Then replays the journal into the declared topics' partitions:
+    // declare them (add_topic) first, as the broker does from its catalog; entries of
+    // topics not declared are dropped. Empties the trash and starts the flusher. Call
+    // before any other use. Errors: io_error.
     result<open_summary> open();
 
     // Declares (or re-configures, or grows) a topic's partitions. Creates nothing on
@@ -153,9 +169,20 @@ class log_manager final : private dirty_sink {
 
     void enqueue_dirty(partition_log* p) override;
     void flusher_loop();
+    // Flusher, between passes: fsyncs one partition of the oldest sealed journal file
+    // (every partition of it when files pile up), and recycles the file once all of its
+    // partitions are done.
+    void checkpoint_step();
+    result<void> replay_journal(open_summary& sum);
+    // Data files whose whole pages below `end` the journal made durable: the flusher
+    // starts their writeback after answering the pass's waiters (see flusher_loop).
+    struct writeback {
+        std::shared_ptr<file> data;
+        partition_log::byte_range range;
+    };
     void flush_pass(std::vector<partition_log*>& dirty, std::vector<waiter>& waiters,
                     ready_list& ready, std::vector<waiter>& unresolved,
-                    std::vector<topic_partition>& advanced);
+                    std::vector<topic_partition>& advanced, std::vector<writeback>& writebacks);
     result<void> recover_all(open_summary& sum, bool same_boot);
     void retain(partition_log& p, const log_config& cfg, timestamp_ms now, retention_stats& stats);
     // Retention and compaction walk topics alike: each under _retention_mu (so
@@ -194,6 +221,15 @@ class log_manager final : private dirty_sink {
     // Non-zero: compaction passes stop (stop_compaction, or remove_topic while it waits
     // for a pass to leave the topic).
     std::atomic<int> _clean_cancel{0};
+
+    std::unique_ptr<journal> _journal;
+    // Sealed journal files whose partitions still need an fsync (flusher thread only).
+    struct checkpoint {
+        journal::sealed_file file;
+        size_t next = 0;  // the first partition not yet fsynced
+        bool failed = false;
+    };
+    std::deque<checkpoint> _checkpoints;
 
     std::thread _flusher;
     bool _opened = false;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -7,6 +8,10 @@
 #include "protocol/record_batch.h"
 
 namespace sluice::log {
+
+// The catalog's id of a topic incarnation: a topic deleted and created again under the
+// same name has another, so the journal never replays one's records into the other.
+using topic_id = std::array<uint8_t, 16>;
 
 // Per-topic settings, taken from the topic's configs.
 struct log_config {
@@ -25,6 +30,8 @@ struct log_config {
     int64_t max_compaction_lag_ms = INT64_MAX;         // dirty records older: clean anyway
     double min_cleanable_dirty_ratio = 0.5;            // dirty bytes / cleanable bytes
     int64_t delete_retention_ms = 24LL * 3600 * 1000;  // tombstones kept this long
+    // Not a setting: the topic's catalog id, written with its journal entries.
+    topic_id id{};
 };
 
 struct append_info {

@@ -191,14 +191,6 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     }
     if (covered != payload.size())
         return {errc::invalid_argument, "payload and validated batches disagree"};
-    const offset_t last = next - 1;
-    if (auto r = prepare_segment(cfg, payload.size(), last, now); !r) return r.err();
-    segment* seg = active();
-    // The index's time never goes below an earlier append's, so a clock stepping back
-    // does not break its order (docs/formats/append-time-index.md). LogAppendTime batches
-    // carry the clock as read, as in Kafka; the two differ only after such a step.
-    const timestamp_ms t = std::max(now, _st->append_clock);
-
     next = base;
     for (const auto& b : batches) {
         uint8_t* p = payload.data() + b.position;
@@ -206,27 +198,82 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
         if (log_append_time) protocol::set_log_append_time(p, b.header.size_bytes(), now);
         next += b.header.last_offset_delta + 1;
     }
+    // The index's time never goes below an earlier append's, so a clock stepping back
+    // does not break its order (docs/formats/append-time-index.md). LogAppendTime batches
+    // carry the clock as read, as in Kafka; the two differ only after such a step.
+    const timestamp_ms t = std::max(now, _st->append_clock);
+    auto w = write_batches(cfg, bytes_view(payload.data(), payload.size()), batches, base, next,
+                           now, t, log_append_time ? now : no_timestamp);
+    if (!w) return w.err();
+    // Small appends go to the journal too, so the flusher need not fsync this partition
+    // for them. Without it (too big, no journal, or it failed) the files must be fsynced.
+    bool journaled = false;
+    if (_ctx->shared_journal && payload.size() <= _ctx->journal_max_append)
+        journaled = _ctx->shared_journal
+                        ->append(cfg.id, _topic->name, _partition, base, t,
+                                 bytes_view(payload.data(), payload.size()))
+                        .ok();
+    if (!journaled) ++_st->unjournaled;
+    _leo.store(next);
+    if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
+    return append_info{base, next - 1, log_append_time ? now : -1, _lso.load()};
+}
+
+result<void> partition_log::write_batches(const log_config& cfg, bytes_view payload,
+                                          const std::vector<protocol::validated_batch>& batches,
+                                          offset_t base, offset_t end, timestamp_ms now,
+                                          timestamp_ms t, timestamp_ms stamped) {
+    if (auto r = prepare_segment(cfg, payload.size(), end - 1, now); !r) return r.err();
+    segment* seg = active();
     const int64_t start = seg->size();
-    if (auto r = seg->append(bytes_view(payload.data(), payload.size()), last); !r) {
+    if (auto r = seg->append(payload, end - 1); !r) {
         log_error("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
         return r.err();
     }
-    next = base;
+    offset_t next = base;
     for (const auto& b : batches) {
         seg->note_batch(next, start + static_cast<int64_t>(b.position),
-                        log_append_time ? now : b.header.max_timestamp, cfg.index_interval_bytes);
+                        stamped != no_timestamp ? stamped : b.header.max_timestamp,
+                        cfg.index_interval_bytes);
         next += b.header.last_offset_delta + 1;
     }
     _st->append_clock = t;
     // The data is in; failing the produce now would only make the client send it again.
     // The entry stays in memory and goes out with the next write (or recovery estimates).
-    if (auto r = seg->note_append_time(base, next, t); !r && !seg->append_time_warned()) {
+    if (auto r = seg->note_append_time(base, end, t); !r && !seg->append_time_warned()) {
         seg->set_append_time_warned();
         log_warn("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
     }
+    return {};
+}
+
+result<void> partition_log::append_replayed(bytes_view data, offset_t base,
+                                            timestamp_ms append_time) {
+    const log_config cfg = _topic->config();
+    std::lock_guard lk(_mu);
+    if (auto r = ensure_loaded(); !r) return r.err();
+    if (base != _leo.load())
+        return {errc::invalid_argument,
+                fmt::format("replayed batches start at {}, the log ends at {}", base, _leo.load())};
+    std::vector<protocol::validated_batch> batches;
+    offset_t next = base;
+    for (size_t pos = 0; pos < data.size();) {
+        auto h = protocol::read_batch_header(data.subspan(pos));
+        if (!h || h->batch_length < 0 || h->size_bytes() > data.size() - pos ||
+            h->base_offset != next)
+            return {errc::corrupt, fmt::format("replayed batches are not contiguous at {}", next)};
+        batches.push_back({pos, *h});
+        next += h->last_offset_delta + 1;
+        pos += h->size_bytes();
+    }
+    if (batches.empty()) return {errc::invalid_argument, "replay of no batches"};
+    const timestamp_ms t = std::max(append_time, _st->append_clock);
+    if (auto r = write_batches(cfg, data, batches, base, next, append_time, t, no_timestamp); !r)
+        return r;
+    ++_st->unjournaled;  // it is not in the new journal: the files must be fsynced
     _leo.store(next);
     if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
-    return append_info{base, last, log_append_time ? now : -1, _lso.load()};
+    return {};
 }
 
 result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_bytes,
@@ -358,51 +405,80 @@ size_t partition_log::memory_bytes() const {
     return n;
 }
 
-result<bool> partition_log::sync() {
-    std::shared_ptr<file> f;
-    offset_t target;
-    offset_t seg_base;
-    int64_t seg_pos;
-    uint64_t gen;
-    bool new_files;
-    bool parent;
-    fs::path dir;
-    {
-        std::lock_guard lk(_mu);
-        if (!_st || _st->failed) return _st && _st->failed ? result<bool>(*_st->failed) : false;
-        if (!active()) return false;  // nothing appended since a load found no segment
-        target = _leo.load();
-        seg_base = active()->base_offset();
-        seg_pos = active()->size();
-        gen = _st->created_gen;
-        new_files = gen != _st->synced_gen;
-        parent = _st->parent_dirty;
-        if (target == _hw.load() && !new_files) return false;
-        auto df = active()->data();
-        if (!df) {
-            fail(df.err());
-            return df.err();
-        }
-        f = std::move(*df);
-        dir = _st->dir;
+result<std::optional<partition_log::sync_plan>> partition_log::plan_sync(bool files) {
+    std::lock_guard lk(_mu);
+    if (!_st) return std::optional<sync_plan>();
+    if (_st->failed) return *_st->failed;
+    if (!active()) return std::optional<sync_plan>();  // nothing appended since a load found none
+    sync_plan p;
+    p.target = _leo.load();
+    p.seg_base = active()->base_offset();
+    p.seg_pos = active()->size();
+    p.gen = _st->created_gen;
+    p.unjournaled = _st->unjournaled;
+    p.new_files = p.gen != _st->synced_gen;
+    p.parent = _st->parent_dirty;
+    p.files = files || p.unjournaled != _st->unjournaled_synced;
+    if (p.target == _hw.load() && !(p.files && (p.new_files || p.parent || files)))
+        return std::optional<sync_plan>();
+    auto df = active()->data();
+    if (!df) {
+        fail(df.err());
+        return df.err();
     }
-    // A new file is durable only once its directory entry is; the segment fsync comes
-    // first so the entry never names a file with lost contents.
-    result<void> r = sync_data(*f);
-    if (r && new_files) r = sync_dir(dir);
-    if (r && parent) r = sync_dir(_ctx->logs_dir);
+    p.data = std::move(*df);
+    p.dir = _st->dir;
+    return std::optional<sync_plan>(std::move(p));
+}
+
+result<bool> partition_log::finish_sync(sync_plan& p, bool journal_synced) {
+    result<void> r;
+    const bool files = p.files || !journal_synced;
+    if (files) {
+        // A new file is durable only once its directory entry is; the segment fsync comes
+        // first so the entry never names a file with lost contents.
+        r = sync_data(*p.data);
+        if (r && p.new_files) r = sync_dir(p.dir);
+        if (r && p.parent) r = sync_dir(_ctx->logs_dir);
+    }
     std::lock_guard lk(_mu);
     if (!r) {
         fail(r.err());
         return r.err();
     }
-    _st->synced_gen = std::max(_st->synced_gen, gen);
-    if (parent) _st->parent_dirty = false;
-    if (target <= _hw.load()) return false;
-    _st->hw_segment_base = seg_base;
-    _st->hw_position = seg_pos;
-    _hw.store(target);
+    if (files) {
+        _st->synced_gen = std::max(_st->synced_gen, p.gen);
+        if (p.parent) _st->parent_dirty = false;
+        _st->unjournaled_synced = std::max(_st->unjournaled_synced, p.unjournaled);
+    }
+    if (p.target <= _hw.load()) return false;
+    _st->hw_segment_base = p.seg_base;
+    _st->hw_position = p.seg_pos;
+    _hw.store(p.target);
     return true;
+}
+
+std::optional<partition_log::byte_range> partition_log::take_writeback(const sync_plan& plan,
+                                                                       int64_t min_bytes) {
+    constexpr int64_t page = 4096;
+    std::lock_guard lk(_mu);
+    if (!_st) return std::nullopt;
+    if (_st->kick_base != plan.seg_base) {
+        _st->kick_base = plan.seg_base;
+        _st->kick_pos = 0;
+    }
+    const int64_t end = plan.seg_pos / page * page;  // the last page is still being filled
+    if (end - _st->kick_pos < min_bytes) return std::nullopt;
+    byte_range r{_st->kick_pos, end};
+    _st->kick_pos = end;
+    return r;
+}
+
+result<bool> partition_log::sync_files() {
+    auto plan = plan_sync(true);
+    if (!plan) return plan.err();
+    if (!*plan) return false;
+    return finish_sync(**plan, false);
 }
 
 result<void> partition_log::save_for_shutdown() {

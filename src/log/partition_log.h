@@ -23,6 +23,7 @@
 
 #include "log/fd_cache.h"
 #include "log/io_throttle.h"
+#include "log/journal.h"
 #include "log/log_types.h"
 #include "log/recovery.h"
 #include "log/segment.h"
@@ -48,6 +49,10 @@ struct log_context {
     fd_cache files;
     recovery_reporter* reporter = nullptr;
     dirty_sink* dirty = nullptr;
+    // Appends of at most journal_max_append bytes also go to the journal (null: none), so
+    // the flusher need not fsync their partitions (log_manager.h, journal.h).
+    journal* shared_journal = nullptr;
+    size_t journal_max_append = 0;
 };
 
 struct topic_state;
@@ -169,6 +174,13 @@ class partition_log {
         // The last append time handed out (no_timestamp: none known); appends never go
         // below it, so append times never decrease within the partition.
         timestamp_ms append_clock = no_timestamp;
+        // Appends not in the journal (counted), and the count the last fsync of the
+        // partition's files covered: when they differ a flush pass must fsync the files.
+        uint64_t unjournaled = 0;
+        uint64_t unjournaled_synced = 0;
+        // Writeback started (flusher) up to this byte of the segment at kick_base.
+        offset_t kick_base = -1;
+        int64_t kick_pos = 0;
     };
 
     // What a trim did.
@@ -188,6 +200,13 @@ class partition_log {
                                  timestamp_ms now);
     result<void> roll_segment(timestamp_ms now);  // seal the active one, add one at the end
     result<void> add_segment(timestamp_ms now);
+    // Writes batches whose offsets (from base to end) are set: segment, indexes, append
+    // time t. `stamped`: the LogAppendTime stamp for the time index, else no_timestamp.
+    // _mu held.
+    result<void> write_batches(const log_config& cfg, bytes_view payload,
+                               const std::vector<protocol::validated_batch>& batches, offset_t base,
+                               offset_t end, timestamp_ms now, timestamp_ms t,
+                               timestamp_ms stamped);
     void fail(const error& e) const;
     void settle_log_start(offset_t from_file) const;
 
@@ -256,9 +275,40 @@ class partition_log {
                               const std::vector<int64_t>& sizes);
 
     // --- manager side ---
-    // Flusher thread: makes everything appended so far durable; true when the high
-    // watermark moved.
-    result<bool> sync();
+    // A flush pass, in two steps around the journal's sync: plan_sync takes what is
+    // appended now (under the lock); finish_sync fsyncs the partition's files when the
+    // plan says so or the journal failed, then moves the high watermark to the plan's
+    // target and returns whether it moved.
+    struct sync_plan {
+        std::shared_ptr<file> data;  // the active segment's data file
+        fs::path dir;
+        offset_t target = 0;
+        offset_t seg_base = 0;
+        int64_t seg_pos = 0;
+        uint64_t gen = 0;
+        uint64_t unjournaled = 0;
+        bool new_files = false;
+        bool parent = false;
+        bool files = false;  // fsync the files (not everything since the last one is journaled)
+    };
+    // nullopt: nothing to make durable. `files`: fsync the files even when the journal
+    // holds every append since the last fsync (checkpoints, replay).
+    result<std::optional<sync_plan>> plan_sync(bool files);
+    result<bool> finish_sync(sync_plan& plan, bool journal_synced);
+    // After a pass the journal covered: the range of the plan's data file from where
+    // writeback last started to the plan's last whole page, once that is at least
+    // min_bytes (nullopt before). Taking it counts it as started.
+    struct byte_range {
+        int64_t from = 0;
+        int64_t to = 0;
+    };
+    std::optional<byte_range> take_writeback(const sync_plan& plan, int64_t min_bytes);
+    // Both steps without the journal: the partition's files are fsynced.
+    result<bool> sync_files();
+    // Replay (log_manager::open): appends whole batches that already carry their offsets
+    // (the first at base), as journaled; `base` must be the log end offset.
+    // Errors: invalid_argument, io_error.
+    result<void> append_replayed(bytes_view batches, offset_t base, timestamp_ms append_time);
     // Shutdown: writes the active segment's indexes (with its final time entry).
     result<void> save_for_shutdown();
     std::optional<error> failure() const;
