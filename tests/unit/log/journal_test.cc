@@ -295,6 +295,19 @@ TEST_F(journal_replay_test, large_appends_skip_the_journal_and_a_gap_stops_repla
     EXPECT_EQ(m2->get("t", 0)->log_end_offset(), 1);
 }
 
+TEST_F(journal_replay_test, a_journal_that_fails_leaves_appends_to_their_partitions) {
+    auto m = open_at(dir.path);
+    // Something in the journal's place: its first file cannot be created.
+    std::ofstream(dir.path / "logs" / ".journal") << "in the way";
+    auto* p0 = m->get("t", 0);
+    auto a = test::append_durable(*m, p0, make_batch(3, 10));
+    auto b = test::append_durable(*m, p0, make_batch(2, 20));
+    EXPECT_EQ(a.base_offset, 0);
+    EXPECT_EQ(b.base_offset, 3);
+    EXPECT_EQ(p0->high_watermark(), 5);
+    EXPECT_EQ(test::batches_of(read_all(*p0)).size(), 2u);
+}
+
 TEST_F(journal_replay_test, full_files_go_once_their_partitions_are_fsynced) {
     auto m = open_at(dir.path, nullptr, 64 << 10, 4096);
     for (int i = 0; i < 60; ++i)
