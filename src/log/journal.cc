@@ -44,6 +44,28 @@ std::optional<uint64_t> parse_name(const std::string& name, const char* ending =
     return v;
 }
 
+// The files under `dir` named <20 digits><ending>, in sequence order; none when the
+// directory does not exist.
+result<std::vector<fs::path>> files_named(const fs::path& dir, const char* ending) {
+    std::vector<std::pair<uint64_t, fs::path>> found;
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    if (ec) {
+        if (ec == std::errc::no_such_file_or_directory) return std::vector<fs::path>{};
+        return io_error_from_errno("list", dir, ec.value());
+    }
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+        if (auto seq = parse_name(it->path().filename().string(), ending))
+            found.emplace_back(*seq, it->path());
+    }
+    if (ec) return io_error_from_errno("list", dir, ec.value());
+    std::sort(found.begin(), found.end());
+    std::vector<fs::path> out;
+    out.reserve(found.size());
+    for (auto& [seq, p] : found) out.push_back(std::move(p));
+    return out;
+}
+
 result<void> write_all(const file& f, iovec* iov, int count, int64_t pos) {
     while (count > 0) {
         ssize_t w = ::pwritev(f.fd(), iov, count, static_cast<off_t>(pos));
@@ -69,18 +91,11 @@ result<void> write_all(const file& f, iovec* iov, int count, int64_t pos) {
 }  // namespace
 
 journal::journal(options opts, uint64_t next_seq) : _opts(std::move(opts)), _next_seq(next_seq) {
-    std::error_code ec;
-    for (fs::directory_iterator it(_opts.dir, ec), end; !ec && it != end; it.increment(ec)) {
-        if (parse_name(it->path().filename().string(), free_suffix)) _free.push_back(it->path());
-    }
+    // Free files a start that kept the journal left (remove_all takes them otherwise).
+    if (auto free = files_named(_opts.dir, free_suffix)) _free = std::move(*free);
 }
 
 journal::~journal() = default;
-
-bool journal::broken() const {
-    std::lock_guard lk(_mu);
-    return _broken.has_value();
-}
 
 uint64_t journal::next_seq() const {
     std::lock_guard lk(_mu);
@@ -213,23 +228,7 @@ void journal::recycle(const fs::path& sealed) {
 }
 
 result<std::vector<fs::path>> journal::list(const fs::path& dir) {
-    std::vector<std::pair<uint64_t, fs::path>> found;
-    std::error_code ec;
-    fs::directory_iterator it(dir, ec);
-    if (ec) {
-        if (ec == std::errc::no_such_file_or_directory) return std::vector<fs::path>{};
-        return io_error_from_errno("list", dir, ec.value());
-    }
-    for (; it != fs::directory_iterator(); it.increment(ec)) {
-        if (auto seq = parse_name(it->path().filename().string()))
-            found.emplace_back(*seq, it->path());
-    }
-    if (ec) return io_error_from_errno("list", dir, ec.value());
-    std::sort(found.begin(), found.end());
-    std::vector<fs::path> out;
-    out.reserve(found.size());
-    for (auto& [seq, p] : found) out.push_back(std::move(p));
-    return out;
+    return files_named(dir, suffix);
 }
 
 result<journal::scan_result> journal::scan(const fs::path& dir,
@@ -306,10 +305,9 @@ result<journal::scan_result> journal::scan(const fs::path& dir,
 result<void> journal::remove_all(const fs::path& dir) {
     auto files = list(dir);
     if (!files) return files.err();
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        if (parse_name(it->path().filename().string(), free_suffix)) files->push_back(it->path());
-    }
+    auto free = files_named(dir, free_suffix);
+    if (!free) return free.err();
+    files->insert(files->end(), free->begin(), free->end());
     if (files->empty()) return {};
     for (const auto& p : *files) {
         if (::unlink(p.c_str()) != 0 && errno != ENOENT)

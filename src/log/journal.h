@@ -76,7 +76,6 @@ class journal {
     // deleted when enough are free. Errors are logged: they cost only disk space.
     void recycle(const fs::path& sealed);
 
-    bool broken() const;
     uint64_t next_seq() const;
 
     // What scan() found.

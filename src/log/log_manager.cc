@@ -24,8 +24,6 @@ constexpr const char* trash_dir_name = ".trash";
 constexpr std::string_view clean_marker_text = "sluice clean shutdown v1\n";
 constexpr const char* boot_id_name = ".boot-id";
 constexpr const char* journal_dir_name = ".journal";
-// Journaled data is written back to its segment in chunks of at least this size.
-constexpr int64_t writeback_chunk = 4096;
 
 // "sluice boot-id v1\n<the kernel's boot id>\n", or "" when the kernel does not tell. The
 // kernel draws a new boot id at every boot, so a file holding the current one means the
@@ -127,28 +125,11 @@ result<void> log_manager::replay_journal(open_summary& sum) {
             stopped.insert(tp);
             return true;
         };
-        const offset_t end = p->log_end_offset();  // loads the partition
-        if (auto f = p->failure()) return stop(f->message, true);
-        // Skip the batches the partition already holds (all of them, mostly).
-        bytes_view data = e.data;
-        offset_t base = e.base_offset;
-        while (!data.empty() && base < end) {
-            auto h = protocol::read_batch_header(data);
-            if (!h || h->batch_length < 0 || h->size_bytes() > data.size())
-                return stop("the journal entry is not whole batches", true);
-            base += h->last_offset_delta + 1;
-            data = data.subspan(h->size_bytes());
-        }
-        if (data.empty()) return true;
-        // A gap: records between the log end and the entry were never acknowledged (their
-        // partition's fsync had not finished), so neither was this entry.
-        if (base != end)
-            return stop(fmt::format("the log ends at {}; the records in between were never "
-                                    "acknowledged",
-                                    end),
-                        false);
-        if (auto r = p->append_replayed(data, base, e.append_time); !r)
-            return stop(r.err().message, true);
+        auto added = p->append_replayed(e.data, e.base_offset, e.append_time);
+        // A gap: records between the log end and the entry were in an append whose
+        // partition fsync had not finished, so neither they nor this entry were acknowledged.
+        if (!added) return stop(added.err().message, added.code() != errc::out_of_range);
+        if (*added == 0) return true;  // the partition holds it (mostly so)
         ++sum.journal_entries_replayed;
         replayed.insert(p);
         return true;
@@ -496,7 +477,7 @@ void log_manager::flush_pass(std::vector<partition_log*>& dirty, std::vector<wai
         auto r = p->finish_sync(plan, journal_synced);
         if (r && *r) advanced.push_back(p->id());
         if (r && journal_synced && !plan.files) {
-            if (auto range = p->take_writeback(plan, writeback_chunk))
+            if (auto range = p->take_writeback(plan))
                 writebacks.push_back({std::move(plan.data), *range});
         }
     }

@@ -247,33 +247,43 @@ result<void> partition_log::write_batches(const log_config& cfg, bytes_view payl
     return {};
 }
 
-result<void> partition_log::append_replayed(bytes_view data, offset_t base,
-                                            timestamp_ms append_time) {
+result<size_t> partition_log::append_replayed(bytes_view data, offset_t base,
+                                              timestamp_ms append_time) {
     const log_config cfg = _topic->config();
     std::lock_guard lk(_mu);
     if (auto r = ensure_loaded(); !r) return r.err();
-    if (base != _leo.load())
-        return {errc::invalid_argument,
-                fmt::format("replayed batches start at {}, the log ends at {}", base, _leo.load())};
+    const offset_t end = _leo.load();
     std::vector<protocol::validated_batch> batches;
+    size_t from = 0;  // first byte of the first batch at or past the log end
     offset_t next = base;
     for (size_t pos = 0; pos < data.size();) {
         auto h = protocol::read_batch_header(data.subspan(pos));
         if (!h || h->batch_length < 0 || h->size_bytes() > data.size() - pos ||
             h->base_offset != next)
             return {errc::corrupt, fmt::format("replayed batches are not contiguous at {}", next)};
-        batches.push_back({pos, *h});
+        if (next < end) {
+            from = pos + h->size_bytes();
+        } else {
+            batches.push_back({pos - from, *h});
+        }
         next += h->last_offset_delta + 1;
         pos += h->size_bytes();
     }
-    if (batches.empty()) return {errc::invalid_argument, "replay of no batches"};
+    if (batches.empty()) return size_t{0};  // the log holds all of them
+    const offset_t first = batches.front().header.base_offset;
+    if (first != end)
+        return {
+            errc::out_of_range,
+            fmt::format("the log ends at {}; the records in between were never acknowledged", end)};
     const timestamp_ms t = std::max(append_time, _st->append_clock);
-    if (auto r = write_batches(cfg, data, batches, base, next, append_time, t, no_timestamp); !r)
-        return r;
+    if (auto r = write_batches(cfg, data.subspan(from), batches, first, next, append_time, t,
+                               no_timestamp);
+        !r)
+        return r.err();
     ++_st->unjournaled;  // it is not in the new journal: the files must be fsynced
     _leo.store(next);
     if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
-    return {};
+    return data.size() - from;
 }
 
 result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_bytes,
@@ -419,7 +429,8 @@ result<std::optional<partition_log::sync_plan>> partition_log::plan_sync(bool fi
     p.new_files = p.gen != _st->synced_gen;
     p.parent = _st->parent_dirty;
     p.files = files || p.unjournaled != _st->unjournaled_synced;
-    if (p.target == _hw.load() && !(p.files && (p.new_files || p.parent || files)))
+    // Nothing new to cover, and no file sync asked for or owed for new files.
+    if (!files && p.target == _hw.load() && !(p.files && (p.new_files || p.parent)))
         return std::optional<sync_plan>();
     auto df = active()->data();
     if (!df) {
@@ -458,8 +469,7 @@ result<bool> partition_log::finish_sync(sync_plan& p, bool journal_synced) {
     return true;
 }
 
-std::optional<partition_log::byte_range> partition_log::take_writeback(const sync_plan& plan,
-                                                                       int64_t min_bytes) {
+std::optional<partition_log::byte_range> partition_log::take_writeback(const sync_plan& plan) {
     constexpr int64_t page = 4096;
     std::lock_guard lk(_mu);
     if (!_st) return std::nullopt;
@@ -468,7 +478,7 @@ std::optional<partition_log::byte_range> partition_log::take_writeback(const syn
         _st->kick_pos = 0;
     }
     const int64_t end = plan.seg_pos / page * page;  // the last page is still being filled
-    if (end - _st->kick_pos < min_bytes) return std::nullopt;
+    if (end <= _st->kick_pos) return std::nullopt;
     byte_range r{_st->kick_pos, end};
     _st->kick_pos = end;
     return r;

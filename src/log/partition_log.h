@@ -295,20 +295,21 @@ class partition_log {
     // holds every append since the last fsync (checkpoints, replay).
     result<std::optional<sync_plan>> plan_sync(bool files);
     result<bool> finish_sync(sync_plan& plan, bool journal_synced);
-    // After a pass the journal covered: the range of the plan's data file from where
-    // writeback last started to the plan's last whole page, once that is at least
-    // min_bytes (nullopt before). Taking it counts it as started.
+    // After a pass the journal covered: the whole pages of the plan's data file from
+    // where writeback last started to the plan's end (nullopt: none). Taking the range
+    // counts it as started.
     struct byte_range {
         int64_t from = 0;
         int64_t to = 0;
     };
-    std::optional<byte_range> take_writeback(const sync_plan& plan, int64_t min_bytes);
+    std::optional<byte_range> take_writeback(const sync_plan& plan);
     // Both steps without the journal: the partition's files are fsynced.
     result<bool> sync_files();
-    // Replay (log_manager::open): appends whole batches that already carry their offsets
-    // (the first at base), as journaled; `base` must be the log end offset.
-    // Errors: invalid_argument, io_error.
-    result<void> append_replayed(bytes_view batches, offset_t base, timestamp_ms append_time);
+    // Replay (log_manager::open): whole batches that already carry their offsets, the
+    // first at `base`. Skips those the log holds (below its end) and appends the rest, as
+    // not journaled; returns how many bytes it appended. Errors: out_of_range (the
+    // batches left start past the log end: a gap), corrupt, io_error.
+    result<size_t> append_replayed(bytes_view batches, offset_t base, timestamp_ms append_time);
     // Shutdown: writes the active segment's indexes (with its final time entry).
     result<void> save_for_shutdown();
     std::optional<error> failure() const;
