@@ -10,7 +10,8 @@
 // replays the entries its segments lack. Format: docs/formats/journal.md.
 //
 // Threading: append() from appending threads (under their partition's lock), sync() from
-// the flusher; one mutex guards the writer, and no fsync runs under it.
+// one thread at a time (the flusher); one mutex guards the writer, and no write or fsync
+// runs under it.
 
 #include <array>
 #include <functional>
@@ -59,14 +60,17 @@ class journal {
     journal& operator=(const journal&) = delete;
     ~journal();
 
-    // Writes one entry (one pwritev, no fsync). After any failed write or sync the journal
-    // refuses further entries (the caller then syncs the partition itself).
+    // Adds one entry to the active file's buffer; sync() writes it. After any failed
+    // write or sync the journal refuses further entries (the caller then syncs the
+    // partition itself). Entries not yet synced are lost with the object, as unsynced
+    // data is in a crash.
     // Errors: io_error, invalid_argument (topic name over 65,535 bytes).
     result<void> append(const topic_id& id, const std::string& topic, int32_t partition,
                         offset_t base_offset, timestamp_ms append_time, bytes_view data);
 
-    // Makes every entry appended before the call durable (fdatasync of the files written
-    // since the last sync, then of the directory when a file was created). Returns the
+    // Makes every entry appended before the call durable (one pwrite of the buffered
+    // entries and an fdatasync per file written since the last sync, then of the
+    // directory when a file was created). Returns the
     // sealed files that this made wholly durable, oldest first. Errors: io_error.
     result<std::vector<sealed_file>> sync();
 
@@ -103,7 +107,9 @@ class journal {
     struct open_file_state {
         std::shared_ptr<file> f;
         fs::path path;
-        int64_t size = 0;
+        int64_t size = 0;     // the file's end, buffered entries included
+        int64_t written = 0;  // where `pending` goes in the file
+        bytes pending;        // entries appended since the last sync
         std::set<topic_partition> partitions;
     };
     result<void> start_file(timestamp_ms now);  // _mu held
@@ -120,6 +126,7 @@ class journal {
     bool _active_dirty = false;  // the active file has writes since the last sync
     std::optional<error> _broken;
     std::vector<fs::path> _free;  // recycled files, reused by start_file
+    bytes _spare;                 // the active file's next buffer, swapped in by sync()
 };
 
 }  // namespace sluice::log

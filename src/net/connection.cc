@@ -214,19 +214,26 @@ void connection::send(bytes data) {
     if (_fd < 0 || data.empty()) return;
     _queued += data.size();
     _out.push_back({std::move(data), {}});
-    if (_want_write) return;
-    if (!_tls) {
-        do_write();
-    } else if (_tls->handshake_done()) {
-        do_tls_write();
-    }
+    schedule_flush();
 }
 
 void connection::send_file(file_slice slice) {
     if (_fd < 0 || slice.size == 0) return;
     _queued += slice.size;
     _out.push_back({{}, std::move(slice)});
-    if (_want_write) return;
+    schedule_flush();
+}
+
+void connection::schedule_flush() {
+    // A full socket is written again on EPOLLOUT.
+    if (_want_write || _flush_pending) return;
+    _flush_pending = true;
+    _loop.defer_flush(shared_from_this());
+}
+
+void connection::on_flush() {
+    _flush_pending = false;
+    if (_fd < 0 || _want_write) return;
     if (!_tls) {
         do_write();
     } else if (_tls->handshake_done()) {
@@ -308,6 +315,12 @@ void connection::do_write() {
 
 void connection::close(const std::string& reason) {
     if (_fd < 0) return;
+    // What was queued before the close goes out as far as the socket takes it now, as
+    // it did when sends wrote at once (a last error response, a drained shutdown).
+    if (_flush_pending) {
+        on_flush();
+        if (_fd < 0) return;
+    }
     log_debug("net", "connection {} from {} closed: {}", _id, _peer, reason);
     _loop.unwatch(_fd);
     if (_tls) _tls->close_notify();

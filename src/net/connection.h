@@ -54,7 +54,8 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
 
     void start();
     // Queue bytes, or a file range sent with sendfile; everything goes out in the order
-    // queued.
+    // queued, written at the end of the event loop's iteration so that what one
+    // iteration queues shares system calls.
     void send(bytes data);
     void send_file(file_slice slice);
     // Closes once; the reason is logged.
@@ -73,6 +74,7 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     std::optional<std::string> peer_common_name() const;
 
     void on_io(uint32_t events) override;
+    void on_flush() override;
 
   private:
     void do_read();
@@ -87,6 +89,8 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     void do_tls_write();
     bool fill_tls_out();
     void fail(const std::string& reason);
+    // Queued output is written at the end of the loop iteration (event_loop::defer_flush).
+    void schedule_flush();
 
     event_loop& _loop;
     int _fd;
@@ -109,6 +113,7 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     size_t _queued = 0;
     bool _paused = false;
     bool _want_write = false;
+    bool _flush_pending = false;  // a defer_flush is due
     size_t _rcvlowat = 1;  // the socket's SO_RCVLOWAT (1 is the kernel's default)
 
     // TLS state (unused without a context).

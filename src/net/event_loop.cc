@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "common/logging.h"
 
@@ -32,12 +33,29 @@ void event_loop::stop() {
 }
 
 void event_loop::post(std::function<void()> fn) {
+    bool wake = false;
     {
         std::lock_guard lk(_mu);
+        // A non-empty queue has had its wake-up written and not yet run: one write
+        // serves a whole batch (the flusher posts one task per request it completes).
+        wake = _posted.empty();
         _posted.push_back(std::move(fn));
     }
+    if (!wake) return;
     uint64_t one = 1;
     [[maybe_unused]] auto n = write(_wakefd, &one, sizeof one);
+}
+
+void event_loop::defer_flush(std::shared_ptr<io_handler> h) {
+    _flushes.push_back(std::move(h));
+}
+
+void event_loop::run_flushes() {
+    // A flush may queue another (a close that posts, a write that frees a slot).
+    while (!_flushes.empty()) {
+        auto batch = std::exchange(_flushes, {});
+        for (auto& h : batch) h->on_flush();
+    }
 }
 
 event_loop::timer_id event_loop::add_timer(std::chrono::milliseconds delay,
@@ -116,6 +134,7 @@ void event_loop::run() {
         }
         run_posted();
         run_timers();
+        run_flushes();
     }
 }
 

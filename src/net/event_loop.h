@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <unordered_map>
@@ -15,6 +16,8 @@ class io_handler {
 public:
     virtual ~io_handler() = default;
     virtual void on_io(uint32_t events) = 0;
+    // Called once per defer_flush, at the end of the loop iteration that asked for it.
+    virtual void on_flush() {}
 };
 
 // A single-threaded epoll reactor with timers and a thread-safe task queue. Everything
@@ -35,6 +38,12 @@ public:
     // Thread-safe: runs fn on the loop thread.
     void post(std::function<void()> fn);
 
+    // Loop thread only: h->on_flush() runs after the events, posted tasks and timers of
+    // this iteration, before the loop waits again. Writes queued during one iteration
+    // thus leave in one system call: the responses a flush pass completes for one
+    // connection, for instance.
+    void defer_flush(std::shared_ptr<io_handler> h);
+
     timer_id add_timer(std::chrono::milliseconds delay, std::function<void()> fn);
     void cancel_timer(timer_id id);
 
@@ -52,12 +61,14 @@ private:
     int next_timeout_ms();
     void run_timers();
     void run_posted();
+    void run_flushes();
 
     int _epfd = -1;
     int _wakefd = -1;
     bool _running = false;
     std::mutex _mu;
     std::vector<std::function<void()>> _posted;  // guarded by _mu
+    std::vector<std::shared_ptr<io_handler>> _flushes;
     std::priority_queue<timer, std::vector<timer>, std::greater<>> _timers;
     std::unordered_map<timer_id, std::function<void()>> _timer_fns;
     timer_id _next_timer = 1;

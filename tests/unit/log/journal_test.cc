@@ -103,6 +103,34 @@ TEST_F(journal_test, entries_read_back_in_order_across_sealed_files) {
     EXPECT_TRUE(again->empty());
 }
 
+// Entries wait in memory until a sync writes them; each sync's write lands after the
+// last one's, also when appends arrive between syncs and a file fills up in between.
+TEST_F(journal_test, entries_reach_the_file_at_sync_and_follow_earlier_ones) {
+    journal j({jdir(), 4096}, 1);
+    ASSERT_TRUE(j.append(id_of(1), "t", 0, 0, 10, payload(300, 'a')).ok());
+    EXPECT_TRUE(scan_all(jdir()).empty());  // not written yet
+    ASSERT_TRUE(j.sync().ok());
+    ASSERT_EQ(scan_all(jdir()).size(), 1u);
+    size_t expected = 1;
+    for (int round = 0; round < 6; ++round) {
+        for (int i = 0; i < 1 + round; ++i) {
+            const auto n = static_cast<int64_t>(expected);
+            ASSERT_TRUE(j.append(id_of(1), "t", 0, n, 10 + n,
+                                 payload(300 + expected, static_cast<uint8_t>('a' + expected % 26)))
+                            .ok());
+            ++expected;
+        }
+        ASSERT_TRUE(j.sync().ok());
+        auto all = scan_all(jdir());
+        ASSERT_EQ(all.size(), expected) << "round " << round;
+        for (size_t k = 0; k < all.size(); ++k) {
+            EXPECT_EQ(all[k].base, static_cast<int64_t>(k));
+            EXPECT_EQ(all[k].data, payload(300 + k, static_cast<uint8_t>('a' + k % 26)));
+        }
+    }
+    EXPECT_GT(journal::list(jdir())->size(), 1u);  // it did cross into new files
+}
+
 TEST_F(journal_test, a_torn_or_damaged_entry_ends_the_scan) {
     {
         journal j({jdir(), 1 << 20}, 0);

@@ -56,6 +56,26 @@ TEST(ConnectionTls, PlaintextPathUnchanged) {
     EXPECT_EQ(ask(*s, "CN"), "-");
 }
 
+// Output is written at the end of the loop's iteration: what one handler queues arrives
+// whole and in order, and a close right after a send still delivers it.
+TEST(ConnectionTls, RepliesQueuedTogetherArriveInOrderAndBeforeAClose) {
+    for (bool tls : {false, true}) {
+        SCOPED_TRACE(tls ? "TLS" : "plaintext");
+        frame_server srv(tls ? must(tls_context::create_server(pki().server_settings())) : nullptr);
+        auto c = tls ? connect_tls(srv.address(), *trusting_client())
+                     : result<std::unique_ptr<stream_socket>>(connect_plain(srv.address()));
+        ASSERT_TRUE(c) << c.err().message;
+        auto& s = **c;
+        ASSERT_TRUE(write_frame(s, "MANY"));
+        EXPECT_EQ(read_frame(s), "1");
+        EXPECT_EQ(read_frame(s), "2");
+        EXPECT_EQ(read_frame(s), "3");
+        EXPECT_EQ(ask(s, "after"), "after");
+        EXPECT_EQ(ask(s, "BYE"), "bye");
+        EXPECT_EQ(read_frame(s), std::nullopt);  // then the end of the stream
+    }
+}
+
 // A temporary file with a known pattern, the source of send_file.
 struct pattern_file {
     explicit pattern_file(size_t size) : path(pki().path("slice-" + std::to_string(size))) {

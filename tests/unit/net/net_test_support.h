@@ -131,6 +131,8 @@ inline std::shared_ptr<tls_context> trusting_client(const std::string& who = {})
 //   "FILE" with one frame whose payload is `file` (sent with send_file),
 //   "CN"   with the client's verified common name, or "-",
 //   "TLS"  with "yes" or "no",
+//   "MANY" with the frames "1", "2" and "3", queued by one handler,
+//   "BYE"  with "bye", then closes the connection in the same handler,
 // and echoes every other frame.
 class frame_server {
   public:
@@ -187,6 +189,12 @@ class frame_server {
             reply(c, c->peer_common_name().value_or("-"));
         } else if (s == "TLS") {
             reply(c, c->is_tls() ? "yes" : "no");
+        } else if (s == "MANY") {
+            for (const char* r : {"1", "2", "3"}) reply(c, r);
+        } else if (s == "BYE") {
+            reply(c, "bye");
+            c->close("the client said BYE");
+            return;
         } else if (s == "PAUSE") {
             // Reading stops for half a second (as under back-pressure).
             reply(c, "paused");
