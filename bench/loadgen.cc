@@ -71,6 +71,7 @@ struct Options {
     std::string acks = "-1";
     double rate_mbps = 0.0;       // 0 = flat out
     double rate_rps = 0.0;        // 0 = flat out (records/s; exclusive with rate_mbps)
+    int64_t pace_step_us = 0;     // paced: sleep only once this far ahead (0: every record)
     std::string partitions_spec;  // empty = all partitions from metadata
     double duration_s = 0.0;      // 0 = no cap
     int linger_ms = 5;
@@ -112,6 +113,9 @@ options:
   --rate-mbps X           produce: pace to a steady X MB/s (default 0 = as
                           fast as possible)
   --rate-rps R            produce: pace to a steady R records/s instead
+  --pace-step-us US       produce, paced: sleep only when the schedule is US
+                          ahead, so records go out in steps of US (default 0:
+                          a sleep before every record that is early)
   --partitions LIST       partition ids to use, e.g. "0,1,2", "0-7", "0-3,6";
                           a single number selects that one partition (use
                           "0-3" for the first four). Default: all partitions
@@ -221,6 +225,8 @@ Options parse_args(int argc, char** argv) {
             o.rate_mbps = parse_double(a, need(), 0.0);
         } else if (a == "--rate-rps") {
             o.rate_rps = parse_double(a, need(), 0.0);
+        } else if (a == "--pace-step-us") {
+            o.pace_step_us = parse_int(a, need(), 0, 1000000);
         } else if (a == "--partitions") {
             o.partitions_spec = need();
         } else if (a == "--duration-s") {
@@ -687,7 +693,8 @@ int run_produce(const Options& o) {
                 capped = true;
                 break;
             }
-            if (due > t) std::this_thread::sleep_for(std::chrono::nanoseconds(due - t));
+            if (due > t + o.pace_step_us * 1000)
+                std::this_thread::sleep_for(std::chrono::nanoseconds(due - t));
         }
         int32_t part = partitions[static_cast<size_t>(i) % np];
         char* payload = nullptr;
