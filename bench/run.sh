@@ -310,6 +310,8 @@ fi
 P_MBPS="n/a"; P_RPS="n/a"; P_REC="n/a"; P_P50="n/a"; P_P99="n/a"; P_P999="n/a"; P_CPU="n/a"
 C_MBPS="n/a"; C_RPS="n/a"; C_REC="n/a"; C_CPU="n/a"
 S_MBPS="n/a"; S_P50="n/a"; S_P99="n/a"; S_P999="n/a"; S_MAX="n/a"; S_CPU="n/a"
+S1_MBPS="n/a"; S1_P50="n/a"; S1_P99="n/a"; S1_P999="n/a"
+SS_MBPS="n/a"; SS_P50="n/a"; SS_P99="n/a"; SS_P999="n/a"
 BROKER_NOTE=""
 DATA_SIZE="n/a"
 
@@ -318,6 +320,15 @@ run_loadgen() {  # run_loadgen LOGNAME CAP_SECS args... ; returns loadgen's exit
   # shellcheck disable=SC2086 # LOADGEN_ARGS is deliberately word-split
   run_step "$LOGS/$name.log" 1 timeout -s INT -k 30 $(( cap + 120 )) \
     "$LOADGEN" --bootstrap "$ADDR" --topic "$TOPIC" "$@" $LOADGEN_ARGS
+}
+
+steady_run() {  # steady_run TOPIC LOGNAME args... ; a steady acks=-1 run, its exit code
+  local topic="$1" name="$2"; shift 2
+  # shellcheck disable=SC2086 # LOADGEN_ARGS is deliberately word-split
+  timeout -k 5 $((STEADY_SECS + 60)) "$LOADGEN" --bootstrap "$ADDR" --topic "$topic" --mode produce \
+    --acks -1 --rate-mbps "$STEADY_MBPS" --records 1000000000 --record-size "$RECORD_SIZE" \
+    --duration-s "$STEADY_SECS" --linger-ms "$STEADY_LINGER_MS" "$@" $LOADGEN_ARGS \
+    > "$LOGS/$name.log" 2>&1
 }
 
 broker_phase() {
@@ -353,12 +364,16 @@ broker_phase() {
     BROKER_NOTE="topic create failed"
     return 1
   fi
-  if ! run_step "$LOGS/topic-create-1.log" 0 \
-      timeout -k 5 60 "$SLUICE" topic create "${TOPIC}1" --partitions 1 --bootstrap "$ADDR"; then
-    warn "topic create failed:"; cat "$LOGS/topic-create-1.log" >&2
-    BROKER_NOTE="topic create failed"
-    return 1
-  fi
+  local extra parts
+  for extra in 1 s; do
+    parts="$PARTITIONS"; [ "$extra" = 1 ] && parts=1
+    if ! run_step "$LOGS/topic-create-$extra.log" 0 \
+        timeout -k 5 60 "$SLUICE" topic create "${TOPIC}$extra" --partitions "$parts" --bootstrap "$ADDR"; then
+      warn "topic create failed:"; cat "$LOGS/topic-create-$extra.log" >&2
+      BROKER_NOTE="topic create failed"
+      return 1
+    fi
+  done
 
   local c0 c1 rc ok=0
   broker_alive() {
@@ -436,12 +451,18 @@ broker_phase() {
   # 3b. the same steady rate into a one-partition topic: one fsync per flush pass
   log "(d3b) steady produce at $STEADY_MBPS MB/s for ${STEADY_SECS}s, acks=-1, 1 partition"
   sync
-  timeout -k 5 $((STEADY_SECS + 60)) "$LOADGEN" --bootstrap "$ADDR" --topic "${TOPIC}1" --mode produce --acks -1 \
-    --rate-mbps "$STEADY_MBPS" --records 1000000000 --record-size "$RECORD_SIZE" \
-    --duration-s "$STEADY_SECS" --linger-ms "$STEADY_LINGER_MS" $LOADGEN_ARGS \
-    > "$LOGS/steady1.log" 2>&1 || ok=1
+  steady_run "${TOPIC}1" steady1 || ok=1
   S1_P50="$(result_field "$LOGS/steady1.log" p50_ms)"; S1_P99="$(result_field "$LOGS/steady1.log" p99_ms)"
   S1_P999="$(result_field "$LOGS/steady1.log" p999_ms)"; S1_MBPS="$(result_field "$LOGS/steady1.log" mbps)"
+
+  # 3c. run 3 again into a fresh topic, the load generator pacing in 1 ms steps instead
+  #     of sleeping before each record: the same rate for less of the client's CPU on
+  #     the shared cores (docs/benchmarks.md, "What the host does to the tail").
+  log "(d3c) steady produce at $STEADY_MBPS MB/s for ${STEADY_SECS}s, acks=-1, paced in 1 ms steps"
+  sync
+  steady_run "${TOPIC}s" steady-steps --pace-step-us 1000 || ok=1
+  SS_P50="$(result_field "$LOGS/steady-steps.log" p50_ms)"; SS_P99="$(result_field "$LOGS/steady-steps.log" p99_ms)"
+  SS_P999="$(result_field "$LOGS/steady-steps.log" p999_ms)"; SS_MBPS="$(result_field "$LOGS/steady-steps.log" mbps)"
 
   broker_alive || ok=1
   stop_pid "$BROKER_PID"
@@ -482,11 +503,12 @@ IPERF_MBS="$(awk -v g="$IPERF_GBPS" 'BEGIN { if (g == "n/a" || g == "") print "n
     echo "- broker fetch rate (sluice-fetchbench, walks batch headers only): $(nz "$F_MBPS") MB/s."
     echo "- steady ($PARTITIONS partitions, linger.ms=$STEADY_LINGER_MS): target $STEADY_MBPS MB/s for ${STEADY_SECS}s, achieved $S_MBPS MB/s; latency p50/p99/p99.9/max $(nz "$S_P50")/$(nz "$S_P99")/$(nz "$S_P999")/$(nz "$S_MAX") ms; broker CPU ${S_CPU} s."
     echo "- steady (1 partition, linger.ms=$STEADY_LINGER_MS): achieved $(nz "$S1_MBPS") MB/s; latency p50/p99/p99.9 $(nz "$S1_P50")/$(nz "$S1_P99")/$(nz "$S1_P999") ms."
+    echo "- steady ($PARTITIONS partitions, paced in 1 ms steps): achieved $(nz "$SS_MBPS") MB/s; latency p50/p99/p99.9 $(nz "$SS_P50")/$(nz "$SS_P99")/$(nz "$SS_P999") ms."
   fi
   [ -n "$BROKER_NOTE" ] && echo "- note: $BROKER_NOTE."
   [ "$FAILED" = 1 ] && echo "- **some steps failed; see warnings above and the logs.**"
   echo
-  echo "RESULT mode=bench fio_endfsync_mbps=$FIO_END fio_fdatasync_mbps=$FIO_SYNC fio_direct_mbps=${FIO_DIRECT:-n/a} iperf3_gbps=$IPERF_GBPS produce_mbps=$P_MBPS consume_mbps=$C_MBPS steady_mbps=$S_MBPS steady_p50_ms=$(nz "$S_P50") steady_p99_ms=$(nz "$S_P99") steady_p999_ms=$(nz "$S_P999") ok=$((1 - FAILED))"
+  echo "RESULT mode=bench fio_endfsync_mbps=$FIO_END fio_fdatasync_mbps=$FIO_SYNC fio_direct_mbps=${FIO_DIRECT:-n/a} iperf3_gbps=$IPERF_GBPS produce_mbps=$P_MBPS consume_mbps=$C_MBPS steady_mbps=$S_MBPS steady_p50_ms=$(nz "$S_P50") steady_p99_ms=$(nz "$S_P99") steady_p999_ms=$(nz "$S_P999") steady_steps_p99_ms=$(nz "$SS_P99") ok=$((1 - FAILED))"
 } > "$SUMMARY"
 
 echo >&2
