@@ -7,15 +7,15 @@ uint64_t fd_cache::new_id() {
     return _next_id++;
 }
 
-result<std::shared_ptr<file>> fd_cache::get(uint64_t id, const fs::path& path, int flags,
-                                            bool* fresh) {
+result<std::shared_ptr<file>> fd_cache::get(uint64_t id, const std::function<fs::path()>& path,
+                                            int flags, bool* fresh) {
     std::lock_guard lk(_mu);
     if (auto it = _by_id.find(id); it != _by_id.end()) {
         _lru.splice(_lru.begin(), _lru, it->second);
         if (fresh) *fresh = false;
         return it->second->second;
     }
-    auto f = open_file(path, flags);
+    auto f = open_file(path(), flags);
     if (!f) return f.err();
     ++_opens;
     while (_lru.size() >= _max_open) {

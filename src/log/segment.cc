@@ -119,7 +119,8 @@ result<std::unique_ptr<segment>> segment::create(const fs::path& dir, offset_t b
 
 result<std::shared_ptr<file>> segment::data(bool check_header) {
     bool fresh = false;
-    auto f = _cache.get(_id, data_path(), _writable ? O_RDWR : O_RDONLY, &fresh);
+    auto f = _cache.get(
+        _id, [this] { return data_path(); }, _writable ? O_RDWR : O_RDONLY, &fresh);
     if (!f || _header_checked || !check_header) return f;
     uint8_t h[file_header_size];
     auto n = read_at(**f, h, sizeof h, 0);
@@ -338,7 +339,8 @@ result<void> segment::save_append_times() {
     const size_t n = _atidx->size();
     const int64_t want = append_time_index::position(n);
     if (_at_same == n && _at_file_bytes == want) return {};
-    auto f = _cache.get(_at_id, append_time_path(), O_RDWR | O_CREAT);
+    auto f = _cache.get(
+        _at_id, [this] { return append_time_path(); }, O_RDWR | O_CREAT);
     if (!f) return f.err();
     if (_at_file_bytes < 0) {
         uint8_t h[file_header_size];
@@ -373,7 +375,8 @@ result<void> segment::save_append_times() {
 result<void> segment::sync_append_times() {
     if (!_atidx) return {};
     if (auto r = save_append_times(); !r) return r;
-    auto f = _cache.get(_at_id, append_time_path(), O_RDWR | O_CREAT);
+    auto f = _cache.get(
+        _at_id, [this] { return append_time_path(); }, O_RDWR | O_CREAT);
     if (!f) return f.err();
     return sync_data(**f);
 }
