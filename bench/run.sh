@@ -358,18 +358,14 @@ broker_phase() {
   fi
   echo "  broker pid $BROKER_PID listening on $ADDR" >&2
 
-  if ! run_step "$LOGS/topic-create.log" 0 \
-      timeout -k 5 60 "$SLUICE" topic create "$TOPIC" --partitions "$PARTITIONS" --bootstrap "$ADDR"; then
-    warn "topic create failed:"; cat "$LOGS/topic-create.log" >&2
-    BROKER_NOTE="topic create failed"
-    return 1
-  fi
-  local extra parts
-  for extra in 1 s; do
+  # The main topic, the 1-partition one (run 3b) and a fresh one for run 3c.
+  local extra parts create_log
+  for extra in "" 1 s; do
     parts="$PARTITIONS"; [ "$extra" = 1 ] && parts=1
-    if ! run_step "$LOGS/topic-create-$extra.log" 0 \
+    create_log="$LOGS/topic-create${extra:+-$extra}.log"
+    if ! run_step "$create_log" 0 \
         timeout -k 5 60 "$SLUICE" topic create "${TOPIC}$extra" --partitions "$parts" --bootstrap "$ADDR"; then
-      warn "topic create failed:"; cat "$LOGS/topic-create-$extra.log" >&2
+      warn "topic create failed:"; cat "$create_log" >&2
       BROKER_NOTE="topic create failed"
       return 1
     fi

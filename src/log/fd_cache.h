@@ -27,11 +27,6 @@ class fd_cache {
     // second, and composing the path was 5% of the event loop's time.
     result<std::shared_ptr<file>> get(uint64_t id, const std::function<fs::path()>& path, int flags,
                                       bool* fresh = nullptr);
-    result<std::shared_ptr<file>> get(uint64_t id, const fs::path& path, int flags,
-                                      bool* fresh = nullptr) {
-        return get(
-            id, [&] { return path; }, flags, fresh);
-    }
     // Drops the entry (file deleted, reopened with other flags, or segment gone).
     void forget(uint64_t id);
     void clear();

@@ -98,7 +98,8 @@ fs::path segment::append_time_path() const {
 result<std::unique_ptr<segment>> segment::create(const fs::path& dir, offset_t base,
                                                  timestamp_ms now, fd_cache& cache) {
     auto seg = std::make_unique<segment>(dir, base, 0, true, cache);
-    auto f = cache.get(seg->_id, seg->data_path(), O_RDWR | O_CREAT | O_EXCL);
+    auto f = cache.get(
+        seg->_id, [&] { return seg->data_path(); }, O_RDWR | O_CREAT | O_EXCL);
     if (!f) return f.err();
     seg->_created_ms = now;
     uint8_t h[file_header_size];

@@ -51,7 +51,8 @@ void event_loop::defer_flush(std::shared_ptr<io_handler> h) {
 }
 
 void event_loop::run_flushes() {
-    // A flush may queue another (a close that posts, a write that frees a slot).
+    // A flush that asks for another (one handler's flush sending on another) is run too,
+    // so that none waits for the next wake-up.
     while (!_flushes.empty()) {
         auto batch = std::exchange(_flushes, {});
         for (auto& h : batch) h->on_flush();

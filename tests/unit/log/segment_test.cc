@@ -116,17 +116,27 @@ TEST(fd_cache, evicts_least_recently_used_and_keeps_in_use_files_open) {
     fd_cache cache(2);
     for (int i = 0; i < 3; ++i)
         ASSERT_TRUE(write_whole_file(dir.path / std::to_string(i), bytes{1}).ok());
-    auto a = cache.get(1, dir.path / "0", O_RDONLY);
+    int built = 0;  // paths composed: only for files the cache does not hold
+    auto path_of = [&](int i) {
+        return [&, i] {
+            ++built;
+            return dir.path / std::to_string(i);
+        };
+    };
+    auto a = cache.get(1, path_of(0), O_RDONLY);
     ASSERT_TRUE(a.ok());
-    ASSERT_TRUE(cache.get(2, dir.path / "1", O_RDONLY).ok());
-    ASSERT_TRUE(cache.get(3, dir.path / "2", O_RDONLY).ok());  // evicts id 1
+    ASSERT_TRUE(cache.get(2, path_of(1), O_RDONLY).ok());
+    ASSERT_TRUE(cache.get(3, path_of(2), O_RDONLY).ok());  // evicts id 1
     EXPECT_EQ(cache.cached(), 2u);
     uint8_t b = 0;
     EXPECT_TRUE(read_exact(**a, &b, 1, 0).ok());  // still open: held by `a`
     bool fresh = false;
-    ASSERT_TRUE(cache.get(1, dir.path / "0", O_RDONLY, &fresh).ok());
+    ASSERT_TRUE(cache.get(1, path_of(0), O_RDONLY, &fresh).ok());
     EXPECT_TRUE(fresh);
     EXPECT_EQ(cache.opens(), 4u);
+    ASSERT_TRUE(cache.get(1, path_of(0), O_RDONLY, &fresh).ok());  // a hit
+    EXPECT_FALSE(fresh);
+    EXPECT_EQ(built, 4);
 }
 
 }  // namespace

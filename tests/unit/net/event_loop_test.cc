@@ -1,6 +1,8 @@
 // net::event_loop: tasks posted from other threads, deferred flushes.
 
 #include <atomic>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -42,8 +44,13 @@ TEST(EventLoop, EveryPostedTaskRunsOnce) {
 }
 
 struct counting_handler : io_handler {
+    explicit counting_handler(event_loop& l) : loop(l) {}
     void on_io(uint32_t) override {}
-    void on_flush() override { ++flushes; }
+    void on_flush() override {
+        if (++flushes == 1 && then) loop.defer_flush(then);
+    }
+    event_loop& loop;
+    std::shared_ptr<counting_handler> then;  // deferred by the first flush
     int flushes = 0;
 };
 
@@ -51,7 +58,8 @@ struct counting_handler : io_handler {
 // one asked for by a flush runs before the loop waits again.
 TEST(EventLoop, DeferredFlushRunsAfterTheIterationsTasks) {
     event_loop loop;
-    auto h = std::make_shared<counting_handler>();
+    auto h = std::make_shared<counting_handler>(loop);
+    h->then = std::make_shared<counting_handler>(loop);
     std::vector<std::string> order;
     std::atomic<bool> done{false};
     loop.post([&] {
@@ -62,14 +70,16 @@ TEST(EventLoop, DeferredFlushRunsAfterTheIterationsTasks) {
         order.push_back("task 2 sees " + std::to_string(h->flushes) + " flushes");
         loop.post([&] {
             order.push_back("next iteration sees " + std::to_string(h->flushes) + " flushes");
+            order.push_back("and the chained one " + std::to_string(h->then->flushes));
             done = true;
             loop.stop();
         });
     });
     loop.run();
     EXPECT_TRUE(done.load());
-    EXPECT_EQ(order, (std::vector<std::string>{"task 1", "task 2 sees 0 flushes",
-                                               "next iteration sees 1 flushes"}));
+    EXPECT_EQ(order,
+              (std::vector<std::string>{"task 1", "task 2 sees 0 flushes",
+                                        "next iteration sees 1 flushes", "and the chained one 1"}));
 }
 
 }  // namespace
