@@ -5,33 +5,15 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "common/types.h"
 #include "net/event_loop.h"
+#include "net/raw_buffer.h"
 #include "net/tls.h"
 
 namespace sluice::net {
-
-// Default-initialises where std::allocator value-initialises: growing a byte buffer
-// ahead of a read leaves the new bytes as they are instead of zeroing them first.
-template <class T>
-struct uninitialized_allocator : std::allocator<T> {
-    template <class U>
-    struct rebind {
-        using other = uninitialized_allocator<U>;
-    };
-    template <class U>
-    void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
-        ::new (static_cast<void*>(p)) U;
-    }
-    template <class U, class... Args>
-    void construct(U* p, Args&&... args) {
-        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-    }
-};
 
 // A TCP connection that splits its input into length-prefixed frames (a 4-byte
 // big-endian size, then the payload) and writes whole frames back. It knows nothing
@@ -99,7 +81,7 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     callbacks _cb;
     uint64_t _id;
     // Read straight into its tail (recv, SSL_read), so it grows without zeroing.
-    std::vector<uint8_t, uninitialized_allocator<uint8_t>> _in;
+    raw_buffer _in;
     size_t _in_start = 0;  // first unparsed byte of _in
     struct chunk {
         bytes data;

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "common/types.h"
+#include "net/raw_buffer.h"
 
 namespace sluice::net {
 namespace {
@@ -100,7 +101,7 @@ bool retryable(int err) {
 struct tls_session::socket_state {
     int fd = -1;
     bool collect = false;  // inside tls_session::write
-    bytes out;             // records not yet sent; at most one write's worth
+    raw_buffer out;        // records not yet sent; at most one write's worth
     size_t out_pos = 0;
 
     // Sends collected records; 0 when none remain, else the errno that stopped it.
@@ -134,7 +135,11 @@ int bio_write(BIO* b, const char* data, int len) {
     BIO_clear_retry_flags(b);
     auto& st = state_of(b);
     if (st.collect) {
-        st.out.insert(st.out.end(), data, data + len);
+        // resize and memcpy: inserting a char range into a vector of uint8_t copied
+        // byte by byte, and took a third of the broker's CPU on a TLS consume.
+        const size_t at = st.out.size();
+        st.out.resize(at + static_cast<size_t>(len));
+        std::memcpy(st.out.data() + at, data, static_cast<size_t>(len));
         return len;
     }
     // Anything else (handshake, alerts) goes out after the records collected before.
