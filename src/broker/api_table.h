@@ -8,7 +8,7 @@
 
 namespace sluice::broker {
 
-using handler_fn = void (*)(const request_context& ctx, bytes_view body);
+using handler_fn = void (*)(const request_context& ctx, request_body body);
 
 // One row per supported API: ApiVersions answers from this table and dispatch rejects
 // a version outside it before any handler runs. docs/compatibility.md publishes it.

@@ -180,7 +180,7 @@ void broker::on_accept(size_t listener, int fd, std::string peer) {
         return;
     }
     net::connection::callbacks cb;
-    cb.on_frame = [this](const std::shared_ptr<net::connection>& c, bytes_view frame) {
+    cb.on_frame = [this](const std::shared_ptr<net::connection>& c, std::span<uint8_t> frame) {
         auto it = _sessions.find(c->id());
         if (it != _sessions.end()) it->second->on_frame(frame);
     };

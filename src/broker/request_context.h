@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include "broker/config.h"
@@ -12,6 +13,11 @@ namespace sluice::broker {
 
 class broker;
 class session;
+
+// A request's bytes after its header. They belong to the connection's receive buffer
+// and are gone once the handler returns; until then a handler may patch them in place
+// (Produce assigns offsets and times in the batches it appends, without a copy).
+using request_body = std::span<uint8_t>;
 
 // What a handler gets besides the decoded request: who asked, and how to answer. Copies
 // share the same reply slot; reply exactly once.

@@ -54,7 +54,7 @@ void session::complete(uint64_t slot, response r) {
 
 void session::close(const std::string& reason) { _conn->close(reason); }
 
-void session::on_frame(bytes_view frame) {
+void session::on_frame(std::span<uint8_t> frame) {
     if (_phase == sasl_phase::raw_tokens) {
         on_raw_token(frame);
         return;

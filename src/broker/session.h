@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "common/types.h"
@@ -24,7 +25,7 @@ class session : public std::enable_shared_from_this<session> {
 public:
   session(broker& b, std::shared_ptr<net::connection> conn, size_t listener);
 
-  void on_frame(bytes_view frame);
+  void on_frame(std::span<uint8_t> frame);
   // An encoded response: bytes, with file slices to send at given positions.
   struct response {
       bytes head;

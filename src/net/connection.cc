@@ -200,7 +200,7 @@ void connection::parse_frames() {
             return;
         }
         if (avail < 4 + static_cast<size_t>(size)) break;
-        bytes_view frame(_in.data() + _in_start + 4, static_cast<size_t>(size));
+        std::span<uint8_t> frame(_in.data() + _in_start + 4, static_cast<size_t>(size));
         _in_start += 4 + static_cast<size_t>(size);
         _cb.on_frame(self, frame);
     }

@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,8 +26,9 @@ namespace sluice::net {
 class connection : public io_handler, public std::enable_shared_from_this<connection> {
   public:
     struct callbacks {
-        // The frame is valid only during the call.
-        std::function<void(const std::shared_ptr<connection>&, bytes_view frame)> on_frame;
+        // The frame is valid only during the call, and the callee may modify it: it is
+        // the connection's receive buffer, and discarded after the call.
+        std::function<void(const std::shared_ptr<connection>&, std::span<uint8_t> frame)> on_frame;
         std::function<void(const std::shared_ptr<connection>&)> on_close;
     };
 

@@ -135,6 +135,8 @@ public:
             v = _r.nullable_bytes(_flexible).value_or(bytes{});
         } else if constexpr (std::is_same_v<T, std::optional<bytes>>) {
             v = _r.nullable_bytes(_flexible);
+        } else if constexpr (std::is_same_v<T, std::optional<bytes_view>>) {
+            v = _r.nullable_bytes_view(_flexible);
         } else if constexpr (std::is_same_v<T, records>) {
             v.data = _r.nullable_bytes(_flexible);
         } else if constexpr (detail::is_vector<T>::value) {
@@ -268,7 +270,8 @@ public:
             _w.nullable_string(v, _flexible);
         } else if constexpr (std::is_same_v<T, bytes>) {
             _w.bytes_field(v, _flexible);
-        } else if constexpr (std::is_same_v<T, std::optional<bytes>>) {
+        } else if constexpr (std::is_same_v<T, std::optional<bytes>> ||
+                             std::is_same_v<T, std::optional<bytes_view>>) {
             if (!v)
                 _w.length(-1, _flexible, true);
             else

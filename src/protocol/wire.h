@@ -81,10 +81,15 @@ public:
         return std::string(reinterpret_cast<const char*>(v.data()), v.size());
     }
     std::optional<bytes> nullable_bytes(bool compact) {
+        auto v = nullable_bytes_view(compact);
+        if (!v) return std::nullopt;
+        return bytes(v->begin(), v->end());
+    }
+    // The same field as a view into the input, valid while the input is.
+    std::optional<bytes_view> nullable_bytes_view(bool compact) {
         int64_t n = length(compact, true);
         if (n < 0) return std::nullopt;
-        auto v = raw(static_cast<size_t>(n));
-        return bytes(v.begin(), v.end());
+        return raw(static_cast<size_t>(n));
     }
     // Array length, checked against what is left so a forged count cannot make the
     // caller reserve gigabytes: every element takes at least one byte.

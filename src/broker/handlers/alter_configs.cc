@@ -5,7 +5,7 @@
 namespace sluice::broker {
 
 // AlterConfigs replaces a topic's whole config set: keys left out return to defaults.
-void handle_alter_configs(const request_context& ctx, bytes_view body) {
+void handle_alter_configs(const request_context& ctx, request_body body) {
     protocol::alter_configs_request req;
     if (!decode_request(ctx, body, req)) return;
     respond_config_changes(ctx, req, [](const auto& r, config_change& change) {

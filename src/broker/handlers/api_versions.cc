@@ -4,7 +4,7 @@
 
 namespace sluice::broker {
 
-void handle_api_versions(const request_context& ctx, bytes_view body) {
+void handle_api_versions(const request_context& ctx, request_body body) {
     protocol::api_versions_request req;
     if (!decode_request(ctx, body, req)) return;
     protocol::api_versions_response resp;

@@ -30,7 +30,7 @@ std::optional<std::string> check_assignments(
 
 }  // namespace
 
-void handle_create_partitions(const request_context& ctx, bytes_view body) {
+void handle_create_partitions(const request_context& ctx, request_body body) {
     protocol::create_partitions_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& topics = ctx.b.topics();

@@ -22,7 +22,7 @@ error_code to_error(errc e) {
 
 }  // namespace
 
-void handle_create_topics(const request_context& ctx, bytes_view body) {
+void handle_create_topics(const request_context& ctx, request_body body) {
     protocol::create_topics_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;

@@ -6,7 +6,7 @@ namespace sluice::broker {
 
 using protocol::error_code;
 
-void handle_delete_groups(const request_context& ctx, bytes_view body) {
+void handle_delete_groups(const request_context& ctx, request_body body) {
     protocol::delete_groups_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;

@@ -8,7 +8,7 @@ using protocol::error_code;
 
 // Advances each partition's log start offset (the low watermark); whole segments below
 // it are deleted. The new start is durable before the answer.
-void handle_delete_records(const request_context& ctx, bytes_view body) {
+void handle_delete_records(const request_context& ctx, request_body body) {
     protocol::delete_records_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;

@@ -4,7 +4,7 @@
 
 namespace sluice::broker {
 
-void handle_delete_topics(const request_context& ctx, bytes_view body) {
+void handle_delete_topics(const request_context& ctx, request_body body) {
     protocol::delete_topics_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;

@@ -4,7 +4,7 @@
 
 namespace sluice::broker {
 
-void handle_describe_cluster(const request_context& ctx, bytes_view body) {
+void handle_describe_cluster(const request_context& ctx, request_body body) {
     protocol::describe_cluster_request req;
     if (!decode_request(ctx, body, req)) return;
     protocol::describe_cluster_response resp;

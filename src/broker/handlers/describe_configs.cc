@@ -84,7 +84,7 @@ void describe_broker(const broker& b, const p::describe_configs_request::resourc
 
 }  // namespace
 
-void handle_describe_configs(const request_context& ctx, bytes_view body) {
+void handle_describe_configs(const request_context& ctx, request_body body) {
     p::describe_configs_request req;
     if (!decode_request(ctx, body, req)) return;
     p::describe_configs_response resp;

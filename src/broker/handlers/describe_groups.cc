@@ -4,7 +4,7 @@
 
 namespace sluice::broker {
 
-void handle_describe_groups(const request_context& ctx, bytes_view body) {
+void handle_describe_groups(const request_context& ctx, request_body body) {
     protocol::describe_groups_request req;
     if (!decode_request(ctx, body, req)) return;
     protocol::describe_groups_response resp;

@@ -81,7 +81,7 @@ struct parked_fetch {
 
 }  // namespace
 
-void handle_fetch(const request_context& ctx, bytes_view body) {
+void handle_fetch(const request_context& ctx, request_body body) {
     fetch_request req;
     if (!decode_request(ctx, body, req)) return;
     bool by_id = ctx.version() >= 13;

@@ -6,7 +6,7 @@ namespace sluice::broker {
 
 // Every group is coordinated here. With several advertised addresses, groups are spread
 // across them as partitions are, so clients see the load shared.
-void handle_find_coordinator(const request_context& ctx, bytes_view body) {
+void handle_find_coordinator(const request_context& ctx, request_body body) {
     protocol::find_coordinator_request req;
     if (!decode_request(ctx, body, req)) return;
     auto answer = [&](const std::string& key, protocol::find_coordinator_response::coordinator& c) {

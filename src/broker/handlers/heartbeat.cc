@@ -4,7 +4,7 @@
 
 namespace sluice::broker {
 
-void handle_heartbeat(const request_context& ctx, bytes_view body) {
+void handle_heartbeat(const request_context& ctx, request_body body) {
     protocol::heartbeat_request req;
     if (!decode_request(ctx, body, req)) return;
     group::member_ref m{std::move(req.member_id), std::move(req.group_instance_id),

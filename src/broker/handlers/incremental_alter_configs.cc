@@ -7,7 +7,7 @@ namespace sluice::broker {
 
 // IncrementalAlterConfigs changes only the keys it names: SET, DELETE (back to the
 // default), APPEND and SUBTRACT (list-valued keys such as cleanup.policy).
-void handle_incremental_alter_configs(const request_context& ctx, bytes_view body) {
+void handle_incremental_alter_configs(const request_context& ctx, request_body body) {
     protocol::incremental_alter_configs_request req;
     if (!decode_request(ctx, body, req)) return;
     respond_config_changes(ctx, req, [](const auto& r, config_change& change) {

@@ -4,7 +4,7 @@
 
 namespace sluice::broker {
 
-void handle_join_group(const request_context& ctx, bytes_view body) {
+void handle_join_group(const request_context& ctx, request_body body) {
     protocol::join_group_request req;
     if (!decode_request(ctx, body, req)) return;
     if (!ctx.allowed(security::resource_kind::group, req.group_id)) {

@@ -4,7 +4,7 @@
 
 namespace sluice::broker {
 
-void handle_leave_group(const request_context& ctx, bytes_view body) {
+void handle_leave_group(const request_context& ctx, request_body body) {
     protocol::leave_group_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& groups = ctx.b.groups();

@@ -4,7 +4,7 @@
 
 namespace sluice::broker {
 
-void handle_list_groups(const request_context& ctx, bytes_view body) {
+void handle_list_groups(const request_context& ctx, request_body body) {
     protocol::list_groups_request req;
     if (!decode_request(ctx, body, req)) return;
     std::set<group::group_state> wanted;

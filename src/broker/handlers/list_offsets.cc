@@ -32,7 +32,7 @@ void lookup(const log::partition_log& plog, int64_t ts, list_offsets_response::p
 
 }  // namespace
 
-void handle_list_offsets(const request_context& ctx, bytes_view body) {
+void handle_list_offsets(const request_context& ctx, request_body body) {
     protocol::list_offsets_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;

@@ -36,7 +36,7 @@ metadata_response::topic topic_error(std::optional<std::string> name, protocol::
 
 }  // namespace
 
-void handle_metadata(const request_context& ctx, bytes_view body) {
+void handle_metadata(const request_context& ctx, request_body body) {
     protocol::metadata_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;

@@ -10,7 +10,7 @@ using protocol::offset_commit_response;
 
 // Validates the committer and every partition, makes the accepted offsets durable
 // (group commit on the offset writer), and answers once they are.
-void handle_offset_commit(const request_context& ctx, bytes_view body) {
+void handle_offset_commit(const request_context& ctx, request_body body) {
     protocol::offset_commit_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;

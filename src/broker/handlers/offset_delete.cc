@@ -6,7 +6,7 @@ namespace sluice::broker {
 
 using protocol::error_code;
 
-void handle_offset_delete(const request_context& ctx, bytes_view body) {
+void handle_offset_delete(const request_context& ctx, request_body body) {
     protocol::offset_delete_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;

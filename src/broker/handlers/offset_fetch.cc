@@ -52,7 +52,7 @@ std::vector<offset_fetch_response::topic> fetch_group(
 
 }  // namespace
 
-void handle_offset_fetch(const request_context& ctx, bytes_view body) {
+void handle_offset_fetch(const request_context& ctx, request_body body) {
     offset_fetch_request req;
     if (!decode_request(ctx, body, req)) return;
     offset_fetch_response resp;

@@ -40,8 +40,9 @@ struct pending_produce {
 
 // Validates and appends one partition's batches; fills `out`. Returns the partition
 // log when something was appended.
-log::partition_log* append_one(const request_context& ctx, const std::string& topic,
-                               protocol::produce_request::partition_data& pd,
+log::partition_log* append_one(const request_context& ctx, request_body body,
+                               const std::string& topic,
+                               const protocol::produce_request::partition_data& pd,
                                produce_response::partition& out, offset_t& last_offset) {
     auto& b = ctx.b;
     auto fail = [&](error_code e, const std::string& why) -> log::partition_log* {
@@ -75,7 +76,10 @@ log::partition_log* append_one(const request_context& ctx, const std::string& to
                         "idempotent producers are not supported by this broker; "
                         "set enable.idempotence=false");
     }
-    auto info = plog->append(*pd.records, *batches, now_ms());
+    // The batches as they sit in the request, which append patches (offsets, times):
+    // decoding gave a view into `body`, and the request's bytes are the handler's.
+    const auto at = static_cast<size_t>(pd.records->data() - body.data());
+    auto info = plog->append(body.subspan(at, pd.records->size()), *batches, now_ms());
     if (!info) return fail(to_error(info.code()), info.err().message);
     out.base_offset = info->base_offset;
     out.log_append_time_ms = info->log_append_time;
@@ -86,7 +90,7 @@ log::partition_log* append_one(const request_context& ctx, const std::string& to
 
 }  // namespace
 
-void handle_produce(const request_context& ctx, bytes_view body) {
+void handle_produce(const request_context& ctx, request_body body) {
     protocol::produce_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
@@ -131,7 +135,7 @@ void handle_produce(const request_context& ctx, bytes_view body) {
                 continue;
             }
             offset_t last = -1;
-            auto* plog = append_one(ctx, td.name, pd, out, last);
+            auto* plog = append_one(ctx, body, td.name, pd, out, last);
             if (plog && (req.acks == -1 || expanded))
                 waits.push_back({plog, last, &out, {td.name, pd.index}, req.acks == -1, expanded});
         }

@@ -9,7 +9,7 @@ namespace sluice::broker {
 
 using protocol::error_code;
 
-void handle_sasl_handshake(const request_context& ctx, bytes_view body) {
+void handle_sasl_handshake(const request_context& ctx, request_body body) {
     protocol::sasl_handshake_request req;
     if (!decode_request(ctx, body, req)) return;
     protocol::sasl_handshake_response resp;
@@ -32,7 +32,7 @@ void handle_sasl_handshake(const request_context& ctx, bytes_view body) {
     ctx.respond(resp);
 }
 
-void handle_sasl_authenticate(const request_context& ctx, bytes_view body) {
+void handle_sasl_authenticate(const request_context& ctx, request_body body) {
     using outcome = security::sasl_server::step_result::outcome;
     protocol::sasl_authenticate_request req;
     if (!decode_request(ctx, body, req)) return;

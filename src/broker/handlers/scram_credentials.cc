@@ -11,7 +11,7 @@ namespace sluice::broker {
 using protocol::error_code;
 using security::resource_kind;
 
-void handle_describe_user_scram_credentials(const request_context& ctx, bytes_view body) {
+void handle_describe_user_scram_credentials(const request_context& ctx, request_body body) {
     protocol::describe_user_scram_credentials_request req;
     if (!decode_request(ctx, body, req)) return;
     protocol::describe_user_scram_credentials_response resp;
@@ -71,7 +71,7 @@ std::pair<error_code, std::string> check_change(int8_t mechanism, const std::str
 
 }  // namespace
 
-void handle_alter_user_scram_credentials(const request_context& ctx, bytes_view body) {
+void handle_alter_user_scram_credentials(const request_context& ctx, request_body body) {
     protocol::alter_user_scram_credentials_request req;
     if (!decode_request(ctx, body, req)) return;
     protocol::alter_user_scram_credentials_response resp;

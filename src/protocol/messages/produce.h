@@ -11,7 +11,9 @@ namespace sluice::protocol {
 struct produce_request {
     struct partition_data {
         int32_t index = 0;
-        std::optional<bytes> records;  // raw record batches, validated by the handler
+        // Raw record batches, validated by the handler: a view into the request, which
+        // the encoded message or the received frame must outlive.
+        std::optional<bytes_view> records;
         template <typename F>
         void serde(F& f) {
             f(index);

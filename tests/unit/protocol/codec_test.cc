@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "codec_test_util.h"
 #include "protocol/api_key.h"
 #include "protocol/messages/api_versions.h"
@@ -32,7 +34,8 @@ TEST(codec, produce_all_versions) {
     req.transactional_id = std::nullopt;
     req.acks = -1;
     req.timeout_ms = 30000;
-    req.topics.push_back({"orders", {{0, bytes{1, 2, 3}}, {3, std::nullopt}}});
+    const bytes batches{1, 2, 3};  // records are a view: the bytes outlive the request
+    req.topics.push_back({"orders", {{0, bytes_view(batches)}, {3, std::nullopt}}});
     expect_round_trip(api_key::produce, 3, 9, req);
 
     produce_response resp;
@@ -47,6 +50,28 @@ TEST(codec, produce_all_versions) {
     resp.responses.push_back({"orders", {p}});
     resp.throttle_time_ms = 5;
     expect_round_trip(api_key::produce, 3, 9, resp);
+}
+
+// Produce payloads are not copied out of the request: the handler patches offsets into
+// the bytes it received.
+TEST(codec, produce_records_are_a_view_into_the_request) {
+    const bytes batches(1000, 7);
+    produce_request req;
+    req.topics.push_back({"orders", {{1, bytes_view(batches)}}});
+    for (int16_t v : {3, 9}) {
+        bytes encoded;
+        encode_message(encoded, v, is_flexible(static_cast<int16_t>(api_key::produce), v), req);
+        produce_request decoded;
+        ASSERT_TRUE(decode_message(
+            encoded, v, is_flexible(static_cast<int16_t>(api_key::produce), v), decoded));
+        ASSERT_EQ(decoded.topics.size(), 1u);
+        ASSERT_EQ(decoded.topics[0].partitions.size(), 1u);
+        const auto& got = decoded.topics[0].partitions[0].records;
+        ASSERT_TRUE(got.has_value());
+        EXPECT_TRUE(std::equal(got->begin(), got->end(), batches.begin(), batches.end()));
+        EXPECT_GE(got->data(), encoded.data());
+        EXPECT_LE(got->data() + got->size(), encoded.data() + encoded.size());
+    }
 }
 
 TEST(codec, fetch_all_versions) {
@@ -223,7 +248,8 @@ TEST(codec, describe_configs_all_versions) {
 // Random corruption of every request type decodes or fails cleanly.
 TEST(codec, corrupted_requests_fail_cleanly) {
     produce_request pr;
-    pr.topics.push_back({"orders", {{0, bytes(64, 1)}, {1, std::nullopt}}});
+    const bytes batches(64, 1);
+    pr.topics.push_back({"orders", {{0, bytes_view(batches)}, {1, std::nullopt}}});
     mutate_and_decode(api_key::produce, 3, 9, pr, 1);
     fetch_request fr;
     fr.topics.push_back({"orders", {}, {{0, -1, 5, -1, -1, 1024}}});
