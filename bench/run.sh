@@ -43,6 +43,10 @@ environment (defaults in brackets):
                   fio run                       [4]
   FIO_REPEATS     repeats of each fio job (median reported) [3]
   FIO_RUNTIME     cap on the write phase of one fio run, s  [8]
+  PAIRS           rounds of (d4): an O_DIRECT fio run, then a flat-out produce
+                  into a fresh topic, each ratio taken within its round [5]
+  PAIR_RECORDS    records per (d4) produce      [1000000]
+  PAIR_FIO_SIZE   bytes per (d4) fio run        [1g]
   IPERF_SECS      iperf3 duration, s            [5]
   LOADGEN_ARGS    extra args for every loadgen run, e.g. "--set k=v" [none]
 EOF
@@ -66,6 +70,7 @@ done
 
 if [ "$QUICK" = 1 ]; then
   : "${RECORDS:=200000}" "${STEADY_SECS:=5}" "${FIO_SIZE:=512m}" "${FIO_REPEATS:=1}" "${IPERF_SECS:=2}"
+  : "${PAIRS:=1}" "${PAIR_RECORDS:=100000}" "${PAIR_FIO_SIZE:=256m}"
 fi
 : "${SLUICE:=$ROOT/build/sluice}"
 : "${LOADGEN:=$ROOT/build/bench/sluice-loadgen}"
@@ -77,6 +82,9 @@ fi
 : "${PARTITIONS:=8}"
 : "${RECORDS:=2000000}"
 : "${RECORD_SIZE:=1024}"
+: "${PAIRS:=5}"
+: "${PAIR_RECORDS:=1000000}"
+: "${PAIR_FIO_SIZE:=1g}"
 : "${STEADY_MBPS:=50}"
 : "${STEADY_SECS:=20}"
 : "${PRODUCE_CAP_SECS:=300}"
@@ -312,6 +320,7 @@ C_MBPS="n/a"; C_RPS="n/a"; C_REC="n/a"; C_CPU="n/a"
 S_MBPS="n/a"; S_P50="n/a"; S_P99="n/a"; S_P999="n/a"; S_MAX="n/a"; S_CPU="n/a"
 S1_MBPS="n/a"; S1_P50="n/a"; S1_P99="n/a"; S1_P999="n/a"
 SS_MBPS="n/a"; SS_P50="n/a"; SS_P99="n/a"; SS_P999="n/a"
+PAIR_LIST=""; PAIR_MEDIAN="n/a"; PAIR_RANGE=""
 BROKER_NOTE=""
 DATA_SIZE="n/a"
 
@@ -460,6 +469,38 @@ broker_phase() {
   SS_P50="$(result_field "$LOGS/steady-steps.log" p50_ms)"; SS_P99="$(result_field "$LOGS/steady-steps.log" p99_ms)"
   SS_P999="$(result_field "$LOGS/steady-steps.log" p999_ms)"; SS_MBPS="$(result_field "$LOGS/steady-steps.log" mbps)"
 
+  broker_alive || return 1
+
+  # 4. The disk's bandwidth on this VM moves by a third within minutes, so a produce
+  #    run is also compared with an O_DIRECT fio run made just before it, round by
+  #    round, and the ratios' median is reported.
+  log "(d4) $PAIRS round(s): fio O_DIRECT $PAIR_FIO_SIZE, then produce $PAIR_RECORDS records flat-out"
+  local i fio_mbps pair_mbps rounds="$PAIRS"
+  : > "$WORK/pairs.txt"
+  command -v fio >/dev/null 2>&1 || { warn "fio not installed: (d4) skipped"; rounds=0; }
+  for i in $(seq 1 "$rounds"); do
+    sync
+    FIO_REPEATS=1 FIO_SIZE="$PAIR_FIO_SIZE" run_fio_job "pair$i" "$WORK/fio-pair.txt" --direct=1 --end_fsync=1
+    fio_mbps="$(awk 'NF { print $1; exit }' "$WORK/fio-pair.txt")"
+    if ! run_step "$LOGS/topic-create-p$i.log" 0 timeout -k 5 60 "$SLUICE" topic create \
+        "${TOPIC}p$i" --partitions "$PARTITIONS" --bootstrap "$ADDR"; then
+      warn "topic create for round $i failed"; ok=1; continue
+    fi
+    # shellcheck disable=SC2086 # LOADGEN_ARGS is deliberately word-split
+    timeout -k 5 "$PRODUCE_CAP_SECS" "$LOADGEN" --bootstrap "$ADDR" --topic "${TOPIC}p$i" \
+      --mode produce --acks -1 --records "$PAIR_RECORDS" --record-size "$RECORD_SIZE" \
+      --duration-s "$PRODUCE_CAP_SECS" $LOADGEN_ARGS > "$LOGS/pair$i.log" 2>&1 || ok=1
+    pair_mbps="$(result_field "$LOGS/pair$i.log" mbps)"
+    if [ -z "$fio_mbps" ] || [ -z "$pair_mbps" ]; then
+      warn "round $i gave no figure (fio '${fio_mbps}', produce '${pair_mbps}')"; ok=1; continue
+    fi
+    echo "$fio_mbps $pair_mbps" | awk '{ printf "%s %s %.3f\n", $1, $2, $2 / $1 }' >> "$WORK/pairs.txt"
+    echo "  round $i: fio direct $fio_mbps MB/s, produce $pair_mbps MB/s" >&2
+  done
+  PAIR_LIST="$(awk '{ printf "%s%.0f/%.0f", (NR > 1 ? ", " : ""), $2, $1 }' "$WORK/pairs.txt")"
+  PAIR_MEDIAN="$(awk '{ print $3 }' "$WORK/pairs.txt" | median)"
+  PAIR_RANGE="$(awk '{ print $3 }' "$WORK/pairs.txt" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR > 0) printf "%.2f–%.2f", lo, hi }')"
+
   broker_alive || ok=1
   stop_pid "$BROKER_PID"
   return $ok
@@ -500,11 +541,12 @@ IPERF_MBS="$(awk -v g="$IPERF_GBPS" 'BEGIN { if (g == "n/a" || g == "") print "n
     echo "- steady ($PARTITIONS partitions, linger.ms=$STEADY_LINGER_MS): target $STEADY_MBPS MB/s for ${STEADY_SECS}s, achieved $S_MBPS MB/s; latency p50/p99/p99.9/max $(nz "$S_P50")/$(nz "$S_P99")/$(nz "$S_P999")/$(nz "$S_MAX") ms; broker CPU ${S_CPU} s."
     echo "- steady (1 partition, linger.ms=$STEADY_LINGER_MS): achieved $(nz "$S1_MBPS") MB/s; latency p50/p99/p99.9 $(nz "$S1_P50")/$(nz "$S1_P99")/$(nz "$S1_P999") ms."
     echo "- steady ($PARTITIONS partitions, paced in 1 ms steps): achieved $(nz "$SS_MBPS") MB/s; latency p50/p99/p99.9 $(nz "$SS_P50")/$(nz "$SS_P99")/$(nz "$SS_P999") ms."
+    echo "- produce against fio O_DIRECT round by round ($PAIRS x $PAIR_RECORDS records after $PAIR_FIO_SIZE of fio; produce/fio MB/s: $(nz "$PAIR_LIST")): median ratio $(nz "$PAIR_MEDIAN")${PAIR_RANGE:+, range $PAIR_RANGE}."
   fi
   [ -n "$BROKER_NOTE" ] && echo "- note: $BROKER_NOTE."
   [ "$FAILED" = 1 ] && echo "- **some steps failed; see warnings above and the logs.**"
   echo
-  echo "RESULT mode=bench fio_endfsync_mbps=$FIO_END fio_fdatasync_mbps=$FIO_SYNC fio_direct_mbps=${FIO_DIRECT:-n/a} iperf3_gbps=$IPERF_GBPS produce_mbps=$P_MBPS consume_mbps=$C_MBPS steady_mbps=$S_MBPS steady_p50_ms=$(nz "$S_P50") steady_p99_ms=$(nz "$S_P99") steady_p999_ms=$(nz "$S_P999") steady_steps_p99_ms=$(nz "$SS_P99") ok=$((1 - FAILED))"
+  echo "RESULT mode=bench fio_endfsync_mbps=$FIO_END fio_fdatasync_mbps=$FIO_SYNC fio_direct_mbps=${FIO_DIRECT:-n/a} iperf3_gbps=$IPERF_GBPS produce_mbps=$P_MBPS consume_mbps=$C_MBPS steady_mbps=$S_MBPS steady_p50_ms=$(nz "$S_P50") steady_p99_ms=$(nz "$S_P99") steady_p999_ms=$(nz "$S_P999") steady_steps_p99_ms=$(nz "$SS_P99") produce_direct_ratio=$(nz "$PAIR_MEDIAN") ok=$((1 - FAILED))"
 } > "$SUMMARY"
 
 echo >&2
