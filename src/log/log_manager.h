@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/worker_group.h"
 #include "log/partition_log.h"
 #include "log/recovery.h"
 
@@ -232,6 +233,8 @@ class log_manager final : private dirty_sink {
     std::deque<checkpoint> _checkpoints;
 
     std::thread _flusher;
+    // The flusher's helpers for a pass's segment fsyncs (created with the flusher).
+    std::unique_ptr<worker_group> _syncers;
     bool _opened = false;
     bool _closed = false;
 };
