@@ -479,8 +479,9 @@ void log_manager::flush_pass(std::vector<partition_log*>& dirty, std::vector<wai
         }
     }
     // Plans that fsync their segment (appends the journal did not take) run side by
-    // side: eight fdatasyncs one after another wait for eight inode writes and cache
-    // flushes in turn, while issued together the block layer merges their flushes.
+    // side: one after another, each fdatasync waits for its data, inode write and cache
+    // flush before the next starts; issued together, they overlap (a fifth more
+    // flat-out produce over 8 partitions, docs/benchmarks.md).
     std::vector<std::optional<result<bool>>> done(plans.size());
     std::vector<size_t> fsyncing;
     for (size_t i = 0; i < plans.size(); ++i)
