@@ -324,20 +324,26 @@ PAIR_LIST=""; PAIR_MEDIAN="n/a"; PAIR_RANGE=""
 BROKER_NOTE=""
 DATA_SIZE="n/a"
 
-run_loadgen() {  # run_loadgen LOGNAME CAP_SECS args... ; returns loadgen's exit code
-  local name="$1" cap="$2"; shift 2
+run_loadgen() {  # run_loadgen TOPIC LOGNAME CAP_SECS args... ; returns loadgen's exit code
+  local topic="$1" name="$2" cap="$3"; shift 3
   # shellcheck disable=SC2086 # LOADGEN_ARGS is deliberately word-split
   run_step "$LOGS/$name.log" 1 timeout -s INT -k 30 $(( cap + 120 )) \
-    "$LOADGEN" --bootstrap "$ADDR" --topic "$TOPIC" "$@" $LOADGEN_ARGS
+    "$LOADGEN" --bootstrap "$ADDR" --topic "$topic" "$@" $LOADGEN_ARGS
 }
 
 steady_run() {  # steady_run TOPIC LOGNAME args... ; a steady acks=-1 run, its exit code
   local topic="$1" name="$2"; shift 2
-  # shellcheck disable=SC2086 # LOADGEN_ARGS is deliberately word-split
-  timeout -k 5 $((STEADY_SECS + 60)) "$LOADGEN" --bootstrap "$ADDR" --topic "$topic" --mode produce \
-    --acks -1 --rate-mbps "$STEADY_MBPS" --records 1000000000 --record-size "$RECORD_SIZE" \
-    --duration-s "$STEADY_SECS" --linger-ms "$STEADY_LINGER_MS" "$@" $LOADGEN_ARGS \
-    > "$LOGS/$name.log" 2>&1
+  run_loadgen "$topic" "$name" "$STEADY_SECS" --mode produce --acks -1 --rate-mbps "$STEADY_MBPS" \
+    --records 1000000000 --record-size "$RECORD_SIZE" --duration-s "$STEADY_SECS" \
+    --linger-ms "$STEADY_LINGER_MS" "$@"
+}
+
+create_topic() {  # create_topic NAME PARTITIONS ; logs to topic-create-NAME.log, says why it failed
+  local log="$LOGS/topic-create-$1.log"
+  run_step "$log" 0 timeout -k 5 60 "$SLUICE" topic create "$1" --partitions "$2" --bootstrap "$ADDR" \
+    && return 0
+  warn "topic create $1 failed:"; cat "$log" >&2
+  return 1
 }
 
 broker_phase() {
@@ -368,17 +374,11 @@ broker_phase() {
   echo "  broker pid $BROKER_PID listening on $ADDR" >&2
 
   # The main topic, the 1-partition one (run 3b) and a fresh one for run 3c.
-  local extra parts create_log
-  for extra in "" 1 s; do
-    parts="$PARTITIONS"; [ "$extra" = 1 ] && parts=1
-    create_log="$LOGS/topic-create${extra:+-$extra}.log"
-    if ! run_step "$create_log" 0 \
-        timeout -k 5 60 "$SLUICE" topic create "${TOPIC}$extra" --partitions "$parts" --bootstrap "$ADDR"; then
-      warn "topic create failed:"; cat "$create_log" >&2
-      BROKER_NOTE="topic create failed"
-      return 1
-    fi
-  done
+  if ! { create_topic "$TOPIC" "$PARTITIONS" && create_topic "${TOPIC}1" 1 &&
+         create_topic "${TOPIC}s" "$PARTITIONS"; }; then
+    BROKER_NOTE="topic create failed"
+    return 1
+  fi
 
   local c0 c1 rc ok=0
   broker_alive() {
@@ -390,7 +390,7 @@ broker_phase() {
   # 1. flat-out acks=-1 produce
   log "(d1) produce $RECORDS x $RECORD_SIZE B, acks=-1, flat-out, $PARTITIONS partitions"
   c0="$(cpu_secs "$BROKER_PID")"
-  run_loadgen produce "$PRODUCE_CAP_SECS" --mode produce --acks -1 --records "$RECORDS" \
+  run_loadgen "$TOPIC" produce "$PRODUCE_CAP_SECS" --mode produce --acks -1 --records "$RECORDS" \
     --record-size "$RECORD_SIZE" --duration-s "$PRODUCE_CAP_SECS"
   rc=$?
   c1="$(cpu_secs "$BROKER_PID")"
@@ -408,7 +408,7 @@ broker_phase() {
   # 2. consume everything from warm page cache (no cache drop)
   log "(d2) consume all partitions from the beginning (warm cache)"
   c0="$(cpu_secs "$BROKER_PID")"
-  run_loadgen consume "$CONSUME_CAP_SECS" --mode consume --duration-s "$CONSUME_CAP_SECS"
+  run_loadgen "$TOPIC" consume "$CONSUME_CAP_SECS" --mode consume --duration-s "$CONSUME_CAP_SECS"
   rc=$?
   c1="$(cpu_secs "$BROKER_PID")"
   C_CPU="$(awk -v a="$c0" -v b="$c1" 'BEGIN { if (a == "" || b == "") print "n/a"; else printf "%.1f", b - a }')"
@@ -436,9 +436,7 @@ broker_phase() {
   sync
   log "(d3) steady produce at $STEADY_MBPS MB/s for ${STEADY_SECS}s, acks=-1"
   c0="$(cpu_secs "$BROKER_PID")"
-  run_loadgen steady "$STEADY_SECS" --mode produce --acks -1 --rate-mbps "$STEADY_MBPS" \
-    --records 1000000000 --record-size "$RECORD_SIZE" --duration-s "$STEADY_SECS" \
-    --linger-ms "$STEADY_LINGER_MS"
+  steady_run "$TOPIC" steady
   rc=$?
   c1="$(cpu_secs "$BROKER_PID")"
   S_CPU="$(awk -v a="$c0" -v b="$c1" 'BEGIN { if (a == "" || b == "") print "n/a"; else printf "%.1f", b - a }')"
@@ -482,14 +480,9 @@ broker_phase() {
     sync
     FIO_REPEATS=1 FIO_SIZE="$PAIR_FIO_SIZE" run_fio_job "pair$i" "$WORK/fio-pair.txt" --direct=1 --end_fsync=1
     fio_mbps="$(awk 'NF { print $1; exit }' "$WORK/fio-pair.txt")"
-    if ! run_step "$LOGS/topic-create-p$i.log" 0 timeout -k 5 60 "$SLUICE" topic create \
-        "${TOPIC}p$i" --partitions "$PARTITIONS" --bootstrap "$ADDR"; then
-      warn "topic create for round $i failed"; ok=1; continue
-    fi
-    # shellcheck disable=SC2086 # LOADGEN_ARGS is deliberately word-split
-    timeout -k 5 "$PRODUCE_CAP_SECS" "$LOADGEN" --bootstrap "$ADDR" --topic "${TOPIC}p$i" \
-      --mode produce --acks -1 --records "$PAIR_RECORDS" --record-size "$RECORD_SIZE" \
-      --duration-s "$PRODUCE_CAP_SECS" $LOADGEN_ARGS > "$LOGS/pair$i.log" 2>&1 || ok=1
+    create_topic "${TOPIC}p$i" "$PARTITIONS" || { ok=1; continue; }
+    run_loadgen "${TOPIC}p$i" "pair$i" "$PRODUCE_CAP_SECS" --mode produce --acks -1 \
+      --records "$PAIR_RECORDS" --record-size "$RECORD_SIZE" --duration-s "$PRODUCE_CAP_SECS" || ok=1
     pair_mbps="$(result_field "$LOGS/pair$i.log" mbps)"
     if [ -z "$fio_mbps" ] || [ -z "$pair_mbps" ]; then
       warn "round $i gave no figure (fio '${fio_mbps}', produce '${pair_mbps}')"; ok=1; continue

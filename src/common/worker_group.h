@@ -25,8 +25,6 @@ class worker_group {
     // and returns when every call has returned. fn must not throw.
     void run(size_t n, const std::function<void(size_t)>& fn);
 
-    size_t threads() const { return _threads.size(); }
-
   private:
     void work();
     void take_items();
