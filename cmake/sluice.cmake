@@ -5,6 +5,28 @@ set(SLUICE_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
     # GCC 12 reports false positives for std::vector growth at -O2 (GCC PR 107138).
     $<$<CXX_COMPILER_ID:GNU>:-Wno-array-bounds -Wno-stringop-overflow -Wno-restrict>)
 
+# Standard and fmt headers that most translation units include, parsed once into a
+# precompiled header that every target built with the helpers below shares: parsing
+# them took half of a handler's compile time. clang-tidy runs on a configuration
+# without it (make lint), so a missing #include still fails there.
+option(SLUICE_PCH "Precompile the common standard library and fmt headers" ON)
+set(SLUICE_PCH_HEADERS
+  <algorithm> <array> <atomic> <chrono> <cstdint> <cstring> <filesystem> <functional>
+  <map> <memory> <mutex> <optional> <set> <span> <string> <string_view> <thread>
+  <unordered_map> <utility> <vector> <fmt/format.h>)
+
+# sluice_use_pch(<target>): the shared precompiled header, made by sluice_common.
+function(sluice_use_pch target)
+  if(NOT SLUICE_PCH)
+    return()
+  endif()
+  if(target STREQUAL "sluice_common")
+    target_precompile_headers(${target} PRIVATE ${SLUICE_PCH_HEADERS})
+  else()
+    target_precompile_headers(${target} REUSE_FROM sluice_common)
+  endif()
+endfunction()
+
 # sluice_add_library(<module> SOURCES ... DEPS ...): builds sluice_<module>,
 # includes rooted at src/.
 function(sluice_add_library name)
@@ -14,6 +36,7 @@ function(sluice_add_library name)
   target_compile_options(sluice_${name} PRIVATE ${SLUICE_WARNINGS}
     $<$<BOOL:${SLUICE_WERROR}>:-Werror>)
   target_link_libraries(sluice_${name} PUBLIC ${ARG_DEPS})
+  sluice_use_pch(sluice_${name})
 endfunction()
 
 # sluice_add_test(<name> SOURCES ... DEPS ... LABELS ...): a GoogleTest binary whose
@@ -25,6 +48,7 @@ function(sluice_add_test name)
     $<$<BOOL:${SLUICE_WERROR}>:-Werror>)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/unit)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  sluice_use_pch(${name})
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()

@@ -28,7 +28,7 @@ step_result fail(std::string reason) {
 
 // For log lines: the name in quotes, control bytes escaped, long names cut, so that a
 // client cannot forge or flood the broker log through its user name.
-std::string quoted(std::string_view s) {
+std::string log_quoted(std::string_view s) {
     std::string out = "'";
     for (size_t i = 0; i < s.size() && i < max_logged; ++i) {
         auto ch = static_cast<unsigned char>(s[i]);
@@ -148,11 +148,11 @@ std::string check_password(const credential_source& source, const std::string& u
     if (creds.empty()) {
         // Spend the same PBKDF2 work as for a real user, so timing does not tell.
         (void)verify_password(fake_credential(scram_mechanism::sha256, user), password);
-        return "unknown user " + quoted(user);
+        return "unknown user " + log_quoted(user);
     }
     bool ok = false;
     for (const auto& c : creds) ok = verify_password(c, password) || ok;
-    return ok ? std::string() : "wrong password for user " + quoted(user);
+    return ok ? std::string() : "wrong password for user " + log_quoted(user);
 }
 
 namespace {
@@ -176,8 +176,8 @@ class plain_server final : public sasl_server {
             return fail("malformed PLAIN message: more than two NUL separators");
         if (user.empty()) return fail("malformed PLAIN message: empty user name");
         if (!authzid.empty() && authzid != user)
-            return fail("authorization id " + quoted(authzid) + " differs from user " +
-                        quoted(user));
+            return fail("authorization id " + log_quoted(authzid) + " differs from user " +
+                        log_quoted(user));
         if (auto why = check_password(_source, user, password); !why.empty()) return fail(why);
         _user = std::move(user);
         return {outcome::success, {}, {}};
@@ -245,9 +245,9 @@ step_result scram_server::on_first(std::string_view msg) {
     if (c2 == msg.npos) return malformed_first("no GS2 header");
     std::string_view cbind = msg.substr(0, c1);
     if (cbind.starts_with("p="))
-        return fail("channel binding " + quoted(cbind.substr(2)) + " is not supported");
+        return fail("channel binding " + log_quoted(cbind.substr(2)) + " is not supported");
     if (cbind != "n" && cbind != "y")
-        return malformed_first("channel binding flag " + quoted(cbind) + " is not n, y or p=");
+        return malformed_first("channel binding flag " + log_quoted(cbind) + " is not n, y or p=");
     std::optional<std::string> authzid;
     if (std::string_view a = msg.substr(c1 + 1, c2 - c1 - 1); !a.empty()) {
         auto v = attr_value(a, 'a');
@@ -271,7 +271,7 @@ step_result scram_server::on_first(std::string_view msg) {
     for (size_t i = 2; i < attrs.size(); ++i) {
         size_t eq = attrs[i].find('=');
         if (eq == 0 || eq == attrs[i].npos)
-            return malformed_first("extension " + quoted(attrs[i]) + " is not key=value");
+            return malformed_first("extension " + log_quoted(attrs[i]) + " is not key=value");
         std::string_view key = attrs[i].substr(0, eq);
         if (key == "tokenauth" && iequals(attrs[i].substr(eq + 1), "true"))
             return fail("delegation tokens are not supported");
@@ -279,7 +279,8 @@ step_result scram_server::on_first(std::string_view msg) {
     if (name->empty()) *name = _default_user;
     if (name->empty()) return malformed_first("empty user name");
     if (authzid && *authzid != *name)
-        return fail("authorization id " + quoted(*authzid) + " differs from user " + quoted(*name));
+        return fail("authorization id " + log_quoted(*authzid) + " differs from user " +
+                    log_quoted(*name));
 
     auto creds = _source.credentials(*name);
     auto it = std::find_if(creds.begin(), creds.end(),
@@ -308,12 +309,12 @@ step_result scram_server::on_final(std::string_view msg) {
     auto binding = base64_decode(*c);
     if (!binding) return malformed_final("c= is not base64");
     if (*binding != _gs2_header)
-        return fail("channel binding data " + quoted(*binding) +
-                    " differs from the client-first GS2 header " + quoted(_gs2_header));
+        return fail("channel binding data " + log_quoted(*binding) +
+                    " differs from the client-first GS2 header " + log_quoted(_gs2_header));
     // librdkafka (2.0 at least) echoes its own nonce in front of the whole server nonce;
     // Kafka accepts that (it checks that the nonce ends with the server's), so do we.
     if (*r != _nonce && *r != _client_nonce + _nonce)
-        return fail("nonce mismatch for user " + quoted(_claimed));
+        return fail("nonce mismatch for user " + log_quoted(_claimed));
     auto proof = base64_decode(msg.substr(p + 3));
     if (!proof) return malformed_final("p= is not base64");
     if (proof->size() != digest_size(_mech))
@@ -329,9 +330,9 @@ step_result scram_server::on_final(std::string_view msg) {
     std::string client_key = xor_bytes(*proof, signature);
     bool match = constant_time_equal(scram_hash(_mech, client_key), _cred.stored_key);
     if (!_known)
-        return fail("unknown user " + quoted(_claimed) + " for " +
+        return fail("unknown user " + log_quoted(_claimed) + " for " +
                     std::string(mechanism_name(_mech)));
-    if (!match) return fail("wrong password for user " + quoted(_claimed));
+    if (!match) return fail("wrong password for user " + log_quoted(_claimed));
     _user = _claimed;
     return {outcome::success,
             "v=" + base64_encode(scram_hmac(_mech, _cred.server_key, auth_message)),
