@@ -98,16 +98,23 @@ void access_control::refresh_if_changed() const {
     std::map<std::string, std::vector<security::policy>> by_user;
     size_t attached = 0;
     for (auto& rec : _cat.list_policies()) {
-        auto pol = security::parse_policy(rec.name, rec.document);
-        if (!pol) {
+        auto parsed = security::parse_policy(rec.name, rec.document);
+        security::policy pol;
+        if (parsed) {
+            pol = std::move(*parsed);
+        } else {
             // Documents are validated before they are stored; only a hand-edited catalog
-            // gets here. Its statements are ignored (so an Allow there grants nothing).
-            log_error("security", "policy '{}' in the catalog is invalid and ignored: {}", rec.name,
-                      pol.err().message);
-            continue;
+            // gets here. What it meant is unknown, and it may have held a Deny, so its
+            // users are refused everything until it is put again or detached.
+            log_error("security",
+                      "policy '{}' in the catalog is invalid; its users ({}) are denied every "
+                      "action until it is replaced or detached: {}",
+                      rec.name, rec.users.size(), parsed.err().message);
+            pol.name = rec.name;
+            pol.statements.push_back({security::effect::deny, {"*"}, {"*"}});
         }
         for (const auto& u : rec.users) {
-            by_user[u].push_back(*pol);
+            by_user[u].push_back(pol);
             ++attached;
         }
     }

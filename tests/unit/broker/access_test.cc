@@ -88,6 +88,26 @@ TEST_F(access_control_test, a_stored_document_that_does_not_parse_grants_nothing
     EXPECT_FALSE(ac.allowed({"alice", true}, action::read, {resource_kind::topic, "t"}));
 }
 
+// A document that no longer parses may have held a Deny: its users lose every action,
+// whatever their other policies allow, and in permissive mode as well.
+TEST_F(access_control_test, a_stored_document_that_does_not_parse_denies_its_users) {
+    access_control ac(*_cat, security::authz_mode::permissive, true);
+    security::principal alice{"alice", true};
+    security::resource orders{resource_kind::topic, "orders"};
+    ASSERT_TRUE(_cat->put_policy(
+        "read", R"({"Statement":[{"Effect":"Allow","Action":"KafkaRead","Resource":"*"}]})"));
+    ASSERT_TRUE(_cat->attach_policy("read", "alice"));
+    EXPECT_TRUE(ac.allowed(alice, action::read, orders));
+    ASSERT_TRUE(_cat->put_policy("broken", R"({"Statement":[{"Effect":"Deny","Action":1}]})"));
+    ASSERT_TRUE(_cat->attach_policy("broken", "alice"));
+    EXPECT_FALSE(ac.allowed(alice, action::read, orders));
+    EXPECT_FALSE(ac.allowed(alice, action::describe, {resource_kind::cluster, ""}));
+    // Users it is not attached to keep the permissive default.
+    EXPECT_TRUE(ac.allowed({"bob", true}, action::read, orders));
+    ASSERT_TRUE(_cat->detach_policy("broken", "alice"));
+    EXPECT_TRUE(ac.allowed(alice, action::read, orders));
+}
+
 TEST_F(access_control_test, credentials_come_from_the_catalog) {
     access_control ac(*_cat, security::authz_mode::permissive, false);
     EXPECT_FALSE(ac.authentication_required());
