@@ -89,6 +89,10 @@ bool access_control::allowed(const security::principal& p, action a,
     return _authz.allowed(p, a, r);
 }
 
+uint64_t access_control::generation() const {
+    return _cat.security_generation();
+}
+
 void access_control::refresh_if_changed() const {
     uint64_t gen = _cat.security_generation();
     if (_seen.load(std::memory_order_acquire) == gen) return;

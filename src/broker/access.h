@@ -43,6 +43,7 @@ class access_control final : public security::credential_source, public security
                  const security::resource& r) const override;
     bool authentication_required() const override { return _authenticate; }
     const security::credential_source& credentials() const override { return *this; }
+    uint64_t generation() const override;
     security::authz_mode mode() const { return _authz.mode(); }
     catalog::catalog& catalog() const { return _cat; }
 

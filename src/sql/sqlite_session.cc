@@ -352,7 +352,18 @@ query_error sqlite_session::error_for(int rc) const {
     if (has("syntax error") || has("incomplete input") || has("unrecognized token") ||
         has(" columns but ") || has("values for ") || has("wrong number of arguments"))
         return {failure::syntax, msg};
-    if (has("no such table")) return {failure::undefined_table, msg};
+    if (has("no such table")) {
+        // A topic the principal may not see has no table: it gets the error of a
+        // refused read, whether the topic exists or not, so that the error does not
+        // tell (as Kafka answers TOPIC_AUTHORIZATION_FAILED for both).
+        constexpr std::string_view topic_table = "no such table: kafka_topics.";
+        if (const auto at = msg.find(topic_table); at != std::string::npos) {
+            const std::string topic = msg.substr(at + topic_table.size());
+            if (!_ctx.may_see_topic(topic))
+                return {failure::not_authorized, _ctx.read_denial(topic)};
+        }
+        return {failure::undefined_table, msg};
+    }
     if (has("no such column")) return {failure::undefined_column, msg};
     // SQLite refuses writes into a virtual table before the authorizer is asked:
     // "table <name> may not be modified".

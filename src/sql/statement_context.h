@@ -55,14 +55,27 @@ class statement_context {
     bool allowed(security::action a, const security::resource& r) const {
         return !_gate || _gate->allowed(_principal, a, r);
     }
+    // Changes whenever what allowed() answers may have changed; 0 without a gate.
+    uint64_t access_generation() const { return _gate ? _gate->generation() : 0; }
+    // Whether the topic's table is in the principal's kafka_topics: a topic it may
+    // describe or read (reading implies describing, as in Kafka).
+    bool may_see_topic(const std::string& topic) const {
+        const security::resource r{security::resource_kind::topic, topic};
+        return allowed(security::action::describe, r) || allowed(security::action::read, r);
+    }
+    // The error of a refused KafkaRead on a topic.
+    std::string read_denial(const std::string& topic) const {
+        const security::resource r{security::resource_kind::topic, topic};
+        return "permission denied for topic \"" + topic + "\": " + _principal.to_string() +
+               " may not " + std::string(security::action_name(security::action::read)) + " " +
+               security::resource_name(r);
+    }
     // Checks KafkaRead on a topic; on denial keeps the message for the statement's
     // error (the engine reports it as not_authorized, SQLSTATE 42501) and returns it.
     std::optional<std::string> check_topic_read(const std::string& topic) {
-        const security::resource r{security::resource_kind::topic, topic};
-        if (allowed(security::action::read, r)) return std::nullopt;
-        _denied = "permission denied for topic \"" + topic + "\": " + _principal.to_string() +
-                  " may not " + std::string(security::action_name(security::action::read)) + " " +
-                  security::resource_name(r);
+        if (allowed(security::action::read, {security::resource_kind::topic, topic}))
+            return std::nullopt;
+        _denied = read_denial(topic);
         return _denied;
     }
     // The denial the running statement (or the last prepare) ran into, if any.

@@ -424,9 +424,12 @@ outcome<bool> topic_tables::install(sqlite3* db) {
 
 outcome<bool> topic_tables::sync(sqlite3* db) {
     const uint64_t gen = catalog.generation();
-    if (gen == _generation) return true;
+    const uint64_t access_gen = ctx.access_generation();
+    const std::string& user = ctx.principal().user;
+    if (gen == _generation && access_gen == _access_generation && user == _user) return true;
     std::set<std::string> want;
-    for (const auto& t : catalog.list_topics()) want.insert(t.name);
+    for (const auto& t : catalog.list_topics())
+        if (ctx.may_see_topic(t.name)) want.insert(t.name);
     for (auto it = _tables.begin(); it != _tables.end();) {
         if (want.count(*it)) {
             ++it;
@@ -444,6 +447,8 @@ outcome<bool> topic_tables::sync(sqlite3* db) {
         _tables.insert(name);
     }
     _generation = gen;
+    _access_generation = access_gen;
+    _user = user;
     return true;
 }
 

@@ -30,8 +30,10 @@ struct topic_tables {
 
     // Registers the module on the connection.
     outcome<bool> install(sqlite3* db);
-    // Creates and drops tables in kafka_topics so that they match the catalog's topics;
-    // cheap when no topic came or went since the last call.
+    // Creates and drops tables in kafka_topics so that they match the catalog's topics
+    // that the session's principal may see (statement_context::may_see_topic), as
+    // Metadata lists only what a client may describe; cheap when no topic, policy or
+    // principal changed since the last call.
     outcome<bool> sync(sqlite3* db);
 
     log::log_manager& logs;
@@ -40,6 +42,8 @@ struct topic_tables {
 
   private:
     uint64_t _generation = 0;
+    uint64_t _access_generation = 0;
+    std::string _user;  // the principal the tables were chosen for
     std::set<std::string> _tables;
 };
 

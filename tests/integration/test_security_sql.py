@@ -238,6 +238,35 @@ def test_reading_a_topic_needs_kafka_read(env):
         conn.close()
 
 
+def test_topic_tables_list_only_what_the_user_may_see(env):
+    """kafka_topics holds a table per topic the user may describe or read, so the schema
+    tables and PRAGMA table_list name no other topic; a topic it may not see, existing or
+    not, answers the same permission error."""
+    listings = ("SELECT name FROM kafka_topics.sqlite_master ORDER BY name",
+                "SELECT name FROM pragma_table_list WHERE schema = 'kafka_topics' AND type = 'virtual' ORDER BY name")
+    for user, password, want in (("alice", ALICE_PW, [ORDERS]), ("admin", ADMIN_PW, sorted([ORDERS, SECRET])),
+                                 ("bob", BOB_PW, [])):
+        conn = pg_conn(env, user, password)
+        try:
+            for sql in listings:
+                assert [r[0] for r in Q.pg_rows(conn, sql)] == want, (user, sql)
+        finally:
+            conn.close()
+    conn = pg_conn(env, "alice", ALICE_PW)
+    try:
+        errors = {}
+        for topic in (SECRET, "ledger-no-such-topic"):
+            e = Q.pg_error(conn, "SELECT * FROM %s" % Q.topic_table(topic))
+            assert e.pgcode == "42501", (topic, e.pgerror)
+            errors[topic] = e.pgerror.replace(topic, "T")
+        assert errors[SECRET] == errors["ledger-no-such-topic"], errors
+        # A topic she may see but that does not exist is just missing.
+        e = Q.pg_error(conn, "SELECT * FROM %s" % Q.topic_table("sqlsec-no-such-topic"))
+        assert e.pgcode == "42P01", e.pgerror
+    finally:
+        conn.close()
+
+
 # --------------------------------------------------------------------------
 # HTTPS
 # --------------------------------------------------------------------------

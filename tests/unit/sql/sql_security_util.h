@@ -41,10 +41,16 @@ class fake_gate final : public security::gate, public security::credential_sourc
     void allow(const std::string& user, security::action a, const std::string& resource) {
         std::lock_guard lk(_mu);
         _grants.insert({user, a, resource});
+        ++_generation;
     }
     void revoke_all() {
         std::lock_guard lk(_mu);
         _grants.clear();
+        ++_generation;
+    }
+    uint64_t generation() const override {
+        std::lock_guard lk(_mu);
+        return _generation;
     }
 
     bool authentication_required() const override { return _require_login; }
@@ -65,6 +71,7 @@ class fake_gate final : public security::gate, public security::credential_sourc
     mutable std::mutex _mu;
     std::map<std::string, std::vector<security::scram_credential>> _creds;
     std::set<std::tuple<std::string, security::action, std::string>> _grants;
+    uint64_t _generation = 1;
 };
 
 // A CA and a server certificate for 127.0.0.1 and localhost, made with the openssl

@@ -333,6 +333,28 @@ TEST_F(authz_fixture, a_prepared_statement_is_checked_again_when_it_runs) {
     EXPECT_EQ((*st)->error().kind, failure::not_authorized) << (*st)->error().message;
 }
 
+TEST_F(authz_fixture, kafka_topics_holds_what_the_principal_may_see) {
+    const char* listing = "SELECT name FROM kafka_topics.sqlite_master ORDER BY name";
+    EXPECT_EQ(query(*sess, listing), rows{});
+    gate.allow("alice", action::describe, "sluice:topic:secret");
+    EXPECT_EQ(query(*sess, listing), (rows{{"secret"}}));
+    gate.allow("alice", action::read, "sluice:topic:orders");
+    EXPECT_EQ(query(*sess, listing), (rows{{"orders"}, {"secret"}}));
+    // Another principal on the same session sees its own set.
+    sess->set_principal({"bob", true});
+    EXPECT_EQ(query(*sess, listing), rows{});
+    // A topic it may not see answers as one it may not read, existing or not.
+    auto existing = failure_of(*sess, "SELECT * FROM kafka_topics.secret");
+    auto missing = failure_of(*sess, "SELECT * FROM kafka_topics.nosuch");
+    EXPECT_EQ(existing.kind, failure::not_authorized) << existing.message;
+    EXPECT_EQ(missing.kind, failure::not_authorized) << missing.message;
+    EXPECT_NE(missing.message.find("\"nosuch\""), std::string::npos) << missing.message;
+    // Where it may see topics, a missing one is just missing.
+    gate.allow("bob", action::describe, "sluice:topic:nosuch");
+    EXPECT_EQ(failure_of(*sess, "SELECT * FROM kafka_topics.nosuch").kind,
+              failure::undefined_table);
+}
+
 TEST_F(authz_fixture, system_tables_list_what_the_principal_may_describe) {
     EXPECT_EQ(query(*sess, "SELECT topic FROM system.topics"), rows{});
     gate.allow("alice", action::describe, "sluice:topic:orders");
