@@ -696,6 +696,12 @@ std::string service::protected_table(std::string_view schema, std::string_view t
         schema, table, it->second->info.topic, it->second->info.target);
 }
 
+std::string service::source_topic(std::string_view schema, std::string_view table) const {
+    std::lock_guard lock(_mu);
+    auto it = _by_target.find(sql::to_lower(schema) + "." + sql::to_lower(table));
+    return it == _by_target.end() ? std::string() : it->second->info.topic;
+}
+
 std::string service::protected_schema(std::string_view schema) const {
     const auto s = sql::to_lower(schema);
     std::lock_guard lock(_mu);

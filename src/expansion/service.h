@@ -110,6 +110,7 @@ class service final : public sql::table_guard {
     // --- sql::table_guard ---
     std::string protected_table(std::string_view schema, std::string_view table) const override;
     std::string protected_schema(std::string_view schema) const override;
+    std::string source_topic(std::string_view schema, std::string_view table) const override;
 
   private:
     explicit service(service_options o);

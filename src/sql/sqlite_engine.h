@@ -26,8 +26,8 @@ class broker_state;  // sql/system_tables.h
 class schema_registry;
 
 // Tables and schemas of users' databases that the broker maintains (expansion targets):
-// users may read them but not write, alter or drop them. Called from any session's
-// thread; implementations are thread-safe.
+// users may read them, with KafkaRead on the topic they hold, but not write, alter or
+// drop them. Called from any session's thread; implementations are thread-safe.
 class table_guard {
   public:
     virtual ~table_guard() = default;
@@ -35,6 +35,9 @@ class table_guard {
     virtual std::string protected_table(std::string_view schema, std::string_view table) const = 0;
     // Why `schema` may not be dropped; empty when it may.
     virtual std::string protected_schema(std::string_view schema) const = 0;
+    // The topic whose records `schema`.`table` holds (it is an expansion's target);
+    // empty when none.
+    virtual std::string source_topic(std::string_view schema, std::string_view table) const = 0;
 };
 
 struct engine_options {

@@ -80,6 +80,23 @@ sqlite_session::sqlite_session(session_sources src) : _src(src), _limits(src.opt
 
 void sqlite_session::set_principal(security::principal p) {
     _ctx.set_access(_src.opts->gate, std::move(p));
+    if (_db) install_authorizer();
+}
+
+void sqlite_session::install_authorizer() {
+    // Setting it also expires every prepared statement: SQLite prepares each again,
+    // asking the authorizer, before its next run.
+    _access_gen = _ctx.access_generation();
+    sqlite3_set_authorizer(
+        _db,
+        [](void* p, int action, const char* a1, const char* a2, const char* db_name, const char*) {
+            return static_cast<sqlite_session*>(p)->authorize(action, a1, a2, db_name);
+        },
+        this);
+}
+
+void sqlite_session::refresh_authorization() {
+    if (_ctx.access_generation() != _access_gen) install_authorizer();
 }
 
 sqlite_session::~sqlite_session() {
@@ -115,12 +132,7 @@ outcome<bool> sqlite_session::setup() {
     sqlite3_progress_handler(
         _db, progress_interval_ops,
         [](void* p) { return static_cast<sqlite_session*>(p)->progress(); }, this);
-    sqlite3_set_authorizer(
-        _db,
-        [](void* p, int action, const char* a1, const char* a2, const char* db_name, const char*) {
-            return static_cast<sqlite_session*>(p)->authorize(action, a1, a2, db_name);
-        },
-        this);
+    install_authorizer();
     // WAL: readers and a writer of users' tables do not block each other; FULL: a
     // committed row survives power loss, like an acknowledged record.
     for (const char* sql : {"PRAGMA main.journal_mode=WAL", "PRAGMA main.synchronous=FULL",
@@ -187,6 +199,7 @@ void sqlite_session::set_limits(const limits& l) {
 }
 
 void sqlite_session::statement_started() {
+    refresh_authorization();
     const auto now = std::chrono::steady_clock::now();
     _deadline = now + _limits.timeout;
     _next_check = now + interrupt_check_period;
@@ -279,11 +292,20 @@ int sqlite_session::authorize_read(const char* db_name, const char* table) {
     // subquery, a CTE, a join, a trigger), and once with an empty column for a table
     // read without columns (count(*)). The topic table checks again when a scan opens,
     // so that a statement prepared before a policy changed cannot keep reading.
-    if (!db_name || std::strcmp(db_name, "kafka_topics") != 0 || !table) return SQLITE_OK;
-    if (sqlite3_stricmp(table, "sqlite_master") == 0 ||
-        sqlite3_stricmp(table, "sqlite_schema") == 0)
-        return SQLITE_OK;
-    return _ctx.check_topic_read(table) ? SQLITE_DENY : SQLITE_OK;
+    if (!db_name || !table) return SQLITE_OK;
+    if (std::strcmp(db_name, "kafka_topics") == 0) {
+        if (sqlite3_stricmp(table, "sqlite_master") == 0 ||
+            sqlite3_stricmp(table, "sqlite_schema") == 0)
+            return SQLITE_OK;
+        return _ctx.check_topic_read(table) ? SQLITE_DENY : SQLITE_OK;
+    }
+    // An expansion's target holds its topic's records: reading it needs KafkaRead on
+    // the topic as well. Statements prepared before a policy changed are prepared (and
+    // so checked) again at their next run (refresh_authorization).
+    if (!_src.opts->guard || is_engine_schema(db_name)) return SQLITE_OK;
+    const auto topic = _src.opts->guard->source_topic(db_name, table);
+    if (topic.empty()) return SQLITE_OK;
+    return _ctx.check_topic_read(topic) ? SQLITE_DENY : SQLITE_OK;
 }
 
 int sqlite_session::guard(const char* db_name, const char* table) {

@@ -69,8 +69,14 @@ class sqlite_session final : public session {
     outcome<bool> sync_topics();
     int progress();
     int authorize(int action, const char* a1, const char* a2, const char* db_name);
-    // SQLITE_DENY for reading a topic table without KafkaRead on its topic.
+    // SQLITE_DENY for reading a topic table, or an expansion's target, without
+    // KafkaRead on its topic.
     int authorize_read(const char* db_name, const char* table);
+    // (Re)installs the authorizer, which expires the prepared statements.
+    void install_authorizer();
+    // Expires the prepared statements when users or policies changed since they were
+    // authorized, so that each is checked again before its next run.
+    void refresh_authorization();
     // SQLITE_DENY (with the reason kept for the error) for a table the broker maintains.
     int guard(const char* db_name, const char* table);
     // SQLITE_DENY for a write inside an explicit transaction into a schema holding
@@ -91,6 +97,7 @@ class sqlite_session final : public session {
     std::string _denied;                       // why authorize() refused
     bool _internal = false;                    // the engine's own statements run unchecked
     uint64_t _schema_gen = 0;
+    uint64_t _access_gen = 0;         // the gate's generation when the authorizer was installed
     std::set<std::string> _attached;  // user schemas attached, besides main
     statement_context _ctx;
     std::unique_ptr<topic_tables> _topics;

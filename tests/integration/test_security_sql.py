@@ -370,6 +370,14 @@ def test_expansion_create_needs_read_on_its_topic(env, tmp_path):
             assert got == list(range(len(PAIRS))), got
             return True
         H.wait_until("the expansion of %s to fill main.orders_n" % ORDERS, rows)
+        # The table holds the topic's records: reading it needs KafkaRead on the topic.
+        conn = pg_conn(env, "alice", ALICE_PW)
+        try:
+            assert [r[0] for r in Q.pg_rows(conn, "SELECT n FROM orders_n ORDER BY n")] == list(range(len(PAIRS)))
+        finally:
+            conn.close()
+        rc, out, err = psql(env, "bob", BOB_PW, "SELECT n FROM orders_n")
+        assert rc == 1 and "ERROR:  42501:" in err and ORDERS in err and "KafkaRead" in err, (rc, out, err)
     finally:
         rc, out, err = S.sluice(["expansion", "drop", "main.orders_n", "--drop-target"] + common, env=pw)
         assert rc == 0, err

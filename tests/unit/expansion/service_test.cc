@@ -8,6 +8,7 @@
 
 #include <future>
 
+#include "../sql/sql_security_util.h"
 #include "../sql/sql_test_util.h"
 #include "catalog/catalog.h"
 #include "expansion/service.h"
@@ -48,18 +49,22 @@ struct service_fixture : ::testing::Test {
         logs->set_high_watermark_listener(
             [this](const std::vector<topic_partition>& tps) { svc->on_high_watermark(tps); });
         svc->start();
+        auto e = sql::open_engine(engine_options());
+        ASSERT_TRUE(e) << e.error().message;
+        eng = std::move(*e);
+        auto sess_or = eng->open_session();
+        ASSERT_TRUE(sess_or) << sess_or.error().message;
+        sess = std::move(*sess_or);
+    }
+    // The SQL engine's sources: these logs, catalog and schemas, guarded by the service.
+    sql::engine_options engine_options() const {
         sql::engine_options o;
         o.data_dir = dir.path;
         o.logs = logs.get();
         o.catalog = cat.get();
         o.schemas = schemas;
         o.guard = svc.get();
-        auto e = sql::open_engine(o);
-        ASSERT_TRUE(e) << e.error().message;
-        eng = std::move(*e);
-        auto sess_or = eng->open_session();
-        ASSERT_TRUE(sess_or) << sess_or.error().message;
-        sess = std::move(*sess_or);
+        return o;
     }
     void close() {
         sess.reset();
@@ -331,6 +336,43 @@ TEST_F(service_fixture, users_read_targets_but_do_not_change_them) {
     ASSERT_TRUE(svc->drop("cdc.orders2", true));
     EXPECT_EQ(failure_of(*sess, "SELECT * FROM cdc.orders2").kind, sql::failure::undefined_table);
     EXPECT_FALSE(svc->drop("cdc.orders2", true));
+}
+
+// A target holds its topic's records: reading it needs KafkaRead on the topic, and a
+// prepared statement is checked again when it runs after the policies changed.
+TEST_F(service_fixture, reading_a_target_needs_read_on_its_topic) {
+    create_topic("cdc", 1);
+    ASSERT_TRUE(create("cdc.orders"));
+    produce("cdc", 0, {event(1, "a")});
+    sql::test::fake_gate gate(false);
+    auto o = engine_options();
+    o.gate = &gate;
+    auto e = sql::open_engine(o);
+    ASSERT_TRUE(e) << e.error().message;
+    auto s = (*e)->open_session();
+    ASSERT_TRUE(s) << s.error().message;
+    auto& alice = **s;
+    alice.set_principal({"alice", true});
+    for (const char* sql : {"SELECT id FROM cdc.orders", "SELECT count(*) FROM cdc.orders",
+                            "CREATE TEMP VIEW v AS SELECT id FROM cdc.orders; SELECT * FROM v",
+                            "SELECT 1 WHERE EXISTS (SELECT 1 FROM cdc.orders)"}) {
+        auto denied = failure_of(alice, sql);
+        EXPECT_EQ(denied.kind, sql::failure::not_authorized) << sql << ": " << denied.message;
+        EXPECT_NE(denied.message.find("\"cdc\": User:alice may not KafkaRead"), std::string::npos)
+            << denied.message;
+    }
+    // The schema's other tables are the users' own.
+    EXPECT_EQ(query(alice,
+                    "CREATE TABLE cdc.notes (x); INSERT INTO cdc.notes VALUES (1); "
+                    "SELECT x FROM cdc.notes"),
+              (rows{{"1"}}));
+    gate.allow("alice", security::action::read, "sluice:topic:cdc");
+    EXPECT_EQ(query(alice, "SELECT id FROM cdc.orders"), (rows{{"1"}}));
+    auto st = alice.prepare("SELECT id FROM cdc.orders");
+    ASSERT_TRUE(st && *st);
+    gate.revoke_all();
+    EXPECT_EQ((*st)->step(), sql::statement::step_state::failed);
+    EXPECT_EQ((*st)->error().kind, sql::failure::not_authorized) << (*st)->error().message;
 }
 
 TEST_F(service_fixture, partitions_added_later_are_expanded_from_their_start) {
