@@ -58,7 +58,8 @@ class statement_context {
     // Changes whenever what allowed() answers may have changed; 0 without a gate.
     uint64_t access_generation() const { return _gate ? _gate->generation() : 0; }
     // Whether the topic's table is in the principal's kafka_topics: a topic it may
-    // describe or read (reading implies describing, as in Kafka).
+    // describe (the rule of Metadata and the system tables), or read, since a Deny on
+    // KafkaDescribe does not take away KafkaRead (Kafka's Fetch needs only Read).
     bool may_see_topic(const std::string& topic) const {
         const security::resource r{security::resource_kind::topic, topic};
         return allowed(security::action::describe, r) || allowed(security::action::read, r);
