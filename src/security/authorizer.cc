@@ -21,11 +21,6 @@ std::span<const action> granting(const action& a) {
     return {&a, 1};
 }
 
-bool matches_any(const std::vector<std::string>& patterns, std::string_view text) {
-    return std::any_of(patterns.begin(), patterns.end(),
-                       [&](const std::string& p) { return glob_match(p, text); });
-}
-
 }  // namespace
 
 void authorizer::replace(std::map<std::string, std::vector<policy>> by_user) {
@@ -65,13 +60,13 @@ decision authorizer::decide(const snapshot& s, const std::string& user, action a
     for (const policy& pol : it->second) {
         for (const statement& st : pol.statements) {
             if (st.eff == effect::deny) {
-                if (matches_any(st.actions, asked) && matches_any(st.resources, name))
+                if (glob_match_any(st.actions, asked) && glob_match_any(st.resources, name))
                     return decision::deny;
             } else if (!allow) {
                 bool acts = std::any_of(grants.begin(), grants.end(), [&](action g) {
-                    return matches_any(st.actions, action_name(g));
+                    return glob_match_any(st.actions, action_name(g));
                 });
-                allow = acts && matches_any(st.resources, name);
+                allow = acts && glob_match_any(st.resources, name);
             }
         }
     }

@@ -137,11 +137,6 @@ result<statement> parse_statement(simdjson::dom::element v, const std::string& w
     return st;
 }
 
-bool matches_any(const std::vector<std::string>& patterns, std::string_view text) {
-    return std::any_of(patterns.begin(), patterns.end(),
-                       [&](const std::string& p) { return glob_match(p, text); });
-}
-
 }  // namespace
 
 std::string_view action_name(action a) {
@@ -237,12 +232,17 @@ bool glob_match(std::string_view pattern, std::string_view text) {
     return p == pattern.size();
 }
 
+bool glob_match_any(const std::vector<std::string>& patterns, std::string_view text) {
+    return std::any_of(patterns.begin(), patterns.end(),
+                       [&](const std::string& p) { return glob_match(p, text); });
+}
+
 decision evaluate(const policy& p, action a, const resource& r) {
     const std::string name = resource_name(r);
     const std::string_view act = action_name(a);
     decision d = decision::no_match;
     for (const auto& st : p.statements) {
-        if (!matches_any(st.actions, act) || !matches_any(st.resources, name)) continue;
+        if (!glob_match_any(st.actions, act) || !glob_match_any(st.resources, name)) continue;
         if (st.eff == effect::deny) return decision::deny;
         d = decision::allow;
     }

@@ -57,6 +57,8 @@ struct policy {
 result<policy> parse_policy(std::string name, std::string_view json);
 
 bool glob_match(std::string_view pattern, std::string_view text);
+// True when one of the patterns matches the text.
+bool glob_match_any(const std::vector<std::string>& patterns, std::string_view text);
 
 enum class decision : uint8_t { no_match, allow, deny };
 // Deny wins over Allow within and across statements.

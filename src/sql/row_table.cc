@@ -90,7 +90,7 @@ int eof(sqlite3_vtab_cursor* cur) {
     return c->at >= c->rows.size();
 }
 
-int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
+int column_at(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
     auto* c = reinterpret_cast<row_cursor*>(cur);
     const auto& row = c->rows[c->at];
     if (static_cast<size_t>(i) < row.size()) set_result(ctx, row[static_cast<size_t>(i)]);
@@ -114,7 +114,7 @@ const sqlite3_module row_module = {.iVersion = 0,
                                    .xFilter = filter,
                                    .xNext = next,
                                    .xEof = eof,
-                                   .xColumn = column,
+                                   .xColumn = column_at,
                                    .xRowid = rowid};
 
 }  // namespace

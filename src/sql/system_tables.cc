@@ -11,7 +11,7 @@ namespace sluice::sql {
 
 namespace {
 
-using rows = std::vector<std::vector<value>>;
+using row_list = std::vector<std::vector<value>>;
 
 value text_or_null(const std::optional<std::string>& s) {
     return s ? value(*s) : value(std::monostate{});
@@ -35,8 +35,8 @@ std::map<std::string, std::string> topic_defaults(const system_sources& src) {
     return src.state ? src.state->topic_defaults() : std::map<std::string, std::string>{};
 }
 
-outcome<rows> topics_rows(const system_sources& src) {
-    rows out;
+outcome<row_list> topics_rows(const system_sources& src) {
+    row_list out;
     const auto defaults = topic_defaults(src);
     for (const auto& t : src.catalog->list_topics()) {
         if (!may_describe_topic(src, t.name)) continue;
@@ -46,8 +46,8 @@ outcome<rows> topics_rows(const system_sources& src) {
     return out;
 }
 
-outcome<rows> partitions_rows(const system_sources& src) {
-    rows out;
+outcome<row_list> partitions_rows(const system_sources& src) {
+    row_list out;
     for (const auto& t : src.catalog->list_topics()) {
         if (!may_describe_topic(src, t.name)) continue;
         for (int32_t p = 0; p < t.partitions; ++p) {
@@ -64,8 +64,8 @@ outcome<rows> partitions_rows(const system_sources& src) {
     return out;
 }
 
-outcome<rows> configs_rows(const system_sources& src) {
-    rows out;
+outcome<row_list> configs_rows(const system_sources& src) {
+    row_list out;
     const auto defaults = topic_defaults(src);
     for (const auto& t : src.catalog->list_topics()) {
         if (!may(src, security::action::describe_configs, security::resource_kind::topic, t.name))
@@ -82,16 +82,16 @@ outcome<rows> configs_rows(const system_sources& src) {
     return out;
 }
 
-outcome<rows> groups_rows(const system_sources& src) {
-    rows out;
+outcome<row_list> groups_rows(const system_sources& src) {
+    row_list out;
     for (auto& g : src.state->groups())
         if (may_describe_group(src, g.group_id))
             out.push_back({g.group_id, g.state, g.protocol_type, g.protocol, int64_t{g.members}});
     return out;
 }
 
-outcome<rows> group_offsets_rows(const system_sources& src) {
-    rows out;
+outcome<row_list> group_offsets_rows(const system_sources& src) {
+    row_list out;
     for (auto& o : src.state->group_offsets()) {
         // Kafka's OffsetFetch needs Describe on the group and on the topic.
         if (!may_describe_group(src, o.group_id) || !may_describe_topic(src, o.topic)) continue;

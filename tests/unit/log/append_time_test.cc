@@ -29,12 +29,11 @@ namespace {
 using sluice::testing::build_batch;
 using sluice::testing::make_batch;
 using sluice::testing::test_record;
+using test::kv;
+using test::one_batch_segments;
+using test::t0;
 using runs = std::vector<append_time_run>;
 using entries = std::vector<append_time_index::entry>;
-
-// About 250 bytes per 3-record batch: every append after the first rolls.
-constexpr int64_t one_batch_segments = 300;
-constexpr timestamp_ms t0 = 1'000'000;
 
 // Three records, all with producer timestamp `ts` (so the batch's max_timestamp is ts).
 bytes batch_at(timestamp_ms ts) {
@@ -422,10 +421,6 @@ TEST_F(append_time_test, log_append_time_batches_are_estimated_exactly) {
 }
 
 // --- compaction, retention, deletion ---
-
-test_record kv(std::string k, std::string v, timestamp_ms ts) {
-    return {std::move(k), std::move(v), ts, {}};
-}
 
 TEST_F(append_time_test, compaction_keeps_the_times_of_surviving_records) {
     cfg.compact = true;

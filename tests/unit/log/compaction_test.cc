@@ -22,8 +22,8 @@ namespace {
 using sluice::testing::build_batch;
 using sluice::testing::test_record;
 using test::append_durable;
-
-constexpr timestamp_ms t0 = 1'000'000;
+using test::kv;
+using test::t0;
 
 struct rec {
     offset_t offset;
@@ -38,10 +38,6 @@ std::ostream& operator<<(std::ostream& os, const rec& r) {
 
 std::string str(const std::optional<bytes_view>& v) {
     return v ? std::string(v->begin(), v->end()) : std::string("<null>");
-}
-
-test_record kv(std::string k, std::optional<std::string> v, timestamp_ms ts) {
-    return {std::move(k), std::move(v), ts, {}};
 }
 
 class compaction_test : public ::testing::Test {

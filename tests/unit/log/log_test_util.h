@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "log/log_manager.h"
 #include "protocol/record_batch.h"
@@ -69,6 +71,19 @@ inline std::vector<protocol::batch_header> batches_of(bytes_view data) {
         pos += h->size_bytes();
     }
     return out;
+}
+
+// A base time for tests that set record or append times (ms since the epoch).
+constexpr timestamp_ms t0 = 1'000'000;
+
+// A segment size that one 3-record batch with 40-byte values (about 250 bytes) fills:
+// every append after a segment's first rolls it.
+constexpr int64_t one_batch_segments = 300;
+
+// A keyed record at `ts`; without a value it is a tombstone.
+inline sluice::testing::test_record kv(std::string k, std::optional<std::string> v,
+                                       timestamp_ms ts) {
+    return {std::move(k), std::move(v), ts, {}};
 }
 
 inline fs::path partition_dir(const fs::path& data_dir, const std::string& topic, int p) {

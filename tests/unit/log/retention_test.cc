@@ -24,10 +24,8 @@ using sluice::testing::build_batch;
 using sluice::testing::make_batch;
 using test::append_durable;
 using test::batches_of;
-
-// One batch of three records per segment: the second append to a segment rolls it.
-constexpr int64_t one_batch_segments = 300;
-constexpr timestamp_ms t0 = 1'000'000;
+using test::one_batch_segments;
+using test::t0;
 
 bytes small_batch(timestamp_ms ts) {
     return make_batch(3, ts, 40);

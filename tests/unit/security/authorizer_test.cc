@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "resources.h"
 #include "security/authorizer.h"
 
 namespace sluice::security {
 namespace {
+
+using test::group;
+using test::topic;
 
 policy make(std::string name, std::string_view json) {
     auto p = parse_policy(std::move(name), json);
@@ -15,12 +19,6 @@ policy make(std::string name, std::string_view json) {
 
 principal user(std::string name) {
     return {std::move(name), true};
-}
-resource topic(std::string name) {
-    return {resource_kind::topic, std::move(name)};
-}
-resource group(std::string name) {
-    return {resource_kind::group, std::move(name)};
 }
 const resource cluster{};
 

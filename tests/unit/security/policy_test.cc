@@ -4,10 +4,14 @@
 
 #include <chrono>
 
+#include "resources.h"
 #include "security/policy.h"
 
 namespace sluice::security {
 namespace {
+
+using test::group;
+using test::topic;
 
 policy parse_ok(std::string_view json) {
     auto p = parse_policy("p", json);
@@ -21,13 +25,6 @@ std::string error_of(std::string_view json) {
     if (p) return "";
     EXPECT_EQ(p.code(), errc::invalid_argument);
     return p.err().message;
-}
-
-resource topic(std::string name) {
-    return {resource_kind::topic, std::move(name)};
-}
-resource group(std::string name) {
-    return {resource_kind::group, std::move(name)};
 }
 
 TEST(policy, action_and_resource_names) {

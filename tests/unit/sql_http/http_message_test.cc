@@ -5,20 +5,12 @@
 #include <cstring>
 #include <memory>
 
+#include "string_reader.h"
+
 namespace sluice::sql::http {
 namespace {
 
-// A reader over `text`, handing out at most `piece` bytes per read (1 splits every
-// CRLF across reads).
-buffered_reader reader_of(std::string text, size_t piece = 1 << 20) {
-    auto src = std::make_shared<std::pair<std::string, size_t>>(std::move(text), 0);
-    return buffered_reader([src, piece](char* buf, size_t n) {
-        size_t take = std::min({n, piece, src->first.size() - src->second});
-        std::memcpy(buf, src->first.data() + src->second, take);
-        src->second += take;
-        return take;
-    });
-}
+using test::reader_of;
 
 struct parsed {
     read_result r;

@@ -9,9 +9,12 @@
 
 #include "sql/http/sql_client.h"
 #include "sql/http/table_format.h"
+#include "string_reader.h"
 
 namespace sluice::sql::http {
 namespace {
+
+using test::reader_of;
 
 bytes to_bytes(std::string_view s) {
     return bytes(s.begin(), s.end());
@@ -185,16 +188,6 @@ TEST(ResultFormat, FormatNegotiation) {
 }
 
 // ---- the command line's side: decoding what the server writes, and rendering it
-
-buffered_reader reader_of(std::string text) {
-    auto src = std::make_shared<std::pair<std::string, size_t>>(std::move(text), 0);
-    return buffered_reader([src](char* buf, size_t n) {
-        size_t take = std::min(n, src->first.size() - src->second);
-        std::memcpy(buf, src->first.data() + src->second, take);
-        src->second += take;
-        return take;
-    });
-}
 
 struct collecting_sink : result_sink {
     std::vector<column> cols;
