@@ -63,7 +63,16 @@ log_manager::log_manager(options opts)
 }
 
 log_manager::~log_manager() {
-    if (_opened && !_closed) close();
+    if (!_opened || _closed) return;
+    // close() allocates and formats as it goes; whatever fails there must not leave a
+    // destructor (std::terminate). The next start recovers what was not saved.
+    try {
+        close();
+    } catch (const std::exception& e) {
+        log_error("storage", "closing the logs failed: {}", e.what());
+    } catch (...) {
+        log_error("storage", "closing the logs failed");
+    }
 }
 
 int32_t log_manager::index_interval_for(const std::string& dir_name) {
