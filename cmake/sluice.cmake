@@ -7,8 +7,8 @@ set(SLUICE_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
 
 # Standard and fmt headers that most translation units include, parsed once into a
 # precompiled header that every target built with the helpers below shares: parsing
-# them took half of a handler's compile time. clang-tidy runs on a configuration
-# without it (make lint), so a missing #include still fails there.
+# them took half of a handler's compile time. make lint's configuration goes without
+# it, and compiles every file on its own there, so a missing #include still fails.
 option(SLUICE_PCH "Precompile the common standard library and fmt headers" ON)
 set(SLUICE_PCH_HEADERS
   <algorithm> <array> <atomic> <chrono> <cstdint> <cstring> <filesystem> <functional>

@@ -9,7 +9,7 @@ build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
 test_pkgs=(python3 python3-pytest python3-confluent-kafka python3-kafka kcat
            postgresql-client python3-psycopg2 openssl)
 bench_pkgs=(fio iperf3)
-lint_pkgs=(clang-tidy)
+lint_pkgs=(clang-tidy python3)
 
 want=()
 for group in "${@:-build}"; do
