@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "log/log_manager.h"
 #include "protocol/record_batch.h"

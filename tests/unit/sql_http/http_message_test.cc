@@ -2,9 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <memory>
-
 #include "string_reader.h"
 
 namespace sluice::sql::http {

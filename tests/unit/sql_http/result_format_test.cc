@@ -3,9 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <memory>
 
 #include "sql/http/sql_client.h"
 #include "sql/http/table_format.h"
