@@ -62,6 +62,7 @@ struct serve_options {
     int64_t log_retention_check_interval_ms = 300000;
     int64_t log_cleaner_backoff_ms = 15000;
     int64_t log_cleaner_io_bytes_per_sec = 32LL << 20;
+    int64_t flush_pass_interval_us = 0;
     std::string pg;    // PostgreSQL wire listener; empty: none
     std::string http;  // HTTP listener; empty: none
     int64_t sql_timeout_ms = 30000;
@@ -338,7 +339,10 @@ int serve(const serve_options& o) {
         log_error("app", "catalog: {}", cat.err().message);
         return 1;
     }
-    log::log_manager logs({cfg.data_dir, cfg.max_open_files, o.log_cleaner_io_bytes_per_sec});
+    log::log_manager::options log_opts{cfg.data_dir, cfg.max_open_files,
+                                       o.log_cleaner_io_bytes_per_sec};
+    log_opts.flush_pass_interval = std::chrono::microseconds(o.flush_pass_interval_us);
+    log::log_manager logs(log_opts);
     net::event_loop loop;
     broker::broker b(cfg, loop, **cat, logs);
     // Topics are declared from the catalog before the logs open, so that the journal
@@ -598,6 +602,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--log-cleaner-io-max-bytes-per-second", o->log_cleaner_io_bytes_per_sec,
                     "Compaction I/O budget (bytes read + written per second); 0: unlimited")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--flush-pass-interval-us", o->flush_pass_interval_us,
+                    "When records arrived during a flush pass, the next pass (fsync) starts "
+                    "no sooner than this after the previous one; 0: back to back")
+        ->check(CLI::Range(int64_t{0}, int64_t{1000000}))
         ->capture_default_str();
     cmd->add_option("--offset-metadata-max-bytes", o->groups.offset_metadata_max_bytes,
                     "Largest metadata string an offset commit may carry "

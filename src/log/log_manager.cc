@@ -545,9 +545,27 @@ void log_manager::checkpoint_step() {
 }
 
 void log_manager::flusher_loop() {
+    using clock = std::chrono::steady_clock;
     std::unique_lock lk(_q_mu);
+    clock::time_point last_pass_start;
     while (true) {
         const auto work = [&] { return !_dirty.empty() || !_waiters.empty() || !_ready.empty(); };
+        // Appends that came during the last pass wait out the interval (options), so that
+        // a trickle of requests makes fewer, fuller passes rather than one per request.
+        // Waiters for data the last pass made durable need no fsync and go at once.
+        const auto appended_since_last_pass = [&] {
+            return std::any_of(_dirty.begin(), _dirty.end(), [](const partition_log* p) {
+                return p->_leo.load() > p->_hw.load();
+            });
+        };
+        if (_opts.flush_pass_interval.count() > 0 && appended_since_last_pass()) {
+            const auto next = last_pass_start + _opts.flush_pass_interval;
+            if (clock::now() < next) {
+                lk.unlock();
+                std::this_thread::sleep_until(next);
+                lk.lock();
+            }
+        }
         _q_cv.wait(lk,
                    [&] { return _stopping || (!_paused && (work() || !_checkpoints.empty())); });
         if (!work()) {
@@ -562,6 +580,7 @@ void log_manager::flusher_loop() {
         auto ready = std::exchange(_ready, {});
         auto listener = _listener;
         lk.unlock();
+        last_pass_start = clock::now();
 
         std::vector<waiter> unresolved;
         std::vector<topic_partition> advanced;

@@ -4,6 +4,8 @@
 #include <malloc.h>
 
 #include <atomic>
+#include <functional>
+#include <future>
 #include <thread>
 
 #include "log_test_util.h"
@@ -91,6 +93,98 @@ TEST_F(log_manager_test, one_pass_covers_every_append_before_it) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     EXPECT_EQ(done.load(), 50);
     EXPECT_EQ(mgr->flush_passes() - before, 1u);
+}
+
+// A manager with a flush pass interval, and one partition to append to.
+class log_manager_pacing : public ::testing::Test {
+  protected:
+    void start(std::chrono::microseconds interval) {
+        log_manager::options opts{dir.path, 64};
+        opts.flush_pass_interval = interval;
+        mgr = std::make_unique<log_manager>(opts);
+        ASSERT_TRUE(mgr->open().ok());
+        mgr->add_topic("t", 1, {});
+        p = mgr->get("t", 0);
+    }
+    void TearDown() override {
+        if (mgr) mgr->close();
+    }
+    test::temp_dir dir;
+    std::unique_ptr<log_manager> mgr;
+    partition_log* p = nullptr;
+};
+
+// Appends that arrive while a pass runs wait for the pass interval; here each append
+// is made by the durability callback of the one before, inside the pass.
+TEST_F(log_manager_pacing, passes_with_work_waiting_are_spaced_by_the_interval) {
+    start(std::chrono::milliseconds(200));
+    ASSERT_NE(p, nullptr);
+    constexpr int links = 4;
+    auto all_done = std::make_shared<std::promise<void>>();
+    auto finished = all_done->get_future();
+    std::function<void(int)> link = [&](int i) {
+        auto a = test::append(*p, make_batch(1, 1));
+        ASSERT_TRUE(a.ok());
+        mgr->when_durable(p, a->last_offset, [&, i](result<void> r) {
+            EXPECT_TRUE(r.ok());
+            if (i + 1 < links)
+                link(i + 1);
+            else
+                all_done->set_value();
+        });
+    };
+    const auto passes_before = mgr->flush_passes();
+    const auto began = std::chrono::steady_clock::now();
+    link(0);
+    ASSERT_EQ(finished.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    const auto took = std::chrono::steady_clock::now() - began;
+    // The last pass starts at least (links - 1) intervals after the first.
+    EXPECT_GE(took, std::chrono::milliseconds(200 * (links - 1)));
+    EXPECT_GE(mgr->flush_passes() - passes_before, static_cast<uint64_t>(links - 1));
+}
+
+// After idle a pass starts at once, however recent the last one: with a 60 s interval,
+// the 5 s waits would time out otherwise. Each append and its waiter go to the flusher
+// together (paused), so one pass answers them, and the next append waits for that
+// pass's end: an append during a pass is not after idle.
+TEST_F(log_manager_pacing, a_pass_after_idle_is_not_delayed) {
+    start(std::chrono::seconds(60));
+    ASSERT_NE(p, nullptr);
+    for (int i = 0; i < 3; ++i) {
+        mgr->set_flush_paused(true);
+        const auto passes = mgr->flush_passes();
+        auto a = test::append(*p, make_batch(1, 1));
+        ASSERT_TRUE(a.ok());
+        auto durable = std::make_shared<std::promise<result<void>>>();
+        auto answered = durable->get_future();
+        mgr->when_durable(p, a->last_offset, [durable](result<void> r) { durable->set_value(r); });
+        mgr->set_flush_paused(false);
+        ASSERT_EQ(answered.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+        EXPECT_TRUE(answered.get().ok());
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (mgr->flush_passes() == passes && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        ASSERT_EQ(mgr->flush_passes(), passes + 1);
+    }
+    EXPECT_EQ(p->high_watermark(), 3);
+}
+
+// A waiter that arrives during a pass for data that pass made durable needs no fsync:
+// it is answered at once, not after the interval.
+TEST_F(log_manager_pacing, a_waiter_for_durable_data_is_not_delayed) {
+    start(std::chrono::seconds(60));
+    ASSERT_NE(p, nullptr);
+    auto a = test::append(*p, make_batch(2, 1));
+    ASSERT_TRUE(a.ok());
+    auto second = std::make_shared<std::promise<result<void>>>();
+    auto answered = second->get_future();
+    mgr->when_durable(p, a->last_offset, [&, second](result<void> r) {
+        EXPECT_TRUE(r.ok());
+        // On the flusher, inside the pass.
+        mgr->when_durable(p, a->last_offset, [second](result<void> r2) { second->set_value(r2); });
+    });
+    ASSERT_EQ(answered.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+    EXPECT_TRUE(answered.get().ok());
 }
 
 TEST_F(log_manager_test, when_durable_rejects_unknown_offsets_and_closed_manager) {
