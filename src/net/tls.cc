@@ -486,10 +486,26 @@ tls_session::status tls_session::write(const void* buf, size_t len, size_t& n) {
     // Bounds the collected records to one write's worth.
     if (auto st = flush(); st != status::ok) return st;
     ERR_clear_error();
+    // With SSL_MODE_ENABLE_PARTIAL_WRITE, SSL_write_ex returns after each 16 KiB
+    // record; calling it again for the rest collects every record of this write, so
+    // they leave in one send() (one send per record took a quarter of the system calls
+    // of a TLS consume, and woke the reader as often).
+    const auto* p = static_cast<const unsigned char*>(buf);
     _sock->collect = true;
-    int r = SSL_write_ex(_ssl, buf, len, &n);
+    int r = 1;
+    while (n < len) {
+        size_t w = 0;
+        r = SSL_write_ex(_ssl, p + n, len - n, &w);
+        if (r != 1) break;
+        n += w;
+    }
     _sock->collect = false;
-    if (r != 1) return fail(r, false);
+    // Collecting never blocks; a want_read or want_write after some records (a key
+    // update, say) reports the bytes taken, and the caller retries the rest.
+    if (r != 1) {
+        auto st = fail(r, false);
+        if (n == 0 || st == status::closed || st == status::failed) return st;
+    }
     // The bytes are taken; what the socket refuses now leaves with the next flush.
     if (auto st = flush(); st == status::closed || st == status::failed) return st;
     return status::ok;
