@@ -1,4 +1,5 @@
-// tls_context: loading, validation and the words of its errors.
+// tls_context: loading, validation and the words of its errors; and what one
+// tls_session does with a write.
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -89,8 +90,11 @@ struct session_pair {
     explicit session_pair(const tls_context& srv, const tls_context& cli) {
         if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) throw std::runtime_error("socketpair");
         for (int fd : fds) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-        server = std::move(*tls_session::accept(srv, fds[0]));
-        client = std::move(*tls_session::connect(cli, fds[1], "localhost"));
+        auto s = tls_session::accept(srv, fds[0]);
+        auto c = tls_session::connect(cli, fds[1], "localhost");
+        if (!s || !c) throw std::runtime_error("cannot start the TLS sessions");
+        server = std::move(*s);
+        client = std::move(*c);
         for (int i = 0; i < 100 && !(server->handshake_done() && client->handshake_done()); ++i) {
             (void)client->handshake();
             (void)server->handshake();
