@@ -500,8 +500,9 @@ tls_session::status tls_session::write(const void* buf, size_t len, size_t& n) {
         n += w;
     }
     _sock->collect = false;
-    // Collecting never blocks; a want_read or want_write after some records (a key
-    // update, say) reports the bytes taken, and the caller retries the rest.
+    // Collecting never blocks the BIO, but OpenSSL allows any SSL_write to want a read
+    // or a write; one that does after some records reports the bytes taken, and the
+    // caller retries the rest.
     if (r != 1) {
         auto st = fail(r, false);
         if (n == 0 || st == status::closed || st == status::failed) return st;
