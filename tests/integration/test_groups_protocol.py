@@ -183,7 +183,8 @@ def test_connect_group_join_sync_heartbeat(broker, topic_name, members, v):
     assert err == 0
     assert offs[(topic_name, 0)] == (11, "from m1", 0), offs
     assert offs[(topic_name, 1)][0] == 22 and offs[(topic_name, 1)][2] == 0, offs
-    assert offs[(topic_name, 1)][1] in (None, ""), offs
+    # Null metadata is stored and returned as "", as Kafka does.
+    assert offs[(topic_name, 1)] == (22, "", 0), offs
 
     # DescribeGroups shows exactly this.
     with K.Conn(broker.bootstrap) as conn:
@@ -549,11 +550,12 @@ def test_offset_fetch_v8_several_groups(broker, topic_name):
     H.create_topic(broker.bootstrap, t2, 1)
     g1, g2, g3 = ("of8-%s-%d" % (topic_name, i) for i in range(3))
     with K.Conn(broker.bootstrap) as conn:
-        assert set(commit(conn, 8, g1, {topic_name: [(0, 1, "one"), (1, 2, "one")]}).values()) == {0}
+        assert set(commit(conn, 8, g1, {topic_name: [(0, 1, "one"), (1, 2, None)]}).values()) == {0}
         assert set(commit(conn, 3, g2, {topic_name: [(0, 10, "two")], t2: [(0, 20, "two-b")]}).values()) == {0}
         res = K.offset_fetch(conn, 8, [(g1, None), (g2, {topic_name: [0, 1], t2: [0]}), (g3, None)])
         assert set(res) == {g1, g2, g3}, res
-        assert res[g1] == dict(error=0, offsets={(topic_name, 0): (1, "one", 0), (topic_name, 1): (2, "one", 0)})
+        # Null metadata comes back as "", as Kafka stores it.
+        assert res[g1] == dict(error=0, offsets={(topic_name, 0): (1, "one", 0), (topic_name, 1): (2, "", 0)})
         assert res[g2]["error"] == 0
         o2 = res[g2]["offsets"]
         assert o2[(topic_name, 0)] == (10, "two", 0) and o2[(t2, 0)] == (20, "two-b", 0), o2
@@ -564,6 +566,8 @@ def test_offset_fetch_v8_several_groups(broker, topic_name):
         for fv in (1, 2, 6, 7):
             err, offs = K.offset_fetch_one(conn, fv, g2, {t2: [0]})
             assert (err, offs) == (0, {(t2, 0): (20, "two-b", 0)}), (fv, err, offs)
+            err, offs = K.offset_fetch_one(conn, fv, g1, {topic_name: [1]})
+            assert (err, offs) == (0, {(topic_name, 1): (2, "", 0)}), (fv, err, offs)
 
 
 def test_find_coordinator_is_this_broker(broker):
