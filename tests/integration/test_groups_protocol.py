@@ -491,6 +491,52 @@ def test_static_membership_fenced_instance_id(broker, topic_name, members):
         (stay.member_id, stay.instance_id), (new.member_id, inst)}, d
 
 
+@pytest.mark.parametrize("jv", [5, 9])
+def test_static_leader_rejoin_keeps_generation_and_leadership(broker, topic_name, members, jv):
+    """A restarted static leader (same instance id, same protocols) gets a new member id
+    and nothing else changes: no rebalance, same generation and assignments. JoinGroup
+    v9+ tells it that it leads (member list, skip_assignment); v5-v8 name the previous
+    leader id, as Kafka does, so that it does not run its assignor."""
+    grp = "static-lead-%d-%s" % (jv, topic_name)
+    a = members(broker.bootstrap, grp, [("p", b"meta-a")], instance_id="inst-a")
+    b = members(broker.bootstrap, grp, [("p", b"meta-b")], instance_id="inst-b")
+    leader, assignments = form_group([a, b])
+    gen = a.generation
+    old_leader = a if leader == a.member_id else b
+    follower = b if old_leader is a else a
+
+    new = members(broker.bootstrap, grp, old_leader.protocols, instance_id=old_leader.instance_id)
+    r = K.join_group(new.conn, jv, grp, "", "connect", new.protocols, group_instance_id=new.instance_id,
+                     rebalance_timeout_ms=10000, timeout=JOIN_TIMEOUT)
+    assert r["error"] == 0 and r["generation"] == gen, r
+    assert r["member_id"] and r["member_id"] != old_leader.member_id, r
+    new.member_id, new.generation = r["member_id"], gen
+    if jv >= 9:
+        assert (r["leader"], r["skip_assignment"]) == (new.member_id, True), r
+        assert {(x["member_id"], x["group_instance_id"], x["metadata"]) for x in r["members"]} == {
+            (new.member_id, new.instance_id, b"meta-" + new.instance_id[-1:].encode()),
+            (follower.member_id, follower.instance_id, b"meta-" + follower.instance_id[-1:].encode())}, r
+    else:
+        assert (r["leader"], r["members"]) == (old_leader.member_id, []), r
+    # No rebalance: the follower's heartbeat is fine and both keep their assignments.
+    assert follower.hb(3) == 0
+    s = K.sync_group(new.conn, 3, grp, gen, new.member_id, [], group_instance_id=new.instance_id)
+    assert (s["error"], s["assignment"]) == (0, assignments[old_leader.member_id]), s
+    assert new.hb(3) == 0 and follower.hb(3) == 0
+    assert old_leader.hb(3) == K.FENCED_INSTANCE_ID
+    with K.Conn(broker.bootstrap) as conn:
+        (d,) = K.describe_groups(conn, 5, [grp])
+    assert d["state"] == "Stable", d
+    assert {(x["member_id"], x["assignment"]) for x in d["members"]} == {
+        (new.member_id, assignments[old_leader.member_id]), (follower.member_id, assignments[follower.member_id])}, d
+
+    # The group's leader is the new id: the next rebalance hands it the member list.
+    follower.protocols = [("p", b"meta-changed")]
+    res = join_round([new, follower], jv)
+    assert {x["leader"] for x in res} == {new.member_id}, res
+    assert all(x["generation"] == gen + 1 for x in res), res
+
+
 def test_session_expiry_removes_silent_member(broker_factory, members):
     b = broker_factory(extra_args=["--group-min-session-timeout-ms", "1000"])
     grp = "expiry"
