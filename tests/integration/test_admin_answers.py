@@ -82,10 +82,8 @@ def describe_cluster(conn, include_ops):
 
 def create_topic(addr, name, partitions=2):
     with K.Conn(addr) as c:
-        body = K.array([name], lambda n: K.string(n) + K.i32(partitions) + K.i16(1) + K.i32(0) + K.i32(0))
-        r = c.roundtrip(K.CREATE_TOPICS, 1, body + K.i32(10000) + K.i8(0))
-        (res,) = r.array(lambda x: (x.string(), x.i16(), x.string()))
-        assert res[1] in (0, K.TOPIC_ALREADY_EXISTS), res
+        err, msg = create_raw(c, name, partitions=partitions, factor=1)
+        assert err in (0, K.TOPIC_ALREADY_EXISTS), (err, msg)
 
 
 def test_metadata_v8_answers_every_operation_when_permissive(broker):
@@ -146,9 +144,7 @@ def sasl(b, user, password):
 def test_restricted_user_sees_only_its_operations(secured):
     with sasl(secured, "admin", ADMIN_PW) as a:
         for name in ("ops-r-1", "ops-r-2"):
-            body = K.array([name], lambda n: K.string(n) + K.i32(1) + K.i16(1) + K.i32(0) + K.i32(0))
-            r = a.roundtrip(K.CREATE_TOPICS, 1, body + K.i32(10000) + K.i8(0))
-            assert r.array(lambda x: (x.string(), x.i16(), x.string()))[0][1] == 0
+            assert create_raw(a, name, partitions=1, factor=1)[0] == 0
         assert operations(metadata_v8(a, ["ops-r-1"])["topics"]["ops-r-1"]["ops"]) == ALL_TOPIC_OPS
     with sasl(secured, "reader", "pw-reader") as c:
         md = metadata_v8(c, ["ops-r-1", "ops-r-2"])
