@@ -819,3 +819,25 @@ def test_committed_offsets_survive_kill9(broker, topic_name):
     for i, g in enumerate(groups):
         assert res[g] == dict(error=0, offsets={(topic_name, p): (1000 * i + p, "d%d" % i, 0) for p in range(3)}), (
             g, res[g])
+
+
+def test_null_metadata_stored_by_an_older_broker_reads_as_empty(broker, topic_name):
+    """Catalogs written before null metadata was stored as "" hold NULL in
+    group_offsets.metadata; OffsetFetch answers "" for them too (no migration)."""
+    import sqlite3
+
+    H.create_topic(broker.bootstrap, topic_name, 1)
+    grp = "oldnull-" + topic_name
+    with K.Conn(broker.bootstrap) as conn:
+        assert commit(conn, 2, grp, {topic_name: [(0, 7, "set")]}) == {(topic_name, 0): 0}
+    broker.stop()
+    db = sqlite3.connect(str(broker.data_dir / "catalog.db"))
+    with db:
+        n = db.execute("UPDATE group_offsets SET metadata = NULL WHERE group_id = ?", (grp,)).rowcount
+    db.close()
+    assert n == 1
+    broker.start()
+    with K.Conn(broker.bootstrap) as conn:
+        for fv in (1, 5, 8):
+            err, offs = K.offset_fetch_one(conn, fv, grp, {topic_name: [0]})
+            assert (err, offs) == (0, {(topic_name, 0): (7, "", 0)}), (fv, err, offs)
