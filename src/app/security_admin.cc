@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include <algorithm>
-
 #include "common/logging.h"
 #include "security/gate.h"
 #include "security/policy.h"
@@ -52,16 +50,12 @@ result<void> change_password(catalog::catalog& cat, const user_change& u) {
     if (auto r = check_user_change(u); !r) return r;
     auto existing = cat.credentials(u.name);
     if (existing.empty()) return {errc::not_found, fmt::format("no user '{}'", u.name)};
+    // One credential per mechanism, as Kafka's AlterUserScramCredentials keeps them: the
+    // mechanisms named are set, the others keep their own password.
     auto mechanisms = u.mechanisms;
     if (mechanisms.empty())
         for (const auto& c : existing)
             mechanisms.push_back(static_cast<security::scram_mechanism>(c.mechanism));
-    // Mechanisms not asked for any more go: a password change leaves no old secret.
-    for (const auto& c : existing) {
-        auto m = static_cast<security::scram_mechanism>(c.mechanism);
-        if (std::find(mechanisms.begin(), mechanisms.end(), m) == mechanisms.end())
-            if (auto r = cat.delete_credential(u.name, c.mechanism); !r) return r;
-    }
     return store_credentials(cat, u, mechanisms);
 }
 
@@ -77,12 +71,20 @@ std::string users_json(const catalog::catalog& cat) {
         first = false;
         out += "{\"name\":";
         sql::append_json_string(out, name);
+        auto name_of = [](const catalog::scram_record& c) {
+            return security::mechanism_name(static_cast<security::scram_mechanism>(c.mechanism));
+        };
         out += ",\"mechanisms\":[";
         for (size_t i = 0; i < creds.size(); ++i) {
             out += i ? "," : "";
-            sql::append_json_string(
-                out, security::mechanism_name(
-                         static_cast<security::scram_mechanism>(creds[i].mechanism)));
+            sql::append_json_string(out, name_of(creds[i]));
+        }
+        // Each mechanism's credential has its own iterations (and password).
+        out += "],\"credentials\":[";
+        for (size_t i = 0; i < creds.size(); ++i) {
+            out += i ? ",{\"mechanism\":" : "{\"mechanism\":";
+            sql::append_json_string(out, name_of(creds[i]));
+            out += fmt::format(",\"iterations\":{}}}", creds[i].iterations);
         }
         out += fmt::format("],\"iterations\":{}}}", creds.empty() ? 0 : creds[0].iterations);
     }

@@ -22,6 +22,7 @@ struct user_change {
     std::string name;
     std::string password;
     // Empty: both for a new user; for a password change, the mechanisms the user has.
+    // A password change sets only these mechanisms' credentials; the others are kept.
     std::vector<security::scram_mechanism> mechanisms;
     int32_t iterations = security::default_iterations;
 };
@@ -33,7 +34,9 @@ result<void> add_user(catalog::catalog& cat, const user_change& u);
 result<void> change_password(catalog::catalog& cat, const user_change& u);
 // Removes the credentials and detaches the user's policies. errc::not_found.
 result<void> remove_user(catalog::catalog& cat, const std::string& name);
-// {"users":[{"name":"alice","mechanisms":["SCRAM-SHA-256",...],"iterations":4096}]}
+// {"users":[{"name":"alice","mechanisms":["SCRAM-SHA-256",...],"credentials":
+// [{"mechanism":"SCRAM-SHA-256","iterations":4096},...],"iterations":4096}]}; the last
+// "iterations" is the first credential's (kept for older readers).
 std::string users_json(const catalog::catalog& cat);
 
 // Validates the document (security::parse_policy) before storing it.

@@ -210,7 +210,8 @@ void add_security_commands(CLI::App& app, int& exit_code) {
         sub->add_option("name", uc->name, "User name")->required();
         sub->add_option("--mechanism", *mechs,
                         "SCRAM-SHA-256 or SCRAM-SHA-512 (repeatable). Default: both for a new "
-                        "user, the ones it has for passwd")
+                        "user, the ones it has for passwd; passwd sets only the mechanisms "
+                        "named, the others keep their password")
             ->check(CLI::IsMember({"SCRAM-SHA-256", "SCRAM-SHA-512"}));
         sub->add_option("--iterations", uc->iterations, "PBKDF2 iterations of the credentials")
             ->check(CLI::Range(security::min_iterations, security::max_iterations))

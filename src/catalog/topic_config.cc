@@ -47,9 +47,37 @@ std::string check_timestamp_type(std::string_view v) {
     return "must be 'CreateTime' or 'LogAppendTime'";
 }
 
+bool all_digits(std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Kafka 3.x's message.format.version takes a release: "2.8", "0.10.2", "3.0-IV1".
+std::string check_format_version(std::string_view v) {
+    constexpr std::string_view why = "must be a Kafka release such as '2.8' or '3.0-IV1'";
+    std::string_view release = v.substr(0, v.find("-IV"));
+    if (release.size() < v.size() && !all_digits(v.substr(release.size() + 3))) return std::string(why);
+    int parts = 0;
+    for (const auto& part : config_list_items(release, '.')) {
+        if (!all_digits(part)) return std::string(why);
+        ++parts;
+    }
+    return parts >= 2 && parts <= 3 ? "" : std::string(why);
+}
+
+// Kafka's throttled-replica lists: empty, "*", or PARTITION:BROKER items.
+std::string check_throttled_replicas(std::string_view v) {
+    if (v.empty() || v == "*") return "";
+    for (const auto& item : config_list_items(v)) {
+        auto pair = config_list_items(item, ':');
+        if (pair.size() != 2 || !all_digits(pair[0]) || !all_digits(pair[1]))
+            return "must be '*' or a list of PARTITION:BROKER";
+    }
+    return "";
+}
+
 // Defaults follow Kafka's so that clients comparing DescribeConfigs output see no surprise.
 // Keys marked "no effect" are accepted so that tools which send full config sets work;
-// they change nothing in a single-broker, delete-only Sluice.
+// they change nothing in a single-broker Sluice.
 const std::vector<config_spec>& specs() {
     static const std::vector<config_spec> s = [] {
         std::vector<config_spec> v = {
@@ -96,6 +124,22 @@ const std::vector<config_spec>& specs() {
              value_type::int32,
              1,
              int32_max},
+            {{"leader.replication.throttled.replicas", "",
+              "Replicas whose replication is throttled on the leader side ('*' or "
+              "PARTITION:BROKER items). Accepted and without effect: one broker, no "
+              "replication."},
+             value_type::list,
+             0,
+             0,
+             check_throttled_replicas},
+            {{"follower.replication.throttled.replicas", "",
+              "Replicas whose replication is throttled on the follower side ('*' or "
+              "PARTITION:BROKER items). Accepted and without effect: one broker, no "
+              "replication."},
+             value_type::list,
+             0,
+             0,
+             check_throttled_replicas},
             {{"max.compaction.lag.ms", "9223372036854775807",
               "Longest time a record stays uncompacted: a partition whose oldest dirty "
               "record is older is cleaned whatever its dirty ratio."},
@@ -107,6 +151,18 @@ const std::vector<config_spec>& specs() {
              value_type::int32,
              0,
              int32_max},
+            {{"message.downconversion.enable", "true",
+              "Kafka 3.x: whether old consumers get records down-converted. Accepted (it is "
+              "deprecated but still accepted there) and without effect: no down-conversion."},
+             value_type::boolean},
+            {{"message.format.version", "3.0-IV1",
+              "Kafka 3.x: the record format version of the topic. Accepted (it is "
+              "deprecated but still accepted there) and without effect: records are always "
+              "stored as v2 batches."},
+             value_type::custom,
+             0,
+             0,
+             check_format_version},
             {{"message.timestamp.after.max.ms", "9223372036854775807",
               "How far a CreateTime timestamp may lie in the future of the broker's clock."},
              value_type::int64,
@@ -251,13 +307,64 @@ std::string check_value(const config_spec& spec, std::string_view v) {
     return "unknown value type";
 }
 
+// Kafka's broker-level synonyms of each topic config (its ServerTopicConfigSynonyms):
+// the broker config a topic's default comes from, and the one Kafka reports as its
+// built-in default, with that default in its own unit. Where the two are the same config
+// the default is the topic config's own. Keys absent here have no broker synonym.
+struct synonym_row {
+    std::string_view topic_name;
+    std::string_view broker_name;
+    std::string_view default_name;   // empty: broker_name
+    std::string_view default_value;  // empty: the topic config's default
+};
+constexpr synonym_row synonym_rows[] = {
+    {"cleanup.policy", "log.cleanup.policy", {}, {}},
+    {"compression.type", "compression.type", {}, {}},
+    {"delete.retention.ms", "log.cleaner.delete.retention.ms", {}, {}},
+    {"file.delete.delay.ms", "log.segment.delete.delay.ms", {}, {}},
+    {"flush.messages", "log.flush.interval.messages", {}, {}},
+    // log.flush.interval.ms has no default in Kafka; it falls back to the scheduler's.
+    {"flush.ms", "log.flush.interval.ms", "log.flush.scheduler.interval.ms", {}},
+    {"index.interval.bytes", "log.index.interval.bytes", {}, {}},
+    {"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", {}, {}},
+    {"max.message.bytes", "message.max.bytes", {}, {}},
+    {"message.downconversion.enable", "log.message.downconversion.enable", {}, {}},
+    {"message.format.version", "log.message.format.version", {}, {}},
+    {"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", {}, {}},
+    {"message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", {}, {}},
+    {"message.timestamp.difference.max.ms", "log.message.timestamp.difference.max.ms", {}, {}},
+    {"message.timestamp.type", "log.message.timestamp.type", {}, {}},
+    {"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", {}, {}},
+    {"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", {}, {}},
+    {"min.insync.replicas", "min.insync.replicas", {}, {}},
+    {"preallocate", "log.preallocate", {}, {}},
+    {"retention.bytes", "log.retention.bytes", {}, {}},
+    // Kafka's millisecond (and minute) names have no default; the hours one does.
+    {"retention.ms", "log.retention.ms", "log.retention.hours", "168"},
+    {"segment.bytes", "log.segment.bytes", {}, {}},
+    {"segment.index.bytes", "log.index.size.max.bytes", {}, {}},
+    {"segment.jitter.ms", "log.roll.jitter.ms", "log.roll.jitter.hours", "0"},
+    {"segment.ms", "log.roll.ms", "log.roll.hours", "168"},
+    {"unclean.leader.election.enable", "unclean.leader.election.enable", {}, {}},
+};
+
 }  // namespace
 
-std::vector<std::string> config_list_items(std::string_view v) {
+config_synonyms topic_config_synonyms(std::string_view name) {
+    for (const auto& r : synonym_rows) {
+        if (r.topic_name != name) continue;
+        const config_spec* spec = find_spec(name);
+        return {r.broker_name, r.default_name.empty() ? r.broker_name : r.default_name,
+                r.default_value.empty() && spec ? spec->def.default_value : r.default_value};
+    }
+    return {};
+}
+
+std::vector<std::string> config_list_items(std::string_view v, char separator) {
     std::vector<std::string> out;
     size_t start = 0;
     while (start <= v.size()) {
-        size_t comma = std::min(v.find(',', start), v.size());
+        size_t comma = std::min(v.find(separator, start), v.size());
         std::string_view item = v.substr(start, comma - start);
         while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
         while (!item.empty() && item.back() == ' ') item.remove_suffix(1);

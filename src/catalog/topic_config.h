@@ -26,13 +26,26 @@ const std::vector<config_def>& topic_config_defs();
 const config_def* find_topic_config_def(std::string_view name);
 
 // The items of a list-valued config (Kafka's LIST type, e.g. cleanup.policy): split at
-// commas, spaces around each item trimmed, empty items kept (validation refuses them).
-std::vector<std::string> config_list_items(std::string_view value);
+// commas (or `separator`), spaces around each item trimmed, empty items kept (validation
+// refuses them).
+std::vector<std::string> config_list_items(std::string_view value, char separator = ',');
 
 // The config's type as DescribeConfigs v3+ reports it (Kafka's ConfigType: 1 boolean,
 // 2 string, 3 int, 5 long, 6 double, 7 list); 0 for an unknown key.
 int8_t topic_config_type(std::string_view name);
 inline constexpr int8_t config_type_list = 7;
+
+// A topic config's names at the broker level, as Kafka's DescribeConfigs lists them in
+// synonyms: `broker_name` is the broker config a topic's default comes from
+// (retention.ms: log.retention.ms), `default_name` and `default_value` the one Kafka
+// reports as the built-in default, in its own unit (log.retention.hours, "168"). All
+// empty when Kafka has no broker-level synonym (the replication throttle lists).
+struct config_synonyms {
+    std::string_view broker_name;
+    std::string_view default_name;
+    std::string_view default_value;
+};
+config_synonyms topic_config_synonyms(std::string_view name);
 
 // Checks one key/value pair: errc::invalid_argument naming the key and the reason when
 // the key is unknown or the value is out of range, malformed or not supported yet (the

@@ -80,8 +80,11 @@ void coordinator::join_new_member(group_data& g, join_request& req, join_callbac
 }
 
 // A static member (group.instance.id) rejoining with a fresh member id takes over its
-// old identity: the old id is fenced, and a stable group keeps its assignment without a
-// rebalance unless the member leads or changed its protocols.
+// old identity: the old id is fenced, and a stable group keeps its generation and
+// assignment without a rebalance unless the member changed its protocols (Kafka 2.4+).
+// A leader keeps its leadership under the new id; as in Kafka, JoinGroup v9+ tells it so
+// with the member list and skip_assignment, and older versions name the old leader id so
+// that the client does not run its assignor for a generation that will not change.
 void coordinator::join_static_member(group_data& g, join_request& req, join_callback& cb) {
     std::string old_id = g.static_members.at(*req.instance_id);
     std::string id = new_member_id(req.client_id);
@@ -109,9 +112,16 @@ void coordinator::join_static_member(group_data& g, join_request& req, join_call
     m.client_host = req.client_host;
     m.session_timeout_ms = req.session_timeout_ms;
     m.rebalance_timeout_ms = req.rebalance_timeout_ms;
-    if (g.state == group_state::stable && !was_leader && m.protocols == req.protocols) {
+    if (g.state == group_state::stable && m.protocols == req.protocols) {
         refresh_session(g, m);
-        return cb(current_join_result(g, m));
+        join_result r = current_join_result(g, m);
+        if (was_leader && req.supports_skip_assignment) {
+            r.skip_assignment = true;
+        } else if (was_leader) {
+            r.leader = old_id;
+            r.members.clear();
+        }
+        return cb(r);
     }
     update_member_and_rebalance(g, m, req, std::move(cb));
 }

@@ -60,6 +60,8 @@ struct join_request {
     std::vector<protocol_entry> protocols;  // in the member's order of preference
     // JoinGroup v4+: a first join is answered MEMBER_ID_REQUIRED with the id to use.
     bool require_known_member_id = false;
+    // JoinGroup v9+: the answer can tell a leader to skip the assignor (KIP-814).
+    bool supports_skip_assignment = false;
 };
 
 struct join_result {
@@ -75,6 +77,8 @@ struct join_result {
         bytes metadata;  // for the selected protocol
     };
     std::vector<member> members;  // only in the leader's result
+    // A static leader that rejoined a stable group: it leads, but must not reassign.
+    bool skip_assignment = false;
 };
 
 struct sync_request {

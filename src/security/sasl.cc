@@ -233,6 +233,9 @@ class scram_server final : public sasl_server {
     std::string _user;     // set once authenticated
     std::string _claimed;  // the name client-first asked for
     bool _known = false;   // whether _cred is real rather than fake_credential()
+    // The mechanisms the claimed user has credentials for when this one is missing: a
+    // user who exists is not "unknown" in the log.
+    std::string _user_has;
     scram_credential _cred;
     std::string _gs2_header, _client_first_bare, _server_first, _nonce, _client_nonce;
 };
@@ -286,6 +289,9 @@ step_result scram_server::on_first(std::string_view msg) {
     auto it = std::find_if(creds.begin(), creds.end(),
                            [&](const scram_credential& c) { return c.mechanism == _mech; });
     _known = it != creds.end();
+    if (!_known)
+        for (const auto& c : creds)
+            _user_has += (_user_has.empty() ? "" : ", ") + std::string(mechanism_name(c.mechanism));
     _cred = _known ? std::move(*it) : fake_credential(_mech, *name);
     _claimed = std::move(*name);
     _client_nonce = std::string(*cnonce);
@@ -329,9 +335,13 @@ step_result scram_server::on_final(std::string_view msg) {
     std::string signature = scram_hmac(_mech, _cred.stored_key, auth_message);
     std::string client_key = xor_bytes(*proof, signature);
     bool match = constant_time_equal(scram_hash(_mech, client_key), _cred.stored_key);
-    if (!_known)
+    if (!_known && _user_has.empty())
         return fail("unknown user " + log_quoted(_claimed) + " for " +
                     std::string(mechanism_name(_mech)));
+    if (!_known)
+        return fail("user " + log_quoted(_claimed) + " has no " +
+                    std::string(mechanism_name(_mech)) + " credential (it has " + _user_has +
+                    ")");
     if (!match) return fail("wrong password for user " + log_quoted(_claimed));
     _user = _claimed;
     return {outcome::success,

@@ -344,3 +344,44 @@ def test_restart_resumes_from_committed_offsets_and_metadata(broker, topic_name)
         firsts.setdefault(p, o)
     assert firsts == first, "after the restart the group resumed at %r, committed %r" % (firsts, first)
     G.assert_exact_records(expected2, handled, "consumer after restart")
+
+
+def test_static_leader_restart_keeps_the_group_stable(broker, topic_name):
+    """librdkafka members with group.instance.id: the leader closes (a static member sends
+    no LeaveGroup) and a new process with the same instance id takes its place. The
+    group keeps its generation and assignment: the follower sees no revoke or assign."""
+    H.create_topic(broker.bootstrap, topic_name, 6)
+    grp = group_id(topic_name)
+    view = G.GroupView()
+    members = []
+    try:
+        conf_a = G.group_consumer_conf(broker.bootstrap, grp, **{"group.instance.id": "inst-A"})
+        conf_b = G.group_consumer_conf(broker.bootstrap, grp, **{"group.instance.id": "inst-B"})
+        # A first, alone: it is the leader (the longest-standing member) from then on.
+        members.append(G.GroupMember(view, "A", conf_a, topic_name))
+        G.wait_for(lambda: view.covered(["A"], ALL6), 30, lambda: "A to own 6 partitions (%r)" % view.snapshot())
+        members.append(G.GroupMember(view, "B", conf_b, topic_name))
+        snap = G.wait_for(lambda: view.covered(["A", "B"], ALL6), 30,
+                          lambda: "A and B to cover 6 partitions (%r)" % view.snapshot())
+        before = G.describe_group_raw(broker.bootstrap, grp)
+        assert before["state"] == "Stable", before
+        b_events = [e for e in view.events if e[1] == "B"]
+
+        members[0].close()
+        members.append(G.GroupMember(view, "A2", conf_a, topic_name))
+        G.wait_for(lambda: view.snapshot().get("A2") == snap["A"], 30,
+                   lambda: "A2 to take over A's partitions %r (%r)" % (sorted(snap["A"]), view.snapshot()))
+        # Longer than a rebalance would take to show up at B (heartbeats every 0.5 s).
+        time.sleep(4 * HEARTBEAT_S + 1)
+        assert [e for e in view.events if e[1] == "B"] == b_events, view.events
+        assert view.snapshot()["B"] == snap["B"]
+        after = G.describe_group_raw(broker.bootstrap, grp)
+        assert after["state"] == "Stable", after
+        assert len(after["members"]) == 2, after
+        assigned = {m["client_id"]: G.K.parse_consumer_assignment(m["assignment"]).get(topic_name, [])
+                    for m in after["members"]}
+        assert {k: frozenset(v) for k, v in assigned.items()} == {"A2": snap["A"], "B": snap["B"]}, after
+        for m in members[1:]:
+            assert not m.errors_snapshot(), (m.name, m.errors_snapshot())
+    finally:
+        G.close_all(members)

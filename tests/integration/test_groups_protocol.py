@@ -183,7 +183,8 @@ def test_connect_group_join_sync_heartbeat(broker, topic_name, members, v):
     assert err == 0
     assert offs[(topic_name, 0)] == (11, "from m1", 0), offs
     assert offs[(topic_name, 1)][0] == 22 and offs[(topic_name, 1)][2] == 0, offs
-    assert offs[(topic_name, 1)][1] in (None, ""), offs
+    # Null metadata is stored and returned as "", as Kafka does.
+    assert offs[(topic_name, 1)] == (22, "", 0), offs
 
     # DescribeGroups shows exactly this.
     with K.Conn(broker.bootstrap) as conn:
@@ -490,6 +491,52 @@ def test_static_membership_fenced_instance_id(broker, topic_name, members):
         (stay.member_id, stay.instance_id), (new.member_id, inst)}, d
 
 
+@pytest.mark.parametrize("jv", [5, 9])
+def test_static_leader_rejoin_keeps_generation_and_leadership(broker, topic_name, members, jv):
+    """A restarted static leader (same instance id, same protocols) gets a new member id
+    and nothing else changes: no rebalance, same generation and assignments. JoinGroup
+    v9+ tells it that it leads (member list, skip_assignment); v5-v8 name the previous
+    leader id, as Kafka does, so that it does not run its assignor."""
+    grp = "static-lead-%d-%s" % (jv, topic_name)
+    a = members(broker.bootstrap, grp, [("p", b"meta-a")], instance_id="inst-a")
+    b = members(broker.bootstrap, grp, [("p", b"meta-b")], instance_id="inst-b")
+    leader, assignments = form_group([a, b])
+    gen = a.generation
+    old_leader = a if leader == a.member_id else b
+    follower = b if old_leader is a else a
+
+    new = members(broker.bootstrap, grp, old_leader.protocols, instance_id=old_leader.instance_id)
+    r = K.join_group(new.conn, jv, grp, "", "connect", new.protocols, group_instance_id=new.instance_id,
+                     rebalance_timeout_ms=10000, timeout=JOIN_TIMEOUT)
+    assert r["error"] == 0 and r["generation"] == gen, r
+    assert r["member_id"] and r["member_id"] != old_leader.member_id, r
+    new.member_id, new.generation = r["member_id"], gen
+    if jv >= 9:
+        assert (r["leader"], r["skip_assignment"]) == (new.member_id, True), r
+        assert {(x["member_id"], x["group_instance_id"], x["metadata"]) for x in r["members"]} == {
+            (new.member_id, new.instance_id, b"meta-" + new.instance_id[-1:].encode()),
+            (follower.member_id, follower.instance_id, b"meta-" + follower.instance_id[-1:].encode())}, r
+    else:
+        assert (r["leader"], r["members"]) == (old_leader.member_id, []), r
+    # No rebalance: the follower's heartbeat is fine and both keep their assignments.
+    assert follower.hb(3) == 0
+    s = K.sync_group(new.conn, 3, grp, gen, new.member_id, [], group_instance_id=new.instance_id)
+    assert (s["error"], s["assignment"]) == (0, assignments[old_leader.member_id]), s
+    assert new.hb(3) == 0 and follower.hb(3) == 0
+    assert old_leader.hb(3) == K.FENCED_INSTANCE_ID
+    with K.Conn(broker.bootstrap) as conn:
+        (d,) = K.describe_groups(conn, 5, [grp])
+    assert d["state"] == "Stable", d
+    assert {(x["member_id"], x["assignment"]) for x in d["members"]} == {
+        (new.member_id, assignments[old_leader.member_id]), (follower.member_id, assignments[follower.member_id])}, d
+
+    # The group's leader is the new id: the next rebalance hands it the member list.
+    follower.protocols = [("p", b"meta-changed")]
+    res = join_round([new, follower], jv)
+    assert {x["leader"] for x in res} == {new.member_id}, res
+    assert all(x["generation"] == gen + 1 for x in res), res
+
+
 def test_session_expiry_removes_silent_member(broker_factory, members):
     b = broker_factory(extra_args=["--group-min-session-timeout-ms", "1000"])
     grp = "expiry"
@@ -549,11 +596,12 @@ def test_offset_fetch_v8_several_groups(broker, topic_name):
     H.create_topic(broker.bootstrap, t2, 1)
     g1, g2, g3 = ("of8-%s-%d" % (topic_name, i) for i in range(3))
     with K.Conn(broker.bootstrap) as conn:
-        assert set(commit(conn, 8, g1, {topic_name: [(0, 1, "one"), (1, 2, "one")]}).values()) == {0}
+        assert set(commit(conn, 8, g1, {topic_name: [(0, 1, "one"), (1, 2, None)]}).values()) == {0}
         assert set(commit(conn, 3, g2, {topic_name: [(0, 10, "two")], t2: [(0, 20, "two-b")]}).values()) == {0}
         res = K.offset_fetch(conn, 8, [(g1, None), (g2, {topic_name: [0, 1], t2: [0]}), (g3, None)])
         assert set(res) == {g1, g2, g3}, res
-        assert res[g1] == dict(error=0, offsets={(topic_name, 0): (1, "one", 0), (topic_name, 1): (2, "one", 0)})
+        # Null metadata comes back as "", as Kafka stores it.
+        assert res[g1] == dict(error=0, offsets={(topic_name, 0): (1, "one", 0), (topic_name, 1): (2, "", 0)})
         assert res[g2]["error"] == 0
         o2 = res[g2]["offsets"]
         assert o2[(topic_name, 0)] == (10, "two", 0) and o2[(t2, 0)] == (20, "two-b", 0), o2
@@ -564,6 +612,8 @@ def test_offset_fetch_v8_several_groups(broker, topic_name):
         for fv in (1, 2, 6, 7):
             err, offs = K.offset_fetch_one(conn, fv, g2, {t2: [0]})
             assert (err, offs) == (0, {(t2, 0): (20, "two-b", 0)}), (fv, err, offs)
+            err, offs = K.offset_fetch_one(conn, fv, g1, {topic_name: [1]})
+            assert (err, offs) == (0, {(topic_name, 1): (2, "", 0)}), (fv, err, offs)
 
 
 def test_find_coordinator_is_this_broker(broker):
@@ -769,3 +819,25 @@ def test_committed_offsets_survive_kill9(broker, topic_name):
     for i, g in enumerate(groups):
         assert res[g] == dict(error=0, offsets={(topic_name, p): (1000 * i + p, "d%d" % i, 0) for p in range(3)}), (
             g, res[g])
+
+
+def test_null_metadata_stored_by_an_older_broker_reads_as_empty(broker, topic_name):
+    """Catalogs written before null metadata was stored as "" hold NULL in
+    group_offsets.metadata; OffsetFetch answers "" for them too (no migration)."""
+    import sqlite3
+
+    H.create_topic(broker.bootstrap, topic_name, 1)
+    grp = "oldnull-" + topic_name
+    with K.Conn(broker.bootstrap) as conn:
+        assert commit(conn, 2, grp, {topic_name: [(0, 7, "set")]}) == {(topic_name, 0): 0}
+    broker.stop()
+    db = sqlite3.connect(str(broker.data_dir / "catalog.db"))
+    with db:
+        n = db.execute("UPDATE group_offsets SET metadata = NULL WHERE group_id = ?", (grp,)).rowcount
+    db.close()
+    assert n == 1
+    broker.start()
+    with K.Conn(broker.bootstrap) as conn:
+        for fv in (1, 5, 8):
+            err, offs = K.offset_fetch_one(conn, fv, grp, {topic_name: [0]})
+            assert (err, offs) == (0, {(topic_name, 0): (7, "", 0)}), (fv, err, offs)

@@ -79,7 +79,9 @@ def test_user_list_json_shape(secure_broker_factory):
     t = S.Target.stopped(b)
     S.user_add(t, "zed", "zed-pw", mechanism="SCRAM-SHA-512")
     doc = S.user_list_doc(t)
-    assert doc == {"users": [{"name": "zed", "mechanisms": ["SCRAM-SHA-512"], "iterations": 4096}]}, doc
+    assert doc == {"users": [{"name": "zed", "mechanisms": ["SCRAM-SHA-512"],
+                              "credentials": [{"mechanism": "SCRAM-SHA-512", "iterations": 4096}],
+                              "iterations": 4096}]}, doc
 
 
 def test_offline_refused_while_running(secure_broker_factory):
@@ -138,9 +140,16 @@ def test_online_user_commands(online_broker, tmp_path):
     assert not can_login(b, "SCRAM-SHA-256", "bob", "bob-pw-1")
     assert can_login(b, "SCRAM-SHA-256", "bob", "bob-pw-2")
     assert can_login(b, "PLAIN", "bob", "bob-pw-2")
+    # One mechanism's password (over HTTP): the other mechanism keeps its own.
+    on.ok(["user", "passwd", "bob", "--mechanism", "SCRAM-SHA-512"], stdin="bob-pw-3\n")
+    assert can_login(b, "SCRAM-SHA-512", "bob", "bob-pw-3")
+    assert not can_login(b, "SCRAM-SHA-512", "bob", "bob-pw-2")
+    assert can_login(b, "SCRAM-SHA-256", "bob", "bob-pw-2")
+    assert S.user_list(on)["bob"] == BOTH
 
     S.user_remove(on, "bob")
     assert not can_login(b, "PLAIN", "bob", "bob-pw-2")
+    assert not can_login(b, "PLAIN", "bob", "bob-pw-3")
     assert S.user_list(on) == {"admin": BOTH, "carol": ["SCRAM-SHA-512"]}
 
     # Wrong admin password: refused, nothing changes.

@@ -44,7 +44,17 @@ DEFAULTS = {
 }
 
 # The broker-level settings DescribeConfigs must list for the broker resource.
-BROKER_KEYS = {"num.partitions", "group.initial.rebalance.delay.ms", "offsets.retention.minutes"}
+BROKER_KEYS = {"num.partitions", "group.initial.rebalance.delay.ms", "offsets.retention.minutes",
+               "default.replication.factor"}
+
+# Kafka 3.x topic configs deprecated (or without meaning on one broker) but accepted
+# there: accepted here too, stored and described, without effect.
+ACCEPTED_NO_EFFECT = {
+    "message.format.version": "2.8",
+    "message.downconversion.enable": "false",
+    "leader.replication.throttled.replicas": "0:0,1:0",
+    "follower.replication.throttled.replicas": "*",
+}
 
 # Values the broker must refuse with INVALID_CONFIG: (key, value).
 INVALID = [
@@ -53,6 +63,8 @@ INVALID = [
     ("segment.bytes", "100"),  # below the 1 KiB floor
     ("message.timestamp.type", "Foo"),
     ("cleanup.policy", "shred"),  # neither delete nor compact
+    ("message.format.version", "latest"),
+    ("leader.replication.throttled.replicas", "0-1"),
 ]
 
 
@@ -190,13 +202,19 @@ def test_describe_configs_sources_and_synonyms(broker_factory, topic_name):
     H.create_topic(b.bootstrap, topic_name, 1, config={"max.message.bytes": "200000", "segment.ms": "7200000"})
     topic_set = {"max.message.bytes": "200000", "segment.ms": "7200000"}
     broker_defaults = {"retention.ms": "86400000", "segment.ms": "3600000"}
-    # Levels that give a value, highest first, each named with the topic config's own name.
+    # Levels that give a value, highest first, named as Kafka names them: the topic's own
+    # setting by the topic config name, the broker-wide default and the built-in one by the
+    # broker config names (Kafka reports retention's built-in default as
+    # log.retention.hours=168, its millisecond name having none).
     want_synonyms = {
-        "max.message.bytes": [("max.message.bytes", "200000", SRC_TOPIC), ("max.message.bytes", "1048576", SRC_DEFAULT)],
-        "retention.ms": [("retention.ms", "86400000", SRC_BROKER), ("retention.ms", "604800000", SRC_DEFAULT)],
-        "segment.ms": [("segment.ms", "7200000", SRC_TOPIC), ("segment.ms", "3600000", SRC_BROKER),
-                       ("segment.ms", "604800000", SRC_DEFAULT)],
-        "cleanup.policy": [("cleanup.policy", "delete", SRC_DEFAULT)],
+        "max.message.bytes": [("max.message.bytes", "200000", SRC_TOPIC), ("message.max.bytes", "1048576", SRC_DEFAULT)],
+        "retention.ms": [("log.retention.ms", "86400000", SRC_BROKER), ("log.retention.hours", "168", SRC_DEFAULT)],
+        "segment.ms": [("segment.ms", "7200000", SRC_TOPIC), ("log.roll.ms", "3600000", SRC_BROKER),
+                       ("log.roll.hours", "168", SRC_DEFAULT)],
+        "cleanup.policy": [("log.cleanup.policy", "delete", SRC_DEFAULT)],
+        "segment.bytes": [("log.segment.bytes", "1073741824", SRC_DEFAULT)],
+        # Kafka has no broker-level name for the throttle lists: no synonym.
+        "leader.replication.throttled.replicas": [],
     }
 
     names = None
@@ -211,8 +229,18 @@ def test_describe_configs_sources_and_synonyms(broker_factory, topic_name):
         for name, want in want_synonyms.items():
             assert with_syn[name]["synonyms"] == want, "v%d %s synonyms: %r" % (version, name, with_syn[name]["synonyms"])
         for name, c in with_syn.items():
-            # The first synonym is the value in force.
-            assert c["synonyms"] and c["synonyms"][0] == (name, c["value"], c["source"]), (version, c)
+            # The first synonym gives the value in force, from the level that sets it, and
+            # no defaulted config lists a synonym of its own name.
+            if name.endswith(".throttled.replicas"):
+                continue
+            assert c["synonyms"] and c["synonyms"][0][2] == c["source"], (version, c)
+            if c["source"] == SRC_TOPIC:
+                assert c["synonyms"][0] == (name, c["value"], SRC_TOPIC), (version, c)
+            elif name not in ("retention.ms", "segment.ms", "segment.jitter.ms", "flush.ms"):
+                assert c["synonyms"][0][1] == c["value"], (version, c)
+            if c["source"] == SRC_DEFAULT and name not in ("compression.type", "min.insync.replicas",
+                                                           "unclean.leader.election.enable"):
+                assert all(syn[0] != name for syn in c["synonyms"]), (version, c)
         if version >= 3:
             # Kafka's ConfigType: 5 long, 3 int, 7 list, 2 string, 6 double, 1 boolean.
             want_types = {"retention.ms": 5, "segment.bytes": 3, "cleanup.policy": 7,
@@ -279,6 +307,7 @@ def test_describe_broker_resource(broker_factory):
             got = {c["name"]: c for c in r["configs"]}
             assert BROKER_KEYS <= set(got), "v%d broker configs: %r" % (version, sorted(got))
             assert got["num.partitions"]["value"] == "3"
+            assert got["default.replication.factor"]["value"] == "1"
             assert got["offsets.retention.minutes"]["value"] == "10080"  # Kafka's default, 7 days
             assert int(got["group.initial.rebalance.delay.ms"]["value"]) >= 0
             for c in got.values():
@@ -703,3 +732,27 @@ def test_group_consumer_picks_up_new_partitions(broker_factory, topic_name):
     finally:
         c.close()
     H.assert_records_match(expected, list(got.values()))
+
+
+def test_deprecated_kafka3_configs_accepted_without_effect(broker, topic_name):
+    """Kafka 3.x accepts these topic configs; so does Sluice: CreateTopics (librdkafka),
+    IncrementalAlterConfigs (raw), DescribeConfigs shows them; records still flow."""
+    H.create_topic(broker.bootstrap, topic_name, 2, config=ACCEPTED_NO_EFFECT)
+    got = describe(broker.bootstrap, topic_name, keys=sorted(ACCEPTED_NO_EFFECT), synonyms=True)
+    assert {k: (c["value"], c["source"]) for k, c in got.items()} == {
+        k: (v, SRC_TOPIC) for k, v in ACCEPTED_NO_EFFECT.items()}
+    assert got["message.format.version"]["synonyms"] == [("message.format.version", "2.8", SRC_TOPIC),
+                                                         ("log.message.format.version", "3.0-IV1", SRC_DEFAULT)]
+    answer = ialter(broker.bootstrap, 1, [(TOPIC, topic_name, [
+        ("message.format.version", SET, "3.0-IV1"), ("follower.replication.throttled.replicas", DELETE, None)])])
+    assert_ok(answer, topic_name)
+    got = describe(broker.bootstrap, topic_name, keys=["message.format.version", "follower.replication.throttled.replicas"])
+    assert (got["message.format.version"]["value"], got["message.format.version"]["source"]) == ("3.0-IV1", SRC_TOPIC)
+    assert (got["follower.replication.throttled.replicas"]["value"],
+            got["follower.replication.throttled.replicas"]["source"]) == ("", SRC_DEFAULT)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(4):
+        p.produce(topic_name, value=b"v%d" % i, partition=i % 2)
+    assert p.flush(15) == 0
+    with K.Conn(broker.bootstrap) as conn:
+        assert [K.high_watermark(conn, topic_name, part) for part in (0, 1)] == [2, 2]

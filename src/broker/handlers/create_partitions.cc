@@ -18,12 +18,11 @@ std::optional<std::string> check_assignments(
         return fmt::format("{} assignments for {} new partitions", assignments.size(),
                            new_partitions);
     for (const auto& a : assignments) {
+        if (auto why = replica_list_error(a.broker_ids, brokers)) return why;
+        // New partitions keep the topic's replication factor, as in Kafka; here it is 1.
         if (a.broker_ids.size() != 1)
-            return fmt::format("{} replicas given; the replication factor is 1",
+            return fmt::format("{} replicas given; the topic's replication factor is 1",
                                a.broker_ids.size());
-        int32_t id = a.broker_ids.front();
-        if (id < 0 || static_cast<size_t>(id) >= brokers)
-            return fmt::format("unknown broker id {}", id);
     }
     return std::nullopt;
 }

@@ -20,6 +20,26 @@ error_code to_error(errc e) {
     }
 }
 
+// Kafka's rules for a manual assignment: partitions numbered 0..n-1, each once, and
+// valid replica lists all of one length.
+std::optional<std::string> check_assignments(
+    const std::vector<protocol::create_topics_request::assignment>& assignments, size_t brokers) {
+    std::set<int32_t> indexes;
+    for (const auto& a : assignments) {
+        if (!indexes.insert(a.partition_index).second)
+            return fmt::format("partition {} is assigned twice", a.partition_index);
+        if (auto why = replica_list_error(a.broker_ids, brokers)) return why;
+        if (a.broker_ids.size() != assignments.front().broker_ids.size())
+            return fmt::format("partition {} has {} replicas, partition {} has {}",
+                               a.partition_index, a.broker_ids.size(),
+                               assignments.front().partition_index,
+                               assignments.front().broker_ids.size());
+    }
+    if (*indexes.begin() != 0 || *indexes.rbegin() != static_cast<int32_t>(indexes.size()) - 1)
+        return std::string("assigned partitions must be numbered 0 to n-1");
+    return std::nullopt;
+}
+
 }  // namespace
 
 void handle_create_topics(const request_context& ctx, request_body body) {
@@ -49,13 +69,22 @@ void handle_create_topics(const request_context& ctx, request_body body) {
         }
         int32_t partitions = t.num_partitions;
         if (!t.assignments.empty()) {
-            if (partitions != -1) {
+            if (partitions != -1 || t.replication_factor != -1) {
                 fail(error_code::invalid_request,
-                     "give either num_partitions or replica assignments, not both");
+                     "give either num_partitions and replication_factor or replica "
+                     "assignments, not both");
+                continue;
+            }
+            if (auto why = check_assignments(t.assignments, b.broker_count())) {
+                fail(error_code::invalid_replica_assignment, *why);
                 continue;
             }
             partitions = static_cast<int32_t>(t.assignments.size());
-        } else if (partitions == -1) {
+        } else if (auto why = replication_factor_error(t.replication_factor)) {
+            fail(error_code::invalid_replication_factor, *why);
+            continue;
+        }
+        if (partitions == -1) {
             partitions = b.config().default_partitions;
         }
         std::map<std::string, std::string> configs;
@@ -68,7 +97,7 @@ void handle_create_topics(const request_context& ctx, request_body body) {
             fail(error_code::invalid_config, "config values may not be null");
             continue;
         }
-        // The replication factor is accepted and ignored: one broker holds one copy.
+        // A valid replication factor is accepted and ignored: one broker holds one copy.
         auto created = b.topics().create(t.name, partitions, configs, req.validate_only);
         if (!created) {
             fail(to_error(created.code()), created.err().message);

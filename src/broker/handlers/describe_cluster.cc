@@ -19,6 +19,9 @@ void handle_describe_cluster(const request_context& ctx, request_body body) {
         resp.error_message = "only endpoint type 1 (brokers) is served";
     } else {
         resp.controller_id = ctx.brokers().front().node_id;
+        if (req.include_cluster_authorized_operations)
+            resp.cluster_authorized_operations =
+                authorized_operations(ctx, {security::resource_kind::cluster, {}});
         for (const auto& b : ctx.brokers())
             resp.brokers.push_back({b.node_id, b.address.host, b.address.port, std::nullopt});
     }

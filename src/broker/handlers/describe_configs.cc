@@ -17,6 +17,28 @@ bool wanted(const p::describe_configs_request::resource& r, std::string_view nam
            r.configuration_keys->end();
 }
 
+// Every level that gives the config a value, highest first, named as Kafka names them:
+// the topic's own setting by the topic config name, a broker-wide default
+// (--topic-default) and the built-in default by their broker-level names.
+std::vector<p::describe_configs_response::synonym> synonyms(const topic_registry& topics,
+                                                           const topic_state& t,
+                                                           std::string_view name) {
+    const auto names = catalog::topic_config_synonyms(name);
+    std::vector<p::describe_configs_response::synonym> out;
+    for (auto& [source, value] : topics.config_levels(t, name)) {
+        if (source == p::source_topic) {
+            out.push_back({std::string(name), std::move(value), source});
+        } else if (source == p::source_static_broker) {
+            // Set by the topic config's name; a key Kafka has no broker name for keeps it.
+            std::string_view as = names.broker_name.empty() ? name : names.broker_name;
+            out.push_back({std::string(as), std::move(value), source});
+        } else if (!names.default_name.empty()) {
+            out.push_back({std::string(names.default_name), std::string(names.default_value), source});
+        }
+    }
+    return out;
+}
+
 void describe_topic(broker& b, const p::describe_configs_request& req,
                     const p::describe_configs_request::resource& r, result_t& out) {
     auto& topics = b.topics();
@@ -35,12 +57,7 @@ void describe_topic(broker& b, const p::describe_configs_request& req,
         c.is_default = c.config_source == p::source_default;
         c.config_type = catalog::topic_config_type(def.name);
         if (req.include_documentation) c.documentation = std::string(def.doc);
-        if (req.include_synonyms) {
-            // Broker-wide defaults are set by topic config name (--topic-default), so every
-            // synonym carries the topic config's own name.
-            for (auto& [source, value] : topics.config_levels(*t, def.name))
-                c.synonyms.push_back({c.name, std::move(value), source});
-        }
+        if (req.include_synonyms) c.synonyms = synonyms(topics, *t, def.name);
         out.configs.push_back(std::move(c));
     }
 }
@@ -60,6 +77,8 @@ void describe_broker(const broker& b, const p::describe_configs_request::resourc
     std::pair<std::string, std::string> entries[] = {
         {"auto.create.topics.enable", cfg.auto_create_topics ? "true" : "false"},
         {"num.partitions", std::to_string(cfg.default_partitions)},
+        // What -1 in CreateTopics stands for: one broker keeps one copy.
+        {"default.replication.factor", "1"},
         {"log.dirs", cfg.data_dir.string()},
         {"socket.request.max.bytes", std::to_string(cfg.max_request_bytes)},
         {"group.initial.rebalance.delay.ms", std::to_string(cfg.groups.initial_rebalance_delay_ms)},

@@ -16,7 +16,7 @@ void handle_describe_groups(const request_context& ctx, request_body body) {
             continue;
         }
         if (req.include_authorized_operations)
-            out.authorized_operations = group_operations(ctx, id);
+            out.authorized_operations = authorized_operations(ctx, {security::resource_kind::group, id});
         auto d = ctx.b.groups().describe(id);
         if (!d) {
             // v0-v5 describe a group that does not exist as Dead, without an error.

@@ -1,8 +1,13 @@
 #pragma once
 
+#include <optional>
+#include <span>
+#include <string>
+
 #include "broker/request_context.h"
 #include "common/logging.h"
 #include "protocol/error_code.h"
+#include "security/policy.h"
 
 namespace sluice::broker {
 
@@ -39,9 +44,21 @@ void handle_alter_user_scram_credentials(const request_context& ctx, request_bod
 // Kafka's form of a member's address in DescribeGroups: "/" and the peer's IP.
 std::string client_host(const request_context& ctx);
 
-// DescribeGroups' authorized operations: Kafka's ACL operation bits for a group, READ
-// (3), DELETE (6) and DESCRIBE (8), each set when the principal may do it.
-int32_t group_operations(const request_context& ctx, const std::string& group);
+// The authorized_operations field of Metadata, DescribeCluster and DescribeGroups:
+// Kafka's AclOperation bit for each operation Kafka defines on a resource of that kind
+// (a group: READ, DELETE, DESCRIBE), set when the principal may perform it.
+int32_t authorized_operations(const request_context& ctx, const security::resource& r);
+
+// One broker holds one copy of each partition whatever the replication factor, so any
+// factor from 1 to max_replication_factor is accepted (clients and Kafka Connect ask for
+// 3 by default) and -1 asks for the default. The bound only catches typos and absurd
+// values: Kafka clusters seldom keep more than 7 copies.
+inline constexpr int32_t max_replication_factor = 16;
+// Why CreateTopics' factor is refused (INVALID_REPLICATION_FACTOR); nullopt when it is not.
+std::optional<std::string> replication_factor_error(int32_t factor);
+// Why one partition's replica list is refused (INVALID_REPLICA_ASSIGNMENT): empty, longer
+// than the bound, an id given twice, or an id no broker announces (ids are 0..brokers-1).
+std::optional<std::string> replica_list_error(std::span<const int32_t> ids, size_t brokers);
 
 // Decodes the request body; a malformed body closes the connection with a log line
 // and returns false.

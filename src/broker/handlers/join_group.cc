@@ -25,6 +25,7 @@ void handle_join_group(const request_context& ctx, request_body body) {
     j.protocol_type = std::move(req.protocol_type);
     for (auto& p : req.protocols) j.protocols.push_back({std::move(p.name), std::move(p.metadata)});
     j.require_known_member_id = ctx.version() >= 4;
+    j.supports_skip_assignment = ctx.version() >= 9;
     ctx.b.groups().join(std::move(j), [ctx](const group::join_result& r) {
         protocol::join_group_response resp;
         resp.error_code = code(r.error);
@@ -33,6 +34,7 @@ void handle_join_group(const request_context& ctx, request_body body) {
         resp.protocol_name = r.protocol_name;
         resp.leader = r.leader;
         resp.member_id = r.member_id;
+        resp.skip_assignment = r.skip_assignment;
         for (const auto& m : r.members)
             resp.members.push_back({m.member_id, m.instance_id, m.metadata});
         ctx.respond(resp);

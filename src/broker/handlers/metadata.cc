@@ -7,8 +7,14 @@ namespace {
 
 using protocol::metadata_response;
 
-metadata_response::topic describe(const broker& b, const topic_state& t) {
+// Authorized operations are answered only when asked for (v8+); INT32_MIN otherwise.
+metadata_response::topic describe(const request_context& ctx, const topic_state& t,
+                                  bool with_operations) {
+    const broker& b = ctx.b;
     metadata_response::topic out;
+    if (with_operations)
+        out.topic_authorized_operations =
+            authorized_operations(ctx, {security::resource_kind::topic, t.info.name});
     out.name = t.info.name;
     out.topic_id = t.info.id;
     out.is_internal = false;
@@ -46,6 +52,10 @@ void handle_metadata(const request_context& ctx, request_body body) {
     resp.cluster_id = b.cluster_id();
     resp.controller_id = ctx.brokers().front().node_id;
     using security::resource_kind;
+    const bool with_ops = req.include_topic_authorized_operations;
+    // Asked for in v8-v10 only (the field exists there); v11+ moved it to DescribeCluster.
+    if (req.include_cluster_authorized_operations)
+        resp.cluster_authorized_operations = authorized_operations(ctx, {resource_kind::cluster, {}});
 
     // v0: an empty list means every topic; v1+: null does.
     bool all = !req.topics || (ctx.version() == 0 && req.topics->empty());
@@ -53,7 +63,7 @@ void handle_metadata(const request_context& ctx, request_body body) {
         // Only the topics the principal may describe, as Kafka does.
         for (const auto* t : b.topics().all())
             if (ctx.allowed_quiet(resource_kind::topic, t->info.name))
-                resp.topics.push_back(describe(b, *t));
+                resp.topics.push_back(describe(ctx, *t, with_ops));
         ctx.respond(resp);
         return;
     }
@@ -104,7 +114,7 @@ void handle_metadata(const request_context& ctx, request_body body) {
                 topic_error(rt.name, {}, protocol::error_code::unknown_topic_or_partition));
             continue;
         }
-        resp.topics.push_back(describe(b, *t));
+        resp.topics.push_back(describe(ctx, *t, with_ops));
     }
     ctx.respond(resp);
 }

@@ -44,8 +44,9 @@ void handle_offset_commit(const request_context& ctx, request_body body) {
                 e = error_code::offset_metadata_too_large;
             op.error_code = code(e);
             if (e != error_code::none) continue;
+            // Kafka stores null metadata as the empty string, and OffsetFetch returns that.
             group::committed_offset v{p.committed_offset, p.committed_leader_epoch,
-                                      p.committed_metadata, now, -1};
+                                      p.committed_metadata.value_or(std::string{}), now, -1};
             if (req.retention_time_ms >= 0) v.expire_ms = now + req.retention_time_ms;
             writes.push_back({catalog::offset_write::kind::commit,
                               {req.group_id, t.name, p.partition_index, v.offset, v.leader_epoch,

@@ -21,7 +21,8 @@ std::vector<offset_fetch_response::topic> fetch_group(
     auto fill = [](offset_fetch_response::partition& p, const group::committed_offset& v) {
         p.committed_offset = v.offset;
         p.committed_leader_epoch = v.leader_epoch;
-        p.metadata = v.metadata;
+        // Offsets committed with null metadata before it was stored as "" read as "" too.
+        p.metadata = v.metadata.value_or(std::string{});
     };
     if (!topics) {
         for (const auto& e : groups.committed_all(group_id)) {

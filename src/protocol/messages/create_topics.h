@@ -30,7 +30,7 @@ struct create_topics_request {
     struct topic {
         std::string name;
         int32_t num_partitions = -1;      // -1: broker default
-        int16_t replication_factor = -1;  // accepted and ignored: one copy
+        int16_t replication_factor = -1;  // checked, then ignored: one copy
         std::vector<assignment> assignments;
         std::vector<config> configs;
         template <typename F>

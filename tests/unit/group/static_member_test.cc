@@ -55,6 +55,57 @@ TEST_F(static_member_test, a_restarted_follower_takes_over_without_a_rebalance) 
     }
 }
 
+TEST_F(static_member_test, a_restarted_leader_keeps_its_leadership_without_a_rebalance) {
+    auto g = stable_group("g", 2, {"host-a", "host-b"});
+    const member &a = g[0], &b = g[1];
+
+    // JoinGroup v9+: the new id leads, with the member list, and skips the assignor.
+    auto req = join_req("g", "", range_protocol("meta-0"));
+    req.instance_id = "host-a";
+    req.supports_skip_assignment = true;
+    auto ja = join(std::move(req));
+    ASSERT_TRUE(ja.ready()) << "answered at once";
+    EXPECT_EQ(ja->error, ec::none);
+    EXPECT_EQ(ja->generation, 1);
+    const std::string new_a = ja->member_id;
+    EXPECT_NE(new_a, a.id);
+    EXPECT_EQ(ja->leader, new_a);
+    EXPECT_TRUE(ja->skip_assignment);
+    std::vector<std::string> listed;
+    for (const auto& m : ja->members) listed.push_back(m.member_id);
+    EXPECT_EQ(sorted(listed), sorted({new_a, b.id}));
+
+    EXPECT_EQ(state("g"), group_state::stable);
+    EXPECT_EQ(heartbeat("g", b.id, 1, "host-b"), ec::none) << "no rebalance";
+    EXPECT_EQ(heartbeat("g", a.id, 1, "host-a"), ec::fenced_instance_id);
+    auto sa = sync("g", new_a, 1, {}, "host-a");
+    ASSERT_TRUE(sa.ready());
+    EXPECT_EQ(sa->error, ec::none);
+    EXPECT_EQ(sa->assignment, assignment(0));
+    EXPECT_EQ(sync("g", b.id, 1, {}, "host-b")->assignment, assignment(1));
+
+    // Before v9: the answer names the previous leader id and no members, so the client
+    // does not run its assignor; the group's leader is still the new id.
+    auto again = static_join("host-a", "meta-0");
+    ASSERT_TRUE(again.ready());
+    EXPECT_EQ(again->error, ec::none);
+    EXPECT_EQ(again->generation, 1);
+    EXPECT_EQ(again->leader, new_a);
+    EXPECT_TRUE(again->members.empty());
+    EXPECT_FALSE(again->skip_assignment);
+    EXPECT_EQ(state("g"), group_state::stable);
+    EXPECT_EQ(heartbeat("g", b.id, 1, "host-b"), ec::none);
+    EXPECT_EQ(sync("g", again->member_id, 1, {}, "host-a")->assignment, assignment(0));
+    // A later rebalance still has a leader that is here.
+    auto jb = static_join("host-b", "new-subscription", b.id);
+    EXPECT_FALSE(jb.ready());
+    auto ja2 = static_join("host-a", "meta-0", again->member_id);
+    ASSERT_TRUE(ja2.ready() && jb.ready());
+    EXPECT_EQ(ja2->generation, 2);
+    EXPECT_EQ(ja2->leader, again->member_id);
+    EXPECT_EQ(ja2->members.size(), 2U);
+}
+
 TEST_F(static_member_test, a_restart_with_other_protocols_rebalances) {
     auto g = stable_group("g", 2, {"host-a", "host-b"});
     auto jb = static_join("host-b", "new-subscription");

@@ -148,12 +148,16 @@ TEST(scram, unknown_user_looks_like_a_wrong_password_to_the_client) {
     EXPECT_NE(field(other.first.response, 's'), field(unknown.first.response, 's'));
 }
 
-TEST(scram, user_without_a_credential_for_the_mechanism_is_unknown) {
+TEST(scram, user_without_a_credential_for_the_mechanism_fails_saying_which) {
     EXPECT_EQ(run_scram(sha512, "carol", "carol-secret").final.result, outcome::success);
     auto ex = run_scram(sha256, "carol", "carol-secret");
+    auto wrong = run_scram(sha256, "alice", "whatever");
     EXPECT_EQ(ex.first.result, outcome::challenge);
     EXPECT_EQ(ex.final.result, outcome::failure);
-    EXPECT_EQ(ex.final.reason, "unknown user 'carol' for SCRAM-SHA-256");
+    // The client sees what a wrong password gets; the log says the user exists.
+    EXPECT_EQ(ex.final.response, wrong.final.response);
+    EXPECT_EQ(ex.final.reason,
+              "user 'carol' has no SCRAM-SHA-256 credential (it has SCRAM-SHA-512)");
 }
 
 TEST(scram, escaped_user_names_are_decoded) {
