@@ -14,6 +14,7 @@
 #include "sql/sql_text.h"
 #include "sql/sqlite_statement.h"
 #include "sql/system_tables.h"
+#include "sql/topic_names.h"
 #include "sql/topic_table.h"
 
 namespace sluice::sql {
@@ -297,7 +298,7 @@ int sqlite_session::authorize_read(const char* db_name, const char* table) {
         if (sqlite3_stricmp(table, "sqlite_master") == 0 ||
             sqlite3_stricmp(table, "sqlite_schema") == 0)
             return SQLITE_OK;
-        return _ctx.check_topic_read(table) ? SQLITE_DENY : SQLITE_OK;
+        return _ctx.check_topic_read(topic_of_table(table)) ? SQLITE_DENY : SQLITE_OK;
     }
     // An expansion's target holds its topic's records: reading it needs KafkaRead on
     // the topic as well. Statements prepared before a policy changed are prepared (and
@@ -409,15 +410,28 @@ outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql
         return std::unique_ptr<statement>(std::move(**cmd));
     }
     if (auto refused = refuse_locking_begin(sql)) return *refused;
+    // Topics whose tables carry escaped names are named in the statement as users know
+    // them: kafka_topics."CaseT" becomes kafka_topics."~^Case^T" (sql/topic_names.h).
+    std::vector<text_edit> edits;
+    std::string rewritten;
+    std::string_view text = sql;
+    if (_topics && _topics->any_escaped()) {
+        rewritten = rewrite_topic_refs(
+            sql, [&](std::string_view name) { return _topics->table_for(name); }, &edits);
+        text = rewritten;
+    }
     sqlite3_stmt* st = nullptr;
     const char* end = nullptr;
     _denied.clear();
     _ctx.clear_denied();
-    int rc = sqlite3_prepare_v3(_db, sql.data(), static_cast<int>(sql.size()), 0, &st, &end);
-    if (tail) *tail = sql.substr(end ? static_cast<size_t>(end - sql.data()) : sql.size());
+    int rc = sqlite3_prepare_v3(_db, text.data(), static_cast<int>(text.size()), 0, &st, &end);
+    const size_t used =
+        original_position(edits, end ? static_cast<size_t>(end - text.data()) : text.size());
+    if (tail) *tail = sql.substr(std::min(used, sql.size()));
     if (rc != SQLITE_OK) return error_for(rc);
     if (!st) return std::unique_ptr<statement>();
-    return std::unique_ptr<statement>(std::make_unique<sqlite_statement>(*this, st));
+    return std::unique_ptr<statement>(
+        std::make_unique<sqlite_statement>(*this, st, std::string(sql.substr(0, used))));
 }
 
 }  // namespace sluice::sql

@@ -208,6 +208,43 @@ TEST_F(topic_fixture, topics_come_and_go_and_cannot_be_written) {
               (rows{{"0"}}));
 }
 
+// Kafka tells apart names that differ only in case, SQLite does not; and SQLite
+// reserves sqlite_*. Every topic still gets its own table, by its exact name.
+TEST_F(topic_fixture, topics_differing_in_case_and_reserved_names_each_get_a_table) {
+    const std::string long_name(249, 'L');
+    create_topic("caset", 1);
+    produce("caset", 0, {{"k", "lower", 5, {}}});
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.caset"), (rows{{"lower"}}));
+    create_topic("CaseT", 1);
+    produce("CaseT", 0, {{"k", "upper", 5, {}}});
+    create_topic("sqlite_events", 1);
+    produce("sqlite_events", 0, {{"k", "reserved", 5, {}}});
+    create_topic(long_name, 1);
+    produce(long_name, 0, {{"k", "long", 5, {}}});
+    EXPECT_EQ(query(*sess, "SELECT 1"), (rows{{"1"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.\"CaseT\""), (rows{{"upper"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.\"caset\""), (rows{{"lower"}}));
+    EXPECT_EQ(query(*sess, "SELECT a.value, b.value FROM kafka_topics.CaseT a, "
+                           "kafka_topics.caset b"),
+              (rows{{"upper", "lower"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.sqlite_events"), (rows{{"reserved"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.\"" + long_name + "\""),
+              (rows{{"long"}}));
+    // Several statements in one string: each one's tail is found in the original text.
+    EXPECT_EQ(query(*sess, "SELECT 1 FROM kafka_topics.\"CaseT\"; SELECT value FROM "
+                           "kafka_topics.\"caset\""),
+              (rows{{"lower"}}));
+    // A spelling that is neither topic's is no table.
+    EXPECT_EQ(failure_of(*sess, "SELECT * FROM kafka_topics.\"CASET\"").kind,
+              failure::undefined_table);
+    // Deleting one gives the other its plain name back.
+    ASSERT_TRUE(cat->delete_topic("caset"));
+    ASSERT_TRUE(logs->remove_topic("caset"));
+    EXPECT_EQ(query(*sess, "SELECT name FROM kafka_topics.sqlite_master ORDER BY name"),
+              (rows{{"CaseT"}, {long_name}, {"~sqlite_events"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.caset"), (rows{{"upper"}}));
+}
+
 TEST_F(topic_fixture, latest_value_per_key_with_a_window_function) {
     create_topic("cdc", 1);
     produce("cdc", 0, {{"a", R"({"v":1})", 1, {}}, {"b", R"({"v":1})", 2, {}}});
