@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
+#include <vector>
 
 #include "common/logging.h"
 #include "sql/functions.h"
@@ -42,7 +44,9 @@ bool pragma_allowed(const char* name, const char* arg) {
         "table_info",       "table_xinfo",       "index_list",      "index_info", "index_xinfo",
         "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check"};
     static const char* const read_only[] = {
-        "table_list",     "database_list",   "function_list", "module_list", "pragma_list",
+        // Not database_list (nor temp_store_directory, data_store_directory): they show
+        // the server's file paths. pragma_table_list names the schemas.
+        "table_list",     "function_list",   "module_list",   "pragma_list",
         "collation_list", "compile_options", "data_version",  "page_count",  "page_size",
         "user_version",   "schema_version",  "journal_mode",  "encoding",    "freelist_count"};
     for (const char* p : with_arg)
@@ -105,16 +109,36 @@ sqlite_session::~sqlite_session() {
     if (_db) sqlite3_close_v2(_db);
 }
 
+std::string sqlite_session::without_paths(std::string msg) const {
+    // SQL users see no file paths of the server (docs/sql.md): the data directory, in
+    // each spelling the engine may have used, becomes a placeholder.
+    std::vector<std::string> paths{_src.opts->data_dir.string(),
+                                   _src.schemas->main_path().parent_path().string()};
+    std::error_code ec;
+    if (auto abs = std::filesystem::absolute(_src.opts->data_dir, ec); !ec)
+        paths.push_back(abs.string());
+    if (auto canon = std::filesystem::weakly_canonical(_src.opts->data_dir, ec); !ec)
+        paths.push_back(canon.string());
+    std::sort(paths.begin(), paths.end(),
+              [](const auto& a, const auto& b) { return a.size() > b.size(); });
+    for (const auto& p : paths) {
+        if (p.empty() || p == ".") continue;
+        for (size_t at = msg.find(p); at != std::string::npos; at = msg.find(p, at))
+            msg.replace(at, p.size(), "<data-dir>");
+    }
+    return msg;
+}
+
 outcome<bool> sqlite_session::exec_internal(const std::string& sql) {
     _internal = true;
     char* msg = nullptr;
     int rc = sqlite3_exec(_db, sql.c_str(), nullptr, nullptr, &msg);
     _internal = false;
     if (rc != SQLITE_OK) {
-        query_error e{failure::internal,
-                      fmt::format("{}: {}", sql, msg ? msg : sqlite3_errstr(rc))};
+        const std::string why = msg ? msg : sqlite3_errstr(rc);
         sqlite3_free(msg);
-        return e;
+        log_warn("sql", "{}: {}", sql, why);
+        return query_error{failure::internal, without_paths(fmt::format("{}: {}", sql, why))};
     }
     return true;
 }
@@ -124,10 +148,12 @@ outcome<bool> sqlite_session::setup() {
     int rc =
         sqlite3_open_v2(main_path.c_str(), &_db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-    if (rc != SQLITE_OK)
+    if (rc != SQLITE_OK) {
+        const std::string why = _db ? sqlite3_errmsg(_db) : sqlite3_errstr(rc);
+        log_warn("sql", "cannot open {}: {}", main_path, why);
         return query_error{failure::internal,
-                           fmt::format("cannot open {}: {}", main_path,
-                                       _db ? sqlite3_errmsg(_db) : sqlite3_errstr(rc))};
+                           without_paths(fmt::format("cannot open schema main: {}", why))};
+    }
     sqlite3_extended_result_codes(_db, 1);
     sqlite3_busy_timeout(_db, busy_timeout_ms);
     sqlite3_progress_handler(
@@ -168,13 +194,18 @@ outcome<bool> sqlite_session::sync_schemas() {
         if (auto r = exec_internal("DETACH " + quote_ident(*it)); !r) return r.error();
         it = _attached.erase(it);
     }
+    _unopened.clear();
     for (const auto& name : want) {
         if (_attached.count(name)) continue;
+        // A schema whose file cannot be opened is left out (exec_internal logs why):
+        // the session and the other schemas keep working.
         const auto path = _src.schemas->path_of(name).string();
         if (auto r = exec_internal(
                 fmt::format("ATTACH {} AS {}", quote_literal(path), quote_ident(name)));
-            !r)
-            return r.error();
+            !r) {
+            _unopened[name] = r.error().message;
+            continue;
+        }
         if (auto r = exec_internal(fmt::format(
                 "PRAGMA {0}.journal_mode=WAL; PRAGMA {0}.synchronous=FULL", quote_ident(name)));
             !r)
@@ -353,7 +384,7 @@ int sqlite_session::guard_transaction(const char* db_name) {
 query_error sqlite_session::error_for(int rc) const {
     // A policy refused a topic, at prepare (the authorizer) or when a scan opened.
     if (_ctx.denied()) return {failure::not_authorized, *_ctx.denied()};
-    const std::string msg = sqlite3_errmsg(_db);
+    const std::string msg = without_paths(sqlite3_errmsg(_db));
     switch (rc & 0xff) {
         case SQLITE_INTERRUPT:
             if (_interrupted == failure::timeout)
