@@ -110,6 +110,11 @@ std::string rewrite_topic_refs(
     for (;;) {
         token t = next_token(sql, pos);
         if (t.k == token::kind::end) break;
+        // The first statement ends here, as far as references go: SQLite prepares one
+        // statement at a time, and scanning the rest each time would cost a string of
+        // n statements n times its length. (A trigger body's later statements are
+        // left as they are.)
+        if (t.k == token::kind::other && sql[t.begin] == ';') break;
         if (t.k == token::kind::identifier && dot.k == token::kind::dot &&
             before_dot.k == token::kind::identifier &&
             to_lower(before_dot.name) == topics_schema) {

@@ -37,8 +37,9 @@ struct text_edit {
 
 // The SQL text with every reference kafka_topics.<name> (either part quoted with "",
 // `` or [], or bare; comments between the parts allowed) whose <name> `table_for`
-// maps to another table name replaced by that name, quoted. String literals and
-// comments are left alone. `edits` (when given) receives the replacements, in order.
+// maps to another table name replaced by that name, quoted, up to the first ';' (the
+// end of the statement SQLite prepares next). String literals and comments are left
+// alone. `edits` (when given) receives the replacements, in order.
 std::string rewrite_topic_refs(
     std::string_view sql,
     const std::function<std::optional<std::string>(std::string_view name)>& table_for,

@@ -54,6 +54,9 @@ TEST(topic_names, rewrite_touches_only_kafka_topics_references) {
     // Nothing to rewrite: the text comes back as it was.
     EXPECT_EQ(rewrite_topic_refs("SELECT * FROM kafka_topics.other", table_for),
               "SELECT * FROM kafka_topics.other");
+    // Only the first statement: the session prepares one at a time.
+    EXPECT_EQ(rewrite_topic_refs("SELECT 1; SELECT * FROM kafka_topics.caset", table_for),
+              "SELECT 1; SELECT * FROM kafka_topics.caset");
     EXPECT_EQ(rewrite_topic_refs("SELECT x'00' FROM kafka_topics.[CaseT]", table_for),
               "SELECT x'00' FROM kafka_topics.\"~^Case^T\"");
 }
