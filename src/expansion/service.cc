@@ -606,8 +606,13 @@ result<status> service::create(const create_request& r) {
     log_info("expansion", "{}: expanding topic '{}' ({} of each event{}{}){}", info.target,
              info.topic, info.source, info.flatten ? ", flattened" : "",
              info.copy_source ? ", with the source" : "", backfill ? ", backfilling" : "");
-    std::lock_guard lock(_mu);
-    return describe(e);
+    status s;
+    {
+        std::lock_guard lock(_mu);
+        s = describe(e);
+    }
+    count_target_rows(s);
+    return s;
 }
 
 result<void> service::drop(const std::string& target, bool drop_table) {

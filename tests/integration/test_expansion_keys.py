@@ -42,6 +42,7 @@ def test_key_column_as_text_and_as_bytes(b, pg, topic_name):
     text = X.create(b.http, topic_name, "keys.text", {"fields": FIELDS, "key": {"type": "string"}})
     raw = X.create(b.http, topic_name, "keys.raw", {"fields": FIELDS, "key": {"type": "binary"}})
     plain = X.create(b.http, topic_name, "keys.plain", FIELDS)
+    assert (plain["rows"], plain["rows_written"]) == (0, 0), plain
     assert text["columns"][-1] == {"name": "_key", "type": "TEXT"}, text["columns"]
     assert raw["columns"][-1] == {"name": "_key", "type": "BLOB"}, raw["columns"]
     assert "_key" not in [c["name"] for c in plain["columns"]]
