@@ -9,6 +9,7 @@
 #include "log/log_manager.h"
 #include "sql/sql_security_util.h"
 #include "sql/statement_context.h"
+#include "sql/topic_table.h"
 #include "sql_test_util.h"
 #include "support/batch_builder.h"
 
@@ -243,6 +244,35 @@ TEST_F(topic_fixture, topics_differing_in_case_and_reserved_names_each_get_a_tab
     EXPECT_EQ(query(*sess, "SELECT name FROM kafka_topics.sqlite_master ORDER BY name"),
               (rows{{"CaseT"}, {long_name}, {"~sqlite_events"}}));
     EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.caset"), (rows{{"upper"}}));
+}
+
+// A topic whose table cannot be made (here: its name is taken in kafka_topics) is left
+// out, and the other topics' tables are made as before.
+TEST_F(topic_fixture, a_table_that_cannot_be_made_leaves_the_others_serving) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "ATTACH ':memory:' AS kafka_topics; "
+                               "CREATE TABLE kafka_topics.taken(x)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    create_topic("taken", 1);
+    create_topic("fine", 1);
+    produce("fine", 0, {{"k", "served", 5, {}}});
+    statement_context ctx;
+    topic_tables tables(*logs, *cat, ctx);
+    auto r = tables.install(db);
+    EXPECT_TRUE(r) << r.error().message;
+    EXPECT_FALSE(tables.table_for("taken"));
+    EXPECT_EQ(tables.table_for("fine"), "fine");
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT CAST(value AS TEXT) FROM kafka_topics.fine", -1, &st,
+                                 nullptr),
+              SQLITE_OK);
+    ctx.begin_statement();
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "served");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
 }
 
 TEST_F(topic_fixture, latest_value_per_key_with_a_window_function) {
