@@ -124,12 +124,16 @@ int list(const common_options& c, bool json) {
         std::fprintf(stderr, "sluice expansion: unexpected answer: %s\n", reply->body.c_str());
         return exit_refused;
     }
-    std::printf("%-32s %-24s %-6s %-12s %12s %8s %s\n", "TARGET", "TOPIC", "SOURCE", "STATE",
-                "ROWS", "LAG", "BACKFILL");
+    // ROWS: in the table now; SINCE START: written since the broker started.
+    std::printf("%-32s %-24s %-6s %-12s %12s %12s %8s %s\n", "TARGET", "TOPIC", "SOURCE", "STATE",
+                "ROWS", "SINCE START", "LAG", "BACKFILL");
     for (auto e : all) {
-        std::printf("%-32s %-24s %-6s %-12s %12lld %8lld %s\n", text_or_empty(e, "target").c_str(),
-                    text_or_empty(e, "topic").c_str(), text_or_empty(e, "source").c_str(),
-                    text_or_empty(e, "state").c_str(),
+        int64_t rows = -1;
+        const bool known = !e["rows"].get(rows);
+        std::printf("%-32s %-24s %-6s %-12s %12s %12lld %8lld %s\n",
+                    text_or_empty(e, "target").c_str(), text_or_empty(e, "topic").c_str(),
+                    text_or_empty(e, "source").c_str(), text_or_empty(e, "state").c_str(),
+                    known ? std::to_string(rows).c_str() : "?",
                     static_cast<long long>(int_or_zero(e, "rows_written")),
                     static_cast<long long>(int_or_zero(e, "lag")), backfill_text(e).c_str());
         if (auto err = text_or_empty(e, "error"); !err.empty())

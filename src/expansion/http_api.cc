@@ -91,6 +91,7 @@ std::string status_json(const status& s) {
         out += "null";
     else
         append_json_string(out, s.error);
+    out += ",\"rows\":" + (s.rows < 0 ? std::string("null") : std::to_string(s.rows));
     out += fmt::format(",\"rows_written\":{},\"lag\":{},\"backfill\":{{\"total\":{},\"done\":{}}}",
                        s.rows_written, s.lag, s.backfill_total, s.backfill_done);
     out += ",\"columns\":[";

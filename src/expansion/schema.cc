@@ -25,7 +25,7 @@ constexpr std::pair<const char*, field_type> type_names[] = {
 // Column names that every target has besides the expanded fields.
 constexpr const char* bookkeeping[] = {"_partition",      "_offset",        "_timestamp_broker",
                                        "_missing_fields", "_excess_fields", "_type_errors",
-                                       "_parse_error",    "_source"};
+                                       "_parse_error",    "_source",        "_key"};
 
 error bad(const std::string& where, const std::string& what) {
     return {errc::invalid_argument, where.empty() ? what : where + ": " + what};
@@ -141,6 +141,26 @@ void add_columns(std::vector<column>& out, const std::vector<field>& fields,
     }
 }
 
+// "key": {"type": "binary" | "string"}: how the record key becomes the _key column.
+result<field_type> parse_key(simdjson::dom::element el) {
+    simdjson::dom::object obj;
+    if (el.get_object().get(obj))
+        return bad("key", "\"key\" must be an object such as {\"type\": \"string\"}");
+    std::string_view type;
+    for (auto [key, value] : obj) {
+        if (key == "type") {
+            if (value.get_string().get(type)) return bad("key", "\"type\" must be a string");
+        } else if (key != "doc" && key != "description") {
+            return bad("key", fmt::format("unknown key \"{}\" (known: type, doc)", key));
+        }
+    }
+    if (type == "binary") return field_type::binary;
+    if (type == "string") return field_type::string;
+    return bad("key", fmt::format("unknown key type '{}' (known: binary for the key's bytes, "
+                                  "string for its UTF-8 text)",
+                                  type));
+}
+
 }  // namespace
 
 const char* type_name(field_type t) {
@@ -159,10 +179,15 @@ result<schema> parse_schema(std::string_view json) {
         return bad("", "the schema must be a JSON object with \"fields\"");
     simdjson::dom::element fields;
     bool has = false;
+    std::optional<field_type> record_key;
     for (auto [key, value] : obj) {
         if (key == "fields") {
             fields = value;
             has = true;
+        } else if (key == "key") {
+            auto k = parse_key(value);
+            if (!k) return k.err();
+            record_key = *k;
         } else if (key != "doc" && key != "description" && key != "name" && key != "type") {
             return bad("", fmt::format("unknown key \"{}\" at the top of the schema", key));
         }
@@ -171,12 +196,13 @@ result<schema> parse_schema(std::string_view json) {
     auto parsed = parse_fields(fields, "", 1);
     if (!parsed) return parsed.err();
     if (parsed->empty()) return bad("", "the schema needs at least one field");
-    return schema{std::move(*parsed)};
+    return schema{std::move(*parsed), record_key};
 }
 
 std::string to_json(const schema& s) {
     std::string out = "{\"fields\":";
     append_fields(out, s.fields);
+    if (s.key) out += fmt::format(",\"key\":{{\"type\":\"{}\"}}", type_name(*s.key));
     out += '}';
     return out;
 }
@@ -193,6 +219,8 @@ result<layout> layout::make(const schema& s, const layout_options& o) {
     for (const char* name : {"_missing_fields", "_excess_fields", "_type_errors", "_parse_error"})
         l._columns.push_back({name, "INTEGER", field_type::int64});
     if (o.copy_source) l._columns.push_back({"_source", "TEXT", field_type::string});
+    l._key = s.key;
+    if (s.key) l._columns.push_back({"_key", decl_type(*s.key), *s.key});
     std::set<std::string> seen;
     for (size_t i = 0; i < l._columns.size(); ++i) {
         const auto& c = l._columns[i];

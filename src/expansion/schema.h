@@ -8,6 +8,7 @@
 // binary (base64 in JSON), json (kept as JSON text) and struct.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,10 @@ struct field {
 
 struct schema {
     std::vector<field> fields;
+    // With "key": {"type": "binary" or "string"}, targets get a _key column: the
+    // record key as its bytes (BLOB), or as UTF-8 text (TEXT; a key that is not UTF-8
+    // gives NULL and counts as a type error). Absent: no _key column.
+    std::optional<field_type> key;
 };
 
 // Parses and checks a schema file: known types, non-empty names unique within their
@@ -50,8 +55,8 @@ std::string to_json(const schema& s);
 //   _partition, _offset, _timestamp_broker,
 //   one per expanded field (a struct's leaves named parent__child with flatten; the
 //   struct as JSON text without),
-//   _missing_fields, _excess_fields, _type_errors, _parse_error, and with copy_source
-//   _source.
+//   _missing_fields, _excess_fields, _type_errors, _parse_error, with copy_source
+//   _source, and with a key in the schema _key.
 struct column {
     std::string name;
     const char* decl_type;  // INTEGER, REAL, TEXT, BOOLEAN, BLOB
@@ -83,6 +88,9 @@ class layout {
     size_t parse_error_column() const { return missing_column() + 3; }
     size_t source_column() const { return missing_column() + 4; }  // with copy_source
     bool copy_source() const { return _copy_source; }
+    // The _key column (the last one), when the schema asks for it.
+    std::optional<field_type> key() const { return _key; }
+    size_t key_column() const { return _columns.size() - 1; }
     bool flatten() const { return _flatten; }
 
   private:
@@ -90,6 +98,7 @@ class layout {
     size_t _field_count = 0;
     bool _copy_source = false;
     bool _flatten = false;
+    std::optional<field_type> _key;
 };
 
 // Struct nesting a schema may have.

@@ -137,7 +137,8 @@ result<int64_t> write_rows(running& e, const log::partition_log* plog, int32_t p
         const auto source = e.key_source ? rec.key : rec.value;
         auto at = e.cursor.append_time();
         if (!at) return at.err();
-        if (auto r = e.target->insert(p, rec.offset, *at, e.rows->build(source), source); !r)
+        if (auto r = e.target->insert(p, rec.offset, *at, e.rows->build(source), source, rec.key);
+            !r)
             return r.err();
         ++rows;
     }
@@ -605,8 +606,13 @@ result<status> service::create(const create_request& r) {
     log_info("expansion", "{}: expanding topic '{}' ({} of each event{}{}){}", info.target,
              info.topic, info.source, info.flatten ? ", flattened" : "",
              info.copy_source ? ", with the source" : "", backfill ? ", backfilling" : "");
-    std::lock_guard lock(_mu);
-    return describe(e);
+    status s;
+    {
+        std::lock_guard lock(_mu);
+        s = describe(e);
+    }
+    count_target_rows(s);
+    return s;
 }
 
 result<void> service::drop(const std::string& target, bool drop_table) {
@@ -668,18 +674,38 @@ status service::describe(const running& e) const {
     return s;
 }
 
+void service::count_target_rows(status& s) const {
+    // Outside _mu: counting reads the whole table (its smallest index), and the
+    // expanders need the lock meanwhile.
+    const auto name = parse_target(s.info.target);
+    if (!name) return;
+    auto rows = count_rows(_o.schemas->path_of(name->schema), name->table);
+    if (rows)
+        s.rows = *rows;
+    else
+        log_warn("expansion", "{}: {}", s.info.target, rows.err().message);
+}
+
 std::vector<status> service::list() const {
-    std::lock_guard lock(_mu);
     std::vector<status> out;
-    for (const auto& [_, e] : _by_target) out.push_back(describe(*e));
+    {
+        std::lock_guard lock(_mu);
+        for (const auto& [_, e] : _by_target) out.push_back(describe(*e));
+    }
+    for (auto& s : out) count_target_rows(s);
     return out;
 }
 
 std::optional<status> service::find(const std::string& target) const {
-    std::lock_guard lock(_mu);
-    auto it = _by_target.find(target_key(target));
-    if (it == _by_target.end()) return std::nullopt;
-    return describe(*it->second);
+    std::optional<status> s;
+    {
+        std::lock_guard lock(_mu);
+        auto it = _by_target.find(target_key(target));
+        if (it == _by_target.end()) return std::nullopt;
+        s = describe(*it->second);
+    }
+    count_target_rows(*s);
+    return s;
 }
 
 std::string service::protected_table(std::string_view schema, std::string_view table) const {

@@ -57,6 +57,7 @@ struct status {
     catalog::expansion_info info;
     std::string state;           // "running", "backfilling" or "failed"
     std::string error;           // why it failed (it is retried)
+    int64_t rows = -1;           // in the target table now; -1 when it cannot be read
     int64_t rows_written = 0;    // since the broker started
     int64_t lag = 0;             // events below the high watermarks not yet expanded
     int64_t backfill_total = 0;  // events the backfill covers
@@ -131,6 +132,7 @@ class service final : public sql::table_guard {
     // The lowest live position of the healthy expansions of tp's topic; max when none.
     offset_t position(const topic_partition& tp) const;  // _mu held
     status describe(const running& e) const;             // _mu held
+    void count_target_rows(status& s) const;             // _mu not held: reads the table
     result<void> catch_up(running& e);
 
     service_options _o;

@@ -44,6 +44,10 @@ inline constexpr const char* progress_table = "_sluice_expansion_progress";
 inline constexpr const char* meta_table = "_sluice_meta";
 inline constexpr int progress_format_version = 1;
 
+// The rows of `table` in the schema file `file` now, read on a connection of its own
+// (WAL: no writer waits for it).
+result<int64_t> count_rows(const std::filesystem::path& file, const std::string& table);
+
 class target_table {
   public:
     // Opens the schema's file (`schema` names it in messages). With `create`, makes the
@@ -67,8 +71,10 @@ class target_table {
     // A write transaction: begin(), rows and progress, commit() (or rollback()).
     result<void> begin();
     // Rows are written in groups; an error may surface at a later insert or at commit.
+    // `source`: the bytes expanded (for _source); `key`: the record key (for _key).
     result<void> insert(int32_t partition, offset_t offset, timestamp_ms broker_time,
-                        const expanded_row& row, std::optional<bytes_view> source);
+                        const expanded_row& row, std::optional<bytes_view> source,
+                        std::optional<bytes_view> key);
     result<void> save_progress(int32_t partition, const partition_progress& p);
     result<void> commit();
     void rollback();
@@ -88,6 +94,7 @@ class target_table {
     result<void> exec(const std::string& sql);
     error fail(const std::string& what) const;
     result<void> ensure_table(const layout& l, bool create);
+    result<void> ensure_position_index();
 
     sqlite3* _db = nullptr;
     std::string _file;

@@ -134,7 +134,11 @@ outcome<bool> sqlite_session::create_schema(const std::string& name, bool if_not
     if (!created) return created.error();
     if (!*created && !if_not_exists)
         return query_error{failure::constraint, fmt::format("schema \"{}\" already exists", name)};
-    return sync_schemas();
+    if (auto r = sync_schemas(); !r) return r;
+    if (auto it = _unopened.find(name); it != _unopened.end())
+        return query_error{failure::internal,
+                           fmt::format("schema \"{}\" cannot be opened: {}", name, it->second)};
+    return true;
 }
 
 outcome<bool> sqlite_session::drop_schema(const std::string& name, bool if_exists, bool cascade) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
+#include <vector>
 
 #include "common/logging.h"
 #include "sql/functions.h"
@@ -14,6 +16,7 @@
 #include "sql/sql_text.h"
 #include "sql/sqlite_statement.h"
 #include "sql/system_tables.h"
+#include "sql/topic_names.h"
 #include "sql/topic_table.h"
 
 namespace sluice::sql {
@@ -41,7 +44,9 @@ bool pragma_allowed(const char* name, const char* arg) {
         "table_info",       "table_xinfo",       "index_list",      "index_info", "index_xinfo",
         "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check"};
     static const char* const read_only[] = {
-        "table_list",     "database_list",   "function_list", "module_list", "pragma_list",
+        // Not database_list (nor temp_store_directory, data_store_directory): they show
+        // the server's file paths. pragma_table_list names the schemas.
+        "table_list",     "function_list",   "module_list",   "pragma_list",
         "collation_list", "compile_options", "data_version",  "page_count",  "page_size",
         "user_version",   "schema_version",  "journal_mode",  "encoding",    "freelist_count"};
     for (const char* p : with_arg)
@@ -104,16 +109,36 @@ sqlite_session::~sqlite_session() {
     if (_db) sqlite3_close_v2(_db);
 }
 
+std::string sqlite_session::without_paths(std::string msg) const {
+    // SQL users see no file paths of the server (docs/sql.md): the data directory, in
+    // each spelling the engine may have used, becomes a placeholder.
+    std::vector<std::string> paths{_src.opts->data_dir.string(),
+                                   _src.schemas->main_path().parent_path().string()};
+    std::error_code ec;
+    if (auto abs = std::filesystem::absolute(_src.opts->data_dir, ec); !ec)
+        paths.push_back(abs.string());
+    if (auto canon = std::filesystem::weakly_canonical(_src.opts->data_dir, ec); !ec)
+        paths.push_back(canon.string());
+    std::sort(paths.begin(), paths.end(),
+              [](const auto& a, const auto& b) { return a.size() > b.size(); });
+    for (const auto& p : paths) {
+        if (p.empty() || p == ".") continue;
+        for (size_t at = msg.find(p); at != std::string::npos; at = msg.find(p, at))
+            msg.replace(at, p.size(), "<data-dir>");
+    }
+    return msg;
+}
+
 outcome<bool> sqlite_session::exec_internal(const std::string& sql) {
     _internal = true;
     char* msg = nullptr;
     int rc = sqlite3_exec(_db, sql.c_str(), nullptr, nullptr, &msg);
     _internal = false;
     if (rc != SQLITE_OK) {
-        query_error e{failure::internal,
-                      fmt::format("{}: {}", sql, msg ? msg : sqlite3_errstr(rc))};
+        const std::string why = msg ? msg : sqlite3_errstr(rc);
         sqlite3_free(msg);
-        return e;
+        log_warn("sql", "{}: {}", sql, why);
+        return query_error{failure::internal, without_paths(fmt::format("{}: {}", sql, why))};
     }
     return true;
 }
@@ -123,10 +148,12 @@ outcome<bool> sqlite_session::setup() {
     int rc =
         sqlite3_open_v2(main_path.c_str(), &_db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-    if (rc != SQLITE_OK)
+    if (rc != SQLITE_OK) {
+        const std::string why = _db ? sqlite3_errmsg(_db) : sqlite3_errstr(rc);
+        log_warn("sql", "cannot open {}: {}", main_path, why);
         return query_error{failure::internal,
-                           fmt::format("cannot open {}: {}", main_path,
-                                       _db ? sqlite3_errmsg(_db) : sqlite3_errstr(rc))};
+                           without_paths(fmt::format("cannot open schema main: {}", why))};
+    }
     sqlite3_extended_result_codes(_db, 1);
     sqlite3_busy_timeout(_db, busy_timeout_ms);
     sqlite3_progress_handler(
@@ -167,13 +194,18 @@ outcome<bool> sqlite_session::sync_schemas() {
         if (auto r = exec_internal("DETACH " + quote_ident(*it)); !r) return r.error();
         it = _attached.erase(it);
     }
+    _unopened.clear();
     for (const auto& name : want) {
         if (_attached.count(name)) continue;
+        // A schema whose file cannot be opened is left out (exec_internal logs why):
+        // the session and the other schemas keep working.
         const auto path = _src.schemas->path_of(name).string();
         if (auto r = exec_internal(
                 fmt::format("ATTACH {} AS {}", quote_literal(path), quote_ident(name)));
-            !r)
-            return r.error();
+            !r) {
+            _unopened[name] = r.error().message;
+            continue;
+        }
         if (auto r = exec_internal(fmt::format(
                 "PRAGMA {0}.journal_mode=WAL; PRAGMA {0}.synchronous=FULL", quote_ident(name)));
             !r)
@@ -297,7 +329,7 @@ int sqlite_session::authorize_read(const char* db_name, const char* table) {
         if (sqlite3_stricmp(table, "sqlite_master") == 0 ||
             sqlite3_stricmp(table, "sqlite_schema") == 0)
             return SQLITE_OK;
-        return _ctx.check_topic_read(table) ? SQLITE_DENY : SQLITE_OK;
+        return _ctx.check_topic_read(topic_of_table(table)) ? SQLITE_DENY : SQLITE_OK;
     }
     // An expansion's target holds its topic's records: reading it needs KafkaRead on
     // the topic as well. Statements prepared before a policy changed are prepared (and
@@ -352,7 +384,7 @@ int sqlite_session::guard_transaction(const char* db_name) {
 query_error sqlite_session::error_for(int rc) const {
     // A policy refused a topic, at prepare (the authorizer) or when a scan opened.
     if (_ctx.denied()) return {failure::not_authorized, *_ctx.denied()};
-    const std::string msg = sqlite3_errmsg(_db);
+    const std::string msg = without_paths(sqlite3_errmsg(_db));
     switch (rc & 0xff) {
         case SQLITE_INTERRUPT:
             if (_interrupted == failure::timeout)
@@ -409,15 +441,28 @@ outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql
         return std::unique_ptr<statement>(std::move(**cmd));
     }
     if (auto refused = refuse_locking_begin(sql)) return *refused;
+    // Topics whose tables carry escaped names are named in the statement as users know
+    // them: kafka_topics."CaseT" becomes kafka_topics."~^Case^T" (sql/topic_names.h).
+    std::vector<text_edit> edits;
+    std::string rewritten;
+    std::string_view text = sql;
+    if (_topics && _topics->any_escaped()) {
+        rewritten = rewrite_topic_refs(
+            sql, [&](std::string_view name) { return _topics->table_for(name); }, &edits);
+        text = rewritten;
+    }
     sqlite3_stmt* st = nullptr;
     const char* end = nullptr;
     _denied.clear();
     _ctx.clear_denied();
-    int rc = sqlite3_prepare_v3(_db, sql.data(), static_cast<int>(sql.size()), 0, &st, &end);
-    if (tail) *tail = sql.substr(end ? static_cast<size_t>(end - sql.data()) : sql.size());
+    int rc = sqlite3_prepare_v3(_db, text.data(), static_cast<int>(text.size()), 0, &st, &end);
+    const size_t used =
+        original_position(edits, end ? static_cast<size_t>(end - text.data()) : text.size());
+    if (tail) *tail = sql.substr(std::min(used, sql.size()));
     if (rc != SQLITE_OK) return error_for(rc);
     if (!st) return std::unique_ptr<statement>();
-    return std::unique_ptr<statement>(std::make_unique<sqlite_statement>(*this, st));
+    return std::unique_ptr<statement>(
+        std::make_unique<sqlite_statement>(*this, st, std::string(sql.substr(0, used))));
 }
 
 }  // namespace sluice::sql

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,7 +57,8 @@ class sqlite_session final : public session {
     query_error error_for(int rc) const;
     statement_context& context() { return _ctx; }
     schema_registry& schemas() { return *_src.schemas; }
-    // Re-attaches user schemas after CREATE/DROP SCHEMA (outside a transaction).
+    // Re-attaches user schemas after CREATE/DROP SCHEMA (outside a transaction). A
+    // schema whose file cannot be attached is logged and left out.
     outcome<bool> sync_schemas();
     // CREATE SCHEMA / DROP SCHEMA (schema_commands.cc).
     outcome<bool> create_schema(const std::string& name, bool if_not_exists);
@@ -65,7 +67,11 @@ class sqlite_session final : public session {
   private:
     explicit sqlite_session(session_sources src);
     outcome<bool> setup();
+    // Runs one of the engine's own statements; a failure is logged in full and
+    // returned without_paths.
     outcome<bool> exec_internal(const std::string& sql);
+    // `msg` with the server's paths (the data directory) replaced by "<data-dir>".
+    std::string without_paths(std::string msg) const;
     outcome<bool> sync_topics();
     int progress();
     int authorize(int action, const char* a1, const char* a2, const char* db_name);
@@ -99,6 +105,7 @@ class sqlite_session final : public session {
     uint64_t _schema_gen = 0;
     uint64_t _access_gen = 0;         // the gate's generation when the authorizer was installed
     std::set<std::string> _attached;  // user schemas attached, besides main
+    std::map<std::string, std::string> _unopened;  // schemas that failed to attach: why
     statement_context _ctx;
     std::unique_ptr<topic_tables> _topics;
 };

@@ -10,8 +10,8 @@
 
 namespace sluice::sql {
 
-sqlite_statement::sqlite_statement(sqlite_session& s, sqlite3_stmt* st)
-    : _session(s), _st(st), _text(sqlite3_sql(st) ? sqlite3_sql(st) : "") {
+sqlite_statement::sqlite_statement(sqlite_session& s, sqlite3_stmt* st, std::string text)
+    : _session(s), _st(st), _text(std::move(text)) {
     // SQLite numbers "$1", "$2" as names in order of first appearance; PostgreSQL clients
     // mean the number. "?" and "?NNN" keep SQLite's own index.
     const int n_params = sqlite3_bind_parameter_count(st);

@@ -14,7 +14,9 @@ class sqlite_session;
 // A prepared SQLite statement, stepped under its session's limits.
 class sqlite_statement final : public statement {
   public:
-    sqlite_statement(sqlite_session& s, sqlite3_stmt* st);
+    // `text`: the statement as the user wrote it (SQLite's may have topic names
+    // rewritten, sql/topic_names.h).
+    sqlite_statement(sqlite_session& s, sqlite3_stmt* st, std::string text);
     ~sqlite_statement() override;
 
     const std::string& text() const override { return _text; }

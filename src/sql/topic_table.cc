@@ -7,12 +7,14 @@
 #include <limits>
 
 #include "catalog/catalog.h"
+#include "common/logging.h"
 #include "log/log_manager.h"
 #include "log/record_cursor.h"
 #include "protocol/record_reader.h"
 #include "sql/json_text.h"
 #include "sql/row_table.h"
 #include "sql/sql_text.h"
+#include "sql/topic_names.h"
 
 namespace sluice::sql {
 
@@ -80,7 +82,7 @@ int create(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vt
     if (rc != SQLITE_OK) return rc;
     auto* t = new topic_vtab;
     t->owner = static_cast<topic_tables*>(aux);
-    t->topic = argc > 2 ? argv[2] : "";
+    t->topic = argc > 2 ? topic_of_table(argv[2]) : "";
     *out = &t->base;
     return SQLITE_OK;
 }
@@ -422,6 +424,21 @@ outcome<bool> topic_tables::install(sqlite3* db) {
     return sync(db);
 }
 
+namespace {
+
+// The table name of each topic in `want`: its own unless SQLite reserves it or another
+// topic in `want` folds to the same name (sql/topic_names.h).
+std::map<std::string, std::string> table_names(const std::set<std::string>& want) {
+    std::map<std::string, size_t> folded;
+    for (const auto& t : want) ++folded[to_lower(t)];
+    std::map<std::string, std::string> out;
+    for (const auto& t : want)
+        out[t] = reserved_table_name(t) || folded[to_lower(t)] > 1 ? escaped_table_name(t) : t;
+    return out;
+}
+
+}  // namespace
+
 outcome<bool> topic_tables::sync(sqlite3* db) {
     const uint64_t gen = catalog.generation();
     const uint64_t access_gen = ctx.access_generation();
@@ -430,26 +447,44 @@ outcome<bool> topic_tables::sync(sqlite3* db) {
     std::set<std::string> want;
     for (const auto& t : catalog.list_topics())
         if (ctx.may_see_topic(t.name)) want.insert(t.name);
+    const auto names = table_names(want);
+    // Drop first: a topic's table may take the name another topic's table had.
     for (auto it = _tables.begin(); it != _tables.end();) {
-        if (want.count(*it)) {
+        const auto w = names.find(it->first);
+        if (w != names.end() && w->second == it->second) {
             ++it;
             continue;
         }
-        if (auto r = exec_sql(db, "DROP TABLE kafka_topics." + quote_ident(*it)); !r) return r;
+        if (auto r = exec_sql(db, "DROP TABLE kafka_topics." + quote_ident(it->second)); !r)
+            log_warn("sql", "topic {}: cannot drop its table {}: {}", it->first, it->second,
+                     r.error().message);
         it = _tables.erase(it);
     }
-    for (const auto& name : want) {
-        if (_tables.count(name)) continue;
+    for (const auto& [topic, table] : names) {
+        if (_tables.count(topic)) continue;
         if (auto r = exec_sql(db, fmt::format("CREATE VIRTUAL TABLE kafka_topics.{} USING {}",
-                                              quote_ident(name), module_name));
-            !r)
-            return r;
-        _tables.insert(name);
+                                              quote_ident(table), module_name));
+            !r) {
+            if (_failed.insert(topic).second)
+                log_warn("sql", "topic {}: no SQL table for it, the other topics are served: {}",
+                         topic, r.error().message);
+            continue;
+        }
+        _failed.erase(topic);
+        _tables.emplace(topic, table);
     }
+    _escaped = static_cast<size_t>(std::count_if(
+        _tables.begin(), _tables.end(), [](const auto& t) { return t.first != t.second; }));
     _generation = gen;
     _access_generation = access_gen;
     _user = user;
     return true;
+}
+
+std::optional<std::string> topic_tables::table_for(std::string_view topic) const {
+    const auto it = _tables.find(topic);
+    if (it == _tables.end()) return std::nullopt;
+    return it->second;
 }
 
 }  // namespace sluice::sql

@@ -9,8 +9,11 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "sql/engine.h"
 #include "sql/statement_context.h"
@@ -34,7 +37,15 @@ struct topic_tables {
     // that the session's principal may see (statement_context::may_see_topic), as
     // Metadata lists only what a client may describe; cheap when no topic, policy or
     // principal changed since the last call.
+    // A topic whose table cannot be made is logged and left out: the other topics'
+    // tables, and every other statement, keep working.
     outcome<bool> sync(sqlite3* db);
+    // The name of `topic`'s table in kafka_topics (sql/topic_names.h); nullopt when the
+    // session has none for it.
+    std::optional<std::string> table_for(std::string_view topic) const;
+    // Whether some table's name differs from its topic's, so that statements need
+    // rewrite_topic_refs.
+    bool any_escaped() const { return _escaped > 0; }
 
     log::log_manager& logs;
     catalog::catalog& catalog;
@@ -44,7 +55,9 @@ struct topic_tables {
     uint64_t _generation = 0;
     uint64_t _access_generation = 0;
     std::string _user;  // the principal the tables were chosen for
-    std::set<std::string> _tables;
+    std::map<std::string, std::string, std::less<>> _tables;  // topic -> table name
+    std::set<std::string> _failed;  // topics whose table could not be made (logged once)
+    size_t _escaped = 0;
 };
 
 }  // namespace sluice::sql

@@ -121,3 +121,44 @@ TEST(schema, layout_refuses_columns_that_collide) {
 
 }  // namespace
 }  // namespace sluice::expansion
+
+namespace sluice::expansion {
+namespace {
+
+TEST(schema, a_key_in_the_schema_adds_the_key_column_last) {
+    auto s = parse_schema(R"({"fields": [{"name": "n", "type": "int64"}],
+                              "key": {"type": "string", "doc": "the user id"}})");
+    ASSERT_TRUE(s) << s.err().message;
+    ASSERT_TRUE(s->key);
+    EXPECT_EQ(*s->key, field_type::string);
+    // Stored normalised, and read back the same.
+    auto again = parse_schema(to_json(*s));
+    ASSERT_TRUE(again) << to_json(*s);
+    EXPECT_EQ(again->key, s->key);
+    auto l = layout::make(*s, {.flatten = false, .copy_source = true});
+    ASSERT_TRUE(l) << l.err().message;
+    EXPECT_EQ(names(*l).back(), "_key");
+    EXPECT_STREQ(l->columns()[l->key_column()].decl_type, "TEXT");
+    EXPECT_EQ(l->columns()[l->source_column()].name, "_source");
+    auto b = parse_schema(R"({"fields": [{"name": "n", "type": "int64"}], "key": {"type": "binary"}})");
+    ASSERT_TRUE(b);
+    auto lb = layout::make(*b, {});
+    ASSERT_TRUE(lb);
+    EXPECT_STREQ(lb->columns().back().decl_type, "BLOB");
+    // Without a key: no column, and the stored schema says nothing of one.
+    auto plain = parse_schema(R"({"fields": [{"name": "n", "type": "int64"}]})");
+    ASSERT_TRUE(plain);
+    EXPECT_FALSE(plain->key);
+    EXPECT_EQ(to_json(*plain).find("key"), std::string::npos);
+    EXPECT_NE(error_of(R"({"fields": [{"name": "n", "type": "int64"}], "key": {"type": "int64"}})")
+                  .find("unknown key type 'int64'"),
+              std::string::npos);
+    EXPECT_NE(error_of(R"({"fields": [{"name": "n", "type": "int64"}], "key": "string"})").find("key"),
+              std::string::npos);
+    auto clash = parse_schema(R"({"fields": [{"name": "_key", "type": "string"}]})");
+    ASSERT_TRUE(clash);
+    EXPECT_FALSE(layout::make(*clash, {}));
+}
+
+}  // namespace
+}  // namespace sluice::expansion

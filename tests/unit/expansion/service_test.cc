@@ -71,8 +71,10 @@ struct service_fixture : ::testing::Test {
         eng.reset();
         logs->set_high_watermark_listener(nullptr);
         if (svc) svc->stop();
-        svc.reset();
+        // The flusher may be inside a call of the listener it copied before it was
+        // cleared: only once the logs are closed (the flusher joined) may svc go.
         logs->close();
+        svc.reset();
         logs.reset();
         cat.reset();
     }

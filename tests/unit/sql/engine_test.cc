@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "sql_test_util.h"
@@ -80,6 +81,33 @@ TEST_F(engine_fixture, engine_schemas_are_read_only) {
     EXPECT_EQ(failure_of(*sess, "DETACH system").kind, failure::read_only);
     // The session still works.
     EXPECT_EQ(query(*sess, "SELECT 40 + 2"), (rows{{"42"}}));
+}
+
+// SQL users see no file paths of the server: not through PRAGMAs, their table-valued
+// forms, or error messages.
+TEST_F(engine_fixture, no_statement_shows_a_server_path) {
+    for (const char* sql :
+         {"PRAGMA database_list", "SELECT file FROM pragma_database_list",
+          "SELECT * FROM pragma_database_list()", "PRAGMA temp_store_directory",
+          "PRAGMA data_store_directory", "SELECT * FROM kafka_topics.pragma_database_list"}) {
+        const auto e = failure_of(*sess, sql);
+        EXPECT_EQ(e.kind, failure::read_only) << sql << ": " << e.message;
+    }
+    // The schemas are still listed, by name.
+    EXPECT_EQ(query(*sess, "SELECT DISTINCT schema FROM pragma_table_list ORDER BY 1"),
+              (rows{{"kafka_topics"}, {"main"}, {"system"}, {"temp"}}));
+    // A schema whose file cannot be opened: the error names the schema, not the file,
+    // and the session keeps working (the other sessions too).
+    std::filesystem::create_directories(dir.path / "sql" / "schemas" / "broken.db" / "x");
+    const auto e = failure_of(*sess, "CREATE SCHEMA broken");
+    EXPECT_EQ(e.kind, failure::internal) << e.message;
+    EXPECT_NE(e.message.find("broken"), std::string::npos) << e.message;
+    EXPECT_EQ(e.message.find(dir.path.string()), std::string::npos) << e.message;
+    EXPECT_EQ(e.message.find("/tmp"), std::string::npos) << e.message;
+    EXPECT_EQ(query(*sess, "SELECT 1"), (rows{{"1"}}));
+    auto other = eng->open_session();
+    ASSERT_TRUE(other) << other.error().message;
+    EXPECT_EQ(query(**other, "SELECT 2"), (rows{{"2"}}));
 }
 
 TEST_F(engine_fixture, errors_are_classified) {

@@ -9,6 +9,7 @@
 #include "log/log_manager.h"
 #include "sql/sql_security_util.h"
 #include "sql/statement_context.h"
+#include "sql/topic_table.h"
 #include "sql_test_util.h"
 #include "support/batch_builder.h"
 
@@ -206,6 +207,72 @@ TEST_F(topic_fixture, topics_come_and_go_and_cannot_be_written) {
     create_topic("with.dots-and_dash", 1);
     EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.\"with.dots-and_dash\""),
               (rows{{"0"}}));
+}
+
+// Kafka tells apart names that differ only in case, SQLite does not; and SQLite
+// reserves sqlite_*. Every topic still gets its own table, by its exact name.
+TEST_F(topic_fixture, topics_differing_in_case_and_reserved_names_each_get_a_table) {
+    const std::string long_name(249, 'L');
+    create_topic("caset", 1);
+    produce("caset", 0, {{"k", "lower", 5, {}}});
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.caset"), (rows{{"lower"}}));
+    create_topic("CaseT", 1);
+    produce("CaseT", 0, {{"k", "upper", 5, {}}});
+    create_topic("sqlite_events", 1);
+    produce("sqlite_events", 0, {{"k", "reserved", 5, {}}});
+    create_topic(long_name, 1);
+    produce(long_name, 0, {{"k", "long", 5, {}}});
+    EXPECT_EQ(query(*sess, "SELECT 1"), (rows{{"1"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.\"CaseT\""), (rows{{"upper"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.\"caset\""), (rows{{"lower"}}));
+    EXPECT_EQ(query(*sess, "SELECT a.value, b.value FROM kafka_topics.CaseT a, "
+                           "kafka_topics.caset b"),
+              (rows{{"upper", "lower"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.sqlite_events"), (rows{{"reserved"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.\"" + long_name + "\""),
+              (rows{{"long"}}));
+    // Several statements in one string: each one's tail is found in the original text.
+    EXPECT_EQ(query(*sess, "SELECT 1 FROM kafka_topics.\"CaseT\"; SELECT value FROM "
+                           "kafka_topics.\"caset\""),
+              (rows{{"lower"}}));
+    // A spelling that is neither topic's is no table.
+    EXPECT_EQ(failure_of(*sess, "SELECT * FROM kafka_topics.\"CASET\"").kind,
+              failure::undefined_table);
+    // Deleting one gives the other its plain name back.
+    ASSERT_TRUE(cat->delete_topic("caset"));
+    ASSERT_TRUE(logs->remove_topic("caset"));
+    EXPECT_EQ(query(*sess, "SELECT name FROM kafka_topics.sqlite_master ORDER BY name"),
+              (rows{{"CaseT"}, {long_name}, {"~sqlite_events"}}));
+    EXPECT_EQ(query(*sess, "SELECT value FROM kafka_topics.caset"), (rows{{"upper"}}));
+}
+
+// A topic whose table cannot be made (here: its name is taken in kafka_topics) is left
+// out, and the other topics' tables are made as before.
+TEST_F(topic_fixture, a_table_that_cannot_be_made_leaves_the_others_serving) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "ATTACH ':memory:' AS kafka_topics; "
+                               "CREATE TABLE kafka_topics.taken(x)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    create_topic("taken", 1);
+    create_topic("fine", 1);
+    produce("fine", 0, {{"k", "served", 5, {}}});
+    statement_context ctx;
+    topic_tables tables(*logs, *cat, ctx);
+    auto r = tables.install(db);
+    EXPECT_TRUE(r) << r.error().message;
+    EXPECT_FALSE(tables.table_for("taken"));
+    EXPECT_EQ(tables.table_for("fine"), "fine");
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT CAST(value AS TEXT) FROM kafka_topics.fine", -1, &st,
+                                 nullptr),
+              SQLITE_OK);
+    ctx.begin_statement();
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "served");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
 }
 
 TEST_F(topic_fixture, latest_value_per_key_with_a_window_function) {
