@@ -11,12 +11,16 @@
 #include "app/serve_command.h"
 #include "app/sql_command.h"
 #include "app/topic_command.h"
+#include "app/version_command.h"
 
 int main(int argc, char** argv) {
     try {
-        CLI::App app{"Sluice: a Kafka-compatible event broker whose topics are also SQL tables"};
+        // Named here, since CLI11 takes the program's name only from argv, which it does not see.
+        CLI::App app{"Sluice: a Kafka-compatible event broker whose topics are also SQL tables",
+                     "sluice"};
         app.require_subcommand(1);
         int exit_code = 0;
+        sluice::app::add_version_command(app, exit_code);
         sluice::app::add_serve_command(app, exit_code);
         sluice::app::add_topic_commands(app, exit_code);
         sluice::app::add_sql_command(app, exit_code);

@@ -19,12 +19,12 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
-#include <set>
 #include <tuple>
 #include <utility>
 
 #include "app/security_admin.h"
 #include "app/sql_state.h"
+#include "app/version_command.h"
 #include "broker/broker.h"
 #include "catalog/catalog.h"
 #include "common/logging.h"
@@ -251,6 +251,7 @@ int serve(const serve_options& o) {
         return 2;
     }
     set_log_level(lvl);
+    log_info("app", "{} starting", version_line());
     broker::broker_config cfg;
     cfg.data_dir = o.data_dir;
     if (auto r = configure_security(o, cfg); !r) {
