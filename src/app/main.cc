@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/config_file.h"
 #include "app/expansion_command.h"
 #include "app/security_command.h"
 #include "app/serve_command.h"
@@ -28,7 +29,13 @@ int main(int argc, char** argv) {
         sluice::app::add_security_commands(app, exit_code);
         try {
             std::vector<std::string> args(argv + 1, argv + argc);
-            args = sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
+            auto with_file =
+                sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
+            if (!with_file) {
+                std::fprintf(stderr, "sluice serve: --config: %s\n", with_file.err().message.c_str());
+                return 2;
+            }
+            args = std::move(*with_file);
             std::reverse(args.begin(), args.end());  // CLI11 takes them last first
             app.parse(std::move(args));
         } catch (const CLI::ParseError& e) {
