@@ -83,7 +83,13 @@ result<std::vector<std::string>> flags_of(const std::string& file, const std::st
                 return {errc::invalid_argument,
                         fmt::format("{}: '{}': {}", where(file, item->source()), key, why)};
         }
-        out.push_back(flag + "=" + *text);
+        // CLI11 takes `--flag=` as a flag without its value; an empty one goes apart.
+        if (text->empty() && !is_switch) {
+            out.push_back(flag);
+            out.push_back({});
+        } else {
+            out.push_back(flag + "=" + *text);
+        }
     }
     return out;
 }

@@ -109,3 +109,49 @@ def test_every_kind_of_value_still_works(broker_factory, tmp_path):
     with K.Conn(b2.bootstrap) as conn:
         md = K.metadata_v1(conn, ["not-made"])
     assert md["topics"]["not-made"]["error"] == 3, md["topics"]   # UNKNOWN_TOPIC_OR_PARTITION
+
+
+def serve_flags():
+    """(name, kind, default) of every long flag `serve --help` lists; kind is "switch",
+    "list", "int" or "text"; default the text after '=' (None without one)."""
+    proc = subprocess.run([conftest.require_binary(), "serve", "--help"], stdout=subprocess.PIPE, timeout=TIMEOUT)
+    flags = []
+    for m in re.finditer(r"^\s+(?:-\w,)?--([a-z0-9-]+)(?: ([A-Z]+)(?::[A-Z]+ in \[[^\]\n]*\])?(?:=(\S+))?( \.\.\.)?)?",
+                         proc.stdout.decode(), re.M):
+        name, type_, default, many = m.groups()
+        if name in ("help", "config"):
+            continue
+        kind = "switch" if type_ is None else "list" if many else "int" if type_ in ("INT", "UINT") else "text"
+        flags.append((name, kind, default))
+    assert len(flags) > 30, flags
+    return flags
+
+
+def test_every_serve_flag_is_a_documented_config_key(secure_broker_factory, tmp_path):
+    """A file giving every flag of `serve --help` its default starts a broker, and every
+    flag is in docs/configuration.md's table."""
+    docs = (conftest.Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    undocumented = [n for n, _, _ in serve_flags() if "`--%s" % n not in docs]
+    assert not undocumented, "flags missing from docs/configuration.md: %r" % undocumented
+    lines = []
+    for name, kind, default in serve_flags():
+        if name == "listen":
+            value = '["127.0.0.1:0"]'
+        elif name == "data-dir":
+            value = '"%s"' % (tmp_path / "every-key-data")
+        elif kind == "switch":
+            value = "false"
+        elif kind == "int":
+            value = default
+        elif kind == "list":
+            value = "[%s]" % ", ".join('"%s"' % v for v in (default or "[]").strip("[]").split(",") if v)
+        else:
+            value = '"%s"' % (default or "")
+        lines.append("%s = %s" % (name, value))
+    cfg = tmp_path / "every.toml"
+    cfg.write_text("\n".join(lines) + "\n")
+    b = secure_broker_factory(None, kafka_lines=1, data_dir_flag=False, extra_args=["--config", str(cfg)])
+    with K.Conn(b.bootstrap) as conn:
+        err, apis = K.api_versions_v0(conn)
+    assert err == 0 and 0 in apis
+    assert (tmp_path / "every-key-data" / "catalog.db").exists()
