@@ -27,6 +27,7 @@ result<void> admin_client::connect(const net::host_port& addr, const client_conf
             return {r.code(), "TLS handshake with " + addr.to_string() + ": " + r.err().message};
     }
     _sock = std::move(*sock);
+    _plaintext = cfg.security == client_config::protocol::plaintext;
     if (cfg.sasl()) return authenticate(cfg);
     return {};
 }
@@ -84,8 +85,14 @@ result<bytes> admin_client::round_trip(bytes frame, protocol::api_key key, int16
     if (!_sock->write_all(frame.data(), frame.size()))
         return {errc::io_error, std::string("send: ") + std::strerror(errno)};
     uint8_t size_buf[4];
-    if (!_sock->read_exact(size_buf, 4))
-        return {errc::io_error, "the broker closed the connection or timed out"};
+    if (!_sock->read_exact(size_buf, 4)) {
+        // What a TLS or SASL listener does to a PLAINTEXT request.
+        return {errc::io_error,
+                std::string("the broker closed the connection or timed out") +
+                    (_plaintext ? " (a TLS or SASL listener needs --command-config FILE or -X "
+                                  "security.protocol=...)"
+                                : "")};
+    }
     auto size = load_be<int32_t>(size_buf);
     if (size < 4) return {errc::corrupt, "response too short"};
     bytes resp(static_cast<size_t>(size));

@@ -52,6 +52,7 @@ private:
 
     std::unique_ptr<net::stream_socket> _sock;
     int32_t _correlation = 0;
+    bool _plaintext = true;  // no TLS, no SASL: a secured listener hangs up on it
 };
 
 }  // namespace sluice::app

@@ -107,6 +107,9 @@ def test_topic_create_over_mutual_tls(secure_broker_factory, tmp_path, request):
 
 def test_wrong_password_is_a_clear_error(secure_broker_factory, tmp_path):
     b, pki = secured_broker(secure_broker_factory, tmp_path)
+    # No properties at all against a SASL listener: the hint says what is missing.
+    msg = S.sluice_fails(topic_cmd(["list"], b.addr("SASL_PLAINTEXT"), []))
+    assert "closed the connection" in msg and "--command-config" in msg, msg
     for addr, proto in [(b.addr("SASL_PLAINTEXT"), "SASL_PLAINTEXT"), (b.addr("SASL_SSL"), "SASL_SSL")]:
         for mech in ["PLAIN", "SCRAM-SHA-512"]:
             props = write_properties(tmp_path / ("bad-%s-%s.properties" % (proto, mech)), {
