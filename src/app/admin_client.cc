@@ -41,9 +41,8 @@ result<void> admin_client::authenticate(const client_config& cfg) {
     if (hs->error_code != 0) {
         std::string offered;
         for (const auto& m : hs->mechanisms) offered += (offered.empty() ? "" : ", ") + m;
-        return {errc::unsupported,
-                "SASL: the broker does not offer " + cfg.sasl_mechanism + " (it offers " +
-                    (offered.empty() ? "none" : offered) + ")"};
+        return {errc::unsupported, "SASL: the broker does not offer " + cfg.sasl_mechanism +
+                                       " (it offers " + (offered.empty() ? "none" : offered) + ")"};
     }
     if (cfg.sasl_mechanism == "PLAIN") {
         // RFC 4616: authzid NUL authcid NUL password, with an empty authzid.

@@ -18,8 +18,8 @@ struct client_config {
     protocol security = protocol::plaintext;
     std::string sasl_mechanism;  // PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
     std::string sasl_username, sasl_password;
-    std::string ssl_ca;                 // empty: the system's CAs
-    std::string ssl_cert, ssl_key;      // a client certificate (mutual TLS)
+    std::string ssl_ca;             // empty: the system's CAs
+    std::string ssl_cert, ssl_key;  // a client certificate (mutual TLS)
 
     bool tls() const { return security == protocol::ssl || security == protocol::sasl_ssl; }
     bool sasl() const {
@@ -29,7 +29,7 @@ struct client_config {
 
 // The flags as given, turned into a client_config by load_client_config().
 struct client_flags {
-    std::string command_config;         // --command-config FILE
+    std::string command_config;          // --command-config FILE
     std::vector<std::string> overrides;  // -X KEY=VALUE, after the file's
 };
 

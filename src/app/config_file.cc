@@ -98,7 +98,8 @@ result<std::vector<std::string>> flags_of(const std::string& file, const std::st
 result<std::vector<std::string>> file_flags(const std::string& file, CLI::App& serve_cmd,
                                             const std::set<const CLI::Option*>& given) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) return {errc::not_found, fmt::format("cannot read {}: {}", file, std::strerror(errno))};
+    if (!in)
+        return {errc::not_found, fmt::format("cannot read {}: {}", file, std::strerror(errno))};
     toml::table doc;
     try {
         doc = toml::parse(in, file);
@@ -109,9 +110,8 @@ result<std::vector<std::string>> file_flags(const std::string& file, CLI::App& s
     std::vector<std::string> out;
     for (const auto& [k, v] : doc) {
         const std::string key(k.str());
-        CLI::Option* opt = key == "config" || key == "help"
-                               ? nullptr
-                               : serve_cmd.get_option_no_throw("--" + key);
+        CLI::Option* opt =
+            key == "config" || key == "help" ? nullptr : serve_cmd.get_option_no_throw("--" + key);
         if (v.is_table())
             return {errc::invalid_argument,
                     fmt::format("{}: '{}' is a table; settings are top-level keys (the long flag "

@@ -19,7 +19,6 @@ namespace sluice::app {
 // command line gives (by its long or short name) replaces the file's setting, repeatable
 // ones included; `serve` is the subcommand that knows the names. Errors read
 // "FILE:LINE:COLUMN: reason".
-result<std::vector<std::string>> with_config_file(std::vector<std::string> args,
-                                                  CLI::App& serve);
+result<std::vector<std::string>> with_config_file(std::vector<std::string> args, CLI::App& serve);
 
 }  // namespace sluice::app

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
             auto with_file =
                 sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
             if (!with_file) {
-                std::fprintf(stderr, "sluice serve: --config: %s\n", with_file.err().message.c_str());
+                std::fprintf(stderr, "sluice serve: --config: %s\n",
+                             with_file.err().message.c_str());
                 return 2;
             }
             args = std::move(*with_file);

@@ -46,7 +46,8 @@ result<std::string> read_new_password(const std::string& what) {
         if (!std::getline(std::cin, line)) line.clear();
         strip_line_end(line);
         if (line.empty())
-            return {errc::invalid_argument, "no password on stdin (the first line is the password)"};
+            return {errc::invalid_argument,
+                    "no password on stdin (the first line is the password)"};
         return line;
     }
     auto first = prompt_hidden(what);

@@ -262,12 +262,13 @@ void add_security_routes(sql::http_server& server, catalog::catalog& cat) {
                 return answer(resp, error{errc::not_found, "POST /v1/policies/NAME/users"});
             auto a = attachment_of(req.body);
             if (a.user.empty())
-                return answer(resp, error{errc::invalid_argument,
-                                          "the body must be {\"user\": NAME[, \"external\": true]}"});
-            answer(resp,
-                   attach_policy(cat, rest.substr(0, rest.size() - suffix.size()), a.user,
-                                 a.external),
-                   201);
+                return answer(resp,
+                              error{errc::invalid_argument,
+                                    "the body must be {\"user\": NAME[, \"external\": true]}"});
+            answer(
+                resp,
+                attach_policy(cat, rest.substr(0, rest.size() - suffix.size()), a.user, a.external),
+                201);
         });
 }
 

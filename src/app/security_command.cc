@@ -59,7 +59,8 @@ result<void> check_data_dir(const std::filesystem::path& dir, bool init) {
                             "new or empty directory",
                             dir.string())};
     std::filesystem::create_directories(dir, ec);
-    if (ec) return {errc::io_error, fmt::format("cannot create {}: {}", dir.string(), ec.message())};
+    if (ec)
+        return {errc::io_error, fmt::format("cannot create {}: {}", dir.string(), ec.message())};
     return {};
 }
 
@@ -251,11 +252,14 @@ void add_security_commands(CLI::App& app, int& exit_code) {
             std::printf("%s user %s\n", create ? "added" : "changed the password of",
                         uc->name.c_str());
     };
-    auto* add = users->add_subcommand("add", "Add a user; its password is typed twice on a terminal, else the first line of stdin");
+    auto* add = users->add_subcommand(
+        "add",
+        "Add a user; its password is typed twice on a terminal, else the first line of stdin");
     mech_flags(add);
     where_flags(add, ut);
     add->callback([user_change_cmd] { user_change_cmd(true); });
-    auto* passwd = users->add_subcommand("passwd", "Change a user's password (typed twice on a terminal, else from stdin)");
+    auto* passwd = users->add_subcommand(
+        "passwd", "Change a user's password (typed twice on a terminal, else from stdin)");
     mech_flags(passwd);
     where_flags(passwd, ut);
     passwd->callback([user_change_cmd] { user_change_cmd(false); });
@@ -342,8 +346,8 @@ void add_security_commands(CLI::App& app, int& exit_code) {
     });
     auto* attach = pol->add_subcommand(
         "attach",
-        "Attach a policy to a user (any principal name: SCRAM users, certificate "
-        "common names, ANONYMOUS)");
+        "Attach a policy to a user: a SCRAM user, ANONYMOUS, or with --external any "
+        "principal name (a certificate's common name)");
     attach->add_option("name", pa->name, "Policy name")->required();
     attach->add_option("--user,-u", pa->user, "User (principal) name")->required();
     attach->add_flag("--external", pa->external,
@@ -356,9 +360,7 @@ void add_security_commands(CLI::App& app, int& exit_code) {
         body += pa->external ? ",\"external\":true}" : "}";
         exit_code = act(
             *pt,
-            [&](catalog::catalog& c) {
-                return attach_policy(c, pa->name, pa->user, pa->external);
-            },
+            [&](catalog::catalog& c) { return attach_policy(c, pa->name, pa->user, pa->external); },
             "POST", "/v1/policies/" + path_part(pa->name) + "/users", body);
         if (exit_code == 0)
             std::printf("attached policy %s to %s\n", pa->name.c_str(), pa->user.c_str());

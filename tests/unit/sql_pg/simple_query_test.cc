@@ -1,8 +1,8 @@
 // The simple query protocol through libpq: startup, several statements per string,
 // types and values, command tags, errors, transaction status, SET and SHOW.
 
-#include "pg_test_util.h"
 #include "common/version.h"
+#include "pg_test_util.h"
 #include "sql/functions.h"
 
 namespace sluice::sql::pg::test {
