@@ -25,8 +25,8 @@ PG ?= 127.0.0.1:5432
 HTTP ?= 127.0.0.1:8080
 DATA ?= ./data
 
+# serve makes the data directory itself, once its ports are known to be free.
 run: build
-	mkdir -p $(DATA)
 	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
 	    --pg $(PG) --http $(HTTP)
 
