@@ -18,10 +18,17 @@ build: deps
 	cmake --preset release >/dev/null
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# The ports and directory `make run` takes; change them on the command line, e.g.
+# `make run KAFKA=127.0.0.1:19092 PG=127.0.0.1:15432 HTTP=127.0.0.1:18080 DATA=./data2`.
+KAFKA ?= 127.0.0.1:9092
+PG ?= 127.0.0.1:5432
+HTTP ?= 127.0.0.1:8080
+DATA ?= ./data
+
+# serve makes the data directory itself, once its ports are known to be free.
 run: build
-	mkdir -p data
-	$(BUILD_DIR)/sluice serve --data-dir ./data --listen 127.0.0.1:9092 \
-	    --pg 127.0.0.1:5432 --http 127.0.0.1:8080
+	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
+	    --pg $(PG) --http $(HTTP)
 
 # Unit tests and the real-client integration tests, all through ctest.
 test: test-deps build

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "app/client_config.h"
 #include "common/result.h"
 #include "common/types.h"
 #include "net/blocking_server.h"
@@ -18,7 +19,10 @@ class admin_client {
 public:
     admin_client();
     ~admin_client();
-    result<void> connect(const net::host_port& addr, int timeout_ms = 10000);
+    // Connects, then runs the TLS handshake and the SASL login that `cfg` asks for. A
+    // refused login is an error carrying the broker's reason.
+    result<void> connect(const net::host_port& addr, const client_config& cfg = {},
+                         int timeout_ms = 10000);
 
     template <typename Req, typename Resp>
     result<Resp> call(protocol::api_key key, int16_t version, const Req& req) {
@@ -37,12 +41,18 @@ public:
     }
 
 private:
+    // SaslHandshake, then SaslAuthenticate rounds of cfg's mechanism.
+    result<void> authenticate(const client_config& cfg);
+    // One SaslAuthenticate round: the client's bytes out, the broker's back.
+    result<std::string> sasl_round(std::string_view client_message);
+
     // Sends a request frame (size patched here) and returns the response body after
     // its header.
     result<bytes> round_trip(bytes frame, protocol::api_key key, int16_t version);
 
     std::unique_ptr<net::stream_socket> _sock;
     int32_t _correlation = 0;
+    bool _plaintext = true;  // no TLS, no SASL: a secured listener hangs up on it
 };
 
 }  // namespace sluice::app

@@ -6,17 +6,22 @@
 #include <string>
 #include <vector>
 
+#include "app/config_file.h"
 #include "app/expansion_command.h"
 #include "app/security_command.h"
 #include "app/serve_command.h"
 #include "app/sql_command.h"
 #include "app/topic_command.h"
+#include "app/version_command.h"
 
 int main(int argc, char** argv) {
     try {
-        CLI::App app{"Sluice: a Kafka-compatible event broker whose topics are also SQL tables"};
+        // Named here, since CLI11 takes the program's name only from argv, which it does not see.
+        CLI::App app{"Sluice: a Kafka-compatible event broker whose topics are also SQL tables",
+                     "sluice"};
         app.require_subcommand(1);
         int exit_code = 0;
+        sluice::app::add_version_command(app, exit_code);
         sluice::app::add_serve_command(app, exit_code);
         sluice::app::add_topic_commands(app, exit_code);
         sluice::app::add_sql_command(app, exit_code);
@@ -24,7 +29,14 @@ int main(int argc, char** argv) {
         sluice::app::add_security_commands(app, exit_code);
         try {
             std::vector<std::string> args(argv + 1, argv + argc);
-            args = sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
+            auto with_file =
+                sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
+            if (!with_file) {
+                std::fprintf(stderr, "sluice serve: --config: %s\n",
+                             with_file.err().message.c_str());
+                return 2;
+            }
+            args = std::move(*with_file);
             std::reverse(args.begin(), args.end());  // CLI11 takes them last first
             app.parse(std::move(args));
         } catch (const CLI::ParseError& e) {

@@ -63,6 +63,17 @@ result<void> remove_user(catalog::catalog& cat, const std::string& name) {
     return cat.delete_user(name);
 }
 
+result<void> attach_policy(catalog::catalog& cat, const std::string& policy,
+                           const std::string& user, bool external) {
+    if (!external && user != "ANONYMOUS" && cat.credentials(user).empty())
+        return {errc::not_found,
+                fmt::format("no user '{}': add it first (sluice user add), or pass --external "
+                            "(\"external\": true) for a principal that is no Sluice user, such "
+                            "as a client certificate's common name",
+                            user)};
+    return cat.attach_policy(policy, user);
+}
+
 std::string users_json(const catalog::catalog& cat) {
     std::string out = "{\"users\":[";
     bool first = true;
@@ -165,11 +176,21 @@ result<user_change> parse_user(const std::string& body, std::string name) {
     return u;
 }
 
-std::string user_of_attachment(const std::string& body) {
+struct attachment {
+    std::string user;
+    bool external = false;
+};
+
+// {"user": NAME, "external": true|false}; an empty user when the body is not that.
+attachment attachment_of(const std::string& body) {
     simdjson::dom::parser parser;
+    simdjson::dom::element doc;
     std::string_view user;
-    if (parser.parse(body)["user"].get(user)) return {};
-    return std::string(user);
+    if (parser.parse(body).get(doc) || doc["user"].get(user)) return {};
+    bool external = false;
+    if (auto e = doc["external"]; e.error() != simdjson::NO_SUCH_FIELD && e.get(external))
+        return {};
+    return {std::string(user), external};
 }
 
 }  // namespace
@@ -241,11 +262,15 @@ void add_security_routes(sql::http_server& server, catalog::catalog& cat) {
             constexpr std::string_view suffix = "/users";
             if (rest.size() <= suffix.size() || !rest.ends_with(suffix))
                 return answer(resp, error{errc::not_found, "POST /v1/policies/NAME/users"});
-            auto user = user_of_attachment(req.body);
-            if (user.empty())
+            auto a = attachment_of(req.body);
+            if (a.user.empty())
                 return answer(resp,
-                              error{errc::invalid_argument, "the body must be {\"user\": NAME}"});
-            answer(resp, cat.attach_policy(rest.substr(0, rest.size() - suffix.size()), user), 201);
+                              error{errc::invalid_argument,
+                                    "the body must be {\"user\": NAME[, \"external\": true]}"});
+            answer(
+                resp,
+                attach_policy(cat, rest.substr(0, rest.size() - suffix.size()), a.user, a.external),
+                201);
         });
 }
 

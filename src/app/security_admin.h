@@ -39,6 +39,12 @@ result<void> remove_user(catalog::catalog& cat, const std::string& name);
 // "iterations" is the first credential's (kept for older readers).
 std::string users_json(const catalog::catalog& cat);
 
+// Attaches a policy to a user that exists (has credentials), to ANONYMOUS, or with
+// `external` to any principal name (a certificate's common name). errc::not_found for
+// another name.
+result<void> attach_policy(catalog::catalog& cat, const std::string& policy,
+                           const std::string& user, bool external);
+
 // Validates the document (security::parse_policy) before storing it.
 result<void> put_policy(catalog::catalog& cat, const std::string& name,
                         const std::string& document);

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "app/http_admin.h"
+#include "app/password_input.h"
 #include "app/security_admin.h"
 #include "catalog/catalog.h"
 #include "common/logging.h"
@@ -28,6 +29,7 @@ namespace {
 struct target {
     server_flags server;
     std::string data_dir;
+    bool init = false;  // --init: make data_dir a data directory if it is not one yet
     const char* program = "sluice";
 };
 
@@ -39,17 +41,36 @@ void complain(const target& t, const std::string& message) {
     std::fprintf(stderr, "%s: %s\n", t.program, message.c_str());
 }
 
+// A data directory is one with a catalog (docs/formats/data-dir.md): a mistyped path must
+// not become a new, empty catalog. --init creates one (for the first admin, before the
+// broker's first start) where nothing is yet: a missing or empty directory.
+result<void> check_data_dir(const std::filesystem::path& dir, bool init) {
+    std::error_code ec;
+    if (std::filesystem::exists(dir / "catalog.db", ec)) return {};
+    const bool exists = std::filesystem::exists(dir, ec);
+    if (!init)
+        return {errc::not_found,
+                fmt::format("{} is not a Sluice data directory ({}); check the path, or pass "
+                            "--init to create one for a broker that has not started yet",
+                            dir.string(), exists ? "it has no catalog.db" : "it does not exist")};
+    if (exists && !std::filesystem::is_empty(dir, ec))
+        return {errc::invalid_argument,
+                fmt::format("--init: {} is not empty and not a Sluice data directory; give a "
+                            "new or empty directory",
+                            dir.string())};
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        return {errc::io_error, fmt::format("cannot create {}: {}", dir.string(), ec.message())};
+    return {};
+}
+
 // The catalog of a stopped broker. A running broker holds the data directory's lock and
 // is the only writer of its catalog, so the command refuses and points at --server.
 std::unique_ptr<catalog::catalog> open_offline(const target& t, int& code) {
     set_log_level(log_level::warn);  // the command's own output says what happened
-    // A data directory no broker has used yet is created, so that the first admin can
-    // exist before the first start.
     auto dir = std::filesystem::path(t.data_dir);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
-        complain(t, fmt::format("cannot create {}: {}", t.data_dir, ec.message()));
+    if (auto r = check_data_dir(dir, t.init); !r) {
+        complain(t, r.err().message);
         code = exit_refused;
         return nullptr;
     }
@@ -77,17 +98,6 @@ int report(const target& t, const result<void>& r) {
     if (r) return 0;
     complain(t, r.err().message);
     return exit_refused;
-}
-
-std::optional<std::string> read_password(const target& t) {
-    std::string line;
-    if (!std::getline(std::cin, line)) line.clear();
-    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-    if (line.empty()) {
-        complain(t, "no password on stdin (the first line is the password)");
-        return std::nullopt;
-    }
-    return line;
 }
 
 std::string path_part(const std::string& s) {
@@ -191,6 +201,10 @@ void where_flags(CLI::App* sub, const std::shared_ptr<target>& t) {
                                 "A stopped broker's data directory, changed in place");
     server->excludes(dir);
     dir->excludes(server);
+    sub->add_flag("--init", t->init,
+                  "With --data-dir: create the data directory if it is not one yet (the first "
+                  "admin, before the broker's first start)")
+        ->needs(dir);
 }
 
 }  // namespace
@@ -200,7 +214,7 @@ void add_security_commands(CLI::App& app, int& exit_code) {
     auto* users = app.add_subcommand(
         "user",
         "Manage users (SCRAM credentials) of a running broker or a stopped one's data "
-        "directory; passwords are read from stdin");
+        "directory; passwords are prompted for on a terminal, else read from stdin");
     users->require_subcommand(1);
     auto ut = std::make_shared<target>();
     ut->program = "sluice user";
@@ -219,8 +233,9 @@ void add_security_commands(CLI::App& app, int& exit_code) {
     };
     auto user_change_cmd = [ut, uc, mechs, &exit_code](bool create) {
         for (const auto& m : *mechs) uc->mechanisms.push_back(*security::parse_scram_mechanism(m));
-        auto pw = read_password(*ut);
+        auto pw = read_new_password("new password for " + uc->name);
         if (!pw) {
+            complain(*ut, pw.err().message);
             exit_code = exit_refused;
             return;
         }
@@ -238,11 +253,14 @@ void add_security_commands(CLI::App& app, int& exit_code) {
             std::printf("%s user %s\n", create ? "added" : "changed the password of",
                         uc->name.c_str());
     };
-    auto* add = users->add_subcommand("add", "Add a user; its password is the first line of stdin");
+    auto* add = users->add_subcommand(
+        "add",
+        "Add a user; its password is typed twice on a terminal, else the first line of stdin");
     mech_flags(add);
     where_flags(add, ut);
     add->callback([user_change_cmd] { user_change_cmd(true); });
-    auto* passwd = users->add_subcommand("passwd", "Change a user's password (from stdin)");
+    auto* passwd = users->add_subcommand(
+        "passwd", "Change a user's password (typed twice on a terminal, else from stdin)");
     mech_flags(passwd);
     where_flags(passwd, ut);
     passwd->callback([user_change_cmd] { user_change_cmd(false); });
@@ -273,6 +291,7 @@ void add_security_commands(CLI::App& app, int& exit_code) {
     pt->program = "sluice policy";
     struct policy_args {
         std::string name, file, user;
+        bool external = false;  // attach: the user is no Sluice user (a certificate's name)
     };
     auto pa = std::make_shared<policy_args>();
     auto* put = pol->add_subcommand("put", "Add or replace a policy from a JSON file");
@@ -328,18 +347,22 @@ void add_security_commands(CLI::App& app, int& exit_code) {
     });
     auto* attach = pol->add_subcommand(
         "attach",
-        "Attach a policy to a user (any principal name: SCRAM users, certificate "
-        "common names, ANONYMOUS)");
+        "Attach a policy to a user: a SCRAM user, ANONYMOUS, or with --external any "
+        "principal name (a certificate's common name)");
     attach->add_option("name", pa->name, "Policy name")->required();
     attach->add_option("--user,-u", pa->user, "User (principal) name")->required();
+    attach->add_flag("--external", pa->external,
+                     "The user is not one of `sluice user`'s: a client certificate's common "
+                     "name; without it an unknown user is refused (ANONYMOUS needs no flag)");
     where_flags(attach, pt);
     attach->callback([pt, pa, &exit_code] {
         std::string body = "{\"user\":";
         sql::append_json_string(body, pa->user);
-        body += "}";
+        body += pa->external ? ",\"external\":true}" : "}";
         exit_code = act(
-            *pt, [&](catalog::catalog& c) { return c.attach_policy(pa->name, pa->user); }, "POST",
-            "/v1/policies/" + path_part(pa->name) + "/users", body);
+            *pt,
+            [&](catalog::catalog& c) { return attach_policy(c, pa->name, pa->user, pa->external); },
+            "POST", "/v1/policies/" + path_part(pa->name) + "/users", body);
         if (exit_code == 0)
             std::printf("attached policy %s to %s\n", pa->name.c_str(), pa->user.c_str());
     });

@@ -19,12 +19,12 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
-#include <set>
 #include <tuple>
 #include <utility>
 
 #include "app/security_admin.h"
 #include "app/sql_state.h"
+#include "app/version_command.h"
 #include "broker/broker.h"
 #include "catalog/catalog.h"
 #include "common/logging.h"
@@ -244,6 +244,19 @@ result<void> configure_security(const serve_options& o, broker::broker_config& c
     return {};
 }
 
+// Whether every fixed port is free, before the data directory is touched: a broker that
+// cannot serve must leave nothing behind. A port taken between this probe and the real
+// bind still fails the start, only later.
+result<void> check_ports_free(const std::vector<std::pair<std::string, net::host_port>>& ports) {
+    for (const auto& [flag, addr] : ports) {
+        if (addr.port == 0) continue;
+        auto s = net::open_listen_socket(addr, false);
+        if (!s) return {s.code(), flag + ": " + s.err().message};
+        ::close(s->fd);
+    }
+    return {};
+}
+
 int serve(const serve_options& o) {
     log_level lvl;
     if (!parse_log_level(o.log_level, lvl)) {
@@ -251,6 +264,7 @@ int serve(const serve_options& o) {
         return 2;
     }
     set_log_level(lvl);
+    log_info("app", "{} starting", version_line());
     broker::broker_config cfg;
     cfg.data_dir = o.data_dir;
     if (auto r = configure_security(o, cfg); !r) {
@@ -324,6 +338,14 @@ int serve(const serve_options& o) {
     // faults cost more than the copies (bench: consume 176 -> 770 MB/s client side).
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
     mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
+    std::vector<std::pair<std::string, net::host_port>> ports;
+    for (const auto& l : cfg.listeners) ports.emplace_back("--listen", l.address);
+    if (pg_addr) ports.emplace_back("--pg", *pg_addr);
+    if (http_addr) ports.emplace_back("--http", *http_addr);
+    if (auto r = check_ports_free(ports); !r) {
+        log_error("app", "{}", r.err().message);
+        return 1;
+    }
     std::error_code ec;
     std::filesystem::create_directories(cfg.data_dir, ec);
     if (ec) {
@@ -464,60 +486,16 @@ int serve(const serve_options& o) {
 
 }  // namespace
 
-std::vector<std::string> with_config_file(std::vector<std::string> args,
-                                          const CLI::App& serve_cmd) {
-    auto serve = std::find(args.begin(), args.end(), "serve");
-    if (serve == args.end()) return args;
-    const auto at = serve - args.begin() + 1;  // where the file's flags go
-    std::string file;
-    auto it = serve + 1;
-    for (; it != args.end(); ++it) {
-        if (*it == "--config" && it + 1 != args.end()) {
-            file = *(it + 1);
-            it = args.erase(it, it + 2);
-            break;
-        }
-        if (it->rfind("--config=", 0) == 0) {
-            file = it->substr(9);
-            it = args.erase(it);
-            break;
-        }
-    }
-    if (file.empty()) return args;
-    // The options the command line sets: `--name`, `--name=value`, `-n`, `-nvalue`.
-    std::set<const CLI::Option*> given;
-    for (auto a = args.begin() + at; a != args.end(); ++a) {
-        if (a->size() < 2 || (*a)[0] != '-' || *a == "--") continue;
-        const std::string name = (*a)[1] == '-' ? a->substr(0, a->find('=')) : a->substr(0, 2);
-        if (const CLI::Option* opt = serve_cmd.get_option_no_throw(name)) given.insert(opt);
-    }
-    // CLI11 reads config files only for the top-level app; for `serve` its TOML reader
-    // turns the file into flags, put before the command line's so that those win.
-    std::vector<std::string> from_file;
-    for (const auto& item : CLI::ConfigTOML().from_file(file)) {
-        std::string flag = "--" + item.fullname();
-        if (given.count(serve_cmd.get_option_no_throw(flag)) != 0) continue;
-        if (item.inputs.size() == 1) {
-            from_file.push_back(flag + "=" + item.inputs[0]);
-            continue;
-        }
-        for (const auto& v : item.inputs) {
-            from_file.push_back(flag);
-            from_file.push_back(v);
-        }
-    }
-    args.insert(args.begin() + at, from_file.begin(), from_file.end());
-    return args;
-}
-
 void add_serve_command(CLI::App& app, int& exit_code) {
     auto o = std::make_shared<serve_options>();
     auto* cmd = app.add_subcommand("serve", "Run a broker");
     // Read by with_config_file() before parsing; declared so that --help lists it.
     cmd->add_option("--config", o->config_file,
                     "TOML file of settings: each key is a long flag's name without the dashes "
-                    "(listen = [\"SASL_SSL://0.0.0.0:9093\"], tls-cert = \"...\"); a flag on the "
-                    "command line replaces the file's setting, repeatable ones included");
+                    "(listen = [\"SASL_SSL://0.0.0.0:9093\"], tls-cert = \"...\", "
+                    "auto-create-topics = true); a flag on the command line replaces the file's "
+                    "setting, repeatable ones included. A syntax error, an unknown key or a wrong "
+                    "type stops the start with the file's line");
     // With a config file, single-valued flags can come twice: the last (the command line) wins.
     cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     cmd->add_option("--data-dir,-d", o->data_dir, "Directory for the catalog and partition logs")

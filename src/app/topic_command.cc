@@ -24,6 +24,7 @@ struct topic_options {
     int32_t partitions = 1;
     std::vector<std::string> configs;
     bool validate_only = false;
+    client_flags client;
 };
 
 int fail(const std::string& what) {
@@ -31,11 +32,13 @@ int fail(const std::string& what) {
     return 1;
 }
 
-result<std::unique_ptr<admin_client>> connect(const std::string& bootstrap) {
-    auto addr = net::parse_host_port(bootstrap);
+result<std::unique_ptr<admin_client>> connect(const topic_options& o) {
+    auto cfg = load_client_config(o.client);
+    if (!cfg) return cfg.err();
+    auto addr = net::parse_host_port(o.bootstrap);
     if (!addr) return addr.err();
     auto c = std::make_unique<admin_client>();
-    if (auto r = c->connect(*addr); !r) return r.err();
+    if (auto r = c->connect(*addr, *cfg); !r) return r.err();
     return c;
 }
 
@@ -46,7 +49,7 @@ std::string error_text(int16_t code, const std::optional<std::string>& msg) {
 }
 
 int create(const topic_options& o) {
-    auto c = connect(o.bootstrap);
+    auto c = connect(o);
     if (!c) return fail(c.err().message);
     protocol::create_topics_request req;
     auto& t = req.topics.emplace_back();
@@ -67,7 +70,7 @@ int create(const topic_options& o) {
             return fail("cannot create topic '" + r.name + "': " +
                         error_text(r.error_code, r.error_message));
         std::cout << (o.validate_only ? "valid: topic '" : "created topic '") << r.name << "' with "
-                  << r.num_partitions << " partitions\n";
+                  << r.num_partitions << (r.num_partitions == 1 ? " partition\n" : " partitions\n");
     }
     return 0;
 }
@@ -82,7 +85,7 @@ result<protocol::metadata_response> metadata(admin_client& c,
 }
 
 int list(const topic_options& o) {
-    auto c = connect(o.bootstrap);
+    auto c = connect(o);
     if (!c) return fail(c.err().message);
     auto md = metadata(**c, std::nullopt);
     if (!md) return fail(md.err().message);
@@ -91,7 +94,7 @@ int list(const topic_options& o) {
 }
 
 int describe(const topic_options& o) {
-    auto c = connect(o.bootstrap);
+    auto c = connect(o);
     if (!c) return fail(c.err().message);
     auto md = metadata(**c, o.name);
     if (!md) return fail(md.err().message);
@@ -120,7 +123,7 @@ int describe(const topic_options& o) {
 }
 
 int remove(const topic_options& o) {
-    auto c = connect(o.bootstrap);
+    auto c = connect(o);
     if (!c) return fail(c.err().message);
     protocol::delete_topics_request req;
     req.topics.push_back({o.name, {}});
@@ -146,6 +149,7 @@ void add_topic_commands(CLI::App& app, int& exit_code) {
     auto with_bootstrap = [&](CLI::App* sub) {
         sub->add_option("--bootstrap,-b", opts->bootstrap, "Broker address HOST:PORT")
             ->capture_default_str();
+        add_client_flags(sub, opts->client);
     };
 
     auto* create_cmd = topic->add_subcommand("create", "Create a topic");

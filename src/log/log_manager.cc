@@ -212,6 +212,7 @@ result<log_manager::open_summary> log_manager::open() {
         return text.err();
     } else if (fresh) {
         sum.clean_shutdown = true;
+        sum.fresh = true;
     } else {
         log_info("storage", "no clean-shutdown marker in {}: recovering every partition ({})",
                  _ctx.logs_dir.string(),
@@ -238,9 +239,12 @@ result<log_manager::open_summary> log_manager::open() {
     _syncers = std::make_unique<worker_group>(syncer_threads);
     _flusher = std::thread([this] { flusher_loop(); });
     log_info("storage",
-             "logs opened at {}: {} shutdown, {} partitions recovered, {} repaired, {} failed, "
+             "logs opened at {}: {}, {} partitions recovered, {} repaired, {} failed, "
              "{} bytes truncated, {} indexes rebuilt",
-             _ctx.logs_dir.string(), sum.clean_shutdown ? "clean" : "unclean",
+             _ctx.logs_dir.string(),
+             sum.fresh            ? "a new data directory"
+             : sum.clean_shutdown ? "clean shutdown"
+                                  : "unclean shutdown",
              sum.partitions_scanned, sum.partitions_repaired, sum.partitions_failed,
              sum.bytes_truncated, sum.indexes_rebuilt);
     return sum;

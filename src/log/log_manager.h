@@ -52,6 +52,7 @@ class log_manager final : private dirty_sink {
     // What open() found, for the start-up log line.
     struct open_summary {
         bool clean_shutdown = false;     // marker found (or a fresh data directory)
+        bool fresh = false;              // no logs yet: a new data directory
         size_t partitions_scanned = 0;   // recovered eagerly after an unclean shutdown
         size_t partitions_repaired = 0;  // of those, changed by recovery
         size_t partitions_failed = 0;    // recovery failed; they report errors on use

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/version.h"
+
 namespace sluice::sql {
 
 namespace {
@@ -15,7 +17,18 @@ void last_scan(sqlite3_context* c, int, sqlite3_value**) {
     sqlite3_result_text(c, json.data(), static_cast<int>(json.size()), SQLITE_TRANSIENT);
 }
 
+void version_function(sqlite3_context* c, int, sqlite3_value**) {
+    const auto text = version_text();
+    sqlite3_result_text(c, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
 }  // namespace
+
+std::string version_text() {
+    // 15.0: the PostgreSQL version the pg listener reports (pg_options::server_version).
+    return fmt::format("PostgreSQL 15.0 on x86_64-pc-linux-gnu, SQLite {} engine (Sluice {} {})",
+                       sqlite3_libversion(), version(), build_commit());
+}
 
 outcome<bool> register_functions(sqlite3* db, statement_context* ctx) {
     int rc = sqlite3_create_function_v2(db, "sluice_last_scan", 0, SQLITE_UTF8, ctx, last_scan,
@@ -23,6 +36,11 @@ outcome<bool> register_functions(sqlite3* db, statement_context* ctx) {
     if (rc != SQLITE_OK)
         return query_error{failure::internal,
                            fmt::format("sluice_last_scan: {}", sqlite3_errstr(rc))};
+    // Deterministic: the same text for the life of the process.
+    rc = sqlite3_create_function_v2(db, "version", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                                    version_function, nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK)
+        return query_error{failure::internal, fmt::format("version: {}", sqlite3_errstr(rc))};
     return true;
 }
 

@@ -247,8 +247,10 @@ class Target:
         return cls.offline(broker.data_dir)
 
     @classmethod
-    def offline(cls, data_dir, workdir=None):
-        return cls(["--data-dir", str(data_dir)], {}, workdir or Path(data_dir).parent / "policy-files")
+    def offline(cls, data_dir, workdir=None, init=False):
+        """init: pass --init, for a data dir no broker has made yet."""
+        return cls(["--data-dir", str(data_dir)] + (["--init"] if init else []), {},
+                   workdir or Path(data_dir).parent / "policy-files")
 
     @classmethod
     def online(cls, http_addr, user, password, workdir, https=False, tls_ca=None):
@@ -364,8 +366,9 @@ def policy_get(target, name):
         raise AssertionError("policy get %s printed no JSON document (%s): %r" % (name, e, out[:1000]))
 
 
-def policy_attach(target, name, user):
-    return target.ok(["policy", "attach", name, "--user", user])
+def policy_attach(target, name, user, external=False):
+    """external: the user is no `sluice user` (a certificate's common name)."""
+    return target.ok(["policy", "attach", name, "--user", user] + (["--external"] if external else []))
 
 
 def policy_detach(target, name, user):
@@ -403,12 +406,13 @@ def policy_names(doc):
 
 def grant(target, user, statements, password=None, policy=None, mechanism=None):
     """Optionally add `user` (when a password is given), then put a policy of `statements`
-    (named `policy`, default "<user>-policy") and attach it to `user`."""
+    (named `policy`, default "<user>-policy") and attach it to `user` (--external without
+    a password: a certificate's name, or a user added before)."""
     if password is not None:
         user_add(target, user, password, mechanism=mechanism)
     name = policy or "%s-policy" % user
     policy_put(target, name, policy_doc(*statements))
-    policy_attach(target, name, user)
+    policy_attach(target, name, user, external=password is None and user != "ANONYMOUS")
     return name
 
 

@@ -70,9 +70,11 @@ def test_topic_create_list_describe_delete(broker, topic_name):
     other = topic_name + "-other"
     assert listed_topics(b) == []
 
-    sluice_ok(["topic", "create", topic_name, "--partitions", "4", "--config", "max.message.bytes=10000",
-               "--config", "segment.bytes=1048576", "--bootstrap", b])
-    sluice_ok(["topic", "create", other, "--partitions", "1", "--bootstrap", b])
+    out = sluice_ok(["topic", "create", topic_name, "--partitions", "4", "--config", "max.message.bytes=10000",
+                     "--config", "segment.bytes=1048576", "--bootstrap", b])
+    assert out == "created topic '%s' with 4 partitions\n" % topic_name, out
+    out = sluice_ok(["topic", "create", other, "--partitions", "1", "--bootstrap", b])
+    assert out == "created topic '%s' with 1 partition\n" % other, out
     H.wait_topic(b, topic_name, 4)   # cross-check with librdkafka's view
     H.wait_topic(b, other, 1)
 
@@ -199,3 +201,20 @@ def test_second_broker_on_the_same_data_dir_is_refused(broker):
     with K.Conn(broker.bootstrap) as conn:
         err, apis = K.api_versions_v0(conn)
         assert err == 0 and 0 in apis
+
+
+def test_usage_names_the_program():
+    rc, out, err = sluice(["--help"], timeout=20)
+    assert rc == 0 and re.search(r"^Usage: sluice \[OPTIONS\] SUBCOMMAND", out, re.M), out
+    rc, out, err = sluice(["topic", "--help"], timeout=20)
+    assert rc == 0 and re.search(r"^Usage: sluice topic ", out, re.M), out
+
+
+def test_start_up_log_says_new_then_clean(broker_factory):
+    b = broker_factory()
+    b.stop()
+    b.start()
+    b.stop()
+    logs = [open(p, encoding="utf-8").read() for p in b.stderr_paths[-2:]]
+    opened = [re.findall(r"storage: logs opened at \S+: ([a-z ]+),", log) for log in logs]
+    assert opened == [["a new data directory"], ["clean shutdown"]], opened

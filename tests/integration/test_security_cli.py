@@ -362,3 +362,144 @@ def test_tls_certificate_reload(secure_broker_factory, tmp_path, request):
     topic2 = H.unique_topic("reload2-" + request.node.name)
     S.create_topic(b.bootstrap, S.Creds(), topic2, 1)
     S.confluent_roundtrip(addr, S.Creds("SSL", ca=ca), topic2, n=3, tag="reloaded")
+
+
+# --------------------------------------------------------------------------
+# Data directories, terminal prompts, attachments to unknown users
+# --------------------------------------------------------------------------
+
+
+def test_offline_refuses_a_directory_that_is_not_a_data_dir(secure_broker_factory, tmp_path):
+    b = secure_broker_factory(SASL_LISTENS, start=False)
+    t = S.Target.stopped(b)
+    S.user_add(t, "admin", ADMIN_PW)
+    typo = tmp_path / (b.data_dir.name + "x")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "p.json").write_text(json.dumps(S.policy_doc(S.allow("*", "sluice:*"))))
+    for where, why in [(typo, "it does not exist"), (empty, "it has no catalog.db")]:
+        for args, stdin in [(["user", "add", "alice"], "alice-pw\n"), (["user", "list"], None),
+                            (["policy", "put", "p", str(tmp_path / "p.json")], None),
+                            (["policy", "attach", "p", "--user", "admin"], None)]:
+            rc, out, err = S.sluice(args + ["--data-dir", str(where)], stdin=stdin)
+            assert rc != 0, (args, where, out)
+            assert "is not a Sluice data directory (%s)" % why in err and "--init" in err, err
+    assert not typo.exists()
+    assert os.listdir(empty) == []
+    # --init makes a new (or empty) directory a data directory; an existing one is used as is.
+    for where in (typo, empty):
+        init = S.Target.offline(where, init=True)
+        S.user_add(init, "first", "first-pw")
+        assert S.user_list(S.Target.offline(where)) == {"first": BOTH}
+    S.user_add(S.Target.offline(b.data_dir, init=True), "second", "second-pw")
+    assert S.user_list(t) == {"admin": BOTH, "second": BOTH}
+    # A non-empty directory that is not one stays untouched even with --init.
+    other = tmp_path / "project"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine\n")
+    msg = S.Target.offline(other, init=True).fails(["user", "add", "x"], stdin="x-pw\n")
+    assert "is not empty and not a Sluice data directory" in msg, msg
+    assert os.listdir(other) == ["notes.txt"]
+
+
+def test_quick_start_first_admin_with_init(secure_broker_factory, tmp_path):
+    """docs/security.md's quick start: the first admin before the broker's first start."""
+    b = secure_broker_factory(SASL_LISTENS, start=False)
+    assert not (b.data_dir / "catalog.db").exists()
+    t = S.Target.offline(b.data_dir, init=True)
+    S.user_add(t, "admin", ADMIN_PW)
+    S.policy_put(t, "admin", S.policy_doc(S.allow("*", "sluice:*")))
+    S.policy_attach(t, "admin", "admin")
+    b.start()
+    assert can_login(b, "SCRAM-SHA-256", "admin", ADMIN_PW)
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                     "sasl.username=admin\nsasl.password=%s\n" % ADMIN_PW)
+    out = S.sluice_ok(["topic", "create", "orders", "--partitions", "3", "--bootstrap", b.addr("SASL_PLAINTEXT"),
+                       "--command-config", str(props)])
+    assert out.strip() == "created topic 'orders' with 3 partitions", out
+    S.confluent_roundtrip(b.addr("SASL_PLAINTEXT"), sasl(b, "SCRAM-SHA-512", "admin", ADMIN_PW), "orders", n=3,
+                          tag="quick-start")
+
+
+def test_policy_attach_to_unknown_user_is_refused(secure_broker_factory, tmp_path):
+    pki = S.Pki(tmp_path / "pki")
+    b = secure_broker_factory(SASL_LISTENS, extra_args=S.tls_flags(pki, pki.server()) + [
+        "--http", "https://127.0.0.1:0"], start=False)
+    t = admin_setup(b)
+    S.policy_put(t, "reader", S.policy_doc(S.allow("KafkaDescribe", "sluice:cluster")))
+    msg = t.fails(["policy", "attach", "reader", "--user", "admni"])
+    assert "no user 'admni'" in msg and "--external" in msg, msg
+    S.policy_attach(t, "reader", "ANONYMOUS")   # the PLAINTEXT principal needs no user
+    S.policy_attach(t, "reader", "CN-carol", external=True)
+    b.start()
+    on = S.online_target(b, "admin", ADMIN_PW, tmp_path / "work", pki.ca_cert)
+    msg = on.fails(["policy", "attach", "reader", "--user", "nobody"])
+    assert "no user 'nobody'" in msg, msg
+    S.policy_attach(on, "reader", "dave", external=True)
+    users = {p["name"]: sorted(p["users"]) for p in S.policy_list(on)["policies"]}
+    assert users["reader"] == ["ANONYMOUS", "CN-carol", "dave"], users
+
+
+def run_in_pty(args, answers, timeout=30):
+    """Runs `sluice ARGS` with a terminal as stdin/stdout/stderr; writes each answer once
+    the terminal shows its prompt. Returns (exit code, everything the terminal showed)."""
+    import pty
+    import select
+    import time
+    pid, fd = pty.fork()
+    if pid == 0:   # the child: exec at once
+        os.execv(S.conftest.require_binary(), [S.conftest.require_binary()] + [str(a) for a in args])
+    shown = b""
+    deadline = time.monotonic() + timeout
+    pending = list(answers)
+    try:
+        while time.monotonic() < deadline:
+            if pending and shown.rstrip().endswith(pending[0][0].encode()):
+                os.write(fd, pending.pop(0)[1].encode() + b"\n")
+                shown += b"<sent>"
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:   # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+        else:
+            os.kill(pid, signal.SIGKILL)
+            raise AssertionError("no answer on the terminal within %ss: %r" % (timeout, shown))
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), shown.decode("utf-8", "replace")
+
+
+def test_passwords_are_prompted_on_a_terminal_without_echo(secure_broker_factory):
+    b = secure_broker_factory(SASL_LISTENS, start=False)
+    t = S.Target.stopped(b)
+    where = ["--data-dir", str(b.data_dir)]
+    rc, shown = run_in_pty(["user", "add", "alice"] + where,
+                           [("new password for alice:", "typed-secret-1"), ("again, to confirm:", "typed-secret-1")])
+    assert rc == 0, shown
+    assert "typed-secret-1" not in shown, "the password was echoed: %r" % shown
+    assert "added user alice" in shown, shown
+    # Two different answers: refused, the user keeps its password.
+    rc, shown = run_in_pty(["user", "passwd", "alice"] + where,
+                           [("new password for alice:", "typed-secret-2"), ("again, to confirm:", "typed-secret-3")])
+    assert rc != 0 and "the passwords do not match" in shown, shown
+    assert "typed-secret" not in shown, shown
+    rc, shown = run_in_pty(["user", "add", "bob"] + where,
+                           [("new password for bob:", "bob-secret"), ("again, to confirm:", "bob-typo")])
+    assert rc != 0 and "do not match" in shown, shown
+    assert S.user_list(t) == {"alice": BOTH}
+    b.start()
+    assert can_login(b, "SCRAM-SHA-256", "alice", "typed-secret-1")
+    assert not can_login(b, "SCRAM-SHA-256", "alice", "typed-secret-2")
+    # stdin that is not a terminal keeps working: the first line is the password.
+    b.stop()
+    S.user_passwd(t, "alice", "piped-secret")
+    b.start()
+    assert can_login(b, "SCRAM-SHA-512", "alice", "piped-secret")

@@ -56,7 +56,7 @@ def env(module_secure_broker_factory, tmp_path_factory):
         SASL_LISTENS,
         extra_args=S.tls_flags(pki, server) + ["--pg", "127.0.0.1:0", "--http", "https://127.0.0.1:0"],
         start=False)
-    t = S.Target.offline(b.data_dir, workdir=work / "policies")
+    t = S.Target.offline(b.data_dir, workdir=work / "policies", init=True)
     S.grant(t, "admin", [S.allow("*", "sluice:*")], password=ADMIN_PW)
     S.grant(t, "alice", [S.allow(["KafkaRead"], ["sluice:topic:sqlsec-*"]),
                          S.allow(["KafkaDescribe"], ["sluice:cluster"])], password=ALICE_PW)

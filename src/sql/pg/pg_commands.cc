@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "sql/functions.h"
 #include "sql/pg/lexer.h"
 #include "sql/pg/pg_server.h"
 #include "sql/sql_text.h"
@@ -357,8 +358,7 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
         }));
     }
     if (is_select_version(text)) {
-        std::string v =
-            fmt::format("PostgreSQL {} on x86_64-pc-linux-gnu, SQLite engine", ctx.server_version);
+        std::string v = version_text();
         return own(canned(text, "SELECT", {{"version", "TEXT"}},
                           [v] { return std::vector<std::vector<value>>{{v}}; }));
     }

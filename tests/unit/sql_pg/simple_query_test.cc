@@ -1,7 +1,9 @@
 // The simple query protocol through libpq: startup, several statements per string,
 // types and values, command tags, errors, transaction status, SET and SHOW.
 
+#include "common/version.h"
 #include "pg_test_util.h"
+#include "sql/functions.h"
 
 namespace sluice::sql::pg::test {
 namespace {
@@ -264,7 +266,11 @@ TEST_F(simple_query, set_and_show) {
     EXPECT_EQ(PQnfields(all.get()), 3);
     EXPECT_GT(PQntuples(all.get()), 10);
     auto v = exec(c.get(), "select version()");
-    EXPECT_EQ(std::string(PQgetvalue(v.get(), 0, 0)).rfind("PostgreSQL 15.0 (Sluice)", 0), 0u);
+    // PostgreSQL's form first (drivers parse it), then Sluice's version and commit.
+    EXPECT_EQ(std::string(PQgetvalue(v.get(), 0, 0)).rfind("PostgreSQL 15.0 on ", 0), 0u);
+    EXPECT_EQ(PQgetvalue(v.get(), 0, 0), sql::version_text());
+    EXPECT_NE(sql::version_text().find("(Sluice " + std::string(sluice::version()) + " "),
+              std::string::npos);
     EXPECT_STREQ(PQcmdStatus(exec(c.get(), "RESET ALL").get()), "RESET");
     EXPECT_EQ(sqlstate_of(exec(c.get(), "SHOW my.custom").get()), "42704");
     exec(c.get(), "SET sluice.max_rows = 2");
