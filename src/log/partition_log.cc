@@ -100,15 +100,12 @@ void partition_log::settle_log_start(offset_t from_file) const {
         // Segment files gone but the start known: the log goes on from there, so that no
         // offset is ever handed out twice.
         const offset_t start = std::max<offset_t>(from_file, 0);
-        _lso = _leo = _hw = start;
-        _st->hw_segment_base = start;
+        _lso = _leo = _durable = start;
         return;
     }
     _leo = active()->end_offset();
     _lso = std::max(_st->segments.front()->base_offset(), from_file);
-    _hw = _leo.load();
-    _st->hw_segment_base = active()->base_offset();
-    _st->hw_position = active()->size();
+    _durable = _leo.load();
     if (_lso.load() <= _leo.load()) return;
     // Data below a durable log start is gone (the disk lost acknowledged records). The
     // start follows the end down, durably, so that later appends do not reappear below
@@ -214,6 +211,8 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
                                  bytes_view(payload.data(), payload.size()))
                         .ok();
     if (!journaled) ++_st->unjournaled;
+    // Readable from here on (the high watermark is the log end), before the producer's
+    // answer; the flusher makes it durable.
     _leo.store(next);
     if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
     return append_info{base, next - 1, log_append_time ? now : -1, _lso.load()};
@@ -293,7 +292,7 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
     {
         std::lock_guard lk(_mu);
         if (auto r = ensure_loaded(); !r) return r.err();
-        out.high_watermark = _hw.load();
+        out.high_watermark = _leo.load();
         out.log_start_offset = _lso.load();
         out.log_end_offset = _leo.load();
         if (offset < out.log_start_offset || offset > out.log_end_offset)
@@ -308,14 +307,14 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
             auto p = seg->find_position(offset);
             if (!p) return p.err();
             out.position = *p;
-            // Segments before the high watermark's are durable to their end.
+            // Every byte a segment holds is readable: appends write whole batches under
+            // the lock, and the high watermark is the log end.
             end = seg->size();
-            const bool hw_seg = seg->base_offset() == _st->hw_segment_base;
-            if (hw_seg) end = std::min(end, _st->hw_position);
             // Compaction may leave no batch at or after `offset` in a sealed segment: the
             // next segment then holds the first record that follows, so that a consumer
             // never stalls in a gap.
-            segment* next = out.position < end || hw_seg ? nullptr : segment_for(seg->end_offset());
+            segment* next =
+                out.position < end || seg == active() ? nullptr : segment_for(seg->end_offset());
             if (!next || next == seg) break;
             seg = next;
         }
@@ -364,11 +363,15 @@ result<read_result> partition_log::read(offset_t offset, size_t max_bytes, bool 
 }
 
 offset_t partition_log::high_watermark() const {
+    return log_end_offset();
+}
+
+offset_t partition_log::durable_offset() const {
     if (!loaded()) {
         std::lock_guard lk(_mu);
         (void)ensure_loaded();
     }
-    return _hw.load();
+    return _durable.load();
 }
 
 offset_t partition_log::log_end_offset() const {
@@ -392,7 +395,7 @@ result<partition_log::summary> partition_log::describe() const {
     if (auto r = ensure_loaded(); !r) return r.err();
     summary out;
     out.log_start_offset = _lso.load();
-    out.high_watermark = _hw.load();
+    out.high_watermark = _leo.load();
     out.log_end_offset = _leo.load();
     out.segments = _st->segments.size();
     for (const auto& seg : _st->segments) out.bytes += seg->size();
@@ -430,7 +433,7 @@ result<std::optional<partition_log::sync_plan>> partition_log::plan_sync(bool fi
     p.parent = _st->parent_dirty;
     p.files = files || p.unjournaled != _st->unjournaled_synced;
     // Nothing new to cover, and no file sync asked for or owed for new files.
-    if (!files && p.target == _hw.load() && !(p.files && (p.new_files || p.parent)))
+    if (!files && p.target == _durable.load() && !(p.files && (p.new_files || p.parent)))
         return std::optional<sync_plan>();
     auto df = active()->data();
     if (!df) {
@@ -462,10 +465,8 @@ result<bool> partition_log::finish_sync(sync_plan& p, bool journal_synced) {
         if (p.parent) _st->parent_dirty = false;
         _st->unjournaled_synced = std::max(_st->unjournaled_synced, p.unjournaled);
     }
-    if (p.target <= _hw.load()) return false;
-    _st->hw_segment_base = p.seg_base;
-    _st->hw_position = p.seg_pos;
-    _hw.store(p.target);
+    if (p.target <= _durable.load()) return false;
+    _durable.store(p.target);
     return true;
 }
 
