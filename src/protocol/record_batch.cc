@@ -178,18 +178,10 @@ result<void> check_records(bytes_view batch, const batch_header& h, const batch_
             return {errc::invalid_record,
                     fmt::format("record {} has offset delta {}, expected {}", i, delta, i)};
         auto key = rc.field();
-        auto value = rc.field();
+        rc.field();  // the value: any size its batch allows
         if (rc.ok && !key && lim.require_keys)
             return {errc::invalid_record,
                     fmt::format("record {} has no key, which a compacted topic requires", i)};
-        if (key && key->size() > lim.max_key_value_bytes)
-            return {errc::invalid_record,
-                    fmt::format("record {} key is {} bytes, above the {} byte limit", i,
-                                key->size(), lim.max_key_value_bytes)};
-        if (value && value->size() > lim.max_key_value_bytes)
-            return {errc::invalid_record,
-                    fmt::format("record {} value is {} bytes, above the {} byte limit", i,
-                                value->size(), lim.max_key_value_bytes)};
         int32_t nh = rc.varint();
         for (int32_t k = 0; k < nh && rc.ok; ++k) {
             if (!rc.field()) rc.ok = false;  // header keys are never null

@@ -28,9 +28,9 @@ constexpr size_t batch_max_timestamp_offset = 35;
 constexpr size_t batch_record_count_offset = 57;
 // Bytes before batch_length's coverage starts: base_offset + batch_length.
 constexpr size_t batch_log_overhead = 12;
-// Kafka's own cap on a single record's key or value is far higher; ours keeps a
-// record within one SQL cell and one fetch chunk comfortably.
-constexpr size_t max_key_value_bytes = 126 * 1024;
+// A record's timestamp when it has none (-1), and the least a batch's max_timestamp can
+// be, as in Kafka.
+constexpr int64_t no_record_timestamp = -1;
 
 enum class compression : uint8_t { none = 0, gzip = 1, snappy = 2, lz4 = 3, zstd = 4 };
 enum class timestamp_type : uint8_t { create_time = 0, log_append_time = 1 };
@@ -66,9 +66,10 @@ std::optional<batch_header> read_batch_header(bytes_view data);
 // True when the stored CRC matches bytes 21..end of a complete batch.
 bool batch_crc_ok(bytes_view batch);
 
+// A record is bounded only by its batch (as in Kafka): its key and value may take all
+// of max.message.bytes.
 struct batch_limits {
     size_t max_batch_bytes = 1024 * 1024;
-    size_t max_key_value_bytes = protocol::max_key_value_bytes;
     // Compacted topics: a record without a key could never be compacted away, so it is
     // refused (invalid_record), as Kafka does.
     bool require_keys = false;
