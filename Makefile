@@ -13,6 +13,7 @@ deps:
 test-deps:
 	scripts/install-deps.sh test
 	cd tests/integration/node && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/integration/go && go mod download
 
 build: deps
 	cmake --preset release >/dev/null

@@ -192,7 +192,12 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     for (const auto& b : batches) {
         uint8_t* p = payload.data() + b.position;
         protocol::set_base_offset(p, next);
-        if (log_append_time) protocol::set_log_append_time(p, b.header.size_bytes(), now);
+        // As Kafka stores it, whatever the producer put in the header: the append time,
+        // or the largest record timestamp.
+        if (log_append_time)
+            protocol::set_log_append_time(p, b.header.size_bytes(), now);
+        else
+            protocol::set_create_time(p, b.header.size_bytes(), b.max_record_timestamp);
         next += b.header.last_offset_delta + 1;
     }
     // The index's time never goes below an earlier append's, so a clock stepping back
@@ -232,7 +237,7 @@ result<void> partition_log::write_batches(const log_config& cfg, bytes_view payl
     offset_t next = base;
     for (const auto& b : batches) {
         seg->note_batch(next, start + static_cast<int64_t>(b.position),
-                        stamped != no_timestamp ? stamped : b.header.max_timestamp,
+                        stamped != no_timestamp ? stamped : b.max_record_timestamp,
                         cfg.index_interval_bytes);
         next += b.header.last_offset_delta + 1;
     }
@@ -263,7 +268,7 @@ result<size_t> partition_log::append_replayed(bytes_view data, offset_t base,
         if (next < end) {
             from = pos + h->size_bytes();
         } else {
-            batches.push_back({pos - from, *h});
+            batches.push_back({pos - from, *h, h->max_timestamp});  // stored as appended
         }
         next += h->last_offset_delta + 1;
         pos += h->size_bytes();

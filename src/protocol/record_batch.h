@@ -77,19 +77,37 @@ struct batch_limits {
 
 struct validated_batch {
     size_t position = 0;  // byte position within the produce payload
-    batch_header header;
+    batch_header header;  // as sent
+    // The largest record timestamp (no_record_timestamp at least), which Kafka stores
+    // as a CreateTime batch's max_timestamp whatever the producer wrote there: sarama
+    // leaves -1, librdkafka 0 when its records carry -1.
+    int64_t max_record_timestamp = no_record_timestamp;
+};
+
+// Why validate_batches refused: for a fault of one record, its index among the records
+// of the payload (counted across its batches; Kafka's one batch per partition makes it
+// the index in the batch, Produce's record_errors[].batch_index). nullopt: the batch.
+struct batch_fault {
+    std::optional<int32_t> record_index;
 };
 
 // Checks every batch of a produce payload: framing and lengths, magic 2, CRC,
 // compression (only none is accepted for now), record framing, record count and
-// offset deltas, key/value sizes. Errors: corrupt (framing/CRC), too_large,
-// invalid_record, unsupported (compression).
-result<std::vector<validated_batch>> validate_batches(bytes_view payload, const batch_limits& lim);
+// offset deltas, keys on compacted topics. Header fields producers leave unset are
+// taken as Kafka takes them: max_timestamp is recomputed (set_create_time below), the
+// partition leader epoch and base timestamp are not checked. Errors: corrupt
+// (framing/CRC), too_large, invalid_record, unsupported (compression); `fault`, when
+// given, says which record.
+result<std::vector<validated_batch>> validate_batches(bytes_view payload, const batch_limits& lim,
+                                                      batch_fault* fault = nullptr);
 
 // Rewrites the base offset (not covered by the CRC).
 void set_base_offset(uint8_t* batch, int64_t base_offset);
 // Marks the batch LogAppendTime with the given broker time and recomputes the CRC.
 void set_log_append_time(uint8_t* batch, size_t size, int64_t append_time_ms);
+// Makes the batch CreateTime with the given max_timestamp, as Kafka stores a batch of a
+// CreateTime topic; recomputes the CRC only when that changed a byte.
+void set_create_time(uint8_t* batch, size_t size, int64_t max_timestamp);
 
 struct record_view {
     int64_t timestamp = 0;  // absolute (base_timestamp + delta)
