@@ -118,7 +118,8 @@ class partition_log {
     // lying wholly below it, except the active one. The new start is durable (the
     // log-start-offset file, docs/formats/log-start-offset.md) before any reader sees it
     // and before this returns; records below it that were not are fsynced first, so a
-    // machine crash never leaves a durable start past the durable end. Returns the log start offset (Kafka's low watermark).
+    // machine crash never leaves a durable start past the durable end. Returns the log
+    // start offset (Kafka's low watermark).
     // Errors: out_of_range (before < -1, or above the high watermark), io_error.
     result<offset_t> delete_records(offset_t before);
 

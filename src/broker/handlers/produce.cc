@@ -104,6 +104,59 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     return plog;
 }
 
+// What an answer waits for: the append on stable storage (acks=-1), the events
+// expanded (a topic with expansions, acks -1 or 1), or both.
+struct ack_wait {
+    log::partition_log* plog;
+    offset_t last;
+    produce_response::partition* out;
+    topic_partition tp;
+    bool durable;
+    bool expanded;
+};
+
+// Answers once every partition's wait is over, or with REQUEST_TIMED_OUT for those
+// still waiting when timeout_ms passes.
+void answer_when_ready(const std::shared_ptr<pending_produce>& p,
+                       const std::vector<ack_wait>& waits, int32_t timeout_ms) {
+    auto& b = p->ctx.b;
+    p->waiting = waits.size();
+    for (auto& w : waits) p->not_durable.push_back(w.out);
+    auto on_timeout = [p, timeout_ms] {
+        log_warn("produce", "{}: request timed out after {} ms", p->ctx.client(), timeout_ms);
+        for (auto* part : p->not_durable) {
+            if (!part) continue;
+            part->error_code = code(error_code::request_timed_out);
+            part->error_message = "the records were appended but not yet durable (acks=-1) or "
+                                  "expanded within the request's timeout";
+        }
+        p->answer();
+    };
+    p->timer = b.loop().add_timer(std::chrono::milliseconds(std::max(timeout_ms, 0)), on_timeout);
+    for (size_t i = 0; i < waits.size(); ++i) {
+        auto done = [p, i](const result<void>& r) {
+            auto* out = p->not_durable[i];
+            p->not_durable[i] = nullptr;
+            if (!r) {
+                out->error_code = code(error_code::kafka_storage_error);
+                out->error_message = r.err().message;
+            }
+            if (--p->waiting == 0) p->answer();
+        };
+        auto& w = waits[i];
+        auto expand = [&b, tp = w.tp, last = w.last, done](const result<void>& r) {
+            if (!r) return done(r);
+            b.when_expanded(tp, last, [done] { done(result<void>{}); });
+        };
+        if (w.durable && w.expanded)
+            b.when_durable(w.plog, w.last, expand);
+        else if (w.durable)
+            b.when_durable(w.plog, w.last, done);
+        else
+            expand(result<void>{});
+    }
+}
+
 }  // namespace
 
 void handle_produce(const request_context& ctx, request_body body) {
@@ -117,16 +170,6 @@ void handle_produce(const request_context& ctx, request_body body) {
         log_warn("produce", "{}: transactional id '{}' refused: no transactions", ctx.client(),
                  *req.transactional_id);
 
-    // What an answer waits for: the append on stable storage (acks=-1), the events
-    // expanded (a topic with expansions, acks -1 or 1), or both.
-    struct ack_wait {
-        log::partition_log* plog;
-        offset_t last;
-        produce_response::partition* out;
-        topic_partition tp;
-        bool durable;
-        bool expanded;
-    };
     std::vector<ack_wait> waits;
     std::vector<topic_partition> appended;
     p->resp.responses.reserve(req.topics.size());
@@ -141,7 +184,8 @@ void handle_produce(const request_context& ctx, request_body body) {
             out.index = pd.index;
             if (denied) {
                 refuse(ctx, td.name, pd.index, out, error_code::topic_authorization_failed,
-                       fmt::format("{} may not write to topic {}", ctx.principal().to_string(), td.name));
+                       fmt::format("{} may not write to topic {}", ctx.principal().to_string(),
+                                   td.name));
                 continue;
             }
             if (bad_acks) {
@@ -173,43 +217,7 @@ void handle_produce(const request_context& ctx, request_body body) {
         p->answer();
         return;
     }
-    // Answer once every partition's wait is over, or with REQUEST_TIMED_OUT for those
-    // still waiting when timeout_ms passes.
-    p->waiting = waits.size();
-    for (auto& w : waits) p->not_durable.push_back(w.out);
-    p->timer = b.loop().add_timer(std::chrono::milliseconds(std::max(req.timeout_ms, 0)),
-                                  [p, timeout_ms = req.timeout_ms] {
-        log_warn("produce", "{}: request timed out after {} ms", p->ctx.client(), timeout_ms);
-        for (auto* part : p->not_durable) {
-            if (!part) continue;
-            part->error_code = code(error_code::request_timed_out);
-            part->error_message = "the records were appended but not yet durable (acks=-1) or "
-                                  "expanded within the request's timeout";
-        }
-        p->answer();
-    });
-    for (size_t i = 0; i < waits.size(); ++i) {
-        auto done = [p, i](const result<void>& r) {
-            auto* out = p->not_durable[i];
-            p->not_durable[i] = nullptr;
-            if (!r) {
-                out->error_code = code(error_code::kafka_storage_error);
-                out->error_message = r.err().message;
-            }
-            if (--p->waiting == 0) p->answer();
-        };
-        auto& w = waits[i];
-        auto expand = [&b, tp = w.tp, last = w.last, done](const result<void>& r) {
-            if (!r) return done(r);
-            b.when_expanded(tp, last, [done] { done(result<void>{}); });
-        };
-        if (w.durable && w.expanded)
-            b.when_durable(w.plog, w.last, expand);
-        else if (w.durable)
-            b.when_durable(w.plog, w.last, done);
-        else
-            expand(result<void>{});
-    }
+    answer_when_ready(p, waits, req.timeout_ms);
 }
 
 }  // namespace sluice::broker
