@@ -161,6 +161,14 @@ def test_max_timestamp_minus_1_over_timestamped_records(broker, topic_name):
     assert offset_for_time(broker.bootstrap, topic_name, ts + 6) == 2
     assert offset_for_time(broker.bootstrap, topic_name, ts + 10) == 4
     assert (top["offset"], top["timestamp"]) == (4, ts + 20), top
+    # After kill -9 the time index is rebuilt from the stored headers: the same answers.
+    broker.kill9()
+    broker.start()
+    assert offset_for_time(broker.bootstrap, topic_name, ts + 6) == 2
+    assert offset_for_time(broker.bootstrap, topic_name, ts + 10) == 4
+    with K.Conn(broker.bootstrap) as conn:
+        _, again, _ = stored_batches(conn, topic_name)
+    assert again == batches
 
 
 def test_unset_max_timestamp_on_a_log_append_time_topic(broker, topic_name):

@@ -54,6 +54,23 @@ def test_acks_one_and_zero(broker, topic_name):
         assert [(x.offset, x.key) for x in recs] == [(0, b"a"), (1, b"b")]
 
 
+def test_acks0_records_are_readable_by_the_next_request(broker, topic_name):
+    """An acks=0 produce gets no answer, but the connection's next request runs after its
+    append: a Fetch sent right behind it finds the record, every time."""
+    sluice_ok(["topic", "create", topic_name, "--partitions", "1", "--bootstrap", broker.bootstrap])
+    stale = []
+    with K.Conn(broker.bootstrap) as conn:
+        for i in range(60):
+            conn.send_request(K.PRODUCE, 3, produce_body(topic_name, 0, one(b"z%d" % i), 0))
+            f = K.fetch_v4(conn, topic_name, 0, i, max_wait_ms=0)
+            recs, _ = K.decode_batches(f["records"] or b"")
+            got = (f["high_watermark"], [(r.offset, r.key) for r in recs if r.offset >= i])
+            if got != (i + 1, [(i, b"z%d" % i)]):
+                stale.append((i, got))
+    assert not stale, "%d of 60 acks=0 records not readable by the next request; first: %r" % (
+        len(stale), stale[:3])
+
+
 def test_acks1_records_are_readable_when_answered(broker_factory, topic_name):
     """After each acks=1 answer (librdkafka's delivery report), ListOffsets(latest),
     Fetch and SQL already show the record: a client that produces and then reads its
