@@ -1,8 +1,10 @@
 """Produce acknowledgement modes and Fetch long polling, on raw protocol requests.
 
 acks=1 answers after the append, acks=0 answers nothing (the next request's answer
-comes first), a long-polling fetch wakes when data arrives and otherwise waits
-max_wait_ms, and a consumer waiting on an idle topic costs the broker no CPU.
+comes first), a record is readable (ListOffsets, Fetch, SQL) by the time of its answer
+or of the connection's next request, a long-polling fetch wakes when data arrives and
+otherwise waits max_wait_ms, and a consumer waiting on an idle topic costs the broker
+no CPU.
 """
 
 import threading
