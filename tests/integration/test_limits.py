@@ -88,6 +88,13 @@ def test_records_near_1mib_everywhere(broker_factory, topic_name):
     rows = S.http_rows(b.http, 'SELECT "offset", length(value), value ->> \'$.id\' FROM %s '
                                'WHERE "offset" = 2' % S.topic_table(topic_name))
     assert rows == [[2, NEAR_1MIB, 2]], rows
+    # And whole, over the PostgreSQL wire (psycopg2).
+    conn = S.pg_connect(b.pg)
+    try:
+        got = S.pg_rows(conn, 'SELECT key, value FROM %s WHERE "offset" = 2' % S.topic_table(topic_name))
+    finally:
+        conn.close()
+    assert [(bytes(k), bytes(v)) for k, v in got] == [(keys[2], values[2])]
     # The expansion has a row per big event, the whole string in its column.
     X.wait_caught_up(b.http, "big.rows")
     rows = S.http_rows(b.http, "SELECT _offset, id, length(pad) FROM big.rows ORDER BY _offset")
