@@ -80,7 +80,7 @@ struct validated_batch {
     batch_header header;  // as sent
     // The largest record timestamp (no_record_timestamp at least), which Kafka stores
     // as a CreateTime batch's max_timestamp whatever the producer wrote there: sarama
-    // leaves -1, librdkafka 0 when its records carry -1.
+    // up to v1.44.0 leaves -1, librdkafka 0 when its records carry -1.
     int64_t max_record_timestamp = no_record_timestamp;
 };
 
