@@ -13,6 +13,8 @@ deps:
 test-deps:
 	scripts/install-deps.sh test
 	cd tests/integration/node && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/integration/go && go mod download
+	cd tests/integration/go/sarama-1.44 && go mod download
 
 build: deps
 	cmake --preset release >/dev/null

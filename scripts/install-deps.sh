@@ -30,6 +30,11 @@ done
 if [[ " $* " == *" test "* ]] && ! command -v npm >/dev/null; then
   missing+=(nodejs npm)
 fi
+# The sarama test (tests/integration/go) needs Go; only install Debian's when none is
+# there (its go.mod asks for the Go that sarama v1.61.1 requires).
+if [[ " $* " == *" test "* ]] && ! command -v go >/dev/null; then
+  missing+=(golang-go)
+fi
 
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"

@@ -367,7 +367,9 @@ bool service::expand_live(running& e, const std::vector<int32_t>& parts) {
             // A partition added after the expansion was created starts at 0.
             const auto at = e.progress.find(p);
             partition_progress pp = at == e.progress.end() ? partition_progress{} : at->second;
-            const offset_t hw = plog->high_watermark();
+            // Durable events only (the high watermark runs ahead of the fsync): rows of
+            // events a machine crash then loses would outlive them (see catch_up).
+            const offset_t hw = plog->durable_offset();
             if (pp.next >= hw) continue;
             if (budget <= 0) {
                 left = true;
@@ -579,7 +581,7 @@ result<status> service::create(const create_request& r) {
         auto* plog = _o.logs->partition(*topic, p);
         if (!plog) continue;
         partition_progress pp;
-        pp.next = plog->high_watermark();
+        pp.next = plog->durable_offset();
         pp.backfill_start = pp.backfill_next = r.backfill ? plog->log_start_offset() : pp.next;
         pp.backfill_end = pp.next;
         e.progress[p] = pp;

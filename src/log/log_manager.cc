@@ -513,7 +513,7 @@ void log_manager::flush_pass(std::vector<partition_log*>& dirty, std::vector<wai
         }
     }
     for (auto& w : waiters) {
-        if (w.log->_hw.load() > w.last_offset) {
+        if (w.log->_durable.load() > w.last_offset) {
             ready.emplace_back(std::move(w.done), result<void>());
         } else if (auto f = w.log->failure()) {
             ready.emplace_back(std::move(w.done), result<void>(*f));
@@ -559,7 +559,7 @@ void log_manager::flusher_loop() {
         // Waiters for data the last pass made durable need no fsync and go at once.
         const auto appended_since_last_pass = [&] {
             return std::any_of(_dirty.begin(), _dirty.end(), [](const partition_log* p) {
-                return p->_leo.load() > p->_hw.load();
+                return p->_leo.load() > p->_durable.load();
             });
         };
         if (_opts.flush_pass_interval.count() > 0 && appended_since_last_pass()) {

@@ -105,8 +105,8 @@ class log_manager final : private dirty_sink {
     // with shutting_down (on the calling thread) after close().
     void when_durable(partition_log* log, offset_t last_offset,
                       std::function<void(result<void>)> done);
-    // Called on the flusher thread after a pass with the partitions whose high
-    // watermark advanced.
+    // Called on the flusher thread after a pass with the partitions whose durable
+    // offset advanced (their high watermark moved at the append).
     void set_high_watermark_listener(std::function<void(const std::vector<topic_partition>&)> fn);
 
     // What a retention pass did.

@@ -100,15 +100,12 @@ void partition_log::settle_log_start(offset_t from_file) const {
         // Segment files gone but the start known: the log goes on from there, so that no
         // offset is ever handed out twice.
         const offset_t start = std::max<offset_t>(from_file, 0);
-        _lso = _leo = _hw = start;
-        _st->hw_segment_base = start;
+        _lso = _leo = _durable = start;
         return;
     }
     _leo = active()->end_offset();
     _lso = std::max(_st->segments.front()->base_offset(), from_file);
-    _hw = _leo.load();
-    _st->hw_segment_base = active()->base_offset();
-    _st->hw_position = active()->size();
+    _durable = _leo.load();
     if (_lso.load() <= _leo.load()) return;
     // Data below a durable log start is gone (the disk lost acknowledged records). The
     // start follows the end down, durably, so that later appends do not reappear below
@@ -195,7 +192,12 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     for (const auto& b : batches) {
         uint8_t* p = payload.data() + b.position;
         protocol::set_base_offset(p, next);
-        if (log_append_time) protocol::set_log_append_time(p, b.header.size_bytes(), now);
+        // As Kafka stores it, whatever the producer put in the header: the append time,
+        // or the largest record timestamp.
+        if (log_append_time)
+            protocol::set_log_append_time(p, b.header.size_bytes(), now);
+        else
+            protocol::set_create_time(p, b.header.size_bytes(), b.max_record_timestamp);
         next += b.header.last_offset_delta + 1;
     }
     // The index's time never goes below an earlier append's, so a clock stepping back
@@ -214,6 +216,8 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
                                  bytes_view(payload.data(), payload.size()))
                         .ok();
     if (!journaled) ++_st->unjournaled;
+    // Readable from here on (the high watermark is the log end), before the producer's
+    // answer; the flusher makes it durable.
     _leo.store(next);
     if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
     return append_info{base, next - 1, log_append_time ? now : -1, _lso.load()};
@@ -233,7 +237,7 @@ result<void> partition_log::write_batches(const log_config& cfg, bytes_view payl
     offset_t next = base;
     for (const auto& b : batches) {
         seg->note_batch(next, start + static_cast<int64_t>(b.position),
-                        stamped != no_timestamp ? stamped : b.header.max_timestamp,
+                        stamped != no_timestamp ? stamped : b.max_record_timestamp,
                         cfg.index_interval_bytes);
         next += b.header.last_offset_delta + 1;
     }
@@ -264,7 +268,7 @@ result<size_t> partition_log::append_replayed(bytes_view data, offset_t base,
         if (next < end) {
             from = pos + h->size_bytes();
         } else {
-            batches.push_back({pos - from, *h});
+            batches.push_back({pos - from, *h, h->max_timestamp});  // stored as appended
         }
         next += h->last_offset_delta + 1;
         pos += h->size_bytes();
@@ -293,7 +297,7 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
     {
         std::lock_guard lk(_mu);
         if (auto r = ensure_loaded(); !r) return r.err();
-        out.high_watermark = _hw.load();
+        out.high_watermark = _leo.load();
         out.log_start_offset = _lso.load();
         out.log_end_offset = _leo.load();
         if (offset < out.log_start_offset || offset > out.log_end_offset)
@@ -308,14 +312,14 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
             auto p = seg->find_position(offset);
             if (!p) return p.err();
             out.position = *p;
-            // Segments before the high watermark's are durable to their end.
+            // Every byte a segment holds is readable: appends write whole batches under
+            // the lock, and the high watermark is the log end.
             end = seg->size();
-            const bool hw_seg = seg->base_offset() == _st->hw_segment_base;
-            if (hw_seg) end = std::min(end, _st->hw_position);
             // Compaction may leave no batch at or after `offset` in a sealed segment: the
             // next segment then holds the first record that follows, so that a consumer
             // never stalls in a gap.
-            segment* next = out.position < end || hw_seg ? nullptr : segment_for(seg->end_offset());
+            segment* next =
+                out.position < end || seg == active() ? nullptr : segment_for(seg->end_offset());
             if (!next || next == seg) break;
             seg = next;
         }
@@ -364,11 +368,15 @@ result<read_result> partition_log::read(offset_t offset, size_t max_bytes, bool 
 }
 
 offset_t partition_log::high_watermark() const {
+    return log_end_offset();
+}
+
+offset_t partition_log::durable_offset() const {
     if (!loaded()) {
         std::lock_guard lk(_mu);
         (void)ensure_loaded();
     }
-    return _hw.load();
+    return _durable.load();
 }
 
 offset_t partition_log::log_end_offset() const {
@@ -392,7 +400,7 @@ result<partition_log::summary> partition_log::describe() const {
     if (auto r = ensure_loaded(); !r) return r.err();
     summary out;
     out.log_start_offset = _lso.load();
-    out.high_watermark = _hw.load();
+    out.high_watermark = _leo.load();
     out.log_end_offset = _leo.load();
     out.segments = _st->segments.size();
     for (const auto& seg : _st->segments) out.bytes += seg->size();
@@ -430,7 +438,7 @@ result<std::optional<partition_log::sync_plan>> partition_log::plan_sync(bool fi
     p.parent = _st->parent_dirty;
     p.files = files || p.unjournaled != _st->unjournaled_synced;
     // Nothing new to cover, and no file sync asked for or owed for new files.
-    if (!files && p.target == _hw.load() && !(p.files && (p.new_files || p.parent)))
+    if (!files && p.target == _durable.load() && !(p.files && (p.new_files || p.parent)))
         return std::optional<sync_plan>();
     auto df = active()->data();
     if (!df) {
@@ -462,10 +470,8 @@ result<bool> partition_log::finish_sync(sync_plan& p, bool journal_synced) {
         if (p.parent) _st->parent_dirty = false;
         _st->unjournaled_synced = std::max(_st->unjournaled_synced, p.unjournaled);
     }
-    if (p.target <= _hw.load()) return false;
-    _st->hw_segment_base = p.seg_base;
-    _st->hw_position = p.seg_pos;
-    _hw.store(p.target);
+    if (p.target <= _durable.load()) return false;
+    _durable.store(p.target);
     return true;
 }
 

@@ -1,8 +1,13 @@
 #pragma once
 
 // One partition's log: an ordered list of segments, of which the last is active
-// (appended to). Offsets are assigned here. The high watermark is the first offset not
-// yet on stable storage; the manager's flusher advances it (group commit).
+// (appended to). Offsets are assigned here. With one replica the high watermark is the
+// log end offset: a record is readable (Fetch, ListOffsets, SQL) once appended, before
+// any answer to its producer, as in Kafka. The durable offset, the first offset not yet
+// on stable storage, trails it; the manager's flusher advances it (group commit), and
+// acks=-1 answers and expansions wait for it.
+// Invariant: log start <= durable offset <= high watermark == log end offset, except
+// that the log start may pass the durable offset after DeleteRecords (never the end).
 //
 // Threading: the event-loop thread appends and reads, the flusher thread syncs, other
 // threads (SQL) may read; one mutex per partition serializes them, and fsync runs
@@ -98,8 +103,11 @@ class partition_log {
     // min_one) rather than at a batch boundary; what Fetch sends with sendfile.
     result<read_slice> read_slice_at(offset_t offset, size_t max_bytes, bool min_one) const;
 
-    offset_t high_watermark() const;  // first offset not yet durable
+    offset_t high_watermark() const;  // first offset not readable: the log end offset
     offset_t log_end_offset() const;  // next offset to assign
+    // First offset not yet on stable storage: what a crash of the machine (not of the
+    // process: appended bytes are in the page cache) may lose from.
+    offset_t durable_offset() const;
     // First readable offset (ListOffsets EARLIEST). It may lie inside a segment after
     // delete_records; reads starting in that segment may still return the whole batch
     // holding it, as Kafka's do (clients skip records below their fetch offset).
@@ -109,7 +117,9 @@ class partition_log {
     // the log already starts later (it never moves back), then deletes the segments
     // lying wholly below it, except the active one. The new start is durable (the
     // log-start-offset file, docs/formats/log-start-offset.md) before any reader sees it
-    // and before this returns. Returns the log start offset (Kafka's low watermark).
+    // and before this returns; records below it that were not are fsynced first, so a
+    // machine crash never leaves a durable start past the durable end. Returns the log
+    // start offset (Kafka's low watermark).
     // Errors: out_of_range (before < -1, or above the high watermark), io_error.
     result<offset_t> delete_records(offset_t before);
 
@@ -158,10 +168,6 @@ class partition_log {
         uint64_t created_gen = 0;     // bumped when a segment file or the dir is created
         uint64_t synced_gen = 0;      // created_gen covered by the last directory fsync
         bool parent_dirty = false;    // the partition directory itself is new
-        // Where the high watermark falls in the file: the segment holding it and the
-        // byte position (file header included) just past the last durable batch.
-        offset_t hw_segment_base = 0;
-        int64_t hw_position = 0;
         // Serializes trims (delete_records, retention) so that the log-start-offset file
         // and the segment list move together; taken before _mu, and held while the file
         // is fsynced so that _mu need not be.
@@ -277,7 +283,7 @@ class partition_log {
     // --- manager side ---
     // A flush pass, in two steps around the journal's sync: plan_sync takes what is
     // appended now (under the lock); finish_sync fsyncs the partition's files when the
-    // plan says so or the journal failed, then moves the high watermark to the plan's
+    // plan says so or the journal failed, then moves the durable offset to the plan's
     // target and returns whether it moved.
     struct sync_plan {
         std::shared_ptr<file> data;  // the active segment's data file
@@ -327,8 +333,8 @@ class partition_log {
     mutable std::atomic<bool> _loaded{false};
     std::atomic<bool> _queued{false};  // in the flusher's dirty list
     mutable std::mutex _mu;
-    mutable std::atomic<offset_t> _hw{0};
-    mutable std::atomic<offset_t> _leo{0};
+    mutable std::atomic<offset_t> _durable{0};
+    mutable std::atomic<offset_t> _leo{0};  // also the high watermark
     mutable std::atomic<offset_t> _lso{0};
     mutable std::unique_ptr<state> _st;  // null until first use
 };

@@ -73,7 +73,7 @@ result<std::vector<append_time_run>> partition_log::append_times(offset_t from,
     std::lock_guard lk(_mu);
     if (auto r = ensure_loaded(); !r) return r.err();
     from = std::max(from, _lso.load());
-    limit = std::min(limit, _hw.load());
+    limit = std::min(limit, _leo.load());
     std::vector<append_time_run> out;
     if (from >= limit) return out;
     const auto& segs = _st->segments;
@@ -103,7 +103,7 @@ result<std::vector<append_time_run>> partition_log::append_times(offset_t from,
 result<offset_t> partition_log::offset_for_append_time(timestamp_ms ts) const {
     std::lock_guard lk(_mu);
     if (auto r = ensure_loaded(); !r) return r.err();
-    const offset_t hw = _hw.load();
+    const offset_t hw = _leo.load();
     const offset_t lso = _lso.load();
     if (lso >= hw) return hw;
     const auto& segs = _st->segments;

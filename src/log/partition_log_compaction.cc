@@ -116,7 +116,7 @@ result<bool> partition_log::plan_clean(const log_config& cfg, timestamp_ms now, 
         if (!c) return c.err();
         _st->clean_offset = *c;
     }
-    const offset_t hw = _hw.load();
+    const offset_t hw = _leo.load();
     plan.log_start = _lso.load();
     const auto& segs = _st->segments;
     // The active segment is never cleaned (appends go there), nor what a reader may not

@@ -74,7 +74,7 @@ result<void> partition_log::scan_range(segment& seg, offset_t from, offset_t lim
 result<std::optional<offset_and_time>> partition_log::offset_for_timestamp(timestamp_ms ts) const {
     std::lock_guard lk(_mu);
     if (auto r = ensure_loaded(); !r) return r.err();
-    const offset_t hw = _hw.load();
+    const offset_t hw = _leo.load();
     const offset_t lso = _lso.load();
     for (auto& seg : _st->segments) {
         if (seg->base_offset() >= hw) break;
@@ -128,7 +128,7 @@ result<std::optional<offset_and_time>> partition_log::locate_max(segment& seg, o
 result<std::optional<offset_and_time>> partition_log::max_timestamp_offset() const {
     std::lock_guard lk(_mu);
     if (auto r = ensure_loaded(); !r) return r.err();
-    const offset_t hw = _hw.load();
+    const offset_t hw = _leo.load();
     const offset_t lso = _lso.load();
     std::optional<offset_and_time> best;
     for (auto& seg : _st->segments) {

@@ -28,7 +28,7 @@ result<offset_t> partition_log::delete_records(offset_t before) {
     {
         std::lock_guard lk(_mu);
         if (auto r = ensure_loaded(); !r) return r.err();
-        const offset_t hw = _hw.load();
+        const offset_t hw = _leo.load();
         if (before == -1) before = hw;
         if (before < 0 || before > hw)
             return {errc::out_of_range,
@@ -36,6 +36,11 @@ result<offset_t> partition_log::delete_records(offset_t before) {
                                 "watermark is {}",
                                 _topic->name, _partition, before, hw)};
         if (before <= _lso.load()) return _lso.load();
+    }
+    // The start file is durable at once; the records below it must be too, or a machine
+    // crash would leave a start past the end and offsets handed out again below it.
+    if (before > _durable.load()) {
+        if (auto r = sync_files(); !r) return r.err();
     }
     auto done = advance_start(*st, before);
     if (!done) return done.err();
@@ -115,7 +120,7 @@ result<size_t> partition_log::retention_count(const log_config& cfg, timestamp_m
     const auto& segs = _st->segments;
     int64_t total = 0;
     for (const auto& s : segs) total += s->size();
-    const offset_t hw = _hw.load();
+    const offset_t hw = _leo.load();
     size_t n = 0;
     for (; n < segs.size(); ++n) {
         segment& seg = *segs[n];

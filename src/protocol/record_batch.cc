@@ -31,6 +31,14 @@ std::optional<batch_header> read_batch_header(bytes_view d) {
     return h;
 }
 
+namespace {
+// After a change to bytes the CRC covers (attributes onwards).
+void store_crc(uint8_t* batch, size_t size) {
+    store_be<uint32_t>(batch + batch_crc_offset,
+                       crc32c(batch + batch_attributes_offset, size - batch_attributes_offset));
+}
+}  // namespace
+
 bool batch_crc_ok(bytes_view b) {
     if (b.size() < batch_header_size) return false;
     uint32_t stored = load_be<uint32_t>(b.data() + batch_crc_offset);
@@ -154,17 +162,19 @@ result<int32_t> filter_batch(bytes_view batch, const std::function<bool(const re
     // A LogAppendTime batch carries the broker's time in max_timestamp; keep it.
     if (h->ts_type() == timestamp_type::create_time)
         store_be<int64_t>(p + batch_max_timestamp_offset, max_ts);
-    store_be<uint32_t>(p + batch_crc_offset,
-                       crc32c(p + batch_attributes_offset, size - batch_attributes_offset));
+    store_crc(p, size);
     return dropped;
 }
 
 namespace {
 
-result<void> check_records(bytes_view batch, const batch_header& h, const batch_limits& lim) {
+// Returns the largest record timestamp; on a record's fault, `bad` is its index.
+result<int64_t> check_records(bytes_view batch, const batch_header& h, const batch_limits& lim,
+                              int32_t& bad) {
     cursor c{batch.data() + batch_header_size, batch.data() + batch.size()};
-    int64_t max_delta = INT64_MIN;
+    int64_t max_ts = no_record_timestamp;
     for (int32_t i = 0; i < h.record_count; ++i) {
+        bad = i;
         int32_t len = c.varint();
         if (!c.ok || len < 0 || len > c.end - c.p)
             return {errc::invalid_record, fmt::format("record {} has a bad length", i)};
@@ -172,24 +182,17 @@ result<void> check_records(bytes_view batch, const batch_header& h, const batch_
         c.p += len;
         rc.p += 1;
         if (rc.p > rc.end) return {errc::invalid_record, fmt::format("record {} is empty", i)};
-        max_delta = std::max(max_delta, rc.varlong());
+        const int64_t ts_delta = rc.varlong();
+        if (rc.ok) max_ts = std::max(max_ts, h.base_timestamp + ts_delta);
         int32_t delta = rc.varint();
         if (rc.ok && delta != i)
             return {errc::invalid_record,
                     fmt::format("record {} has offset delta {}, expected {}", i, delta, i)};
         auto key = rc.field();
-        auto value = rc.field();
+        rc.field();  // the value: any size its batch allows
         if (rc.ok && !key && lim.require_keys)
             return {errc::invalid_record,
                     fmt::format("record {} has no key, which a compacted topic requires", i)};
-        if (key && key->size() > lim.max_key_value_bytes)
-            return {errc::invalid_record,
-                    fmt::format("record {} key is {} bytes, above the {} byte limit", i,
-                                key->size(), lim.max_key_value_bytes)};
-        if (value && value->size() > lim.max_key_value_bytes)
-            return {errc::invalid_record,
-                    fmt::format("record {} value is {} bytes, above the {} byte limit", i,
-                                value->size(), lim.max_key_value_bytes)};
         int32_t nh = rc.varint();
         for (int32_t k = 0; k < nh && rc.ok; ++k) {
             if (!rc.field()) rc.ok = false;  // header keys are never null
@@ -198,24 +201,20 @@ result<void> check_records(bytes_view batch, const batch_header& h, const batch_
         if (!rc.ok || nh < 0 || rc.p != rc.end)
             return {errc::invalid_record, fmt::format("record {} is malformed", i)};
     }
+    bad = -1;
     if (c.p != c.end)
         return {errc::invalid_record,
                 fmt::format("batch holds bytes after its {} records", h.record_count)};
-    // The time index and timestamp lookups trust the header's max_timestamp. (A
-    // LogAppendTime batch carries the broker's time there instead.)
-    if (h.ts_type() == timestamp_type::create_time && h.base_timestamp + max_delta != h.max_timestamp)
-        return {errc::invalid_record,
-                fmt::format("batch max_timestamp {} is not its largest record timestamp {}",
-                            h.max_timestamp, h.base_timestamp + max_delta)};
-    return {};
+    return max_ts;
 }
 
 }  // namespace
 
-result<std::vector<validated_batch>> validate_batches(bytes_view payload,
-                                                      const batch_limits& lim) {
+result<std::vector<validated_batch>> validate_batches(bytes_view payload, const batch_limits& lim,
+                                                      batch_fault* fault) {
     std::vector<validated_batch> out;
     size_t pos = 0;
+    int32_t records_before = 0;  // in the batches before this one
     if (payload.empty()) return {errc::invalid_record, "produce request holds no record batch"};
     while (pos < payload.size()) {
         bytes_view rest = payload.subspan(pos);
@@ -244,8 +243,14 @@ result<std::vector<validated_batch>> validate_batches(bytes_view payload,
             return {errc::invalid_record,
                     fmt::format("record count {} does not match last offset delta {}",
                                 h->record_count, h->last_offset_delta)};
-        if (auto r = check_records(batch, *h, lim); !r) return r.err();
-        out.push_back({pos, *h});
+        int32_t bad = -1;
+        auto max_ts = check_records(batch, *h, lim, bad);
+        if (!max_ts) {
+            if (fault && bad >= 0) fault->record_index = records_before + bad;
+            return max_ts.err();
+        }
+        out.push_back({pos, *h, *max_ts});
+        records_before += h->record_count;
         pos += h->size_bytes();
     }
     return out;
@@ -257,8 +262,17 @@ void set_log_append_time(uint8_t* batch, size_t size, int64_t append_time_ms) {
     int16_t attrs = load_be<int16_t>(batch + batch_attributes_offset);
     store_be<int16_t>(batch + batch_attributes_offset, static_cast<int16_t>(attrs | 0x8));
     store_be<int64_t>(batch + batch_max_timestamp_offset, append_time_ms);
-    store_be<uint32_t>(batch + batch_crc_offset,
-                       crc32c(batch + batch_attributes_offset, size - batch_attributes_offset));
+    store_crc(batch, size);
+}
+
+void set_create_time(uint8_t* batch, size_t size, int64_t max_timestamp) {
+    const auto attrs = load_be<int16_t>(batch + batch_attributes_offset);
+    const auto create = static_cast<int16_t>(attrs & ~0x8);
+    if (attrs == create && load_be<int64_t>(batch + batch_max_timestamp_offset) == max_timestamp)
+        return;
+    store_be<int16_t>(batch + batch_attributes_offset, create);
+    store_be<int64_t>(batch + batch_max_timestamp_offset, max_timestamp);
+    store_crc(batch, size);
 }
 
 }  // namespace sluice::protocol

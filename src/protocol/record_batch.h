@@ -28,9 +28,9 @@ constexpr size_t batch_max_timestamp_offset = 35;
 constexpr size_t batch_record_count_offset = 57;
 // Bytes before batch_length's coverage starts: base_offset + batch_length.
 constexpr size_t batch_log_overhead = 12;
-// Kafka's own cap on a single record's key or value is far higher; ours keeps a
-// record within one SQL cell and one fetch chunk comfortably.
-constexpr size_t max_key_value_bytes = 126 * 1024;
+// A record's timestamp when it has none (-1), and the least a batch's max_timestamp can
+// be, as in Kafka.
+constexpr int64_t no_record_timestamp = -1;
 
 enum class compression : uint8_t { none = 0, gzip = 1, snappy = 2, lz4 = 3, zstd = 4 };
 enum class timestamp_type : uint8_t { create_time = 0, log_append_time = 1 };
@@ -66,9 +66,10 @@ std::optional<batch_header> read_batch_header(bytes_view data);
 // True when the stored CRC matches bytes 21..end of a complete batch.
 bool batch_crc_ok(bytes_view batch);
 
+// A record is bounded only by its batch (as in Kafka): its key and value may take all
+// of max.message.bytes.
 struct batch_limits {
     size_t max_batch_bytes = 1024 * 1024;
-    size_t max_key_value_bytes = protocol::max_key_value_bytes;
     // Compacted topics: a record without a key could never be compacted away, so it is
     // refused (invalid_record), as Kafka does.
     bool require_keys = false;
@@ -76,19 +77,37 @@ struct batch_limits {
 
 struct validated_batch {
     size_t position = 0;  // byte position within the produce payload
-    batch_header header;
+    batch_header header;  // as sent
+    // The largest record timestamp (no_record_timestamp at least), which Kafka stores
+    // as a CreateTime batch's max_timestamp whatever the producer wrote there: sarama
+    // up to v1.44.0 leaves -1, librdkafka 0 when its records carry -1.
+    int64_t max_record_timestamp = no_record_timestamp;
+};
+
+// Why validate_batches refused: for a fault of one record, its index among the records
+// of the payload (counted across its batches; Kafka's one batch per partition makes it
+// the index in the batch, Produce's record_errors[].batch_index). nullopt: the batch.
+struct batch_fault {
+    std::optional<int32_t> record_index;
 };
 
 // Checks every batch of a produce payload: framing and lengths, magic 2, CRC,
 // compression (only none is accepted for now), record framing, record count and
-// offset deltas, key/value sizes. Errors: corrupt (framing/CRC), too_large,
-// invalid_record, unsupported (compression).
-result<std::vector<validated_batch>> validate_batches(bytes_view payload, const batch_limits& lim);
+// offset deltas, keys on compacted topics. Header fields producers leave unset are
+// taken as Kafka takes them: max_timestamp is recomputed (set_create_time below), the
+// partition leader epoch and base timestamp are not checked. Errors: corrupt
+// (framing/CRC), too_large, invalid_record, unsupported (compression); `fault`, when
+// given, says which record.
+result<std::vector<validated_batch>> validate_batches(bytes_view payload, const batch_limits& lim,
+                                                      batch_fault* fault = nullptr);
 
 // Rewrites the base offset (not covered by the CRC).
 void set_base_offset(uint8_t* batch, int64_t base_offset);
 // Marks the batch LogAppendTime with the given broker time and recomputes the CRC.
 void set_log_append_time(uint8_t* batch, size_t size, int64_t append_time_ms);
+// Makes the batch CreateTime with the given max_timestamp, as Kafka stores a batch of a
+// CreateTime topic; recomputes the CRC only when that changed a byte.
+void set_create_time(uint8_t* batch, size_t size, int64_t max_timestamp);
 
 struct record_view {
     int64_t timestamp = 0;  // absolute (base_timestamp + delta)

@@ -36,8 +36,8 @@ class statement_context {
     }
     // The high watermark the running statement sees for a partition: the first call for
     // a partition captures `current`, later ones in the same statement return it, so a
-    // self-join sees one consistent cut. Invariant: only acknowledged (durable) offsets
-    // below it are ever read.
+    // self-join sees one consistent cut. Invariant: only offsets below it (appended:
+    // the high watermark moves on append) are ever read.
     offset_t snapshot(const topic_partition& tp, offset_t current) {
         return _hw.try_emplace(tp, current).first->second;
     }

@@ -13,10 +13,14 @@ import time
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
+import expansion_helpers as X
 import kproto as K
 import sluice_helpers as H
+import sql_helpers as S
 
-MAX_FIELD = 129024  # 126 KiB: largest allowed key or value
+# The largest value one record can carry in a 1 MiB batch (61 bytes of batch header,
+# the record's own framing, a 3-byte key): no separate per-record limit, as in Kafka.
+NEAR_1MIB = 1048576 - 100
 
 
 def consume_exactly(bootstrap, topic, expected_by_offset, partition=0):
@@ -53,16 +57,73 @@ def test_batch_over_max_message_bytes(broker, topic_name):
     consume_exactly(broker.bootstrap, topic_name, {0: (b"small", b"y" * 500)})
 
 
-def test_value_or_key_over_126k_is_invalid_record(broker, topic_name):
-    H.create_topic(broker.bootstrap, topic_name, 1, config={"max.message.bytes": "1048576"})
-    producer = Producer(H.producer_conf(broker.bootstrap, **{"message.max.bytes": 2000000}))
-    d = H.produce_one(producer, topic_name, b"bigvalue", b"v" * 130000, partition=0)
-    assert d.err is not None and d.err.code() == 87, "expected INVALID_RECORD (87), got %r" % (d.err,)
-    d = H.produce_one(producer, topic_name, b"k" * 130000, b"bigkey", partition=0)
-    assert d.err is not None and d.err.code() == 87, "expected INVALID_RECORD (87), got %r" % (d.err,)
-    d = H.produce_one(producer, topic_name, b"fine", b"z" * 1000, partition=0)
+def big_json(i, size):
+    head = b'{"id": %d, "pad": "' % i
+    return head + b"p" * (size - len(head) - 2) + b'"}'
+
+
+def test_records_near_1mib_everywhere(broker_factory, topic_name):
+    """A record is bounded only by its batch (max.message.bytes, 1 MiB by default), as in
+    Kafka: librdkafka produces values of almost 1 MiB, and Fetch, SQL, an expansion and
+    compaction all handle them; a topic with max.message.bytes 4 MiB takes 3 MiB."""
+    b = broker_factory(extra_args=S.SQL_ARGS + ["--log-cleaner-backoff-ms", "200"])
+    H.create_topic(b.bootstrap, topic_name, 1, config={
+        "cleanup.policy": "compact", "segment.ms": "1", "min.cleanable.dirty.ratio": "0.01"})
+    X.create(b.http, topic_name, "big.rows", [{"name": "id", "type": "int64"}, {"name": "pad", "type": "string"}])
+    producer = Producer(H.producer_conf(b.bootstrap, **{"message.max.bytes": 2000000, "linger.ms": 0}))
+    values = [big_json(i, NEAR_1MIB) for i in range(3)]
+    keys = [b"k%d" % (i % 2) for i in range(3)]  # k0 twice: compaction drops offset 0
+    for i in range(3):
+        d = H.produce_one(producer, topic_name, keys[i], values[i], partition=0)
+        assert d.err is None and d.offset == i, d
+        time.sleep(0.005)  # segment.ms=1: each record in a segment of its own
+    d = H.produce_one(producer, topic_name, b"tail", b"t", partition=0)
+    assert d.err is None and d.offset == 3, d
+    # Fetch (raw, one partition at a time) returns the records whole.
+    with K.Conn(b.bootstrap, timeout=30) as conn:
+        p = K.fetch_v4(conn, topic_name, 0, 2)
+        recs, _ = K.decode_batches(p["records"])
+    assert [(r.offset, r.key, r.value) for r in recs if r.offset == 2] == [(2, keys[2], values[2])]
+    # SQL reads the value and its length.
+    rows = S.http_rows(b.http, 'SELECT "offset", length(value), value ->> \'$.id\' FROM %s '
+                               'WHERE "offset" = 2' % S.topic_table(topic_name))
+    assert rows == [[2, NEAR_1MIB, 2]], rows
+    # And whole, over the PostgreSQL wire (psycopg2).
+    conn = S.pg_connect(b.pg)
+    try:
+        got = S.pg_rows(conn, 'SELECT key, value FROM %s WHERE "offset" = 2' % S.topic_table(topic_name))
+    finally:
+        conn.close()
+    assert [(bytes(k), bytes(v)) for k, v in got] == [(keys[2], values[2])]
+    # The expansion has a row per big event, the whole string in its column.
+    X.wait_caught_up(b.http, "big.rows")
+    rows = S.http_rows(b.http, "SELECT _offset, id, length(pad) FROM big.rows ORDER BY _offset")
+    pad = NEAR_1MIB - len(b'{"id": 0, "pad": "') - 2
+    assert [r for r in rows if r[0] < 3] == [[0, 0, pad], [1, 1, pad], [2, 2, pad]], rows
+    # Compaction: the superseded k0 goes, the big records that stay are intact.
+    deadline = time.monotonic() + 30
+    got = None
+    while time.monotonic() < deadline:
+        got = [(r["offset"], r["key"], r["value"]) for r in H.consume_all(b.bootstrap, topic_name, {0: 4})]
+        if [o for o, _, _ in got] == [1, 2, 3]:
+            break
+        time.sleep(0.3)
+    assert got == [(1, keys[1], values[1]), (2, keys[2], values[2]), (3, b"tail", b"t")], [
+        (o, k, len(v or b"")) for o, k, v in got or []]
+
+    # Larger where the topic allows more: 4 MiB batches take a 3 MiB record.
+    big_topic = topic_name + "-4m"
+    H.create_topic(b.bootstrap, big_topic, 1, config={"max.message.bytes": str(4 << 20)})
+    big_producer = Producer(H.producer_conf(b.bootstrap, **{"message.max.bytes": 5 << 20}))
+    three = big_json(7, 3 << 20)
+    d = H.produce_one(big_producer, big_topic, b"three", three, partition=0)
     assert d.err is None and d.offset == 0, d
-    consume_exactly(broker.bootstrap, topic_name, {0: (b"fine", b"z" * 1000)})
+    got = H.consume_all(b.bootstrap, big_topic, {0: 1})
+    assert [(r["key"], r["value"]) for r in got] == [(b"three", three)]
+    assert S.http_rows(b.http, "SELECT length(value) FROM %s" % S.topic_table(big_topic)) == [[3 << 20]]
+    # Over max.message.bytes it is the batch that is too large.
+    d = H.produce_one(big_producer, big_topic, b"five", b"f" * (4 << 20), partition=0)
+    assert d.err is not None and d.err.code() == 10, "expected MESSAGE_TOO_LARGE (10), got %r" % (d.err,)
 
 
 def test_librdkafka_gzip_producer_falls_back_to_uncompressed(broker, topic_name):
@@ -393,6 +454,8 @@ def test_raw_produce_errors_keep_connection(broker, topic_name):
     """All produce-side errors on ONE connection, each followed by a good produce, then read back."""
     H.create_topic(broker.bootstrap, topic_name, 1, config={"max.message.bytes": "200000"})
     small = topic_name + "-small"
+    compacted = topic_name + "-compacted"
+    H.create_topic(broker.bootstrap, compacted, 1, config={"cleanup.policy": "compact"})
     H.create_topic(broker.bootstrap, small, 1, config={"max.message.bytes": "10000"})
     ts = H.now_ms()
     written = []
@@ -417,17 +480,17 @@ def test_raw_produce_errors_keep_connection(broker, topic_name):
         p = K.produce_v3(conn, topic_name, 7, K.encode_batch([(ts, b"k", b"v", [])]))
         assert p["error"] == K.UNKNOWN_TOPIC_OR_PARTITION, "partition out of range: %r" % p
         good(conn, 4)
-        # Key/value size limit: exactly 126 KiB is fine, one byte more is INVALID_RECORD.
-        p = K.produce_v3(conn, topic_name, 0, K.encode_batch([(ts, b"v-over", b"c" * (MAX_FIELD + 1), [])]))
-        assert p["error"] == K.INVALID_RECORD, p
-        p = K.produce_v3(conn, topic_name, 0, K.encode_batch([(ts, b"k" * (MAX_FIELD + 1), b"v", [])]))
-        assert p["error"] == K.INVALID_RECORD, p
-        # A batch with one bad record is rejected as a whole.
-        p = K.produce_v3(conn, topic_name, 0, K.encode_batch(
-            [(ts, b"ok-in-bad-batch", b"x", []), (ts, b"v-over-2", b"c" * (MAX_FIELD + 1), [])]))
+        # A batch with one bad record (no key, on a compacted topic) is refused as a whole.
+        p = K.produce_v3(conn, compacted, 0, K.encode_batch(
+            [(ts, b"ok-in-bad-batch", b"x", []), (ts, None, b"no key", [])]))
         assert p["error"] == K.INVALID_RECORD, p
         good(conn, 5)
-        rec = (ts + 6, b"at-limit", b"d" * MAX_FIELD, [])
+        # No per-record limit: a key and a value of 190,000 bytes fit the 200,000-byte batch.
+        rec = (ts + 6, b"k" * 1000, b"d" * 190000, [])
+        p = K.produce_v3(conn, topic_name, 0, K.encode_batch([rec]))
+        assert p["error"] == 0 and p["base_offset"] == len(written), p
+        written.append(rec)
+        rec = (ts + 6, b"K" * 190000, b"v", [])
         p = K.produce_v3(conn, topic_name, 0, K.encode_batch([rec]))
         assert p["error"] == 0 and p["base_offset"] == len(written), p
         written.append(rec)

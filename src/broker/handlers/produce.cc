@@ -38,6 +38,19 @@ struct pending_produce {
     }
 };
 
+// A refused partition: the code, and the reason in the answer (Produce v8+ sends it,
+// older versions drop it) and in the log; a fault of one record also names the record
+// (record_errors, v8+), as Kafka's answers do.
+void refuse(const request_context& ctx, const std::string& topic, int32_t partition,
+            produce_response::partition& out, error_code e, const std::string& why,
+            std::optional<int32_t> record = std::nullopt) {
+    out.error_code = code(e);
+    out.error_message = why;
+    if (record) out.record_errors.push_back({*record, why});
+    log_warn("produce", "{}: {}-{}: {}: {}", ctx.client(), topic, partition,
+             protocol::error_name(e), why);
+}
+
 // Validates and appends one partition's batches; fills `out`. Returns the partition
 // log when something was appended.
 log::partition_log* append_one(const request_context& ctx, request_body body,
@@ -45,22 +58,25 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
                                const protocol::produce_request::partition_data& pd,
                                produce_response::partition& out, offset_t& last_offset) {
     auto& b = ctx.b;
-    auto fail = [&](error_code e, const std::string& why) -> log::partition_log* {
-        out.error_code = code(e);
-        if (!why.empty()) out.error_message = why;
-        log_warn("produce", "{}: {}-{}: {}{}{}", ctx.client(), topic, pd.index,
-                 protocol::error_name(e), why.empty() ? "" : ": ", why);
+    auto fail = [&](error_code e, const std::string& why,
+                    std::optional<int32_t> record = std::nullopt) -> log::partition_log* {
+        refuse(ctx, topic, pd.index, out, e, why, record);
         return nullptr;
     };
     const topic_state* t = b.topics().find(topic);
     log::partition_log* plog = t ? b.logs().get(topic, pd.index) : nullptr;
-    if (!plog) return fail(error_code::unknown_topic_or_partition, "");
+    if (!plog)
+        return fail(error_code::unknown_topic_or_partition,
+                    t ? fmt::format("topic {} has no partition {}", topic, pd.index)
+                      : fmt::format("topic {} does not exist", topic));
     if (!pd.records) return fail(error_code::invalid_record, "partition data holds no records");
     protocol::batch_limits lim;
     lim.max_batch_bytes = t->log_cfg.max_message_bytes;
     lim.require_keys = t->log_cfg.compact;
-    auto batches = protocol::validate_batches(*pd.records, lim);
-    if (!batches) return fail(to_error(batches.code()), batches.err().message);
+    protocol::batch_fault fault;
+    auto batches = protocol::validate_batches(*pd.records, lim, &fault);
+    if (!batches)
+        return fail(to_error(batches.code()), batches.err().message, fault.record_index);
     for (const auto& vb : *batches) {
         // As Kafka: a batch must fit in one segment.
         if (static_cast<int64_t>(vb.header.size_bytes()) > t->log_cfg.segment_bytes)
@@ -88,80 +104,43 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     return plog;
 }
 
-}  // namespace
+// What an answer waits for: the append on stable storage (acks=-1), the events
+// expanded (a topic with expansions, acks -1 or 1), or both.
+struct ack_wait {
+    log::partition_log* plog;
+    offset_t last;
+    produce_response::partition* out;
+    topic_partition tp;
+    bool durable;
+    bool expanded;
+};
 
-void handle_produce(const request_context& ctx, request_body body) {
-    protocol::produce_request req;
-    if (!decode_request(ctx, body, req)) return;
-    auto& b = ctx.b;
-    auto p = std::make_shared<pending_produce>(pending_produce{ctx, {}});
-    bool bad_acks = req.acks != -1 && req.acks != 0 && req.acks != 1;
-    if (bad_acks) log_warn("produce", "{}: acks={} is not -1, 0 or 1", ctx.client(), req.acks);
-    if (req.transactional_id)
-        log_warn("produce", "{}: transactional id '{}' refused: no transactions", ctx.client(),
-                 *req.transactional_id);
-
-    // What an answer waits for: the append on stable storage (acks=-1), the events
-    // expanded (a topic with expansions, acks -1 or 1), or both.
-    struct ack_wait {
-        log::partition_log* plog;
-        offset_t last;
-        produce_response::partition* out;
-        topic_partition tp;
-        bool durable;
-        bool expanded;
-    };
-    std::vector<ack_wait> waits;
-    p->resp.responses.reserve(req.topics.size());
-    for (auto& td : req.topics) {
-        auto& rt = p->resp.responses.emplace_back();
-        rt.name = td.name;
-        rt.partitions.reserve(td.partitions.size());
-        const bool expanded = req.acks != 0 && b.expands(td.name);
-        const bool denied = !ctx.allowed(security::resource_kind::topic, td.name);
-        for (auto& pd : td.partitions) {
-            auto& out = rt.partitions.emplace_back();
-            out.index = pd.index;
-            if (denied) {
-                out.error_code = code(error_code::topic_authorization_failed);
-                continue;
-            }
-            if (bad_acks) {
-                out.error_code = code(error_code::invalid_required_acks);
-                continue;
-            }
-            if (req.transactional_id) {
-                out.error_code = code(error_code::transactional_id_authorization_failed);
-                continue;
-            }
-            offset_t last = -1;
-            auto* plog = append_one(ctx, body, td.name, pd, out, last);
-            if (plog && (req.acks == -1 || expanded))
-                waits.push_back({plog, last, &out, {td.name, pd.index}, req.acks == -1, expanded});
-        }
-    }
-    if (req.acks == 0) {
-        ctx.respond_none();
-        return;
-    }
-    if (waits.empty()) {
-        p->answer();
-        return;
-    }
-    // Answer once every partition's wait is over, or with REQUEST_TIMED_OUT for those
-    // still waiting when timeout_ms passes.
+// Answers once every partition's wait is over, or with REQUEST_TIMED_OUT for those
+// still waiting when timeout_ms passes.
+void answer_when_ready(const std::shared_ptr<pending_produce>& p,
+                       const std::vector<ack_wait>& waits, int32_t timeout_ms) {
+    auto& b = p->ctx.b;
     p->waiting = waits.size();
     for (auto& w : waits) p->not_durable.push_back(w.out);
-    p->timer = b.loop().add_timer(std::chrono::milliseconds(std::max(req.timeout_ms, 0)), [p] {
-        for (auto* part : p->not_durable)
-            if (part) part->error_code = code(error_code::request_timed_out);
+    auto on_timeout = [p, timeout_ms] {
+        log_warn("produce", "{}: request timed out after {} ms", p->ctx.client(), timeout_ms);
+        for (auto* part : p->not_durable) {
+            if (!part) continue;
+            part->error_code = code(error_code::request_timed_out);
+            part->error_message = "the records were appended but not yet durable (acks=-1) or "
+                                  "expanded within the request's timeout";
+        }
         p->answer();
-    });
+    };
+    p->timer = b.loop().add_timer(std::chrono::milliseconds(std::max(timeout_ms, 0)), on_timeout);
     for (size_t i = 0; i < waits.size(); ++i) {
         auto done = [p, i](const result<void>& r) {
             auto* out = p->not_durable[i];
             p->not_durable[i] = nullptr;
-            if (!r) out->error_code = code(error_code::kafka_storage_error);
+            if (!r) {
+                out->error_code = code(error_code::kafka_storage_error);
+                out->error_message = r.err().message;
+            }
             if (--p->waiting == 0) p->answer();
         };
         auto& w = waits[i];
@@ -176,6 +155,69 @@ void handle_produce(const request_context& ctx, request_body body) {
         else
             expand(result<void>{});
     }
+}
+
+}  // namespace
+
+void handle_produce(const request_context& ctx, request_body body) {
+    protocol::produce_request req;
+    if (!decode_request(ctx, body, req)) return;
+    auto& b = ctx.b;
+    auto p = std::make_shared<pending_produce>(pending_produce{ctx, {}});
+    bool bad_acks = req.acks != -1 && req.acks != 0 && req.acks != 1;
+    if (bad_acks) log_warn("produce", "{}: acks={} is not -1, 0 or 1", ctx.client(), req.acks);
+    if (req.transactional_id)
+        log_warn("produce", "{}: transactional id '{}' refused: no transactions", ctx.client(),
+                 *req.transactional_id);
+
+    std::vector<ack_wait> waits;
+    std::vector<topic_partition> appended;
+    p->resp.responses.reserve(req.topics.size());
+    for (auto& td : req.topics) {
+        auto& rt = p->resp.responses.emplace_back();
+        rt.name = td.name;
+        rt.partitions.reserve(td.partitions.size());
+        const bool expanded = req.acks != 0 && b.expands(td.name);
+        const bool denied = !ctx.allowed(security::resource_kind::topic, td.name);
+        for (auto& pd : td.partitions) {
+            auto& out = rt.partitions.emplace_back();
+            out.index = pd.index;
+            if (denied) {
+                refuse(ctx, td.name, pd.index, out, error_code::topic_authorization_failed,
+                       fmt::format("{} may not write to topic {}", ctx.principal().to_string(),
+                                   td.name));
+                continue;
+            }
+            if (bad_acks) {
+                refuse(ctx, td.name, pd.index, out, error_code::invalid_required_acks,
+                       fmt::format("acks={} is not -1, 0 or 1", req.acks));
+                continue;
+            }
+            if (req.transactional_id) {
+                refuse(ctx, td.name, pd.index, out,
+                       error_code::transactional_id_authorization_failed,
+                       "transactions are not supported by this broker");
+                continue;
+            }
+            offset_t last = -1;
+            auto* plog = append_one(ctx, body, td.name, pd, out, last);
+            if (plog) appended.push_back({td.name, pd.index});
+            if (plog && (req.acks == -1 || expanded))
+                waits.push_back({plog, last, &out, {td.name, pd.index}, req.acks == -1, expanded});
+        }
+    }
+    // Readable from the append on (partition_log.h): parked fetches need not wait for the
+    // fsync, and wake before any answer goes out.
+    if (!appended.empty()) b.notify_data(appended);
+    if (req.acks == 0) {
+        ctx.respond_none();
+        return;
+    }
+    if (waits.empty()) {
+        p->answer();
+        return;
+    }
+    answer_when_ready(p, waits, req.timeout_ms);
 }
 
 }  // namespace sluice::broker

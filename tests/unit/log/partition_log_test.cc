@@ -133,24 +133,23 @@ TEST_F(partition_log_test, read_respects_max_bytes_min_one_and_high_watermark) {
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->data.empty());
 
-    // Appended but not yet durable: invisible.
+    // Appended but not yet durable: readable already, as in Kafka with one replica.
     mgr->set_flush_paused(true);
     auto more = test::append(*p, make_batch(2, 0, 50));
     ASSERT_TRUE(more.ok());
     EXPECT_EQ(p->log_end_offset(), 10);
-    EXPECT_EQ(p->high_watermark(), 8);
+    EXPECT_EQ(p->high_watermark(), 10);
+    EXPECT_EQ(p->durable_offset(), 8);
     r = p->read(0, 1 << 20, false);
     ASSERT_TRUE(r.ok());
-    EXPECT_EQ(batches_of(r->data).size(), 4u);
-    r = p->read(8, 1 << 20, true);
-    ASSERT_TRUE(r.ok());
-    EXPECT_TRUE(r->data.empty());
-    EXPECT_EQ(r->high_watermark, 8);
-    mgr->set_flush_paused(false);
-    ASSERT_TRUE(test::wait_durable(*mgr, p, 9).ok());
+    EXPECT_EQ(batches_of(r->data).size(), 5u);
     r = p->read(8, 1 << 20, true);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(batches_of(r->data).size(), 1u);
+    EXPECT_EQ(r->high_watermark, 10);
+    mgr->set_flush_paused(false);
+    ASSERT_TRUE(test::wait_durable(*mgr, p, 9).ok());
+    EXPECT_EQ(p->durable_offset(), 10);
 }
 
 TEST_F(partition_log_test, slice_cuts_at_max_bytes_and_stops_at_the_high_watermark) {
@@ -176,20 +175,19 @@ TEST_F(partition_log_test, slice_cuts_at_max_bytes_and_stops_at_the_high_waterma
     r = p->read_slice_at(5, 1 << 20, false);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->size, s);
-    // Appended but not durable: not in any slice.
+    // Appended but not durable: in the slice already; at the high watermark, empty.
     mgr->set_flush_paused(true);
     ASSERT_TRUE(test::append(*p, make_batch(2, 0, 50)).ok());
     r = p->read_slice_at(0, 1 << 20, false);
     ASSERT_TRUE(r.ok());
-    EXPECT_EQ(r->size, 3 * s);
+    EXPECT_EQ(r->size, 4 * s);
     r = p->read_slice_at(6, 1 << 20, true);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->size, s);
+    r = p->read_slice_at(8, 1 << 20, true);
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->size, 0u);
     mgr->set_flush_paused(false);
-    ASSERT_TRUE(test::wait_durable(*mgr, p, 7).ok());
-    r = p->read_slice_at(0, 1 << 20, false);
-    ASSERT_TRUE(r.ok());
-    EXPECT_EQ(r->size, 4 * s);
 }
 
 // First record (by offset) with timestamp >= ts, by brute force.
@@ -236,14 +234,13 @@ TEST_F(partition_log_test, offset_for_timestamp_create_time_matches_brute_force)
     ASSERT_TRUE(m.ok());
     EXPECT_EQ(*m, best);
 
-    // Records above the high watermark are not visible to either lookup.
+    // Appended records are found by both lookups before they are durable.
     mgr->set_flush_paused(true);
     ASSERT_TRUE(test::append(*p, make_batch(1, clock + 1000)).ok());
-    EXPECT_FALSE(p->offset_for_timestamp(clock + 500)->has_value());
-    EXPECT_EQ(*p->max_timestamp_offset(), best);
-    mgr->set_flush_paused(false);
-    ASSERT_TRUE(test::wait_durable(*mgr, p, next).ok());
+    EXPECT_EQ(*p->offset_for_timestamp(clock + 500), (offset_and_time{next, clock + 1000}));
     EXPECT_EQ(*p->max_timestamp_offset(), (offset_and_time{next, clock + 1000}));
+    EXPECT_EQ(p->durable_offset(), next);
+    mgr->set_flush_paused(false);
 }
 
 TEST_F(partition_log_test, max_timestamp_ties_pick_the_earliest) {

@@ -134,27 +134,43 @@ TEST_F(retention_test, expired_active_segment_is_rolled_and_deleted) {
     EXPECT_EQ(p()->log_end_offset(), 9);
 }
 
-TEST_F(retention_test, nothing_at_or_above_the_high_watermark_is_deleted) {
+TEST_F(retention_test, records_readable_before_their_fsync_expire_like_the_others) {
     cfg.segment_bytes = one_batch_segments;
     cfg.retention_ms = 0;
     open();
     fill(3, every_100ms);
     mgr->set_flush_paused(true);
-    // Rolls seal segments 6 and 9 (fsynced) but the high watermark stays at 9.
+    // Rolls seal segments 6, 9 and 12 (fsynced); the active one, 15, is not durable yet,
+    // but readable: the high watermark is the log end.
     for (int i = 3; i < 6; ++i) ASSERT_TRUE(test::append(*p(), small_batch(every_100ms(i))).ok());
-    ASSERT_EQ(p()->high_watermark(), 9);
+    ASSERT_EQ(p()->high_watermark(), 18);
+    ASSERT_LT(p()->durable_offset(), 18);
     ASSERT_EQ(p()->segment_count(), 6u);
+    // All expire: the active one is rolled (and so fsynced) first, as in Kafka.
     auto st = retain(t0 + 1'000'000);
-    EXPECT_EQ(st.segments_deleted, 3u);
-    EXPECT_EQ(p()->log_start_offset(), 9);
-    EXPECT_EQ(p()->segment_count(), 3u);
-    EXPECT_TRUE(fs::exists(seg_file(9, data_ext)));
-    mgr->set_flush_paused(false);
-    ASSERT_TRUE(test::wait_durable(*mgr, p(), 17).ok());
-    st = retain(t0 + 1'000'000);
-    EXPECT_EQ(st.segments_deleted, 3u);  // 9, 12, and the active 15 after a roll
+    EXPECT_EQ(st.segments_deleted, 6u);
     EXPECT_EQ(p()->log_start_offset(), 18);
     EXPECT_EQ(p()->log_end_offset(), 18);
+    EXPECT_EQ(p()->segment_count(), 1u);
+    mgr->set_flush_paused(false);
+    reopen(true);
+    EXPECT_EQ(p()->log_start_offset(), 18);
+    EXPECT_EQ(p()->log_end_offset(), 18);
+}
+
+// DeleteRecords up to records readable but not yet fsynced: they are fsynced first, so
+// a machine crash cannot leave the durable log start past the durable log end.
+TEST_F(retention_test, delete_records_above_the_durable_offset_fsyncs_first) {
+    open();
+    fill(2, every_100ms);
+    mgr->set_flush_paused(true);
+    ASSERT_TRUE(test::append(*p(), small_batch(every_100ms(2))).ok());
+    ASSERT_EQ(p()->durable_offset(), 6);
+    ASSERT_EQ(p()->high_watermark(), 9);
+    EXPECT_EQ(*p()->delete_records(-1), 9);
+    EXPECT_EQ(p()->durable_offset(), 9);
+    EXPECT_EQ(p()->log_start_offset(), 9);
+    mgr->set_flush_paused(false);
 }
 
 TEST_F(retention_test, config_changes_apply_at_the_next_pass) {
@@ -276,8 +292,8 @@ TEST_F(retention_test, delete_records_rejects_bad_offsets_and_never_moves_back) 
     EXPECT_EQ(p()->delete_records(10).code(), errc::out_of_range);
     mgr->set_flush_paused(true);
     ASSERT_TRUE(test::append(*p(), small_batch(t0)).ok());
-    EXPECT_EQ(p()->delete_records(12).code(), errc::out_of_range);  // appended, not durable
-    EXPECT_EQ(*p()->delete_records(-1), 9);
+    EXPECT_EQ(p()->delete_records(13).code(), errc::out_of_range);  // past the high watermark
+    EXPECT_EQ(*p()->delete_records(9), 9);
     mgr->set_flush_paused(false);
     EXPECT_EQ(*p()->delete_records(5), 9);  // lower: the start stays
     EXPECT_EQ(*p()->delete_records(9), 9);

@@ -80,18 +80,23 @@ TEST(record_batch, batch_over_max_message_bytes_is_too_large) {
     EXPECT_TRUE(validate_batches(b, lim).ok());
 }
 
-TEST(record_batch, key_or_value_over_the_limit_is_an_invalid_record) {
-    std::string at_limit(max_key_value_bytes, 'v');
+TEST(record_batch, a_record_is_bounded_only_by_its_batch) {
+    // As in Kafka: a key or value may take (almost) all of max.message.bytes.
     batch_limits lim;
     lim.max_batch_bytes = 1 << 20;
-    EXPECT_TRUE(validate_batches(build_batch({{"k", at_limit, 0, {}}}), lim).ok());
-    auto v = validate_batches(build_batch({{"k", at_limit + "x", 0, {}}}), lim);
-    ASSERT_FALSE(v.ok());
-    EXPECT_EQ(v.code(), errc::invalid_record);
-    EXPECT_NE(v.err().message.find("value"), std::string::npos) << v.err().message;
-    auto k = validate_batches(build_batch({{at_limit + "x", "v", 0, {}}}), lim);
-    ASSERT_FALSE(k.ok());
-    EXPECT_NE(k.err().message.find("key"), std::string::npos) << k.err().message;
+    const std::string big((1 << 20) - 200, 'v');
+    const bytes value_batch = build_batch({{"k", big, 0, {}}});
+    ASSERT_LE(value_batch.size(), lim.max_batch_bytes);
+    auto v = validate_batches(value_batch, lim);
+    ASSERT_TRUE(v.ok()) << v.err().message;
+    const bytes key_batch = build_batch({{big, "v", 0, {}}});
+    EXPECT_TRUE(validate_batches(key_batch, lim).ok());
+    // Over the batch limit, the batch is too large; no record limit of its own.
+    lim.max_batch_bytes = value_batch.size() - 1;
+    EXPECT_EQ(validate_batches(value_batch, lim).code(), errc::too_large);
+    lim.max_batch_bytes = 4 << 20;
+    const std::string three_mib(3 << 20, 'x');
+    EXPECT_TRUE(validate_batches(build_batch({{"k", three_mib, 0, {}}}), lim).ok());
 }
 
 TEST(record_batch, compressed_batches_are_unsupported) {
@@ -124,13 +129,67 @@ TEST(record_batch, wrong_magic_count_or_deltas_are_invalid_records) {
     EXPECT_EQ(validate_batches(control, {}).code(), errc::invalid_record);
 }
 
-TEST(record_batch, max_timestamp_must_be_the_largest_record_timestamp) {
+TEST(record_batch, max_timestamp_is_recomputed_from_the_records) {
+    // Whatever the header says (sarama: off by a millisecond, or -1; librdkafka: 0 over
+    // records without timestamps), the largest record timestamp is what counts, as in
+    // Kafka, with -1 (no timestamp) as the least.
+    struct example {
+        int64_t header;
+        std::vector<int64_t> records;
+        int64_t max;
+    };
+    for (const auto& e : std::vector<example>{{5, {10, 30}, 30},
+                                              {-1, {30, 10}, 30},
+                                              {0, {-1, -1}, -1},
+                                              {31, {10, 30}, 30},
+                                              {-1, {-5}, -1}}) {
+        testing::batch_options opt;
+        opt.max_timestamp = e.header;
+        std::vector<test_record> recs;
+        for (auto ts : e.records) recs.push_back({"k", "v", ts, {}});
+        bytes b = build_batch(recs, opt);
+        auto r = validate_batches(b, {});
+        ASSERT_TRUE(r.ok()) << r.err().message;
+        EXPECT_EQ((*r)[0].header.max_timestamp, e.header);
+        EXPECT_EQ((*r)[0].max_record_timestamp, e.max) << "header " << e.header;
+        // Stored as Kafka stores it: the header's field and a CRC that match.
+        set_create_time(b.data(), b.size(), (*r)[0].max_record_timestamp);
+        EXPECT_EQ(read_batch_header(b)->max_timestamp, e.max);
+        EXPECT_TRUE(batch_crc_ok(b));
+        EXPECT_TRUE(validate_batches(b, {}).ok());
+    }
+}
+
+TEST(record_batch, create_time_clears_a_log_append_time_mark_and_leaves_exact_batches_alone) {
     testing::batch_options opt;
-    opt.max_timestamp = 5;  // the records say 30
-    auto r = validate_batches(build_batch({{"a", "1", 10, {}}, {"b", "2", 30, {}}}, opt), {});
+    opt.log_append_time = true;
+    bytes marked = build_batch({{"a", "1", 10, {}}}, opt);
+    set_create_time(marked.data(), marked.size(), 10);
+    EXPECT_EQ(read_batch_header(marked)->ts_type(), timestamp_type::create_time);
+    EXPECT_TRUE(batch_crc_ok(marked));
+    const bytes exact = build_batch({{"a", "1", 10, {}}, {"b", "2", 20, {}}});
+    bytes copy = exact;
+    set_create_time(copy.data(), copy.size(), 20);
+    EXPECT_EQ(copy, exact);
+}
+
+TEST(record_batch, a_faulty_record_is_named_by_its_index_in_the_payload) {
+    batch_limits lim;
+    lim.require_keys = true;
+    bytes payload = build_batch({{"a", "1", 0, {}}, {"b", "2", 0, {}}});
+    testing::append_to(payload, build_batch({{"c", "3", 0, {}}, {std::nullopt, "4", 0, {}}}));
+    batch_fault fault;
+    auto r = validate_batches(payload, lim, &fault);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.code(), errc::invalid_record);
-    EXPECT_TRUE(validate_batches(build_batch({{"a", "1", 30, {}}, {"b", "2", 10, {}}}), {}).ok());
+    EXPECT_EQ(r.err().message, "record 1 has no key, which a compacted topic requires");
+    EXPECT_EQ(fault.record_index, 3);  // the fourth record of the payload
+    // A fault of a batch as a whole names none.
+    bytes corrupt = make_batch(2, 0);
+    corrupt.back() ^= 1;
+    batch_fault none;
+    EXPECT_EQ(validate_batches(corrupt, {}, &none).code(), errc::corrupt);
+    EXPECT_FALSE(none.record_index.has_value());
 }
 
 TEST(record_batch, garbage_after_a_good_batch_is_refused) {
