@@ -4,10 +4,11 @@ interpreter by test_kafka_python_pypi.py, which itself runs under Debian's inter
 
 Reads one JSON request on stdin:
     {"bootstrap": "HOST:PORT", "security": {kafka-python keyword arguments},
-     "topics": [names to describe], "delete": [[topic, partition, offset], ...]}
+     "topics": [names to describe], "delete": [[topic, partition, offset], ...],
+     "offsets": [[topic, partition], ...]}
 runs KafkaAdminClient's list_topics, describe_topics, describe_cluster and
-delete_records, then asks a KafkaConsumer for the deleted partitions' beginning and end
-offsets, and prints one JSON answer on stdout. A call that raises is answered with the
+delete_records, then asks a KafkaConsumer for the beginning and end offsets of the
+partitions in "offsets", and prints one JSON answer on stdout. A call that raises is answered with the
 exception's class and message instead of its result, so that the test asserts on what
 the client really did (an old broker's answer shows as ValueError "31 is not a valid
 ACLOperation").
@@ -54,8 +55,8 @@ def main():
                                                   for tp, r in admin.delete_records(deletes).items()])
     finally:
         admin.close()
-    if deletes:
-        out["offsets"] = call(lambda: offsets(conf, sorted(deletes)))
+    if req.get("offsets"):
+        out["offsets"] = call(lambda: offsets(conf, [TopicPartition(t, p) for t, p in req["offsets"]]))
     json.dump(out, sys.stdout)
 
 

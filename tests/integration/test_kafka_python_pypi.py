@@ -29,6 +29,8 @@ HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "requirements-pypi.txt"
 RUN_TIMEOUT = 120.0
 
+UNKNOWN_TOPIC_OR_PARTITION = 3
+TOPIC_AUTHORIZATION_FAILED = 29
 TOPIC_OPS = sorted(op.name for op in ALL_TOPIC_OPS)
 CLUSTER_OPS = sorted(op.name for op in ALL_CLUSTER_OPS)
 
@@ -47,9 +49,13 @@ def pinned_version():
     return version
 
 
-def kafka_python(bootstrap, topics, delete=(), security=None):
-    """Runs kafka_python_pypi.py in the virtual environment; its JSON answer."""
-    req = dict(bootstrap=bootstrap, topics=topics, delete=[list(d) for d in delete], security=security or {})
+def kafka_python(bootstrap, topics, delete=(), security=None, offsets=None):
+    """Runs kafka_python_pypi.py in the virtual environment; its JSON answer. `offsets`
+    (partitions whose beginning and end offsets to read) defaults to those of `delete`."""
+    if offsets is None:
+        offsets = [(t, p) for t, p, _ in delete]
+    req = dict(bootstrap=bootstrap, topics=topics, delete=[list(d) for d in delete], security=security or {},
+               offsets=[list(o) for o in offsets])
     proc = subprocess.run([str(venv_python()), str(HERE / "kafka_python_pypi.py")], input=json.dumps(req),
                           capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
     assert proc.returncode == 0, "kafka_python_pypi.py exited %d\nstderr:\n%s" % (proc.returncode, proc.stderr)
@@ -122,6 +128,23 @@ def test_admin_calls_answer_topics_cluster_and_low_watermark(broker):
 # `secured` (test_admin_answers.py): a broker with --authorization required, a user
 # "admin" allowed everything and a user "reader" (password "pw-reader") allowed KafkaRead
 # on ops-r-*, KafkaDescribeConfigs on ops-r-1 and KafkaDescribe on the cluster.
+def test_unknown_topic_is_answered_as_unknown(broker):
+    """An unknown topic's Metadata entry has its error and authorized operations, so
+    kafka-python reports UNKNOWN_TOPIC_OR_PARTITION (it raised "31 is not a valid
+    ACLOperation" while that entry's field was INT32_MIN)."""
+    addr = broker.bootstrap
+    H.create_topic(addr, "kp-known", 1)
+    out = kafka_python(addr, ["kp-known", "kp-missing"], delete=[("kp-missing", 0, 1)], offsets=[])
+    topics = by_name(ok(out["describe_topics"], "describe_topics"))
+    assert {name: (t["error_code"], len(t["partitions"]), sorted(t["authorized_operations"]))
+            for name, t in topics.items()} == {"kp-known": (0, 1, TOPIC_OPS),
+                                               "kp-missing": (UNKNOWN_TOPIC_OR_PARTITION, 0, TOPIC_OPS)}
+    assert out["delete_records"]["error"] == "UnknownTopicOrPartitionError", out["delete_records"]
+    assert "kp-missing" in out["delete_records"]["message"]
+    assert sorted(ok(out["list_topics"], "list_topics")) == ["kp-known"]
+    broker.assert_alive()
+
+
 READER = S.Creds("SASL_PLAINTEXT", "PLAIN", "reader", "pw-reader")
 ADMIN = S.Creds("SASL_PLAINTEXT", "PLAIN", "admin", ADMIN_PW)
 
@@ -134,12 +157,14 @@ def test_restricted_user_gets_its_operations_and_cannot_delete(secured):
     producer = Producer(H.producer_conf(addr, **S.confluent_conf(ADMIN)))
     H.produce_all(producer, "ops-r-1", [dict(key=H.key_for(i), value=H.value_for(i)) for i in range(3)])
 
-    reader = kafka_python(addr, ["ops-r-1"], delete=[("ops-r-1", 0, 2)], security=S.kafka_python_conf(READER))
-    # Only the topics the reader may describe; Read implies Describe, as in Kafka.
+    reader = kafka_python(addr, ["ops-r-1", "kp-secret"], delete=[("ops-r-1", 0, 2)],
+                          security=S.kafka_python_conf(READER))
+    # Only the topics the reader may describe; Read implies Describe, as in Kafka. A
+    # topic it may not describe has its error and no operations (not INT32_MIN).
     assert ok(reader["list_topics"], "list_topics") == ["ops-r-1"]
-    (t,) = ok(reader["describe_topics"], "describe_topics")
-    assert (t["topic"], t["error_code"], sorted(t["authorized_operations"])) == (
-        "ops-r-1", 0, ["DESCRIBE", "DESCRIBE_CONFIGS", "READ"])
+    described = ok(reader["describe_topics"], "describe_topics")
+    assert {t["topic"]: (t["error_code"], sorted(t["authorized_operations"])) for t in described} == {
+        "ops-r-1": (0, ["DESCRIBE", "DESCRIBE_CONFIGS", "READ"]), "kp-secret": (TOPIC_AUTHORIZATION_FAILED, [])}
     assert ok(reader["describe_cluster"], "describe_cluster")["authorized_operations"] == ["DESCRIBE"]
     assert reader["delete_records"]["error"] == "TopicAuthorizationFailedError", reader["delete_records"]
     assert ok(reader["offsets"], "offsets") == [["ops-r-1", 0, 0, 3]]
