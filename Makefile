@@ -10,8 +10,20 @@ all: build
 deps:
 	scripts/install-deps.sh build
 
+# Clients from PyPI that the tests need newer than Debian's, pinned with their hashes in
+# tests/integration/requirements-pypi.txt, go into a virtual environment of Debian's
+# python3. It is made again only when the requirements file changes (the copy beside it
+# says what it was made from); a failed install leaves no copy, so the next run retries.
+PYPI_VENV := tests/integration/.venv
+PYPI_REQS := tests/integration/requirements-pypi.txt
+
 test-deps:
 	scripts/install-deps.sh test
+	@cmp -s $(PYPI_REQS) $(PYPI_VENV)/requirements.installed || { \
+	  echo "test-deps: making $(PYPI_VENV) from $(PYPI_REQS)" && rm -rf $(PYPI_VENV) && \
+	  /usr/bin/python3 -m venv $(PYPI_VENV) && \
+	  $(PYPI_VENV)/bin/pip install -q --disable-pip-version-check --no-deps --require-hashes \
+	    -r $(PYPI_REQS) && cp $(PYPI_REQS) $(PYPI_VENV)/requirements.installed; }
 	cd tests/integration/node && npm ci --no-audit --no-fund --loglevel=error
 	cd tests/integration/go && go mod download
 	cd tests/integration/go/sarama-1.44 && go mod download

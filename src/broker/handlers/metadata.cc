@@ -31,9 +31,17 @@ metadata_response::topic describe(const request_context& ctx, const topic_state&
     return out;
 }
 
-metadata_response::topic topic_error(std::optional<std::string> name, protocol::uuid id,
+// An error entry carries authorized operations too when they were asked for: a client
+// that decodes the field whatever the error (kafka-python's admin client) must not meet
+// INT32_MIN there. They are the principal's on the name asked for, known or not (Kafka
+// answers them for a topic it does not have), and none when only an id was given.
+metadata_response::topic topic_error(const request_context& ctx, bool with_operations,
+                                     std::optional<std::string> name, protocol::uuid id,
                                      protocol::error_code e) {
     metadata_response::topic out;
+    if (with_operations)
+        out.topic_authorized_operations =
+            name ? authorized_operations(ctx, {security::resource_kind::topic, *name}) : 0;
     out.name = std::move(name);
     out.topic_id = id;
     out.error_code = code(e);
@@ -74,27 +82,28 @@ void handle_metadata(const request_context& ctx, request_body body) {
         if (rt.name) {
             // Denied whether or not it exists, so that existence does not leak.
             if (!ctx.allowed(resource_kind::topic, *rt.name)) {
-                resp.topics.push_back(
-                    topic_error(rt.name, {}, protocol::error_code::topic_authorization_failed));
+                resp.topics.push_back(topic_error(
+                    ctx, with_ops, rt.name, {}, protocol::error_code::topic_authorization_failed));
                 continue;
             }
             t = b.topics().find(*rt.name);
         } else {
             t = b.topics().find(catalog::uuid(rt.topic_id));
             if (!t) {
-                resp.topics.push_back(topic_error(std::nullopt, rt.topic_id,
+                resp.topics.push_back(topic_error(ctx, with_ops, std::nullopt, rt.topic_id,
                                                   protocol::error_code::unknown_topic_id));
                 continue;
             }
             if (!ctx.allowed(resource_kind::topic, t->info.name)) {
-                resp.topics.push_back(topic_error(
-                    std::nullopt, rt.topic_id, protocol::error_code::topic_authorization_failed));
+                resp.topics.push_back(
+                    topic_error(ctx, with_ops, std::nullopt, rt.topic_id,
+                                protocol::error_code::topic_authorization_failed));
                 continue;
             }
         }
         if (!t && may_create && !ctx.may_create_topic(*rt.name)) {
-            resp.topics.push_back(
-                topic_error(rt.name, {}, protocol::error_code::topic_authorization_failed));
+            resp.topics.push_back(topic_error(ctx, with_ops, rt.name, {},
+                                              protocol::error_code::topic_authorization_failed));
             continue;
         }
         if (!t && may_create) {
@@ -104,14 +113,14 @@ void handle_metadata(const request_context& ctx, request_body body) {
             } else if (created.code() == errc::invalid_argument) {
                 log_warn("metadata", "{}: cannot auto-create '{}': {}", ctx.client(), *rt.name,
                          created.err().message);
-                resp.topics.push_back(topic_error(rt.name, {},
+                resp.topics.push_back(topic_error(ctx, with_ops, rt.name, {},
                                                   protocol::error_code::invalid_topic_exception));
                 continue;
             }
         }
         if (!t) {
-            resp.topics.push_back(
-                topic_error(rt.name, {}, protocol::error_code::unknown_topic_or_partition));
+            resp.topics.push_back(topic_error(ctx, with_ops, rt.name, {},
+                                              protocol::error_code::unknown_topic_or_partition));
             continue;
         }
         resp.topics.push_back(describe(ctx, *t, with_ops));
