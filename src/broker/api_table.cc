@@ -24,7 +24,7 @@ constexpr api_def table[] = {
     {api_key::describe_groups, "DescribeGroups", 0, 5, handle_describe_groups},
     {api_key::list_groups, "ListGroups", 0, 4, handle_list_groups},
     {api_key::describe_configs, "DescribeConfigs", 0, 4, handle_describe_configs},
-    {api_key::api_versions, "ApiVersions", 0, 3, handle_api_versions},
+    {api_key::api_versions, "ApiVersions", 0, 4, handle_api_versions},
     {api_key::create_topics, "CreateTopics", 0, 7, handle_create_topics},
     {api_key::delete_topics, "DeleteTopics", 0, 6, handle_delete_topics},
     {api_key::delete_records, "DeleteRecords", 0, 2, handle_delete_records},

@@ -141,3 +141,29 @@ def test_flexible_versions_end_to_end(broker, topic_name):
         assert (newest["offset"], newest["timestamp"]) == (2, 3000)
         none = list_offsets_v8(conn, topic_name, 1, 99999)
         assert (none["offset"], none["timestamp"]) == (-1, -1)
+
+
+def api_versions_flexible(conn, version):
+    """ApiVersions v3+ (request header v2, compact body); its answer keeps header v0."""
+    body = K.compact_string("sluice-it") + K.compact_string("1.0") + T
+    r = conn.roundtrip(K.API_VERSIONS, version, body, header_version=2, response_header_version=0)
+    err = r.i16()
+    apis = {}
+    for key, lo, hi in r.compact_array(lambda x: (x.i16(), x.i16(), x.i16(), x.tagged_fields())[:3]):
+        apis[key] = (lo, hi)
+    r.i32()  # throttle
+    r.tagged_fields()
+    return err, apis
+
+
+def test_api_versions_v3_and_v4(broker):
+    # Kafka 3.9+ clients (the Java client 4.x, kafka-python 3) open with v4: it has v3's
+    # layout and must be answered as itself, not with UNSUPPORTED_VERSION and a retry.
+    with K.Conn(broker.bootstrap) as conn:
+        for version in (3, 4):
+            err, apis = api_versions_flexible(conn, version)
+            assert err == 0, version
+            assert apis[K.API_VERSIONS] == (0, 4)
+            assert apis[METADATA][1] >= 12 and apis[PRODUCE][1] >= 9
+    with open(broker.stderr_paths[-1]) as f:
+        assert "is not supported" not in f.read()
