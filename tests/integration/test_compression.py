@@ -10,6 +10,7 @@ import time
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka import TopicPartition as ConfluentTP
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 import expansion_helpers as X
@@ -145,6 +146,13 @@ def test_raw_batches_are_stored_and_served_as_sent(b, topic_name, name, codec, x
     assert_every_reader_sees(b, topic_name, want)
     assert S.http_rows(b.http, "SELECT offset FROM %s WHERE timestamp_producer >= %d AND offset < 10"
                        % (S.topic_table(topic_name), ts + 7)) == [[7], [8], [9]]
+    # ListOffsets by timestamp looks inside the compressed batch for the first record.
+    c = H.make_consumer(b.bootstrap)
+    try:
+        found = c.offsets_for_times([ConfluentTP(topic_name, 0, ts + 7)], timeout=10)
+    finally:
+        c.close()
+    assert [(tp.offset, tp.error) for tp in found] == [(7, None)]
 
 
 def test_zstd_needs_produce_v7(b, topic_name):
@@ -263,16 +271,17 @@ def test_librdkafka_codecs(b, topic_name):
         assert "Broker does not support compression type %s: not compressing batch" % codec in text, codec
 
 
-def test_compressed_batches_are_compacted_with_their_codec(b, topic_name):
+@pytest.mark.parametrize("codec", CODECS)
+def test_compressed_batches_are_compacted_with_their_codec(b, topic_name, codec):
     H.create_topic(b.bootstrap, topic_name, 1, config={
         "cleanup.policy": "compact", "segment.ms": "1", "min.cleanable.dirty.ratio": "0.01"})
-    p = kafka_python_producer(b.bootstrap, "lz4", linger_ms=0)
+    p = kafka_python_producer(b.bootstrap, codec, linger_ms=0)
     try:
         for i in range(40):
             p.send(topic_name, key=b"k%d" % (i % 4), value=json_value(i), partition=0).get(timeout=30)
             time.sleep(0.005)
         # kafka-python sends a batch uncompressed when compressing gains nothing: values
-        # that compress well keep every batch lz4.
+        # that compress well keep every batch compressed.
         p.send(topic_name, key=b"tail", value=json_value(40), partition=0).get(timeout=30)
     finally:
         p.close(timeout=10)
@@ -285,5 +294,7 @@ def test_compressed_batches_are_compacted_with_their_codec(b, topic_name):
             break
         time.sleep(0.3)
     assert got == want, b.stderr_tail()
-    assert {bt["compression"] for bt in batches} == {K.LZ4}
+    assert {bt["compression"] for bt in batches} == {CODEC_IDS[codec]}
     assert_every_reader_sees(b, topic_name, want)
+    # SQL sees the survivors only.
+    assert S.http_rows(b.http, "SELECT count(*) FROM %s" % S.topic_table(topic_name)) == [[5]]
