@@ -6,6 +6,7 @@ do not decompress, or decompress too far, are refused with a reason and the conn
 goes on.  kafkajs's codecs are in test_kafkajs.py."""
 
 import json
+import subprocess
 import time
 
 import pytest
@@ -298,3 +299,15 @@ def test_compressed_batches_are_compacted_with_their_codec(b, topic_name, codec)
     assert_every_reader_sees(b, topic_name, want)
     # SQL sees the survivors only.
     assert S.http_rows(b.http, "SELECT count(*) FROM %s" % S.topic_table(topic_name)) == [[5]]
+
+
+def test_kcat_zstd(b, topic_name):
+    """kcat (librdkafka 2.0.2) with -z zstd sends zstd batches, stored and read back."""
+    H.create_topic(b.bootstrap, topic_name, 1)
+    lines = b"".join(b"k%d:%s\n" % (i, json_value(i)) for i in range(100))
+    r = subprocess.run(["kcat", "-P", "-b", b.bootstrap, "-t", topic_name, "-p", "0", "-K:", "-z", "zstd"],
+                       input=lines, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    recs, batches, _ = stored(b.bootstrap, topic_name)
+    assert {bt["compression"] for bt in batches} == {K.ZSTD}, batches
+    assert_every_reader_sees(b, topic_name, [(i, b"k%d" % i, json_value(i)) for i in range(100)])
