@@ -41,10 +41,10 @@ std::string check_compression_type(std::string_view v) {
     return "must be 'producer', 'uncompressed', 'gzip', 'snappy', 'lz4' or 'zstd'";
 }
 
-// Kafka's (KIP-390): zlib's levels 1..9, or -1 for zlib's default.
+// Kafka's (KIP-390): zlib's levels 1..9, or -1 for zlib's default; the integer range
+// [-1, 9] is checked first, this takes out the 0 inside it.
 std::string check_gzip_level(std::string_view v) {
-    if (v == "-1" || (v.size() == 1 && v[0] >= '1' && v[0] <= '9')) return "";
-    return "must be -1 (the default) or in [1, 9]";
+    return v == "0" ? "must be -1 (the default) or in [1, 9]" : "";
 }
 
 std::string check_timestamp_type(std::string_view v) {
@@ -105,9 +105,9 @@ const std::vector<config_spec>& specs() {
             {{"compression.gzip.level", "-1",
               "Level of the broker's gzip compression (compression.type=gzip): 1 to 9, or "
               "-1 for zlib's default (6)."},
-             value_type::custom,
-             0,
-             0,
+             value_type::int32,
+             -1,
+             9,
              check_gzip_level},
             // Kafka's ranges: lz4's levels 1..17 (its default 9), zstd's from
             // ZSTD_minCLevel() (-131072) to ZSTD_maxCLevel() (22), its default 3.
@@ -305,8 +305,10 @@ std::string check_integer(const config_spec& spec, std::string_view v) {
 std::string check_value(const config_spec& spec, std::string_view v) {
     switch (spec.type) {
         case value_type::int32:
-        case value_type::int64:
-            return check_integer(spec, v);
+        case value_type::int64: {
+            std::string why = check_integer(spec, v);
+            return why.empty() && spec.check ? spec.check(v) : why;  // a hole in the range
+        }
         case value_type::boolean: {
             auto lower = [](std::string_view s, std::string_view word) {
                 return std::equal(s.begin(), s.end(), word.begin(), word.end(),

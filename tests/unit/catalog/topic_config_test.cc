@@ -125,7 +125,9 @@ TEST(topic_config, compression_type) {
 
 TEST(topic_config, compression_levels_take_kafkas_ranges) {
     for (auto v : {"-1", "1", "9"}) expect_ok("compression.gzip.level", v);
-    for (auto v : {"0", "10", "-2", "5 "}) expect_bad("compression.gzip.level", v, "[1, 9]");
+    expect_bad("compression.gzip.level", "0", "must be -1 (the default) or in [1, 9]");
+    for (auto v : {"10", "-2", "5 "}) expect_bad("compression.gzip.level", v, "in [-1, 9]");
+    EXPECT_EQ(topic_config_type("compression.gzip.level"), 3);  // INT, as Kafka's
     expect_ok("compression.lz4.level", "17");
     expect_bad("compression.lz4.level", "18", "in [1, 17]");
     expect_bad("compression.lz4.level", "0", "in [1, 17]");
