@@ -332,7 +332,8 @@ void set_create_time(uint8_t* batch, size_t size, int64_t max_timestamp) {
 }
 
 result<bytes> recompress_batches(bytes_view payload, std::vector<validated_batch>& batches,
-                                 compression target, std::optional<int> level) {
+                                 compression target, std::optional<int> level,
+                                 size_t max_batch_bytes) {
     bytes out;
     out.reserve(payload.size());
     for (auto& vb : batches) {
@@ -351,6 +352,11 @@ result<bytes> recompress_batches(bytes_view payload, std::vector<validated_batch
         }
         vb.position = at;
         vb.header = *read_batch_header(bytes_view(out).subspan(at));
+        if (vb.header.size_bytes() > max_batch_bytes)
+            return {errc::too_large,
+                    fmt::format("record batch is {} bytes as {} (the topic's compression.type), "
+                                "above max.message.bytes {}",
+                                vb.header.size_bytes(), compression_name(target), max_batch_bytes)};
     }
     return out;
 }

@@ -151,8 +151,11 @@ result<int32_t> filter_batch(bytes_view batch, const std::function<bool(const re
 // the batches of `payload` (as validate_batches returned them) whose codec is not
 // `target` get their records compressed with `target` at `level` (none: stored
 // uncompressed); the others are copied. Returns the new payload and updates each
-// batch's position and header (attributes, batch length, CRC).
+// batch's position and header (attributes, batch length, CRC). Errors: too_large when
+// a recompressed batch exceeds max_batch_bytes (Kafka checks max.message.bytes again
+// after recompressing).
 result<bytes> recompress_batches(bytes_view payload, std::vector<validated_batch>& batches,
-                                 compression target, std::optional<int> level);
+                                 compression target, std::optional<int> level,
+                                 size_t max_batch_bytes);
 
 }  // namespace sluice::protocol

@@ -216,6 +216,23 @@ def test_compression_type_recompresses_on_append(b, topic_name, target):
     assert_every_reader_sees(b, topic_name, want)
 
 
+def test_a_batch_too_large_once_recompressed_is_refused(b, topic_name):
+    """As Kafka checks max.message.bytes again after recompressing: a zstd batch within the
+    limit that an uncompressed topic would store above it gets MESSAGE_TOO_LARGE."""
+    H.create_topic(b.bootstrap, topic_name, 1, config={"compression.type": "uncompressed",
+                                                      "max.message.bytes": "20000"})
+    batch = K.encode_batch([(H.now_ms(), b"k%d" % i, json_value(i), []) for i in range(200)], compression=K.ZSTD)
+    assert len(batch) < 20000
+    with K.Conn(b.bootstrap) as conn:
+        p = produce_v9(conn, topic_name, 0, batch)
+        assert p["error"] == K.MESSAGE_TOO_LARGE, p
+        assert "as none (the topic's compression.type), above max.message.bytes 20000" in p["message"], p
+        assert produce_v9(conn, topic_name, 0, K.encode_batch([(H.now_ms(), b"k", b"v", [])],
+                                                             compression=K.ZSTD))["error"] == 0
+    recs, batches, _ = stored(b.bootstrap, topic_name)
+    assert [(r.offset, r.key) for r in recs] == [(0, b"k")] and batches[0]["compression"] == 0
+
+
 @pytest.mark.parametrize("codec,low,high", [("zstd", "1", "19"), ("gzip", "1", "9"), ("lz4", "1", "17")])
 def test_compression_levels_are_honoured(b, topic_name, codec, low, high):
     # Varied JSON, so that levels make a difference.

@@ -110,7 +110,7 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     bytes recompressed;
     if (const auto& target = t->log_cfg.compression; target && needs_codec(*batches, *target)) {
         auto r = protocol::recompress_batches(payload, *batches, *target,
-                                              t->log_cfg.compression_level);
+                                              t->log_cfg.compression_level, lim.max_batch_bytes);
         if (!r) return fail(to_error(r.code()), r.err().message);
         recompressed = std::move(*r);
         payload = recompressed;

@@ -399,7 +399,7 @@ TEST(recompress_batches, batches_of_other_codecs_get_the_target_codec) {
     testing::append_to(payload, testing::compress_batch(make_batch(2, 200), compression::zstd));
     for (auto target : {compression::zstd, compression::none, compression::snappy}) {
         auto v = *validate_batches(payload, {});
-        auto out = recompress_batches(payload, v, target, std::nullopt);
+        auto out = recompress_batches(payload, v, target, std::nullopt, 1 << 20);
         ASSERT_TRUE(out.ok()) << out.err().message;
         auto again = validate_batches(*out, {});
         ASSERT_TRUE(again.ok()) << again.err().message;
@@ -418,6 +418,15 @@ TEST(recompress_batches, batches_of_other_codecs_get_the_target_codec) {
         }
         EXPECT_EQ(n, 7);
     }
+    // A batch that grows past max.message.bytes once recompressed is too large.
+    const bytes big = testing::compress_batch(make_batch(50, 100, 1000), compression::zstd);
+    auto v = *validate_batches(big, {});
+    auto r = recompress_batches(big, v, compression::none, std::nullopt, 10000);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), errc::too_large);
+    EXPECT_NE(r.err().message.find("as none (the topic's compression.type), above max.message.bytes 10000"),
+              std::string::npos)
+        << r.err().message;
 }
 
 TEST(record_batch, keyless_records_are_refused_when_keys_are_required) {
