@@ -80,8 +80,8 @@ lint:
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	cmake --preset fuzz >/dev/null
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_request fuzz_record_batch
-	for t in fuzz_request fuzz_record_batch; do \
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_request fuzz_record_batch fuzz_compressed_batch
+	for t in fuzz_request fuzz_record_batch fuzz_compressed_batch; do \
 	  rm -rf build-fuzz/corpus-$$t && cp -r tests/fuzz/corpus/$$t build-fuzz/corpus-$$t && \
 	  build-fuzz/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-$$t || exit 1; \
 	done

@@ -1,5 +1,7 @@
 #include "broker/topic_registry.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -66,6 +68,14 @@ log::log_config topic_registry::to_log_config(const catalog::topic_info& t) cons
     c.delete_retention_ms = to_int(get("delete.retention.ms"), c.delete_retention_ms);
     c.min_cleanable_dirty_ratio =
         to_fraction(get("min.cleanable.dirty.ratio"), c.min_cleanable_dirty_ratio);
+    c.compression = protocol::compression_from_name(get("compression.type"));
+    if (c.compression && *c.compression != protocol::compression::none &&
+        *c.compression != protocol::compression::snappy) {
+        const std::string level =
+            get(fmt::format("compression.{}.level", protocol::compression_name(*c.compression)));
+        // gzip's -1 is zlib's own default, which compress() takes as no level.
+        if (level != "-1") c.compression_level = static_cast<int>(to_int(level, 0));
+    }
     c.timestamp_type = get("message.timestamp.type") == "LogAppendTime"
                            ? protocol::timestamp_type::log_append_time
                            : protocol::timestamp_type::create_time;

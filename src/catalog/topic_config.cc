@@ -35,11 +35,16 @@ std::string check_cleanup_policy(std::string_view v) {
 }
 
 std::string check_compression_type(std::string_view v) {
-    if (v == "producer" || v == "uncompressed") return "";
-    if (v == "gzip" || v == "snappy" || v == "lz4" || v == "zstd") {
-        return fmt::format("'{}' is not supported yet; use 'producer' or 'uncompressed'", v);
-    }
-    return "must be 'producer' or 'uncompressed'";
+    if (v == "producer" || v == "uncompressed" || v == "gzip" || v == "snappy" || v == "lz4" ||
+        v == "zstd")
+        return "";
+    return "must be 'producer', 'uncompressed', 'gzip', 'snappy', 'lz4' or 'zstd'";
+}
+
+// Kafka's (KIP-390): zlib's levels 1..9, or -1 for zlib's default; the integer range
+// [-1, 9] is checked first, this takes out the 0 inside it.
+std::string check_gzip_level(std::string_view v) {
+    return v == "0" ? "must be -1 (the default) or in [1, 9]" : "";
 }
 
 std::string check_timestamp_type(std::string_view v) {
@@ -91,11 +96,32 @@ const std::vector<config_spec>& specs() {
              check_cleanup_policy},
             {{"compression.type", "producer",
               "Compression of stored batches: 'producer' keeps what the producer sent; "
-              "'uncompressed' requires uncompressed batches."},
+              "'uncompressed', 'gzip', 'snappy', 'lz4' or 'zstd' recompress, on append, "
+              "every batch the producer compressed otherwise."},
              value_type::custom,
              0,
              0,
              check_compression_type},
+            {{"compression.gzip.level", "-1",
+              "Level of the broker's gzip compression (compression.type=gzip): 1 to 9, or "
+              "-1 for zlib's default (6)."},
+             value_type::int32,
+             -1,
+             9,
+             check_gzip_level},
+            // Kafka's ranges: lz4's levels 1..17 (its default 9), zstd's from
+            // ZSTD_minCLevel() (-131072) to ZSTD_maxCLevel() (22), its default 3.
+            {{"compression.lz4.level", "9",
+              "Level of the broker's lz4 compression (compression.type=lz4): 1 to 17."},
+             value_type::int32,
+             1,
+             17},
+            {{"compression.zstd.level", "3",
+              "Level of the broker's zstd compression (compression.type=zstd): -131072 "
+              "to 22."},
+             value_type::int32,
+             -131072,
+             22},
             {{"delete.retention.ms", "86400000",
               "How long a tombstone (null value) of a compacted topic is kept, counted from "
               "its timestamp, once a cleaner pass has seen it."},
@@ -279,8 +305,10 @@ std::string check_integer(const config_spec& spec, std::string_view v) {
 std::string check_value(const config_spec& spec, std::string_view v) {
     switch (spec.type) {
         case value_type::int32:
-        case value_type::int64:
-            return check_integer(spec, v);
+        case value_type::int64: {
+            std::string why = check_integer(spec, v);
+            return why.empty() && spec.check ? spec.check(v) : why;  // a hole in the range
+        }
         case value_type::boolean: {
             auto lower = [](std::string_view s, std::string_view word) {
                 return std::equal(s.begin(), s.end(), word.begin(), word.end(),
@@ -319,7 +347,10 @@ struct synonym_row {
 };
 constexpr synonym_row synonym_rows[] = {
     {"cleanup.policy", "log.cleanup.policy", {}, {}},
+    {"compression.gzip.level", "compression.gzip.level", {}, {}},
+    {"compression.lz4.level", "compression.lz4.level", {}, {}},
     {"compression.type", "compression.type", {}, {}},
+    {"compression.zstd.level", "compression.zstd.level", {}, {}},
     {"delete.retention.ms", "log.cleaner.delete.retention.ms", {}, {}},
     {"file.delete.delay.ms", "log.segment.delete.delay.ms", {}, {}},
     {"flush.messages", "log.flush.interval.messages", {}, {}},

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "common/types.h"
 #include "protocol/record_batch.h"
@@ -30,6 +31,10 @@ struct log_config {
     int64_t max_compaction_lag_ms = INT64_MAX;         // dirty records older: clean anyway
     double min_cleanable_dirty_ratio = 0.5;            // dirty bytes / cleanable bytes
     int64_t delete_retention_ms = 24LL * 3600 * 1000;  // tombstones kept this long
+    // compression.type: the codec stored batches get (recompressed on append when the
+    // producer's differs); nullopt for 'producer'. The level: compression.<codec>.level.
+    std::optional<protocol::compression> compression;
+    std::optional<int> compression_level;
     // Not a setting: the topic's catalog id, written with its journal entries.
     topic_id id{};
 };

@@ -194,7 +194,7 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
         if (!buf) return buf.err();
         out.bytes_read += s.size;
         auto r = each_batch(*buf, [&](const protocol::batch_header&, bytes_view b, size_t) {
-            // A compressed batch (not accepted today) yields nothing and is kept whole.
+            // A compressed batch is decompressed here, and again by filter_batch below.
             protocol::for_each_record(b, [&](const protocol::record_view& rec) {
                 if (rec.offset >= plan.dirty_start && rec.key)
                     latest[key_of(*rec.key)] = rec.offset;
@@ -253,9 +253,8 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
             };
             const size_t at = kept.size();
             auto d = protocol::filter_batch(b, keep, kept);
-            if (!d && d.code() != errc::unsupported) return result<void>(d.err());
-            if (!d) kept.insert(kept.end(), b.begin(), b.end());  // compressed: kept whole
-            removed += d ? *d : 0;
+            if (!d) return result<void>(d.err());
+            removed += *d;
             if (kept.size() > at) {
                 kept_batches.emplace_back(
                     *protocol::read_batch_header(bytes_view(kept).subspan(at)), at);

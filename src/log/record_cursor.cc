@@ -12,6 +12,7 @@ void record_cursor::open(const partition_log* log, offset_t start, offset_t end)
     _start = _next_read = _next_record = start;
     _end = end;
     _buf_used = _batch_at = 0;
+    _in_batch = false;
     _records.reset();
     _last_file = nullptr;
     _times.reset();
@@ -20,6 +21,7 @@ void record_cursor::open(const partition_log* log, offset_t start, offset_t end)
 
 void record_cursor::close() {
     _log = nullptr;
+    _in_batch = false;
     _records.reset();
     _times.reset();
 }
@@ -44,13 +46,15 @@ result<bool> record_cursor::read_chunk() {
     _stats.bytes_read += static_cast<int64_t>(s->size);
     _buf_used = s->size;
     _batch_at = 0;
+    _in_batch = false;
     return true;
 }
 
 result<bool> record_cursor::next_batch() {
     for (;;) {
-        if (_records) {
+        if (_in_batch) {
             _batch_at += _header.size_bytes();
+            _in_batch = false;
             _records.reset();
         }
         const bytes_view rest = bytes_view(_buf).subspan(_batch_at, _buf_used - _batch_at);
@@ -64,13 +68,13 @@ result<bool> record_cursor::next_batch() {
         _header = *h;
         _next_read = h->last_offset() + 1;
         if (h->base_offset >= _end) return false;
-        _records.emplace(rest.first(h->size_bytes()), _header);
+        _in_batch = true;
         if (h->last_offset() < _start || h->is_control()) continue;
-        if (h->codec() != protocol::compression::none)
-            return error{errc::unsupported,
-                         fmt::format("the batch at offset {} is compressed, which cannot be "
-                                     "read here yet",
-                                     h->base_offset)};
+        auto records = protocol::batch_records(rest, _header, _plain);
+        if (!records)
+            return error{errc::corrupt, fmt::format("the batch at offset {}: {}", h->base_offset,
+                                                    records.err().message)};
+        _records.emplace(*records, _header);
         ++_stats.batches_read;
         return true;
     }

@@ -38,9 +38,10 @@ class record_cursor {
     bool is_open() const { return _log != nullptr; }
 
     // The next record of the range into record(): false at its end. Records that
-    // retention or DeleteRecords removed meanwhile are skipped. Errors: io_error,
-    // corrupt (malformed records), unsupported (a compressed batch), not_found (the
-    // topic was deleted).
+    // retention or DeleteRecords removed meanwhile are skipped; a compressed batch is
+    // decompressed once, when its first record is asked for. Errors: io_error, corrupt
+    // (malformed records, or a batch that does not decompress), not_found (the topic was
+    // deleted).
     result<bool> next();
     const protocol::record_ref& record() const { return _rec; }
     // The batch holding record().
@@ -68,6 +69,8 @@ class record_cursor {
     size_t _batch_at = 0;  // position of the current batch in _buf
     const file* _last_file = nullptr;
     protocol::batch_header _header;
+    bool _in_batch = false;  // _batch_at is the batch last read
+    bytes _plain;            // a compressed batch's records, decompressed
     std::optional<protocol::record_reader> _records;
     protocol::record_ref _rec;
     std::optional<std::vector<append_time_run>> _times;

@@ -85,12 +85,13 @@ struct cursor {
 
 namespace {
 
-// Walks the records of a batch; fn gets each record and its raw bytes (length prefix
-// included) and returns false to stop.
-bool walk_records(bytes_view batch, const batch_header& hdr,
+// Walks the records of a batch (`records`: the uncompressed bytes after its header);
+// fn gets each record and its raw bytes (length prefix included) and returns false to
+// stop.
+bool walk_records(bytes_view records, const batch_header& hdr,
                   const std::function<bool(const record_view&, bytes_view)>& fn) {
     const batch_header* h = &hdr;
-    cursor c{batch.data() + batch_header_size, batch.data() + h->size_bytes()};
+    cursor c{records.data(), records.data() + records.size()};
     record_view r;
     for (int32_t i = 0; i < h->record_count; ++i) {
         const uint8_t* raw = c.p;
@@ -121,29 +122,81 @@ bool walk_records(bytes_view batch, const batch_header& hdr,
 
 }  // namespace
 
+result<bytes_view> batch_records(bytes_view batch, const batch_header& h, bytes& scratch,
+                                 size_t max_out) {
+    if (h.size_bytes() > batch.size() || h.size_bytes() < batch_header_size)
+        return {errc::corrupt, "truncated record batch"};
+    const bytes_view body = batch.subspan(batch_header_size, h.size_bytes() - batch_header_size);
+    if (h.codec() == compression::none) return body;
+    auto plain = decompress(h.codec(), body, max_out);
+    if (!plain) return plain.err();
+    scratch = std::move(*plain);
+    return bytes_view(scratch);
+}
+
 bool for_each_record(bytes_view batch, const std::function<bool(const record_view&)>& fn) {
     auto h = read_batch_header(batch);
-    if (!h || h->size_bytes() > batch.size()) return false;
-    return walk_records(batch, *h, [&](const record_view& r, bytes_view) { return fn(r); });
+    if (!h) return false;
+    bytes scratch;
+    auto records = batch_records(batch, *h, scratch);
+    if (!records) return false;
+    return walk_records(*records, *h, [&](const record_view& r, bytes_view) { return fn(r); });
 }
+
+namespace {
+
+void store_crc_and_lengths(uint8_t* p, size_t size, int32_t count) {
+    store_be<int32_t>(p + batch_length_offset, static_cast<int32_t>(size - batch_log_overhead));
+    store_be<int32_t>(p + batch_record_count_offset, count);
+    store_crc(p, size);
+}
+
+// Appends to `out` a batch of `hdr`'s header (its first batch_header_size bytes) and
+// `records` (uncompressed, `count` of them) compressed with `c`: the codec bits, batch
+// length, record count, max timestamp (when given) and CRC are set anew.
+result<void> append_rebuilt(bytes& out, bytes_view hdr, bytes_view records, int32_t count,
+                            compression c, std::optional<int> level,
+                            std::optional<int64_t> max_ts) {
+    bytes packed;
+    bytes_view body = records;
+    if (c != compression::none) {
+        auto z = compress(c, records, level);
+        if (!z) return z.err();
+        packed = std::move(*z);
+        body = packed;
+    }
+    const size_t at = out.size();
+    out.insert(out.end(), hdr.begin(), hdr.begin() + static_cast<ptrdiff_t>(batch_header_size));
+    out.insert(out.end(), body.begin(), body.end());
+    uint8_t* p = out.data() + at;
+    const auto attrs = load_be<int16_t>(p + batch_attributes_offset);
+    store_be<int16_t>(p + batch_attributes_offset,
+                      static_cast<int16_t>((attrs & ~batch_header::codec_mask) |
+                                           static_cast<int16_t>(c)));
+    if (max_ts) store_be<int64_t>(p + batch_max_timestamp_offset, *max_ts);
+    store_crc_and_lengths(p, batch_header_size + body.size(), count);
+    return {};
+}
+
+}  // namespace
 
 result<int32_t> filter_batch(bytes_view batch, const std::function<bool(const record_view&)>& keep,
                              bytes& out) {
     auto h = read_batch_header(batch);
     if (!h || h->size_bytes() > batch.size()) return {errc::corrupt, "truncated record batch"};
-    if (h->codec() != compression::none)
-        return {errc::unsupported, "compressed batches cannot be filtered yet"};
+    bytes scratch;
+    auto records = batch_records(batch, *h, scratch);
+    if (!records) return {errc::corrupt, records.err().message};
     bytes kept_records;
     int32_t kept = 0;
     int64_t max_ts = INT64_MIN;  // kept records set it; only used when one is kept
-    bool ok =
-        walk_records(batch.first(h->size_bytes()), *h, [&](const record_view& r, bytes_view raw) {
-            if (!keep(r)) return true;
-            kept_records.insert(kept_records.end(), raw.begin(), raw.end());
-            max_ts = std::max(max_ts, r.timestamp);
-            ++kept;
-            return true;
-        });
+    bool ok = walk_records(*records, *h, [&](const record_view& r, bytes_view raw) {
+        if (!keep(r)) return true;
+        kept_records.insert(kept_records.end(), raw.begin(), raw.end());
+        max_ts = std::max(max_ts, r.timestamp);
+        ++kept;
+        return true;
+    });
     if (!ok) return {errc::corrupt, "malformed records in batch"};
     const int32_t dropped = h->record_count - kept;
     if (kept == 0) return dropped;
@@ -152,26 +205,21 @@ result<int32_t> filter_batch(bytes_view batch, const std::function<bool(const re
                    batch.begin() + static_cast<ptrdiff_t>(h->size_bytes()));
         return 0;
     }
-    const size_t at = out.size();
-    out.insert(out.end(), batch.begin(), batch.begin() + static_cast<ptrdiff_t>(batch_header_size));
-    out.insert(out.end(), kept_records.begin(), kept_records.end());
-    uint8_t* p = out.data() + at;
-    const size_t size = batch_header_size + kept_records.size();
-    store_be<int32_t>(p + batch_length_offset, static_cast<int32_t>(size - batch_log_overhead));
-    store_be<int32_t>(p + batch_record_count_offset, kept);
     // A LogAppendTime batch carries the broker's time in max_timestamp; keep it.
-    if (h->ts_type() == timestamp_type::create_time)
-        store_be<int64_t>(p + batch_max_timestamp_offset, max_ts);
-    store_crc(p, size);
+    const bool create = h->ts_type() == timestamp_type::create_time;
+    if (auto r = append_rebuilt(out, batch, kept_records, kept, h->codec(), std::nullopt,
+                                create ? std::optional(max_ts) : std::nullopt);
+        !r)
+        return r.err();
     return dropped;
 }
 
 namespace {
 
 // Returns the largest record timestamp; on a record's fault, `bad` is its index.
-result<int64_t> check_records(bytes_view batch, const batch_header& h, const batch_limits& lim,
+result<int64_t> check_records(bytes_view records, const batch_header& h, const batch_limits& lim,
                               int32_t& bad) {
-    cursor c{batch.data() + batch_header_size, batch.data() + batch.size()};
+    cursor c{records.data(), records.data() + records.size()};
     int64_t max_ts = no_record_timestamp;
     for (int32_t i = 0; i < h.record_count; ++i) {
         bad = i;
@@ -234,17 +282,25 @@ result<std::vector<validated_batch>> validate_batches(bytes_view payload, const 
                                                h->size_bytes(), rest.size())};
         bytes_view batch = rest.first(h->size_bytes());
         if (!batch_crc_ok(batch)) return {errc::corrupt, "record batch CRC mismatch"};
-        if (h->codec() != compression::none)
-            return {errc::unsupported,
-                    fmt::format("compression codec {} is not supported yet",
-                                static_cast<int>(h->codec()))};
+        if (!is_known_compression(h->attributes & batch_header::codec_mask))
+            return {errc::unsupported, fmt::format("compression codec {} is unknown",
+                                                   h->attributes & batch_header::codec_mask)};
+        if (h->codec() == compression::zstd && !lim.allow_zstd)
+            return {errc::unsupported, "zstd batches need Produce v7 or later"};
         if (h->is_control()) return {errc::invalid_record, "producers may not write control batches"};
         if (h->record_count <= 0 || h->last_offset_delta != h->record_count - 1)
             return {errc::invalid_record,
                     fmt::format("record count {} does not match last offset delta {}",
                                 h->record_count, h->last_offset_delta)};
+        bytes scratch;
+        auto records = batch_records(batch, *h, scratch, lim.max_decompressed_bytes);
+        if (!records) {
+            // Kafka refuses records it cannot read as invalid (InvalidRecordException).
+            if (records.code() == errc::corrupt) return {errc::invalid_record, records.err().message};
+            return records.err();
+        }
         int32_t bad = -1;
-        auto max_ts = check_records(batch, *h, lim, bad);
+        auto max_ts = check_records(*records, *h, lim, bad);
         if (!max_ts) {
             if (fault && bad >= 0) fault->record_index = records_before + bad;
             return max_ts.err();
@@ -273,6 +329,36 @@ void set_create_time(uint8_t* batch, size_t size, int64_t max_timestamp) {
     store_be<int16_t>(batch + batch_attributes_offset, create);
     store_be<int64_t>(batch + batch_max_timestamp_offset, max_timestamp);
     store_crc(batch, size);
+}
+
+result<bytes> recompress_batches(bytes_view payload, std::vector<validated_batch>& batches,
+                                 compression target, std::optional<int> level,
+                                 size_t max_batch_bytes) {
+    bytes out;
+    out.reserve(payload.size());
+    for (auto& vb : batches) {
+        const bytes_view batch = payload.subspan(vb.position, vb.header.size_bytes());
+        const size_t at = out.size();
+        if (vb.header.codec() == target) {
+            out.insert(out.end(), batch.begin(), batch.end());
+        } else {
+            bytes scratch;
+            auto records = batch_records(batch, vb.header, scratch);
+            if (!records) return records.err();
+            if (auto r = append_rebuilt(out, batch, *records, vb.header.record_count, target,
+                                        level, std::nullopt);
+                !r)
+                return r.err();
+        }
+        vb.position = at;
+        vb.header = *read_batch_header(bytes_view(out).subspan(at));
+        if (vb.header.size_bytes() > max_batch_bytes)
+            return {errc::too_large,
+                    fmt::format("record batch is {} bytes as {} (the topic's compression.type), "
+                                "above max.message.bytes {}",
+                                vb.header.size_bytes(), compression_name(target), max_batch_bytes)};
+    }
+    return out;
 }
 
 }  // namespace sluice::protocol

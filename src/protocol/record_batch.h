@@ -17,6 +17,7 @@
 
 #include "common/result.h"
 #include "common/types.h"
+#include "protocol/compression.h"
 
 namespace sluice::protocol {
 
@@ -32,7 +33,6 @@ constexpr size_t batch_log_overhead = 12;
 // be, as in Kafka.
 constexpr int64_t no_record_timestamp = -1;
 
-enum class compression : uint8_t { none = 0, gzip = 1, snappy = 2, lz4 = 3, zstd = 4 };
 enum class timestamp_type : uint8_t { create_time = 0, log_append_time = 1 };
 
 struct batch_header {
@@ -52,7 +52,8 @@ struct batch_header {
 
     size_t size_bytes() const { return batch_log_overhead + static_cast<size_t>(batch_length); }
     int64_t last_offset() const { return base_offset + last_offset_delta; }
-    compression codec() const { return static_cast<compression>(attributes & 0x7); }
+    compression codec() const { return static_cast<compression>(attributes & codec_mask); }
+    static constexpr int16_t codec_mask = 0x7;
     timestamp_type ts_type() const {
         return (attributes & 0x8) ? timestamp_type::log_append_time : timestamp_type::create_time;
     }
@@ -73,6 +74,11 @@ struct batch_limits {
     // Compacted topics: a record without a key could never be compacted away, so it is
     // refused (invalid_record), as Kafka does.
     bool require_keys = false;
+    // What a compressed batch may decompress to (compression.h's decompressed_limit).
+    size_t max_decompressed_bytes = min_decompressed_limit;
+    // Kafka takes zstd from Produce v7 on (KIP-110): older requests get
+    // UNSUPPORTED_COMPRESSION_TYPE.
+    bool allow_zstd = true;
 };
 
 struct validated_batch {
@@ -91,13 +97,14 @@ struct batch_fault {
     std::optional<int32_t> record_index;
 };
 
-// Checks every batch of a produce payload: framing and lengths, magic 2, CRC,
-// compression (only none is accepted for now), record framing, record count and
-// offset deltas, keys on compacted topics. Header fields producers leave unset are
-// taken as Kafka takes them: max_timestamp is recomputed (set_create_time below), the
-// partition leader epoch and base timestamp are not checked. Errors: corrupt
-// (framing/CRC), too_large, invalid_record, unsupported (compression); `fault`, when
-// given, says which record.
+// Checks every batch of a produce payload: framing and lengths, magic 2, CRC, the
+// codec, and, after decompressing a compressed batch as Kafka does, record framing,
+// record count and offset deltas, keys on compacted topics. Header fields producers
+// leave unset are taken as Kafka takes them: max_timestamp is recomputed
+// (set_create_time below), the partition leader epoch and base timestamp are not
+// checked. Errors: corrupt (framing/CRC), too_large (also: decompresses to more than
+// max_decompressed_bytes), invalid_record (also: does not decompress), unsupported
+// (an unknown codec, zstd when not allowed); `fault`, when given, says which record.
 result<std::vector<validated_batch>> validate_batches(bytes_view payload, const batch_limits& lim,
                                                       batch_fault* fault = nullptr);
 
@@ -117,19 +124,38 @@ struct record_view {
     std::vector<std::pair<bytes_view, std::optional<bytes_view>>> headers;
 };
 
-// Calls fn for each record of an uncompressed, already validated batch; stops when fn
-// returns false. Returns false when the records are malformed.
+// The records of a whole batch (the bytes after its header): a view into `batch` when
+// it is uncompressed, else decompressed into `scratch` (within max_out bytes).
+// Errors: as decompress() (corrupt, too_large, unsupported).
+result<bytes_view> batch_records(bytes_view batch, const batch_header& h, bytes& scratch,
+                                 size_t max_out = stored_decompressed_limit);
+
+// Calls fn for each record of an already validated batch, decompressing it first when
+// it is compressed; stops when fn returns false. Returns false when the records are
+// malformed or do not decompress.
 bool for_each_record(bytes_view batch, const std::function<bool(const record_view&)>& fn);
 
-// Compaction's rewrite of one uncompressed, validated batch: keeps the records `keep`
-// accepts and appends the result to `out`. A batch keeping every record is appended
-// byte for byte; one keeping none appends nothing. Otherwise the header is kept (base
-// offset, last offset delta, base timestamp, producer fields: each kept record keeps its
-// absolute offset and timestamp, and its bytes are copied unchanged), and record count,
+// Compaction's rewrite of one validated batch: keeps the records `keep` accepts and
+// appends the result to `out`. A batch keeping every record is appended byte for byte;
+// one keeping none appends nothing. Otherwise the header is kept (base offset, last
+// offset delta, base timestamp, producer fields, codec: each kept record keeps its
+// absolute offset and timestamp, and its bytes are copied unchanged), the kept records
+// are compressed again with the batch's codec (its default level), and record count,
 // batch length, max timestamp (CreateTime: the largest kept record's) and CRC are
 // recomputed. Returns how many records were dropped.
-// Errors: unsupported (compressed batch), corrupt (malformed records).
+// Errors: corrupt (malformed records, or they do not decompress).
 result<int32_t> filter_batch(bytes_view batch, const std::function<bool(const record_view&)>& keep,
                              bytes& out);
+
+// The append path's recompression, for a topic whose compression.type names a codec:
+// the batches of `payload` (as validate_batches returned them) whose codec is not
+// `target` get their records compressed with `target` at `level` (none: stored
+// uncompressed); the others are copied. Returns the new payload and updates each
+// batch's position and header (attributes, batch length, CRC). Errors: too_large when
+// a recompressed batch exceeds max_batch_bytes (Kafka checks max.message.bytes again
+// after recompressing).
+result<bytes> recompress_batches(bytes_view payload, std::vector<validated_batch>& batches,
+                                 compression target, std::optional<int> level,
+                                 size_t max_batch_bytes);
 
 }  // namespace sluice::protocol

@@ -1,7 +1,8 @@
 #pragma once
 
-// Reads the records of an uncompressed, validated batch one at a time without
-// allocating: what SQL scans use per row. Headers stay undecoded until asked for.
+// Reads the records of a validated batch one at a time without allocating: what SQL
+// scans use per row. It reads uncompressed records: batch_records (record_batch.h)
+// gives them, decompressing a compressed batch once. Headers stay undecoded until asked for.
 // Record layout (KIP-98): length varint | attributes i8 | timestamp_delta varlong |
 // offset_delta varint | key_length varint | key | value_length varint | value |
 // header_count varint | headers.
@@ -26,10 +27,10 @@ struct record_ref {
 
 class record_reader {
   public:
-    // `batch` holds the whole batch; `h` its header.
-    record_reader(bytes_view batch, const batch_header& h)
-        : _p(batch.data() + batch_header_size),
-          _end(batch.data() + std::min(batch.size(), h.size_bytes())),
+    // `records`: the batch's records, uncompressed (batch_records); `h` its header.
+    record_reader(bytes_view records, const batch_header& h)
+        : _p(records.data()),
+          _end(records.data() + records.size()),
           _h(h),
           _left(h.record_count) {}
 

@@ -367,17 +367,58 @@ def encode_record(offset_delta, ts_delta, key, value, headers):
     return varint(len(body)) + body
 
 
-def encode_batch(records, base_offset=0, compression=0, timestamp_type=0, corrupt_crc=False):
-    """records: list of (timestamp_ms, key, value, headers[(str, bytes)])."""
+GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
+CODEC_NAMES = {0: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+
+
+def compress(codec, data, xerial=False):
+    """Compresses records as Kafka's clients do (Debian's python3-snappy, -lz4, -zstandard);
+    snappy raw (librdkafka, kafkajs) or, with xerial, framed as the Java client writes it."""
+    if codec == GZIP:
+        return gzip.compress(data)
+    if codec == SNAPPY:
+        if xerial:
+            from kafka.codec import snappy_encode
+            return snappy_encode(data, xerial_compatible=True)
+        import snappy
+        return snappy.compress(data)
+    if codec == LZ4:
+        import lz4.frame
+        return lz4.frame.compress(data)
+    if codec == ZSTD:
+        import zstandard
+        return zstandard.ZstdCompressor().compress(data)
+    raise ValueError("codec %d" % codec)
+
+
+def decompress(codec, data):
+    if codec == GZIP:
+        return gzip.decompress(data)
+    if codec == SNAPPY:
+        from kafka.codec import snappy_decode  # raw or xerial
+        return snappy_decode(data)
+    if codec == LZ4:
+        import lz4.frame
+        return lz4.frame.decompress(data)
+    if codec == ZSTD:
+        import zstandard
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    raise AssertionError("unknown codec %d" % codec)
+
+
+def encode_batch(records, base_offset=0, compression=0, timestamp_type=0, corrupt_crc=False,
+                 xerial=False, body=None):
+    """records: list of (timestamp_ms, key, value, headers[(str, bytes)]); compression: a codec
+    (GZIP, SNAPPY, LZ4, ZSTD); body, when given, replaces the (compressed) records bytes."""
     assert records
     base_ts = records[0][0]
     max_ts = max(r[0] for r in records)
     recs = b"".join(
         encode_record(i, ts - base_ts, k, v, h) for i, (ts, k, v, h) in enumerate(records))
-    if compression == 1:
-        recs = gzip.compress(recs)
-    elif compression != 0:
-        raise ValueError("only gzip is implemented")
+    if compression:
+        recs = compress(compression, recs, xerial)
+    if body is not None:
+        recs = body
     attributes = (compression & 0x7) | (0x8 if timestamp_type else 0)
     after_crc = (i16(attributes) + i32(len(records) - 1) + i64(base_ts) + i64(max_ts)
                  + i64(-1) + i16(-1) + i32(-1) + i32(len(records)) + recs)
@@ -388,11 +429,12 @@ def encode_batch(records, base_offset=0, compression=0, timestamp_type=0, corrup
     return i64(base_offset) + i32(len(after_len)) + after_len
 
 
-def decode_batches(data, check_crc=True):
+def decode_batches(data, check_crc=True, allow_compressed=False):
     """Decode a record set (possibly ending in a partial batch) into Rec objects.
 
     Returns (records, batches) where batches is a list of dicts describing each
-    complete batch header.
+    complete batch header (its codec in "compression").  A compressed batch raises unless
+    allow_compressed, which decompresses it.
     """
     out = []
     batches = []
@@ -421,9 +463,12 @@ def decode_batches(data, check_crc=True):
         compression = attributes & 0x7
         ts_type = (attributes >> 3) & 1
         control = bool(attributes & 0x20)
-        if compression != 0:
+        if compression != 0 and not allow_compressed:
             raise AssertionError("broker returned a compressed batch (attributes %#x)" % attributes)
+        if compression != 0:
+            r = Reader(decompress(compression, r.data[r.pos:]))
         batches.append(dict(base_offset=base_offset, count=count, attributes=attributes,
+                            compression=compression,
                             last_offset_delta=last_offset_delta, base_timestamp=base_ts,
                             max_timestamp=max_ts, producer_id=producer_id, control=control))
         for _ in range(count):

@@ -127,11 +127,10 @@ def test_records_near_1mib_everywhere(broker_factory, topic_name):
 
 
 def test_librdkafka_gzip_producer_falls_back_to_uncompressed(broker, topic_name):
-    """librdkafka 2.0.2 only compresses (gzip/snappy/lz4) when the broker advertises Produce v0,
+    """librdkafka 2.0.2 only compresses gzip/snappy/lz4 when the broker advertises Produce v0-v2,
     which Sluice (Produce v3-9) does not: it logs "Broker does not support compression type gzip:
     not compressing batch" and sends uncompressed.  So a librdkafka user with compression.type=gzip
-    still works.  The UNSUPPORTED_COMPRESSION_TYPE answer itself is tested with kafkajs
-    (test_kafkajs.py) and with raw requests (test_raw_produce_errors_keep_connection)."""
+    still works.  Compressed batches themselves are tested in test_compression.py."""
     H.create_topic(broker.bootstrap, topic_name, 1)
     gz = Producer(H.producer_conf(broker.bootstrap, **{"compression.type": "gzip"}))
     d = H.produce_one(gz, topic_name, b"gz", b"a" * 5000, partition=0)
@@ -468,8 +467,10 @@ def test_raw_produce_errors_keep_connection(broker, topic_name):
 
     with K.Conn(broker.bootstrap) as conn:
         good(conn, 0)
-        p = K.produce_v3(conn, topic_name, 0, K.encode_batch([(ts, b"gz", b"a" * 5000, [])], compression=1))
-        assert p["error"] == K.UNSUPPORTED_COMPRESSION_TYPE, p
+        # A gzip body that does not decompress: INVALID_RECORD, and the connection goes on.
+        p = K.produce_v3(conn, topic_name, 0, K.encode_batch([(ts, b"gz", b"a" * 5000, [])], compression=1,
+                                                             body=b"not gzip"))
+        assert p["error"] == K.INVALID_RECORD, p
         good(conn, 1)
         p = K.produce_v3(conn, small, 0, K.encode_batch([(ts, b"big", b"b" * 20000, [])]))
         assert p["error"] == K.MESSAGE_TOO_LARGE, p

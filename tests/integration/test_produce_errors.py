@@ -58,8 +58,13 @@ def test_refusals_say_why_and_name_the_record(broker, topic_name):
         err, msg, recs = refusal(produce_v9(conn, topic_name, 3, good))
         assert (err, msg) == (K.UNKNOWN_TOPIC_OR_PARTITION, "topic %s has no partition 3" % topic_name)
         err, msg, recs = refusal(produce_v9(conn, topic_name, 0, K.encode_batch([(ts, b"gz", b"z", [])],
-                                                                            compression=1)))
-        assert (err, msg) == (K.UNSUPPORTED_COMPRESSION_TYPE, "compression codec 1 is not supported yet")
+                                                                            compression=1, body=b"\x1f\x8b\x08")))
+        assert (err, msg) == (K.INVALID_RECORD, "gzip batch does not decompress: truncated")
+        bad_codec = bytearray(K.encode_batch([(ts, b"k", b"v", [])]))
+        bad_codec[22] |= 0x6  # codec 6: none that Kafka has
+        bad_codec[17:21] = K.crc32c(bytes(bad_codec[21:])).to_bytes(4, "big")
+        err, msg, recs = refusal(produce_v9(conn, topic_name, 0, bytes(bad_codec)))
+        assert (err, msg) == (K.UNSUPPORTED_COMPRESSION_TYPE, "compression codec 6 is unknown")
 
         ok = produce_v9(conn, topic_name, 0, good)
         assert (ok["error"], ok["base_offset"], ok["message"]) == (0, 0, None), ok

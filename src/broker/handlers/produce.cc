@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "common/clock.h"
@@ -19,6 +21,13 @@ error_code to_error(errc e) {
         case errc::io_error: return error_code::kafka_storage_error;
         default: return error_code::unknown_server_error;
     }
+}
+
+// A topic whose compression.type names a codec stores every batch with it: true when
+// one of `batches` has another (Kafka recompresses those on append).
+bool needs_codec(const std::vector<protocol::validated_batch>& batches, protocol::compression c) {
+    return std::any_of(batches.begin(), batches.end(),
+                       [&](const auto& vb) { return vb.header.codec() != c; });
 }
 
 // Shared by the durability and expansion callbacks and the timeout of one request.
@@ -73,6 +82,8 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     protocol::batch_limits lim;
     lim.max_batch_bytes = t->log_cfg.max_message_bytes;
     lim.require_keys = t->log_cfg.compact;
+    lim.max_decompressed_bytes = protocol::decompressed_limit(lim.max_batch_bytes);
+    lim.allow_zstd = ctx.version() >= 7;
     protocol::batch_fault fault;
     auto batches = protocol::validate_batches(*pd.records, lim, &fault);
     if (!batches)
@@ -95,7 +106,16 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     // The batches as they sit in the request, which append patches (offsets, times):
     // decoding gave a view into `body`, and the request's bytes are the handler's.
     const auto at = static_cast<size_t>(pd.records->data() - body.data());
-    auto info = plog->append(body.subspan(at, pd.records->size()), *batches, now_ms());
+    std::span<uint8_t> payload = body.subspan(at, pd.records->size());
+    bytes recompressed;
+    if (const auto& target = t->log_cfg.compression; target && needs_codec(*batches, *target)) {
+        auto r = protocol::recompress_batches(payload, *batches, *target,
+                                              t->log_cfg.compression_level, lim.max_batch_bytes);
+        if (!r) return fail(to_error(r.code()), r.err().message);
+        recompressed = std::move(*r);
+        payload = recompressed;
+    }
+    auto info = plog->append(payload, *batches, now_ms());
     if (!info) return fail(to_error(info.code()), info.err().message);
     out.base_offset = info->base_offset;
     out.log_append_time_ms = info->log_append_time;

@@ -117,10 +117,26 @@ TEST(topic_config, accepted_and_stored_keys) {
 TEST(topic_config, compression_type) {
     expect_ok("compression.type", "producer");
     expect_ok("compression.type", "uncompressed");
-    for (auto codec : {"gzip", "snappy", "lz4", "zstd"}) {
-        expect_bad("compression.type", codec, "not supported yet");
-    }
-    expect_bad("compression.type", "brotli", "must be 'producer' or 'uncompressed'");
+    for (auto codec : {"gzip", "snappy", "lz4", "zstd"}) expect_ok("compression.type", codec);
+    expect_bad("compression.type", "brotli",
+               "must be 'producer', 'uncompressed', 'gzip', 'snappy', 'lz4' or 'zstd'");
+    expect_bad("compression.type", "none", "must be");  // Kafka's topic config has no 'none'
+}
+
+TEST(topic_config, compression_levels_take_kafkas_ranges) {
+    for (auto v : {"-1", "1", "9"}) expect_ok("compression.gzip.level", v);
+    expect_bad("compression.gzip.level", "0", "must be -1 (the default) or in [1, 9]");
+    for (auto v : {"10", "-2", "5 "}) expect_bad("compression.gzip.level", v, "in [-1, 9]");
+    EXPECT_EQ(topic_config_type("compression.gzip.level"), 3);  // INT, as Kafka's
+    expect_ok("compression.lz4.level", "17");
+    expect_bad("compression.lz4.level", "18", "in [1, 17]");
+    expect_bad("compression.lz4.level", "0", "in [1, 17]");
+    expect_ok("compression.zstd.level", "-131072");
+    expect_ok("compression.zstd.level", "22");
+    expect_bad("compression.zstd.level", "23", "in [-131072, 22]");
+    EXPECT_EQ(find_topic_config_def("compression.zstd.level")->default_value, "3");
+    EXPECT_EQ(find_topic_config_def("compression.lz4.level")->default_value, "9");
+    EXPECT_EQ(find_topic_config_def("compression.gzip.level")->default_value, "-1");
 }
 
 TEST(topic_config, validate_many_reports_first_bad_key) {

@@ -15,6 +15,7 @@
 #include "log/cleaner_files.h"
 #include "log/log_start.h"
 #include "log_test_util.h"
+#include "support/compressed_batch.h"
 
 namespace sluice::log {
 namespace {
@@ -101,6 +102,50 @@ class compaction_test : public ::testing::Test {
     log_config cfg;
     std::unique_ptr<log_manager> mgr;
 };
+
+TEST_F(compaction_test, compressed_batches_are_compacted_and_keep_their_codec) {
+    open();
+    auto put_z = [&](const std::vector<test_record>& recs, protocol::compression c) {
+        append_durable(*mgr, p(), testing::compress_batch(build_batch(recs), c),
+                       recs.front().timestamp);
+    };
+    put_z({kv("a", "a1", t0), kv("b", "b1", t0), kv("c", "c1", t0)}, protocol::compression::zstd);
+    put_z({kv("a", "a2", t0 + 1), kv("b", "b2", t0 + 1)}, protocol::compression::lz4);
+    put_z({kv("c", "c2", t0 + 2)}, protocol::compression::snappy);
+    put_z({kv("d", "d1", t0 + 3)}, protocol::compression::gzip);  // active
+    auto st = compact(t0 + 10);
+    EXPECT_EQ(st.partitions_failed, 0u);
+    EXPECT_EQ(st.records_removed, 3);  // a1, b1, c1
+    const std::vector<rec> want = {{3, "a", "a2"}, {4, "b", "b2"}, {5, "c", "c2"}, {6, "d", "d1"}};
+    EXPECT_EQ(read_all(), want);
+    // The batch that lost every record is gone; the others kept their codecs.
+    auto r = p()->read(0, 1 << 20, false);
+    ASSERT_TRUE(r.ok());
+    auto hs = test::batches_of(r->data);
+    ASSERT_FALSE(hs.empty());
+    EXPECT_EQ(hs[0].base_offset, 3);
+    EXPECT_EQ(hs[0].codec(), protocol::compression::lz4);
+    reopen(false);
+    EXPECT_EQ(read_all(), want);
+}
+
+TEST_F(compaction_test, a_compressed_batch_losing_some_records_is_recompressed) {
+    open();
+    append_durable(*mgr, p(),
+                   testing::compress_batch(build_batch({kv("a", "a1", t0), kv("b", "b1", t0)}),
+                                           protocol::compression::zstd),
+                   t0);
+    put({kv("a", "a2", t0 + 1)});
+    put({kv("z", "z1", t0 + 2)});  // active
+    EXPECT_EQ(compact(t0 + 10).records_removed, 1);
+    auto r = p()->read(0, 1 << 20, false);
+    ASSERT_TRUE(r.ok());
+    auto hs = test::batches_of(r->data);
+    ASSERT_FALSE(hs.empty());
+    EXPECT_EQ(hs[0].codec(), protocol::compression::zstd);
+    EXPECT_EQ(hs[0].record_count, 1);
+    EXPECT_EQ(read_all(), (std::vector<rec>{{1, "b", "b1"}, {2, "a", "a2"}, {3, "z", "z1"}}));
+}
 
 TEST_F(compaction_test, keeps_the_latest_record_of_each_key_at_its_offset) {
     open();

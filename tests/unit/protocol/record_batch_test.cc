@@ -9,6 +9,7 @@
 #include "common/crc32c.h"
 #include "common/endian.h"
 #include "support/batch_builder.h"
+#include "support/compressed_batch.h"
 
 namespace sluice::protocol {
 namespace {
@@ -99,13 +100,14 @@ TEST(record_batch, a_record_is_bounded_only_by_its_batch) {
     EXPECT_TRUE(validate_batches(build_batch({{"k", three_mib, 0, {}}}), lim).ok());
 }
 
-TEST(record_batch, compressed_batches_are_unsupported) {
+TEST(record_batch, a_batch_marked_gzip_whose_records_are_not_is_invalid) {
     bytes b = make_batch(1, 0);
     store_be<int16_t>(b.data() + batch_attributes_offset, 1);  // gzip
     fix_crc(b);
     auto r = validate_batches(b, {});
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.code(), errc::unsupported);
+    EXPECT_EQ(r.code(), errc::invalid_record);
+    EXPECT_EQ(r.err().message.rfind("gzip batch does not decompress", 0), 0u) << r.err().message;
 }
 
 TEST(record_batch, wrong_magic_count_or_deltas_are_invalid_records) {
@@ -302,14 +304,129 @@ TEST(filter_batch, log_append_time_batches_keep_their_max_timestamp) {
     EXPECT_TRUE(batch_crc_ok(out));
 }
 
-TEST(filter_batch, compressed_batches_are_refused) {
-    bytes b = build_batch({{"a", "1", 5, {}}});
-    b[batch_attributes_offset + 1] |= 0x1;  // gzip
-    bytes out;
-    auto r = filter_batch(
-        b, [](const record_view&) { return false; }, out);
+TEST(filter_batch, compressed_batches_keep_their_codec_and_records) {
+    const bytes plain = build_batch({{"a", "1", 5, {{"h", "x"}}}, {"b", "2", 6, {}}, {"a", "3", 7, {}}});
+    for (auto c : testing::all_codecs) {
+        bytes b = testing::compress_batch(plain, c);
+        bytes out;
+        auto r = filter_batch(
+            b, [](const record_view& v) { return v.offset != 0; }, out);
+        ASSERT_TRUE(r.ok()) << r.err().message;
+        EXPECT_EQ(*r, 1);
+        auto h = *read_batch_header(out);
+        EXPECT_EQ(h.codec(), c);
+        EXPECT_EQ(h.record_count, 2);
+        EXPECT_EQ(h.max_timestamp, 7);
+        EXPECT_TRUE(batch_crc_ok(out));
+        std::vector<std::pair<int64_t, std::string>> seen;
+        ASSERT_TRUE(for_each_record(out, [&](const record_view& v) {
+            seen.emplace_back(v.offset, std::string(v.value->begin(), v.value->end()));
+            return true;
+        }));
+        EXPECT_EQ(seen, (std::vector<std::pair<int64_t, std::string>>{{1, "2"}, {2, "3"}}));
+    }
+}
+
+TEST(record_batch, compressed_batches_validate_and_read_back) {
+    const bytes plain = build_batch({{"k1", "v1", 10, {{"h", "x"}}}, {std::nullopt, "v2", 25, {}}});
+    for (auto c : testing::all_codecs) {
+        bytes b = testing::compress_batch(plain, c);
+        auto v = validate_batches(b, {});
+        ASSERT_TRUE(v.ok()) << compression_name(c) << ": " << v.err().message;
+        EXPECT_EQ((*v)[0].header.codec(), c);
+        EXPECT_EQ((*v)[0].max_record_timestamp, 25);
+        std::vector<std::string> values;
+        ASSERT_TRUE(for_each_record(b, [&](const record_view& r) {
+            values.emplace_back(r.value->begin(), r.value->end());
+            EXPECT_EQ(r.headers.size(), r.offset == 0 ? 1u : 0u);
+            return true;
+        }));
+        EXPECT_EQ(values, (std::vector<std::string>{"v1", "v2"}));
+    }
+}
+
+TEST(record_batch, compressed_records_are_checked_like_plain_ones) {
+    // Offset delta 5 for the second record, inside the compressed bytes.
+    bytes plain = build_batch({{"a", "1", 5, {}}, {"b", "2", 6, {}}});
+    bytes bad_delta = plain;
+    // The second record: length, attributes, timestamp delta 1, offset delta 1 -> 5.
+    const size_t second = batch_header_size + 1 + plain[batch_header_size] / 2;
+    ASSERT_EQ(bad_delta[second + 3], 2);  // zigzag(1)
+    bad_delta[second + 3] = 10;           // zigzag(5)
+    for (auto c : testing::all_codecs) {
+        batch_fault fault;
+        auto r = validate_batches(testing::compress_batch(bad_delta, c), {}, &fault);
+        ASSERT_FALSE(r.ok()) << compression_name(c);
+        EXPECT_EQ(r.code(), errc::invalid_record);
+        EXPECT_EQ(fault.record_index, 1);
+        // A record count above what the compressed bytes hold.
+        bytes more = testing::compress_batch(plain, c);
+        store_be<int32_t>(more.data() + batch_record_count_offset, 3);
+        store_be<int32_t>(more.data() + 23, 2);  // last offset delta
+        fix_crc(more);
+        EXPECT_EQ(validate_batches(more, {}).code(), errc::invalid_record) << compression_name(c);
+    }
+}
+
+TEST(record_batch, batches_that_do_not_decompress_or_decompress_too_far_are_refused) {
+    const bytes plain = make_batch(200, 1000, 1000);  // ~200 KB of repetitive values
+    bytes junk(100, 0x5a);
+    for (auto c : testing::all_codecs) {
+        auto r = validate_batches(testing::with_body(plain, junk, c), {});
+        ASSERT_FALSE(r.ok()) << compression_name(c);
+        EXPECT_EQ(r.code(), errc::invalid_record) << compression_name(c);
+        EXPECT_NE(r.err().message.find("does not decompress"), std::string::npos);
+        batch_limits lim;
+        lim.max_decompressed_bytes = 100 * 1000;
+        auto bomb = validate_batches(testing::compress_batch(plain, c), lim);
+        ASSERT_FALSE(bomb.ok()) << compression_name(c);
+        EXPECT_EQ(bomb.code(), errc::too_large) << compression_name(c);
+    }
+    bytes unknown = plain;
+    unknown[batch_attributes_offset + 1] |= 0x5;
+    fix_crc(unknown);
+    EXPECT_EQ(validate_batches(unknown, {}).code(), errc::unsupported);
+    batch_limits no_zstd;
+    no_zstd.allow_zstd = false;
+    EXPECT_EQ(validate_batches(testing::compress_batch(plain, compression::zstd), no_zstd).code(),
+              errc::unsupported);
+    EXPECT_TRUE(validate_batches(testing::compress_batch(plain, compression::lz4), no_zstd).ok());
+}
+
+TEST(recompress_batches, batches_of_other_codecs_get_the_target_codec) {
+    bytes payload = build_batch({{"a", "1", 5, {}}, {"b", "2", 6, {}}});
+    testing::append_to(payload, testing::compress_batch(make_batch(3, 100), compression::gzip));
+    testing::append_to(payload, testing::compress_batch(make_batch(2, 200), compression::zstd));
+    for (auto target : {compression::zstd, compression::none, compression::snappy}) {
+        auto v = *validate_batches(payload, {});
+        auto out = recompress_batches(payload, v, target, std::nullopt, 1 << 20);
+        ASSERT_TRUE(out.ok()) << out.err().message;
+        auto again = validate_batches(*out, {});
+        ASSERT_TRUE(again.ok()) << again.err().message;
+        ASSERT_EQ(again->size(), 3u);
+        int n = 0;
+        for (size_t i = 0; i < 3; ++i) {
+            EXPECT_EQ((*again)[i].header.codec(), target);
+            EXPECT_EQ(v[i].position, (*again)[i].position);  // positions updated
+            EXPECT_EQ(v[i].header.crc, (*again)[i].header.crc);
+            ASSERT_TRUE(for_each_record(
+                bytes_view(*out).subspan(v[i].position, v[i].header.size_bytes()),
+                [&](const record_view&) {
+                    ++n;
+                    return true;
+                }));
+        }
+        EXPECT_EQ(n, 7);
+    }
+    // A batch that grows past max.message.bytes once recompressed is too large.
+    const bytes big = testing::compress_batch(make_batch(50, 100, 1000), compression::zstd);
+    auto v = *validate_batches(big, {});
+    auto r = recompress_batches(big, v, compression::none, std::nullopt, 10000);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.code(), errc::unsupported);
+    EXPECT_EQ(r.code(), errc::too_large);
+    EXPECT_NE(r.err().message.find("as none (the topic's compression.type), above max.message.bytes 10000"),
+              std::string::npos)
+        << r.err().message;
 }
 
 TEST(record_batch, keyless_records_are_refused_when_keys_are_required) {

@@ -12,6 +12,7 @@
 #include "sql/topic_table.h"
 #include "sql_test_util.h"
 #include "support/batch_builder.h"
+#include "support/compressed_batch.h"
 
 namespace sluice::sql::test {
 namespace {
@@ -56,9 +57,12 @@ struct topic_fixture : ::testing::Test {
     // Appends one batch and waits until it is durable (visible to SQL).
     offset_t produce(const std::string& topic, int32_t p, const std::vector<test_record>& recs,
                      timestamp_ms now = 1000) {
+        return produce_bytes(topic, p, build_batch(recs), now);
+    }
+    offset_t produce_bytes(const std::string& topic, int32_t p, bytes payload,
+                           timestamp_ms now = 1000) {
         auto* pl = logs->get(topic, p);
         EXPECT_NE(pl, nullptr);
-        bytes payload = build_batch(recs);
         auto v = protocol::validate_batches(payload, {});
         EXPECT_TRUE(v);
         auto r = pl->append(std::span<uint8_t>(payload), *v, now);
@@ -99,6 +103,32 @@ TEST_F(topic_fixture, every_column_of_every_record) {
                     "SELECT typeof(key), typeof(value), typeof(timestamp_broker) "
                     "FROM kafka_topics.orders WHERE partition = 0 AND offset = 0"),
               (rows{{"blob", "blob", "integer"}}));
+}
+
+TEST_F(topic_fixture, compressed_batches_read_like_plain_ones) {
+    create_topic("z", 1);
+    int64_t ts = 5000;
+    for (auto c : sluice::testing::all_codecs) {
+        const std::string n(protocol::compression_name(c));
+        produce_bytes("z", 0,
+                      sluice::testing::compress_batch(
+                          build_batch({{n + "-k", R"({"codec":")" + n + R"("})", ts, {{"h", n}}},
+                                       {std::nullopt, std::nullopt, ts + 1, {}}}),
+                          c));
+        ts += 10;
+    }
+    EXPECT_EQ(query(*sess,
+                    "SELECT offset, timestamp_producer, key, value ->> '$.codec', headers "
+                    "FROM kafka_topics.z WHERE value IS NOT NULL ORDER BY offset"),
+              (rows{{"0", "5000", "gzip-k", "gzip", R"([{"key":"h","value":"gzip"}])"},
+                    {"2", "5010", "snappy-k", "snappy", R"([{"key":"h","value":"snappy"}])"},
+                    {"4", "5020", "lz4-k", "lz4", R"([{"key":"h","value":"lz4"}])"},
+                    {"6", "5030", "zstd-k", "zstd", R"([{"key":"h","value":"zstd"}])"}}));
+    // A time predicate looks records up inside the compressed batches.
+    EXPECT_EQ(query(*sess, "SELECT offset FROM kafka_topics.z WHERE timestamp_producer >= 5021"),
+              (rows{{"5"}, {"6"}, {"7"}}));
+    EXPECT_EQ(query(*sess, "SELECT count(*) FROM kafka_topics.z WHERE offset BETWEEN 3 AND 6"),
+              (rows{{"4"}}));
 }
 
 TEST_F(topic_fixture, offsets_and_partitions_narrow_the_scan) {
