@@ -95,6 +95,11 @@ class catalog {
     // Changes whenever a credential, policy or attachment changes.
     uint64_t security_generation() const { return _security_generation.load(); }
 
+    // Idempotent producers: a new producer id, committed before it is returned, so that
+    // no id is ever given twice, across restarts and crashes too (ids start at 0).
+    // Errors: io_error, corrupt (the stored counter is not a number).
+    result<int64_t> allocate_producer_id();
+
     std::vector<topic_info> list_topics() const;  // ordered by name (bytewise)
     std::optional<topic_info> find_topic(const std::string& name) const;
     std::optional<topic_info> find_topic(const uuid& id) const;
