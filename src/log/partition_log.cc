@@ -219,7 +219,7 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     auto w = write_batches(cfg, bytes_view(payload.data(), payload.size()), batches, base, next,
                            now, t, log_append_time ? now : no_timestamp);
     if (!w) return w.err();
-    note_producers(batches, base);
+    note_producers(batches, base, t);
     // Small appends go to the journal too, so the flusher need not fsync this partition
     // for them. Without it (too big, no journal, or it failed) the files must be fsynced.
     bool journaled = false;
@@ -438,6 +438,7 @@ size_t partition_log::memory_bytes() const {
         n +=
             sizeof(state) + _st->dir.native().capacity() + _st->segments.capacity() * sizeof(void*);
         for (const auto& s : _st->segments) n += s->memory_bytes();
+        n += _st->producers.memory_bytes();
     }
     return n;
 }

@@ -195,8 +195,11 @@ class partition_log {
         // Writeback started (flusher) up to this byte of the segment at kick_base.
         offset_t kick_base = -1;
         int64_t kick_pos = 0;
-        // Idempotent producers' sequences and epochs (producer_state.h).
+        // Idempotent producers' sequences and epochs (producer_state.h), and the offset
+        // the snapshot file covers (-1: none known).
         producer_state producers;
+        offset_t snapshot_at = -1;
+        timestamp_ms producers_swept = 0;  // when expired producers were last dropped
     };
 
     // What a trim did.
@@ -254,10 +257,11 @@ class partition_log {
     sequence_check check_producers(const std::vector<protocol::validated_batch>& batches,
                                    timestamp_ms now) const;
     // Records appended batches whose offsets start at base. _mu held.
-    void note_producers(const std::vector<protocol::validated_batch>& batches, offset_t base);
+    void note_producers(const std::vector<protocol::validated_batch>& batches, offset_t base,
+                        timestamp_ms now);
     void note_producers(bytes_view data) const;  // batches carrying their offsets
-    // Writes the producer snapshot as of the log end (docs/formats/producer-snapshot.md):
-    // at a roll, after a trim, at shutdown. _mu held.
+    // Writes the producer snapshot as of the log end (docs/formats/producer-snapshot.md)
+    // unless the file is current: at a roll and at shutdown. _mu held.
     result<void> save_producer_snapshot() const;
 
     // --- trimming (partition_log_retention.cc) ---

@@ -46,6 +46,7 @@ result<void> partition_log::load_producers() const {
     if (auto snap = read_snapshot(_st->dir, who); snap && snap->second <= end) {
         _st->producers = std::move(snap->first);
         from = snap->second;
+        _st->snapshot_at = from;
     } else if (snap) {
         // The log lost its tail (a disk that dropped acknowledged data): batches past
         // the end must not be remembered.
@@ -56,6 +57,7 @@ result<void> partition_log::load_producers() const {
         from = end;
     }
     size_t scanned = 0;
+    const timestamp_ms now = now_ms();
     for (auto& seg : _st->segments) {
         if (seg->end_offset() <= from) continue;
         int64_t pos = static_cast<int64_t>(file_header_size);
@@ -77,12 +79,12 @@ result<void> partition_log::load_producers() const {
                                                    scan.position(), scan.reason())};
             const auto& h = scan.header();
             if (h.base_offset < from || h.producer_id < 0) continue;
-            _st->producers.apply(h, h.base_offset);
+            _st->producers.apply(h, h.base_offset, now);
             ++scanned;
         }
     }
     _st->producers.evict_below(_lso.load());
-    _st->producers.expire(now_ms(), _ctx->producer_id_expiration_ms);
+    _st->producers.expire(now, _ctx->producer_id_expiration_ms);
     if (scanned > 0)
         log_info("storage", "{}: producer state rebuilt from {} batches after offset {}", who,
                  scanned, from);
@@ -93,17 +95,24 @@ sequence_check partition_log::check_producers(const std::vector<protocol::valida
                                               timestamp_ms now) const {
     const auto& h = batches.front().header;
     if (h.producer_id < 0) return {};
-    _st->producers.expire_one(h.producer_id, now, _ctx->producer_id_expiration_ms);
+    const int64_t ttl = _ctx->producer_id_expiration_ms;
+    // Producers that went silent are swept now and then (a tenth of the expiry apart),
+    // so that a partition fed by short-lived producers does not grow without bound.
+    if (now - _st->producers_swept >= ttl / 10) {
+        _st->producers.expire(now, ttl);
+        _st->producers_swept = now;
+    }
+    _st->producers.expire_one(h.producer_id, now, ttl);
     return _st->producers.check(h);
 }
 
 void partition_log::note_producers(const std::vector<protocol::validated_batch>& batches,
-                                   offset_t base) {
+                                   offset_t base, timestamp_ms now) {
     for (const auto& b : batches) {
         if (b.header.producer_id >= 0) {
             auto h = b.header;
             h.max_timestamp = b.max_record_timestamp;  // as stored
-            _st->producers.apply(h, base);
+            _st->producers.apply(h, base, now);
         }
         base += b.header.last_offset_delta + 1;
     }
@@ -113,29 +122,32 @@ void partition_log::note_producers(bytes_view data) const {
     for (size_t pos = 0; pos + protocol::batch_header_size <= data.size();) {
         auto h = protocol::read_batch_header(data.subspan(pos));
         if (!h) return;
-        if (h->producer_id >= 0) _st->producers.apply(*h, h->base_offset);
+        if (h->producer_id >= 0) _st->producers.apply(*h, h->base_offset, now_ms());
         pos += h->size_bytes();
     }
 }
 
 result<void> partition_log::save_producer_snapshot() const {
-    // A partition that never had an idempotent producer writes no file (200,000 of them
-    // would be 200,000 files for nothing), unless one is there to be replaced.
+    if (_st->snapshot_at == _leo.load()) return {};  // the file is current
+    // Written even when no producer is known, so that the next load need not scan the
+    // log to find that out. No fsync: the snapshot only saves the scan. A file that a
+    // crash left torn fails its CRC and the log is scanned; an older one that is whole
+    // covers fewer batches, and the scan starts there. Everything it holds is in the
+    // log too, except producers whose batches compaction or retention removed, which
+    // the log keeps (each one's last batch) or forgets anyway (below the log start).
     const fs::path dst = _st->dir / snapshot_name;
     std::error_code ec;
-    if (_st->producers.empty() && !fs::exists(dst, ec)) return {};
-    _st->producers.expire(now_ms(), _ctx->producer_id_expiration_ms);
     const bytes data = _st->producers.encode(_leo.load());
     const fs::path tmp = _st->dir / fmt::format("{}.tmp", snapshot_name);
     {
         auto f = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
         if (!f) return f.err();
         if (auto r = write_exact(**f, data.data(), data.size(), 0); !r) return r;
-        if (auto r = sync_data(**f); !r) return r;
     }
     fs::rename(tmp, dst, ec);
     if (ec) return io_error_from_errno("rename", tmp, ec.value());
-    return sync_dir(_st->dir);
+    _st->snapshot_at = _leo.load();
+    return {};
 }
 
 result<std::vector<producer_entry>> partition_log::producers(timestamp_ms now) const {

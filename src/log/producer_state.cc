@@ -70,7 +70,7 @@ sequence_check producer_state::check(const protocol::batch_header& h) const {
     return out;
 }
 
-void producer_state::apply(const protocol::batch_header& h, offset_t base) {
+void producer_state::apply(const protocol::batch_header& h, offset_t base, timestamp_ms seen) {
     producer_entry& e = _entries[h.producer_id];
     e.producer_id = h.producer_id;
     if (h.producer_epoch != e.epoch) {
@@ -81,6 +81,7 @@ void producer_state::apply(const protocol::batch_header& h, offset_t base) {
     e.batches.push_back({h.base_sequence, last_sequence(h.base_sequence, h.last_offset_delta),
                          base, base + h.last_offset_delta});
     e.last_timestamp = h.max_timestamp;
+    e.last_seen = seen;
 }
 
 void producer_state::evict_below(offset_t log_start) {
@@ -92,12 +93,12 @@ void producer_state::evict_below(offset_t log_start) {
 
 void producer_state::expire(timestamp_ms now, int64_t expiration_ms) {
     std::erase_if(_entries,
-                  [&](const auto& kv) { return now - kv.second.last_timestamp >= expiration_ms; });
+                  [&](const auto& kv) { return now - kv.second.last_seen >= expiration_ms; });
 }
 
 void producer_state::expire_one(int64_t producer_id, timestamp_ms now, int64_t expiration_ms) {
     auto it = _entries.find(producer_id);
-    if (it != _entries.end() && now - it->second.last_timestamp >= expiration_ms)
+    if (it != _entries.end() && now - it->second.last_seen >= expiration_ms)
         _entries.erase(it);
 }
 
@@ -121,7 +122,7 @@ namespace {
 constexpr uint32_t snapshot_magic = 0x534C5053;  // "SLPS"
 constexpr uint16_t snapshot_version = 1;
 constexpr size_t head_size = 4 + 2 + 2 + 8 + 4;
-constexpr size_t entry_size = 8 + 2 + 8 + 1;
+constexpr size_t entry_size = 8 + 2 + 8 + 8 + 1;
 constexpr size_t batch_size = 4 + 4 + 8 + 8;
 
 template <typename T>
@@ -145,6 +146,7 @@ bytes producer_state::encode(offset_t offset) const {
         put<int64_t>(out, id);
         put<int16_t>(out, e.epoch);
         put<int64_t>(out, e.last_timestamp);
+        put<int64_t>(out, e.last_seen);
         put<uint8_t>(out, static_cast<uint8_t>(e.batches.size()));
         for (const auto& b : e.batches) {
             put<int32_t>(out, b.first_seq);
@@ -178,7 +180,8 @@ result<std::pair<producer_state, offset_t>> producer_state::decode(bytes_view da
         e.producer_id = load_be<int64_t>(p + pos);
         e.epoch = load_be<int16_t>(p + pos + 8);
         e.last_timestamp = load_be<int64_t>(p + pos + 10);
-        const size_t n = p[pos + 18];
+        e.last_seen = load_be<int64_t>(p + pos + 18);
+        const size_t n = p[pos + 26];
         pos += entry_size;
         if (n == 0 || n > producer_batches_kept || body - pos < n * batch_size)
             return bad("bad batch count");

@@ -44,7 +44,11 @@ struct producer_batch {
 struct producer_entry {
     int64_t producer_id = -1;
     int16_t epoch = -1;
-    timestamp_ms last_timestamp = -1;  // the last batch's max_timestamp, as Kafka keeps it
+    timestamp_ms last_timestamp = -1;  // the last batch's max_timestamp (DescribeProducers)
+    // Broker time of the last batch (of the load, for batches found in the log), which
+    // expiry goes by: producer timestamps may lie far in the past (replayed history) and
+    // would expire a live producer at once.
+    timestamp_ms last_seen = -1;
     // Oldest first, at most producer_batches_kept.
     std::vector<producer_batch> batches;
 
@@ -61,13 +65,14 @@ class producer_state {
   public:
     // What the batch with this header (producer_id >= 0) is, given the table.
     sequence_check check(const protocol::batch_header& h) const;
-    // Records an appended batch whose offsets are [base, base + last_offset_delta].
-    void apply(const protocol::batch_header& h, offset_t base);
+    // Records an appended batch whose offsets are [base, base + last_offset_delta],
+    // seen at broker time `seen`.
+    void apply(const protocol::batch_header& h, offset_t base, timestamp_ms seen);
 
     // Forgets producers whose last batch lies wholly below the log start (retention,
     // DeleteRecords), as Kafka does; their next batch is then from an unknown producer.
     void evict_below(offset_t log_start);
-    // Forgets producers whose last batch is at least expiration_ms older than now.
+    // Forgets producers whose last batch came at least expiration_ms before now.
     void expire(timestamp_ms now, int64_t expiration_ms);
     // Forgets one producer when it expired (check() then sees it as unknown).
     void expire_one(int64_t producer_id, timestamp_ms now, int64_t expiration_ms);

@@ -94,11 +94,18 @@ def test_state_survives_restart_and_kill9(broker, topic_name):
         # Enough batches to roll segments (and write snapshots on the way).
         for s in range(60):
             assert I.produce(conn, topic_name, pid, 0, s, [b"x" * 100 + v(s)], ts)["base_offset"] == s
-    for how in ("stop", "kill9", "kill9"):
+    # The last start finds no snapshot (a data directory from before snapshots existed,
+    # or one lost): the state is rebuilt from the batch headers alone.
+    for how in ("stop", "kill9", "kill9", "no snapshot"):
         if how == "stop":
             broker.stop()
         else:
             broker.kill9()
+        if how == "no snapshot":
+            snaps = list(broker.data_dir.rglob("producer-state.snapshot"))
+            assert snaps, "no producer snapshot was written"
+            for f in snaps:
+                f.unlink()
         broker.start()
         with K.Conn(broker.bootstrap) as conn:
             last = I.produce(conn, topic_name, pid, 0, 59, [b"x" * 100 + v(59)], ts)
@@ -106,12 +113,12 @@ def test_state_survives_restart_and_kill9(broker, topic_name):
             assert I.produce(conn, topic_name, pid, 0, 61, [b"gap"], ts)["error"] == \
                 I.OUT_OF_ORDER_SEQUENCE_NUMBER, how
             assert len(I.values_in(conn, topic_name)) == 60
+        if how == "no snapshot":  # the partition loads on first use
+            assert "producer state rebuilt from 60 batches after offset 0" in broker.stderr_tail(200)
     with K.Conn(broker.bootstrap) as conn:
         assert I.produce(conn, topic_name, pid, 0, 60, [b"next"], ts)["base_offset"] == 60
         vals = I.values_in(conn, topic_name)
     assert vals == [b"x" * 100 + v(s) for s in range(60)] + [b"next"]
-    snaps = list(broker.data_dir.rglob("producer-state.snapshot"))
-    assert snaps, "no producer snapshot was written"
 
 
 def test_delete_records_forgets_producers_below_the_log_start(broker, topic_name):
@@ -165,3 +172,20 @@ def test_kafkajs_idempotent_producer(broker, topic_name):
     with K.Conn(broker.bootstrap) as conn:
         desc = I.describe_producers(conn, topic_name, [0, 1])
     assert [len(desc[p]["producers"]) for p in (0, 1)] == [1, 1]
+
+
+def test_idle_producers_expire(broker_factory, topic_name):
+    broker = broker_factory(extra_args=["--producer-id-expiration-ms", "1500"])
+    H.create_topic(broker.bootstrap, topic_name, 1)
+    ts = H.now_ms()
+    with K.Conn(broker.bootstrap) as conn:
+        pid = I.init_producer_id_v1(conn)["producer_id"]
+        assert I.produce(conn, topic_name, pid, 0, 0, [b"a"], ts)["base_offset"] == 0
+        assert I.produce(conn, topic_name, pid, 0, 1, [b"b"], ts)["base_offset"] == 1
+        assert [x["producer_id"] for x in I.describe_producers(conn, topic_name, [0])[0]["producers"]] == [pid]
+        H.wait_until("producer %d expired" % pid,
+                     lambda: I.describe_producers(conn, topic_name, [0])[0]["producers"] == [], timeout=10)
+        assert I.produce(conn, topic_name, pid, 0, 2, [b"c"], ts)["error"] == I.UNKNOWN_PRODUCER_ID
+        # The client resets its sequence; the partition takes it from 0 again.
+        assert I.produce(conn, topic_name, pid, 0, 0, [b"c"], ts)["base_offset"] == 2
+        assert I.values_in(conn, topic_name) == [b"a", b"b", b"c"]

@@ -43,7 +43,7 @@ TEST(ProducerState, FirstBatchOfUnknownProducer) {
 
 TEST(ProducerState, NextBatchAppendsAndGapIsOutOfOrder) {
     producer_state st;
-    st.apply(batch(7, 0, 0, 3), 10);  // sequences 0..2 at offsets 10..12
+    st.apply(batch(7, 0, 0, 3), 10, 0);  // sequences 0..2 at offsets 10..12
     EXPECT_EQ(st.check(batch(7, 0, 3)).verdict, sequence_verdict::append);
     EXPECT_EQ(st.check(batch(7, 0, 4)).verdict, sequence_verdict::out_of_order);
     EXPECT_EQ(st.check(batch(7, 0, 1)).verdict, sequence_verdict::out_of_order);  // overlaps
@@ -56,7 +56,7 @@ TEST(ProducerState, NextBatchAppendsAndGapIsOutOfOrder) {
 
 TEST(ProducerState, RetryOfOneOfTheLastFiveIsADuplicateWithItsOffsets) {
     producer_state st;
-    for (int i = 0; i < 6; ++i) st.apply(batch(7, 0, i * 2, 2), 100 + i * 2);
+    for (int i = 0; i < 6; ++i) st.apply(batch(7, 0, i * 2, 2), 100 + i * 2, 0);
     ASSERT_EQ(st.entries().at(7).batches.size(), producer_batches_kept);
     auto c = st.check(batch(7, 0, 4, 2));
     ASSERT_EQ(c.verdict, sequence_verdict::duplicate);
@@ -70,11 +70,11 @@ TEST(ProducerState, RetryOfOneOfTheLastFiveIsADuplicateWithItsOffsets) {
 
 TEST(ProducerState, Epochs) {
     producer_state st;
-    st.apply(batch(7, 3, 0, 2), 0);
+    st.apply(batch(7, 3, 0, 2), 0, 0);
     EXPECT_EQ(st.check(batch(7, 2, 2)).verdict, sequence_verdict::invalid_epoch);
     EXPECT_EQ(st.check(batch(7, 4, 2)).verdict, sequence_verdict::out_of_order);
     EXPECT_EQ(st.check(batch(7, 4, 0)).verdict, sequence_verdict::append);
-    st.apply(batch(7, 4, 0), 2);
+    st.apply(batch(7, 4, 0), 2, 0);
     const auto& e = st.entries().at(7);
     EXPECT_EQ(e.epoch, 4);
     ASSERT_EQ(e.batches.size(), 1u);  // the old epoch's batches are gone
@@ -84,11 +84,11 @@ TEST(ProducerState, Epochs) {
 
 TEST(ProducerState, SequenceWrapsInTheCheck) {
     producer_state st;
-    st.apply(batch(7, 0, max_seq - 1, 2), 50);  // max-1, max
+    st.apply(batch(7, 0, max_seq - 1, 2), 50, 0);  // max-1, max
     EXPECT_EQ(st.check(batch(7, 0, 0)).verdict, sequence_verdict::append);
     EXPECT_EQ(st.check(batch(7, 0, max_seq)).verdict, sequence_verdict::out_of_order);
     st = {};
-    st.apply(batch(7, 0, max_seq, 3), 50);  // max, 0, 1
+    st.apply(batch(7, 0, max_seq, 3), 50, 0);  // max, 0, 1
     EXPECT_EQ(st.entries().at(7).batches[0].last_seq, 1);
     EXPECT_EQ(st.check(batch(7, 0, 2)).verdict, sequence_verdict::append);
     EXPECT_EQ(st.check(batch(7, 0, max_seq, 3)).verdict, sequence_verdict::duplicate);
@@ -96,16 +96,18 @@ TEST(ProducerState, SequenceWrapsInTheCheck) {
 
 TEST(ProducerState, EvictExpireTruncate) {
     producer_state st;
-    st.apply(batch(1, 0, 0, 1, 1000), 0);
-    st.apply(batch(2, 0, 0, 1, 5000), 1);
-    st.apply(batch(3, 0, 0, 1, 9000), 2);
+    st.apply(batch(1, 0, 0, 1, 1000), 0, 1000);
+    st.apply(batch(2, 0, 0, 1, 5000), 1, 5000);
+    st.apply(batch(3, 0, 0, 1, 1), 2, 9000);  // an old producer timestamp
+    st.expire_one(3, 10000, 5000);  // came 1000 ago: kept
+    EXPECT_EQ(st.entries().count(3), 1u);
     st.evict_below(1);
     EXPECT_EQ(st.entries().count(1), 0u);
     EXPECT_EQ(st.check(batch(1, 0, 1)).verdict, sequence_verdict::unknown_producer);
-    st.expire(10000, 5000);  // 2 is 5000 old: gone; 3 is 1000 old
+    st.expire(10000, 5000);  // 2 came 5000 ago: gone; 3 came 1000 ago, whatever its timestamp
     EXPECT_EQ(st.entries().count(2), 0u);
     EXPECT_EQ(st.entries().count(3), 1u);
-    st.apply(batch(3, 0, 1, 1, 9000), 3);
+    st.apply(batch(3, 0, 1, 1, 9000), 3, 9000);
     st.truncate(3);
     ASSERT_EQ(st.entries().at(3).batches.size(), 1u);
     EXPECT_EQ(st.check(batch(3, 0, 1)).verdict, sequence_verdict::append);
@@ -115,9 +117,9 @@ TEST(ProducerState, EvictExpireTruncate) {
 
 TEST(ProducerSnapshot, RoundTripsAndRejectsDamage) {
     producer_state st;
-    st.apply(batch(9, 2, 0, 4, 1234), 40);
-    st.apply(batch(9, 2, 4, 1, 1300), 44);
-    st.apply(batch(11, 0, max_seq, 2, 77), 45);
+    st.apply(batch(9, 2, 0, 4, 1234), 40, 0);
+    st.apply(batch(9, 2, 4, 1, 1300), 44, 4242);
+    st.apply(batch(11, 0, max_seq, 2, 77), 45, 0);
     bytes b = st.encode(47);
     auto d = producer_state::decode(b);
     ASSERT_TRUE(d) << d.err().message;
@@ -125,6 +127,7 @@ TEST(ProducerSnapshot, RoundTripsAndRejectsDamage) {
     const auto& e = d->first.entries().at(9);
     EXPECT_EQ(e.epoch, 2);
     EXPECT_EQ(e.last_timestamp, 1300);
+    EXPECT_EQ(e.last_seen, 4242);
     ASSERT_EQ(e.batches.size(), 2u);
     EXPECT_EQ(e.batches[1].first_offset, 44);
     EXPECT_EQ(d->first.entries().at(11).batches[0].last_seq, 0);
