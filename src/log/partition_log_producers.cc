@@ -137,7 +137,7 @@ result<void> partition_log::save_producer_snapshot() const {
     // the log keeps (each one's last batch) or forgets anyway (below the log start).
     const fs::path dst = _st->dir / snapshot_name;
     std::error_code ec;
-    const bytes data = _st->producers.encode(_leo.load());
+    const bytes data = _st->producers.encode(_leo.load(), now_ms());
     const fs::path tmp = _st->dir / fmt::format("{}.tmp", snapshot_name);
     {
         auto f = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);

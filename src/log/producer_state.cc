@@ -6,6 +6,7 @@
 
 #include "common/crc32c.h"
 #include "common/endian.h"
+#include "log/file_header.h"
 
 namespace sluice::log {
 
@@ -118,10 +119,9 @@ size_t producer_state::memory_bytes() const {
 
 namespace {
 
-// docs/formats/producer-snapshot.md.
-constexpr uint32_t snapshot_magic = 0x534C5053;  // "SLPS"
-constexpr uint16_t snapshot_version = 1;
-constexpr size_t head_size = 4 + 2 + 2 + 8 + 4;
+// docs/formats/producer-snapshot.md: the file header (kind producer_snapshot, base
+// offset = the offset the snapshot covers), then the entries and a CRC of them.
+constexpr size_t count_size = 4;
 constexpr size_t entry_size = 8 + 2 + 8 + 8 + 1;
 constexpr size_t batch_size = 4 + 4 + 8 + 8;
 
@@ -134,13 +134,12 @@ void put(bytes& out, T v) {
 
 }  // namespace
 
-bytes producer_state::encode(offset_t offset) const {
-    bytes out;
-    out.reserve(head_size + _entries.size() * (entry_size + producer_batches_kept * batch_size) + 4);
-    put<uint32_t>(out, snapshot_magic);
-    put<uint16_t>(out, snapshot_version);
-    put<uint16_t>(out, 0);  // flags, none yet
-    put<int64_t>(out, offset);
+bytes producer_state::encode(offset_t offset, timestamp_ms now) const {
+    bytes out(file_header_size);
+    encode_file_header(out.data(), {file_kind::producer_snapshot, current_format_version, offset,
+                                    now});
+    out.reserve(file_header_size + count_size +
+                _entries.size() * (entry_size + producer_batches_kept * batch_size) + 4);
     put<uint32_t>(out, static_cast<uint32_t>(_entries.size()));
     for (const auto& [id, e] : _entries) {
         put<int64_t>(out, id);
@@ -155,7 +154,7 @@ bytes producer_state::encode(offset_t offset) const {
             put<int64_t>(out, b.last_offset);
         }
     }
-    put<uint32_t>(out, crc32c(out.data(), out.size()));
+    put<uint32_t>(out, crc32c(out.data() + file_header_size, out.size() - file_header_size));
     return out;
 }
 
@@ -163,16 +162,15 @@ result<std::pair<producer_state, offset_t>> producer_state::decode(bytes_view da
     auto bad = [](const std::string& why) -> error {
         return {errc::corrupt, "producer snapshot: " + why};
     };
-    if (data.size() < head_size + 4) return bad("shorter than its header");
+    auto head = decode_file_header(data, file_kind::producer_snapshot);
+    if (!head) return error{head.code(), "producer snapshot: " + head.err().message};
+    if (data.size() < file_header_size + count_size + 4) return bad("shorter than its header");
     const uint8_t* p = data.data();
-    if (load_be<uint32_t>(p) != snapshot_magic) return bad("bad magic");
-    if (auto v = load_be<uint16_t>(p + 4); v != snapshot_version)
-        return bad(fmt::format("unknown version {}", v));
     const size_t body = data.size() - 4;
-    if (load_be<uint32_t>(p + body) != crc32c(p, body)) return bad("CRC mismatch");
-    const auto offset = load_be<int64_t>(p + 8);
-    const auto count = load_be<uint32_t>(p + 16);
-    size_t pos = head_size;
+    if (load_be<uint32_t>(p + body) != crc32c(p + file_header_size, body - file_header_size))
+        return bad("CRC mismatch");
+    const auto count = load_be<uint32_t>(p + file_header_size);
+    size_t pos = file_header_size + count_size;
     producer_state st;
     for (uint32_t i = 0; i < count; ++i) {
         if (body - pos < entry_size) return bad("truncated entry");
@@ -191,7 +189,7 @@ result<std::pair<producer_state, offset_t>> producer_state::decode(bytes_view da
         st._entries[e.producer_id] = std::move(e);
     }
     if (pos != body) return bad("trailing bytes");
-    return std::pair{std::move(st), offset_t{offset}};
+    return std::pair{std::move(st), offset_t{head->base_offset}};
 }
 
 }  // namespace sluice::log

@@ -84,8 +84,8 @@ class producer_state {
     size_t memory_bytes() const;
 
     // The snapshot file's bytes (docs/formats/producer-snapshot.md): the table as of
-    // `offset` (every batch below it applied).
-    bytes encode(offset_t offset) const;
+    // `offset` (every batch below it applied), written at `now`.
+    bytes encode(offset_t offset, timestamp_ms now) const;
     // Decodes a snapshot; returns the offset it covers. Errors: corrupt (magic, version,
     // CRC, framing).
     static result<std::pair<producer_state, offset_t>> decode(bytes_view data);

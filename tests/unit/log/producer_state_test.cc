@@ -4,6 +4,9 @@
 
 #include <limits>
 
+#include "common/crc32c.h"
+#include "common/endian.h"
+
 namespace sluice::log {
 namespace {
 
@@ -120,7 +123,7 @@ TEST(ProducerSnapshot, RoundTripsAndRejectsDamage) {
     st.apply(batch(9, 2, 0, 4, 1234), 40, 0);
     st.apply(batch(9, 2, 4, 1, 1300), 44, 4242);
     st.apply(batch(11, 0, max_seq, 2, 77), 45, 0);
-    bytes b = st.encode(47);
+    bytes b = st.encode(47, 123);
     auto d = producer_state::decode(b);
     ASSERT_TRUE(d) << d.err().message;
     EXPECT_EQ(d->second, 47);
@@ -134,14 +137,21 @@ TEST(ProducerSnapshot, RoundTripsAndRejectsDamage) {
     EXPECT_EQ(d->first.check(batch(9, 2, 5)).verdict, sequence_verdict::append);
 
     bytes flipped = b;
-    flipped[25] ^= 1;
+    flipped[45] ^= 1;  // in the first entry
     EXPECT_EQ(producer_state::decode(flipped).code(), errc::corrupt);
     bytes magic = b;
     magic[0] = 'X';
     EXPECT_EQ(producer_state::decode(magic).code(), errc::corrupt);
     bytes cut(b.begin(), b.end() - 5);
     EXPECT_EQ(producer_state::decode(cut).code(), errc::corrupt);
-    EXPECT_TRUE(producer_state::decode(producer_state{}.encode(0)));
+    bytes head = b;
+    head[8] ^= 1;  // the offset, in the file header
+    EXPECT_EQ(producer_state::decode(head).code(), errc::corrupt);
+    bytes version = b;
+    version[5] = 9;  // with the header's CRC (bytes 28..31, of bytes 0..27) made right
+    store_be<uint32_t>(version.data() + 28, crc32c(version.data(), 28));
+    EXPECT_EQ(producer_state::decode(version).code(), errc::unsupported);
+    EXPECT_TRUE(producer_state::decode(producer_state{}.encode(0, 0)));
 }
 
 }  // namespace
