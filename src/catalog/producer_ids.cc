@@ -19,17 +19,14 @@ result<int64_t> catalog::allocate_producer_id() {
     if (!sel) return sel.err();
     auto row = sel->step();
     if (!row) return row.err();
-    int64_t id = 0;
-    if (*row) {
-        const std::string v = sel->column_text(0);
-        char* end = nullptr;
-        id = std::strtoll(v.c_str(), &end, 10);
-        if (v.empty() || *end != '\0' || id < 0)
-            return {errc::corrupt, fmt::format("meta next_producer_id '{}' is not a producer id", v)};
-    }
+    if (!*row) return {errc::corrupt, "the meta table has no next_producer_id"};
+    const std::string v = sel->column_text(0);
+    char* end = nullptr;
+    const int64_t id = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || id < 0)
+        return {errc::corrupt, fmt::format("meta next_producer_id '{}' is not a producer id", v)};
     auto up = _db->prepare(
-        "INSERT INTO meta (key, value) VALUES ('next_producer_id', ?1) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+        "UPDATE meta SET value = ?1 WHERE key = 'next_producer_id'");
     if (!up) return up.err();
     if (auto r = up->bind(1, std::to_string(id + 1)).run(); !r) return r.err();
     // Committed (synchronous=FULL) before the id is handed out: a crash never lets the
