@@ -25,8 +25,7 @@ result<int64_t> catalog::allocate_producer_id() {
     const int64_t id = std::strtoll(v.c_str(), &end, 10);
     if (v.empty() || *end != '\0' || id < 0)
         return {errc::corrupt, fmt::format("meta next_producer_id '{}' is not a producer id", v)};
-    auto up = _db->prepare(
-        "UPDATE meta SET value = ?1 WHERE key = 'next_producer_id'");
+    auto up = _db->prepare("UPDATE meta SET value = ?1 WHERE key = 'next_producer_id'");
     if (!up) return up.err();
     if (auto r = up->bind(1, std::to_string(id + 1)).run(); !r) return r.err();
     // Committed (synchronous=FULL) before the id is handed out: a crash never lets the

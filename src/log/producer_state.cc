@@ -14,7 +14,8 @@ int32_t last_sequence(int32_t base_sequence, int32_t last_offset_delta) {
     // As Kafka's DefaultRecordBatch.incrementSequence: past INT32_MAX the count goes on
     // from 0.
     constexpr int32_t max = std::numeric_limits<int32_t>::max();
-    if (base_sequence > max - last_offset_delta) return last_offset_delta - (max - base_sequence) - 1;
+    if (base_sequence > max - last_offset_delta)
+        return last_offset_delta - (max - base_sequence) - 1;
     return base_sequence + last_offset_delta;
 }
 
@@ -32,9 +33,10 @@ sequence_check producer_state::check(const protocol::batch_header& h) const {
         // UnknownProducerIdException) rather than leave a gap unseen.
         if (h.base_sequence != 0) {
             out.verdict = sequence_verdict::unknown_producer;
-            out.reason = fmt::format("producer {} is not known to this partition (its state was "
-                                     "removed or never existed) and sequence {} is not 0",
-                                     h.producer_id, h.base_sequence);
+            out.reason = fmt::format(
+                "producer {} is not known to this partition (its state was "
+                "removed or never existed) and sequence {} is not 0",
+                h.producer_id, h.base_sequence);
         }
         return out;
     }
@@ -79,8 +81,8 @@ void producer_state::apply(const protocol::batch_header& h, offset_t base, times
         e.epoch = h.producer_epoch;
     }
     if (e.batches.size() == producer_batches_kept) e.batches.erase(e.batches.begin());
-    e.batches.push_back({h.base_sequence, last_sequence(h.base_sequence, h.last_offset_delta),
-                         base, base + h.last_offset_delta});
+    e.batches.push_back({h.base_sequence, last_sequence(h.base_sequence, h.last_offset_delta), base,
+                         base + h.last_offset_delta});
     e.last_timestamp = h.max_timestamp;
     e.last_seen = seen;
 }
@@ -99,8 +101,7 @@ void producer_state::expire(timestamp_ms now, int64_t expiration_ms) {
 
 void producer_state::expire_one(int64_t producer_id, timestamp_ms now, int64_t expiration_ms) {
     auto it = _entries.find(producer_id);
-    if (it != _entries.end() && now - it->second.last_seen >= expiration_ms)
-        _entries.erase(it);
+    if (it != _entries.end() && now - it->second.last_seen >= expiration_ms) _entries.erase(it);
 }
 
 void producer_state::truncate(offset_t end) {
@@ -113,7 +114,8 @@ size_t producer_state::memory_bytes() const {
     // A map node: the entry plus the tree's three pointers and colour.
     size_t n = 0;
     for (const auto& [id, e] : _entries)
-        n += sizeof(producer_entry) + 4 * sizeof(void*) + e.batches.capacity() * sizeof(producer_batch);
+        n += sizeof(producer_entry) + 4 * sizeof(void*) +
+             e.batches.capacity() * sizeof(producer_batch);
     return n;
 }
 
@@ -136,8 +138,8 @@ void put(bytes& out, T v) {
 
 bytes producer_state::encode(offset_t offset, timestamp_ms now) const {
     bytes out(file_header_size);
-    encode_file_header(out.data(), {file_kind::producer_snapshot, current_format_version, offset,
-                                    now});
+    encode_file_header(out.data(),
+                       {file_kind::producer_snapshot, current_format_version, offset, now});
     out.reserve(file_header_size + count_size +
                 _entries.size() * (entry_size + producer_batches_kept * batch_size) + 4);
     put<uint32_t>(out, static_cast<uint32_t>(_entries.size()));

@@ -9,8 +9,8 @@
 // snapshot (docs/formats/producer-snapshot.md) and the batches after it.
 //
 // Memory: one entry per producer that wrote to the partition within
-// producer.id.expiration.ms; about 150 bytes each, nothing for a partition that never
-// saw an idempotent batch.
+// producer.id.expiration.ms; at most about 300 bytes each (five batches), nothing for a
+// partition that never saw an idempotent batch.
 
 #include <array>
 #include <cstdint>

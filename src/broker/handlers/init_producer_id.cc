@@ -25,9 +25,10 @@ void handle_init_producer_id(const request_context& ctx, request_body body) {
     protocol::init_producer_id_response resp;
     using protocol::error_code;
     if (req.transactional_id && !req.transactional_id->empty()) {
-        log_warn("producer", "{}: InitProducerId for transactional id '{}' refused: this broker "
-                 "has no transactions (COORDINATOR_NOT_AVAILABLE)", ctx.client(),
-                 *req.transactional_id);
+        log_warn("producer",
+                 "{}: InitProducerId for transactional id '{}' refused: this broker "
+                 "has no transactions (COORDINATOR_NOT_AVAILABLE)",
+                 ctx.client(), *req.transactional_id);
         resp.error_code = code(error_code::coordinator_not_available);
     } else if (!may_init(ctx)) {
         resp.error_code = code(error_code::cluster_authorization_failed);

@@ -102,7 +102,7 @@ TEST(ProducerState, EvictExpireTruncate) {
     st.apply(batch(1, 0, 0, 1, 1000), 0, 1000);
     st.apply(batch(2, 0, 0, 1, 5000), 1, 5000);
     st.apply(batch(3, 0, 0, 1, 1), 2, 9000);  // an old producer timestamp
-    st.expire_one(3, 10000, 5000);  // came 1000 ago: kept
+    st.expire_one(3, 10000, 5000);            // came 1000 ago: kept
     EXPECT_EQ(st.entries().count(3), 1u);
     st.evict_below(1);
     EXPECT_EQ(st.entries().count(1), 0u);
