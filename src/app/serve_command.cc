@@ -63,6 +63,7 @@ struct serve_options {
     int64_t log_cleaner_backoff_ms = 15000;
     int64_t log_cleaner_io_bytes_per_sec = 32LL << 20;
     int64_t flush_pass_interval_us = 0;
+    int64_t producer_id_expiration_ms = 24 * 60 * 60 * 1000;  // Kafka's default, one day
     std::string pg;    // PostgreSQL wire listener; empty: none
     std::string http;  // HTTP listener; empty: none
     int64_t sql_timeout_ms = 30000;
@@ -364,6 +365,7 @@ int serve(const serve_options& o) {
     log::log_manager::options log_opts{cfg.data_dir, cfg.max_open_files,
                                        o.log_cleaner_io_bytes_per_sec};
     log_opts.flush_pass_interval = std::chrono::microseconds(o.flush_pass_interval_us);
+    log_opts.producer_id_expiration_ms = o.producer_id_expiration_ms;
     log::log_manager logs(log_opts);
     net::event_loop loop;
     broker::broker b(cfg, loop, **cat, logs);
@@ -585,6 +587,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "When records arrived during a flush pass, the next pass (fsync) starts "
                     "no sooner than this after the previous one; 0: back to back")
         ->check(CLI::Range(int64_t{0}, int64_t{1000000}))
+        ->capture_default_str();
+    cmd->add_option("--producer-id-expiration-ms", o->producer_id_expiration_ms,
+                    "An idempotent producer silent this long is forgotten by each partition "
+                    "(its next batch must start a sequence again)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
         ->capture_default_str();
     cmd->add_option("--offset-metadata-max-bytes", o->groups.offset_metadata_max_bytes,
                     "Largest metadata string an offset commit may carry "

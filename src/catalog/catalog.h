@@ -34,7 +34,7 @@ class catalog {
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
-    static constexpr int64_t schema_version = 4;
+    static constexpr int64_t schema_version = 5;
 
     // Opens or creates <path> (WAL mode, synchronous=FULL: a created topic survives power
     // loss), creating or migrating the schema. Missing parent directories are created.
@@ -94,6 +94,11 @@ class catalog {
     std::optional<policy_record> find_policy(const std::string& name) const;
     // Changes whenever a credential, policy or attachment changes.
     uint64_t security_generation() const { return _security_generation.load(); }
+
+    // Idempotent producers: a new producer id, committed before it is returned, so that
+    // no id is ever given twice, across restarts and crashes too (ids start at 0).
+    // Errors: io_error, corrupt (the stored counter is not a number).
+    result<int64_t> allocate_producer_id();
 
     std::vector<topic_info> list_topics() const;  // ordered by name (bytewise)
     std::optional<topic_info> find_topic(const std::string& name) const;

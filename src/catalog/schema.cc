@@ -93,10 +93,16 @@ result<void> migrate_to_4(db& d) {
     )");
 }
 
+// Version 4 -> 5: the producer id allocator's counter (docs/formats/catalog.md).
+result<void> migrate_to_5(db& d) {
+    return d.exec("INSERT INTO meta (key, value) VALUES ('next_producer_id', '0')");
+}
+
 // migrations[v] takes a file from version v to v + 1. Append only: a released step never
 // changes, because files in the field already ran it.
 using migration = result<void> (*)(db&);
-constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4};
+constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4,
+                                    migrate_to_5};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

@@ -66,6 +66,8 @@ const char* file_kind_name(file_kind k) {
             return "append-time index";
         case file_kind::journal:
             return "journal";
+        case file_kind::producer_snapshot:
+            return "producer snapshot";
     }
     return "?";
 }

@@ -21,6 +21,7 @@ enum class file_kind : uint32_t {
     time_index = 0x534c5458,    // "SLTX": time index
     append_time = 0x534c4154,   // "SLAT": append-time index
     journal = 0x534c4a4e,       // "SLJN": sync journal (journal.md; base_offset = first sequence)
+    producer_snapshot = 0x534c5053,  // "SLPS": producer state (producer-snapshot.md)
 };
 
 constexpr size_t file_header_size = 32;

@@ -60,6 +60,7 @@ log_manager::log_manager(options opts)
     : _opts(std::move(opts)), _ctx(_opts.data_dir / "logs", _opts.max_open_files) {
     _ctx.reporter = &_reporter;
     _ctx.dirty = this;
+    _ctx.producer_id_expiration_ms = _opts.producer_id_expiration_ms;
 }
 
 log_manager::~log_manager() {

@@ -47,6 +47,8 @@ class log_manager final : private dirty_sink {
         // requests; each pass waits longer, so the median rises. 0: back to back (no
         // setting measured better on every load here; docs/benchmarks.md).
         std::chrono::microseconds flush_pass_interval{0};
+        // producer.id.expiration.ms (partition_log.h's log_context).
+        int64_t producer_id_expiration_ms = 24 * 60 * 60 * 1000;
     };
 
     // What open() found, for the start-up log line.

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "common/types.h"
 #include "protocol/record_batch.h"
@@ -39,7 +40,19 @@ struct log_config {
     topic_id id{};
 };
 
+// What the producer-state check found for an idempotent batch (producer_state.h).
+enum class sequence_verdict : uint8_t {
+    append,           // the next batch of the producer (or its first): append it
+    duplicate,        // a retry of one of the last five: answer with its first offsets
+    out_of_order,     // OUT_OF_ORDER_SEQUENCE_NUMBER: a gap, or a new epoch not at 0
+    invalid_epoch,    // INVALID_PRODUCER_EPOCH: older than the producer's epoch
+    unknown_producer  // UNKNOWN_PRODUCER_ID: not known here and not at sequence 0
+};
+
 struct append_info {
+    // Not append: nothing was appended; duplicate: the offsets are the first append's.
+    sequence_verdict verdict = sequence_verdict::append;
+    std::string reason;  // why a batch was refused
     offset_t base_offset = -1;
     offset_t last_offset = -1;
     timestamp_ms log_append_time = -1;  // -1 for CreateTime topics

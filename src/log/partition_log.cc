@@ -90,7 +90,7 @@ result<void> partition_log::load() const {
         log_warn("storage", "{}-{}: repaired on load: {}", _topic->name, _partition,
                  sum.describe());
     settle_log_start(files->log_start);
-    return {};
+    return load_producers();
 }
 
 // Sets the offsets of a freshly loaded log. Everything found on disk is durable:
@@ -160,6 +160,10 @@ result<void> partition_log::roll_segment(timestamp_ms now) {
     }
     log_debug("storage", "{}-{}: rolled segment {} at offset {}", _topic->name, _partition,
               seg->base_offset(), _leo.load());
+    // Recovery then scans only the segments after the snapshot. A failed write costs a
+    // longer scan at the next load, not data.
+    if (auto r = save_producer_snapshot(); !r)
+        log_warn("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
     return add_segment(now);
 }
 
@@ -180,6 +184,14 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     std::lock_guard lk(_mu);
     if (auto r = ensure_loaded(); !r) return r.err();
     const offset_t base = _leo.load();
+    // The sequence check and the offset assignment are one step under _mu.
+    if (auto c = check_producers(batches, now); c.verdict != sequence_verdict::append) {
+        append_info out{c.verdict, std::move(c.reason)};
+        out.base_offset = c.original.first_offset;
+        out.last_offset = c.original.last_offset;
+        out.log_start_offset = _lso.load();
+        return out;
+    }
     offset_t next = base;
     size_t covered = 0;
     for (const auto& b : batches) {
@@ -207,6 +219,7 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     auto w = write_batches(cfg, bytes_view(payload.data(), payload.size()), batches, base, next,
                            now, t, log_append_time ? now : no_timestamp);
     if (!w) return w.err();
+    note_producers(batches, base, t);
     // Small appends go to the journal too, so the flusher need not fsync this partition
     // for them. Without it (too big, no journal, or it failed) the files must be fsynced.
     bool journaled = false;
@@ -220,7 +233,12 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     // answer; the flusher makes it durable.
     _leo.store(next);
     if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
-    return append_info{base, next - 1, log_append_time ? now : -1, _lso.load()};
+    append_info out;
+    out.base_offset = base;
+    out.last_offset = next - 1;
+    out.log_append_time = log_append_time ? now : -1;
+    out.log_start_offset = _lso.load();
+    return out;
 }
 
 result<void> partition_log::write_batches(const log_config& cfg, bytes_view payload,
@@ -284,6 +302,7 @@ result<size_t> partition_log::append_replayed(bytes_view data, offset_t base,
                                no_timestamp);
         !r)
         return r.err();
+    note_producers(data.subspan(from));
     ++_st->unjournaled;  // it is not in the new journal: the files must be fsynced
     _leo.store(next);
     if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
@@ -419,6 +438,7 @@ size_t partition_log::memory_bytes() const {
         n +=
             sizeof(state) + _st->dir.native().capacity() + _st->segments.capacity() * sizeof(void*);
         for (const auto& s : _st->segments) n += s->memory_bytes();
+        n += _st->producers.memory_bytes();
     }
     return n;
 }
@@ -502,6 +522,7 @@ result<void> partition_log::save_for_shutdown() {
     if (!_st || _st->failed || !active()) return {};
     active()->add_final_time_entry();
     if (auto r = active()->save_append_times(); !r) return r;
+    if (auto r = save_producer_snapshot(); !r) return r;
     return active()->save_indexes();
 }
 

@@ -30,6 +30,7 @@
 #include "log/io_throttle.h"
 #include "log/journal.h"
 #include "log/log_types.h"
+#include "log/producer_state.h"
 #include "log/recovery.h"
 #include "log/segment.h"
 
@@ -58,6 +59,9 @@ struct log_context {
     // the flusher need not fsync their partitions (log_manager.h, journal.h).
     journal* shared_journal = nullptr;
     size_t journal_max_append = 0;
+    // producer.id.expiration.ms: a producer silent this long is forgotten (Kafka's
+    // default, one day).
+    int64_t producer_id_expiration_ms = 24 * 60 * 60 * 1000;
 };
 
 struct topic_state;
@@ -141,6 +145,10 @@ class partition_log {
     // first and last times of O(log segments) segment files, then one file whole.
     result<offset_t> offset_for_append_time(timestamp_ms ts) const;
 
+    // The idempotent producers this partition knows (DescribeProducers), expired ones
+    // dropped first. Loads the partition.
+    result<std::vector<producer_entry>> producers(timestamp_ms now) const;
+
     // Offsets and sizes at one instant, for system tables. Loads the partition.
     struct summary {
         offset_t log_start_offset = 0;
@@ -187,6 +195,11 @@ class partition_log {
         // Writeback started (flusher) up to this byte of the segment at kick_base.
         offset_t kick_base = -1;
         int64_t kick_pos = 0;
+        // Idempotent producers' sequences and epochs (producer_state.h), and the offset
+        // the snapshot file covers (-1: none known).
+        producer_state producers;
+        offset_t snapshot_at = -1;
+        timestamp_ms producers_swept = 0;  // when expired producers were last dropped
     };
 
     // What a trim did.
@@ -234,6 +247,22 @@ class partition_log {
     // a cache, or the file's first and last entries; loads the segment's entries only
     // when the file cannot tell (`load` false: no_timestamp's then, as unknown). _mu held.
     result<std::optional<append_time_bounds>> segment_append_bounds(size_t i, bool load) const;
+
+    // --- idempotent producers (partition_log_producers.cc) ---
+    // Rebuilds the producer table: the snapshot, then the batch headers after it (all of
+    // them without a usable snapshot). _mu held, segments loaded.
+    result<void> load_producers() const;
+    // The verdict for an append of `batches` (one batch when it has a producer id: the
+    // handler checks that). _mu held.
+    sequence_check check_producers(const std::vector<protocol::validated_batch>& batches,
+                                   timestamp_ms now) const;
+    // Records appended batches whose offsets start at base. _mu held.
+    void note_producers(const std::vector<protocol::validated_batch>& batches, offset_t base,
+                        timestamp_ms now);
+    void note_producers(bytes_view data) const;  // batches carrying their offsets
+    // Writes the producer snapshot as of the log end (docs/formats/producer-snapshot.md)
+    // unless the file is current: at a roll and at shutdown. _mu held.
+    result<void> save_producer_snapshot() const;
 
     // --- trimming (partition_log_retention.cc) ---
     state* loaded_state();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -32,6 +33,9 @@ struct partition_log::clean_plan {
     offset_t log_start = 0;
     double ratio = 0;
     bool forced = false;
+    // The base offsets of each idempotent producer's last batch: kept whole, so that a
+    // rebuild of the producer state from the log finds every producer's last sequence.
+    std::set<offset_t> producer_last;
 };
 
 namespace {
@@ -118,6 +122,8 @@ result<bool> partition_log::plan_clean(const log_config& cfg, timestamp_ms now, 
     }
     const offset_t hw = _leo.load();
     plan.log_start = _lso.load();
+    for (const auto& [id, e] : _st->producers.entries())
+        if (const producer_batch* b = e.last()) plan.producer_last.insert(b->first_offset);
     const auto& segs = _st->segments;
     // The active segment is never cleaned (appends go there), nor what a reader may not
     // see yet, nor segments holding records newer than min.compaction.lag.ms.
@@ -252,9 +258,17 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
                 return true;
             };
             const size_t at = kept.size();
-            auto d = protocol::filter_batch(b, keep, kept);
-            if (!d) return result<void>(d.err());
-            removed += *d;
+            // Each idempotent producer's last batch stays whole: the producer state
+            // rebuilt from the log needs its sequence range (Kafka keeps its header).
+            const bool last_of_producer =
+                h.producer_id >= 0 && plan.producer_last.contains(h.base_offset);
+            if (last_of_producer) {
+                kept.insert(kept.end(), b.begin(), b.end());
+            } else {
+                auto d = protocol::filter_batch(b, keep, kept);
+                if (!d) return result<void>(d.err());
+                removed += *d;
+            }
             if (kept.size() > at) {
                 kept_batches.emplace_back(
                     *protocol::read_batch_header(bytes_view(kept).subspan(at)), at);

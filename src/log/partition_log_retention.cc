@@ -72,6 +72,8 @@ result<partition_log::trim_result> partition_log::advance_start(state& st, offse
         const auto end = segs.begin() + static_cast<ptrdiff_t>(n);
         gone.assign(std::make_move_iterator(segs.begin()), std::make_move_iterator(end));
         segs.erase(segs.begin(), end);
+        // As Kafka: a producer whose batches all lie below the start is forgotten.
+        st.producers.evict_below(out.log_start);
     }
     // Outside _mu: no reader can find these segments any more, and one that already took
     // a data file keeps reading it (an unlinked file lives while it is open).

@@ -28,6 +28,8 @@ constexpr std::pair<api_key, int16_t> first_flexible[] = {
     {api_key::delete_groups, 2},
     {api_key::describe_cluster, 0},
     {api_key::delete_records, 2},
+    {api_key::init_producer_id, 2},
+    {api_key::describe_producers, 0},
     {api_key::alter_configs, 2},
     {api_key::create_partitions, 2},
     {api_key::incremental_alter_configs, 1},

@@ -28,6 +28,7 @@ enum class api_key : int16_t {
     create_topics = 19,
     delete_topics = 20,
     delete_records = 21,
+    init_producer_id = 22,
     alter_configs = 33,
     sasl_authenticate = 36,
     create_partitions = 37,
@@ -37,6 +38,7 @@ enum class api_key : int16_t {
     describe_user_scram_credentials = 50,
     alter_user_scram_credentials = 51,
     describe_cluster = 60,
+    describe_producers = 61,
 };
 
 // The first version of each API that uses flexible encoding (compact types and tagged

@@ -43,6 +43,10 @@ std::string_view error_name(error_code e) {
         case error_code::invalid_request: return "INVALID_REQUEST";
         case error_code::policy_violation: return "POLICY_VIOLATION";
         case error_code::unsupported_for_message_format: return "UNSUPPORTED_FOR_MESSAGE_FORMAT";
+        case error_code::out_of_order_sequence_number: return "OUT_OF_ORDER_SEQUENCE_NUMBER";
+        case error_code::duplicate_sequence_number: return "DUPLICATE_SEQUENCE_NUMBER";
+        case error_code::invalid_producer_epoch: return "INVALID_PRODUCER_EPOCH";
+        case error_code::unknown_producer_id: return "UNKNOWN_PRODUCER_ID";
         case error_code::invalid_config: return "INVALID_CONFIG";
         case error_code::transactional_id_authorization_failed:
             return "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";

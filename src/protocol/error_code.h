@@ -45,6 +45,10 @@ enum class error_code : int16_t {
     invalid_request = 42,  // request well-formed but meaningless
     policy_violation = 44,
     unsupported_for_message_format = 43,
+    out_of_order_sequence_number = 45,  // a gap in an idempotent producer's sequence
+    duplicate_sequence_number = 46,     // never sent: a retry gets its first offsets
+    invalid_producer_epoch = 47,        // a batch from an older epoch than the producer's
+    unknown_producer_id = 59,           // the partition no longer knows the producer
     non_empty_group = 68,  // delete of a group that still has members
     group_id_not_found = 69,
     transactional_id_authorization_failed = 53,

@@ -17,6 +17,7 @@ constexpr std::array<std::string_view, action_count> action_names = {
     "KafkaRead",         "KafkaWrite",    "KafkaCreate",
     "KafkaDelete",       "KafkaDescribe", "KafkaDescribeConfigs",
     "KafkaAlterConfigs", "KafkaAlter",    "KafkaClusterAction",
+    "KafkaIdempotentWrite",
 };
 
 constexpr std::string_view resource_prefix = "sluice:";

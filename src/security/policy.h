@@ -26,8 +26,9 @@ enum class action : uint8_t {
     alter_configs,
     alter,
     cluster_action,
+    idempotent_write,  // InitProducerId without a transactional id, on the cluster
 };
-inline constexpr size_t action_count = 9;
+inline constexpr size_t action_count = 10;
 std::string_view action_name(action a);  // "KafkaRead", ...
 std::optional<action> parse_action(std::string_view name);
 

@@ -45,6 +45,9 @@ def main():
     # json: expansion_helpers' JSON events (keys and values, no headers), for tests of
     # expansions; crash: the records test_crash.py checks byte for byte.
     ap.add_argument("--values", choices=["crash", "json"], default="crash")
+    # Idempotence on (test_idempotence_crash.py): the producer outlives broker restarts,
+    # retrying for up to a minute, and flushes everything before it exits.
+    ap.add_argument("--idempotent", action="store_true")
     args = ap.parse_args()
 
     out = sys.stdout.buffer
@@ -62,6 +65,7 @@ def main():
         "message.timeout.ms": 10000,
         "reconnect.backoff.ms": 100,
         "reconnect.backoff.max.ms": 500,
+        **({"enable.idempotence": True, "message.timeout.ms": 60000} if args.idempotent else {}),
     }))
     seq = args.start_seq
     end = time.monotonic() + args.seconds
@@ -89,7 +93,7 @@ def main():
             chunk = b"".join(acked)
             del acked[:]
             write_all(out.fileno(), chunk)
-    p.flush(5)
+    p.flush(60 if args.idempotent else 5)
     if acked:
         write_all(out.fileno(), b"".join(acked))
 

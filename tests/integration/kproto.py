@@ -407,9 +407,11 @@ def decompress(codec, data):
 
 
 def encode_batch(records, base_offset=0, compression=0, timestamp_type=0, corrupt_crc=False,
-                 xerial=False, body=None):
+                 xerial=False, body=None, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                 transactional=False):
     """records: list of (timestamp_ms, key, value, headers[(str, bytes)]); compression: a codec
-    (GZIP, SNAPPY, LZ4, ZSTD); body, when given, replaces the (compressed) records bytes."""
+    (GZIP, SNAPPY, LZ4, ZSTD); body, when given, replaces the (compressed) records bytes; the
+    producer fields make an idempotent (or, with transactional, a transactional) batch."""
     assert records
     base_ts = records[0][0]
     max_ts = max(r[0] for r in records)
@@ -419,9 +421,10 @@ def encode_batch(records, base_offset=0, compression=0, timestamp_type=0, corrup
         recs = compress(compression, recs, xerial)
     if body is not None:
         recs = body
-    attributes = (compression & 0x7) | (0x8 if timestamp_type else 0)
+    attributes = (compression & 0x7) | (0x8 if timestamp_type else 0) | (0x10 if transactional else 0)
     after_crc = (i16(attributes) + i32(len(records) - 1) + i64(base_ts) + i64(max_ts)
-                 + i64(-1) + i16(-1) + i32(-1) + i32(len(records)) + recs)
+                 + i64(producer_id) + i16(producer_epoch) + i32(base_sequence) + i32(len(records))
+                 + recs)
     crc = crc32c(after_crc)
     if corrupt_crc:
         crc ^= 0xDEADBEEF

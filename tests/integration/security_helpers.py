@@ -58,7 +58,7 @@ SCRAM_IDS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 SCRAM_HASH = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
 
 ALL_ACTIONS = ("KafkaRead", "KafkaWrite", "KafkaCreate", "KafkaDelete", "KafkaDescribe", "KafkaDescribeConfigs",
-               "KafkaAlterConfigs", "KafkaAlter", "KafkaClusterAction")
+               "KafkaAlterConfigs", "KafkaAlter", "KafkaClusterAction", "KafkaIdempotentWrite")
 # Which actions imply another one (spec: Read/Write/Delete/Alter imply Describe,
 # AlterConfigs implies DescribeConfigs).
 IMPLIED_BY = {"KafkaDescribe": ("KafkaRead", "KafkaWrite", "KafkaDelete", "KafkaAlter"),

@@ -316,6 +316,16 @@ def msg_to_dict(m):
                 headers=m.headers(), timestamp_type=tstype, timestamp=ts)
 
 
+def high_watermarks(bootstrap, topic, partitions):
+    """{partition: high watermark}, asked of the broker (not cached)."""
+    c = make_consumer(bootstrap)
+    try:
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+                for p in range(partitions)}
+    finally:
+        c.close()
+
+
 def consume_all(bootstrap, topic, expected_counts, timeout=60.0, consumer=None):
     """Read partitions {p: n} from the beginning until partition EOF at offset n.
 

@@ -21,9 +21,10 @@ INT32_MIN = -(2 ** 31)
 ALL_TOPIC_OPS = {ACLOperation.READ, ACLOperation.WRITE, ACLOperation.CREATE, ACLOperation.DELETE,
                  ACLOperation.ALTER, ACLOperation.DESCRIBE, ACLOperation.DESCRIBE_CONFIGS,
                  ACLOperation.ALTER_CONFIGS}
-# Kafka's cluster operations but IDEMPOTENT_WRITE (the broker has no idempotent producers).
+# Kafka's cluster operations.
 ALL_CLUSTER_OPS = {ACLOperation.CREATE, ACLOperation.ALTER, ACLOperation.DESCRIBE,
-                   ACLOperation.CLUSTER_ACTION, ACLOperation.DESCRIBE_CONFIGS, ACLOperation.ALTER_CONFIGS}
+                   ACLOperation.CLUSTER_ACTION, ACLOperation.DESCRIBE_CONFIGS, ACLOperation.ALTER_CONFIGS,
+                   ACLOperation.IDEMPOTENT_WRITE}
 
 
 def operations(bits):

@@ -19,6 +19,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError, Producer
 
+import idempotence_helpers as I
 import kproto as K
 import security_helpers as S
 import sluice_helpers as H
@@ -79,10 +80,16 @@ ROWS = {
     "describecluster": [("KafkaDescribe", CLUSTER)],
     "describescram": [("KafkaDescribe", CLUSTER)],
     "alterscram": [("KafkaAlter", CLUSTER)],
+    # InitProducerId without a transactional id: IdempotentWrite on the cluster, or Write
+    # on any topic (KIP-679); refused with CLUSTER_AUTHORIZATION_FAILED either way.
+    "initproducerid": [("KafkaIdempotentWrite", CLUSTER)],
+    "initproducerid-topic": [("KafkaWrite", topic_res(t("initproducerid-topic")))],
+    "describeproducers": [("KafkaRead", topic_res(t("describeproducers")))],
 }
 # CreateTopics answers TOPIC_AUTHORIZATION_FAILED per topic even when the grant in
 # question is Create on the cluster (as Kafka does).
-CODE_OVERRIDE = {"createtopics-cluster": S.TOPIC_AUTHORIZATION_FAILED}
+CODE_OVERRIDE = {"createtopics-cluster": S.TOPIC_AUTHORIZATION_FAILED,
+                 "initproducerid-topic": S.CLUSTER_AUTHORIZATION_FAILED}
 
 
 def resource_kind(res):
@@ -204,7 +211,8 @@ def c(b):
     ctx = b.ctx
     admin = ctx.admin_creds()
     for name in ["produce", "fetch", "listoffsets", "metadata", "offsetcommit", "offsetfetch", "offsetdelete",
-                 "describeconfigs", "alterconfigs", "deletetopics", "deleterecords", "createpartitions"]:
+                 "describeconfigs", "alterconfigs", "deletetopics", "deleterecords", "createpartitions",
+                 "initproducerid-topic", "describeproducers"]:
         S.create_topic(ctx.sasl, admin, t(name), 1)
     for name in ["mx-meta-a", "mx-meta-b", "mx-meta-c", "mx-meta-long", "mx-dyn"]:
         S.create_topic(ctx.sasl, admin, name, 1)
@@ -513,7 +521,24 @@ def chk_alterscram(c, user, expect):
     assert e.code == S.SASL_AUTHENTICATION_FAILED, e
 
 
+def chk_initproducerid(c, user, expect):
+    with c.conn(user) as conn:
+        r = I.init_producer_id_v1(conn)
+    if expect:
+        assert (r["error"], r["producer_id"]) == (expect, -1), r
+    else:
+        assert r["error"] == 0 and r["producer_id"] >= 0 and r["epoch"] == 0, r
+
+
+def chk_describeproducers(c, user, expect):
+    with c.conn(user) as conn:
+        r = I.describe_producers(conn, t("describeproducers"), [0])[0]
+    assert r["error"] == (expect or 0) and r["producers"] == [], r
+
+
 CHECKS = {
+    "initproducerid": chk_initproducerid, "initproducerid-topic": chk_initproducerid,
+    "describeproducers": chk_describeproducers,
     "produce": chk_produce, "fetch": chk_fetch, "listoffsets": chk_listoffsets, "metadata": chk_metadata,
     "offsetcommit": chk_offsetcommit, "offsetfetch": chk_offsetfetch, "findcoordinator": chk_findcoordinator,
     "joingroup": chk_joingroup, "describegroups": chk_describegroups, "deletegroups": chk_deletegroups,

@@ -28,7 +28,7 @@ namespace {
 
 // Kafka's AclOperation codes (READ 3 ... ALTER_CONFIGS 11) for the operations Kafka
 // defines on each resource type. UNKNOWN (0), ANY (1) and ALL (2) are never set in an
-// answer, and neither is IDEMPOTENT_WRITE (12): this broker has no idempotent producers.
+// answer.
 struct operation_bit {
     security::action act;
     int bit;
@@ -42,7 +42,8 @@ constexpr operation_bit group_bits[] = {
     {action::read, 3}, {action::delete_, 6}, {action::describe, 8}};
 constexpr operation_bit cluster_bits[] = {
     {action::create, 5}, {action::alter, 7}, {action::describe, 8},
-    {action::cluster_action, 9}, {action::describe_configs, 10}, {action::alter_configs, 11}};
+    {action::cluster_action, 9}, {action::describe_configs, 10}, {action::alter_configs, 11},
+    {action::idempotent_write, 12}};
 
 std::span<const operation_bit> bits_for(security::resource_kind kind) {
     switch (kind) {

@@ -36,6 +36,8 @@ void handle_alter_configs(const request_context& ctx, request_body body);
 void handle_incremental_alter_configs(const request_context& ctx, request_body body);
 void handle_create_partitions(const request_context& ctx, request_body body);
 void handle_delete_records(const request_context& ctx, request_body body);
+void handle_init_producer_id(const request_context& ctx, request_body body);
+void handle_describe_producers(const request_context& ctx, request_body body);
 void handle_sasl_handshake(const request_context& ctx, request_body body);
 void handle_sasl_authenticate(const request_context& ctx, request_body body);
 void handle_describe_user_scram_credentials(const request_context& ctx, request_body body);

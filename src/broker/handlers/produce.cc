@@ -30,6 +30,31 @@ bool needs_codec(const std::vector<protocol::validated_batch>& batches, protocol
                        [&](const auto& vb) { return vb.header.codec() != c; });
 }
 
+error_code sequence_error(log::sequence_verdict v) {
+    switch (v) {
+        case log::sequence_verdict::out_of_order: return error_code::out_of_order_sequence_number;
+        case log::sequence_verdict::invalid_epoch: return error_code::invalid_producer_epoch;
+        case log::sequence_verdict::unknown_producer: return error_code::unknown_producer_id;
+        default: return error_code::unknown_server_error;
+    }
+}
+
+// Why an idempotent batch is malformed (nullopt: it is not, or is not idempotent). As
+// Kafka, such a request carries exactly one batch per partition, so that a retry is
+// recognized batch for batch.
+std::optional<std::string> idempotence_error(const protocol::batch_header& h, size_t batches) {
+    if (h.producer_id < 0) return std::nullopt;
+    if (batches != 1)
+        return fmt::format("a produce from idempotent producer {} carries {} batches for one "
+                           "partition; exactly one is allowed",
+                           h.producer_id, batches);
+    if (h.producer_epoch < 0 || h.base_sequence < 0)
+        return fmt::format("idempotent batch of producer {} has epoch {} and sequence {}; "
+                           "neither may be negative",
+                           h.producer_id, h.producer_epoch, h.base_sequence);
+    return std::nullopt;
+}
+
 // Shared by the durability and expansion callbacks and the timeout of one request.
 struct pending_produce {
     request_context ctx;
@@ -98,10 +123,8 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
         if (vb.header.is_transactional())
             return fail(error_code::transactional_id_authorization_failed,
                         "transactions are not supported by this broker");
-        if (vb.header.producer_id >= 0)
-            return fail(error_code::cluster_authorization_failed,
-                        "idempotent producers are not supported by this broker; "
-                        "set enable.idempotence=false");
+        if (auto why = idempotence_error(vb.header, batches->size()))
+            return fail(error_code::invalid_record, *why);
     }
     // The batches as they sit in the request, which append patches (offsets, times):
     // decoding gave a view into `body`, and the request's bytes are the handler's.
@@ -117,6 +140,21 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     }
     auto info = plog->append(payload, *batches, now_ms());
     if (!info) return fail(to_error(info.code()), info.err().message);
+    if (info->verdict == log::sequence_verdict::duplicate) {
+        // A retry of a batch already appended: its first answer, and nothing appended
+        // (Kafka answers NONE with the original offsets).
+        log_info("produce",
+                 "{}: {}-{}: duplicate batch from producer {}; answered with its offsets {}..{}",
+                 ctx.client(), topic, pd.index, batches->front().header.producer_id,
+                 info->base_offset, info->last_offset);
+        out.base_offset = info->base_offset;
+        out.log_start_offset = info->log_start_offset;
+        // The first append may not be durable yet: acks=-1 waits for it all the same.
+        last_offset = info->last_offset;
+        return plog;
+    }
+    if (info->verdict != log::sequence_verdict::append)
+        return fail(sequence_error(info->verdict), info->reason);
     out.base_offset = info->base_offset;
     out.log_append_time_ms = info->log_append_time;
     out.log_start_offset = info->log_start_offset;

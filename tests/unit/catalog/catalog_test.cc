@@ -313,3 +313,54 @@ TEST_F(catalog_test, concurrent_creates_and_reads) {
 
 }  // namespace
 }  // namespace sluice::catalog
+
+namespace sluice::catalog {
+namespace {
+
+class producer_id_test : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        std::string tmpl = (fs::path(::testing::TempDir()) / "producer_id_test.XXXXXX").string();
+        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+        _dir = tmpl;
+    }
+    void TearDown() override { fs::remove_all(_dir); }
+    fs::path _dir;
+};
+
+TEST_F(producer_id_test, ids_ascend_and_are_never_given_twice_across_opens) {
+    const fs::path path = _dir / "catalog.db";
+    {
+        auto c = catalog::open(path);
+        ASSERT_TRUE(c.ok()) << c.err().message;
+        EXPECT_EQ(*(*c)->allocate_producer_id(), 0);
+        EXPECT_EQ(*(*c)->allocate_producer_id(), 1);
+    }
+    auto c = catalog::open(path);
+    ASSERT_TRUE(c.ok()) << c.err().message;
+    EXPECT_EQ(*(*c)->allocate_producer_id(), 2);
+}
+
+TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
+    const fs::path path = _dir / "catalog.db";
+    {
+        auto c = catalog::open(path);
+        ASSERT_TRUE(c.ok()) << c.err().message;
+    }
+    // What version 4 left: no counter.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "DELETE FROM meta WHERE key = 'next_producer_id'; "
+                           "PRAGMA user_version = 4",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    auto c = catalog::open(path);
+    ASSERT_TRUE(c.ok()) << c.err().message;
+    EXPECT_EQ(*(*c)->allocate_producer_id(), 0);
+    EXPECT_EQ(*(*c)->allocate_producer_id(), 1);
+}
+
+}  // namespace
+}  // namespace sluice::catalog

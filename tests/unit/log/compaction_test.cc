@@ -434,3 +434,47 @@ TEST(io_throttle, keeps_the_average_under_the_budget) {
 
 }  // namespace
 }  // namespace sluice::log
+
+namespace sluice::log {
+namespace {
+
+// Kafka keeps each idempotent producer's last batch through compaction, so that its
+// sequence is known after the producer state is rebuilt from the log. Here the batch is
+// kept whole (all its records).
+TEST_F(compaction_test, keeps_each_idempotent_producers_last_batch) {
+    open();
+    sluice::testing::batch_options opt;
+    opt.producer_id = 5;
+    opt.producer_epoch = 0;
+    opt.base_sequence = 0;
+    const std::vector<test_record> first = {kv("a", "a1", t0)};
+    append_durable(*mgr, p(), build_batch(first, opt), t0);  // 0: producer 5, sequence 0
+    put({kv("a", "a2", t0 + 1)});                            // 1
+    put({kv("b", "b1", t0 + 2)});                            // 2: active
+    auto st = compact(t0 + 10);
+    EXPECT_EQ(st.partitions_cleaned, 1u);
+    EXPECT_EQ(st.records_removed, 0);  // a1 is superseded, but producer 5's last batch
+    const std::vector<rec> want = {{0, "a", "a1"}, {1, "a", "a2"}, {2, "b", "b1"}};
+    EXPECT_EQ(read_all(), want);
+    // Without a snapshot the state comes from the batch headers, and knows producer 5.
+    mgr->close();
+    mgr.reset();
+    fs::remove(part() / "producer-state.snapshot");
+    fs::remove(dir.path / "logs" / ".clean-shutdown");
+    open();
+    auto prods = p()->producers(t0 + 20);
+    ASSERT_TRUE(prods.ok());
+    ASSERT_EQ(prods->size(), 1u);
+    EXPECT_EQ((*prods)[0].producer_id, 5);
+    EXPECT_EQ((*prods)[0].last()->last_seq, 0);
+    EXPECT_EQ((*prods)[0].last()->first_offset, 0);
+    // A retry of that batch is answered with its offset and appends nothing.
+    auto dup = test::append(*p(), build_batch(first, opt), t0 + 20);
+    ASSERT_TRUE(dup.ok()) << dup.err().message;
+    EXPECT_EQ(dup->verdict, sequence_verdict::duplicate);
+    EXPECT_EQ(dup->base_offset, 0);
+    EXPECT_EQ(p()->log_end_offset(), 3);
+}
+
+}  // namespace
+}  // namespace sluice::log

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "common/clock.h"
 #include "log/file_header.h"
 #include "log_test_util.h"
 
@@ -272,6 +273,38 @@ TEST_F(journal_replay_test, acknowledged_appends_a_segment_lost_come_back) {
     EXPECT_TRUE(files->empty());
     auto a = test::append_durable(*m2, q0, make_batch(1, 50));
     EXPECT_EQ(a.base_offset, 17);
+}
+
+// Replayed idempotent batches reach the producer state too: a retry of one that only
+// the journal kept is answered with its offsets, not appended again.
+TEST_F(journal_replay_test, replayed_idempotent_batches_are_known_to_the_producer_state) {
+    auto m = open_at(dir.path);
+    auto* p0 = m->get("t", 0);
+    auto idem = [](int32_t seq, const std::string& v) {
+        sluice::testing::batch_options opt;
+        opt.producer_id = 3;
+        opt.producer_epoch = 0;
+        opt.base_sequence = seq;
+        return sluice::testing::build_batch({test::kv("k", v, 1000)}, opt);
+    };
+    test::append_durable(*m, p0, idem(0, "a"), 1000);
+    const auto keep = segment_size(dir.path, 0);
+    test::append_durable(*m, p0, idem(1, "b"), 1001);  // lost from the segment, in the journal
+    const fs::path copy = crash_copy(0, keep);
+    log_manager::open_summary sum;
+    auto m2 = open_at(copy, &sum);
+    EXPECT_EQ(sum.journal_entries_replayed, 1u);
+    auto* q0 = m2->get("t", 0);
+    ASSERT_EQ(q0->log_end_offset(), 2);
+    auto prods = q0->producers(now_ms());
+    ASSERT_TRUE(prods.ok());
+    ASSERT_EQ(prods->size(), 1u);
+    EXPECT_EQ((*prods)[0].last()->last_seq, 1);
+    auto dup = test::append(*q0, idem(1, "b"), now_ms());
+    ASSERT_TRUE(dup.ok());
+    EXPECT_EQ(dup->verdict, sequence_verdict::duplicate);
+    EXPECT_EQ(dup->base_offset, 1);
+    EXPECT_EQ(q0->log_end_offset(), 2);
 }
 
 TEST_F(journal_replay_test, a_partition_directory_lost_whole_is_rebuilt) {

@@ -1,0 +1,53 @@
+#include "protocol/messages/init_producer_id.h"
+#include "broker/broker.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker {
+namespace {
+
+// As Kafka (KIP-679): IdempotentWrite on the cluster, or Write on any topic.
+bool may_init(const request_context& ctx) {
+    if (ctx.allowed_quiet(security::resource_kind::cluster)) return true;
+    for (const auto* t : ctx.b.topics().all())
+        if (ctx.allowed_quiet(security::resource_kind::topic, t->info.name)) return true;
+    return ctx.allowed(security::resource_kind::cluster);  // logs the denial
+}
+
+}  // namespace
+
+// Idempotent producers only: ids come from the catalog's durable counter, epoch 0; a
+// v3+ request naming its current id and epoch gets the epoch bumped (KIP-360), so that
+// it can go on after an error without a new id. Transactions are not offered: as a
+// Kafka broker whose transaction coordinator cannot start, COORDINATOR_NOT_AVAILABLE.
+void handle_init_producer_id(const request_context& ctx, request_body body) {
+    protocol::init_producer_id_request req;
+    if (!decode_request(ctx, body, req)) return;
+    protocol::init_producer_id_response resp;
+    using protocol::error_code;
+    if (req.transactional_id && !req.transactional_id->empty()) {
+        log_warn("producer",
+                 "{}: InitProducerId for transactional id '{}' refused: this broker "
+                 "has no transactions (COORDINATOR_NOT_AVAILABLE)",
+                 ctx.client(), *req.transactional_id);
+        resp.error_code = code(error_code::coordinator_not_available);
+    } else if (!may_init(ctx)) {
+        resp.error_code = code(error_code::cluster_authorization_failed);
+    } else if (req.producer_id >= 0 && req.producer_epoch >= 0 &&
+               req.producer_epoch < INT16_MAX - 1) {
+        // Kafka bumps until the epoch would reach Short.MAX_VALUE, then gives a new id.
+        resp.producer_id = req.producer_id;
+        resp.producer_epoch = static_cast<int16_t>(req.producer_epoch + 1);
+    } else if (auto id = ctx.b.access().catalog().allocate_producer_id(); !id) {
+        log_error("producer", "{}: no producer id: {}", ctx.client(), id.err().message);
+        resp.error_code = code(error_code::coordinator_not_available);
+    } else {
+        resp.producer_id = *id;
+        resp.producer_epoch = 0;
+    }
+    if (resp.error_code == 0)
+        log_debug("producer", "{}: producer id {} epoch {}", ctx.client(), resp.producer_id,
+                  resp.producer_epoch);
+    ctx.respond(resp);
+}
+
+}  // namespace sluice::broker

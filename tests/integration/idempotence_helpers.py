@@ -1,0 +1,73 @@
+"""Raw InitProducerId / DescribeProducers / idempotent Produce for the idempotence tests
+(not a test module). Flexible versions use compact encodings and tagged fields."""
+
+import kproto as K
+
+INIT_PRODUCER_ID = 22
+DESCRIBE_PRODUCERS = 61
+COORDINATOR_NOT_AVAILABLE = 15
+CLUSTER_AUTHORIZATION_FAILED = 31
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+INVALID_PRODUCER_EPOCH = 47
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+UNKNOWN_PRODUCER_ID = 59
+INVALID_RECORD = 87
+
+T = K.EMPTY_TAGS
+
+
+def carray(items, enc):
+    return K.uvarint(len(items) + 1) + b"".join(enc(x) for x in items)
+
+
+def init_producer_id_v1(conn, transactional_id=None):
+    r = conn.roundtrip(INIT_PRODUCER_ID, 1, K.nullable_string(transactional_id) + K.i32(60000))
+    return dict(throttle=r.i32(), error=r.i16(), producer_id=r.i64(), epoch=r.i16())
+
+
+def init_producer_id_flexible(conn, version, transactional_id=None, producer_id=-1, epoch=-1):
+    body = K.compact_string(transactional_id) + K.i32(60000)
+    if version >= 3:
+        body += K.i64(producer_id) + K.i16(epoch)
+    r = conn.roundtrip(INIT_PRODUCER_ID, version, body + T, header_version=2,
+                       response_header_version=1)
+    out = dict(throttle=r.i32(), error=r.i16(), producer_id=r.i64(), epoch=r.i16())
+    r.tagged_fields()
+    return out
+
+
+def describe_producers(conn, topic, partitions):
+    body = carray([topic], lambda n: K.compact_string(n) + carray(partitions, K.i32) + T) + T
+    r = conn.roundtrip(DESCRIBE_PRODUCERS, 0, body, header_version=2, response_header_version=1)
+    r.i32()
+
+    def producer(x):
+        d = dict(producer_id=x.i64(), epoch=x.i32(), last_sequence=x.i32(), last_timestamp=x.i64(),
+                 coordinator_epoch=x.i32(), txn_start=x.i64())
+        x.tagged_fields()
+        return d
+
+    def part(x):
+        d = dict(partition=x.i32(), error=x.i16(), message=x.compact_string(),
+                 producers=x.compact_array(producer))
+        x.tagged_fields()
+        return d
+
+    topics = r.compact_array(lambda x: (x.compact_string(), x.compact_array(part), x.tagged_fields()))
+    r.tagged_fields()
+    assert topics[0][0] == topic
+    return {p["partition"]: p for p in topics[0][1]}
+
+
+def batch(pid, epoch, seq, values, ts, transactional=False):
+    return K.encode_batch([(ts, b"k", v, []) for v in values], producer_id=pid,
+                          producer_epoch=epoch, base_sequence=seq, transactional=transactional)
+
+
+def produce(conn, topic, pid, epoch, seq, values, ts, partition=0, **kw):
+    return K.produce_v3(conn, topic, partition, batch(pid, epoch, seq, values, ts, **kw))
+
+
+def values_in(conn, topic, partition=0):
+    recs, _ = K.fetch_all_v4(conn, topic, partition)
+    return [r.value for r in recs]
