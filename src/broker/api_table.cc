@@ -10,8 +10,8 @@ using protocol::api_key;
 // Versions: Kafka's clients pick the highest version both sides know; the lower bounds
 // reach back to what librdkafka 2.0, kafka-python 2.0 and kafkajs 2.2 still send.
 constexpr api_def table[] = {
-    {api_key::produce, "Produce", 3, 9, handle_produce},
-    {api_key::fetch, "Fetch", 4, 13, handle_fetch},
+    {api_key::produce, "Produce", 0, 9, handle_produce},
+    {api_key::fetch, "Fetch", 0, 13, handle_fetch},
     {api_key::list_offsets, "ListOffsets", 0, 8, handle_list_offsets},
     {api_key::metadata, "Metadata", 0, 12, handle_metadata},
     {api_key::offset_commit, "OffsetCommit", 0, 8, handle_offset_commit},

@@ -3,6 +3,8 @@
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "broker/session.h"
+#include "log/file_io.h"
+#include "protocol/legacy_records.h"
 #include "protocol/messages/fetch.h"
 
 namespace sluice::broker {
@@ -11,6 +13,23 @@ namespace {
 using protocol::error_code;
 using protocol::fetch_request;
 using protocol::fetch_response;
+
+// Fetch v0-v1 read message format v0, v2-v3 v1 (Kafka down-converts for them).
+std::optional<int8_t> fetch_magic(int16_t version) {
+    if (version <= 1) return int8_t{0};
+    if (version <= 3) return int8_t{1};
+    return std::nullopt;
+}
+
+// The slice's batches as messages of `magic`; a read error leaves them out (logged).
+bytes downconvert(const log::read_slice& s, int8_t magic, int64_t from_offset) {
+    bytes raw(s.size);
+    if (auto r = log::read_exact(*s.data_file, raw.data(), raw.size(), s.position); !r) {
+        log_warn("fetch", "down-conversion read failed: {}", r.err().message);
+        return {};
+    }
+    return protocol::downconvert_batches(raw, magic, from_offset);
+}
 
 struct fetch_outcome {
     fetch_response resp;
@@ -21,8 +40,11 @@ struct fetch_outcome {
 // Reads every requested partition once. KIP-74: the first batch found is returned
 // whole even above max_bytes or partition_max_bytes, so a consumer always progresses.
 // denied[i]: the principal may not read the request's i-th topic.
-fetch_outcome read_all(broker& b, const fetch_request& req, bool by_id,
+fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
                        const std::vector<bool>& denied) {
+    const bool by_id = version >= 13;
+    const bool hard_limit = version <= 2;
+    const auto legacy_magic = fetch_magic(version);
     fetch_outcome o;
     o.resp.responses.reserve(req.topics.size());
     auto budget = static_cast<size_t>(std::max(req.max_bytes, 0));
@@ -48,7 +70,9 @@ fetch_outcome read_all(broker& b, const fetch_request& req, bool by_id,
             op.aborted_transactions.emplace();
             size_t limit = std::min(budget - std::min(budget, o.bytes),
                                     static_cast<size_t>(std::max(rp.partition_max_bytes, 0)));
-            auto r = plog->read_slice_at(rp.fetch_offset, limit, o.bytes == 0);
+            // Fetch v0-v2 have a hard limit (KIP-74 came with v3): a first batch above
+            // it returns nothing, as in Kafka.
+            auto r = plog->read_slice_at(rp.fetch_offset, limit, o.bytes == 0 && !hard_limit);
             if (!r) {
                 op.error_code = code(r.code() == errc::out_of_range
                                          ? error_code::offset_out_of_range
@@ -65,7 +89,9 @@ fetch_outcome read_all(broker& b, const fetch_request& req, bool by_id,
             op.log_start_offset = r->log_start_offset;
             o.bytes += r->size;
             op.records.data = bytes{};
-            if (r->size > 0)
+            if (r->size > 0 && legacy_magic)
+                op.records.data = downconvert(*r, *legacy_magic, rp.fetch_offset);
+            else if (r->size > 0)
                 op.records.slice = {r->data_file, r->data_file->fd(), r->position, r->size};
         }
     }
@@ -93,7 +119,7 @@ void handle_fetch(const request_context& ctx, request_body body) {
         denied[i] =
             !ctx.allowed(security::resource_kind::topic, t ? t->info.name : req.topics[i].name);
     }
-    auto o = read_all(b, req, by_id, denied);
+    auto o = read_all(b, req, ctx.version(), denied);
     auto min_bytes = static_cast<size_t>(std::max(req.min_bytes, 0));
     if (req.max_wait_ms <= 0 || o.bytes >= min_bytes || o.error || req.topics.empty() ||
         b.shutting_down()) {
@@ -111,7 +137,7 @@ void handle_fetch(const request_context& ctx, request_body body) {
         std::make_shared<parked_fetch>(parked_fetch{ctx, std::move(req), by_id, std::move(denied)});
     b.wait_for_data(tps, std::chrono::milliseconds(p->req.max_wait_ms), [p, min_bytes](bool timed_out) {
         if (p->ctx.sess->closed()) return true;
-        auto again = read_all(p->ctx.b, p->req, p->by_id, p->denied);
+        auto again = read_all(p->ctx.b, p->req, p->ctx.version(), p->denied);
         if (!timed_out && again.bytes < min_bytes && !again.error) return false;
         p->ctx.respond(again.resp);
         return true;

@@ -3,6 +3,7 @@
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "common/clock.h"
+#include "protocol/legacy_records.h"
 #include "protocol/messages/produce.h"
 #include "protocol/record_batch.h"
 
@@ -109,8 +110,19 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     lim.require_keys = t->log_cfg.compact;
     lim.max_decompressed_bytes = protocol::decompressed_limit(lim.max_batch_bytes);
     lim.allow_zstd = ctx.version() >= 7;
+    // Produce v0-v2 may carry message formats v0/v1: stored as v2 batches (Kafka's
+    // up-conversion), which the append then patches in this buffer.
+    bytes converted;
+    bytes_view records = *pd.records;
+    if (auto m = protocol::first_magic(records); ctx.version() < 3 && m && *m < 2) {
+        auto c = protocol::upconvert_message_set(records, lim.max_decompressed_bytes);
+        if (!c)
+            return fail(to_error(c.code()), fmt::format("message set v{}: {}", *m, c.err().message));
+        converted = std::move(*c);
+        records = converted;
+    }
     protocol::batch_fault fault;
-    auto batches = protocol::validate_batches(*pd.records, lim, &fault);
+    auto batches = protocol::validate_batches(records, lim, &fault);
     if (!batches)
         return fail(to_error(batches.code()), batches.err().message, fault.record_index);
     for (const auto& vb : *batches) {
@@ -129,7 +141,8 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     // The batches as they sit in the request, which append patches (offsets, times):
     // decoding gave a view into `body`, and the request's bytes are the handler's.
     const auto at = static_cast<size_t>(pd.records->data() - body.data());
-    std::span<uint8_t> payload = body.subspan(at, pd.records->size());
+    std::span<uint8_t> payload =
+        converted.empty() ? body.subspan(at, pd.records->size()) : std::span<uint8_t>(converted);
     bytes recompressed;
     if (const auto& target = t->log_cfg.compression; target && needs_codec(*batches, *target)) {
         auto r = protocol::recompress_batches(payload, *batches, *target,
