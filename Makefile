@@ -78,7 +78,8 @@ lint:
 # libFuzzer targets under clang with ASan and UBSan, each run for FUZZ_SECONDS from the
 # committed seeds (new inputs go to a scratch copy, not the repository).
 FUZZ_SECONDS ?= 60
-fuzz: deps
+fuzz:
+	scripts/install-deps.sh fuzz
 	cmake --preset fuzz >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_request fuzz_record_batch fuzz_compressed_batch
 	for t in fuzz_request fuzz_record_batch fuzz_compressed_batch; do \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that building, running and testing Sluice need, and
-# only those that are missing. Usage: scripts/install-deps.sh [build|test|bench|lint]...
+# only those that are missing. Usage: scripts/install-deps.sh [build|test|bench|lint|fuzz]...
 set -euo pipefail
 
 build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
@@ -12,6 +12,8 @@ test_pkgs=(python3 python3-pytest python3-confluent-kafka python3-kafka kcat
             python3-snappy python3-lz4 python3-zstandard)
 bench_pkgs=(fio iperf3)
 lint_pkgs=(clang-tidy python3)
+# libFuzzer and the sanitizers' runtimes come with clang's runtime package.
+fuzz_pkgs=(clang libclang-rt-14-dev)
 
 want=()
 for group in "${@:-build}"; do
@@ -20,6 +22,7 @@ for group in "${@:-build}"; do
     test) want+=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     bench) want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
     lint) want+=("${build_pkgs[@]}" "${lint_pkgs[@]}") ;;
+    fuzz) want+=("${build_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
     *) echo "install-deps: unknown group '$group'" >&2; exit 2 ;;
   esac
 done
