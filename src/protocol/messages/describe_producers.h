@@ -58,15 +58,7 @@ struct describe_producers_response {
             f(active_producers);
         }
     };
-    struct topic {
-        std::string name;
-        std::vector<partition> partitions;
-        template <typename F>
-        void serde(F& f) {
-            f(name);
-            f(partitions);
-        }
-    };
+    using topic = topic_entries<partition>;
     int32_t throttle_time_ms = 0;
     std::vector<topic> topics;
 
