@@ -27,6 +27,8 @@ test-deps:
 	cd tests/integration/node && npm ci --no-audit --no-fund --loglevel=error
 	cd tests/integration/go && go mod download
 	cd tests/integration/go/sarama-1.44 && go mod download
+	mvn -B -q -f tests/jvm/pom.xml package dependency:build-classpath \
+	    -Dmdep.outputFile=target/classpath.txt
 
 build: deps
 	cmake --preset release >/dev/null
