@@ -22,7 +22,7 @@ constexpr api_def table[] = {
     {api_key::leave_group, "LeaveGroup", 0, 5, handle_leave_group},
     {api_key::sync_group, "SyncGroup", 0, 5, handle_sync_group},
     {api_key::describe_groups, "DescribeGroups", 0, 5, handle_describe_groups},
-    {api_key::list_groups, "ListGroups", 0, 4, handle_list_groups},
+    {api_key::list_groups, "ListGroups", 0, 5, handle_list_groups},
     {api_key::describe_configs, "DescribeConfigs", 0, 4, handle_describe_configs},
     {api_key::api_versions, "ApiVersions", 0, 4, handle_api_versions},
     {api_key::create_topics, "CreateTopics", 0, 7, handle_create_topics},

@@ -9,10 +9,12 @@ namespace sluice::protocol {
 
 struct list_groups_request {
     std::vector<std::string> states_filter;  // v4+; empty: groups in any state
+    std::vector<std::string> types_filter;   // v5+ (KIP-848); empty: groups of any type
 
     template <typename F>
     void serde(F& f) {
         f(states_filter, since(4));
+        f(types_filter, since(5));
     }
 };
 
@@ -21,11 +23,13 @@ struct list_groups_response {
         std::string group_id;
         std::string protocol_type;  // "consumer", or "" for offsets-only groups
         std::string group_state;    // e.g. "Stable", "Empty"
+        std::string group_type = "classic";  // v5+: every Sluice group is a classic one
         template <typename F>
         void serde(F& f) {
             f(group_id);
             f(protocol_type);
             f(group_state, since(4));
+            f(group_type, since(5));
         }
     };
     int32_t throttle_time_ms = 0;

@@ -201,13 +201,6 @@ read_result parse_request_line(std::string_view line, http_request& req) {
 
 }  // namespace
 
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
-}
-
 std::string basic_authorization(std::string_view user, std::string_view password) {
     std::string pair(user);
     pair += ':';

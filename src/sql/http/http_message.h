@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/ascii.h"
 #include "security/authorizer.h"
 
 namespace sluice::sql::http {
@@ -143,8 +144,5 @@ struct basic_credentials {
     std::string password;
 };
 std::optional<basic_credentials> parse_basic_authorization(std::string_view value);
-
-// Case-insensitive ASCII comparison.
-bool iequals(std::string_view a, std::string_view b);
 
 }  // namespace sluice::sql::http

@@ -103,6 +103,7 @@ offset_fetch_request sample_offset_fetch() {
 list_groups_request sample_list_groups() {
     list_groups_request req;
     req.states_filter = {"Stable", "Empty"};
+    req.types_filter = {"classic", "consumer"};
     return req;
 }
 
@@ -222,14 +223,14 @@ TEST(group_codec, offset_fetch_all_versions) {
 }
 
 TEST(group_codec, list_groups_all_versions) {
-    expect_round_trip(api_key::list_groups, 0, 4, sample_list_groups());
+    expect_round_trip(api_key::list_groups, 0, 5, sample_list_groups());
 
     list_groups_response resp;
     resp.throttle_time_ms = 5;
     resp.error_code = 0;
-    resp.groups.push_back({"group-a", "consumer", "Stable"});
-    resp.groups.push_back({"group-b", "", "Empty"});
-    expect_round_trip(api_key::list_groups, 0, 4, resp);
+    resp.groups.push_back({"group-a", "consumer", "Stable", "classic"});
+    resp.groups.push_back({"group-b", "", "Empty", "consumer"});
+    expect_round_trip(api_key::list_groups, 0, 5, resp);
 }
 
 TEST(group_codec, describe_groups_all_versions) {
