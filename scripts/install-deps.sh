@@ -10,7 +10,7 @@ build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
 test_pkgs=(python3 python3-pytest python3-confluent-kafka python3-kafka kcat
             postgresql-client python3-psycopg2 openssl python3-venv
             python3-snappy python3-lz4 python3-zstandard
-            openjdk-17-jdk-headless maven)
+            openjdk-17-jdk-headless maven postgresql-15)
 bench_pkgs=(fio iperf3)
 lint_pkgs=(clang-tidy python3)
 # libFuzzer and the sanitizers' runtimes come with clang's runtime package.
@@ -46,6 +46,13 @@ if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  # The Debezium test runs its own PostgreSQL cluster (tests/integration/postgres_helpers.py):
+  # keep the package from creating and starting a default one on port 5432.
+  if [[ " ${missing[*]} " == *" postgresql-15 "* ]]; then
+    $sudo mkdir -p /etc/postgresql-common
+    grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf ||
+      echo 'create_main_cluster = false' | $sudo tee -a /etc/postgresql-common/createcluster.conf >/dev/null
+  fi
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
