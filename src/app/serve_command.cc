@@ -61,6 +61,7 @@ struct serve_options {
     int64_t offsets_retention_check_interval_ms = 600000;
     int64_t log_retention_check_interval_ms = 300000;
     int64_t log_cleaner_backoff_ms = 15000;
+    int64_t max_compaction_lag_ms = -1;  // -1: not given (the topic config's default)
     int64_t log_cleaner_io_bytes_per_sec = 32LL << 20;
     int64_t flush_pass_interval_us = 0;
     int64_t producer_id_expiration_ms = 24 * 60 * 60 * 1000;  // Kafka's default, one day
@@ -310,8 +311,16 @@ int serve(const serve_options& o) {
         }
         cfg.topic_defaults[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
+    // Kafka's log.cleaner.max.compaction.lag.ms: a broker-wide default, as --topic-default
+    // max.compaction.lag.ms=N would set (which it overrides).
+    if (o.max_compaction_lag_ms >= 0)
+        cfg.topic_defaults["max.compaction.lag.ms"] = std::to_string(o.max_compaction_lag_ms);
     if (auto r = catalog::validate_topic_configs(cfg.topic_defaults); !r) {
         log_error("app", "--topic-default: {}", r.err().message);
+        return 2;
+    }
+    if (auto r = catalog::validate_compaction_lags(cfg.topic_defaults, {}); !r) {
+        log_error("app", "--topic-default / --max-compaction-lag-ms: {}", r.err().message);
         return 2;
     }
     cfg.max_open_files = o.max_open_files;
@@ -579,6 +588,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "Pause between compaction passes over topics with cleanup.policy=compact")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
         ->capture_default_str();
+    cmd->add_option("--max-compaction-lag-ms", o->max_compaction_lag_ms,
+                    "Default max.compaction.lag.ms of topics (Kafka's "
+                    "log.cleaner.max.compaction.lag.ms): the longest a record of a compacted "
+                    "topic stays uncompacted. Default: 30000")
+        ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
     cmd->add_option("--log-cleaner-io-max-bytes-per-second", o->log_cleaner_io_bytes_per_sec,
                     "Compaction I/O budget (bytes read + written per second); 0: unlimited")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))

@@ -48,6 +48,13 @@ std::vector<std::pair<int8_t, std::string>> topic_registry::config_levels(
     return out;
 }
 
+result<void> topic_registry::check_configs(const std::map<std::string, std::string>& configs) const {
+    auto r = catalog::validate_topic_configs(configs);
+    if (r) r = catalog::validate_compaction_lags(configs, _defaults);
+    if (!r) return {errc::invalid_config, r.err().message};
+    return {};
+}
+
 log::log_config topic_registry::to_log_config(const catalog::topic_info& t) const {
     log::log_config c;
     c.id = t.id;
@@ -120,8 +127,7 @@ result<topic_state> topic_registry::create(
     if (partitions < 1 || partitions > max_partitions_per_topic)
         return {errc::out_of_range, fmt::format("partition count {} is outside 1..{}", partitions,
                                                 max_partitions_per_topic)};
-    if (auto r = catalog::validate_topic_configs(configs); !r)
-        return {errc::invalid_config, r.err().message};
+    if (auto r = check_configs(configs); !r) return r.err();
     if (_by_name.contains(name))
         return {errc::already_exists, "topic '" + name + "' already exists"};
     auto st = std::make_unique<topic_state>();
@@ -146,8 +152,7 @@ result<void> topic_registry::set_configs(const std::string& name,
                                          bool validate_only) {
     auto it = _by_name.find(name);
     if (it == _by_name.end()) return {errc::not_found, "topic '" + name + "' does not exist"};
-    if (auto r = catalog::validate_topic_configs(configs); !r)
-        return {errc::invalid_config, r.err().message};
+    if (auto r = check_configs(configs); !r) return r.err();
     if (validate_only) return {};
     if (auto r = _catalog.set_topic_configs(name, configs); !r) return r;
     topic_state& t = *it->second;

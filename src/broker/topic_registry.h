@@ -58,6 +58,8 @@ public:
 
 private:
     log::log_config to_log_config(const catalog::topic_info& t) const;
+    // Each value, then the pair min/max.compaction.lag.ms; errc::invalid_config.
+    result<void> check_configs(const std::map<std::string, std::string>& configs) const;
 
     catalog::catalog& _catalog;
     log::log_manager& _logs;

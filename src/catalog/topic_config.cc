@@ -166,9 +166,13 @@ const std::vector<config_spec>& specs() {
              0,
              0,
              check_throttled_replicas},
-            {{"max.compaction.lag.ms", "9223372036854775807",
-              "Longest time a record stays uncompacted: a partition whose oldest dirty "
-              "record is older is cleaned whatever its dirty ratio."},
+            // Sluice's default, not Kafka's (Long.MAX_VALUE): a compacted topic ends with
+            // the latest record per key within seconds, as CDC and Connect's internal
+            // topics expect, without tuning segment.ms (docs/configuration.md).
+            {{"max.compaction.lag.ms", "30000",
+              "Longest time a record stays uncompacted: the active segment of a compacted "
+              "topic rolls once its first record is older, and a partition whose oldest "
+              "dirty record is older is cleaned whatever its dirty ratio (30 s by default)."},
              value_type::int64,
              1,
              int64_max},
@@ -453,6 +457,25 @@ result<void> validate_topic_configs(const std::map<std::string, std::string>& co
         if (!r) return r;
     }
     return {};
+}
+
+result<void> validate_compaction_lags(const std::map<std::string, std::string>& configs,
+                                      const std::map<std::string, std::string>& broker_defaults) {
+    auto it = configs.find("max.compaction.lag.ms");
+    if (it == configs.end()) return {};
+    topic_info t;
+    t.configs = configs;
+    const std::string min = effective_config(t, "min.compaction.lag.ms", broker_defaults);
+    int64_t lo = 0;
+    int64_t hi = 0;
+    std::from_chars(min.data(), min.data() + min.size(), lo);
+    std::from_chars(it->second.data(), it->second.data() + it->second.size(), hi);
+    if (lo <= hi) return {};
+    // Kafka's wording (LogConfig.validateValues), naming both keys.
+    return {errc::invalid_argument,
+            fmt::format("conflict topic config setting min.compaction.lag.ms ({}) > "
+                        "max.compaction.lag.ms ({})",
+                        lo, hi)};
 }
 
 std::string effective_config(const topic_info& t, std::string_view key,

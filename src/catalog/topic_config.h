@@ -55,6 +55,15 @@ result<void> validate_topic_config(std::string_view key, std::string_view value)
 // Checks every pair; the first failure (in key order) is returned.
 result<void> validate_topic_configs(const std::map<std::string, std::string>& configs);
 
+// Kafka refuses a max.compaction.lag.ms below min.compaction.lag.ms (INVALID_CONFIG).
+// Checked when the topic sets max.compaction.lag.ms itself, against the min in force
+// (the topic's, else broker_defaults', else 0): Sluice's default max (30 s) is lower than
+// Kafka's, so a topic setting only a larger min is accepted, and then min wins (no
+// segment holding records newer than it is cleaned). Values must have passed
+// validate_topic_configs. Errors: invalid_argument naming both keys.
+result<void> validate_compaction_lags(const std::map<std::string, std::string>& configs,
+                                      const std::map<std::string, std::string>& broker_defaults);
+
 // The value in force for key: the topic's own setting, else broker_defaults (keyed by the
 // topic config name, e.g. "retention.ms", not the broker's "log.retention.ms"), else the
 // built-in default. An unknown key with no setting anywhere yields "".

@@ -5,7 +5,8 @@
 //                       earlier pass (versioned text with a CRC, replaced atomically)
 //   cleaning/           the rewritten segments of a pass in progress (data + indexes)
 //   cleaner-swap        commit marker: once it exists, every file in cleaning/ is
-//                       complete and durable and replaces its namesake
+//                       complete and durable and replaces its namesake, and each
+//                       cleaning/<base>.merged names a segment to delete
 // finish_clean_swap() runs at every load and finishes (marker present) or rolls back
 // (marker absent) an interrupted pass.
 
@@ -19,6 +20,9 @@ namespace sluice::log {
 constexpr const char* clean_checkpoint_name = "cleaner-checkpoint";
 constexpr const char* cleaning_dir_name = "cleaning";
 constexpr const char* clean_swap_marker_name = "cleaner-swap";
+// cleaning/<base>.merged (empty): the segment at <base> was merged into the rewritten
+// one before it, and goes at the swap (docs/formats/segment.md, "Compaction swap").
+constexpr const char* merged_ext = ".merged";
 
 bytes encode_clean_checkpoint(offset_t offset);
 // Errors: corrupt (framing, digits, CRC), unsupported (another version).
@@ -29,8 +33,12 @@ result<void> write_clean_checkpoint(const fs::path& dir, offset_t offset);
 // treats the whole log as dirty, which is only slower). Errors: io_error.
 result<offset_t> read_clean_checkpoint(const fs::path& dir);
 
-// Swap step 3 (docs/formats/segment.md, "Compaction swap"): moves every file of
-// cleaning/ over its namesake, fsyncs the directory, removes the marker.
+// Swap step 2, the commit: the marker, holding its format's text line (version 2: with
+// .merged files; version 1 wrote it empty), fsynced with the partition directory.
+result<void> write_clean_swap_marker(const fs::path& dir);
+// Swap step 3 (docs/formats/segment.md, "Compaction swap"): moves every segment file of
+// cleaning/ over its namesake, fsyncs the directory, deletes the segments named by
+// .merged files, removes the marker.
 result<void> roll_clean_swap_forward(const fs::path& dir);
 // At load: with the marker, rolls the swap forward; without it, removes cleaning/ (an
 // unfinished pass, whose originals are intact). Notes what it did in `sum`.

@@ -141,6 +141,7 @@ result<void> partition_log::prepare_segment(const log_config& cfg, size_t bytes,
         auto grown = seg->size() + static_cast<int64_t>(bytes);
         bool roll = seg->has_data() && (grown > cfg.segment_bytes || grown > max_u32 ||
                                         now - seg->created_ms() >= cfg.segment_ms ||
+                                        compaction_roll_due(*seg, cfg, now) ||
                                         last_offset + 1 - seg->base_offset() > max_u32);
         return roll ? roll_segment(now) : result<void>();
     }
@@ -148,6 +149,17 @@ result<void> partition_log::prepare_segment(const log_config& cfg, size_t bytes,
     if (fs::create_directory(_st->dir, ec)) _st->parent_dirty = true;
     if (ec) return io_error_from_errno("mkdir", _st->dir, ec.value());
     return add_segment(now);
+}
+
+bool partition_log::compaction_roll_due(const segment& seg, const log_config& cfg,
+                                        timestamp_ms now) {
+    if (!cfg.compact || !seg.has_data()) return false;
+    // The append-time entries of the active segment are always loaded; without any (a
+    // failed write), its creation time stands in.
+    const timestamp_ms first = seg.append_times_loaded() && !seg.append_times().empty()
+                                   ? seg.append_times().at(0).time
+                                   : seg.created_ms();
+    return now - first >= cfg.max_compaction_lag_ms;
 }
 
 result<void> partition_log::roll_segment(timestamp_ms now) {

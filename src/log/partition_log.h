@@ -24,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "log/fd_cache.h"
@@ -218,6 +219,10 @@ class partition_log {
     result<void> prepare_segment(const log_config& cfg, size_t bytes, offset_t last_offset,
                                  timestamp_ms now);
     result<void> roll_segment(timestamp_ms now);  // seal the active one, add one at the end
+    // KIP-354: a compacted topic's active segment rolls once its first record was appended
+    // more than max_compaction_lag_ms ago, so that the cleaner may take it. Judged by the
+    // broker's append time (a producer's old CreateTime must not roll at every append).
+    static bool compaction_roll_due(const segment& seg, const log_config& cfg, timestamp_ms now);
     result<void> add_segment(timestamp_ms now);
     // Writes batches whose offsets (from base to end) are set: segment, indexes, append
     // time t. `stamped`: the LogAppendTime stamp for the time index, else no_timestamp.
@@ -284,6 +289,7 @@ class partition_log {
         int64_t bytes_written = 0;  // of rewritten segments (data files)
         int64_t records_removed = 0;
         size_t segments_rewritten = 0;
+        size_t segments_merged = 0;  // removed: merged into a rewritten one before them
         offset_t clean_offset = -1;  // the new first dirty offset
     };
     // One compaction pass (log_manager::enforce_compaction): in the sealed segments below
@@ -297,17 +303,42 @@ class partition_log {
     // corrupt.
     result<clean_result> clean(const log_config& cfg, timestamp_ms now, io_throttle& io);
     // Whether a partition not loaded yet may have something to clean: more than one
-    // segment (only sealed ones are cleaned). Told from a directory listing.
+    // segment (only sealed ones are cleaned), or one with data (its active segment may
+    // be due to roll by max_compaction_lag_ms). Told from a directory listing.
     bool compaction_candidate() const;
 
   private:
     struct clean_plan;
+    using key_offsets = std::unordered_map<std::string, offset_t>;  // key -> latest offset
+    // What a segment keeps: its batches filtered, their positions in data, append times.
+    struct kept_batches {
+        bytes data;
+        std::vector<std::pair<protocol::batch_header, size_t>> batches;
+        std::vector<timestamp_ms> times;
+        int64_t removed = 0;  // records
+    };
     result<bool> plan_clean(const log_config& cfg, timestamp_ms now, clean_plan& plan);
+    // The end of the group starting at plan.segs[from]: the segments after it that fit,
+    // with it, in segment_bytes and in the indexes' u32 offsets.
+    static size_t group_end(const clean_plan& plan, size_t from, int64_t segment_bytes);
+    // Writes plan.segs[from, to) under cleaning/ as one segment (named by the first's base
+    // offset), unless it is one segment that loses nothing. Returns the new data file's
+    // size, or -1 when nothing was written. _st->clean_mu held.
+    result<int64_t> rewrite_group(const clean_plan& plan, size_t from, size_t to,
+                                  const key_offsets& latest, const log_config& cfg,
+                                  timestamp_ms now, io_throttle& io, bytes& buf_space,
+                                  clean_result& out);
+    result<kept_batches> filter_segment(const clean_plan& plan, size_t index, bytes_view buf,
+                                        const key_offsets& latest, const log_config& cfg,
+                                        timestamp_ms now);
     // Forgets the rewrites of segments that retention or DeleteRecords removed during
     // the pass. trim_mu held.
-    result<void> drop_trimmed(std::vector<offset_t>& bases, std::vector<int64_t>& sizes);
-    result<void> swap_cleaned(const std::vector<offset_t>& bases,
-                              const std::vector<int64_t>& sizes);
+    result<void> drop_trimmed(std::vector<offset_t>& bases, std::vector<int64_t>& sizes,
+                              std::vector<std::vector<offset_t>>& merged);
+    // Puts the rewritten segments in place; each replaces its namesake and the segments
+    // merged into it (merged[i]: their base offsets) go.
+    result<void> swap_cleaned(const std::vector<offset_t>& bases, const std::vector<int64_t>& sizes,
+                              const std::vector<std::vector<offset_t>>& merged);
 
     // --- manager side ---
     // A flush pass, in two steps around the journal's sync: plan_sync takes what is

@@ -109,7 +109,10 @@ result<void> sync_file(const fs::path& p) {
 
 bool partition_log::compaction_candidate() const {
     auto files = list_segments(dir_path());
-    return files ? files->size() > 1 : files.code() != errc::not_found;
+    if (!files) return files.code() != errc::not_found;
+    // One segment with data: loaded, so that its active segment may roll (max lag).
+    return files->size() > 1 ||
+           (files->size() == 1 && files->front().size > static_cast<int64_t>(file_header_size));
 }
 
 result<bool> partition_log::plan_clean(const log_config& cfg, timestamp_ms now, clean_plan& plan) {
@@ -121,6 +124,11 @@ result<bool> partition_log::plan_clean(const log_config& cfg, timestamp_ms now, 
         _st->clean_offset = *c;
     }
     const offset_t hw = _leo.load();
+    // A partition without appends rolls here, or its last records would wait for the
+    // next append (Kafka rolls only on append).
+    if (segment* a = active(); a && a->end_offset() <= hw && compaction_roll_due(*a, cfg, now)) {
+        if (auto r = roll_segment(now); !r) return r.err();
+    }
     plan.log_start = _lso.load();
     for (const auto& [id, e] : _st->producers.entries())
         if (const producer_batch* b = e.last()) plan.producer_last.insert(b->first_offset);
@@ -192,7 +200,7 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
 
     bytes segment_buf;  // read_batches' buffer, for every segment of the pass
     // 1. The latest offset of each key in the dirty part. Records below it go.
-    std::unordered_map<std::string, offset_t> latest;
+    key_offsets latest;
     for (const auto& s : plan.segs) {
         if (s.end <= plan.dirty_start) continue;
         auto buf = read_batches(s.path, s.size, io, segment_buf);
@@ -211,7 +219,9 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
         if (!r) return r.err();
     }
 
-    // 2. Rewrite, under cleaning/, every segment that loses a record.
+    // 2. Rewrite, under cleaning/, every segment that loses a record, and merge runs of
+    // consecutive segments that fit in one (as Kafka groups them): a topic rolled every
+    // max.compaction.lag.ms would otherwise keep a small segment per period.
     const fs::path cleaning = st->dir / cleaning_dir_name;
     std::error_code ec;
     fs::remove_all(cleaning, ec);
@@ -219,111 +229,32 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     if (ec) return io_error_from_errno("mkdir", cleaning, ec.value());
     std::vector<offset_t> bases;
     std::vector<int64_t> sizes;
-    for (const auto& s : plan.segs) {
-        auto buf = read_batches(s.path, s.size, io, segment_buf);
-        if (!buf && buf.code() == errc::not_found) continue;  // trimmed meanwhile
-        if (!buf) return buf.err();
-        out.bytes_read += s.size;
-        // Offsets stay, so the kept batches keep their append times: the original's
-        // entries, or estimates where it has none (a file from an older version).
-        auto times =
-            read_append_time_file(st->dir / segment_file_name(s.base, append_time_ext), s.base);
-        if (!times) return times.err();
-        times->index.trim(s.end);
-        timestamp_ms last_time = no_timestamp;
-        auto time_of = [&](const protocol::batch_header& h) {
-            const auto& idx = times->index;
-            const ptrdiff_t i = idx.last_starting_at_or_below(h.base_offset);
-            const bool covered = i >= 0 && idx.at(static_cast<size_t>(i)).end > h.base_offset;
-            const timestamp_ms t = covered ? idx.at(static_cast<size_t>(i)).time
-                                           : estimate_append_time(h, last_time, no_timestamp);
-            last_time = std::max(last_time, t);
-            return t;
-        };
-        bytes kept;
-        std::vector<std::pair<protocol::batch_header, size_t>> kept_batches;
-        std::vector<timestamp_ms> kept_times;
-        int64_t removed = 0;
-        auto r = each_batch(*buf, [&](const protocol::batch_header& h, bytes_view b, size_t) {
-            const timestamp_ms appended = time_of(h);
-            auto keep = [&](const protocol::record_view& rec) {
-                if (rec.offset < plan.log_start || !rec.key) return true;
-                auto it = latest.find(key_of(*rec.key));
-                if (it != latest.end() && rec.offset < it->second) return false;
-                // A tombstone goes once an earlier pass has seen it (it lies in the clean
-                // part) and delete.retention.ms has passed since its timestamp.
-                if (!rec.value && rec.offset < plan.dirty_start &&
-                    now - record_time(h, rec) > cfg.delete_retention_ms)
-                    return false;
-                return true;
-            };
-            const size_t at = kept.size();
-            // Each idempotent producer's last batch stays whole: the producer state
-            // rebuilt from the log needs its sequence range (Kafka keeps its header).
-            const bool last_of_producer =
-                h.producer_id >= 0 && plan.producer_last.contains(h.base_offset);
-            if (last_of_producer) {
-                kept.insert(kept.end(), b.begin(), b.end());
-            } else {
-                auto d = protocol::filter_batch(b, keep, kept);
-                if (!d) return result<void>(d.err());
-                removed += *d;
-            }
-            if (kept.size() > at) {
-                kept_batches.emplace_back(
-                    *protocol::read_batch_header(bytes_view(kept).subspan(at)), at);
-                kept_times.push_back(appended);
-            }
-            return result<void>();
-        });
-        if (!r) return r.err();
-        if (removed == 0) continue;
-        auto ns = segment::create(cleaning, s.base, now, _ctx->files);
-        if (!ns) return ns.err();
-        if (!kept.empty()) {
-            if (auto a = (*ns)->append(kept, kept_batches.back().first.last_offset()); !a)
-                return a.err();
+    std::vector<std::vector<offset_t>> merged;
+    for (size_t from = 0; from < plan.segs.size();) {
+        const size_t to = group_end(plan, from, cfg.segment_bytes);
+        auto size = rewrite_group(plan, from, to, latest, cfg, now, io, segment_buf, out);
+        if (!size) return size.err();
+        if (*size >= 0) {
+            bases.push_back(plan.segs[from].base);
+            sizes.push_back(*size);
+            merged.emplace_back();
+            for (size_t i = from + 1; i < to; ++i) merged.back().push_back(plan.segs[i].base);
         }
-        for (const auto& [h, pos] : kept_batches)
-            (*ns)->note_batch(h.base_offset, static_cast<int64_t>(file_header_size + pos),
-                              h.max_timestamp, cfg.index_interval_bytes);
-        append_time_index kept_index(s.base);
-        for (size_t k = 0; k < kept_batches.size(); ++k) {
-            const auto& h = kept_batches[k].first;
-            kept_index.add(h.base_offset, h.last_offset() + 1, kept_times[k]);
-        }
-        (*ns)->adopt_append_times(std::move(kept_index), 0);  // written whole by seal()
-        (*ns)->set_end_offset(s.end);
-        (*ns)->set_indexes_dirty(true);  // index files are written even when empty
-        if (auto sr = (*ns)->seal(); !sr) return sr.err();
-        for (const char* ext : {index_ext, time_index_ext}) {
-            if (auto sr = sync_file(cleaning / segment_file_name(s.base, ext)); !sr)
-                return sr.err();
-        }
-        io.consume((*ns)->size());
-        out.bytes_written += (*ns)->size();
-        out.records_removed += removed;
-        bases.push_back(s.base);
-        sizes.push_back((*ns)->size());
+        from = to;
     }
 
     // 3. Commit and swap (docs/formats/segment.md, "Compaction swap"). A cancel before
     // the commit leaves the old segments; cleaning/ goes at the next pass or load.
     if (io.cancelled()) return error{errc::shutting_down, "compaction cancelled"};
     std::lock_guard trim(st->trim_mu);
-    if (auto r = drop_trimmed(bases, sizes); !r) return r.err();
+    if (auto r = drop_trimmed(bases, sizes, merged); !r) return r.err();
     if (!bases.empty()) {
         // cleaning/ and its files are durable before the marker can be: its own fsync,
         // then the partition directory's (which holds the cleaning/ entry).
         if (auto r = sync_dir(cleaning); !r) return r.err();
         if (auto r = sync_dir(st->dir); !r) return r.err();
-        {
-            auto m = open_file(st->dir / clean_swap_marker_name, O_WRONLY | O_CREAT | O_TRUNC);
-            if (!m) return m.err();
-            if (auto r = sync_data(**m); !r) return r.err();
-        }
-        if (auto r = sync_dir(st->dir); !r) return r.err();
-        if (auto r = swap_cleaned(bases, sizes); !r) return r.err();
+        if (auto r = write_clean_swap_marker(st->dir); !r) return r.err();
+        if (auto r = swap_cleaned(bases, sizes, merged); !r) return r.err();
     }
     fs::remove(cleaning, ec);  // empty now; a leftover is removed at the next load
 
@@ -333,20 +264,160 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     st->clean_offset = clean_to;
     out.clean_offset = clean_to;
     out.segments_rewritten = bases.size();
+    for (const auto& m : merged) out.segments_merged += m.size();
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - started)
                         .count();
     log_info("cleaner",
              "{}-{}: dirty ratio {:.2f}{}; read {} bytes, wrote {} bytes, removed {} records, "
-             "rewrote {} segments in {} ms (throttled {} ms); clean up to offset {}",
+             "rewrote {} segments (merging {} more into them) in {} ms (throttled {} ms); clean up "
+             "to offset {}",
              _topic->name, _partition, plan.ratio, plan.forced ? " (max.compaction.lag.ms)" : "",
-             out.bytes_read, out.bytes_written, out.records_removed, out.segments_rewritten, ms,
+             out.bytes_read, out.bytes_written, out.records_removed, out.segments_rewritten,
+             out.segments_merged, ms,
              std::chrono::duration_cast<std::chrono::milliseconds>(io.slept()).count(), clean_to);
     return out;
 }
 
+size_t partition_log::group_end(const clean_plan& plan, size_t from, int64_t segment_bytes) {
+    // Index entries hold u32 positions and relative offsets (docs/formats/offset-index.md).
+    constexpr int64_t max_u32 = std::numeric_limits<uint32_t>::max();
+    const int64_t limit = std::min(segment_bytes, max_u32);
+    int64_t total = plan.segs[from].size;
+    size_t to = from + 1;
+    for (; to < plan.segs.size(); ++to) {
+        const auto& s = plan.segs[to];
+        const int64_t grown = total + s.size - static_cast<int64_t>(file_header_size);
+        if (grown > limit || s.end - plan.segs[from].base > max_u32) break;
+        total = grown;
+    }
+    return to;
+}
+
+result<int64_t> partition_log::rewrite_group(const clean_plan& plan, size_t from, size_t to,
+                                             const key_offsets& latest, const log_config& cfg,
+                                             timestamp_ms now, io_throttle& io, bytes& buf_space,
+                                             clean_result& out) {
+    const fs::path cleaning = _st->dir / cleaning_dir_name;
+    const offset_t base = plan.segs[from].base;
+    std::unique_ptr<segment> ns;
+    append_time_index kept_index(base);
+    int64_t removed = 0;
+    // Abandons the group (a member trimmed meanwhile): its partial rewrite must not swap.
+    auto abandon = [&]() -> result<int64_t> {
+        ns.reset();
+        if (auto r = remove_segment_files(cleaning, base); !r) return r.err();
+        return int64_t{-1};
+    };
+    for (size_t i = from; i < to; ++i) {
+        const auto& s = plan.segs[i];
+        auto buf = read_batches(s.path, s.size, io, buf_space);
+        if (!buf && buf.code() == errc::not_found) return abandon();  // trimmed meanwhile
+        if (!buf) return buf.err();
+        out.bytes_read += s.size;
+        auto kept = filter_segment(plan, i, *buf, latest, cfg, now);
+        if (!kept) return kept.err();
+        removed += kept->removed;
+        // A segment alone is rewritten only when it loses a record.
+        if (!ns && (to - from > 1 || kept->removed > 0)) {
+            auto created = segment::create(cleaning, base, now, _ctx->files);
+            if (!created) return created.err();
+            ns = std::move(*created);
+        }
+        if (!ns) return int64_t{-1};
+        const int64_t at = ns->size();
+        if (!kept->data.empty()) {
+            if (auto a = ns->append(kept->data, kept->batches.back().first.last_offset()); !a)
+                return a.err();
+        }
+        for (size_t k = 0; k < kept->batches.size(); ++k) {
+            const auto& [h, pos] = kept->batches[k];
+            ns->note_batch(h.base_offset, at + static_cast<int64_t>(pos), h.max_timestamp,
+                           cfg.index_interval_bytes);
+            kept_index.add(h.base_offset, h.last_offset() + 1, kept->times[k]);
+        }
+    }
+    ns->adopt_append_times(std::move(kept_index), 0);  // written whole by seal()
+    ns->set_end_offset(plan.segs[to - 1].end);
+    ns->set_indexes_dirty(true);  // index files are written even when empty
+    if (auto sr = ns->seal(); !sr) return sr.err();
+    for (const char* ext : {index_ext, time_index_ext}) {
+        if (auto sr = sync_file(cleaning / segment_file_name(base, ext)); !sr) return sr.err();
+    }
+    // The segments merged into this one go at the swap (cleaner_files.h, merged_ext).
+    for (size_t i = from + 1; i < to; ++i) {
+        auto m = open_file(cleaning / segment_file_name(plan.segs[i].base, merged_ext),
+                           O_WRONLY | O_CREAT | O_TRUNC);
+        if (!m) return m.err();
+    }
+    io.consume(ns->size());
+    out.bytes_written += ns->size();
+    out.records_removed += removed;
+    return ns->size();
+}
+
+result<partition_log::kept_batches> partition_log::filter_segment(const clean_plan& plan,
+                                                                  size_t index, bytes_view buf,
+                                                                  const key_offsets& latest,
+                                                                  const log_config& cfg,
+                                                                  timestamp_ms now) {
+    const auto& s = plan.segs[index];
+    // Offsets stay, so the kept batches keep their append times: the original's
+    // entries, or estimates where it has none (a file from an older version).
+    auto times =
+        read_append_time_file(_st->dir / segment_file_name(s.base, append_time_ext), s.base);
+    if (!times) return times.err();
+    times->index.trim(s.end);
+    timestamp_ms last_time = no_timestamp;
+    auto time_of = [&](const protocol::batch_header& h) {
+        const auto& idx = times->index;
+        const ptrdiff_t i = idx.last_starting_at_or_below(h.base_offset);
+        const bool covered = i >= 0 && idx.at(static_cast<size_t>(i)).end > h.base_offset;
+        const timestamp_ms t = covered ? idx.at(static_cast<size_t>(i)).time
+                                       : estimate_append_time(h, last_time, no_timestamp);
+        last_time = std::max(last_time, t);
+        return t;
+    };
+    kept_batches out;
+    auto r = each_batch(buf, [&](const protocol::batch_header& h, bytes_view b, size_t) {
+        const timestamp_ms appended = time_of(h);
+        auto keep = [&](const protocol::record_view& rec) {
+            if (rec.offset < plan.log_start || !rec.key) return true;
+            auto it = latest.find(key_of(*rec.key));
+            if (it != latest.end() && rec.offset < it->second) return false;
+            // A tombstone goes once an earlier pass has seen it (it lies in the clean
+            // part) and delete.retention.ms has passed since its timestamp.
+            if (!rec.value && rec.offset < plan.dirty_start &&
+                now - record_time(h, rec) > cfg.delete_retention_ms)
+                return false;
+            return true;
+        };
+        const size_t at = out.data.size();
+        // Each idempotent producer's last batch stays whole: the producer state
+        // rebuilt from the log needs its sequence range (Kafka keeps its header).
+        if (h.producer_id >= 0 && plan.producer_last.contains(h.base_offset)) {
+            out.data.insert(out.data.end(), b.begin(), b.end());
+        } else {
+            auto d = protocol::filter_batch(b, keep, out.data);
+            if (!d) return result<void>(d.err());
+            out.removed += *d;
+        }
+        if (out.data.size() > at) {
+            out.batches.emplace_back(*protocol::read_batch_header(bytes_view(out.data).subspan(at)),
+                                     at);
+            out.times.push_back(appended);
+        }
+        return result<void>();
+    });
+    if (!r) return r.err();
+    return out;
+}
+
 result<void> partition_log::drop_trimmed(std::vector<offset_t>& bases,
-                                         std::vector<int64_t>& sizes) {
+                                         std::vector<int64_t>& sizes,
+                                         std::vector<std::vector<offset_t>>& merged) {
+    // Retention and DeleteRecords remove segments from the front, so a group whose first
+    // segment is still there is whole.
     std::vector<offset_t> gone;
     {
         std::lock_guard lk(_mu);
@@ -359,8 +430,11 @@ result<void> partition_log::drop_trimmed(std::vector<offset_t>& bases,
                 continue;
             }
             gone.push_back(bases[i]);
+            for (offset_t m : merged[i])
+                fs::remove(_st->dir / cleaning_dir_name / segment_file_name(m, merged_ext));
             bases.erase(bases.begin() + static_cast<ptrdiff_t>(i));
             sizes.erase(sizes.begin() + static_cast<ptrdiff_t>(i));
+            merged.erase(merged.begin() + static_cast<ptrdiff_t>(i));
         }
     }
     // Retention or DeleteRecords removed these while the pass ran: their rewrites must
@@ -377,7 +451,8 @@ result<void> partition_log::drop_trimmed(std::vector<offset_t>& bases,
 }
 
 result<void> partition_log::swap_cleaned(const std::vector<offset_t>& bases,
-                                         const std::vector<int64_t>& sizes) {
+                                         const std::vector<int64_t>& sizes,
+                                         const std::vector<std::vector<offset_t>>& merged) {
     const fs::path cleaning = _st->dir / cleaning_dir_name;
     std::vector<std::unique_ptr<segment>> old;
     {
@@ -396,19 +471,32 @@ result<void> partition_log::swap_cleaned(const std::vector<offset_t>& bases,
                     return e;
                 }
             }
-            for (auto& seg : _st->segments) {
-                if (seg->base_offset() != bases[i]) continue;
-                auto ns =
-                    std::make_unique<segment>(_st->dir, bases[i], sizes[i], false, _ctx->files);
-                ns->set_end_offset(seg->end_offset());
-                old.push_back(std::move(seg));
-                seg = std::move(ns);
-                break;
+            auto& segs = _st->segments;
+            auto it = std::find_if(segs.begin(), segs.end(),
+                                   [&](const auto& s) { return s->base_offset() == bases[i]; });
+            if (it == segs.end()) continue;
+            // The merged segments follow it: the new one ends where the last of them did.
+            const auto last = it + static_cast<ptrdiff_t>(merged[i].size());
+            for (size_t k = 0; k < merged[i].size(); ++k) {
+                const auto m = it + static_cast<ptrdiff_t>(k + 1);
+                if (m >= segs.end() || (*m)->base_offset() != merged[i][k]) {
+                    // Invariant (the segments of a group are consecutive and trimmed
+                    // only from the front): broken, the files are still right on disk.
+                    error e{errc::corrupt, fmt::format("segment {} to merge is not in place",
+                                                       merged[i][k])};
+                    fail(e);
+                    return e;
+                }
             }
+            auto ns = std::make_unique<segment>(_st->dir, bases[i], sizes[i], false, _ctx->files);
+            ns->set_end_offset((*last)->end_offset());
+            for (auto m = it; m <= last; ++m) old.push_back(std::move(*m));
+            *it = std::move(ns);
+            segs.erase(it + 1, last + 1);
         }
     }
-    // Directory fsync, then the marker goes (roll_clean_swap_forward finds nothing left
-    // to rename).
+    // Directory fsync, the merged segments' files go, then the marker
+    // (roll_clean_swap_forward finds nothing left to rename).
     if (auto r = roll_clean_swap_forward(_st->dir); !r) {
         std::lock_guard lk(_mu);
         fail(r.err());
