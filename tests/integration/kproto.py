@@ -587,6 +587,31 @@ def fetch_all_v4(conn, topic, partition, timeout=20.0):
             raise AssertionError("fetch did not reach high watermark %d (at %d)" % (p["high_watermark"], offset))
 
 
+def stored_batches(bootstrap, topic, partition=0, timeout=20.0):
+    """Every stored batch of the partition through raw Fetch v4: (records, batches, raw
+    batch bytes), decompressed here (kproto) whatever their codec."""
+    deadline = time.monotonic() + timeout
+    recs, batches, raw, offset = [], [], [], 0
+    with Conn(bootstrap) as conn:
+        while True:
+            p = fetch_v4(conn, topic, partition, offset)
+            assert p["error"] == 0, p
+            data = p["records"] or b""
+            r, bs = decode_batches(data, allow_compressed=True)
+            pos = 0
+            for bt in bs:
+                size = 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+                raw.append(data[pos:pos + size])
+                pos += size
+            recs += [x for x in r if x.offset >= offset]
+            batches += bs
+            if bs:
+                offset = bs[-1]["base_offset"] + bs[-1]["last_offset_delta"] + 1
+            if offset >= p["high_watermark"]:
+                return recs, batches, raw
+            assert time.monotonic() < deadline, "fetch did not reach the high watermark"
+
+
 def describe_cluster_v0(conn):
     body = i8(0) + EMPTY_TAGS  # include_cluster_authorized_operations=false
     r = conn.roundtrip(DESCRIBE_CLUSTER, 0, body, header_version=2, response_header_version=1)

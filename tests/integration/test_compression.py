@@ -36,29 +36,7 @@ def json_value(i):
                        "note": "the same words again and again " * 4}).encode()
 
 
-def stored(bootstrap, topic, partition=0, timeout=20.0):
-    """Every stored batch of the partition through raw Fetch v4: (records, batches, raw
-    batch bytes), decompressed here (kproto) whatever their codec."""
-    deadline = time.monotonic() + timeout
-    recs, batches, raw, offset = [], [], [], 0
-    with K.Conn(bootstrap) as conn:
-        while True:
-            p = K.fetch_v4(conn, topic, partition, offset)
-            assert p["error"] == 0, p
-            data = p["records"] or b""
-            r, bs = K.decode_batches(data, allow_compressed=True)
-            pos = 0
-            for bt in bs:
-                size = 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
-                raw.append(data[pos:pos + size])
-                pos += size
-            recs += [x for x in r if x.offset >= offset]
-            batches += bs
-            if bs:
-                offset = bs[-1]["base_offset"] + bs[-1]["last_offset_delta"] + 1
-            if offset >= p["high_watermark"]:
-                return recs, batches, raw
-            assert time.monotonic() < deadline, "fetch did not reach the high watermark"
+stored = K.stored_batches
 
 
 def kafka_python_read(bootstrap, topic, n, timeout=30.0):

@@ -1,0 +1,233 @@
+// Command franz drives Sluice with franz-go (kgo and kadm) at its defaults: an
+// idempotent producer that batches, every codec, a two-member consumer group that
+// commits, a third member that resumes from the commits, and kadm's admin calls. It
+// prints one JSON object per line; test_go_clients.py compares them with what it set up
+// and with what librdkafka reads.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sluice/tests/integration/go/internal/jsonl"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+type rec struct {
+	Partition int32             `json:"partition"`
+	Offset    int64             `json:"offset"`
+	Key       string            `json:"key"`
+	Value     string            `json:"value"`
+	Headers   map[string]string `json:"headers"`
+}
+
+func toRec(r *kgo.Record) rec {
+	h := map[string]string{}
+	for _, x := range r.Headers {
+		h[x.Key] = string(x.Value)
+	}
+	return rec{r.Partition, r.Offset, string(r.Key), string(r.Value), h}
+}
+
+func main() {
+	bootstrap := flag.String("bootstrap", "", "host:port")
+	topic := flag.String("topic", "", "topic to create and use")
+	partitions := flag.Int("partitions", 3, "partitions of the topic")
+	per := flag.Int("per-codec", 200, "records per codec")
+	group := flag.String("group", "", "consumer group id")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+
+	admin, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap))
+	if err != nil {
+		jsonl.Fail("client", err)
+	}
+	adm := kadm.NewClient(admin)
+	created, err := adm.CreateTopics(ctx, int32(*partitions), 1, map[string]*string{"retention.ms": strp("3600000")}, *topic)
+	if err != nil {
+		jsonl.Fail("create", err)
+	}
+	for _, c := range created.Sorted() {
+		jsonl.Emit("created", map[string]any{"topic": c.Topic, "err": jsonl.Err(c.Err)})
+	}
+	again, _ := adm.CreateTopics(ctx, 1, 1, nil, *topic)
+	for _, c := range again.Sorted() {
+		jsonl.Emit("created-again", map[string]any{"topic": c.Topic, "err": jsonl.Err(c.Err)})
+	}
+
+	codecs := []struct {
+		name  string
+		codec kgo.CompressionCodec
+	}{{"none", kgo.NoCompression()}, {"gzip", kgo.GzipCompression()}, {"snappy", kgo.SnappyCompression()},
+		{"lz4", kgo.Lz4Compression()}, {"zstd", kgo.ZstdCompression()}}
+	total := 0
+	for _, c := range codecs {
+		// Defaults otherwise: idempotent, acks=all, linger and batching as shipped.
+		p, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ProducerBatchCompression(c.codec),
+			kgo.DefaultProduceTopic(*topic))
+		if err != nil {
+			jsonl.Fail("producer", err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []string
+		acked := map[string][2]int64{}
+		for i := 0; i < *per; i++ {
+			r := &kgo.Record{Key: []byte(fmt.Sprintf("%s-k%d", c.name, i%17)),
+				Value:   []byte(fmt.Sprintf("%s-v%d", c.name, i)),
+				Headers: []kgo.RecordHeader{{Key: "codec", Value: []byte(c.name)}, {Key: "i", Value: []byte(fmt.Sprint(i))}}}
+			wg.Add(1)
+			p.Produce(ctx, r, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err.Error())
+					return
+				}
+				acked[string(r.Value)] = [2]int64{int64(r.Partition), r.Offset}
+			})
+		}
+		wg.Wait()
+		p.Close()
+		total += len(acked)
+		jsonl.Emit("produced", map[string]any{"codec": c.name, "acked": acked, "errors": errs})
+	}
+
+	// Two members of a group consume everything; each commits what it read on close.
+	var mu sync.Mutex
+	seen := map[string][]rec{}
+	members := make([]*kgo.Client, 2)
+	for m := range members {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic),
+			kgo.ClientID(fmt.Sprintf("franz-member-%d", m)), kgo.DisableAutoCommit())
+		if err != nil {
+			jsonl.Fail("member", err)
+		}
+		members[m] = cl
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for m, cl := range members {
+		wg.Add(1)
+		go func(name string, cl *kgo.Client) {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				pctx, pcancel := context.WithTimeout(ctx, time.Second)
+				fs := cl.PollFetches(pctx)
+				pcancel()
+				fs.EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					seen[name] = append(seen[name], toRec(r))
+					mu.Unlock()
+				})
+				if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+					mu.Lock()
+					seen[name+"-commit-error"] = append(seen[name+"-commit-error"], rec{Value: err.Error()})
+					mu.Unlock()
+				}
+			}
+		}(fmt.Sprint(m), cl)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(seen["0"]) + len(seen["1"])
+		mu.Unlock()
+		if n >= total {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Both members hold part of the group once all is read (it was read by two).
+	close(stop)
+	wg.Wait()
+	for m, cl := range members {
+		mu.Lock()
+		jsonl.Emit("consumed", map[string]any{"member": m, "records": seen[fmt.Sprint(m)],
+			"commit_errors": len(seen[fmt.Sprint(m)+"-commit-error"])})
+		mu.Unlock()
+		cl.Close()
+	}
+
+	offs, err := adm.FetchOffsets(ctx, *group)
+	if err != nil {
+		jsonl.Fail("fetch offsets", err)
+	}
+	committed := map[int32]int64{}
+	offs.Each(func(o kadm.OffsetResponse) { committed[o.Partition] = o.At })
+	jsonl.Emit("committed", map[string]any{"offsets": committed})
+
+	// A third member resumes at the commits: it reads only what comes after them.
+	p, _ := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.DefaultProduceTopic(*topic))
+	for i := 0; i < 5; i++ {
+		if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte("late"), Value: []byte(fmt.Sprintf("late-%d", i))}).FirstErr(); err != nil {
+			jsonl.Fail("late produce", err)
+		}
+	}
+	p.Close()
+	third, _ := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic))
+	var late []rec
+	for len(late) < 5 && ctx.Err() == nil {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		third.PollFetches(pctx).EachRecord(func(r *kgo.Record) { late = append(late, toRec(r)) })
+		pcancel()
+	}
+	third.Close()
+	jsonl.Emit("resumed", map[string]any{"records": late})
+
+	groups, err := adm.DescribeGroups(ctx, *group)
+	if err != nil {
+		jsonl.Fail("describe groups", err)
+	}
+	for _, g := range groups.Sorted() {
+		jsonl.Emit("group", map[string]any{"group": g.Group, "state": g.State, "protocol_type": g.ProtocolType,
+			"members": len(g.Members), "err": jsonl.Err(g.Err)})
+	}
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		jsonl.Fail("list groups", err)
+	}
+	jsonl.Emit("groups", map[string]any{"names": listed.Groups()})
+	ends, err := adm.ListEndOffsets(ctx, *topic)
+	if err != nil {
+		jsonl.Fail("end offsets", err)
+	}
+	endMap := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { endMap[o.Partition] = o.Offset })
+	jsonl.Emit("ends", map[string]any{"offsets": endMap})
+	cfgs, err := adm.DescribeTopicConfigs(ctx, *topic)
+	if err != nil {
+		jsonl.Fail("describe configs", err)
+	}
+	for _, rc := range cfgs {
+		vals := map[string]string{}
+		for _, c := range rc.Configs {
+			if c.Key == "retention.ms" || c.Key == "cleanup.policy" {
+				vals[c.Key] = c.MaybeValue()
+			}
+		}
+		jsonl.Emit("configs", map[string]any{"topic": rc.Name, "values": vals, "err": jsonl.Err(rc.Err)})
+	}
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		jsonl.Fail("list topics", err)
+	}
+	names := topics.Names()
+	sort.Strings(names)
+	jsonl.Emit("topics", map[string]any{"names": names})
+	admin.Close()
+}
+
+func strp(s string) *string { return &s }
