@@ -16,14 +16,24 @@ deps:
 # says what it was made from); a failed install leaves no copy, so the next run retries.
 PYPI_VENV := tests/integration/.venv
 PYPI_REQS := tests/integration/requirements-pypi.txt
+# confluent-kafka 2.x, one venv per version (see tests/integration/tests.cmake), which
+# also sees Debian's packages (pytest, kafka-python, psycopg2) for the suites it runs.
+CK_VERSIONS := 2.4 2.8 2.16
+
+# Each venv DIR:REQUIREMENTS:FLAGS is made again when its requirements changed.
+VENVS := $(PYPI_VENV):$(PYPI_REQS): \
+  $(foreach v,$(CK_VERSIONS),tests/integration/.venv-ck-$(v):tests/integration/requirements-ck-$(v).txt:--system-site-packages)
 
 test-deps:
 	scripts/install-deps.sh test
-	@cmp -s $(PYPI_REQS) $(PYPI_VENV)/requirements.installed || { \
-	  echo "test-deps: making $(PYPI_VENV) from $(PYPI_REQS)" && rm -rf $(PYPI_VENV) && \
-	  /usr/bin/python3 -m venv $(PYPI_VENV) && \
-	  $(PYPI_VENV)/bin/pip install -q --disable-pip-version-check --no-deps --require-hashes \
-	    -r $(PYPI_REQS) && cp $(PYPI_REQS) $(PYPI_VENV)/requirements.installed; }
+	@for spec in $(VENVS); do \
+	  dir=$${spec%%:*}; rest=$${spec#*:}; reqs=$${rest%%:*}; flags=$${rest#*:}; \
+	  cmp -s $$reqs $$dir/requirements.installed || { \
+	    echo "test-deps: making $$dir from $$reqs" && rm -rf $$dir && \
+	    /usr/bin/python3 -m venv $$flags $$dir && \
+	    $$dir/bin/pip install -q --disable-pip-version-check --no-deps --require-hashes \
+	      -r $$reqs && cp $$reqs $$dir/requirements.installed; } || exit 1; \
+	done
 	cd tests/integration/node && npm ci --no-audit --no-fund --loglevel=error
 	cd tests/integration/go && go mod download
 	cd tests/integration/go/sarama-1.44 && go mod download

@@ -24,6 +24,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sluice_helpers as H  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def pytest_sessionstart(session):
+    """Under a confluent-kafka venv (tests.cmake), the version it must hold."""
+    want = os.environ.get("SLUICE_EXPECT_CONFLUENT_KAFKA")
+    if want:
+        import confluent_kafka
+        got = confluent_kafka.version()  # a (text, int) pair before 2.16, the text since
+        got = got[0] if isinstance(got, tuple) else got
+        if got != want:
+            pytest.exit("confluent-kafka %s expected under %s, found %s: run `make test-deps`"
+                        % (want, sys.executable, got), returncode=1)
 STARTUP_TIMEOUT = 20.0
 STOP_TIMEOUT = 30.0
 
