@@ -51,7 +51,6 @@ constexpr access_rule rules[] = {
     {api_key::offset_delete, resource_kind::topic, action::read},
     {api_key::describe_user_scram_credentials, resource_kind::cluster, action::describe},
     {api_key::alter_user_scram_credentials, resource_kind::cluster, action::alter},
-    {api_key::describe_cluster, resource_kind::cluster, action::describe},
     // As Kafka (KIP-679): IdempotentWrite on the cluster, or Write on any topic.
     {api_key::init_producer_id, resource_kind::cluster, action::idempotent_write},
     {api_key::init_producer_id, resource_kind::topic, action::write},

@@ -140,3 +140,53 @@ class Worker:
                     return last
             time.sleep(0.5)
         raise AssertionError(f"connector {name} not running in {timeout}s: {last}\n{self.log_tail()}")
+
+
+# --------------------------------------------------------------------------
+# Added for test_connect_cluster.py / test_connect_security.py
+# --------------------------------------------------------------------------
+
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+
+
+def file_source(path, topic):
+    """Kafka's FileStreamSource: each line of PATH becomes one record (its text) of TOPIC."""
+    return {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            "tasks.max": "1", "file": str(path), "topic": topic,
+            "key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
+
+
+def file_sink(path, topic, tasks=1):
+    """Kafka's FileStreamSink: every record of TOPIC becomes one line (its value) of PATH."""
+    return {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "tasks.max": str(tasks), "file": str(path), "topics": topic,
+            "key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
+
+
+def placement(worker, names):
+    """{connector or "connector/task": worker_id} of RUNNING connectors and tasks, as one
+    worker's REST API reports them (status of each named connector)."""
+    out = {}
+    for name in names:
+        st = worker.get(f"/connectors/{name}/status")
+        if st["connector"]["state"] == "RUNNING":
+            out[name] = st["connector"]["worker_id"]
+        for t in st.get("tasks", []):
+            if t["state"] == "RUNNING":
+                out[f"{name}/{t['id']}"] = t["worker_id"]
+    return out
+
+
+def pem_keystore(cert, key, path):
+    """One PEM file with the private key (PKCS#8) and the certificate, as the Java client's
+    ssl.keystore.type=PEM reads it."""
+    pkcs8 = subprocess.run(["openssl", "pkcs8", "-topk8", "-nocrypt", "-in", str(key)],
+                           capture_output=True, text=True, timeout=30, check=True).stdout
+    Path(path).write_text(pkcs8 + Path(cert).read_text())
+    return Path(path)
+
+
+def with_prefixes(props, prefixes=("", "producer.", "consumer.", "admin.")):
+    """The worker's client settings repeated for the connectors' producers, consumers and
+    admin clients, as the worker file must carry them."""
+    return {p + k: v for p in prefixes for k, v in props.items()}

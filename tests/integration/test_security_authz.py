@@ -77,7 +77,6 @@ ROWS = {
     "deletetopics": [("KafkaDelete", topic_res(t("deletetopics")))],
     "deleterecords": [("KafkaDelete", topic_res(t("deleterecords")))],
     "createpartitions": [("KafkaAlter", topic_res(t("createpartitions")))],
-    "describecluster": [("KafkaDescribe", CLUSTER)],
     "describescram": [("KafkaDescribe", CLUSTER)],
     "alterscram": [("KafkaAlter", CLUSTER)],
     # InitProducerId without a transactional id: IdempotentWrite on the cluster, or Write
@@ -484,15 +483,6 @@ def chk_createpartitions(c, user, expect):
         S.wait_until("3 partitions of %s" % topic, lambda: c.partitions(topic) == 3)
 
 
-def chk_describecluster(c, user, expect):
-    with c.conn(user) as conn:
-        d = K.describe_cluster_v0(conn)
-    if expect:
-        assert d["error"] == expect and not d["brokers"], d
-    else:
-        assert d["error"] == 0 and [(x["host"], x["port"]) for x in d["brokers"]] == [("127.0.0.1", c.sasl_port)], d
-
-
 def chk_describescram(c, user, expect):
     with c.conn(user) as conn:
         r = S.describe_user_scram_credentials(conn, ["scram-target"])
@@ -546,7 +536,7 @@ CHECKS = {
     "describeconfigs-broker": chk_describeconfigs_broker, "alterconfigs": chk_alterconfigs,
     "createtopics": chk_createtopics, "createtopics-cluster": chk_createtopics_cluster,
     "deletetopics": chk_deletetopics, "deleterecords": chk_deleterecords, "createpartitions": chk_createpartitions,
-    "describecluster": chk_describecluster, "describescram": chk_describescram, "alterscram": chk_alterscram,
+    "describescram": chk_describescram, "alterscram": chk_alterscram,
 }
 assert set(CHECKS) == set(ROWS)
 

@@ -10,10 +10,9 @@ void handle_describe_cluster(const request_context& ctx, request_body body) {
     protocol::describe_cluster_response resp;
     resp.endpoint_type = req.endpoint_type;
     resp.cluster_id = ctx.b.cluster_id();
-    if (!ctx.allowed(security::resource_kind::cluster)) {
-        resp.error_code = code(protocol::error_code::cluster_authorization_failed);
-        resp.error_message = "KafkaDescribe on sluice:cluster is needed";
-    } else if (req.endpoint_type != 1) {
+    // As Kafka: any client may ask (Connect workers and AdminClient.describeCluster() do,
+    // for the cluster id); only the authorized operations depend on KafkaDescribe.
+    if (req.endpoint_type != 1) {
         // Controllers are not a separate role here; only broker endpoints exist.
         resp.error_code = code(protocol::error_code::invalid_request);
         resp.error_message = "only endpoint type 1 (brokers) is served";

@@ -1,0 +1,130 @@
+"""Kafka Connect workers over TLS/SASL against Sluice, with identity policies.
+
+The broker has a SASL_SSL listener and an SSL listener,
+client certificates requested (a SASL_SSL listener shares the TLS settings); its certificate names 127.0.0.1 as an IP SAN and the Java client checks it
+(ssl.endpoint.identification.algorithm=https, its default). Authorization is `required`.
+
+- SASL/PLAIN over TLS, and mutual TLS (TLS 1.3 only) with the certificate's CN as the
+  user: a worker whose user holds exactly the documented actions (KafkaRead, KafkaWrite,
+  KafkaDescribe and KafkaCreate on its topics, KafkaRead on its group) starts, creates its
+  internal topics, and runs a FileStreamSource that creates its own topic; every line of
+  the file arrives in the topic.
+- The same worker without one permission fails with an error naming it in its log:
+  no KafkaRead on the group -> GroupAuthorizationException naming the group; no
+  KafkaWrite on the internal topics -> TopicAuthorizationException naming the topic;
+  no KafkaRead on them -> TopicAuthorizationException as well.
+"""
+
+import time
+
+import pytest
+
+import connect_helpers as C
+import security_helpers as S
+import sluice_helpers as H
+
+LINES = 30
+
+
+def guide_policy(group):
+    """The documented worker grant: topics `<group>-*` (its internal topics and, here, the
+    connector's topic) and the group itself."""
+    return [S.allow(["KafkaRead", "KafkaWrite", "KafkaDescribe", "KafkaCreate"], f"sluice:topic:{group}-*"),
+            S.allow("KafkaRead", f"sluice:group:{group}")]
+
+
+@pytest.fixture(scope="module")
+def b(module_secure_broker_factory, tmp_path_factory):
+    pki = S.Pki(tmp_path_factory.mktemp("pki-connect"))
+    broker = module_secure_broker_factory(
+        ["SASL_SSL://127.0.0.1:0", "SSL://127.0.0.1:0"],
+        extra_args=S.tls_flags(pki, pki.server(), "requested") + ["--authorization", "required"],
+        start=False)
+    tgt = S.Target.stopped(broker)
+    S.grant(tgt, "reader", [S.allow("*", "sluice:*")], password="reader-pw")  # the test's own reads
+    S.grant(tgt, "sasl-worker", guide_policy("csasl"), password="sasl-worker-pw")
+    S.grant(tgt, "mtls-worker", guide_policy("cmtls"))
+    # One permission short each.
+    S.grant(tgt, "no-group", guide_policy("cnogroup")[:1], password="no-group-pw")
+    S.grant(tgt, "no-write", [S.allow(["KafkaRead", "KafkaDescribe", "KafkaCreate"], "sluice:topic:cnowrite-*"),
+                              S.allow("KafkaRead", "sluice:group:cnowrite")], password="no-write-pw")
+    S.grant(tgt, "no-read", [S.allow(["KafkaWrite", "KafkaDescribe", "KafkaCreate"], "sluice:topic:cnoread-*"),
+                             S.allow("KafkaRead", "sluice:group:cnoread")], password="no-read-pw")
+    broker.start()
+    broker.pki = pki
+    broker.mtls_client = pki.client("mtls-worker")
+    return broker
+
+
+def sasl_settings(b, user, password):
+    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{user}" password="{password}";')
+    return {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.jaas.config": jaas,
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(b.pki.ca_cert)}
+
+
+def mtls_settings(b, workdir):
+    ks = C.pem_keystore(b.mtls_client.cert, b.mtls_client.key, workdir / "mtls-worker-keystore.pem")
+    return {"security.protocol": "SSL", "ssl.enabled.protocols": "TLSv1.3", "ssl.protocol": "TLSv1.3",
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(b.pki.ca_cert),
+            "ssl.keystore.type": "PEM", "ssl.keystore.location": str(ks)}
+
+
+def run_source(b, tmp_path, addr, group, security):
+    workdir = tmp_path / group
+    w = C.Worker(workdir, addr, group_id=group, extra=C.with_prefixes(security), name=group)
+    w.start()
+    src = workdir / "in.txt"
+    lines = [f"{group} line {i}" for i in range(LINES)]
+    src.write_text("".join(x + "\n" for x in lines))
+    topic = f"{group}-data"
+    cfg = C.file_source(src, topic)
+    cfg.update({"topic.creation.default.replication.factor": "1", "topic.creation.default.partitions": "1"})
+    w.put_connector("src", cfg)
+    w.wait_running("src", tasks=1)
+    reader = S.Creds("SASL_SSL", "PLAIN", "reader", "reader-pw", ca=b.pki.ca_cert)
+    got = H.wait_until(f"{LINES} lines in {topic}", lambda: (
+        lambda r: r if len(r) >= LINES else None)(S.consume_from(b.addr("SASL_SSL"), reader, topic, LINES,
+                                                                  timeout=5)),
+        timeout=90, interval=1)
+    assert [v.decode() for _, _, v in got[:LINES]] == lines
+    w.stop()
+    assert w.proc.returncode is not None
+
+
+def test_sasl_plain_over_tls(b, tmp_path):
+    run_source(b, tmp_path, b.addr("SASL_SSL"), "csasl", sasl_settings(b, "sasl-worker", "sasl-worker-pw"))
+
+
+def test_mutual_tls_cn_is_the_user(b, tmp_path):
+    (tmp_path / "cmtls").mkdir()
+    run_source(b, tmp_path, b.addr("SSL"), "cmtls", mtls_settings(b, tmp_path / "cmtls"))
+
+
+@pytest.mark.parametrize("user,group,needle", [
+    ("no-group", "cnogroup", "GroupAuthorizationException"),
+    ("no-write", "cnowrite", "TopicAuthorizationException"),
+    ("no-read", "cnoread", "TopicAuthorizationException"),
+])
+def test_missing_permission_is_named(b, tmp_path, user, group, needle):
+    w = C.Worker(tmp_path / group, b.addr("SASL_SSL"), group_id=group,
+                 extra=C.with_prefixes(sasl_settings(b, user, f"{user}-pw")), name=group)
+    log = w.log_file
+    w.props_file.write_text("")
+    try:
+        try:
+            w.start(timeout=60)
+        except AssertionError:
+            pass  # a worker that exits at start-up has said why in its log
+        found = H.wait_until(f"{needle} in the worker log", lambda: [
+            ln for ln in log.read_text(errors="replace").splitlines() if needle in ln], timeout=90, interval=1)
+    finally:
+        w.kill9()
+    text = "\n".join(found)
+    if needle == "GroupAuthorizationException":
+        assert f"Not authorized to access group: {group}" in text, text[:2000]
+    else:
+        assert f"Not authorized to access topics: [{group}-" in text, text[:2000]
+    # The broker logged the denial too, naming the principal.
+    deny = [ln for ln in b.stderr_paths[-1].read_text().splitlines() if user in ln and "denied" in ln.lower()]
+    assert deny, f"no denial logged for {user}"
