@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sluice/tests/integration/go/internal/jsonl"
 	"sort"
@@ -18,29 +17,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-type rec struct {
-	Partition int32             `json:"partition"`
-	Offset    int64             `json:"offset"`
-	Key       string            `json:"key"`
-	Value     string            `json:"value"`
-	Headers   map[string]string `json:"headers"`
-}
-
-func toRec(r *kgo.Record) rec {
+func toRec(r *kgo.Record) jsonl.Rec {
 	h := map[string]string{}
 	for _, x := range r.Headers {
 		h[x.Key] = string(x.Value)
 	}
-	return rec{r.Partition, r.Offset, string(r.Key), string(r.Value), h}
+	return jsonl.Rec{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value), Headers: h}
 }
 
 func main() {
-	bootstrap := flag.String("bootstrap", "", "host:port")
-	topic := flag.String("topic", "", "topic to create and use")
-	partitions := flag.Int("partitions", 3, "partitions of the topic")
-	per := flag.Int("per-codec", 200, "records per codec")
-	group := flag.String("group", "", "consumer group id")
-	flag.Parse()
+	args := jsonl.ParseArgs(200)
+	bootstrap, topic, group := &args.Bootstrap, &args.Topic, &args.Group
+	partitions, per := &args.Partitions, &args.PerCodec
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 
@@ -102,7 +90,7 @@ func main() {
 
 	// Two members of a group consume everything; each commits what it read on close.
 	var mu sync.Mutex
-	seen := map[string][]rec{}
+	seen := map[string][]jsonl.Rec{}
 	members := make([]*kgo.Client, 2)
 	for m := range members {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic),
@@ -134,22 +122,13 @@ func main() {
 				})
 				if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
 					mu.Lock()
-					seen[name+"-commit-error"] = append(seen[name+"-commit-error"], rec{Value: err.Error()})
+					seen[name+"-commit-error"] = append(seen[name+"-commit-error"], jsonl.Rec{Value: err.Error()})
 					mu.Unlock()
 				}
 			}
 		}(fmt.Sprint(m), cl)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := len(seen["0"]) + len(seen["1"])
-		mu.Unlock()
-		if n >= total {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	jsonl.WaitFor(&mu, func() int { return len(seen["0"]) + len(seen["1"]) }, total, 90*time.Second)
 	// Both members hold part of the group once all is read (it was read by two).
 	close(stop)
 	wg.Wait()
@@ -178,7 +157,7 @@ func main() {
 	}
 	p.Close()
 	third, _ := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic))
-	var late []rec
+	var late []jsonl.Rec
 	for len(late) < 5 && ctx.Err() == nil {
 		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 		third.PollFetches(pctx).EachRecord(func(r *kgo.Record) { late = append(late, toRec(r)) })

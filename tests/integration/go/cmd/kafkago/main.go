@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"sluice/tests/integration/go/internal/jsonl"
 	"sync"
@@ -17,29 +16,18 @@ import (
 	"github.com/segmentio/kafka-go/compress"
 )
 
-type rec struct {
-	Partition int               `json:"partition"`
-	Offset    int64             `json:"offset"`
-	Key       string            `json:"key"`
-	Value     string            `json:"value"`
-	Headers   map[string]string `json:"headers"`
-}
-
-func toRec(m kafka.Message) rec {
+func toRec(m kafka.Message) jsonl.Rec {
 	h := map[string]string{}
 	for _, x := range m.Headers {
 		h[x.Key] = string(x.Value)
 	}
-	return rec{m.Partition, m.Offset, string(m.Key), string(m.Value), h}
+	return jsonl.Rec{Partition: int32(m.Partition), Offset: m.Offset, Key: string(m.Key), Value: string(m.Value), Headers: h}
 }
 
 func main() {
-	bootstrap := flag.String("bootstrap", "", "host:port")
-	topic := flag.String("topic", "", "topic to create and use")
-	partitions := flag.Int("partitions", 3, "partitions of the topic")
-	per := flag.Int("per-codec", 100, "records per codec")
-	group := flag.String("group", "", "consumer group id")
-	flag.Parse()
+	args := jsonl.ParseArgs(100)
+	bootstrap, topic, group := &args.Bootstrap, &args.Topic, &args.Group
+	partitions, per := &args.Partitions, &args.PerCodec
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	client := &kafka.Client{Addr: kafka.TCP(*bootstrap), Timeout: 30 * time.Second}
@@ -81,7 +69,7 @@ func main() {
 
 	// Two readers of the group read everything, committing as they go.
 	var mu sync.Mutex
-	seen := map[int][]rec{}
+	seen := map[int][]jsonl.Rec{}
 	rctx, rcancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	readers := make([]*kafka.Reader, 2)
@@ -106,16 +94,7 @@ func main() {
 			}
 		}(m, readers[m])
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := len(seen[0]) + len(seen[1])
-		mu.Unlock()
-		if n >= total {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	jsonl.WaitFor(&mu, func() int { return len(seen[0]) + len(seen[1]) }, total, 90*time.Second)
 	rcancel()
 	wg.Wait()
 	for m, r := range readers {
@@ -145,7 +124,7 @@ func main() {
 	w.Close()
 	third := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{*bootstrap}, GroupID: *group, Topic: *topic,
 		MaxWait: 200 * time.Millisecond})
-	var resumed []rec
+	var resumed []jsonl.Rec
 	for len(resumed) < 5 {
 		msg, err := third.ReadMessage(ctx)
 		if err != nil {

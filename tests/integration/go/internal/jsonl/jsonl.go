@@ -4,7 +4,10 @@ package jsonl
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
+	"sync"
+	"time"
 )
 
 var out = json.NewEncoder(os.Stdout)
@@ -29,4 +32,45 @@ func Err(err error) any {
 		return nil
 	}
 	return err.Error()
+}
+
+// Args are the flags every test program of this module takes.
+type Args struct {
+	Bootstrap, Topic, Group string
+	Partitions, PerCodec    int
+}
+
+// ParseArgs parses the command line; perCodec is the default of -per-codec.
+func ParseArgs(perCodec int) Args {
+	var a Args
+	flag.StringVar(&a.Bootstrap, "bootstrap", "", "host:port")
+	flag.StringVar(&a.Topic, "topic", "", "topic to create and use")
+	flag.IntVar(&a.Partitions, "partitions", 3, "partitions of the topic")
+	flag.IntVar(&a.PerCodec, "per-codec", perCodec, "records per codec")
+	flag.StringVar(&a.Group, "group", "", "consumer group id")
+	flag.Parse()
+	return a
+}
+
+// WaitFor polls count (under mu) until it reaches want or timeout passes.
+func WaitFor(mu *sync.Mutex, count func() int, want int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := count()
+		mu.Unlock()
+		if n >= want {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Rec is a record as the programs report it.
+type Rec struct {
+	Partition int32             `json:"partition"`
+	Offset    int64             `json:"offset"`
+	Key       string            `json:"key"`
+	Value     string            `json:"value"`
+	Headers   map[string]string `json:"headers"`
 }
