@@ -127,7 +127,9 @@ def test_consumer_groups_and_their_offsets(broker, topic_name):
         listed = JC.one(out, kind)
         assert listed["error"] is None and len(listed["groups"]) == 1, listed
         g = listed["groups"][0]
-        assert (g["group_id"], g["protocol"], g["state"], g["simple"]) == (group, "consumer", "STABLE", False), g
+        # type: ListGroups v5 (Sluice's groups are all classic ones, as Kafka reports them).
+        assert (g["group_id"], g["protocol"], g["state"], g["type"], g["simple"]) == (
+            group, "consumer", "STABLE", "CLASSIC", False), g
     active = JC.one(out, "describe-active")
     assert (active["error"], active["state"], active["assignor"], active["type"], active["simple"]) == (
         None, "STABLE", "range", "CLASSIC", False)  # range: the first of the default assignors
