@@ -591,8 +591,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--max-compaction-lag-ms", o->max_compaction_lag_ms,
                     "Default max.compaction.lag.ms of topics (Kafka's "
                     "log.cleaner.max.compaction.lag.ms): the longest a record of a compacted "
-                    "topic stays uncompacted. Default: 30000")
-        ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+                    "topic stays uncompacted")
+        ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
+        // Shown only: not given, the topic config's own default (30000) stays in force
+        // and DescribeConfigs names it DEFAULT_CONFIG rather than a broker setting.
+        ->default_str("30000");
     cmd->add_option("--log-cleaner-io-max-bytes-per-second", o->log_cleaner_io_bytes_per_sec,
                     "Compaction I/O budget (bytes read + written per second); 0: unlimited")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
