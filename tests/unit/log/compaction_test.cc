@@ -408,6 +408,73 @@ TEST_P(compaction_crash_test, load_finishes_or_rolls_back_the_swap) {
 
 INSTANTIATE_TEST_SUITE_P(steps, compaction_crash_test, ::testing::Values(1, 2, 3, 4));
 
+// Segments merged into the one before them (segment.bytes lets a group share a file) go
+// at the swap: a crash after the commit (marker v2 and cleaning/<base>.merged written,
+// nothing renamed yet) is rolled forward at load, the merged segments deleted.
+TEST_F(compaction_test, merged_segments_go_when_a_committed_swap_is_rolled_forward) {
+    open();
+    put({kv("a", "a1", t0), kv("b", "b1", t0)});  // 0..1: loses both
+    put({kv("a", "a2", t0), kv("c", "c1", t0)});  // 2..3: loses c1
+    put({kv("c", "c2", t0), kv("b", "b2", t0)});  // 4..5
+    put({kv("z", "z1", t0)});                     // 6: active
+    const std::vector<rec> before = read_all();
+    auto bases = [&] {
+        std::vector<offset_t> out;
+        for (const auto& e : fs::directory_iterator(part()))
+            if (e.path().extension() == ".log") out.push_back(std::stoll(e.path().stem().string()));
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    const std::vector<offset_t> before_bases = bases();
+    ASSERT_EQ(before_bases, (std::vector<offset_t>{0, 2, 4, 6}));
+    mgr->close();
+    mgr.reset();
+    const fs::path saved = dir.path / "saved";
+    fs::copy(part(), saved, fs::copy_options::recursive);
+    open();
+    cfg.segment_bytes = 1 << 20;  // the three sealed segments fit in one
+    set_config();
+    compact(t0 + 10);
+    const std::vector<rec> after = read_all();
+    const std::vector<offset_t> after_bases = bases();
+    ASSERT_EQ(after_bases, (std::vector<offset_t>{0, 6})) << "2 and 4 merged into 0";
+    const std::vector<rec> want = {{2, "a", "a2"}, {4, "c", "c2"}, {5, "b", "b2"}, {6, "z", "z1"}};
+    EXPECT_EQ(after, want);
+    mgr->close();
+    mgr.reset();
+    const fs::path cleaned = dir.path / "cleaned";
+    fs::create_directory(cleaned);
+    for (const char* ext : segment_exts)
+        fs::copy_file(part() / segment_file_name(0, ext), cleaned / segment_file_name(0, ext));
+    // The directory as a crash right after the commit leaves it.
+    fs::remove_all(part());
+    fs::copy(saved, part(), fs::copy_options::recursive);
+    const fs::path cleaning = part() / cleaning_dir_name;
+    fs::copy(cleaned, cleaning, fs::copy_options::recursive);
+    for (offset_t b : {2, 4}) std::ofstream(cleaning / segment_file_name(b, merged_ext)).close();
+    std::ofstream(part() / clean_swap_marker_name) << "sluice cleaner-swap v2\n";
+    open();
+    EXPECT_EQ(read_all(), want);
+    EXPECT_EQ(bases(), after_bases);
+    EXPECT_FALSE(fs::exists(part() / clean_swap_marker_name));
+    EXPECT_FALSE(fs::exists(cleaning));
+}
+
+// A marker of a format this version does not know leaves the directory alone.
+TEST_F(compaction_test, an_unknown_swap_marker_is_refused_untouched) {
+    open();
+    put({kv("a", "a1", t0)});
+    put({kv("a", "a2", t0)});
+    mgr->close();
+    mgr.reset();
+    fs::create_directory(part() / cleaning_dir_name);
+    std::ofstream(part() / clean_swap_marker_name) << "sluice cleaner-swap v9\n";
+    repair_summary sum;
+    EXPECT_EQ(finish_clean_swap(part(), sum).code(), errc::unsupported);
+    EXPECT_TRUE(fs::exists(part() / clean_swap_marker_name));
+    EXPECT_TRUE(fs::exists(part() / cleaning_dir_name));
+}
+
 TEST(clean_checkpoint, round_trips_and_rejects_damage) {
     auto b = encode_clean_checkpoint(12345);
     EXPECT_EQ(*decode_clean_checkpoint(b), 12345);
