@@ -46,13 +46,13 @@ if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  # The Debezium test runs its own PostgreSQL cluster (tests/integration/postgres_helpers.py):
-  # keep the package from creating and starting a default one on port 5432.
-  if [[ " ${missing[*]} " == *" postgresql-15 "* ]]; then
-    $sudo mkdir -p /etc/postgresql-common
-    grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf ||
-      echo 'create_main_cluster = false' | $sudo tee -a /etc/postgresql-common/createcluster.conf >/dev/null
-  fi
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # The Debezium test runs its own PostgreSQL cluster (tests/integration/postgres_helpers.py):
+  # the default one that installing postgresql-15 just made (and started, where it
+  # could) on port 5432 goes again.
+  if [[ " ${missing[*]} " == *" postgresql-15 "* ]] && command -v pg_lsclusters >/dev/null &&
+     pg_lsclusters -h 2>/dev/null | awk '$1 == 15 && $2 == "main"' | grep -q .; then
+    $sudo pg_dropcluster --stop 15 main || echo "install-deps: could not drop the default cluster 15/main" >&2
+  fi
 fi
