@@ -58,6 +58,9 @@ def test_topics_and_configs(broker, topic_name):
     head = desc.splitlines()[0]
     assert re.match(r"Topic: %s\tTopicId: \S+\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: retention.ms=3600000$"
                     % re.escape(topic_name), head), head
+    # By id (Metadata v10+ with the name left ""): the same description.
+    topic_id = re.search(r"TopicId: (\S+)", head).group(1)
+    assert out("kafka-topics", "--bootstrap-server", b, "--describe", "--topic-id", topic_id) == desc
     parts = [l.split("\t") for l in desc.splitlines()[1:]]
     assert [(p[2], p[3], p[4], p[5]) for p in parts] == [
         ("Partition: %d" % i, "Leader: 0", "Replicas: 0", "Isr: 0") for i in range(3)], desc

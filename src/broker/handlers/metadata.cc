@@ -79,7 +79,9 @@ void handle_metadata(const request_context& ctx, request_body body) {
     bool may_create = b.config().auto_create_topics && req.allow_auto_topic_creation;
     for (const auto& rt : *req.topics) {
         const topic_state* t = nullptr;
-        if (rt.name) {
+        // A non-zero id decides, as in Kafka: the Java client asks by id with the name
+        // left "" (not null), which must not be looked up as a name.
+        if (rt.name && rt.topic_id == protocol::uuid{}) {
             // Denied whether or not it exists, so that existence does not leak.
             if (!ctx.allowed(resource_kind::topic, *rt.name)) {
                 resp.topics.push_back(topic_error(
