@@ -26,25 +26,22 @@ func toRec(r *kgo.Record) jsonl.Rec {
 }
 
 func main() {
-	args := jsonl.ParseArgs(200)
-	bootstrap, topic, group := &args.Bootstrap, &args.Topic, &args.Group
-	partitions, per := &args.Partitions, &args.PerCodec
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	a, ctx, cancel := jsonl.Start(200)
 	defer cancel()
 
-	admin, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap))
+	admin, err := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap))
 	if err != nil {
 		jsonl.Fail("client", err)
 	}
 	adm := kadm.NewClient(admin)
-	created, err := adm.CreateTopics(ctx, int32(*partitions), 1, map[string]*string{"retention.ms": strp("3600000")}, *topic)
+	created, err := adm.CreateTopics(ctx, int32(a.Partitions), 1, map[string]*string{"retention.ms": strp("3600000")}, a.Topic)
 	if err != nil {
 		jsonl.Fail("create", err)
 	}
 	for _, c := range created.Sorted() {
 		jsonl.Emit("created", map[string]any{"topic": c.Topic, "err": jsonl.Err(c.Err)})
 	}
-	again, _ := adm.CreateTopics(ctx, 1, 1, nil, *topic)
+	again, _ := adm.CreateTopics(ctx, 1, 1, nil, a.Topic)
 	for _, c := range again.Sorted() {
 		jsonl.Emit("created-again", map[string]any{"topic": c.Topic, "err": jsonl.Err(c.Err)})
 	}
@@ -57,8 +54,8 @@ func main() {
 	total := 0
 	for _, c := range codecs {
 		// Defaults otherwise: idempotent, acks=all, linger and batching as shipped.
-		p, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ProducerBatchCompression(c.codec),
-			kgo.DefaultProduceTopic(*topic))
+		p, err := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap), kgo.ProducerBatchCompression(c.codec),
+			kgo.DefaultProduceTopic(a.Topic))
 		if err != nil {
 			jsonl.Fail("producer", err)
 		}
@@ -66,7 +63,7 @@ func main() {
 		var mu sync.Mutex
 		var errs []string
 		acked := map[string][2]int64{}
-		for i := 0; i < *per; i++ {
+		for i := 0; i < a.PerCodec; i++ {
 			r := &kgo.Record{Key: []byte(fmt.Sprintf("%s-k%d", c.name, i%17)),
 				Value:   []byte(fmt.Sprintf("%s-v%d", c.name, i)),
 				Headers: []kgo.RecordHeader{{Key: "codec", Value: []byte(c.name)}, {Key: "i", Value: []byte(fmt.Sprint(i))}}}
@@ -93,7 +90,7 @@ func main() {
 	seen := map[string][]jsonl.Rec{}
 	members := make([]*kgo.Client, 2)
 	for m := range members {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap), kgo.ConsumerGroup(a.Group), kgo.ConsumeTopics(a.Topic),
 			kgo.ClientID(fmt.Sprintf("franz-member-%d", m)), kgo.DisableAutoCommit())
 		if err != nil {
 			jsonl.Fail("member", err)
@@ -140,7 +137,7 @@ func main() {
 		cl.Close()
 	}
 
-	offs, err := adm.FetchOffsets(ctx, *group)
+	offs, err := adm.FetchOffsets(ctx, a.Group)
 	if err != nil {
 		jsonl.Fail("fetch offsets", err)
 	}
@@ -149,14 +146,14 @@ func main() {
 	jsonl.Emit("committed", map[string]any{"offsets": committed})
 
 	// A third member resumes at the commits: it reads only what comes after them.
-	p, _ := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.DefaultProduceTopic(*topic))
+	p, _ := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap), kgo.DefaultProduceTopic(a.Topic))
 	for i := 0; i < 5; i++ {
 		if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte("late"), Value: []byte(fmt.Sprintf("late-%d", i))}).FirstErr(); err != nil {
 			jsonl.Fail("late produce", err)
 		}
 	}
 	p.Close()
-	third, _ := kgo.NewClient(kgo.SeedBrokers(*bootstrap), kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic))
+	third, _ := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap), kgo.ConsumerGroup(a.Group), kgo.ConsumeTopics(a.Topic))
 	var late []jsonl.Rec
 	for len(late) < 5 && ctx.Err() == nil {
 		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
@@ -166,7 +163,7 @@ func main() {
 	third.Close()
 	jsonl.Emit("resumed", map[string]any{"records": late})
 
-	groups, err := adm.DescribeGroups(ctx, *group)
+	groups, err := adm.DescribeGroups(ctx, a.Group)
 	if err != nil {
 		jsonl.Fail("describe groups", err)
 	}
@@ -179,14 +176,14 @@ func main() {
 		jsonl.Fail("list groups", err)
 	}
 	jsonl.Emit("groups", map[string]any{"names": listed.Groups()})
-	ends, err := adm.ListEndOffsets(ctx, *topic)
+	ends, err := adm.ListEndOffsets(ctx, a.Topic)
 	if err != nil {
 		jsonl.Fail("end offsets", err)
 	}
 	endMap := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { endMap[o.Partition] = o.Offset })
 	jsonl.Emit("ends", map[string]any{"offsets": endMap})
-	cfgs, err := adm.DescribeTopicConfigs(ctx, *topic)
+	cfgs, err := adm.DescribeTopicConfigs(ctx, a.Topic)
 	if err != nil {
 		jsonl.Fail("describe configs", err)
 	}

@@ -25,27 +25,24 @@ func toRec(m kafka.Message) jsonl.Rec {
 }
 
 func main() {
-	args := jsonl.ParseArgs(100)
-	bootstrap, topic, group := &args.Bootstrap, &args.Topic, &args.Group
-	partitions, per := &args.Partitions, &args.PerCodec
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	a, ctx, cancel := jsonl.Start(100)
 	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(*bootstrap), Timeout: 30 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(a.Bootstrap), Timeout: 30 * time.Second}
 
 	created, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: *topic, NumPartitions: *partitions, ReplicationFactor: 1,
+		Topic: a.Topic, NumPartitions: a.Partitions, ReplicationFactor: 1,
 		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "retention.ms", ConfigValue: "3600000"}}}}})
 	if err != nil {
 		jsonl.Fail("create", err)
 	}
-	jsonl.Emit("created", map[string]any{"err": jsonl.Err(created.Errors[*topic])})
+	jsonl.Emit("created", map[string]any{"err": jsonl.Err(created.Errors[a.Topic])})
 	again, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
-		Topic: *topic, NumPartitions: 1, ReplicationFactor: 1}}})
+		Topic: a.Topic, NumPartitions: 1, ReplicationFactor: 1}}})
 	if err != nil {
 		jsonl.Fail("create again", err)
 	}
-	jsonl.Emit("created-again", map[string]any{"err": jsonl.Err(again.Errors[*topic]),
-		"exists": errors.Is(again.Errors[*topic], kafka.TopicAlreadyExists)})
+	jsonl.Emit("created-again", map[string]any{"err": jsonl.Err(again.Errors[a.Topic]),
+		"exists": errors.Is(again.Errors[a.Topic], kafka.TopicAlreadyExists)})
 
 	codecs := []struct {
 		name  string
@@ -53,9 +50,9 @@ func main() {
 	}{{"none", 0}, {"gzip", compress.Gzip}, {"snappy", compress.Snappy}, {"lz4", compress.Lz4}, {"zstd", compress.Zstd}}
 	total := 0
 	for _, c := range codecs {
-		w := &kafka.Writer{Addr: kafka.TCP(*bootstrap), Topic: *topic, Balancer: &kafka.Hash{},
+		w := &kafka.Writer{Addr: kafka.TCP(a.Bootstrap), Topic: a.Topic, Balancer: &kafka.Hash{},
 			RequiredAcks: kafka.RequireAll, Compression: c.codec, BatchTimeout: 10 * time.Millisecond}
-		msgs := make([]kafka.Message, *per)
+		msgs := make([]kafka.Message, a.PerCodec)
 		for i := range msgs {
 			msgs[i] = kafka.Message{Key: []byte(fmt.Sprintf("%s-k%d", c.name, i%13)),
 				Value:   []byte(fmt.Sprintf("%s-v%d", c.name, i)),
@@ -74,7 +71,7 @@ func main() {
 	var wg sync.WaitGroup
 	readers := make([]*kafka.Reader, 2)
 	for m := range readers {
-		readers[m] = kafka.NewReader(kafka.ReaderConfig{Brokers: []string{*bootstrap}, GroupID: *group, Topic: *topic,
+		readers[m] = kafka.NewReader(kafka.ReaderConfig{Brokers: []string{a.Bootstrap}, GroupID: a.Group, Topic: a.Topic,
 			MaxWait: 200 * time.Millisecond, StartOffset: kafka.FirstOffset, HeartbeatInterval: time.Second,
 			SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
 		wg.Add(1)
@@ -102,18 +99,18 @@ func main() {
 		jsonl.Emit("consumed", map[string]any{"member": m, "records": seen[m]})
 	}
 
-	offs, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: *group,
-		Topics: map[string][]int{*topic: seq(*partitions)}})
+	offs, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: a.Group,
+		Topics: map[string][]int{a.Topic: seq(a.Partitions)}})
 	if err != nil {
 		jsonl.Fail("offset fetch", err)
 	}
 	committed := map[int]int64{}
-	for _, p := range offs.Topics[*topic] {
+	for _, p := range offs.Topics[a.Topic] {
 		committed[p.Partition] = p.CommittedOffset
 	}
 	jsonl.Emit("committed", map[string]any{"offsets": committed})
 
-	w := &kafka.Writer{Addr: kafka.TCP(*bootstrap), Topic: *topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(a.Bootstrap), Topic: a.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
 	late := make([]kafka.Message, 5)
 	for i := range late {
 		late[i] = kafka.Message{Key: []byte("late"), Value: []byte(fmt.Sprintf("late-%d", i))}
@@ -122,7 +119,7 @@ func main() {
 		jsonl.Fail("late produce", err)
 	}
 	w.Close()
-	third := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{*bootstrap}, GroupID: *group, Topic: *topic,
+	third := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{a.Bootstrap}, GroupID: a.Group, Topic: a.Topic,
 		MaxWait: 200 * time.Millisecond})
 	var resumed []jsonl.Rec
 	for len(resumed) < 5 {
@@ -135,7 +132,7 @@ func main() {
 	third.Close()
 	jsonl.Emit("resumed", map[string]any{"records": resumed})
 
-	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{*topic}})
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{a.Topic}})
 	if err != nil {
 		jsonl.Fail("metadata", err)
 	}
@@ -151,7 +148,7 @@ func main() {
 		names = append(names, g.GroupID)
 	}
 	jsonl.Emit("groups", map[string]any{"names": names})
-	desc, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{*group}})
+	desc, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{a.Group}})
 	if err != nil {
 		jsonl.Fail("describe groups", err)
 	}
@@ -160,7 +157,7 @@ func main() {
 			"err": jsonl.Err(g.Error)})
 	}
 	cfg, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
-		ResourceType: kafka.ResourceTypeTopic, ResourceName: *topic, ConfigNames: []string{"retention.ms"}}}})
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: a.Topic, ConfigNames: []string{"retention.ms"}}}})
 	if err != nil {
 		jsonl.Fail("describe configs", err)
 	}
@@ -172,8 +169,8 @@ func main() {
 		jsonl.Emit("configs", map[string]any{"topic": r.ResourceName, "values": vals, "err": jsonl.Err(r.Error)})
 	}
 	ends := map[int]int64{}
-	for p := 0; p < *partitions; p++ {
-		conn, err := kafka.DialLeader(ctx, "tcp", *bootstrap, *topic, p)
+	for p := 0; p < a.Partitions; p++ {
+		conn, err := kafka.DialLeader(ctx, "tcp", a.Bootstrap, a.Topic, p)
 		if err != nil {
 			jsonl.Fail("dial leader", err)
 		}

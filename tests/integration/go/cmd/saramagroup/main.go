@@ -48,22 +48,19 @@ func config() *sarama.Config {
 }
 
 func main() {
-	args := jsonl.ParseArgs(100)
-	bootstrap, topic, group := &args.Bootstrap, &args.Topic, &args.Group
-	partitions, per := &args.Partitions, &args.PerCodec
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	a, ctx, cancel := jsonl.Start(100)
 	defer cancel()
-	brokers := []string{*bootstrap}
+	brokers := []string{a.Bootstrap}
 
 	admin, err := sarama.NewClusterAdmin(brokers, config())
 	if err != nil {
 		jsonl.Fail("admin", err)
 	}
 	retention := "3600000"
-	err = admin.CreateTopic(*topic, &sarama.TopicDetail{NumPartitions: int32(*partitions), ReplicationFactor: 1,
+	err = admin.CreateTopic(a.Topic, &sarama.TopicDetail{NumPartitions: int32(a.Partitions), ReplicationFactor: 1,
 		ConfigEntries: map[string]*string{"retention.ms": &retention}}, false)
 	jsonl.Emit("created", map[string]any{"err": jsonl.Err(err)})
-	err = admin.CreateTopic(*topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false)
+	err = admin.CreateTopic(a.Topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false)
 	jsonl.Emit("created-again", map[string]any{"err": jsonl.Err(err)})
 
 	codecs := []struct {
@@ -79,9 +76,9 @@ func main() {
 		if err != nil {
 			jsonl.Fail("producer", err)
 		}
-		msgs := make([]*sarama.ProducerMessage, *per)
+		msgs := make([]*sarama.ProducerMessage, a.PerCodec)
 		for i := range msgs {
-			msgs[i] = &sarama.ProducerMessage{Topic: *topic, Key: sarama.StringEncoder(fmt.Sprintf("%s-k%d", c.name, i%11)),
+			msgs[i] = &sarama.ProducerMessage{Topic: a.Topic, Key: sarama.StringEncoder(fmt.Sprintf("%s-k%d", c.name, i%11)),
 				Value:   sarama.StringEncoder(fmt.Sprintf("%s-v%d", c.name, i)),
 				Headers: []sarama.RecordHeader{{Key: []byte("codec"), Value: []byte(c.name)}, {Key: []byte("i"), Value: []byte(fmt.Sprint(i))}}}
 		}
@@ -97,7 +94,7 @@ func main() {
 	var wg sync.WaitGroup
 	groups := make([]sarama.ConsumerGroup, 2)
 	for m := range groups {
-		g, err := sarama.NewConsumerGroup(brokers, *group, config())
+		g, err := sarama.NewConsumerGroup(brokers, a.Group, config())
 		if err != nil {
 			jsonl.Fail("group", err)
 		}
@@ -106,7 +103,7 @@ func main() {
 		go func(m int) {
 			defer wg.Done()
 			for gctx.Err() == nil {
-				if err := g.Consume(gctx, []string{*topic}, collector{&mu, &seen[m]}); err != nil {
+				if err := g.Consume(gctx, []string{a.Topic}, collector{&mu, &seen[m]}); err != nil {
 					return
 				}
 			}
@@ -120,16 +117,16 @@ func main() {
 		jsonl.Emit("consumed", map[string]any{"member": m, "records": seen[m]})
 	}
 
-	all := make([]int32, *partitions)
+	all := make([]int32, a.Partitions)
 	for i := range all {
 		all[i] = int32(i)
 	}
-	offs, err := admin.ListConsumerGroupOffsets(*group, map[string][]int32{*topic: all})
+	offs, err := admin.ListConsumerGroupOffsets(a.Group, map[string][]int32{a.Topic: all})
 	if err != nil {
 		jsonl.Fail("offsets", err)
 	}
 	committed := map[int32]int64{}
-	for p, b := range offs.Blocks[*topic] {
+	for p, b := range offs.Blocks[a.Topic] {
 		committed[p] = b.Offset
 	}
 	jsonl.Emit("committed", map[string]any{"offsets": committed})
@@ -139,21 +136,21 @@ func main() {
 		jsonl.Fail("late producer", err)
 	}
 	for i := 0; i < 5; i++ {
-		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: *topic, Key: sarama.StringEncoder("late"),
+		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: a.Topic, Key: sarama.StringEncoder("late"),
 			Value: sarama.StringEncoder(fmt.Sprintf("late-%d", i))}); err != nil {
 			jsonl.Fail("late produce", err)
 		}
 	}
 	p.Close()
 	var late []jsonl.Rec
-	third, err := sarama.NewConsumerGroup(brokers, *group, config())
+	third, err := sarama.NewConsumerGroup(brokers, a.Group, config())
 	if err != nil {
 		jsonl.Fail("third", err)
 	}
 	tctx, tcancel := context.WithCancel(ctx)
 	go func() {
 		for tctx.Err() == nil {
-			if third.Consume(tctx, []string{*topic}, collector{&mu, &late}) != nil {
+			if third.Consume(tctx, []string{a.Topic}, collector{&mu, &late}) != nil {
 				return
 			}
 		}
@@ -173,7 +170,7 @@ func main() {
 	jsonl.Emit("resumed", map[string]any{"records": late})
 	mu.Unlock()
 
-	desc, err := admin.DescribeConsumerGroups([]string{*group})
+	desc, err := admin.DescribeConsumerGroups([]string{a.Group})
 	if err != nil {
 		jsonl.Fail("describe groups", err)
 	}
@@ -194,7 +191,7 @@ func main() {
 		names = append(names, n)
 	}
 	jsonl.Emit("groups", map[string]any{"names": names})
-	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: *topic})
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: a.Topic})
 	if err != nil {
 		jsonl.Fail("describe config", err)
 	}
@@ -204,14 +201,14 @@ func main() {
 			vals[e.Name] = e.Value
 		}
 	}
-	jsonl.Emit("configs", map[string]any{"topic": *topic, "values": vals})
+	jsonl.Emit("configs", map[string]any{"topic": a.Topic, "values": vals})
 	client, err := sarama.NewClient(brokers, config())
 	if err != nil {
 		jsonl.Fail("client", err)
 	}
 	ends := map[int32]int64{}
-	for part := int32(0); part < int32(*partitions); part++ {
-		if ends[part], err = client.GetOffset(*topic, part, sarama.OffsetNewest); err != nil {
+	for part := int32(0); part < int32(a.Partitions); part++ {
+		if ends[part], err = client.GetOffset(a.Topic, part, sarama.OffsetNewest); err != nil {
 			jsonl.Fail("end offset", err)
 		}
 	}

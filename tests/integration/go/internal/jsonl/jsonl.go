@@ -3,6 +3,7 @@
 package jsonl
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -40,8 +41,9 @@ type Args struct {
 	Partitions, PerCodec    int
 }
 
-// ParseArgs parses the command line; perCodec is the default of -per-codec.
-func ParseArgs(perCodec int) Args {
+// Start parses the command line (perCodec is the default of -per-codec) and gives the
+// run's context, which ends after 150 s.
+func Start(perCodec int) (Args, context.Context, context.CancelFunc) {
 	var a Args
 	flag.StringVar(&a.Bootstrap, "bootstrap", "", "host:port")
 	flag.StringVar(&a.Topic, "topic", "", "topic to create and use")
@@ -49,7 +51,8 @@ func ParseArgs(perCodec int) Args {
 	flag.IntVar(&a.PerCodec, "per-codec", perCodec, "records per codec")
 	flag.StringVar(&a.Group, "group", "", "consumer group id")
 	flag.Parse()
-	return a
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	return a, ctx, cancel
 }
 
 // WaitFor polls count (under mu) until it reaches want or timeout passes.
