@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -112,6 +113,37 @@ TEST(topic_config, accepted_and_stored_keys) {
     expect_ok("min.cleanable.dirty.ratio", "0.25");
     expect_bad("min.cleanable.dirty.ratio", "1.5", "number in [0, 1]");
     expect_bad("min.cleanable.dirty.ratio", "nan", "number in [0, 1]");
+}
+
+// Sluice's default max.compaction.lag.ms is 30 s (Kafka's: Long.MAX_VALUE); its floor is
+// Kafka's (1), and a topic's max below its min is refused as Kafka does.
+TEST(topic_config, compaction_lags) {
+    EXPECT_EQ(find_topic_config_def("max.compaction.lag.ms")->default_value, "30000");
+    EXPECT_EQ(find_topic_config_def("min.compaction.lag.ms")->default_value, "0");
+    EXPECT_EQ(topic_config_synonyms("max.compaction.lag.ms").broker_name,
+              "log.cleaner.max.compaction.lag.ms");
+    expect_ok("max.compaction.lag.ms", "1");
+    expect_bad("max.compaction.lag.ms", "0", "must be >= 1");
+    expect_bad("max.compaction.lag.ms", "-1", "must be >= 1");
+    expect_bad("min.compaction.lag.ms", "-1", "must be >= 0");
+    const std::map<std::string, std::string> none;
+    EXPECT_TRUE(validate_compaction_lags({{"max.compaction.lag.ms", "5000"}}, none).ok());
+    EXPECT_TRUE(validate_compaction_lags(
+                    {{"min.compaction.lag.ms", "5000"}, {"max.compaction.lag.ms", "5000"}}, none)
+                    .ok());
+    auto r = validate_compaction_lags(
+        {{"min.compaction.lag.ms", "5001"}, {"max.compaction.lag.ms", "5000"}}, none);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), errc::invalid_argument);
+    EXPECT_NE(r.err().message.find("min.compaction.lag.ms (5001) > max.compaction.lag.ms (5000)"),
+              std::string::npos)
+        << r.err().message;
+    // The min in force may come from the broker's defaults.
+    EXPECT_FALSE(validate_compaction_lags({{"max.compaction.lag.ms", "5000"}},
+                                          {{"min.compaction.lag.ms", "60000"}})
+                     .ok());
+    // Only the min set: accepted although above the default max (min then wins).
+    EXPECT_TRUE(validate_compaction_lags({{"min.compaction.lag.ms", "60000"}}, none).ok());
 }
 
 TEST(topic_config, compression_type) {

@@ -14,7 +14,7 @@
 
 #include "log/cleaner_files.h"
 #include "log/log_start.h"
-#include "log_test_util.h"
+#include "compaction_test_util.h"
 #include "support/compressed_batch.h"
 
 namespace sluice::log {
@@ -23,85 +23,10 @@ namespace {
 using sluice::testing::build_batch;
 using sluice::testing::test_record;
 using test::append_durable;
+using test::compaction_test;
 using test::kv;
+using test::rec;
 using test::t0;
-
-struct rec {
-    offset_t offset;
-    std::string key;
-    std::string value;  // "<null>" for a tombstone
-    bool operator==(const rec&) const = default;
-};
-
-std::ostream& operator<<(std::ostream& os, const rec& r) {
-    return os << r.offset << ":" << r.key << "=" << r.value;
-}
-
-std::string str(const std::optional<bytes_view>& v) {
-    return v ? std::string(v->begin(), v->end()) : std::string("<null>");
-}
-
-class compaction_test : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        cfg.compact = true;
-        cfg.delete_enabled = false;
-        cfg.retention_ms = -1;
-        cfg.segment_bytes = 1;  // every append after the first rolls: one batch per segment
-        cfg.min_cleanable_dirty_ratio = 0;
-        cfg.delete_retention_ms = 1000;
-    }
-    void open() {
-        mgr = std::make_unique<log_manager>(log_manager::options{dir.path, 16, 0});
-        mgr->add_topic("t", 1, cfg);
-        auto r = mgr->open();
-        ASSERT_TRUE(r.ok()) << r.err().message;
-    }
-    void reopen(bool clean) {
-        mgr->close();
-        mgr.reset();
-        if (!clean) fs::remove(dir.path / "logs" / ".clean-shutdown");
-        open();
-    }
-    void set_config() { mgr->add_topic("t", 1, cfg); }
-    partition_log* p() { return mgr->get("t", 0); }
-    fs::path part() const { return test::partition_dir(dir.path, "t", 0); }
-    void put(const std::vector<test_record>& recs) {
-        append_durable(*mgr, p(), build_batch(recs), recs.front().timestamp);
-    }
-    log_manager::compaction_stats compact(timestamp_ms now) { return mgr->enforce_compaction(now); }
-    // Every readable record, reading as a consumer does (from the log start, batch after
-    // batch, to the high watermark).
-    std::vector<rec> read_all() {
-        std::vector<rec> out;
-        offset_t next = p()->log_start_offset();
-        while (next < p()->high_watermark()) {
-            auto r = p()->read(next, 1 << 20, true);
-            EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.err().message);
-            if (!r.ok() || r->data.empty()) {
-                ADD_FAILURE() << "no data at offset " << next;
-                break;
-            }
-            size_t pos = 0;
-            while (pos < r->data.size()) {
-                auto h = *protocol::read_batch_header(bytes_view(r->data).subspan(pos));
-                bytes_view b = bytes_view(r->data).subspan(pos, h.size_bytes());
-                EXPECT_TRUE(protocol::batch_crc_ok(b));
-                protocol::for_each_record(b, [&](const protocol::record_view& v) {
-                    if (v.offset >= next) out.push_back({v.offset, str(v.key), str(v.value)});
-                    return true;
-                });
-                next = h.last_offset() + 1;
-                pos += h.size_bytes();
-            }
-        }
-        return out;
-    }
-
-    test::temp_dir dir;
-    log_config cfg;
-    std::unique_ptr<log_manager> mgr;
-};
 
 TEST_F(compaction_test, compressed_batches_are_compacted_and_keep_their_codec) {
     open();
@@ -407,73 +332,6 @@ TEST_P(compaction_crash_test, load_finishes_or_rolls_back_the_swap) {
 }
 
 INSTANTIATE_TEST_SUITE_P(steps, compaction_crash_test, ::testing::Values(1, 2, 3, 4));
-
-// Segments merged into the one before them (segment.bytes lets a group share a file) go
-// at the swap: a crash after the commit (marker v2 and cleaning/<base>.merged written,
-// nothing renamed yet) is rolled forward at load, the merged segments deleted.
-TEST_F(compaction_test, merged_segments_go_when_a_committed_swap_is_rolled_forward) {
-    open();
-    put({kv("a", "a1", t0), kv("b", "b1", t0)});  // 0..1: loses both
-    put({kv("a", "a2", t0), kv("c", "c1", t0)});  // 2..3: loses c1
-    put({kv("c", "c2", t0), kv("b", "b2", t0)});  // 4..5
-    put({kv("z", "z1", t0)});                     // 6: active
-    const std::vector<rec> before = read_all();
-    auto bases = [&] {
-        std::vector<offset_t> out;
-        for (const auto& e : fs::directory_iterator(part()))
-            if (e.path().extension() == ".log") out.push_back(std::stoll(e.path().stem().string()));
-        std::sort(out.begin(), out.end());
-        return out;
-    };
-    const std::vector<offset_t> before_bases = bases();
-    ASSERT_EQ(before_bases, (std::vector<offset_t>{0, 2, 4, 6}));
-    mgr->close();
-    mgr.reset();
-    const fs::path saved = dir.path / "saved";
-    fs::copy(part(), saved, fs::copy_options::recursive);
-    open();
-    cfg.segment_bytes = 1 << 20;  // the three sealed segments fit in one
-    set_config();
-    compact(t0 + 10);
-    const std::vector<rec> after = read_all();
-    const std::vector<offset_t> after_bases = bases();
-    ASSERT_EQ(after_bases, (std::vector<offset_t>{0, 6})) << "2 and 4 merged into 0";
-    const std::vector<rec> want = {{2, "a", "a2"}, {4, "c", "c2"}, {5, "b", "b2"}, {6, "z", "z1"}};
-    EXPECT_EQ(after, want);
-    mgr->close();
-    mgr.reset();
-    const fs::path cleaned = dir.path / "cleaned";
-    fs::create_directory(cleaned);
-    for (const char* ext : segment_exts)
-        fs::copy_file(part() / segment_file_name(0, ext), cleaned / segment_file_name(0, ext));
-    // The directory as a crash right after the commit leaves it.
-    fs::remove_all(part());
-    fs::copy(saved, part(), fs::copy_options::recursive);
-    const fs::path cleaning = part() / cleaning_dir_name;
-    fs::copy(cleaned, cleaning, fs::copy_options::recursive);
-    for (offset_t b : {2, 4}) std::ofstream(cleaning / segment_file_name(b, merged_ext)).close();
-    std::ofstream(part() / clean_swap_marker_name) << "sluice cleaner-swap v2\n";
-    open();
-    EXPECT_EQ(read_all(), want);
-    EXPECT_EQ(bases(), after_bases);
-    EXPECT_FALSE(fs::exists(part() / clean_swap_marker_name));
-    EXPECT_FALSE(fs::exists(cleaning));
-}
-
-// A marker of a format this version does not know leaves the directory alone.
-TEST_F(compaction_test, an_unknown_swap_marker_is_refused_untouched) {
-    open();
-    put({kv("a", "a1", t0)});
-    put({kv("a", "a2", t0)});
-    mgr->close();
-    mgr.reset();
-    fs::create_directory(part() / cleaning_dir_name);
-    std::ofstream(part() / clean_swap_marker_name) << "sluice cleaner-swap v9\n";
-    repair_summary sum;
-    EXPECT_EQ(finish_clean_swap(part(), sum).code(), errc::unsupported);
-    EXPECT_TRUE(fs::exists(part() / clean_swap_marker_name));
-    EXPECT_TRUE(fs::exists(part() / cleaning_dir_name));
-}
 
 TEST(clean_checkpoint, round_trips_and_rejects_damage) {
     auto b = encode_clean_checkpoint(12345);

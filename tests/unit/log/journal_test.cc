@@ -340,13 +340,13 @@ TEST_F(journal_replay_test, large_appends_skip_the_journal_and_a_gap_stops_repla
     const auto keep = segment_size(dir.path, 0);
     test::append_durable(*m, p0, make_batch(4, 20, 100));  // large
     test::append_durable(*m, p0, make_batch(1, 30, 8));
-    size_t entries = 0;
+    size_t journaled = 0;
     ASSERT_TRUE(journal::scan(dir.path / "logs" / ".journal", [&](const journal_entry& e) {
                     EXPECT_LE(e.data.size(), 200u);
-                    ++entries;
+                    ++journaled;
                     return true;
                 }).ok());
-    EXPECT_EQ(entries, 2u);
+    EXPECT_EQ(journaled, 2u);
     // The large append was fsynced in its segment before it was acknowledged, so a lost
     // segment tail holding it never happens to acknowledged data; had it happened, the
     // journal entry after it may not be replayed across the gap.
