@@ -31,6 +31,16 @@ def out(name, *args, **kw):
     return tool(name, *args, **kw).stdout
 
 
+def group_lag_rows(desc, group):
+    """kafka-consumer-groups --describe rows of GROUP: partition -> (current, end, lag)."""
+    rows = {}
+    for line in desc.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[0] == group and f[3] != "-":
+            rows[int(f[2])] = (int(f[3]), int(f[4]), int(f[5]))
+    return rows
+
+
 @pytest.fixture
 def topic_name(topic_name):
     """kafka-topics warns about names with '_' or '.' (metric names): plain ones here."""
@@ -117,11 +127,7 @@ def test_consumer_groups_lag_reset_and_delete(broker, topic_name):
     out("kafka-console-consumer", "--bootstrap-server", b, "--topic", topic_name, "--group", group,
         "--from-beginning", "--max-messages", 6, "--timeout-ms", 60000)
     desc = out("kafka-consumer-groups", "--bootstrap-server", b, "--describe", "--group", group)
-    rows = {}
-    for line in desc.splitlines():
-        f = line.split()
-        if len(f) >= 6 and f[0] == group:
-            rows[int(f[2])] = (int(f[3]), int(f[4]), int(f[5]))
+    rows = group_lag_rows(desc, group)
     assert sum(v[0] for v in rows.values()) == 6 and all(v[1] == 10 for v in rows.values()), desc
     assert all(v[2] == v[1] - v[0] for v in rows.values()), desc
     assert sum(v[2] for v in rows.values()) == 14
@@ -137,6 +143,38 @@ def test_consumer_groups_lag_reset_and_delete(broker, topic_name):
     assert "Deletion of requested consumer groups ('%s') was successful." % group in out(
         "kafka-consumer-groups", "--bootstrap-server", b, "--delete", "--group", group)
     assert group not in out("kafka-consumer-groups", "--bootstrap-server", b, "--list").split()
+
+
+def test_consumer_groups_live_member(broker, topic_name, procs):
+    """A console consumer in a group: --members and --state show it, and a reset or a
+    delete of the live group is refused as Kafka refuses them."""
+    b = broker.bootstrap
+    group = "live-" + topic_name
+    H.create_topic(b, topic_name, 2)
+    p = Producer(H.producer_conf(b))
+    for i in range(6):
+        H.produce_one(p, topic_name, b"k", b"v%d" % i, partition=i % 2)
+    cmd = [TOOL, "console-consumer", "--bootstrap-server", b, "--topic", topic_name, "--group", group,
+           "--from-beginning", "--timeout-ms", "120000"]
+    procs.append(H.register_proc(subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                                  stderr=subprocess.DEVNULL, text=True)))
+
+    def member_row():
+        desc = out("consumer-groups", "--bootstrap-server", b, "--describe", "--group", group, "--members")
+        rows = [l.split() for l in desc.splitlines() if l.startswith(group + " ")]
+        return rows[0] if len(rows) == 1 and rows[0][-1] == "2" else None
+    row = H.wait_until("the console consumer in the group", member_row, timeout=120, interval=1)
+    assert row[1].startswith("console-consumer-") and row[3] == "console-consumer", row
+    state = out("consumer-groups", "--bootstrap-server", b, "--describe", "--group", group, "--state")
+    assert re.search(r"^%s\s+\S+\s+\(\d+\)\s+range\s+Stable\s+1\s*$" % re.escape(group), state, re.M), state
+    H.wait_until("offsets committed", lambda: group_lag_rows(out(
+        "consumer-groups", "--bootstrap-server", b, "--describe", "--group", group), group) ==
+        {0: (3, 3, 0), 1: (3, 3, 0)}, timeout=60, interval=1)
+    reset = tool("consumer-groups", "--bootstrap-server", b, "--reset-offsets", "--group", group,
+                 "--topic", topic_name, "--to-earliest", "--execute", check=False)
+    assert "can only be reset if the group '%s' is inactive" % group in reset.stdout + reset.stderr, reset
+    delete = tool("consumer-groups", "--bootstrap-server", b, "--delete", "--group", group, check=False)
+    assert "GroupNotEmptyException" in delete.stdout + delete.stderr, delete
 
 
 def test_get_offsets_and_delete_records(broker, topic_name, tmp_path):
