@@ -1,5 +1,5 @@
 // ASCII helpers for protocol names that are matched without regard to case (HTTP
-// header names, Kafka group types).
+// header names, Kafka group types and states, SCRAM attribute names).
 #pragma once
 
 #include <algorithm>

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <random>
 
+#include "common/ascii.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "group/group_data.h"
@@ -31,13 +32,7 @@ std::string_view state_name(group_state s) {
 std::optional<group_state> parse_state(std::string_view name) {
     for (auto s : {group_state::empty, group_state::preparing_rebalance,
                    group_state::completing_rebalance, group_state::stable, group_state::dead}) {
-        std::string_view n = state_name(s);
-        if (n.size() == name.size() &&
-            std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
-                return std::tolower(static_cast<unsigned char>(a)) ==
-                       std::tolower(static_cast<unsigned char>(b));
-            }))
-            return s;
+        if (iequals(state_name(s), name)) return s;
     }
     return std::nullopt;
 }

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <charconv>
 #include <optional>
 #include <vector>
+
+#include "common/ascii.h"
 
 namespace sluice::security {
 
@@ -104,13 +105,6 @@ bool printable_nonce(std::string_view s) {
 
 std::string make_nonce() {
     return base64_encode(random_bytes(nonce_bytes));
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-               return std::tolower(static_cast<unsigned char>(x)) ==
-                      std::tolower(static_cast<unsigned char>(y));
-           });
 }
 
 std::string xor_bytes(std::string_view a, std::string_view b) {
