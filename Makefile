@@ -34,7 +34,8 @@ test-deps:
 	    $$dir/bin/pip install -q --disable-pip-version-check --no-deps --require-hashes \
 	      -r $$reqs && cp $$reqs $$dir/requirements.installed; } || exit 1; \
 	done
-	cd tests/integration/node && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/integration/node && { cmp -s package-lock.json node_modules/.lock.installed || { \
+	  npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.lock.installed; }; }
 	cd tests/integration/go && go mod download
 	cd tests/integration/go/sarama-1.44 && go mod download
 	mvn -B -q -f tests/jvm/pom.xml package dependency:build-classpath \
