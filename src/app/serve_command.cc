@@ -207,9 +207,18 @@ result<void> configure_security(const serve_options& o, broker::broker_config& c
         return {errc::invalid_argument, "--tls-cert and --tls-key go together"};
     // A certificate serves the TLS listeners, HTTPS and the PostgreSQL wire's SSLRequest.
     if (!ts.cert_file.empty()) {
-        auto ctx = net::tls_context::create_server(ts);
-        if (!ctx) return ctx.err();
-        cfg.tls = *ctx;
+        auto mtls = net::tls_context::create_server(ts);
+        if (!mtls) return mtls.err();
+        cfg.ssl_listener_tls = *mtls;
+        if (ts.client_auth == mode::none) {
+            cfg.tls = *mtls;
+        } else {
+            net::tls_settings plain = ts;
+            plain.client_auth = mode::none;
+            auto ctx = net::tls_context::create_server(plain);
+            if (!ctx) return ctx.err();
+            cfg.tls = *ctx;
+        }
         // Mutual TLS authenticates the SSL listeners' clients.
         for (const auto& lc : cfg.listeners)
             authenticates = authenticates || (lc.protocol == broker::security_protocol::ssl &&

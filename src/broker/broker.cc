@@ -83,26 +83,36 @@ result<std::vector<listener_config>> broker::start() {
     return bound;
 }
 
+std::vector<net::tls_context*> broker::tls_contexts() const {
+    std::vector<net::tls_context*> out;
+    for (const auto& c : {_cfg.tls, _cfg.ssl_listener_tls})
+        if (c && std::find(out.begin(), out.end(), c.get()) == out.end()) out.push_back(c.get());
+    return out;
+}
+
 void broker::reload_tls() {
-    if (!_cfg.tls) return;
-    if (auto r = _cfg.tls->reload(); !r) {
-        log_error("security", "TLS reload failed, the previous certificate stays in use: {}",
-                  r.err().message);
-    } else {
-        log_info("security", "TLS certificate and key reloaded");
+    for (auto* ctx : tls_contexts()) {
+        if (auto r = ctx->reload(); !r) {
+            log_error("security", "TLS reload failed, the previous certificate stays in use: {}",
+                      r.err().message);
+            return;
+        }
     }
+    if (_cfg.tls) log_info("security", "TLS certificate and key reloaded");
 }
 
 void broker::check_tls_files() {
     if (_shutting_down) return;
-    auto r = _cfg.tls->reload_if_changed();
-    if (!r) {
-        log_error("security",
-                  "TLS files changed but cannot be loaded; the previous ones stay in "
-                  "use: {}",
-                  r.err().message);
-    } else if (*r) {
-        log_info("security", "TLS files changed on disk: certificate and key reloaded");
+    for (auto* ctx : tls_contexts()) {
+        auto r = ctx->reload_if_changed();
+        if (!r) {
+            log_error("security",
+                      "TLS files changed but cannot be loaded; the previous ones stay in "
+                      "use: {}",
+                      r.err().message);
+            break;
+        }
+        if (*r) log_info("security", "TLS files changed on disk: certificate and key reloaded");
     }
     _loop.add_timer(tls_check_interval, [this] { check_tls_files(); });
 }
@@ -191,7 +201,7 @@ void broker::on_accept(size_t listener, int fd, std::string peer) {
     const auto& lc = _listeners[listener].cfg;
     auto conn =
         std::make_shared<net::connection>(_loop, fd, std::move(peer), _cfg.max_request_bytes,
-                                          std::move(cb), lc.tls() ? _cfg.tls : nullptr);
+                                          std::move(cb), listener_tls(lc));
     auto sess = std::make_shared<session>(*this, conn, listener);
     _sessions.emplace(conn->id(), sess);
     log_debug("net", "connection {} from {}", conn->id(), conn->peer());

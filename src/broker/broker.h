@@ -107,6 +107,12 @@ class broker {
     };
     void on_accept(size_t listener, int fd, std::string peer);
     void check_tls_files();
+    // The distinct TLS contexts the broker reloads.
+    std::vector<net::tls_context*> tls_contexts() const;
+    std::shared_ptr<net::tls_context> listener_tls(const listener_config& lc) const {
+        if (!lc.tls()) return nullptr;
+        return lc.protocol == security_protocol::ssl ? _cfg.ssl_listener_tls : _cfg.tls;
+    }
     // Arms the loop timer that drives the coordinator's poll() for its earliest deadline.
     void schedule_groups();
     result<void> load_offsets();

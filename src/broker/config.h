@@ -47,8 +47,13 @@ result<listener_config> parse_listener(const std::string& text);
 struct broker_config {
     std::filesystem::path data_dir = "data";
     std::vector<listener_config> listeners{listener_config{}};
-    // TLS of the SSL and SASL_SSL listeners; null when none uses TLS.
+    // TLS of the SASL_SSL listeners (and HTTPS, PostgreSQL): no client certificate is
+    // asked for, as Kafka's ssl.client.auth does not apply to SASL_SSL. Null without a
+    // certificate.
     std::shared_ptr<net::tls_context> tls;
+    // TLS of the SSL listeners: asks for client certificates per --tls-client-auth (the
+    // same context as `tls` when it is `none`).
+    std::shared_ptr<net::tls_context> ssl_listener_tls;
     net::tls_settings tls_settings;
     // Enabled SASL mechanisms, in the order announced.
     std::vector<std::string> sasl_mechanisms{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};

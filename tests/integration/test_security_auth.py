@@ -294,11 +294,13 @@ def test_requests_before_authentication_close_the_connection(b, protocol):
 
 @pytest.fixture(scope="module")
 def strict(module_secure_broker_factory, pki):
-    """A broker that requires a client certificate (default authorization: required)."""
-    broker = module_secure_broker_factory(["127.0.0.1:0", "SSL://127.0.0.1:0"],
+    """A broker that requires a client certificate on its SSL listener (default
+    authorization: required); it has a SASL_SSL listener too."""
+    broker = module_secure_broker_factory(["127.0.0.1:0", "SSL://127.0.0.1:0", "SASL_SSL://127.0.0.1:0"],
                                           extra_args=S.tls_flags(pki, pki.srv, "required"), start=False)
     t = S.Target.stopped(broker)
     S.grant(t, "carol", [S.allow("*", "sluice:*")])
+    S.grant(t, "alice", [S.allow("KafkaDescribe", "sluice:*")], password=ALICE_PW)
     broker.start()
     return broker
 
@@ -331,6 +333,22 @@ def test_client_certificate_refused(strict, pki, client, case):
     with S.SecureConn(addr, good) as conn:
         md = K.metadata_v1(conn, None)
         assert [x["port"] for x in md["brokers"]] == [int(addr.rsplit(":", 1)[1])]
+
+
+def test_sasl_ssl_needs_no_client_certificate(strict, pki):
+    """--tls-client-auth required is for the SSL listeners (Kafka's ssl.client.auth does
+    not apply to SASL_SSL): a SASL_SSL client without a certificate logs in, librdkafka
+    and a raw connection alike, while the SSL listener still refuses one."""
+    addr = strict.addr("SASL_SSL")
+    for mech in ("PLAIN", "SCRAM-SHA-256"):
+        creds = S.Creds("SASL_SSL", mech, "alice", ALICE_PW, ca=pki.ca_cert)
+        md = S.confluent_metadata_topics(addr, creds)
+        assert [b.port for b in md.brokers.values()] == [int(addr.rsplit(":", 1)[1])]
+        with S.SecureConn(addr, creds) as conn:
+            assert K.metadata_v1(conn, None)["brokers"]
+    with pytest.raises(OSError):
+        with S.SecureConn(strict.addr("SSL"), S.Creds("SSL", ca=pki.ca_cert)) as conn:
+            K.metadata_v1(conn, None)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
