@@ -2,27 +2,60 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "log/file_io.h"
 #include "log/partition_log.h"
 
 namespace sluice::log {
 
 void record_cursor::open(const partition_log* log, offset_t start, offset_t end) {
-    _log = log;
+    const size_t buffered = log == _buf_log ? find_buffered(start) : npos;
+    // Within the batch being read, at or after where its reader stands: read on from
+    // there instead of from the batch's first record.
+    const bool read_on = buffered != npos && buffered == _batch_at && _in_batch && _records &&
+                         (_rec_pending ? _rec.offset <= start : _rec.offset < start);
+    _log = _buf_log = log;
     _start = _next_read = _next_record = start;
     _end = end;
-    _buf_used = _batch_at = 0;
-    _in_batch = false;
-    _records.reset();
-    _last_file = nullptr;
+    if (buffered == npos) {
+        _buf_used = _batch_at = 0;
+        _last_file = nullptr;
+    } else {
+        _batch_at = buffered;
+    }
+    if (read_on) {
+        _next_read = _header.last_offset() + 1;
+    } else {
+        _in_batch = false;
+        _records.reset();
+        _rec_pending = false;
+    }
     _times.reset();
     _time_at = 0;
 }
 
+size_t record_cursor::find_buffered(offset_t start) const {
+    // Lookups often come in offset order: walk on from the batch last read when it is
+    // not past `start`.
+    size_t at = 0;
+    if (_batch_at < _buf_used) {
+        auto h = protocol::read_batch_header(bytes_view(_buf).subspan(_batch_at, _buf_used - _batch_at));
+        if (h && h->base_offset <= start) at = _batch_at;
+    }
+    for (bool first = at == 0; at < _buf_used; first = false) {
+        auto h = protocol::read_batch_header(bytes_view(_buf).subspan(at, _buf_used - at));
+        if (!h || h->size_bytes() > _buf_used - at) return npos;
+        // A batch after a gap (compaction) holds the first record at or after `start`,
+        // unless it is the buffer's first: what comes before it is not known.
+        if (h->last_offset() >= start) return first && h->base_offset > start ? npos : at;
+        at += h->size_bytes();
+    }
+    return npos;
+}
+
 void record_cursor::close() {
     _log = nullptr;
-    _in_batch = false;
-    _records.reset();
     _times.reset();
 }
 
@@ -45,6 +78,7 @@ result<bool> record_cursor::read_chunk() {
     if (auto r = read_exact(*s->data_file, _buf.data(), s->size, s->position); !r) return r.err();
     _stats.bytes_read += static_cast<int64_t>(s->size);
     _buf_used = s->size;
+    ++_buf_reads;
     _batch_at = 0;
     _in_batch = false;
     return true;
@@ -70,10 +104,15 @@ result<bool> record_cursor::next_batch() {
         if (h->base_offset >= _end) return false;
         _in_batch = true;
         if (h->last_offset() < _start || h->is_control()) continue;
-        auto records = protocol::batch_records(rest, _header, _plain);
+        // A compressed batch looked up again (a join's next row) is decompressed once.
+        const bool decompressed = _header.codec() != protocol::compression::none &&
+                                  _plain_of == std::pair{_buf_reads, _batch_at};
+        auto records = decompressed ? result<bytes_view>(bytes_view(_plain))
+                                    : protocol::batch_records(rest, _header, _plain);
         if (!records)
             return error{errc::corrupt, fmt::format("the batch at offset {}: {}", h->base_offset,
                                                     records.err().message)};
+        _plain_of = {_buf_reads, _batch_at};
         _records.emplace(*records, _header);
         ++_stats.batches_read;
         return true;
@@ -84,11 +123,13 @@ result<bool> record_cursor::next() {
     if (!_log) return false;
     for (;;) {
         if (_records) {
-            while (_records->next(_rec)) {
+            // The record read past the last range's end, if any, comes first.
+            while (std::exchange(_rec_pending, false) || _records->next(_rec)) {
                 if (_rec.offset < _start) continue;
                 if (_rec.offset >= _end) {
+                    // Kept for a range opened next in this batch (a join's next lookup).
+                    _rec_pending = true;
                     _next_record = _end;
-                    _records.reset();
                     _log = nullptr;
                     return false;
                 }

@@ -5,7 +5,9 @@
 // reused buffer in large preads, records decoded in place, and each record's broker
 // append time only when asked for. No partition lock is held during the reads.
 
+#include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -33,7 +35,8 @@ class record_cursor {
 
     // Reads `log` over [start, end) from now on. The log must outlive the reading.
     void open(const partition_log* log, offset_t start, offset_t end);
-    // Forgets the range (the buffer stays, for the next one).
+    // Forgets the range (the buffer stays, for the next one: a range of the same log that
+    // it holds is read from it).
     void close();
     bool is_open() const { return _log != nullptr; }
 
@@ -56,10 +59,18 @@ class record_cursor {
     counters& stats() { return _stats; }
 
   private:
+    static constexpr size_t npos = static_cast<size_t>(-1);
+
     result<bool> read_chunk();
     result<bool> next_batch();
+    // Where in _buf the batch to read `start` from begins, when the buffer holds it
+    // whole; npos when it must be read.
+    size_t find_buffered(offset_t start) const;
 
     const partition_log* _log = nullptr;
+    // The log _buf was read from: a range opened on it again starts from the buffer when
+    // the buffer holds it (point lookups of a join read a batch once, not once a row).
+    const partition_log* _buf_log = nullptr;
     offset_t _start = 0;
     offset_t _end = 0;
     offset_t _next_read = 0;    // where the next read starts
@@ -71,8 +82,12 @@ class record_cursor {
     protocol::batch_header _header;
     bool _in_batch = false;  // _batch_at is the batch last read
     bytes _plain;            // a compressed batch's records, decompressed
+    uint64_t _buf_reads = 0;  // reads into _buf so far
+    // The batch _plain holds: (_buf_reads when read, its position in _buf).
+    std::pair<uint64_t, size_t> _plain_of{0, npos};
     std::optional<protocol::record_reader> _records;
     protocol::record_ref _rec;
+    bool _rec_pending = false;  // _rec was read but is past the range: not returned yet
     std::optional<std::vector<append_time_run>> _times;
     size_t _time_at = 0;
     counters _stats;
