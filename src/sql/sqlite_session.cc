@@ -109,6 +109,30 @@ sqlite_session::~sqlite_session() {
     if (_db) sqlite3_close_v2(_db);
 }
 
+std::string hide_paths(std::string msg, std::vector<std::string> paths) {
+    static constexpr std::string_view placeholder = "<data-dir>";
+    std::sort(paths.begin(), paths.end(),
+              [](const auto& a, const auto& b) { return a.size() > b.size(); });
+    for (const auto& p : paths) {
+        if (p.empty() || p == "." || p == "/") continue;
+        // A relative path ("data", as `--data-dir data` gives it) is a path only where a
+        // separator follows: elsewhere it is a word of the message ("database").
+        const bool relative = p.front() != '/';
+        for (size_t at = msg.find(p); at != std::string::npos; at = msg.find(p, at)) {
+            const size_t after = at + p.size();
+            const bool starts_word = at == 0 || msg[at - 1] == ' ' || msg[at - 1] == '\'' ||
+                                     msg[at - 1] == '"' || msg[at - 1] == '(';
+            if (relative && (!starts_word || after >= msg.size() || msg[after] != '/')) {
+                at = after;
+                continue;
+            }
+            msg.replace(at, p.size(), placeholder);
+            at += placeholder.size();  // never into the placeholder itself
+        }
+    }
+    return msg;
+}
+
 std::string sqlite_session::without_paths(std::string msg) const {
     // SQL users see no file paths of the server (docs/sql.md): the data directory, in
     // each spelling the engine may have used, becomes a placeholder.
@@ -119,14 +143,7 @@ std::string sqlite_session::without_paths(std::string msg) const {
         paths.push_back(abs.string());
     if (auto canon = std::filesystem::weakly_canonical(_src.opts->data_dir, ec); !ec)
         paths.push_back(canon.string());
-    std::sort(paths.begin(), paths.end(),
-              [](const auto& a, const auto& b) { return a.size() > b.size(); });
-    for (const auto& p : paths) {
-        if (p.empty() || p == ".") continue;
-        for (size_t at = msg.find(p); at != std::string::npos; at = msg.find(p, at))
-            msg.replace(at, p.size(), "<data-dir>");
-    }
-    return msg;
+    return hide_paths(std::move(msg), std::move(paths));
 }
 
 outcome<bool> sqlite_session::exec_internal(const std::string& sql) {

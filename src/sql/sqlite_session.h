@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "sql/engine.h"
 #include "sql/sqlite_engine.h"
@@ -30,6 +31,12 @@ struct session_sources {
     const engine_options* opts;
     schema_registry* schemas;
 };
+
+// `msg` with each of `paths` (the data directory's spellings) replaced by "<data-dir>",
+// longest first. An absolute path is replaced wherever it occurs; a relative one only
+// where it begins a word and a '/' follows it, so that `--data-dir data` leaves
+// "database" alone.
+std::string hide_paths(std::string msg, std::vector<std::string> paths);
 
 class sqlite_session final : public session {
   public:

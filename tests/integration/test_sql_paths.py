@@ -62,3 +62,22 @@ def test_an_error_about_a_file_names_no_path(b, pg):
     assert S.pg_rows(pg, "SELECT 1") == [(1,)]
     assert S.http_rows(b.http, "SELECT 2") == [[2]]
     assert S.psql_lines(b.pg, "SELECT 3") == ["3"]
+
+
+@pytest.mark.parametrize("data_dir", ["data", "d"])
+def test_a_short_relative_data_dir_leaves_messages_whole(broker_factory, data_dir):
+    """`--data-dir data` as a user types it (relative to the broker's directory): an error
+    whose text contains the name is answered whole and at once. The placeholder
+    `<data-dir>` contains "data" and "d", and the replacement used to run forever on it,
+    holding a thread at 100% CPU; and "database" is a word, not a path."""
+    b = broker_factory(extra_args=S.SQL_ARGS + ["--data-dir", data_dir])
+    assert (b.workdir / data_dir / "catalog.db").exists()
+    err = S.http_error(b.http, "SELECT * FROM nonesuch_data_d", timeout=10)
+    assert err["message"] == "no such table: nonesuch_data_d", err
+    with S.pg_connect(b.pg) as conn:
+        msg = S.pg_error(conn, "SELECT * FROM data.points")
+    assert "unknown database data" in str(msg) or "no such table: data.points" in str(msg), msg
+    # A message naming a file inside the directory still hides it.
+    (b.workdir / data_dir / "sql" / "schemas" / "blocked.db" / "x").mkdir(parents=True)
+    err = S.http_error(b.http, "CREATE SCHEMA blocked", timeout=10)
+    assert "blocked" in err["message"] and data_dir + "/" not in err["message"], err
