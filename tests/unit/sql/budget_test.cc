@@ -124,12 +124,7 @@ class budget_engine : public budget {
         o.bounds.session_memory = 8 * MiB;
         o.bounds.total_memory = 16 * MiB;
         o.bounds.max_value_bytes = 100 * MiB;
-        auto e = open_engine(o);
-        ASSERT_TRUE(e) << e.error().message;
-        eng = std::move(*e);
-        auto s = eng->open_session();
-        ASSERT_TRUE(s) << s.error().message;
-        sess = std::move(*s);
+        test::open_engine_and_session(o, eng, sess);
     }
     test::temp_dir dir;
     std::unique_ptr<engine> eng;
