@@ -4,6 +4,7 @@ other limits, and the functions and statements refused (fts3_tokenizer, load_ext
 VACUUM). Each bound answers its SQLSTATE over psycopg2 and HTTP, the broker's peak
 resident memory (VmHWM) stays bounded, and SQL, the catalog and Kafka keep serving."""
 
+import gc
 import os
 import re
 import socket
@@ -17,6 +18,7 @@ import pytest
 from confluent_kafka import Producer
 
 import sluice_helpers as H
+import expansion_helpers as E
 import sql_helpers as S
 
 MiB = 1 << 20
@@ -70,6 +72,8 @@ def assert_serving(b):
     d = H.produce_one(p, topic, b"k", value, partition=0)
     assert d.err is None and d.offset == 0, d
     p.flush(5)
+    del p  # gone before the broker stops: no reconnect noise from librdkafka
+    gc.collect()
     got = H.consume_all(b.bootstrap, topic, {0: 1}, timeout=30)
     assert [(r["offset"], r["value"]) for r in got] == [(0, value)], got
     assert S.http_rows(b.http, "SELECT CAST(value AS TEXT) FROM %s" % S.topic_table(topic)) == [[value.decode()]]
@@ -210,27 +214,47 @@ def test_total_memory_is_shared_and_given_back(broker_factory):
     b = broker_factory(extra_args=S.SQL_ARGS + ["--sql-memory", str(320 * MiB), "--sql-max-value-bytes",
                                                 str(64 * MiB)])
     sql = "SELECT zeroblob(50000000)"  # about 200 MB counted while its row is out
+    # An expansion, whose connection writes into users' schemas: never counted nor refused.
+    topic = H.unique_topic("bounds-exp")
+    H.create_topic(b.bootstrap, topic, 1)
+    E.create(b.http, topic, "exp.orders", [{"name": "id", "type": "int64"}, {"name": "op", "type": "string"}])
+    producer = Producer(H.producer_conf(b.bootstrap, **{"linger.ms": 0}))
     held = pg_raw_session(b.pg)
     try:
         q = sql.encode() + b"\0"
         held.sendall(b"Q" + struct.pack("!i", len(q) + 4) + q)
-        # The first session's row waits in its unread socket, counted: the second is refused.
-        def refused():
-            code, msg = pg_fail(b, sql)
-            assert code == "53200", (code, msg)
-            return msg
-        msg = S.wait_until("the second session refused", refused, timeout=60)
+        # Its row is on the way (a DataRow begins), then waits in the unread socket, counted.
+        head = b""
+        while len(head) < 5 or len(head) < 1 + struct.unpack("!i", head[1:5])[0] + 1:
+            chunk = held.recv(64)
+            assert chunk, "the held session closed: %r" % head
+            head += chunk
+        assert head[:1] == b"T" and head[1 + struct.unpack("!i", head[1:5])[0]:][:1] == b"D", head[:100]
+        # The second session is refused.
+        code, msg = pg_fail(b, sql)
+        assert code == "53200", (code, msg)
         assert "SQL sessions together hold the 320 MiB they may use (--sql-memory)" in msg, msg
         kind, state, msg = http_fail(b, sql, status=503)
         assert (kind, state) == ("memory_exhausted", "53200") and "--sql-memory" in msg, msg
-        # Meanwhile the catalog (a topic created), small SQL and Kafka are served.
+        # Meanwhile the catalog (a topic created), small SQL and Kafka are served, and the
+        # expansion writes its rows.
         assert_serving(b)
+        d = H.produce_one(producer, topic, b"k", b'{"id": 7, "op": "c"}', partition=0)
+        assert d.err is None, d
+        S.wait_until("the expansion's row", lambda: S.http_rows(b.http, "SELECT id, op FROM exp.orders")
+                     == [[7, "c"]] or None, timeout=30)
+        assert S.http_rows(b.http, "SELECT count(*) FROM exp.orders") == [[1]]
+        code, _ = pg_fail(b, sql)
+        assert code == "53200"  # still held
     finally:
         held.close()
     # The first session's memory comes back when its statement ends.
     rows = S.wait_until("memory given back", lambda: pg_one(b, sql), timeout=60)
     v = S.as_bytes(rows[0][0])
     assert len(v) == 50000000 and v.count(0) == 50000000
+    producer.flush(5)
+    del producer
+    gc.collect()
     assert_serving(b)
 
 
