@@ -24,7 +24,7 @@ constexpr uint64_t counted_row_bytes = 64 * 1024;
 }  // namespace
 
 sqlite_statement::sqlite_statement(sqlite_session& s, sqlite3_stmt* st, std::string text)
-    : _session(s), _st(st), _text(std::move(text)) {
+    : _session(s), _st(st), _text(std::move(text)), _account(s.account()) {
     // SQLite numbers "$1", "$2" as names in order of first appearance; PostgreSQL clients
     // mean the number. "?" and "?NNN" keep SQLite's own index.
     const int n_params = sqlite3_bind_parameter_count(st);
@@ -63,16 +63,15 @@ bool sqlite_statement::charge_row() {
         if (const auto* b = std::get_if<bytes>(&v)) n += b->size();
     }
     if (n < counted_row_bytes) return true;
-    budget_account* a = _session.account();
-    if (!a->charge_memory(n * row_copies)) return false;
+    if (!_account->charge_memory(n * row_copies)) return false;
     _row_charge = n * row_copies;
-    _row_generation = a->generation();
+    _row_generation = _account->generation();
     return true;
 }
 
 void sqlite_statement::release_row() {
     if (_row_charge == 0) return;
-    _session.account()->uncharge_memory(_row_charge, _row_generation);
+    _account->uncharge_memory(_row_charge, _row_generation);
     _row_charge = 0;
 }
 
@@ -81,7 +80,7 @@ outcome<bool> sqlite_statement::bind(const std::vector<value>& params) {
         return query_error{failure::invalid_parameter,
                            fmt::format("the statement takes {} parameters, {} given", param_count(),
                                        params.size())};
-    budget_scope charged(_session.account());
+    budget_scope charged(_account);
     sqlite3_reset(_st);
     _started = _finished = false;
     for (size_t k = 0; k < _param_numbers.size(); ++k) {
@@ -120,7 +119,7 @@ statement::step_state sqlite_statement::fail(query_error e) {
 statement::step_state sqlite_statement::step() {
     if (_finished) return _error.message.empty() ? step_state::done : step_state::failed;
     // Charged to the session: what SQLite allocates for the statement and its values.
-    budget_scope charged(_session.account());
+    budget_scope charged(_account);
     release_row();
     if (!_started) {
         _started = true;
@@ -194,7 +193,7 @@ std::string sqlite_statement::verb() const {
 }
 
 void sqlite_statement::reset() {
-    budget_scope charged(_session.account());
+    budget_scope charged(_account);
     release_row();
     sqlite3_reset(_st);
     _started = _finished = false;

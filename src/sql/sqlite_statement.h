@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sql/budget.h"
 #include "sql/engine.h"
 
 namespace sluice::sql {
@@ -48,6 +49,9 @@ class sqlite_statement final : public statement {
     query_error _error;
     uint64_t _rows = 0;
     int64_t _changes = 0;
+    // The session's account, kept here: accounts outlive sessions (sql/budget.h), so the
+    // charge for a row can be given back even by a statement finalized after its session.
+    budget_account* _account;
     uint64_t _row_charge = 0;  // bytes charged for the row held now
     uint32_t _row_generation = 0;
     bool _started = false;
