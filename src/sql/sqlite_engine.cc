@@ -131,8 +131,8 @@ outcome<std::unique_ptr<engine>> open_engine(const engine_options& opts) {
         return query_error{failure::invalid_parameter, "the SQL resource bounds must be positive"};
     set_resource_bounds(b);
     if (!budget_allocator_installed())
-        log_warn("sql", "SQLite was in use before the SQL memory accounting could be installed: "
-                        "users' SQL memory is not bounded");
+        log_warn("sql", "the SQL memory accounting is not installed (it must be before SQLite's "
+                        "first use): users' SQL memory is not bounded");
     std::string why;
     auto vfs = install_temp_vfs(opts.data_dir / "sql-tmp", &why);
     if (vfs.empty()) return query_error{failure::internal, "sql-tmp: " + why};
