@@ -132,6 +132,28 @@ def test_value_length_is_bounded(broker_factory):
     assert_serving(b)
 
 
+def test_topic_record_longer_than_the_value_bound(broker_factory):
+    b = broker_factory(extra_args=S.SQL_ARGS + ["--sql-max-value-bytes", "1024"])
+    topic = H.unique_topic("bounds-long")
+    H.create_topic(b.bootstrap, topic, 1)
+    p = Producer(H.producer_conf(b.bootstrap, **{"linger.ms": 0}))
+    for v in (b"s" * 1000, b"L" * 5000):
+        d = H.produce_one(p, topic, b"k", v, partition=0)
+        assert d.err is None, d
+    p.flush(5)
+    del p
+    gc.collect()
+    table = S.topic_table(topic)
+    code, msg = pg_fail(b, "SELECT value FROM %s" % table)
+    assert code == "54000" and "longer than 1 KiB (--sql-max-value-bytes)" in msg, (code, msg)
+    kind, state, msg = http_fail(b, "SELECT value FROM %s WHERE offset = 1" % table)
+    assert (kind, state) == ("program_limit", "54000"), msg
+    # The columns that fit are read, the short record whole.
+    assert pg_one(b, "SELECT offset, length(key) FROM %s ORDER BY offset" % table) == [(0, 1), (1, 1)]
+    rows = pg_one(b, "SELECT value FROM %s WHERE offset = 0" % table)
+    assert S.as_bytes(rows[0][0]) == b"s" * 1000
+
+
 # --------------------------------------------------------------------------
 # One session's memory
 # --------------------------------------------------------------------------
