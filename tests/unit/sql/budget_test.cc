@@ -105,6 +105,27 @@ TEST_F(budget, a_block_outliving_its_account_leaves_the_next_owner_alone) {
     budget_account::release(again);
 }
 
+TEST_F(budget, temporary_bytes_have_their_own_bounds) {
+    resource_bounds bounds = current_resource_bounds();
+    bounds.total_temp = 300 * 1024;
+    set_resource_bounds(bounds);
+    budget_account* a = budget_account::acquire();
+    budget_account* b = budget_account::acquire();
+    EXPECT_TRUE(a->charge_temp(200 * 1024));
+    EXPECT_FALSE(a->charge_temp(100 * 1024));  // 300 KiB > the session's 256
+    EXPECT_EQ(a->refusal(), budget_refusal::session_temp);
+    EXPECT_FALSE(b->charge_temp(150 * 1024));  // 350 KiB > the total's 300
+    EXPECT_EQ(b->refusal(), budget_refusal::total_temp);
+    EXPECT_EQ(budget_total_temp(), 200u * 1024);
+    a->uncharge_temp(200 * 1024, a->generation());
+    EXPECT_TRUE(b->charge_temp(150 * 1024));
+    b->uncharge_temp(150 * 1024, b->generation());
+    EXPECT_EQ(budget_total_temp(), 0u);
+    EXPECT_EQ(budget_total_memory(), base_memory);  // memory untouched
+    budget_account::release(a);
+    budget_account::release(b);
+}
+
 TEST(format_bytes, names_whole_units) {
     EXPECT_EQ(format_bytes(256 * MiB), "256 MiB");
     EXPECT_EQ(format_bytes(uint64_t{1} << 30), "1 GiB");
