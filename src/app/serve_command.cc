@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "app/security_admin.h"
+#include "app/sql_bounds_options.h"
 #include "app/sql_state.h"
 #include "app/version_command.h"
 #include "broker/broker.h"
@@ -70,6 +71,7 @@ struct serve_options {
     int64_t sql_timeout_ms = 30000;
     uint64_t sql_max_rows = 1000000;
     size_t sql_max_connections = 64;
+    sql::resource_bounds sql_bounds;  // --sql-*-memory, --sql-*-temp-bytes, --sql-max-value-bytes
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
@@ -350,6 +352,8 @@ int serve(const serve_options& o) {
     // cost a global mutex on every allocation of every connection (the expander makes
     // several per row).
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    // Also before: the allocator that counts and bounds users' SQL (sql/budget.h).
+    if (!sql::install_budget_allocator()) log_warn("app", "SQL memory accounting unavailable");
     sigset_t signals_set = signal_watch::block();
     raise_fd_limit();
     // Request and response buffers up to 32 MiB come from the heap and are reused
@@ -438,6 +442,7 @@ int serve(const serve_options& o) {
     eo.data_dir = cfg.data_dir;
     eo.defaults.timeout = std::chrono::milliseconds(o.sql_timeout_ms);
     eo.defaults.max_rows = o.sql_max_rows;
+    eo.bounds = o.sql_bounds;
     eo.logs = &logs;
     eo.catalog = cat->get();
     eo.state = &state;
@@ -642,6 +647,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "Open connections each SQL listener (pg, http) accepts; more are refused")
         ->check(CLI::Range(size_t{1}, size_t{100000}))
         ->capture_default_str();
+    add_sql_bound_options(*cmd, o->sql_bounds);
     cmd->add_option("--log-level", o->log_level, "trace, debug, info, warn or error")
         ->capture_default_str();
     cmd->callback([o, &exit_code] { exit_code = serve(*o); });

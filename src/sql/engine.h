@@ -38,6 +38,11 @@ enum class failure {
     timeout,            // 57014 query_canceled (the time limit)
     canceled,           // 57014 query_canceled (cancel(), or the client went away)
     row_limit,          // 54000 program_limit_exceeded
+    program_limit,      // 54000 program_limit_exceeded (a value, SQL text, columns, depth...)
+    memory_limit,       // 53200 out_of_memory (the session's memory bound)
+    memory_exhausted,   // 53200 out_of_memory (every session's memory together)
+    temp_limit,         // 53400 configuration_limit_exceeded (the session's temporary files)
+    temp_exhausted,     // 53400 configuration_limit_exceeded (every session's together)
     invalid_parameter,  // 22023 invalid_parameter_value (bad bind values, bad limits)
     constraint,         // 23505 unique_violation / other constraint failures
     busy,               // 55P03 lock_not_available (the user database stayed locked)

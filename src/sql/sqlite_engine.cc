@@ -29,7 +29,14 @@ const char* sqlstate(failure f) {
         case failure::canceled:
             return "57014";
         case failure::row_limit:
+        case failure::program_limit:
             return "54000";
+        case failure::memory_limit:
+        case failure::memory_exhausted:
+            return "53200";
+        case failure::temp_limit:  // PostgreSQL's temp_file_limit answers it
+        case failure::temp_exhausted:
+            return "53400";
         case failure::invalid_parameter:
             return "22023";
         case failure::constraint:
@@ -62,6 +69,16 @@ const char* failure_name(failure f) {
             return "canceled";
         case failure::row_limit:
             return "row_limit";
+        case failure::program_limit:
+            return "program_limit";
+        case failure::memory_limit:
+            return "memory_limit";
+        case failure::memory_exhausted:
+            return "memory_exhausted";
+        case failure::temp_limit:
+            return "temp_limit";
+        case failure::temp_exhausted:
+            return "temp_exhausted";
         case failure::invalid_parameter:
             return "invalid_parameter";
         case failure::constraint:
@@ -80,11 +97,12 @@ namespace {
 
 class sqlite_engine final : public engine {
   public:
-    explicit sqlite_engine(const engine_options& o, std::shared_ptr<schema_registry> schemas)
-        : _opts(o), _schemas(std::move(schemas)) {}
+    sqlite_engine(const engine_options& o, std::shared_ptr<schema_registry> schemas,
+                  std::string vfs)
+        : _opts(o), _schemas(std::move(schemas)), _vfs(std::move(vfs)) {}
 
     outcome<std::unique_ptr<session>> open_session() override {
-        auto s = sqlite_session::open(session_sources{&_opts, _schemas.get()});
+        auto s = sqlite_session::open(session_sources{&_opts, _schemas.get(), _vfs.c_str()});
         if (!s) return s.error();
         return std::unique_ptr<session>(std::move(*s));
     }
@@ -93,6 +111,7 @@ class sqlite_engine final : public engine {
   private:
     engine_options _opts;
     std::shared_ptr<schema_registry> _schemas;
+    std::string _vfs;
 };
 
 }  // namespace
@@ -106,7 +125,18 @@ outcome<std::unique_ptr<engine>> open_engine(const engine_options& opts) {
         if (!opened) return opened.error();
         schemas = std::move(*opened);
     }
-    return std::unique_ptr<engine>(new sqlite_engine(opts, std::move(schemas)));
+    const auto& b = opts.bounds;
+    if (b.session_memory == 0 || b.total_memory == 0 || b.max_value_bytes <= 0 ||
+        b.session_temp == 0 || b.total_temp == 0)
+        return query_error{failure::invalid_parameter, "the SQL resource bounds must be positive"};
+    set_resource_bounds(b);
+    if (!budget_allocator_installed())
+        log_warn("sql", "the SQL memory accounting is not installed (it must be before SQLite's "
+                        "first use): users' SQL memory is not bounded");
+    std::string why;
+    auto vfs = install_temp_vfs(opts.data_dir / "sql-tmp", &why);
+    if (vfs.empty()) return query_error{failure::internal, "sql-tmp: " + why};
+    return std::unique_ptr<engine>(new sqlite_engine(opts, std::move(schemas), std::move(vfs)));
 }
 
 }  // namespace sluice::sql

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "sql/budget.h"
 #include "sql/engine.h"
 
 namespace sluice::log {
@@ -44,6 +45,9 @@ struct engine_options {
     // Users' own tables live in <data_dir>/sql/ (docs/formats/sql-dir.md).
     std::filesystem::path data_dir;
     limits defaults;
+    // What users' sessions may take of memory and temporary files (sql/budget.h); their
+    // temporary files go to <data_dir>/sql-tmp.
+    resource_bounds bounds;
     // Sources of the topic and system tables; null ones leave their tables out (tests of
     // the front ends need none).
     log::log_manager* logs = nullptr;
@@ -58,7 +62,8 @@ struct engine_options {
     const security::gate* gate = nullptr;
 };
 
-// Creates <data_dir>/sql when missing. Errors: internal (with the reason).
+// Creates <data_dir>/sql when missing, and <data_dir>/sql-tmp (emptied). Errors: internal
+// (with the reason).
 outcome<std::unique_ptr<engine>> open_engine(const engine_options& opts);
 
 }  // namespace sluice::sql

@@ -79,7 +79,8 @@ outcome<std::unique_ptr<sqlite_session>> sqlite_session::open(session_sources sr
     return s;
 }
 
-sqlite_session::sqlite_session(session_sources src) : _src(src), _limits(src.opts->defaults) {
+sqlite_session::sqlite_session(session_sources src)
+    : _src(src), _account(budget_account::acquire()), _limits(src.opts->defaults) {
     _ctx.set_access(src.opts->gate, {});
 }
 
@@ -107,6 +108,7 @@ void sqlite_session::refresh_authorization() {
 sqlite_session::~sqlite_session() {
     _topics.reset();
     if (_db) sqlite3_close_v2(_db);
+    budget_account::release(_account);
 }
 
 std::string hide_paths(std::string msg, std::vector<std::string> paths) {
@@ -164,7 +166,7 @@ outcome<bool> sqlite_session::setup() {
     const auto main_path = _src.schemas->main_path().string();
     int rc =
         sqlite3_open_v2(main_path.c_str(), &_db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, _src.vfs);
     if (rc != SQLITE_OK) {
         const std::string why = _db ? sqlite3_errmsg(_db) : sqlite3_errstr(rc);
         log_warn("sql", "cannot open {}: {}", main_path, why);
@@ -172,6 +174,7 @@ outcome<bool> sqlite_session::setup() {
                            without_paths(fmt::format("cannot open schema main: {}", why))};
     }
     sqlite3_extended_result_codes(_db, 1);
+    restrict_connection();
     sqlite3_busy_timeout(_db, busy_timeout_ms);
     sqlite3_progress_handler(
         _db, progress_interval_ops,
@@ -252,6 +255,7 @@ void sqlite_session::statement_started() {
     const auto now = std::chrono::steady_clock::now();
     _deadline = now + _limits.timeout;
     _next_check = now + interrupt_check_period;
+    _account->clear_refusal();
     _ctx.begin_statement();
 }
 
@@ -320,6 +324,9 @@ int sqlite_session::authorize(int action, const char* a1, const char* a2, const 
         case SQLITE_ATTACH:
         case SQLITE_DETACH:
             return deny("ATTACH and DETACH are not available; use CREATE SCHEMA and DROP SCHEMA");
+        case SQLITE_FUNCTION:
+            if (auto why = refused_function(a2); !why.empty()) return deny(std::move(why));
+            return SQLITE_OK;
         case SQLITE_PRAGMA:
             if (pragma_allowed(a1, a2)) return SQLITE_OK;
             return deny(fmt::format("PRAGMA {} is not available", a1 ? a1 : "?"));
@@ -402,6 +409,7 @@ query_error sqlite_session::error_for(int rc) const {
     // A policy refused a topic, at prepare (the authorizer) or when a scan opened.
     if (_ctx.denied()) return {failure::not_authorized, *_ctx.denied()};
     const std::string msg = without_paths(sqlite3_errmsg(_db));
+    if (auto e = resource_error(rc, msg)) return *e;
     switch (rc & 0xff) {
         case SQLITE_INTERRUPT:
             if (_interrupted == failure::timeout)
@@ -420,6 +428,10 @@ query_error sqlite_session::error_for(int rc) const {
             break;
     }
     auto has = [&](const char* s) { return msg.find(s) != std::string::npos; };
+    // A function the authorizer refused comes back as SQLITE_ERROR.
+    if (!_denied.empty() && has("not authorized")) return {failure::read_only, _denied};
+    // A direct-only function (fts3_tokenizer, load_extension) inside a view or trigger.
+    if (has("unsafe use of")) return {failure::read_only, msg};
     if (has("syntax error") || has("incomplete input") || has("unrecognized token") ||
         has(" columns but ") || has("values for ") || has("wrong number of arguments"))
         return {failure::syntax, msg};
@@ -451,6 +463,8 @@ outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql
     // A cancel applies to the statement running or about to run: one that came while
     // the session was idle (before this prepare) is forgotten.
     _cancel.store(false);
+    budget_scope charged(_account);
+    _account->clear_refusal();
     if (auto r = sync_schemas(); !r) return r.error();
     if (auto r = sync_topics(); !r) return r.error();
     if (auto cmd = parse_schema_command(*this, sql, tail)) {
@@ -458,6 +472,7 @@ outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql
         return std::unique_ptr<statement>(std::move(**cmd));
     }
     if (auto refused = refuse_locking_begin(sql)) return *refused;
+    if (auto refused = refuse_statement(sql)) return *refused;
     // Topics whose tables carry escaped names are named in the statement as users know
     // them: kafka_topics."CaseT" becomes kafka_topics."~^Case^T" (sql/topic_names.h).
     std::vector<text_edit> edits;

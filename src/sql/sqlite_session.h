@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "sql/budget.h"
 #include "sql/engine.h"
 #include "sql/sqlite_engine.h"
 #include "sql/statement_context.h"
@@ -30,6 +31,7 @@ struct topic_tables;
 struct session_sources {
     const engine_options* opts;
     schema_registry* schemas;
+    const char* vfs;  // install_temp_vfs()'s (sql/budget.h)
 };
 
 // `msg` with each of `paths` (the data directory's spellings) replaced by "<data-dir>",
@@ -56,6 +58,9 @@ class sqlite_session final : public session {
 
     // --- for statements ---
     sqlite3* db() const { return _db; }
+    // What the session's statements are charged to: SQLite calls run inside a
+    // budget_scope of it (sql/budget.h).
+    budget_account* account() const { return _account; }
     // The first step of a statement: its time limit starts and the virtual tables'
     // snapshot is reset.
     void statement_started();
@@ -95,11 +100,23 @@ class sqlite_session final : public session {
     // SQLITE_DENY for a write inside an explicit transaction into a schema holding
     // expansion targets.
     int guard_transaction(const char* db_name);
+    // VACUUM, with its own reason (it would otherwise meet the ATTACH refusal).
+    static std::optional<query_error> refuse_statement(std::string_view sql);
+    // Limits and options of the connection that keep users' SQL bounded and away from
+    // the process (sqlite3_limit, sqlite3_db_config).
+    void restrict_connection();
+    // The errors of a refused allocation, temporary write or SQLite limit.
+    // Logged (once a second at most) when a memory or temporary-file bound refused.
+    std::optional<query_error> resource_error(int rc, const std::string& msg) const;
+    std::optional<query_error> bound_error(int rc, const std::string& msg) const;
+    // Why a SQL function is not available to users; empty when it is.
+    static std::string refused_function(const char* name);
     // BEGIN IMMEDIATE or EXCLUSIVE locks every attached file until COMMIT: refused while
     // one of them holds expansion targets.
     std::optional<query_error> refuse_locking_begin(std::string_view sql) const;
 
     session_sources _src;
+    budget_account* _account = nullptr;  // released after _db is closed
     sqlite3* _db = nullptr;
     limits _limits;
     std::atomic<bool> _cancel{false};

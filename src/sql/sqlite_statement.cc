@@ -5,13 +5,26 @@
 #include <algorithm>
 #include <cctype>
 
+#include "sql/budget.h"
 #include "sql/sql_text.h"
 #include "sql/sqlite_session.h"
 
 namespace sluice::sql {
 
+namespace {
+
+// A row's values exist, besides SQLite's own (which its allocator counts), in row() and
+// in the front end's encoding for the wire: hex for a PostgreSQL bytea, twice the bytes;
+// base64 or escaped text for HTTP, less. So the row counts three times more.
+constexpr uint64_t row_copies = 3;
+// Rows smaller than this are not counted: they are what the bounds leave room for, and
+// counting costs two atomic operations per row.
+constexpr uint64_t counted_row_bytes = 64 * 1024;
+
+}  // namespace
+
 sqlite_statement::sqlite_statement(sqlite_session& s, sqlite3_stmt* st, std::string text)
-    : _session(s), _st(st), _text(std::move(text)) {
+    : _session(s), _st(st), _text(std::move(text)), _account(s.account()) {
     // SQLite numbers "$1", "$2" as names in order of first appearance; PostgreSQL clients
     // mean the number. "?" and "?NNN" keep SQLite's own index.
     const int n_params = sqlite3_bind_parameter_count(st);
@@ -39,7 +52,27 @@ sqlite_statement::sqlite_statement(sqlite_session& s, sqlite3_stmt* st, std::str
 }
 
 sqlite_statement::~sqlite_statement() {
+    release_row();
     sqlite3_finalize(_st);
+}
+
+bool sqlite_statement::charge_row() {
+    uint64_t n = 0;
+    for (const auto& v : _row) {
+        if (const auto* s = std::get_if<std::string>(&v)) n += s->size();
+        if (const auto* b = std::get_if<bytes>(&v)) n += b->size();
+    }
+    if (n < counted_row_bytes) return true;
+    if (!_account->charge_memory(n * row_copies)) return false;
+    _row_charge = n * row_copies;
+    _row_generation = _account->generation();
+    return true;
+}
+
+void sqlite_statement::release_row() {
+    if (_row_charge == 0) return;
+    _account->uncharge_memory(_row_charge, _row_generation);
+    _row_charge = 0;
 }
 
 outcome<bool> sqlite_statement::bind(const std::vector<value>& params) {
@@ -47,6 +80,7 @@ outcome<bool> sqlite_statement::bind(const std::vector<value>& params) {
         return query_error{failure::invalid_parameter,
                            fmt::format("the statement takes {} parameters, {} given", param_count(),
                                        params.size())};
+    budget_scope charged(_account);
     sqlite3_reset(_st);
     _started = _finished = false;
     for (size_t k = 0; k < _param_numbers.size(); ++k) {
@@ -74,6 +108,8 @@ outcome<bool> sqlite_statement::bind(const std::vector<value>& params) {
 }
 
 statement::step_state sqlite_statement::fail(query_error e) {
+    release_row();
+    _row.clear();
     _error = std::move(e);
     _finished = true;
     sqlite3_reset(_st);
@@ -82,6 +118,9 @@ statement::step_state sqlite_statement::fail(query_error e) {
 
 statement::step_state sqlite_statement::step() {
     if (_finished) return _error.message.empty() ? step_state::done : step_state::failed;
+    // Charged to the session: what SQLite allocates for the statement and its values.
+    budget_scope charged(_account);
+    release_row();
     if (!_started) {
         _started = true;
         _rows = 0;
@@ -114,6 +153,9 @@ statement::step_state sqlite_statement::step() {
                 break;
             case SQLITE_TEXT: {
                 const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(_st, i));
+                if (!p && sqlite3_errcode(_session.db()) == SQLITE_NOMEM)
+                    return fail(_session.error_for(SQLITE_NOMEM));
+                if (!p) p = "";
                 const auto len = static_cast<size_t>(sqlite3_column_bytes(_st, i));
                 // Reuse the cell's buffer from the previous row: a scan builds millions.
                 if (auto* s = std::get_if<std::string>(&v))
@@ -123,8 +165,13 @@ statement::step_state sqlite_statement::step() {
                 break;
             }
             case SQLITE_BLOB: {
+                // A zeroblob() is made real here, and may meet the memory bound: SQLite
+                // then answers NULL and makes the value NULL, which must not pass for an
+                // empty blob.
                 const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(_st, i));
                 const auto len = static_cast<size_t>(sqlite3_column_bytes(_st, i));
+                if (!p && sqlite3_errcode(_session.db()) == SQLITE_NOMEM)
+                    return fail(_session.error_for(SQLITE_NOMEM));
                 if (auto* b = std::get_if<bytes>(&v))
                     b->assign(p, p + len);
                 else
@@ -136,6 +183,7 @@ statement::step_state sqlite_statement::step() {
                 break;
         }
     }
+    if (!charge_row()) return fail(_session.error_for(SQLITE_NOMEM));
     return step_state::row;
 }
 
@@ -145,6 +193,8 @@ std::string sqlite_statement::verb() const {
 }
 
 void sqlite_statement::reset() {
+    budget_scope charged(_account);
+    release_row();
     sqlite3_reset(_st);
     _started = _finished = false;
     _error = {};

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sql/budget.h"
 #include "sql/engine.h"
 
 namespace sluice::sql {
@@ -33,6 +34,10 @@ class sqlite_statement final : public statement {
 
   private:
     step_state fail(query_error e);
+    // Counts the row's copies outside SQLite (row() and the front end's encoding of it)
+    // against the session's memory; false when a bound refuses them.
+    bool charge_row();
+    void release_row();
 
     sqlite_session& _session;
     sqlite3_stmt* _st;
@@ -44,6 +49,11 @@ class sqlite_statement final : public statement {
     query_error _error;
     uint64_t _rows = 0;
     int64_t _changes = 0;
+    // The session's account, kept here: accounts outlive sessions (sql/budget.h), so the
+    // charge for a row can be given back even by a statement finalized after its session.
+    budget_account* _account;
+    uint64_t _row_charge = 0;  // bytes charged for the row held now
+    uint32_t _row_generation = 0;
     bool _started = false;
     bool _finished = false;
 };

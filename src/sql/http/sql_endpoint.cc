@@ -268,7 +268,12 @@ value param_value(std::string_view s) {
 int status_for(failure f) {
     // `internal` stays a 400: SQLite reports some of the caller's mistakes (a wrong
     // number of values in an INSERT) with a generic code the engine cannot tell apart.
-    if (f == failure::shutting_down) return 503;
+    // Every session's memory or temporary files together being spent is the server's
+    // state, not the statement's fault: 503, worth a retry; the session's own bounds are
+    // the statement's, 400 like the row limit.
+    if (f == failure::shutting_down || f == failure::memory_exhausted ||
+        f == failure::temp_exhausted)
+        return 503;
     return f == failure::not_authorized ? 403 : 400;
 }
 

@@ -99,6 +99,9 @@ bool pg_connection::flush() {
         return false;
     }
     _out.clear();
+    // A large row grew the buffer: give the memory back rather than keep it for the
+    // connection's life, outside the SQL memory bound (sql/budget.h).
+    if (_out.capacity() > 16 * flush_threshold) std::string().swap(_out);
     return true;
 }
 

@@ -232,15 +232,28 @@ std::string format_float8(double d) {
     return fmt::format("{}", d);
 }
 
-std::string bytea_hex(std::string_view raw) {
+namespace {
+
+// Appends \x and the hex digits of `raw`, growing `out` once, to the exact size.
+void append_hex(std::string& out, std::string_view raw) {
     static constexpr char digits[] = "0123456789abcdef";
-    std::string s = "\\x";
-    s.reserve(2 + raw.size() * 2);
+    const size_t at = out.size();
+    out.resize(at + 2 + raw.size() * 2);
+    char* p = out.data() + at;
+    *p++ = '\\';
+    *p++ = 'x';
     for (char c : raw) {
         auto b = static_cast<unsigned char>(c);
-        s.push_back(digits[b >> 4]);
-        s.push_back(digits[b & 0xF]);
+        *p++ = digits[b >> 4];
+        *p++ = digits[b & 0xF];
     }
+}
+
+}  // namespace
+
+std::string bytea_hex(std::string_view raw) {
+    std::string s;
+    append_hex(s, raw);
     return s;
 }
 
@@ -251,6 +264,13 @@ bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t fo
         return true;
     }
     if (format == 0) {
+        // A large blob's hex goes straight into the message, without a copy of its own:
+        // its copies are what a statement's memory bound counts (sql/budget.h).
+        if (auto* b = std::get_if<bytes>(&v); b && type_oid == oid::bytea) {
+            append_length(out, 2 + b->size() * 2);
+            append_hex(out, as_chars(*b));
+            return true;
+        }
         append_sized(out, text_for(v, type_oid));
         return true;
     }

@@ -18,12 +18,7 @@ struct engine_fixture : ::testing::Test {
         o.data_dir = dir.path;
         o.defaults.timeout = std::chrono::milliseconds(5000);
         o.defaults.max_rows = 1000;
-        auto e = open_engine(o);
-        ASSERT_TRUE(e) << e.error().message;
-        eng = std::move(*e);
-        auto s = eng->open_session();
-        ASSERT_TRUE(s) << s.error().message;
-        sess = std::move(*s);
+        open_engine_and_session(o, eng, sess);
     }
     temp_dir dir;
     std::unique_ptr<engine> eng;
@@ -121,6 +116,37 @@ TEST_F(engine_fixture, errors_are_classified) {
     EXPECT_EQ(failure_of(*sess, "INSERT INTO u VALUES (1); INSERT INTO u VALUES (1)").kind,
               failure::constraint);
     EXPECT_STREQ(sqlstate(failure::syntax), "42601");
+}
+
+TEST_F(engine_fixture, pointer_functions_extensions_and_vacuum_are_refused_with_their_reason) {
+    auto e = failure_of(*sess, "SELECT fts3_tokenizer('simple')");
+    EXPECT_EQ(e.kind, failure::read_only);
+    EXPECT_EQ(e.message, "fts3_tokenizer() is not available: it hands out and takes process pointers");
+    e = failure_of(*sess, "SELECT load_extension('libm.so.6')");
+    EXPECT_EQ(e.kind, failure::read_only);
+    EXPECT_NE(e.message.find("load_extension() is not available"), std::string::npos) << e.message;
+    for (const char* sql : {"VACUUM", "vacuum main", "-- c\n VACUUM INTO 'x.db'"}) {
+        e = failure_of(*sess, sql);
+        EXPECT_EQ(e.kind, failure::read_only) << sql;
+        EXPECT_EQ(e.message.rfind("VACUUM is not available", 0), 0u) << sql << ": " << e.message;
+    }
+    EXPECT_NE(failure_of(*sess, "ATTACH ':memory:' AS x").message.find("ATTACH and DETACH"),
+              std::string::npos);
+}
+
+TEST_F(engine_fixture, sqlite_limits_are_program_limits) {
+    std::string columns = "SELECT 1";
+    for (int i = 0; i < 2000; ++i) columns += ", 1";
+    auto e = failure_of(*sess, columns);
+    EXPECT_EQ(e.kind, failure::program_limit) << e.message;
+    EXPECT_STREQ(sqlstate(e.kind), "54000");
+    std::string deep = "SELECT 1";
+    for (int i = 0; i < 1001; ++i) deep += "+1";
+    EXPECT_EQ(failure_of(*sess, deep).kind, failure::program_limit);
+    e = failure_of(*sess, "SELECT 1 -- " + std::string(16 << 20, 'x'));
+    EXPECT_EQ(e.kind, failure::program_limit);
+    EXPECT_EQ(e.message, "the SQL text is longer than 16 MiB");
+    EXPECT_EQ(query(*sess, "SELECT 1"), (rows{{"1"}}));
 }
 
 TEST_F(engine_fixture, row_limit_fails_the_statement_and_can_be_lowered_not_raised) {
