@@ -3,7 +3,8 @@
 required`: what it adds appears in `sluice policy get`/`list` and in SQL
 (system.acls, system.policies), is enforced for a real client (librdkafka), survives a
 restart, and is removed again; user-written policies are listed as ACLs but not
-removed; bindings that policies cannot express are refused with the reason.
+removed; bindings that policies cannot express are refused with the reason. The Java
+AdminClient's createAcls/describeAcls/deleteAcls too (tests/jvm .../acls/AdminAcls.java).
 """
 
 import json
@@ -13,6 +14,7 @@ import subprocess
 import psycopg2
 import pytest
 
+import jvm_helpers as J
 import kproto as K
 import security_helpers as S
 from conftest import REPO
@@ -293,3 +295,23 @@ def test_describe_needs_describe_and_changes_need_alter_on_the_cluster(env):
         in out, out
     _, out = acls(env, "--list", "--principal", "User:viewer")
     assert listing(out) == {("CLUSTER", "kafka-cluster", "LITERAL"): {allow("User:viewer", "DESCRIBE")}}, out
+
+
+def test_java_admin_client_create_describe_delete(env):
+    """AdminClient.createAcls/describeAcls/deleteAcls (tests/jvm .../acls/AdminAcls.java)
+    for a principal that is no Sluice user (a certificate's name, say)."""
+    who, topic = "User:java-carol", "java-acl"
+    proc = J.run_java("dev.sluice.jvmtests.acls.AdminAcls", env.kafka, "admin", ADMIN_PW, who, topic, timeout=180)
+    lines = proc.stdout.splitlines()
+    read = "TOPIC LITERAL %s %s * READ ALLOW" % (topic, who)
+    write = "TOPIC PREFIXED %s- %s * WRITE ALLOW" % (topic, who)
+    assert sorted(ln for ln in lines if ln.startswith("create ")) == sorted([
+        "create %s ok" % read, "create %s ok" % write,
+        "create TOPIC LITERAL %s %s 10.0.0.1 READ ALLOW InvalidRequestException: host '10.0.0.1' cannot be "
+        "expressed: Sluice policies do not restrict hosts, so an ACL's host must be '*'" % (topic, who)]), proc.stdout
+    assert [ln for ln in lines if ln.startswith("describe ")] == sorted(["describe " + read, "describe " + write])
+    assert [ln for ln in lines if ln.startswith("delete ")] == ["delete %s ok" % read], proc.stdout
+    assert [ln for ln in lines if ln.startswith("describe-after ")] == ["describe-after " + write], proc.stdout
+    listed = {p["name"]: p["users"] for p in S.policy_list(env.admin)["policies"]}
+    assert listed["kafka-acl:" + who] == ["java-carol"], listed
+    assert statements(env, "kafka-acl:" + who) == [("Allow", '"KafkaWrite"', '"sluice:topic:%s-*"' % topic)]
