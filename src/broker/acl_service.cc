@@ -17,12 +17,19 @@ bool same_statement(const security::statement& a, const security::statement& b) 
     return a.eff == b.eff && a.actions == b.actions && a.resources == b.resources;
 }
 
-// The statements of a stored policy; none when it is missing or does not parse (the
-// authorizer then denies its users everything; see access_control).
-std::vector<security::statement> statements_of(const std::optional<catalog::policy_record>& p) {
-    if (!p) return {};
+// The statements of a managed policy, none when it does not exist yet. A stored document
+// that does not parse (only a hand-edited catalog has one; the authorizer denies its users
+// everything) is an error: rewriting it would lose what it said.
+result<std::vector<security::statement>> managed_statements(const catalog::catalog& cat,
+                                                            const std::string& name) {
+    auto p = cat.find_policy(name);
+    if (!p) return std::vector<security::statement>{};
     auto parsed = security::parse_policy(p->name, p->document);
-    return parsed ? std::move(parsed->statements) : std::vector<security::statement>{};
+    if (!parsed)
+        return {errc::corrupt, fmt::format("policy '{}' in the catalog does not parse ({}): put "
+                                           "it again or delete it first",
+                                           name, parsed.err().message)};
+    return std::move(parsed->statements);
 }
 
 }  // namespace
@@ -46,24 +53,45 @@ result<void> acl_service::store(const std::string& name, const std::string& user
 
 std::vector<result<void>> acl_service::create(const std::vector<acl::binding>& bindings) {
     std::lock_guard lock(_mu);
-    std::vector<result<void>> out;
-    for (const auto& b : bindings) {
-        auto m = acl::to_statement(b);
+    // Each managed policy the request touches is read once and written once.
+    struct change {
+        std::string user;
+        std::vector<security::statement> statements;
+        std::optional<error> broken;
+        std::vector<size_t> added;  // the bindings that add a statement
+    };
+    std::map<std::string, change> changes;
+    std::vector<result<void>> out(bindings.size(), result<void>{});
+    for (size_t i = 0; i < bindings.size(); ++i) {
+        auto m = acl::to_statement(bindings[i]);
         if (!m) {
-            out.emplace_back(m.err());
+            out[i] = m.err();
             continue;
         }
-        std::string name = acl::managed_policy_name(m->user);
-        auto statements = statements_of(_cat.find_policy(name));
-        bool exists = std::any_of(statements.begin(), statements.end(), [&](const auto& st) {
-            return same_statement(st, m->st);
-        });
-        if (exists) {
-            out.emplace_back();
+        auto [it, fresh] = changes.try_emplace(acl::managed_policy_name(m->user));
+        auto& c = it->second;
+        if (fresh) {
+            c.user = m->user;
+            auto sts = managed_statements(_cat, it->first);
+            if (sts)
+                c.statements = std::move(*sts);
+            else
+                c.broken = sts.err();
+        }
+        if (c.broken) {
+            out[i] = *c.broken;
             continue;
         }
-        statements.push_back(m->st);
-        out.push_back(store(name, m->user, statements));
+        bool exists = std::any_of(c.statements.begin(), c.statements.end(),
+                                  [&](const auto& st) { return same_statement(st, m->st); });
+        if (exists) continue;  // as Kafka: creating an existing binding succeeds
+        c.statements.push_back(std::move(m->st));
+        c.added.push_back(i);
+    }
+    for (auto& [name, c] : changes) {
+        if (c.added.empty()) continue;
+        if (auto r = store(name, c.user, c.statements); !r)
+            for (size_t i : c.added) out[i] = r.err();
     }
     return out;
 }
@@ -108,10 +136,14 @@ std::vector<acl_service::removal> acl_service::remove(const acl::filter& f) {
         if (!x.refused) doomed[x.policy].insert(x.index);
     std::map<std::string, std::string> failed;  // policy -> the catalog's error
     for (const auto& [name, indexes] : doomed) {
-        auto statements = statements_of(_cat.find_policy(name));
+        auto statements = managed_statements(_cat, name);
+        if (!statements) {
+            failed[name] = statements.err().message;
+            continue;
+        }
         std::vector<security::statement> kept;
-        for (size_t i = 0; i < statements.size(); ++i)
-            if (!indexes.contains(i)) kept.push_back(std::move(statements[i]));
+        for (size_t i = 0; i < statements->size(); ++i)
+            if (!indexes.contains(i)) kept.push_back(std::move((*statements)[i]));
         auto r = store(name, *acl::managed_user(name), kept);
         if (!r) failed[name] = r.err().message;
     }
