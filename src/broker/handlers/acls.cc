@@ -13,10 +13,13 @@ using protocol::error_code;
 using security::resource_kind;
 
 acl::filter to_filter(const protocol::acl_filter& f) {
-    return {static_cast<acl::resource_type>(f.resource_type), f.resource_name,
-            static_cast<acl::pattern_type>(f.pattern_type),   f.principal,
+    return {static_cast<acl::resource_type>(f.resource_type),
+            f.resource_name,
+            static_cast<acl::pattern_type>(f.pattern_type),
+            f.principal,
             f.host,
-            static_cast<acl::operation>(f.operation),         static_cast<acl::permission>(f.permission_type)};
+            static_cast<acl::operation>(f.operation),
+            static_cast<acl::permission>(f.permission_type)};
 }
 
 protocol::acl_entry to_entry(const acl::binding& b) {
@@ -46,10 +49,12 @@ void handle_describe_acls(const request_context& ctx, request_body body) {
         // Bindings come sorted by resource type, name and pattern: one entry per resource.
         for (const auto& b : ctx.b.acls().describe(f)) {
             auto* last = resp.resources.empty() ? nullptr : &resp.resources.back();
-            if (!last || last->resource_type != static_cast<int8_t>(b.type) ||
-                last->resource_name != b.name || last->pattern_type != static_cast<int8_t>(b.pattern))
-                last = &resp.resources.emplace_back(protocol::describe_acls_response::resource{
-                    static_cast<int8_t>(b.type), b.name, static_cast<int8_t>(b.pattern), {}});
+            const auto type = static_cast<int8_t>(b.type);
+            const auto pattern = static_cast<int8_t>(b.pattern);
+            if (!last || last->resource_type != type || last->resource_name != b.name ||
+                last->pattern_type != pattern)
+                last = &resp.resources.emplace_back(
+                    protocol::describe_acls_response::resource{type, b.name, pattern, {}});
             last->acls.push_back(to_entry(b));
         }
     }
