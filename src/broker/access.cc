@@ -55,6 +55,10 @@ constexpr access_rule rules[] = {
     {api_key::init_producer_id, resource_kind::cluster, action::idempotent_write},
     {api_key::init_producer_id, resource_kind::topic, action::write},
     {api_key::describe_producers, resource_kind::topic, action::read},
+    // As Kafka: ACLs are read with Describe and changed with Alter on the cluster.
+    {api_key::describe_acls, resource_kind::cluster, action::describe},
+    {api_key::create_acls, resource_kind::cluster, action::alter},
+    {api_key::delete_acls, resource_kind::cluster, action::alter},
 };
 
 }  // namespace

@@ -23,7 +23,8 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _logs(logs),
       _topics(cat, logs, _cfg.topic_defaults),
       _groups(_cfg.groups),
-      _access(cat, _cfg.authorization, _cfg.authenticate) {
+      _access(cat, _cfg.authorization, _cfg.authenticate),
+      _acls(cat) {
     _cluster_id = _catalog.cluster_id();
     _groups.on_earlier_deadline([this] { schedule_groups(); });
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {

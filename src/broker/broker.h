@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "broker/access.h"
+#include "broker/acl_service.h"
 #include "broker/config.h"
 #include "broker/expansion_hooks.h"
 #include "broker/offset_writer.h"
@@ -65,6 +66,7 @@ class broker {
     }
     size_t broker_count() const { return _broker_count; }
     access_control& access() { return _access; }
+    acl_service& acls() { return _acls; }
     // Re-reads the TLS certificate and key (SIGHUP); errors are logged and the previous
     // ones stay in use.
     void reload_tls();
@@ -131,6 +133,7 @@ class broker {
     net::event_loop::timer_id _group_timer = 0;
     int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
     access_control _access;
+    acl_service _acls;
     std::vector<listener_state> _listeners;
     size_t _broker_count = 1;
     std::string _cluster_id;

@@ -5,6 +5,8 @@
 #include "catalog/catalog.h"
 #include "catalog/topic_config.h"
 #include "log/log_manager.h"
+#include "security/acl.h"
+#include "sql/json_text.h"
 #include "sql/row_table.h"
 
 namespace sluice::sql {
@@ -109,6 +111,45 @@ outcome<row_list> group_offsets_rows(const system_sources& src) {
     return out;
 }
 
+// Users and policies are listed to those who may list them over HTTP, and ACLs to those
+// who may describe them over Kafka: KafkaDescribe on the cluster either way.
+bool may_describe_cluster(const system_sources& src) {
+    return may(src, security::action::describe, security::resource_kind::cluster, {});
+}
+
+outcome<row_list> policies_rows(const system_sources& src) {
+    row_list out;
+    if (!may_describe_cluster(src)) return out;
+    for (const auto& p : src.catalog->list_policies()) {
+        std::string users = "[";
+        for (size_t i = 0; i < p.users.size(); ++i) {
+            if (i) users += ",";
+            append_json_string(users, p.users[i]);
+        }
+        out.push_back({p.name, users + "]", p.document, p.updated_ms});
+    }
+    return out;
+}
+
+// Every policy statement that Kafka's ACLs can express, as DescribeAcls reports it.
+outcome<row_list> acls_rows(const system_sources& src) {
+    namespace acl = security::acl;
+    row_list out;
+    if (!may_describe_cluster(src)) return out;
+    for (const auto& p : src.catalog->list_policies()) {
+        auto parsed = security::parse_policy(p.name, p.document);
+        if (!parsed) continue;
+        for (const auto& x : acl::bindings_of(*parsed, p.users)) {
+            const auto& b = x.b;
+            out.push_back({b.principal, std::string(acl::name_of(b.type)), b.name,
+                           std::string(acl::name_of(b.pattern)), b.host,
+                           std::string(acl::name_of(b.op)), std::string(acl::name_of(b.perm)),
+                           p.name, static_cast<int64_t>(x.statement)});
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
@@ -118,6 +159,14 @@ outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
             "CREATE TABLE x(topic TEXT, topic_id TEXT, partitions INTEGER, cleanup_policy TEXT, "
             "created_ms INTEGER)",
             [src] { return topics_rows(src); }};
+        specs["policies"] = {
+            "CREATE TABLE x(name TEXT, users TEXT, document TEXT, updated_ms INTEGER)",
+            [src] { return policies_rows(src); }};
+        specs["acls"] = {
+            "CREATE TABLE x(principal TEXT, resource_type TEXT, resource_name TEXT, "
+            "pattern_type TEXT, host TEXT, operation TEXT, permission_type TEXT, policy TEXT, "
+            "statement INTEGER)",
+            [src] { return acls_rows(src); }};
         specs["configs"] = {"CREATE TABLE x(topic TEXT, name TEXT, value TEXT, source TEXT)",
                             [src] { return configs_rows(src); }};
     }

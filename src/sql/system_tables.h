@@ -6,6 +6,8 @@
 //   system.configs       every topic config in force, with its source
 //   system.groups        consumer groups: state, protocol type, protocol, members
 //   system.group_offsets committed offsets, with the partition's high watermark and lag
+//   system.policies      identity policies: name, attached users (JSON), document
+//   system.acls          policy statements as Kafka ACL bindings (security/acl.h)
 // Each query reads the state afresh; none of these is a copy that can go stale.
 
 #include <sqlite3.h>

@@ -12,7 +12,9 @@ client certificates requested (a SASL_SSL listener shares the TLS settings); its
 - The same worker without one permission fails with an error naming it in its log:
   no KafkaRead on the group -> GroupAuthorizationException naming the group; no
   KafkaWrite on the internal topics -> TopicAuthorizationException naming the topic;
-  no KafkaRead on them -> TopicAuthorizationException as well.
+  no KafkaRead on them -> TopicAuthorizationException as well; no KafkaCreate -> the
+  worker gives up on its offsets topic after 30 s (Connect logs the refused CreateTopics
+  at DEBUG only, whatever the broker), and the broker's log names KafkaCreate.
 """
 
 import time
@@ -50,6 +52,8 @@ def b(module_secure_broker_factory, tmp_path_factory):
                               S.allow("KafkaRead", "sluice:group:cnowrite")], password="no-write-pw")
     S.grant(tgt, "no-read", [S.allow(["KafkaWrite", "KafkaDescribe", "KafkaCreate"], "sluice:topic:cnoread-*"),
                              S.allow("KafkaRead", "sluice:group:cnoread")], password="no-read-pw")
+    S.grant(tgt, "no-create", [S.allow(["KafkaRead", "KafkaWrite", "KafkaDescribe"], "sluice:topic:cnocreate-*"),
+                               S.allow("KafkaRead", "sluice:group:cnocreate")], password="no-create-pw")
     broker.start()
     broker.pki = pki
     broker.mtls_client = pki.client("mtls-worker")
@@ -105,6 +109,10 @@ def test_mutual_tls_cn_is_the_user(b, tmp_path):
     ("no-group", "cnogroup", "GroupAuthorizationException"),
     ("no-write", "cnowrite", "TopicAuthorizationException"),
     ("no-read", "cnoread", "TopicAuthorizationException"),
+    # Connect takes a refused CreateTopics (TOPIC_AUTHORIZATION_FAILED, as from Kafka) for
+    # "assume the topic exists", logged at DEBUG (TopicAdmin), and gives up 30 s later
+    # naming the topic; the broker's log names the missing KafkaCreate.
+    ("no-create", "cnocreate", "Could not look up partition metadata for topic"),
 ])
 def test_missing_permission_is_named(b, tmp_path, user, group, needle):
     w = C.Worker(tmp_path / group, b.addr("SASL_SSL"), group_id=group,
@@ -123,8 +131,14 @@ def test_missing_permission_is_named(b, tmp_path, user, group, needle):
     text = "\n".join(found)
     if needle == "GroupAuthorizationException":
         assert f"Not authorized to access group: {group}" in text, text[:2000]
+    elif user == "no-create":
+        assert f"Could not look up partition metadata for topic '{group}-offsets' in the allotted period" in text, \
+            text[:2000]
     else:
         assert f"Not authorized to access topics: [{group}-" in text, text[:2000]
     # The broker logged the denial too, naming the principal.
     deny = [ln for ln in b.stderr_paths[-1].read_text().splitlines() if user in ln and "denied" in ln.lower()]
     assert deny, f"no denial logged for {user}"
+    if user == "no-create":
+        assert [ln for ln in deny if f"User:{user} " in ln and
+                f"CreateTopics denied: KafkaCreate on sluice:topic:{group}-offsets" in ln], deny

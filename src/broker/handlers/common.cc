@@ -5,6 +5,7 @@
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "broker/session.h"
+#include "security/acl.h"
 
 namespace sluice::broker {
 
@@ -26,43 +27,38 @@ std::string client_host(const request_context& ctx) {
 
 namespace {
 
-// Kafka's AclOperation codes (READ 3 ... ALTER_CONFIGS 11) for the operations Kafka
-// defines on each resource type. UNKNOWN (0), ANY (1) and ALL (2) are never set in an
-// answer.
-struct operation_bit {
-    security::action act;
-    int bit;
-};
+// The operations Kafka defines on each resource type, whose AclOperation codes
+// (security/acl.h: READ 3 ... IDEMPOTENT_WRITE 12) are the answer's bits. UNKNOWN (0),
+// ANY (1) and ALL (2) are never set in an answer.
 using security::action;
-constexpr operation_bit topic_bits[] = {
-    {action::read, 3},  {action::write, 4},    {action::create, 5},
-    {action::delete_, 6}, {action::alter, 7},  {action::describe, 8},
-    {action::describe_configs, 10}, {action::alter_configs, 11}};
-constexpr operation_bit group_bits[] = {
-    {action::read, 3}, {action::delete_, 6}, {action::describe, 8}};
-constexpr operation_bit cluster_bits[] = {
-    {action::create, 5}, {action::alter, 7}, {action::describe, 8},
-    {action::cluster_action, 9}, {action::describe_configs, 10}, {action::alter_configs, 11},
-    {action::idempotent_write, 12}};
+constexpr action topic_ops[] = {action::read,     action::write,           action::create,
+                                action::delete_,  action::alter,           action::describe,
+                                action::describe_configs, action::alter_configs};
+constexpr action group_ops[] = {action::read, action::delete_, action::describe};
+constexpr action cluster_ops[] = {action::create,           action::alter,
+                                  action::describe,         action::cluster_action,
+                                  action::describe_configs, action::alter_configs,
+                                  action::idempotent_write};
 
-std::span<const operation_bit> bits_for(security::resource_kind kind) {
+std::span<const action> operations_on(security::resource_kind kind) {
     switch (kind) {
         case security::resource_kind::topic:
-            return topic_bits;
+            return topic_ops;
         case security::resource_kind::group:
-            return group_bits;
+            return group_ops;
         case security::resource_kind::cluster:
             break;
     }
-    return cluster_bits;
+    return cluster_ops;
 }
 
 }  // namespace
 
 int32_t authorized_operations(const request_context& ctx, const security::resource& r) {
     int32_t out = 0;
-    for (auto [a, bit] : bits_for(r.kind))
-        if (ctx.b.access().allowed(ctx.principal(), a, r)) out |= 1 << bit;
+    for (auto a : operations_on(r.kind))
+        if (ctx.b.access().allowed(ctx.principal(), a, r))
+            out |= 1 << static_cast<int>(security::acl::operation_of(a));
     return out;
 }
 

@@ -42,6 +42,9 @@ void handle_sasl_handshake(const request_context& ctx, request_body body);
 void handle_sasl_authenticate(const request_context& ctx, request_body body);
 void handle_describe_user_scram_credentials(const request_context& ctx, request_body body);
 void handle_alter_user_scram_credentials(const request_context& ctx, request_body body);
+void handle_describe_acls(const request_context& ctx, request_body body);
+void handle_create_acls(const request_context& ctx, request_body body);
+void handle_delete_acls(const request_context& ctx, request_body body);
 
 // Kafka's form of a member's address in DescribeGroups: "/" and the peer's IP.
 std::string client_host(const request_context& ctx);
