@@ -454,13 +454,16 @@ void log_manager::retain(partition_log& p, const log_config& cfg, timestamp_ms n
     } else if (p.failure()) {
         return;  // out of service until restart, and logged when it failed
     }
-    auto r = p.apply_retention(cfg, now);
+    // The log-start-offset file comes before the segments go: on a full disk it takes
+    // the space reserve, and the deleted segments give the room back.
+    auto r = with_spare_space([&] { return p.apply_retention(cfg, now); });
     if (!r) {
         ++stats.partitions_failed;
         log_warn("retention", "{}-{}: {}", p.topic()->name, p.partition(), r.err().message);
         return;
     }
     if (r->segments == 0) return;
+    (void)refill_spare_space();
     ++stats.partitions_touched;
     stats.segments_deleted += r->segments;
     stats.bytes_deleted += r->bytes;
