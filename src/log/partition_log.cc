@@ -300,8 +300,16 @@ result<void> partition_log::write_batches(const log_config& cfg, bytes_view payl
     segment* seg = active();
     const int64_t start = seg->size();
     if (auto r = seg->append(payload, end - 1); !r) {
-        log_error("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
+        // A full disk refuses every append until space is freed: said once, not per request.
+        const bool full = is_no_space(r.err());
+        if (!full || !_st->disk_full)
+            log_error("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
+        _st->disk_full = full;
         return r.err();
+    }
+    if (_st->disk_full) {
+        _st->disk_full = false;
+        log_info("storage", "{}-{}: appends succeed again", _topic->name, _partition);
     }
     offset_t next = base;
     for (const auto& b : batches) {

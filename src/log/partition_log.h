@@ -189,6 +189,7 @@ class partition_log {
         // `failed` came from a load, which changed nothing that a retry cannot redo: it
         // is retried from retry_at (log_context::load_retry_interval).
         bool load_failed = false;
+        bool disk_full = false;  // the last append failed with ENOSPC (logged once)
         std::chrono::steady_clock::time_point retry_at;
         uint64_t created_gen = 0;     // bumped when a segment file or the dir is created
         uint64_t synced_gen = 0;      // created_gen covered by the last directory fsync

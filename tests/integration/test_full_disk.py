@@ -197,6 +197,16 @@ def test_full_disk_serves_reads_and_frees_space(disk, disk_broker):
     with K.Conn(b.bootstrap) as c:
         res = K.alter_configs(c, 0, [(K.RESOURCE_TOPIC, "keep", [("retention.ms", "3600000")])])
     assert [(x["resource_name"], x["error"]) for x in res] == [("keep", KAFKA_STORAGE_ERROR)], res
+    with K.Conn(b.bootstrap) as c:
+        res = K.incremental_alter_configs(c, 1, [(K.RESOURCE_TOPIC, "keep", [("retention.ms", K.OP_SET, "1")])])
+        assert [(x["resource_name"], x["error"]) for x in res] == [("keep", KAFKA_STORAGE_ERROR)], res
+        res = K.create_partitions(c, 1, [("keep", 3, None)])
+        assert res["keep"][0] == KAFKA_STORAGE_ERROR, res
+    # Nothing of those changed: the answers were true.
+    assert sorted(adm.list_topics(timeout=10).topics["keep"].partitions) == [0, 1]
+    with K.Conn(b.bootstrap) as c:
+        d = K.describe_configs(c, 1, [(K.RESOURCE_TOPIC, "keep", ["retention.ms"])])
+    assert [(x["name"], x["value"]) for x in d[0]["configs"]] == [("retention.ms", "604800000")], d
 
     # DeleteRecords frees space on a full disk: the log-start-offset file is written (the
     # space reserve lets it) and the segments below it go.
@@ -236,11 +246,11 @@ def test_restart_on_a_full_disk(disk, disk_broker, stop):
     for p, vals in want.items():
         produce_values(b.bootstrap, "t", p, vals)
     assert sql_count(b, "t")[0] == sum(len(v) for v in want.values())
+    disk.fill()
     if stop == "sigterm":
-        b.stop()
+        b.stop()  # exits 0, though it cannot write every index (no clean-shutdown marker)
     else:
         b.kill9()
-    disk.fill()
     b.start()
 
     lo = offsets(b.bootstrap, "t", [0, 1, 2])
