@@ -202,6 +202,10 @@ def test_full_disk_serves_reads_and_frees_space(disk, disk_broker):
         assert [(x["resource_name"], x["error"]) for x in res] == [("keep", KAFKA_STORAGE_ERROR)], res
         res = K.create_partitions(c, 1, [("keep", 3, None)])
         assert res["keep"][0] == KAFKA_STORAGE_ERROR, res
+        # A committed offset that cannot be stored is not acknowledged.
+        assert K.offset_commit(c, 2, "g-full", {"keep": [(0, 42, None)]}) == {("keep", 0): KAFKA_STORAGE_ERROR}
+        err, got = K.offset_fetch_one(c, 1, "g-full", {"keep": [0]})
+        assert err == 0 and got[("keep", 0)][0] == -1, (err, got)
     # Nothing of those changed: the answers were true.
     assert sorted(adm.list_topics(timeout=10).topics["keep"].partitions) == [0, 1]
     with K.Conn(b.bootstrap) as c:
