@@ -105,7 +105,11 @@ result<void> log_manager::recover_all(open_summary& sum, bool same_boot) {
             ++sum.partitions_failed;
             // Its first load runs the recovery again (a full disk frees up, say), and until
             // one succeeds it is out of service (partition_log::ensure_loaded).
-            if (partition_log* p = get(topic, partition)) p->_recover_first = true;
+            if (partition_log* p = get(topic, partition)) {
+                p->_recover_first = true;
+                std::lock_guard lk(_ctx.retry_mu);
+                _ctx.load_retries.insert({topic, partition});
+            }
             log_error("storage", "{}: recovery failed: {}; retried when the partition is used",
                       name, r.err().message);
             continue;
@@ -262,6 +266,25 @@ result<log_manager::open_summary> log_manager::open() {
              sum.partitions_scanned, sum.partitions_repaired, sum.partitions_failed,
              sum.bytes_truncated, sum.indexes_rebuilt);
     return sum;
+}
+
+size_t log_manager::retry_failed_loads() {
+    std::vector<topic_partition> due;
+    {
+        std::lock_guard lk(_ctx.retry_mu);
+        due.assign(_ctx.load_retries.begin(), _ctx.load_retries.end());
+    }
+    size_t back = 0;
+    for (const auto& tp : due) {
+        partition_log* p = get(tp.topic, tp.partition);
+        if (p == nullptr) {  // the topic was deleted (or shrank: it cannot)
+            std::lock_guard lk(_ctx.retry_mu);
+            _ctx.load_retries.erase(tp);
+            continue;
+        }
+        if (p->available()) ++back;  // not before its retry time (ensure_loaded)
+    }
+    return back;
 }
 
 bool log_manager::refill_spare_space() {
@@ -677,6 +700,12 @@ void log_manager::close() {
     if (_flusher.joinable()) _flusher.join();
 
     bool clean = true;
+    {
+        // Recoveries still owed (start-up recovery failed, not retried with success yet)
+        // must run again at the next start.
+        std::lock_guard lk(_ctx.retry_mu);
+        if (!_ctx.load_retries.empty()) clean = false;
+    }
     {
         std::shared_lock lk(_topics_mu);
         for (auto& [name, t] : _topics) {

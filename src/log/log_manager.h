@@ -160,6 +160,12 @@ class log_manager final : private dirty_sink {
     // thread that runs passes.
     void stop_compaction() { _clean_cancel.fetch_add(1); }
 
+    // Loads again, in the background, each partition out of service after a failed load
+    // or start-up recovery whose retry is due (log_context::load_retry_interval), so that
+    // it comes back without a restart even if nothing uses it; the broker calls it
+    // periodically. Returns how many came back.
+    size_t retry_failed_loads();
+
     // The space reserve (docs/operations.md, "Full disk"): <logs>/.space-reserve, a file of
     // reserve_bytes kept allocated so that the writes that free space (the catalog commit
     // of DeleteTopics, the log-start-offset file of DeleteRecords) can be made on a full

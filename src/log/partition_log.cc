@@ -51,6 +51,8 @@ void partition_log::fail_load(const error& e, bool retrying) const {
     _st->failed = error{errc::io_error, e.message, e.sys_errno};
     _st->load_failed = true;
     _st->retry_at = std::chrono::steady_clock::now() + every;
+    std::lock_guard lk(_ctx->retry_mu);
+    _ctx->load_retries.insert(id());
 }
 
 result<void> partition_log::ensure_loaded() const {
@@ -61,14 +63,22 @@ result<void> partition_log::ensure_loaded() const {
     if (_topic->removed.load())
         return {errc::not_found, fmt::format("topic {} was deleted", _topic->name)};
     // load() starts from a fresh state: a failed load left no segment or file in use.
+    const bool listed = retry || _recover_first;  // in the manager's retry list
     auto r = load();
-    if (!r)
+    if (!r) {
         fail_load(r.err(), retry);
-    else if (retry)
+    } else if (listed) {
+        forget_retry();
         log_info("storage", "{}-{}: loaded; the partition is back in service", _topic->name,
                  _partition);
+    }
     _loaded.store(true, std::memory_order_release);
     return r;
+}
+
+void partition_log::forget_retry() const {
+    std::lock_guard lk(_ctx->retry_mu);
+    _ctx->load_retries.erase(id());
 }
 
 result<void> partition_log::available() const {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -71,6 +72,10 @@ struct log_context {
     std::chrono::milliseconds load_retry_interval{2000};
     // The previous run crashed in this boot of the OS (recover_partition's same_boot).
     bool same_boot = false;
+    // Partitions out of service after a failed load or start-up recovery, for the
+    // manager's background retry (log_manager::retry_failed_loads).
+    std::mutex retry_mu;
+    std::set<topic_partition> load_retries;
 };
 
 struct topic_state;
@@ -251,6 +256,7 @@ class partition_log {
     void fail(const error& e) const;
     // A load failed: out of service until a retry succeeds (ensure_loaded).
     void fail_load(const error& e, bool retrying) const;
+    void forget_retry() const;  // out of the manager's retry list
     void settle_log_start(offset_t from_file) const;
 
     // Scans the batches of `seg` holding offsets in [from, limit); fn returns false to stop.

@@ -113,6 +113,32 @@ TEST_F(out_of_service, a_partition_whose_startup_recovery_failed_recovers_at_its
     EXPECT_EQ(p()->high_watermark(), 6);
 }
 
+TEST_F(out_of_service, the_background_retry_brings_back_partitions_nobody_uses) {
+    cfg.retention_ms = -1;
+    open(std::chrono::milliseconds(0));
+    for (int i = 0; i < 4; ++i) append_durable(*mgr, p(), make_batch(2, 1));
+    append_durable(*mgr, p(1), make_batch(3, 1));
+    close(false);  // both recoveries fail at start-up; t-1 is used, and fails again
+    fs::create_directory(part() / "log-start-offset");
+    fs::create_directory(part(1) / "log-start-offset");
+    open(std::chrono::milliseconds(0));
+    EXPECT_FALSE(p(1)->available().ok());
+    // A stop now must not write the clean-shutdown marker: the recoveries are owed.
+    close(true);
+    open(std::chrono::milliseconds(0));
+    EXPECT_FALSE(summary.clean_shutdown);
+    EXPECT_EQ(summary.partitions_failed, 2u);
+    EXPECT_EQ(mgr->retry_failed_loads(), 0u);  // the causes are still there
+    fs::remove(part() / "log-start-offset");
+    fs::remove(part(1) / "log-start-offset");
+    EXPECT_EQ(mgr->retry_failed_loads(), 2u);
+    // Loaded by the retry: neither is asked to load again here.
+    EXPECT_TRUE(p()->loaded());
+    EXPECT_EQ(p()->high_watermark(), 8);
+    EXPECT_EQ(p(1)->high_watermark(), 3);
+    EXPECT_EQ(mgr->retry_failed_loads(), 0u);  // the list is empty again
+}
+
 TEST_F(out_of_service, reading_a_directory_as_a_file_is_an_error_not_a_huge_allocation) {
     auto r = read_whole_file(dir.path);
     ASSERT_FALSE(r.ok());
