@@ -139,6 +139,33 @@ TEST_F(out_of_service, the_background_retry_brings_back_partitions_nobody_uses) 
     EXPECT_EQ(mgr->retry_failed_loads(), 0u);  // the list is empty again
 }
 
+TEST_F(out_of_service, the_space_reserve_is_given_up_once_for_a_write_refused_for_space) {
+    open(std::chrono::milliseconds(0));
+    const fs::path reserve = dir.path / "logs" / ".space-reserve";
+    ASSERT_EQ(static_cast<int64_t>(fs::file_size(reserve)), log_manager::reserve_bytes);
+    int calls = 0;
+    auto full_once = [&]() -> result<void> {
+        if (++calls == 1) return error{errc::io_error, "write: No space left on device", ENOSPC};
+        return {};
+    };
+    EXPECT_TRUE(mgr->with_spare_space(full_once).ok());
+    EXPECT_EQ(calls, 2);
+    EXPECT_FALSE(fs::exists(reserve));
+    // Without a reserve, and for failures that are not for space, no second attempt.
+    calls = 0;
+    EXPECT_FALSE(mgr->with_spare_space(full_once).ok());
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(mgr->refill_spare_space());
+    calls = 0;
+    auto broken = [&]() -> result<void> {
+        ++calls;
+        return error{errc::io_error, "write: Input/output error", EIO};
+    };
+    EXPECT_FALSE(mgr->with_spare_space(broken).ok());
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(static_cast<int64_t>(fs::file_size(reserve)), log_manager::reserve_bytes);
+}
+
 TEST_F(out_of_service, reading_a_directory_as_a_file_is_an_error_not_a_huge_allocation) {
     auto r = read_whole_file(dir.path);
     ASSERT_FALSE(r.ok());
