@@ -110,8 +110,8 @@ result<void> log_manager::recover_all(open_summary& sum, bool same_boot) {
                 std::lock_guard lk(_ctx.retry_mu);
                 _ctx.load_retries.insert({topic, partition});
             }
-            log_error("storage", "{}: recovery failed: {}; retried when the partition is used",
-                      name, r.err().message);
+            log_error("storage", "{}: recovery failed: {}; out of service, retried", name,
+                      r.err().message);
             continue;
         }
         if (r->repaired()) {
@@ -475,7 +475,7 @@ void log_manager::retain(partition_log& p, const log_config& cfg, timestamp_ms n
         if (!p.retention_candidate(cfg, now)) return;
         ++stats.partitions_loaded;
     } else if (p.failure()) {
-        return;  // out of service until restart, and logged when it failed
+        return;  // out of service (logged when it failed); a failed load is retried
     }
     // The log-start-offset file comes before the segments go: on a full disk it takes
     // the space reserve, and the deleted segments give the room back.

@@ -44,8 +44,8 @@ void partition_log::fail_load(const error& e, bool retrying) const {
     const auto every = _ctx->load_retry_interval;
     // Logged once; the retries that fail again say so at debug only.
     if (!retrying)
-        log_error("storage", "{}-{}: {}; the partition is out of service, loading it again at "
-                  "its next use after {} ms", _topic->name, _partition, e.message, every.count());
+        log_error("storage", "{}-{}: {}; the partition is out of service, loaded again every {} ms",
+                  _topic->name, _partition, e.message, every.count());
     else
         log_debug("storage", "{}-{}: load retry failed: {}", _topic->name, _partition, e.message);
     _st->failed = error{errc::io_error, e.message, e.sys_errno};
