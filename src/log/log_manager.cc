@@ -153,7 +153,16 @@ result<void> log_manager::replay_journal(open_summary& sum) {
             stopped.insert(tp);
             return true;
         };
-        auto added = p->append_replayed(e.data, e.base_offset, e.append_time);
+        // On a full disk the space reserve may take what an OS crash lost.
+        auto added = with_spare_space(
+            [&] { return p->append_replayed(e.data, e.base_offset, e.append_time); });
+        // Acknowledged records the partition lacks stay in the journal for the next start;
+        // appends meanwhile would take their offsets, so the partition stops serving.
+        if (!added && is_no_space(added.err())) {
+            std::lock_guard lk(p->_mu);
+            p->fail(added.err());
+            p->_st->load_failed = false;  // not retried: a restart replays the journal
+        }
         // A gap: records between the log end and the entry were in an append whose
         // partition fsync had not finished, so neither they nor this entry were acknowledged.
         if (!added) return stop(added.err().message, added.code() != errc::out_of_range);
