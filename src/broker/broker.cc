@@ -54,6 +54,10 @@ result<std::vector<listener_config>> broker::start() {
     _cleaner =
         std::make_unique<periodic_thread>(std::chrono::milliseconds(_cfg.log_cleaner_backoff_ms),
                                           [this] { _logs.enforce_compaction(now_ms()); });
+    // As often as a failed load may be retried (log_manager options); an empty list costs
+    // one lock.
+    _reloader = std::make_unique<periodic_thread>(std::chrono::seconds(2),
+                                                  [this] { _logs.retry_failed_loads(); });
     std::vector<listener_config> bound;
     for (const auto& lc : _cfg.listeners) {
         size_t index = _listeners.size();
@@ -270,6 +274,7 @@ void broker::shutdown(std::function<void()> done) {
     _retention.reset();       // joins the thread; a pass in progress finishes first
     _logs.stop_compaction();  // a throttled pass stops now instead of finishing
     _cleaner.reset();
+    _reloader.reset();
     // Parked joins and syncs answer NOT_COORDINATOR: their clients look again later.
     _groups.shutdown();
     // Parked fetches answer now with what they have.

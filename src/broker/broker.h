@@ -130,6 +130,7 @@ class broker {
     std::unique_ptr<offset_writer> _offsets;
     std::unique_ptr<periodic_thread> _retention;  // deletes segments by retention
     std::unique_ptr<periodic_thread> _cleaner;    // compacts cleanup.policy=compact topics
+    std::unique_ptr<periodic_thread> _reloader;   // partitions out of service, loaded again
     net::event_loop::timer_id _group_timer = 0;
     int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
     access_control _access;

@@ -185,10 +185,13 @@ result<void> topic_registry::add_partitions(const std::string& name, int32_t tot
 result<void> topic_registry::remove(const std::string& name) {
     auto it = _by_name.find(name);
     if (it == _by_name.end()) return {errc::not_found, "topic '" + name + "' does not exist"};
-    if (auto r = _catalog.delete_topic(name); !r) return r;
-    if (auto r = _logs.remove_topic(name); !r)
+    // On a full disk the catalog commit takes the space reserve; deleting the data then
+    // gives the room back, and the reserve is made again.
+    if (auto r = _logs.with_spare_space([&] { return _catalog.delete_topic(name); }); !r) return r;
+    if (auto r = _logs.with_spare_space([&] { return _logs.remove_topic(name); }); !r)
         log_warn("broker", "topic '{}' removed from the catalog but its data: {}", name,
                  r.err().message);
+    (void)_logs.refill_spare_space();
     _by_id.erase(it->second->info.id);
     _by_name.erase(it);
     log_info("broker", "deleted topic '{}'", name);

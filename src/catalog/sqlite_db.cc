@@ -6,6 +6,17 @@
 
 namespace sluice::catalog::detail {
 
+namespace {
+
+// ENOSPC when SQLite failed for want of space (SQLITE_FULL, or an I/O error whose errno
+// says so), else the errno SQLite saw: is_no_space() then tells a full disk.
+int failure_errno(sqlite3* conn, int rc) {
+    if ((rc & 0xff) == SQLITE_FULL) return ENOSPC;
+    return (rc & 0xff) == SQLITE_IOERR ? sqlite3_system_errno(conn) : 0;
+}
+
+}  // namespace
+
 statement::statement(statement&& o) noexcept
     : _conn(o._conn), _stmt(std::exchange(o._stmt, nullptr)) {}
 
@@ -49,7 +60,8 @@ result<bool> statement::step() {
     bool dup = rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE;
     return error{dup ? errc::already_exists : errc::io_error,
                  fmt::format("sqlite: {} (code {})", sqlite3_errmsg(_conn),
-                             sqlite3_extended_errcode(_conn))};
+                             sqlite3_extended_errcode(_conn)),
+                 failure_errno(_conn, rc)};
 }
 
 result<void> statement::run() {
@@ -88,7 +100,16 @@ result<std::unique_ptr<db>> db::open(const std::filesystem::path& path) {
                      fmt::format("cannot open catalog database {}: {}", path.string(), msg)};
     }
     sqlite3_extended_result_codes(conn, 1);
+    keep_wal_files(conn, "main");
+    // Statement journals and sorts in memory: the catalog's statements are small, and a
+    // temporary file is one more write a full disk refuses (docs/operations.md).
+    sqlite3_exec(conn, "PRAGMA temp_store = MEMORY", nullptr, nullptr, nullptr);
     return std::unique_ptr<db>(new db(conn));
+}
+
+void keep_wal_files(sqlite3* conn, const char* schema) {
+    int on = 1;
+    (void)sqlite3_file_control(conn, schema, SQLITE_FCNTL_PERSIST_WAL, &on);
 }
 
 db::~db() {
@@ -101,7 +122,8 @@ result<void> db::exec(const std::string& sql) {
     if (rc == SQLITE_OK) return {};
     std::string text = msg ? msg : sqlite3_errstr(rc);
     sqlite3_free(msg);
-    return {errc::io_error, fmt::format("sqlite: {} (code {})", text, rc)};
+    return error{errc::io_error, fmt::format("sqlite: {} (code {})", text, rc),
+                 failure_errno(_conn, rc)};
 }
 
 result<statement> db::prepare(std::string_view sql) {

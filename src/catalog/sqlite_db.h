@@ -18,6 +18,11 @@ namespace sluice::catalog::detail {
 
 class db;
 
+// Keeps a WAL database's -wal and -shm files when the last connection closes (SQLite's
+// SQLITE_FCNTL_PERSIST_WAL): opening the database again, at the next start, then needs no
+// new file and no new block, so it works on a full disk (docs/operations.md).
+void keep_wal_files(sqlite3* conn, const char* schema);
+
 // One prepared statement. step() returns true while rows remain.
 class statement {
   public:

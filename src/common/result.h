@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cerrno>
 #include <string>
 #include <utility>
 #include <variant>
@@ -27,7 +28,15 @@ enum class errc {
 struct error {
     errc code = errc::ok;
     std::string message;
+    // The errno behind an io_error when one is known (0: none), so that callers can tell a
+    // full disk (ENOSPC, EDQUOT), which frees up, from a failing one.
+    int sys_errno = 0;
 };
+
+// The file system had no room for a write: the operation may succeed once space is freed.
+inline bool is_no_space(const error& e) {
+    return e.code == errc::io_error && (e.sys_errno == ENOSPC || e.sys_errno == EDQUOT);
+}
 
 template <typename T>
 class [[nodiscard]] result {

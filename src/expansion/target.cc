@@ -104,6 +104,11 @@ result<std::unique_ptr<target_table>> target_table::open(const std::filesystem::
         return t->fail("cannot open " + file.string());
     sqlite3_extended_result_codes(t->_db, 1);
     sqlite3_busy_timeout(t->_db, busy_timeout_ms);
+    // The -wal and -shm files stay when this connection is the last to close, so that SQL
+    // sessions (and this table, after a restart) open the file on a full disk
+    // (docs/operations.md, "Full disk").
+    int keep = 1;
+    (void)sqlite3_file_control(t->_db, "main", SQLITE_FCNTL_PERSIST_WAL, &keep);
     // NORMAL: a commit is not synced. The partition log is the record: after a power
     // loss the progress falls back with the rows it covers, and catching up re-expands
     // them from the log.

@@ -17,7 +17,7 @@ file::~file() {
 
 error io_error_from_errno(std::string_view what, const fs::path& p, int err) {
     return error{err == ENOENT ? errc::not_found : errc::io_error,
-                 fmt::format("{} {}: {}", what, p.string(), std::strerror(err))};
+                 fmt::format("{} {}: {}", what, p.string(), std::strerror(err)), err};
 }
 
 result<std::shared_ptr<file>> open_file(const fs::path& p, int flags, mode_t mode) {
@@ -97,6 +97,12 @@ result<void> write_whole_file(const fs::path& p, bytes_view data) {
 result<bytes> read_whole_file(const fs::path& p) {
     auto f = open_file(p, O_RDONLY);
     if (!f) return f.err();
+    // Only a regular file has a size to read: the end of an ext4 directory is LLONG_MAX,
+    // and allocating that took the whole broker down (bad_alloc).
+    struct stat st {};
+    if (::fstat((*f)->fd(), &st) != 0) return io_error_from_errno("stat", p, errno);
+    if (!S_ISREG(st.st_mode))
+        return io_error_from_errno("read", p, S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
     off_t end = ::lseek((*f)->fd(), 0, SEEK_END);
     if (end < 0) return io_error_from_errno("seek", p, errno);
     bytes out(static_cast<size_t>(end));

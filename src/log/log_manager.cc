@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <optional>
 #include <set>
 
@@ -25,6 +26,7 @@ constexpr const char* trash_dir_name = ".trash";
 constexpr std::string_view clean_marker_text = "sluice clean shutdown v1\n";
 constexpr const char* boot_id_name = ".boot-id";
 constexpr const char* journal_dir_name = ".journal";
+constexpr const char* reserve_name = ".space-reserve";
 // Threads besides the flusher that fsync a pass's segments; with the flusher, eight
 // partitions' fdatasyncs go out at once.
 constexpr size_t syncer_threads = 7;
@@ -61,6 +63,7 @@ log_manager::log_manager(options opts)
     _ctx.reporter = &_reporter;
     _ctx.dirty = this;
     _ctx.producer_id_expiration_ms = _opts.producer_id_expiration_ms;
+    _ctx.load_retry_interval = _opts.load_retry_interval;
 }
 
 log_manager::~log_manager() {
@@ -100,12 +103,23 @@ result<void> log_manager::recover_all(open_summary& sum, bool same_boot) {
         _ctx.files.clear();
         if (!r) {
             ++sum.partitions_failed;
-            log_error("storage", "{}: recovery failed: {}", name, r.err().message);
+            // Its first load runs the recovery again (a full disk frees up, say), and until
+            // one succeeds it is out of service (partition_log::ensure_loaded).
+            if (partition_log* p = get(topic, partition)) {
+                p->_recover_first = true;
+                std::lock_guard lk(_ctx.retry_mu);
+                _ctx.load_retries.insert({topic, partition});
+            }
+            log_error("storage", "{}: recovery failed: {}; out of service, retried", name,
+                      r.err().message);
             continue;
         }
         if (r->repaired()) {
             ++sum.partitions_repaired;
-            log_warn("storage", "{}: recovered: {}", name, r->describe());
+            // Rebuilt indexes are what every unclean shutdown leaves: the summary line of
+            // open() counts them. Lost or unsaved data gets a line of its own.
+            log_at(r->worth_warning() ? log_level::warn : log_level::debug, "storage",
+                   "{}: recovered: {}", name, r->describe());
         }
     }
     if (ec) return io_error_from_errno("list", _ctx.logs_dir, ec.value());
@@ -139,7 +153,16 @@ result<void> log_manager::replay_journal(open_summary& sum) {
             stopped.insert(tp);
             return true;
         };
-        auto added = p->append_replayed(e.data, e.base_offset, e.append_time);
+        // On a full disk the space reserve may take what an OS crash lost.
+        auto added = with_spare_space(
+            [&] { return p->append_replayed(e.data, e.base_offset, e.append_time); });
+        // Acknowledged records the partition lacks stay in the journal for the next start;
+        // appends meanwhile would take their offsets, so the partition stops serving.
+        if (!added && is_no_space(added.err())) {
+            std::lock_guard lk(p->_mu);
+            p->fail(added.err());
+            p->_st->load_failed = false;  // not retried: a restart replays the journal
+        }
         // A gap: records between the log end and the entry were in an append whose
         // partition fsync had not finished, so neither they nor this entry were acknowledged.
         if (!added) return stop(added.err().message, added.code() != errc::out_of_range);
@@ -156,8 +179,9 @@ result<void> log_manager::replay_journal(open_summary& sum) {
         if (auto r = p->sync_files(); !r) all_applied = false;
     }
     sum.journal_partitions_replayed = replayed.size();
+    // Records got back lose nothing: INFO (replay stops that lost some are ERROR above).
     if (sum.journal_entries_replayed > 0 || sum.journal_entries_stale > 0)
-        log_warn("storage",
+        log_info("storage",
                  "journal: {} entries replayed into {} partitions; {} entries of deleted topics "
                  "dropped",
                  sum.journal_entries_replayed, replayed.size(), sum.journal_entries_stale);
@@ -219,6 +243,7 @@ result<log_manager::open_summary> log_manager::open() {
                  _ctx.logs_dir.string(),
                  sum.same_boot ? "the previous run crashed in this boot of the OS"
                                : "the OS may have crashed too");
+        _ctx.same_boot = sum.same_boot;
         if (auto r = recover_all(sum, sum.same_boot); !r) return r.err();
         sum.bytes_truncated = _reporter.bytes_truncated.load();
         sum.indexes_rebuilt = _reporter.indexes_rebuilt.load();
@@ -239,6 +264,7 @@ result<log_manager::open_summary> log_manager::open() {
     }
     _syncers = std::make_unique<worker_group>(syncer_threads);
     _flusher = std::thread([this] { flusher_loop(); });
+    (void)refill_spare_space();
     log_info("storage",
              "logs opened at {}: {}, {} partitions recovered, {} repaired, {} failed, "
              "{} bytes truncated, {} indexes rebuilt",
@@ -249,6 +275,53 @@ result<log_manager::open_summary> log_manager::open() {
              sum.partitions_scanned, sum.partitions_repaired, sum.partitions_failed,
              sum.bytes_truncated, sum.indexes_rebuilt);
     return sum;
+}
+
+size_t log_manager::retry_failed_loads() {
+    std::vector<topic_partition> due;
+    {
+        std::lock_guard lk(_ctx.retry_mu);
+        due.assign(_ctx.load_retries.begin(), _ctx.load_retries.end());
+    }
+    size_t back = 0;
+    for (const auto& tp : due) {
+        partition_log* p = get(tp.topic, tp.partition);
+        if (p == nullptr) {  // the topic was deleted (or shrank: it cannot)
+            std::lock_guard lk(_ctx.retry_mu);
+            _ctx.load_retries.erase(tp);
+            continue;
+        }
+        if (p->available()) ++back;  // not before its retry time (ensure_loaded)
+    }
+    return back;
+}
+
+bool log_manager::refill_spare_space() {
+    const fs::path p = _ctx.logs_dir / reserve_name;
+    std::error_code ec;
+    if (static_cast<int64_t>(fs::file_size(p, ec)) == reserve_bytes && !ec) return true;
+    auto f = open_file(p, O_WRONLY | O_CREAT, 0644);
+    if (!f) return false;
+    // Allocated, not merely sized: a sparse file would free nothing when deleted.
+    const int rc = ::posix_fallocate((*f)->fd(), 0, reserve_bytes);
+    if (rc == 0) {
+        log_info("storage", "space reserve of {} bytes in place ({})", reserve_bytes, p.string());
+        return true;
+    }
+    // A part of it would take the room producers need now; it is made whole later.
+    fs::remove(p, ec);
+    log_debug("storage", "cannot make the space reserve {}: {}", p.string(), std::strerror(rc));
+    return false;
+}
+
+bool log_manager::release_spare_space() {
+    const fs::path p = _ctx.logs_dir / reserve_name;
+    std::error_code ec;
+    const auto size = fs::file_size(p, ec);
+    if (ec || size == 0 || !fs::remove(p, ec)) return false;
+    log_warn("storage", "disk full: released the space reserve ({} bytes) for a write that "
+             "frees space; it is made again once there is room", size);
+    return true;
 }
 
 void log_manager::add_topic(const std::string& topic, int32_t partitions, const log_config& cfg) {
@@ -366,6 +439,7 @@ void log_manager::each_topic_for_background_work(
 
 log_manager::retention_stats log_manager::enforce_retention(timestamp_ms now) {
     retention_stats stats;
+    (void)refill_spare_space();  // space freed since (by hand, or by the last pass)
     each_topic_for_background_work(
         [&](const std::string&, const log_config& cfg, const std::vector<partition_log*>& parts) {
             if (!cfg.delete_enabled || (cfg.retention_ms < 0 && cfg.retention_bytes < 0))
@@ -410,15 +484,18 @@ void log_manager::retain(partition_log& p, const log_config& cfg, timestamp_ms n
         if (!p.retention_candidate(cfg, now)) return;
         ++stats.partitions_loaded;
     } else if (p.failure()) {
-        return;  // out of service until restart, and logged when it failed
+        return;  // out of service (logged when it failed); a failed load is retried
     }
-    auto r = p.apply_retention(cfg, now);
+    // The log-start-offset file comes before the segments go: on a full disk it takes
+    // the space reserve, and the deleted segments give the room back.
+    auto r = with_spare_space([&] { return p.apply_retention(cfg, now); });
     if (!r) {
         ++stats.partitions_failed;
         log_warn("retention", "{}-{}: {}", p.topic()->name, p.partition(), r.err().message);
         return;
     }
     if (r->segments == 0) return;
+    (void)refill_spare_space();
     ++stats.partitions_touched;
     stats.segments_deleted += r->segments;
     stats.bytes_deleted += r->bytes;
@@ -632,6 +709,12 @@ void log_manager::close() {
     if (_flusher.joinable()) _flusher.join();
 
     bool clean = true;
+    {
+        // Recoveries still owed (start-up recovery failed, not retried with success yet)
+        // must run again at the next start.
+        std::lock_guard lk(_ctx.retry_mu);
+        if (!_ctx.load_retries.empty()) clean = false;
+    }
     {
         std::shared_lock lk(_topics_mu);
         for (auto& [name, t] : _topics) {

@@ -49,6 +49,8 @@ class log_manager final : private dirty_sink {
         std::chrono::microseconds flush_pass_interval{0};
         // producer.id.expiration.ms (partition_log.h's log_context).
         int64_t producer_id_expiration_ms = 24 * 60 * 60 * 1000;
+        // How soon a partition whose load failed is loaded again (log_context).
+        std::chrono::milliseconds load_retry_interval{2000};
     };
 
     // What open() found, for the start-up log line.
@@ -157,6 +159,29 @@ class log_manager final : private dirty_sink {
     // reads, or in a throttle sleep) leaving the old segments: call before joining the
     // thread that runs passes.
     void stop_compaction() { _clean_cancel.fetch_add(1); }
+
+    // Loads again, in the background, each partition out of service after a failed load
+    // or start-up recovery whose retry is due (log_context::load_retry_interval), so that
+    // it comes back without a restart even if nothing uses it; the broker calls it
+    // periodically. Returns how many came back.
+    size_t retry_failed_loads();
+
+    // The space reserve (docs/operations.md, "Full disk"): <logs>/.space-reserve, a file of
+    // reserve_bytes kept allocated so that the writes that free space (the catalog commit
+    // of DeleteTopics, the log-start-offset file of DeleteRecords) can be made on a full
+    // disk. with_spare_space runs fn; when it fails for want of space and the reserve is
+    // held, the reserve is deleted and fn runs once more. refill_spare_space makes the
+    // file again when it is missing and the disk has room (open(), after deletions, and
+    // at every retention pass); false when it could not.
+    static constexpr int64_t reserve_bytes = 4 << 20;
+    template <typename Fn>
+    auto with_spare_space(Fn&& fn) -> decltype(fn()) {
+        auto r = fn();
+        if (!r && is_no_space(r.err()) && release_spare_space()) r = fn();
+        return r;
+    }
+    bool refill_spare_space();
+    bool release_spare_space();  // true when a reserve was there to delete
 
     // Flushes everything, stops the flusher, saves the active indexes, closes files,
     // writes the clean-shutdown marker (not when a partition has failed).

@@ -40,15 +40,50 @@ void partition_log::fail(const error& e) const {
     }
 }
 
+void partition_log::fail_load(const error& e, bool retrying) const {
+    const auto every = _ctx->load_retry_interval;
+    // Logged once; the retries that fail again say so at debug only.
+    if (!retrying)
+        log_error("storage", "{}-{}: {}; the partition is out of service, loaded again every {} ms",
+                  _topic->name, _partition, e.message, every.count());
+    else
+        log_debug("storage", "{}-{}: load retry failed: {}", _topic->name, _partition, e.message);
+    _st->failed = error{errc::io_error, e.message, e.sys_errno};
+    _st->load_failed = true;
+    _st->retry_at = std::chrono::steady_clock::now() + every;
+    std::lock_guard lk(_ctx->retry_mu);
+    _ctx->load_retries.insert(id());
+}
+
 result<void> partition_log::ensure_loaded() const {
-    if (_st) return _st->failed ? result<void>(*_st->failed) : result<void>();
+    const bool retry = _st && _st->load_failed;
+    if (_st && !retry) return _st->failed ? result<void>(*_st->failed) : result<void>();
+    if (retry && std::chrono::steady_clock::now() < _st->retry_at) return *_st->failed;
     // A reader still holding a deleted topic: its files are gone, which is no failure.
     if (_topic->removed.load())
         return {errc::not_found, fmt::format("topic {} was deleted", _topic->name)};
+    // load() starts from a fresh state: a failed load left no segment or file in use.
+    const bool listed = retry || _recover_first;  // in the manager's retry list
     auto r = load();
-    if (!r) fail(r.err());
+    if (!r) {
+        fail_load(r.err(), retry);
+    } else if (listed) {
+        forget_retry();
+        log_info("storage", "{}-{}: loaded; the partition is back in service", _topic->name,
+                 _partition);
+    }
     _loaded.store(true, std::memory_order_release);
     return r;
+}
+
+void partition_log::forget_retry() const {
+    std::lock_guard lk(_ctx->retry_mu);
+    _ctx->load_retries.erase(id());
+}
+
+result<void> partition_log::available() const {
+    std::lock_guard lk(_mu);
+    return ensure_loaded();
 }
 
 result<void> partition_log::load() const {
@@ -58,6 +93,16 @@ result<void> partition_log::load() const {
     if (!fs::exists(_st->dir, ec)) {
         if (ec) return io_error_from_errno("stat", _st->dir, ec.value());
         return {};  // never written: an empty log at offset 0
+    }
+    if (_recover_first) {
+        // What the start-up recovery could not finish (log_manager::open), first.
+        auto rec = recover_partition(_st->dir, _topic->config().index_interval_bytes, _ctx->files,
+                                     _ctx->same_boot, *_ctx->reporter);
+        if (!rec) return rec.err();
+        _recover_first = false;
+        if (rec->repaired())
+            log_at(rec->worth_warning() ? log_level::warn : log_level::info, "storage",
+                   "{}-{}: recovered: {}", _topic->name, _partition, rec->describe());
     }
     repair_summary sum;
     auto files = open_partition_files(_st->dir, *_ctx->reporter, sum);
@@ -87,8 +132,8 @@ result<void> partition_log::load() const {
         _st->append_clock = at.empty() ? prev : std::max(prev, at.last().time);
     }
     if (sum.repaired())
-        log_warn("storage", "{}-{}: repaired on load: {}", _topic->name, _partition,
-                 sum.describe());
+        log_at(sum.worth_warning() ? log_level::warn : log_level::info, "storage",
+               "{}-{}: repaired on load: {}", _topic->name, _partition, sum.describe());
     settle_log_start(files->log_start);
     return load_producers();
 }
@@ -131,7 +176,9 @@ result<void> partition_log::ensure_indexes(segment& seg) const {
     repair_summary sum;
     auto r =
         ensure_sealed_indexes(seg, _topic->config().index_interval_bytes, *_ctx->reporter, sum);
-    if (sum.repaired()) log_warn("storage", "{}-{}: {}", _topic->name, _partition, sum.describe());
+    if (sum.repaired())
+        log_at(sum.worth_warning() ? log_level::warn : log_level::info, "storage", "{}-{}: {}",
+               _topic->name, _partition, sum.describe());
     return r;
 }
 
@@ -167,7 +214,9 @@ result<void> partition_log::roll_segment(timestamp_ms now) {
     // The old segment is made durable before the new one exists, so after a crash only
     // the last segment can be torn (recovery scans only that one).
     if (auto r = seg->seal(); !r) {
-        fail(r.err());
+        // A full disk refused an index write before any fsync: the segment is unchanged
+        // and the next append rolls again. Any other failure may have been an fsync's.
+        if (!is_no_space(r.err())) fail(r.err());
         return r;
     }
     log_debug("storage", "{}-{}: rolled segment {} at offset {}", _topic->name, _partition,
@@ -261,8 +310,16 @@ result<void> partition_log::write_batches(const log_config& cfg, bytes_view payl
     segment* seg = active();
     const int64_t start = seg->size();
     if (auto r = seg->append(payload, end - 1); !r) {
-        log_error("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
+        // A full disk refuses every append until space is freed: said once, not per request.
+        const bool full = is_no_space(r.err());
+        if (!full || !_st->disk_full)
+            log_error("storage", "{}-{}: {}", _topic->name, _partition, r.err().message);
+        _st->disk_full = full;
         return r.err();
+    }
+    if (_st->disk_full) {
+        _st->disk_full = false;
+        log_info("storage", "{}-{}: appends succeed again", _topic->name, _partition);
     }
     offset_t next = base;
     for (const auto& b : batches) {

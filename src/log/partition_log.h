@@ -18,10 +18,12 @@
 // first use.
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -63,6 +65,17 @@ struct log_context {
     // producer.id.expiration.ms: a producer silent this long is forgotten (Kafka's
     // default, one day).
     int64_t producer_id_expiration_ms = 24 * 60 * 60 * 1000;
+    // A partition whose load failed (a full disk at start-up, say) is out of service and
+    // loaded again at its first use this long after the failure: often enough that freed
+    // space brings it back within seconds, rarely enough that a partition that cannot
+    // load does not rescan its files at every request.
+    std::chrono::milliseconds load_retry_interval{2000};
+    // The previous run crashed in this boot of the OS (recover_partition's same_boot).
+    bool same_boot = false;
+    // Partitions out of service after a failed load or start-up recovery, for the
+    // manager's background retry (log_manager::retry_failed_loads).
+    std::mutex retry_mu;
+    std::set<topic_partition> load_retries;
 };
 
 struct topic_state;
@@ -128,6 +141,10 @@ class partition_log {
     // Errors: out_of_range (before < -1, or above the high watermark), io_error.
     result<offset_t> delete_records(offset_t before);
 
+    // Whether the partition serves: loads it (again, when an earlier load failed and its
+    // retry is due). Errors: io_error (out of service), not_found (topic deleted).
+    result<void> available() const;
+
     // First record at or below the high watermark, at or above the log start, with
     // timestamp >= ts.
     result<std::optional<offset_and_time>> offset_for_timestamp(timestamp_ms ts) const;
@@ -174,6 +191,11 @@ class partition_log {
         fs::path dir;
         std::vector<std::unique_ptr<segment>> segments;
         std::optional<error> failed;  // sticky: a failed fsync leaves page state unknown
+        // `failed` came from a load, which changed nothing that a retry cannot redo: it
+        // is retried from retry_at (log_context::load_retry_interval).
+        bool load_failed = false;
+        bool disk_full = false;  // the last append failed with ENOSPC (logged once)
+        std::chrono::steady_clock::time_point retry_at;
         uint64_t created_gen = 0;     // bumped when a segment file or the dir is created
         uint64_t synced_gen = 0;      // created_gen covered by the last directory fsync
         bool parent_dirty = false;    // the partition directory itself is new
@@ -232,6 +254,9 @@ class partition_log {
                                offset_t end, timestamp_ms now, timestamp_ms t,
                                timestamp_ms stamped);
     void fail(const error& e) const;
+    // A load failed: out of service until a retry succeeds (ensure_loaded).
+    void fail_load(const error& e, bool retrying) const;
+    void forget_retry() const;  // out of the manager's retry list
     void settle_log_start(offset_t from_file) const;
 
     // Scans the batches of `seg` holding offsets in [from, limit); fn returns false to stop.
@@ -391,6 +416,8 @@ class partition_log {
     log_context* _ctx;
     int32_t _partition;
     mutable std::atomic<bool> _loaded{false};
+    // Recovery at start-up failed here: the next load runs it first (log_manager::open).
+    mutable bool _recover_first = false;
     std::atomic<bool> _queued{false};  // in the flusher's dirty list
     mutable std::mutex _mu;
     mutable std::atomic<offset_t> _durable{0};

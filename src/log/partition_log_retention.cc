@@ -17,7 +17,7 @@ partition_log::state* partition_log::loaded_state() {
     std::lock_guard lk(_mu);
     if (auto r = ensure_loaded(); !r) return nullptr;
     // Stays valid: only unload() (remove_topic, after which the caller may not use this
-    // partition) replaces it.
+    // partition) replaces it; a load retry replaces only a state whose load failed.
     return _st.get();
 }
 

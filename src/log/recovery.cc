@@ -56,6 +56,17 @@ std::string file_name(const fs::path& p) {
     return p.filename().string();
 }
 
+// A rebuilt index or append-time file that cannot be written (ENOSPC on a full disk) does
+// not take the partition out of service: the segment keeps the copy in memory, still
+// marked dirty, and writes it at its next save (a roll, a shutdown). What is on disk is
+// at worst rebuilt again by the next recovery.
+void save_or_keep(result<void> saved, const fs::path& file, repair_summary& sum) {
+    if (saved) return;
+    ++sum.unsaved;
+    sum.notes.push_back(fmt::format("could not write {} ({}); serving from memory",
+                                    file_name(file), saved.err().message));
+}
+
 }  // namespace
 
 result<void> recover_append_times(segment& seg, offset_t data_end, const estimate_bounds_fn& bounds,
@@ -111,7 +122,8 @@ result<void> recover_append_times(segment& seg, offset_t data_end, const estimat
         }
     }
     seg.adopt_append_times(std::move(idx), same, file->file_bytes);
-    return seg.save_append_times();
+    save_or_keep(seg.save_append_times(), seg.append_time_path(), sum);
+    return {};
 }
 
 timestamp_ms last_append_time_on_file(const fs::path& dir, offset_t base) {
@@ -196,7 +208,7 @@ result<void> recover_last_segment(segment& seg, bool full, int32_t interval, tim
     } else if (full) {
         seg.set_indexes_dirty(false);
     }
-    if (auto r = seg.save_indexes(); !r) return r;
+    save_or_keep(seg.save_indexes(), seg.index_path(), sum);
     // The last segment's append times stand between the previous segment's and now.
     auto bounds = [&]() -> result<std::pair<timestamp_ms, timestamp_ms>> {
         return std::pair(prev_time, std::max(now, prev_time));
@@ -209,7 +221,7 @@ result<void> recover_last_segment(segment& seg, bool full, int32_t interval, tim
         if (auto r = sync_data(**g); !r) return r;
     }
     // Entries that outlived a process crash in the page cache become durable too.
-    if (full) return seg.sync_append_times();
+    if (full) save_or_keep(seg.sync_append_times(), seg.append_time_path(), sum);
     return {};
 }
 
@@ -245,7 +257,8 @@ result<void> ensure_sealed_indexes(segment& seg, int32_t interval, recovery_repo
     ++sum.indexes_rebuilt;
     sum.notes.push_back(
         fmt::format("rebuilt the indexes of {} ({})", file_name(seg.data_path()), why));
-    return seg.save_indexes();
+    save_or_keep(seg.save_indexes(), seg.index_path(), sum);
+    return {};
 }
 
 namespace {

@@ -70,9 +70,17 @@ struct repair_summary {
     offset_t log_end_offset = 0;
     int indexes_rebuilt = 0;
     int corruptions = 0;
+    // Index or append-time files that could not be written back (a full disk, say): the
+    // segment serves from the copy in memory, written again at its next save.
+    int unsaved = 0;
     std::vector<std::string> notes;  // one per action, for the log line
 
     bool repaired() const { return !notes.empty(); }
+    // Records were cut off or left unreadable: what the log line gives at WARN. Rebuilt
+    // indexes and estimated append times lose nothing (INFO, in the start-up summary).
+    bool lost_data() const { return bytes_truncated > 0 || corruptions > 0; }
+    // What deserves a WARN line of its own.
+    bool worth_warning() const { return lost_data() || unsaved > 0; }
     std::string describe() const;
 };
 

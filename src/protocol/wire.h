@@ -74,8 +74,10 @@ public:
         if (compact) return static_cast<int64_t>(uvarint()) - 1;
         return wide ? fixed<int32_t>() : fixed<int16_t>();
     }
+    // -1 is null; any other negative length is malformed (not taken as null).
     std::optional<std::string> nullable_string(bool compact) {
         int64_t n = length(compact, false);
+        if (n < -1) _ok = false;
         if (n < 0) return std::nullopt;
         auto v = raw(static_cast<size_t>(n));
         return std::string(reinterpret_cast<const char*>(v.data()), v.size());
@@ -88,6 +90,7 @@ public:
     // The same field as a view into the input, valid while the input is.
     std::optional<bytes_view> nullable_bytes_view(bool compact) {
         int64_t n = length(compact, true);
+        if (n < -1) _ok = false;
         if (n < 0) return std::nullopt;
         return raw(static_cast<size_t>(n));
     }

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "common/logging.h"
@@ -22,6 +23,14 @@
 namespace sluice::sql {
 
 namespace {
+
+// Whether a database file is in WAL mode already: bytes 18 and 19 of its header (the
+// file format's read and write versions) are 2 (SQLite's "Database File Format", 1.3).
+bool wal_on_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    char v[2] = {};
+    return f.seekg(18) && f.read(v, 2) && v[0] == 2 && v[1] == 2;
+}
 
 // How often SQLite calls the progress handler, in virtual machine instructions: a few
 // microseconds of work, so a cancel or the time limit takes effect within milliseconds
@@ -162,6 +171,37 @@ outcome<bool> sqlite_session::exec_internal(const std::string& sql) {
     return true;
 }
 
+// When the last connection to a WAL database closes, SQLite deletes its -wal and -shm
+// files, and the next one creates them again: on a full disk that fails ("disk I/O
+// error" from journal_mode=WAL) and every new session with it. Kept (SQLite's
+// SQLITE_FCNTL_PERSIST_WAL), they are reused, and reads go on while the disk is full.
+void sqlite_session::keep_wal_files(const char* schema) {
+    int on = 1;
+    (void)sqlite3_file_control(_db, schema, SQLITE_FCNTL_PERSIST_WAL, &on);
+}
+
+// A file already in WAL mode is left as it is: setting the mode again opens the WAL,
+// which a full disk may refuse, and would refuse the session with it. The first read
+// makes the -wal and -shm files, kept from then on (keep_wal_files); when it cannot,
+// the session still serves topics and system tables, and a statement on the schema's
+// tables gets the error.
+outcome<bool> sqlite_session::use_wal(const std::string& schema, const std::string& path) {
+    keep_wal_files(schema.c_str());
+    const auto q = quote_ident(schema);
+    if (!wal_on_file(path)) {
+        if (auto r = exec_internal(fmt::format("PRAGMA {}.journal_mode=WAL", q)); !r) return r;
+    }
+    _internal = true;
+    const int rc = sqlite3_exec(
+        _db, fmt::format("SELECT count(*) FROM {}.sqlite_master", q).c_str(), nullptr, nullptr,
+        nullptr);
+    _internal = false;
+    if (rc != SQLITE_OK)
+        log_warn("sql", "schema {}: {}; its tables are unreadable until the disk has room",
+                 schema, sqlite3_errmsg(_db));
+    return true;
+}
+
 outcome<bool> sqlite_session::setup() {
     const auto main_path = _src.schemas->main_path().string();
     int rc =
@@ -175,6 +215,7 @@ outcome<bool> sqlite_session::setup() {
     }
     sqlite3_extended_result_codes(_db, 1);
     restrict_connection();
+    keep_wal_files("main");
     sqlite3_busy_timeout(_db, busy_timeout_ms);
     sqlite3_progress_handler(
         _db, progress_interval_ops,
@@ -182,8 +223,9 @@ outcome<bool> sqlite_session::setup() {
     install_authorizer();
     // WAL: readers and a writer of users' tables do not block each other; FULL: a
     // committed row survives power loss, like an acknowledged record.
-    for (const char* sql : {"PRAGMA main.journal_mode=WAL", "PRAGMA main.synchronous=FULL",
-                            "ATTACH ':memory:' AS kafka_topics", "ATTACH ':memory:' AS system"})
+    if (auto r = use_wal("main", main_path); !r) return r.error();
+    for (const char* sql : {"PRAGMA main.synchronous=FULL", "ATTACH ':memory:' AS kafka_topics",
+                            "ATTACH ':memory:' AS system"})
         if (auto r = exec_internal(sql); !r) return r.error();
     if (auto r = register_functions(_db, &_ctx); !r) return r.error();
     if (_src.opts->logs && _src.opts->catalog) {
@@ -226,8 +268,8 @@ outcome<bool> sqlite_session::sync_schemas() {
             _unopened[name] = r.error().message;
             continue;
         }
-        if (auto r = exec_internal(fmt::format(
-                "PRAGMA {0}.journal_mode=WAL; PRAGMA {0}.synchronous=FULL", quote_ident(name)));
+        if (auto r = use_wal(name, path); !r) return r.error();
+        if (auto r = exec_internal(fmt::format("PRAGMA {}.synchronous=FULL", quote_ident(name)));
             !r)
             return r.error();
         _attached.insert(name);

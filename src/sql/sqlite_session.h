@@ -82,6 +82,8 @@ class sqlite_session final : public session {
     // Runs one of the engine's own statements; a failure is logged in full and
     // returned without_paths.
     outcome<bool> exec_internal(const std::string& sql);
+    void keep_wal_files(const char* schema);
+    outcome<bool> use_wal(const std::string& schema, const std::string& path);
     // `msg` with the server's paths (the data directory) replaced by "<data-dir>".
     std::string without_paths(std::string msg) const;
     outcome<bool> sync_topics();

@@ -113,8 +113,9 @@ void apply_config_change(const request_context& ctx, int8_t resource_type,
                      configs.size());
         return;
     }
-    fail(r.code() == errc::invalid_config ? error_code::invalid_config
-                                          : error_code::unknown_server_error,
+    fail(r.code() == errc::invalid_config
+             ? error_code::invalid_config
+             : storage_error_or(r.code(), error_code::unknown_server_error),
          r.err().message);
 }
 

@@ -70,8 +70,9 @@ void handle_create_partitions(const request_context& ctx, request_body body) {
         }
         auto r = topics.add_partitions(t.name, t.count, req.validate_only);
         if (!r)
-            fail(r.code() == errc::out_of_range ? error_code::invalid_partitions
-                                                : error_code::unknown_server_error,
+            fail(r.code() == errc::out_of_range
+                     ? error_code::invalid_partitions
+                     : storage_error_or(r.code(), error_code::unknown_server_error),
                  r.err().message);
     }
     ctx.respond(resp);

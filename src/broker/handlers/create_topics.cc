@@ -16,7 +16,7 @@ error_code to_error(errc e) {
         case errc::out_of_range: return error_code::invalid_partitions;
         case errc::invalid_argument: return error_code::invalid_topic_exception;
         case errc::invalid_config: return error_code::invalid_config;
-        default: return error_code::unknown_server_error;
+        default: return storage_error_or(e, error_code::unknown_server_error);
     }
 }
 

@@ -30,8 +30,10 @@ void handle_delete_records(const request_context& ctx, request_body body) {
                 op.error_code = code(error_code::unknown_topic_or_partition);
                 continue;
             }
-            auto r = plog->delete_records(p.offset);
+            // On a full disk the log-start-offset file takes the space reserve (log_manager.h).
+            auto r = b.logs().with_spare_space([&] { return plog->delete_records(p.offset); });
             if (r) {
+                (void)b.logs().refill_spare_space();
                 op.low_watermark = *r;
                 log_info("admin", "{}: records of {}-{} before {} deleted", ctx.client(), t.name,
                          p.partition_index, *r);

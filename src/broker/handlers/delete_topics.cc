@@ -44,7 +44,8 @@ void handle_delete_topics(const request_context& ctx, request_body body) {
             log_warn("admin", "{}: delete topic '{}' refused: {}", ctx.client(), name,
                      r.err().message);
         } else if (!r) {
-            out.error_code = code(protocol::error_code::unknown_server_error);
+            out.error_code = code(
+                storage_error_or(r.code(), protocol::error_code::unknown_server_error));
             out.error_message = r.err().message;
             log_error("admin", "{}: delete topic '{}': {}", ctx.client(), name, r.err().message);
         } else {

@@ -46,6 +46,13 @@ void handle_describe_acls(const request_context& ctx, request_body body);
 void handle_create_acls(const request_context& ctx, request_body body);
 void handle_delete_acls(const request_context& ctx, request_body body);
 
+// A write the broker could not make (storage failed or full: io_error) is answered
+// KAFKA_STORAGE_ERROR, retriable as in Kafka, not UNKNOWN_SERVER_ERROR; other failures
+// get `otherwise`.
+inline protocol::error_code storage_error_or(errc e, protocol::error_code otherwise) {
+    return e == errc::io_error ? protocol::error_code::kafka_storage_error : otherwise;
+}
+
 // Kafka's form of a member's address in DescribeGroups: "/" and the peer's IP.
 std::string client_host(const request_context& ctx);
 

@@ -20,7 +20,8 @@ void lookup(const log::partition_log& plog, int64_t ts, list_offsets_response::p
     auto found = ts == protocol::max_timestamp ? plog.max_timestamp_offset()
                                                : plog.offset_for_timestamp(ts);
     if (!found) {
-        out.error_code = code(error_code::unknown_server_error);
+        out.error_code = code(found.code() == errc::io_error ? error_code::kafka_storage_error
+                                                             : error_code::unknown_server_error);
         log_error("list_offsets", "lookup failed: {}", found.err().message);
         return;
     }
@@ -49,6 +50,16 @@ void handle_list_offsets(const request_context& ctx, request_body body) {
             if (!plog) {
                 op.error_code = code(denied ? error_code::topic_authorization_failed
                                             : error_code::unknown_topic_or_partition);
+                continue;
+            }
+            // An out-of-service partition has no offsets to tell; 0 would mislead consumers
+            // and lag tools. Kafka answers KAFKA_STORAGE_ERROR for an offline log (retriable).
+            if (auto a = plog->available(); !a) {
+                op.error_code = code(a.code() == errc::not_found
+                                         ? error_code::unknown_topic_or_partition
+                                         : error_code::kafka_storage_error);
+                log_warn("list_offsets", "{}: {}-{}: {}", ctx.client(), rt.name,
+                         rp.partition_index, a.err().message);
                 continue;
             }
             op.leader_epoch = 0;

@@ -113,8 +113,9 @@ void handle_alter_user_scram_credentials(const request_context& ctx, request_bod
         auto apply = [&](const std::string& user, const result<void>& r) {
             if (r) return;
             fail_user(user,
-                      r.code() == errc::not_found ? error_code::resource_not_found
-                                                  : error_code::unknown_server_error,
+                      r.code() == errc::not_found
+                          ? error_code::resource_not_found
+                          : storage_error_or(r.code(), error_code::unknown_server_error),
                       r.err().message);
         };
         for (const auto& d : req.deletions) {

@@ -282,5 +282,31 @@ TEST(codec, forged_array_length_is_rejected_without_allocation) {
     EXPECT_FALSE(decode_message(wire, 1, false, req));
 }
 
+TEST(codec, request_header_client_id_length_below_minus_one_is_malformed) {
+    // client_id is a classic nullable string: length -1 is null, -2 is no length at all.
+    for (int16_t len : {int16_t{-1}, int16_t{-2}, int16_t{-32768}}) {
+        bytes wire = {static_cast<uint8_t>(static_cast<uint16_t>(len) >> 8),
+                      static_cast<uint8_t>(len & 0xff)};
+        reader r(wire);
+        request_header h;
+        read_request_header_rest(r, h, false);
+        EXPECT_EQ(r.ok(), len == -1) << len;
+        EXPECT_FALSE(h.client_id.has_value()) << len;
+    }
+    bytes ok = {0, 2, 'i', 'd'};
+    reader r(ok);
+    request_header h;
+    read_request_header_rest(r, h, false);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(h.client_id, "id");
+}
+
+TEST(codec, nullable_bytes_length_below_minus_one_is_malformed) {
+    bytes wire = {0xff, 0xff, 0xff, 0xfe};  // int32 -2
+    reader r(wire);
+    EXPECT_FALSE(r.nullable_bytes(false).has_value());
+    EXPECT_FALSE(r.ok());
+}
+
 }  // namespace
 }  // namespace sluice::protocol
