@@ -23,7 +23,8 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _logs(logs),
       _topics(cat, logs, _cfg.topic_defaults),
       _groups(_cfg.groups),
-      _access(cat, _cfg.authorization, _cfg.authenticate) {
+      _access(cat, _cfg.authorization, _cfg.authenticate),
+      _request_budget(std::make_shared<net::byte_budget>(_cfg.queued_max_request_bytes)) {
     _cluster_id = _catalog.cluster_id();
     _groups.on_earlier_deadline([this] { schedule_groups(); });
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
@@ -191,7 +192,8 @@ void broker::on_accept(size_t listener, int fd, std::string peer) {
     const auto& lc = _listeners[listener].cfg;
     auto conn =
         std::make_shared<net::connection>(_loop, fd, std::move(peer), _cfg.max_request_bytes,
-                                          std::move(cb), lc.tls() ? _cfg.tls : nullptr);
+                                          std::move(cb), lc.tls() ? _cfg.tls : nullptr,
+                                          _request_budget);
     auto sess = std::make_shared<session>(*this, conn, listener);
     _sessions.emplace(conn->id(), sess);
     log_debug("net", "connection {} from {}", conn->id(), conn->peer());

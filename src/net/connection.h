@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/types.h"
+#include "net/byte_budget.h"
 #include "net/event_loop.h"
 #include "net/raw_buffer.h"
 #include "net/tls.h"
@@ -32,8 +33,13 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
         std::function<void(const std::shared_ptr<connection>&)> on_close;
     };
 
+    // With a budget, frames above one read's size (256 KiB) take their whole size from
+    // it before they are read further, and reading stops while it has none to give; a
+    // frame larger than the whole budget closes the connection, as one above
+    // max_frame_bytes does.
     connection(event_loop& loop, int fd, std::string peer, size_t max_frame_bytes, callbacks cb,
-               std::shared_ptr<tls_context> tls = nullptr);
+               std::shared_ptr<tls_context> tls = nullptr,
+               std::shared_ptr<byte_budget> budget = nullptr);
     ~connection() override;
 
     void start();
@@ -75,6 +81,14 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     void fail(const std::string& reason);
     // Queued output is written at the end of the loop iteration (event_loop::defer_flush).
     void schedule_flush();
+    // The request budget (see the constructor).
+    bool read_stopped() const { return _paused || _budget_wait; }
+    bool fits_budget(size_t frame_size);  // false: closed
+    void settle_budget();                 // after parsing: hold, wait for or release bytes
+    void take_budget(size_t frame);
+    void on_budget_granted(size_t frame);
+    void drop_budget();
+    void drain_tls_pending();
 
     event_loop& _loop;
     int _fd;
@@ -99,6 +113,10 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     bool _want_write = false;
     bool _flush_pending = false;  // a defer_flush is due
     size_t _rcvlowat = 1;  // the socket's SO_RCVLOWAT (1 is the kernel's default)
+    std::shared_ptr<byte_budget> _budget;
+    size_t _budgeted = 0;     // bytes held from _budget for the frame being read
+    bool _budget_wait = false;  // reading stopped until _budget grants the frame's bytes
+    byte_budget::waiter_id _budget_waiter = 0;
 
     // TLS state (unused without a context).
     std::shared_ptr<tls_context> _tls_ctx;
