@@ -441,9 +441,9 @@ int serve(const serve_options& o) {
     if (pg_addr) {
         sql::pg_options po;
         po.max_connections = o.sql_max_connections;
-        po.max_starting = o.limits.sql_max_starting_connections;
-        po.startup_timeout = std::chrono::milliseconds(o.limits.sql_startup_timeout_ms);
-        po.idle_session_timeout = std::chrono::milliseconds(o.limits.sql_idle_session_timeout_ms);
+        po.max_starting = o.limits.pg_max_starting_connections;
+        po.startup_timeout = std::chrono::milliseconds(o.limits.pg_startup_timeout_ms);
+        po.idle_session_timeout = std::chrono::milliseconds(o.limits.pg_idle_session_timeout_ms);
         po.tls = cfg.tls;
         po.gate = &b.access();
         auto s = sql::pg_server::start(*pg_addr, **eng, po);
@@ -458,7 +458,6 @@ int serve(const serve_options& o) {
     if (http_addr) {
         sql::http_options ho;
         ho.max_connections = o.sql_max_connections;
-        ho.max_starting = o.limits.sql_max_starting_connections;
         ho.header_timeout = std::chrono::milliseconds(o.limits.http_header_timeout_ms);
         if (https) ho.tls = cfg.tls;
         ho.gate = &b.access();

@@ -23,21 +23,20 @@ void add_connection_limit_flags(CLI::App& cmd, connection_limits& l) {
                    "byte), or the client gets 408 and the connection closes")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
         ->capture_default_str();
-    cmd.add_option("--sql-startup-timeout-ms", l.sql_startup_timeout_ms,
+    cmd.add_option("--pg-startup-timeout-ms", l.pg_startup_timeout_ms,
                    "PostgreSQL's authentication_timeout: a pg client must send its startup "
                    "packet and log in within this time, or its connection closes")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
         ->capture_default_str();
-    cmd.add_option("--sql-idle-session-timeout-ms", l.sql_idle_session_timeout_ms,
+    cmd.add_option("--pg-idle-session-timeout-ms", l.pg_idle_session_timeout_ms,
                    "PostgreSQL's idle_session_timeout: a pg session that sends nothing this "
                    "long is closed with FATAL 57P05 (25P03 inside a transaction block); 0: never")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
         ->capture_default_str();
-    cmd.add_option("--sql-max-starting-connections", l.sql_max_starting_connections,
-                   "Connections each SQL listener (pg, http) keeps that have not finished "
-                   "their startup (pg: logged in; http: a first request head), apart from "
+    cmd.add_option("--pg-max-starting-connections", l.pg_max_starting_connections,
+                   "Connections the pg listener keeps that have not logged in yet, apart from "
                    "--sql-max-connections; beyond, the oldest starting for over a second is "
-                   "closed to make room, or the new one is refused")
+                   "closed to make room, or the new one is refused (53300)")
         ->check(CLI::Range(size_t{1}, size_t{100000}))
         ->capture_default_str();
 }

@@ -14,9 +14,9 @@ struct connection_limits {
     // Kafka's queued.max.request.bytes: the bytes of Kafka requests being read at once.
     size_t queued_max_request_bytes = size_t{256} << 20;
     int64_t http_header_timeout_ms = 10'000;
-    int64_t sql_startup_timeout_ms = 10'000;
-    int64_t sql_idle_session_timeout_ms = 600'000;  // 0: never
-    size_t sql_max_starting_connections = 64;
+    int64_t pg_startup_timeout_ms = 10'000;
+    int64_t pg_idle_session_timeout_ms = 600'000;  // 0: never
+    size_t pg_max_starting_connections = 64;
 };
 
 void add_connection_limit_flags(CLI::App& cmd, connection_limits& l);

@@ -303,7 +303,8 @@ void blocking_server::accept_loop() {
 
 size_t blocking_server::count(phase p) const {
     size_t n = 0;
-    for (const auto& c : _conns) n += c.state == p && !c.evicted ? 1 : 0;
+    // Finished ones wait for the next accept to be reaped, but hold nothing.
+    for (const auto& c : _conns) n += c.state == p && !c.evicted && !c.finished.load() ? 1 : 0;
     return n;
 }
 

@@ -143,7 +143,7 @@ class blocking_server {
     // the oldest past its grace. _mu held.
     bool make_room();
     bool establish(conn& c);
-    size_t count(phase p) const;  // _mu held; evicted ones not counted
+    size_t count(phase p) const;  // _mu held; evicted and finished ones not counted
     void reap_finished();         // _mu held
     // Waits up to t for stop(); true when it came.
     bool wait_stop(std::chrono::milliseconds t) const;

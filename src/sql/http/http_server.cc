@@ -61,13 +61,6 @@ constexpr int lingering_close_ms = 2000;
 // The challenge of every 401 (RFC 7617).
 const http::header_list basic_challenge = {{"WWW-Authenticate", "Basic realm=\"sluice\""}};
 
-// 503 to a client over a connection limit, then the connection's end.
-void refuse_busy(net::stream_socket& sock) {
-    http::http_response resp([&sock](std::string_view d) { return sock.write_all(d); }, {}, false);
-    resp.send_error(503, "unavailable", "too many open HTTP connections; retry later");
-    sock.finish(lingering_close_ms);
-}
-
 // How long a client over the limit has to send its request head before it gets its 503.
 constexpr std::chrono::seconds refused_head_timeout{2};
 
@@ -102,6 +95,26 @@ struct deadline_reader {
     }
 };
 
+// Over the connection limit: reads the request head first (briefly, however the bytes
+// trickle in), as clients write their whole request before they read, then answers 503
+// and closes.
+void refuse(net::stream_socket& sock, const net::tls_context* tls) {
+    sock.set_read_timeout(refused_head_timeout);
+    sock.set_write_timeout(refused_head_timeout);
+    deadline_reader read{sock, refused_head_timeout, steady::now() + refused_head_timeout};
+    if (tls && !sock.start_tls_server(*tls)) return;
+    std::string head;
+    char buf[4096];
+    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
+        const size_t n = read(buf, sizeof buf);
+        if (n == 0) break;
+        head.append(buf, n);
+    }
+    http::http_response resp([&sock](std::string_view d) { return sock.write_all(d); }, {}, false);
+    resp.send_error(503, "unavailable", "too many open HTTP connections; retry later");
+    sock.finish(lingering_close_ms);
+}
+
 }  // namespace
 
 http_server::http_server(engine& eng, http_options opts) : _eng(eng), _opts(std::move(opts)) {}
@@ -124,26 +137,12 @@ result<std::unique_ptr<http_server>> http_server::start(const net::host_port& ad
     bo.address = addr;
     bo.name = "http";
     bo.max_connections = srv->_opts.max_connections;
-    bo.max_starting = srv->_opts.max_starting;
+    // A connection takes its slot at once (serve): slots are counted as before, and the
+    // request head's deadline frees those that trickle.
+    bo.max_starting = srv->_opts.max_connections;
     auto s = net::blocking_server::start(
         std::move(bo), [self](net::stream_socket& sock) { self->serve(sock); },
-        [tls = srv->_opts.tls](net::stream_socket& sock) {
-            // Over the limit: read the request head first (briefly, however the bytes
-            // trickle in), as clients write their whole request before they read, then
-            // answer 503 and close.
-            sock.set_read_timeout(refused_head_timeout);
-            sock.set_write_timeout(refused_head_timeout);
-            deadline_reader read{sock, refused_head_timeout, steady::now() + refused_head_timeout};
-            if (tls && !sock.start_tls_server(*tls)) return;
-            std::string head;
-            char buf[4096];
-            while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
-                const size_t n = read(buf, sizeof buf);
-                if (n == 0) break;
-                head.append(buf, n);
-            }
-            refuse_busy(sock);
-        });
+        [tls = srv->_opts.tls](net::stream_socket& sock) { refuse(sock, tls.get()); });
     if (!s) return s.err();
     srv->_server = std::move(*s);
     return srv;
@@ -162,6 +161,7 @@ void http_server::stop() {
 }
 
 void http_server::serve(net::stream_socket& sock) {
+    if (!sock.establish()) return refuse(sock, _opts.tls.get());  // the slots filled meanwhile
     deadline_reader read{sock, _opts.io_timeout, steady::now() + _opts.header_timeout};
     sock.set_write_timeout(_opts.io_timeout);
     if (_opts.tls) {
@@ -190,8 +190,6 @@ void http_server::serve(net::stream_socket& sock) {
                              _opts.header_timeout.count())};
         }
         read.clear();
-        if (r.what == http::read_result::kind::request && first && !sock.establish())
-            return refuse_busy(sock);
         if (r.what == http::read_result::kind::request) {
             r = http::read_request_body(in, req, _opts.limits, [&] {
                 // Expect: 100-continue (curl sends it with bodies over 1 KiB).

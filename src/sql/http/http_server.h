@@ -24,11 +24,8 @@ class gate;
 namespace sluice::sql {
 
 struct http_options {
-    // Connections past their first request head; one more is answered 503.
+    // Connections open at once; one more is answered 503.
     size_t max_connections = 64;
-    // Connections that have not sent a whole first request head yet (a cap of their own,
-    // net::blocking_server::options::max_starting); beyond, 503 too.
-    size_t max_starting = 64;
     // A connection idle between requests, or a request or response stalled, for this
     // long is closed, so that idle keep-alive clients do not hold threads forever.
     std::chrono::milliseconds io_timeout{60'000};
