@@ -17,6 +17,12 @@ void add_connection_limit_flags(CLI::App& cmd, connection_limits& l) {
                    "ones go on). A request larger than this closes its connection")
         ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40))
         ->capture_default_str();
+    cmd.add_option("--request-stall-timeout-ms", l.request_stall_timeout_ms,
+                   "A Kafka request holding part of --queued-max-request-bytes that receives "
+                   "no bytes for this long closes its connection, so that a client stopping "
+                   "mid-request cannot keep its share; 0: never")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+        ->capture_default_str();
     cmd.add_option("--http-header-timeout-ms", l.http_header_timeout_ms,
                    "An HTTP request head (request line and headers) must be complete within "
                    "this time (from the connection's start, then from each request's first "

@@ -69,6 +69,9 @@ struct broker_config {
     // Kafka's queued.max.request.bytes: what the requests being read may hold together
     // (net::byte_budget; docs/operations.md).
     size_t queued_max_request_bytes = size_t{256} << 20;
+    // A request holding part of that budget that receives no bytes for this long closes
+    // its connection (net::connection::set_budget_stall_timeout); 0: never.
+    int64_t request_stall_timeout_ms = 30'000;
     size_t max_open_files = 1024;
     // Requests one connection may have in flight before the broker stops reading from
     // it; librdkafka pipelines up to 1,000,000 by default, so this bounds memory.

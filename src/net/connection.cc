@@ -183,6 +183,7 @@ void connection::do_read() {
         ssize_t n = ::recv(_fd, _in.data() + have, read_chunk, 0);
         if (n > 0) {
             _in.resize(have + static_cast<size_t>(n));
+            if (_budgeted > 0) _last_progress = event_loop::clock::now();
             parse_frames();
             if (_fd < 0 || read_stopped()) return;
             if (static_cast<size_t>(n) < read_chunk) return;
@@ -382,7 +383,10 @@ void connection::settle_budget() {
         if (frame > unbudgeted_frame_max) want = frame;
     }
     if (want == _budgeted) return;  // the same frame is still being read, or none
-    if (_budgeted > 0) _budget->release(std::exchange(_budgeted, 0));
+    if (_budgeted > 0) {
+        cancel_stall_check();
+        _budget->release(std::exchange(_budgeted, 0));
+    }
     if (want == 0) {
         // A large frame's buffer goes back rather than staying with an idle connection.
         if (_in.capacity() > 2 * read_chunk && _in.size() - _in_start <= read_chunk) {
@@ -410,6 +414,8 @@ void connection::settle_budget() {
 
 void connection::take_budget(size_t frame) {
     _budgeted = frame;
+    _last_progress = event_loop::clock::now();
+    if (_stall_timeout.count() > 0) arm_stall_check(_stall_timeout);
     // The whole frame in one allocation, without the copies of growing by doubling.
     if (_in_start > 0) {
         _in.erase(_in.begin(), _in.begin() + static_cast<ptrdiff_t>(_in_start));
@@ -434,9 +440,36 @@ void connection::on_budget_granted(size_t frame) {
 
 void connection::drop_budget() {
     if (!_budget) return;
+    cancel_stall_check();
     if (_budget_wait) _budget->cancel(_budget_waiter);
     _budget_wait = false;
     if (_budgeted > 0) _budget->release(std::exchange(_budgeted, 0));
+}
+
+void connection::arm_stall_check(std::chrono::milliseconds delay) {
+    std::weak_ptr<connection> weak = weak_from_this();
+    _stall_timer = _loop.add_timer(delay, [weak] {
+        if (auto self = weak.lock()) self->check_stall();
+    });
+}
+
+void connection::cancel_stall_check() {
+    if (_stall_timer != 0) _loop.cancel_timer(std::exchange(_stall_timer, 0));
+}
+
+void connection::check_stall() {
+    _stall_timer = 0;
+    if (_fd < 0 || _budgeted == 0) return;
+    const auto now = event_loop::clock::now();
+    // Paused by the session (requests in flight): the wait is ours, not the client's.
+    if (_paused) _last_progress = now;
+    const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - _last_progress);
+    if (idle < _stall_timeout) return arm_stall_check(_stall_timeout - idle);
+    log_warn("net",
+             "connection {} from {}: no bytes of its {}-byte request for {} ms while it holds "
+             "that much of the request budget; closing",
+             _id, _peer, _budgeted, idle.count());
+    close("request stalled while holding the request budget");
 }
 
 // --- TLS ----------------------------------------------------------------------------------
@@ -510,6 +543,7 @@ void connection::do_tls_read() {
             update_interest();
         }
         if (got > 0) {
+            if (_budgeted > 0) _last_progress = event_loop::clock::now();
             parse_frames();
             if (_fd < 0 || read_stopped()) return;
         }

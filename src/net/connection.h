@@ -43,6 +43,10 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     ~connection() override;
 
     void start();
+    // With a budget: a frame holding part of it must keep arriving; no bytes of it for
+    // this long (while reading is not paused) closes the connection, so that a client
+    // stopping mid-request cannot keep its share. 0: no limit.
+    void set_budget_stall_timeout(std::chrono::milliseconds t) { _stall_timeout = t; }
     // Queue bytes, or a file range sent with sendfile; everything goes out in the order
     // queued, written at the end of the event loop's iteration so that what one
     // iteration queues shares system calls.
@@ -89,6 +93,9 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     void on_budget_granted(size_t frame);
     void drop_budget();
     void drain_tls_pending();
+    void arm_stall_check(std::chrono::milliseconds delay);
+    void check_stall();
+    void cancel_stall_check();
 
     event_loop& _loop;
     int _fd;
@@ -117,6 +124,9 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     size_t _budgeted = 0;     // bytes held from _budget for the frame being read
     bool _budget_wait = false;  // reading stopped until _budget grants the frame's bytes
     byte_budget::waiter_id _budget_waiter = 0;
+    std::chrono::milliseconds _stall_timeout{0};
+    event_loop::timer_id _stall_timer = 0;
+    event_loop::clock::time_point _last_progress{};  // of the frame holding budget
 
     // TLS state (unused without a context).
     std::shared_ptr<tls_context> _tls_ctx;

@@ -156,6 +156,38 @@ def test_partial_frames_are_bounded_by_the_request_budget(broker_factory, topic_
     b.assert_alive()
 
 
+def test_stalled_request_gives_its_budget_back(broker_factory, topic_name):
+    b = broker_factory(["--queued-max-request-bytes", str(48 * MIB), "--request-stall-timeout-ms", "2000"])
+    H.create_topic(b.bootstrap, topic_name, 1)
+    # Two clients stop in the middle of a 32 MiB request: the first holds the budget, the
+    # second waits for it first in line, and a 700 KiB produce waits behind it.
+    stop, sent, threads = threading.Event(), [], []
+    t_start = time.monotonic()
+    for _ in range(2):
+        t = threading.Thread(target=stall_sender, args=(b.bootstrap, 32 * MIB, 30 * MIB, stop, sent),
+                             daemon=True)
+        t.start()
+        threads.append(t)
+        time.sleep(0.3)
+    try:
+        big = os.urandom(700 * 1024)
+        with K.Conn(b.bootstrap, timeout=20) as c:
+            p = K.produce_v3(c, topic_name, 0, K.encode_batch([(H.now_ms(), b"big", big, [])]))
+            took = time.monotonic() - t_start
+            assert p["error"] == 0, p
+            recs, _ = K.decode_batches(K.fetch_v4(c, topic_name, 0, p["base_offset"])["records"])
+            assert recs[0].value == big
+        print("700 KiB produce behind two stalled 32 MiB requests: done %.2f s after they started" % took)
+        # Served once the first stalled request was closed, 2 s after its last byte.
+        assert 1.5 < took < 10.0, took
+        stalled = log_lines(b, "while it holds that much of the request budget; closing")
+        assert stalled and "of its 33554436-byte request for 2" in stalled[0], stalled
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+
+
 def test_request_larger_than_the_budget_is_refused(broker_factory, topic_name):
     b = broker_factory(["--queued-max-request-bytes", str(8 * MIB)])
     H.create_topic(b.bootstrap, topic_name, 1)
