@@ -6,6 +6,7 @@ the number of log lines. docs/operations.md lists the limits.
 
 import os
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -14,6 +15,7 @@ import psycopg2
 import pytest
 
 import kproto as K
+import security_helpers as SEC
 import sluice_helpers as H
 import sql_helpers as S
 
@@ -79,10 +81,13 @@ def produce_fetch_latencies(bootstrap, topic, rounds):
     return took
 
 
-def stall_sender(addr, frame_size, send_bytes, stop, sent):
+def stall_sender(addr, frame_size, send_bytes, stop, sent, tls=None):
     """Sends a frame header announcing frame_size bytes and then up to send_bytes of it,
-    stopping early when the broker stops reading; keeps the socket open until `stop`."""
+    stopping early when the broker stops reading; keeps the socket open until `stop`.
+    With `tls` (an ssl.SSLContext), over TLS."""
     s = connect(addr)
+    if tls is not None:
+        s = tls.wrap_socket(s, server_hostname="127.0.0.1")
     try:
         s.settimeout(2.0)
         chunk = b"\0" * MIB
@@ -91,7 +96,7 @@ def stall_sender(addr, frame_size, send_bytes, stop, sent):
         while n < send_bytes and not stop.is_set():
             try:
                 n += s.send(chunk[: min(len(chunk), send_bytes - n)])
-            except socket.timeout:
+            except (socket.timeout, ssl.SSLWantWriteError):
                 break  # the broker stopped reading
         sent.append(n)
         stop.wait(60)
@@ -154,6 +159,35 @@ def test_partial_frames_are_bounded_by_the_request_budget(broker_factory, topic_
 
     H.wait_until("a 700 KiB produce is served", big_produce, timeout=20)
     b.assert_alive()
+
+
+def test_partial_frames_over_tls_are_bounded_too(secure_broker_factory, tmp_path, topic_name):
+    pki = SEC.Pki(tmp_path / "pki")
+    b = secure_broker_factory(["127.0.0.1:0", "SSL://127.0.0.1:0"],
+                              extra_args=SEC.tls_flags(pki, pki.server())
+                              + ["--queued-max-request-bytes", str(48 * MIB)])
+    H.create_topic(b.bootstrap, topic_name, 1)
+    base = rss_bytes(b.proc.pid)
+    ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+    stop, sent, threads = threading.Event(), [], []
+    for _ in range(4):
+        t = threading.Thread(target=stall_sender, args=(b.addr("SSL"), 32 * MIB, 30 * MIB, stop, sent, ctx),
+                             daemon=True)
+        t.start()
+        threads.append(t)
+    try:
+        H.wait_until("every TLS sender stalled or done", lambda: len(sent) == 4, timeout=60)
+        grown = max(rss_bytes(b.proc.pid) for _ in range(5) if time.sleep(0.2) is None) - base
+        took = produce_fetch_latencies(b.bootstrap, topic_name, 20)
+        print("TLS: RSS +%.1f MiB with 4 stalled 32 MiB requests, sent %r; produce+fetch p99 %.1f ms"
+              % (grown / MIB, [x // MIB if isinstance(x, int) else x for x in sent], p99(took) * 1000))
+        assert all(isinstance(x, int) for x in sent), sent
+        assert grown < 32 * MIB + 24 * MIB, "RSS grew by %.1f MiB" % (grown / MIB)
+        assert p99(took) < 0.5
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
 
 
 def test_stalled_request_gives_its_budget_back(broker_factory, topic_name):
