@@ -24,6 +24,7 @@
 
 #include "app/security_admin.h"
 #include "app/sql_bounds_options.h"
+#include "app/serve_limits.h"
 #include "app/sql_state.h"
 #include "app/version_command.h"
 #include "broker/broker.h"
@@ -72,6 +73,7 @@ struct serve_options {
     uint64_t sql_max_rows = 1000000;
     size_t sql_max_connections = 64;
     sql::resource_bounds sql_bounds;  // --sql-*-memory, --sql-*-temp-bytes, --sql-max-value-bytes
+    connection_limits limits;
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
@@ -125,16 +127,6 @@ class expansion_bridge final : public broker::expansion_hooks {
   private:
     expansion::service& _s;
 };
-
-// 200,000 partitions need more descriptors than the usual soft limit of 1024 leaves
-// for sockets once the descriptor cache is full; take what the hard limit allows.
-void raise_fd_limit() {
-    rlimit rl{};
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
 
 // One broker per data directory: a second one would interleave appends to the same
 // segments. The lock lives as long as the process; the kernel drops it on any exit.
@@ -335,6 +327,8 @@ int serve(const serve_options& o) {
         return 2;
     }
     cfg.max_open_files = o.max_open_files;
+    cfg.queued_max_request_bytes = o.limits.queued_max_request_bytes;
+    cfg.request_stall_timeout_ms = o.limits.request_stall_timeout_ms;
     cfg.groups = o.groups;
     if (cfg.groups.min_session_timeout_ms > cfg.groups.max_session_timeout_ms) {
         log_error("app",
@@ -355,6 +349,8 @@ int serve(const serve_options& o) {
     // Also before: the allocator that counts and bounds users' SQL (sql/budget.h).
     if (!sql::install_budget_allocator()) log_warn("app", "SQL memory accounting unavailable");
     sigset_t signals_set = signal_watch::block();
+    // 200,000 partitions need more descriptors than the usual soft limit of 1024 leaves
+    // for sockets once the descriptor cache is full; take what the hard limit allows.
     raise_fd_limit();
     // Request and response buffers up to 32 MiB come from the heap and are reused
     // rather than mapped and faulted in afresh each time: on virtual machines the page
@@ -460,6 +456,9 @@ int serve(const serve_options& o) {
     if (pg_addr) {
         sql::pg_options po;
         po.max_connections = o.sql_max_connections;
+        po.max_starting = o.limits.pg_max_starting_connections;
+        po.startup_timeout = std::chrono::milliseconds(o.limits.pg_startup_timeout_ms);
+        po.idle_session_timeout = std::chrono::milliseconds(o.limits.pg_idle_session_timeout_ms);
         po.tls = cfg.tls;
         po.gate = &b.access();
         auto s = sql::pg_server::start(*pg_addr, **eng, po);
@@ -474,6 +473,7 @@ int serve(const serve_options& o) {
     if (http_addr) {
         sql::http_options ho;
         ho.max_connections = o.sql_max_connections;
+        ho.header_timeout = std::chrono::milliseconds(o.limits.http_header_timeout_ms);
         if (https) ho.tls = cfg.tls;
         ho.gate = &b.access();
         auto s = sql::http_server::start(*http_addr, **eng, ho);
@@ -648,6 +648,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->check(CLI::Range(size_t{1}, size_t{100000}))
         ->capture_default_str();
     add_sql_bound_options(*cmd, o->sql_bounds);
+    add_connection_limit_flags(*cmd, o->limits);
     cmd->add_option("--log-level", o->log_level, "trace, debug, info, warn or error")
         ->capture_default_str();
     cmd->callback([o, &exit_code] { exit_code = serve(*o); });

@@ -24,7 +24,8 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _topics(cat, logs, _cfg.topic_defaults),
       _groups(_cfg.groups),
       _access(cat, _cfg.authorization, _cfg.authenticate),
-      _acls(cat) {
+      _acls(cat),
+      _request_budget(std::make_shared<net::byte_budget>(_cfg.queued_max_request_bytes)) {
     _cluster_id = _catalog.cluster_id();
     _groups.on_earlier_deadline([this] { schedule_groups(); });
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
@@ -206,7 +207,8 @@ void broker::on_accept(size_t listener, int fd, std::string peer) {
     const auto& lc = _listeners[listener].cfg;
     auto conn =
         std::make_shared<net::connection>(_loop, fd, std::move(peer), _cfg.max_request_bytes,
-                                          std::move(cb), listener_tls(lc));
+                                          std::move(cb), listener_tls(lc), _request_budget);
+    conn->set_budget_stall_timeout(std::chrono::milliseconds(_cfg.request_stall_timeout_ms));
     auto sess = std::make_shared<session>(*this, conn, listener);
     _sessions.emplace(conn->id(), sess);
     log_debug("net", "connection {} from {}", conn->id(), conn->peer());

@@ -20,6 +20,7 @@
 #include "catalog/catalog.h"
 #include "group/coordinator.h"
 #include "log/log_manager.h"
+#include "net/byte_budget.h"
 #include "net/event_loop.h"
 #include "net/listener.h"
 
@@ -146,6 +147,8 @@ class broker {
     bool _loaded = false;
     std::function<void()> _on_drained;
     std::atomic<expansion_hooks*> _expansions{nullptr};
+    // Shared by every Kafka connection (queued_max_request_bytes).
+    std::shared_ptr<net::byte_budget> _request_budget;
 };
 
 }  // namespace sluice::broker

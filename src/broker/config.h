@@ -71,6 +71,12 @@ struct broker_config {
     // Broker-level overrides of topic config defaults (key -> value).
     std::map<std::string, std::string> topic_defaults;
     size_t max_request_bytes = 100 * 1024 * 1024;  // Kafka's socket.request.max.bytes
+    // Kafka's queued.max.request.bytes: what the requests being read may hold together
+    // (net::byte_budget; docs/operations.md).
+    size_t queued_max_request_bytes = size_t{256} << 20;
+    // A request holding part of that budget that receives no bytes for this long closes
+    // its connection (net::connection::set_budget_stall_timeout); 0: never.
+    int64_t request_stall_timeout_ms = 30'000;
     size_t max_open_files = 1024;
     // Requests one connection may have in flight before the broker stops reading from
     // it; librdkafka pipelines up to 1,000,000 by default, so this bounds memory.

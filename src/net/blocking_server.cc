@@ -230,6 +230,8 @@ result<std::unique_ptr<blocking_server>> blocking_server::start(options opts, ha
     std::unique_ptr<blocking_server> srv(new blocking_server(
         std::move(opts), std::move(on_connection), std::move(rejected), s->fd, s->address));
     if (pipe2(srv->_wake, O_CLOEXEC) != 0) return {errc::io_error, std::strerror(errno)};
+    srv->_backoff =
+        std::make_unique<accept_backoff>(srv->_opts.name + " " + srv->_bound.to_string());
     srv->_acceptor = std::thread([p = srv.get()] { p->accept_loop(); });
     return srv;
 }
@@ -259,6 +261,11 @@ void blocking_server::reap_finished() {
     }
 }
 
+bool blocking_server::wait_stop(std::chrono::milliseconds t) const {
+    pollfd pfd{_wake[0], POLLIN, 0};
+    return ::poll(&pfd, 1, static_cast<int>(t.count())) > 0;
+}
+
 void blocking_server::accept_loop() {
     for (;;) {
         pollfd pfds[2] = {{_fd, POLLIN, 0}, {_wake[0], POLLIN, 0}};
@@ -272,13 +279,15 @@ void blocking_server::accept_loop() {
         socklen_t len = sizeof ss;
         int fd = accept4(_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
         if (fd < 0) {
-            // EMFILE and the like: back off rather than spin on a pending connection.
-            if (errno != EINTR && errno != ECONNABORTED) {
-                log_warn(_opts.name, "accept: {}", std::strerror(errno));
-                ::poll(nullptr, 0, 100);
-            }
+            const int err = errno;
+            if (err == EINTR || err == ECONNABORTED || err == EAGAIN) continue;
+            // EMFILE and the like: the client stays pending and poll() would return at
+            // once; pause (stop() still wakes us), logging once per interval.
+            _backoff->failed(err);
+            if (wait_stop(accept_backoff::pause)) return;
             continue;
         }
+        _backoff->succeeded();
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         // A client host that vanishes without a FIN would otherwise hold its thread and
@@ -288,33 +297,93 @@ void blocking_server::accept_loop() {
         std::unique_lock lk(_mu);
         reap_finished();
         if (_stopped) return;
-        size_t admitted = 0, refusing = 0;
-        for (const auto& c : _conns) (c.refused ? refusing : admitted) += 1;
-        const bool refuse = admitted >= _opts.max_connections;
-        if (refuse) {
-            log_warn(_opts.name, "{}: refused, {} connections open (the limit)", sock->peer(),
-                     admitted);
-            // A refusal reads the client's first request before answering, as a real
-            // server would; a flood of them is cut short instead.
-            if (!_rejected || refusing >= max_refusing) continue;
-        }
-        auto& c = _conns.emplace_back();
-        c.socket = std::move(sock);
-        c.refused = refuse;
-        try {
-            c.thread = std::thread([this, &c] {
-                (c.refused ? _rejected : _handler)(*c.socket);
-                c.socket->send_close_notify();  // on this thread, the socket's own
-                c.socket->shutdown();
-                c.finished.store(true);
-            });
-        } catch (const std::system_error& e) {
-            // No thread to be had (resource limits): drop this one, keep serving.
-            log_warn(_opts.name, "{}: refused, cannot start a thread: {}", c.socket->peer(),
-                     e.what());
-            _conns.pop_back();
+        admit(std::move(sock));
+    }
+}
+
+size_t blocking_server::count(phase p) const {
+    size_t n = 0;
+    // Finished ones wait for the next accept to be reaped, but hold nothing.
+    for (const auto& c : _conns) n += c.state == p && !c.evicted && !c.finished.load() ? 1 : 0;
+    return n;
+}
+
+bool blocking_server::make_room() {
+    if (count(phase::starting) < _opts.max_starting) return true;
+    const auto now = std::chrono::steady_clock::now();
+    conn* oldest = nullptr;
+    for (auto& c : _conns) {
+        if (c.state != phase::starting || c.evicted || now - c.since < _opts.starting_grace)
+            continue;
+        if (!oldest || c.since < oldest->since) oldest = &c;
+    }
+    if (!oldest) return false;
+    oldest->evicted = true;
+    oldest->socket->shutdown();  // its handler's reads fail, and its thread ends
+    if (uint64_t quiet = 0; _refusals.allow(quiet))
+        log_warn(_opts.name,
+                 "{}: closed, still starting after {} ms while {} connections were starting "
+                 "(the limit), to make room for a new one ({} refusals and such closes since "
+                 "the last line)",
+                 oldest->socket->peer(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(now - oldest->since).count(),
+                 _opts.max_starting, quiet);
+    return true;
+}
+
+void blocking_server::admit(std::unique_ptr<stream_socket> sock) {
+    // Every slot taken already: refused without waiting for its startup (which would
+    // end refused anyway), as before the starting phase had a cap of its own.
+    const size_t open = count(phase::established);
+    const bool full = open >= _opts.max_connections;
+    const bool refuse = full || !make_room();
+    if (uint64_t quiet = 0; refuse && _refusals.allow(quiet)) {
+        if (full) {
+            log_warn(_opts.name, "{}: refused, {} connections open (the limit) ({} refusals "
+                     "and closes since the last line)", sock->peer(), open, quiet);
+        } else {
+            log_warn(_opts.name,
+                     "{}: refused, {} connections still starting (the limit), none for "
+                     "longer than {} ms ({} refusals and closes since the last line)",
+                     sock->peer(), _opts.max_starting, _opts.starting_grace.count(), quiet);
         }
     }
+    if (refuse) {
+        // A refusal reads the client's first request before answering, as a real
+        // server would; a flood of them is cut short instead.
+        if (!_rejected || count(phase::refused) >= max_refusing) return;
+    }
+    auto& c = _conns.emplace_back();
+    c.socket = std::move(sock);
+    c.state = refuse ? phase::refused : phase::starting;
+    c.since = std::chrono::steady_clock::now();
+    c.socket->on_establish([this, &c] { return establish(c); });
+    try {
+        c.thread = std::thread([this, &c] {
+            (c.state == phase::refused ? _rejected : _handler)(*c.socket);
+            c.socket->send_close_notify();  // on this thread, the socket's own
+            c.socket->shutdown();
+            c.finished.store(true);
+        });
+    } catch (const std::system_error& e) {
+        // No thread to be had (resource limits): drop this one, keep serving.
+        log_warn(_opts.name, "{}: refused, cannot start a thread: {}", c.socket->peer(), e.what());
+        _conns.pop_back();
+    }
+}
+
+bool blocking_server::establish(conn& c) {
+    std::lock_guard lk(_mu);
+    if (c.state != phase::starting || c.evicted) return c.state == phase::established;
+    if (const size_t open = count(phase::established); open >= _opts.max_connections) {
+        if (uint64_t quiet = 0; _refusals.allow(quiet))
+            log_warn(_opts.name, "{}: refused, {} connections open (the limit) ({} refusals "
+                     "and closes since the last line)",
+                     c.socket->peer(), open, quiet);
+        return false;
+    }
+    c.state = phase::established;
+    return true;
 }
 
 void blocking_server::stop() {

@@ -17,7 +17,9 @@
 #include <thread>
 
 #include "common/result.h"
+#include "net/accept_backoff.h"
 #include "net/listener.h"
+#include "net/log_throttle.h"
 #include "net/tls.h"
 
 namespace sluice::net {
@@ -71,6 +73,13 @@ class stream_socket {
     int fd() const { return _fd; }
     const std::string& peer() const { return _peer; }
 
+    // The client has finished its startup (PostgreSQL: logged in; HTTP: its first
+    // request head is in): the connection takes one of the server's max_connections
+    // slots and leaves those still starting. False when every slot is taken (the caller
+    // refuses the client) or the server has given up on it. True outside a server.
+    bool establish() { return !_establish || _establish(); }
+    void on_establish(std::function<bool()> fn) { _establish = std::move(fn); }
+
   private:
     result<void> run_handshake();
     // After want_read/want_write on this blocking socket: whether to retry (a signal,
@@ -80,22 +89,32 @@ class stream_socket {
     int _fd;
     std::string _peer;
     std::unique_ptr<tls_session> _tls;
+    std::function<bool()> _establish;
 };
 
 class blocking_server {
   public:
+    // A connection is accepted "starting" and runs `handler`, which calls
+    // stream_socket::establish() once the client is past its startup. Each phase has a
+    // cap of its own, so that clients that never finish starting cannot hold the slots
+    // of those that did. The handler bounds the startup's time.
     struct options {
         host_port address;
         std::string name;             // for log lines: "pg", "http"
-        size_t max_connections = 64;  // beyond it, `rejected` runs instead of `handler`
+        size_t max_connections = 64;  // established connections; establish() is false beyond
+        // Connections still starting. When a new one would exceed it, the oldest that has
+        // been starting for `starting_grace` is shut down to make room (a real client
+        // finishes in a few round trips); when none has, `rejected` runs instead.
+        size_t max_starting = 64;
+        std::chrono::milliseconds starting_grace{1000};
     };
     // Runs on the connection's own thread; the socket closes when it returns.
     using handler = std::function<void(stream_socket&)>;
 
     // Binds and starts accepting. `rejected` (may be empty: such connections are closed
-    // at once) answers a connection over max_connections, on its own thread like any
-    // other, so it may read the client's first request before refusing it; at most
-    // max_refusing run at once, and connections beyond are closed at once.
+    // at once) answers a connection over max_starting, on its own thread like any
+    // other, so it may read the client's first request (briefly) before refusing it; at
+    // most max_refusing run at once, and connections beyond are closed at once.
     static result<std::unique_ptr<blocking_server>> start(options opts, handler on_connection,
                                                           handler rejected = {});
     ~blocking_server();  // stop()
@@ -107,16 +126,27 @@ class blocking_server {
   private:
     static constexpr size_t max_refusing = 16;
 
+    enum class phase { starting, established, refused };
     struct conn {
         std::unique_ptr<stream_socket> socket;
-        bool refused = false;  // runs `rejected`; does not count toward the limit
+        phase state = phase::starting;  // refused: runs `rejected`, counts toward no cap
+        bool evicted = false;           // starting, and shut down to make room
+        std::chrono::steady_clock::time_point since;
         std::thread thread;
         std::atomic<bool> finished{false};
     };
 
     blocking_server(options opts, handler h, handler rejected, int fd, host_port bound);
     void accept_loop();
-    void reap_finished();  // _mu held
+    void admit(std::unique_ptr<stream_socket> sock);  // _mu held
+    // Whether a new connection may start: room among the starting, or made by evicting
+    // the oldest past its grace. _mu held.
+    bool make_room();
+    bool establish(conn& c);
+    size_t count(phase p) const;  // _mu held; evicted and finished ones not counted
+    void reap_finished();         // _mu held
+    // Waits up to t for stop(); true when it came.
+    bool wait_stop(std::chrono::milliseconds t) const;
 
     options _opts;
     handler _handler;
@@ -128,6 +158,8 @@ class blocking_server {
     std::mutex _mu;
     std::list<conn> _conns;
     bool _stopped = false;
+    std::unique_ptr<accept_backoff> _backoff;
+    log_throttle _refusals{std::chrono::seconds(10)};  // "refused" and "evicted" lines
 };
 
 }  // namespace sluice::net

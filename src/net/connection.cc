@@ -13,6 +13,7 @@
 
 #include "common/endian.h"
 #include "common/logging.h"
+#include "net/log_throttle.h"
 
 namespace sluice::net {
 namespace {
@@ -32,19 +33,27 @@ constexpr size_t rcvlowat_min = 64 * 1024;
 constexpr size_t rcvlowat_max = 8 * 1024 * 1024;
 // Ciphertext OpenSSL may hold undecrypted when a read stops: under one full record.
 constexpr size_t tls_held_max = 32 * 1024;
+// Frames up to one read's size are read without the request budget: small requests are
+// served while large ones wait for it, and waiting holds no more than this anyway.
+constexpr size_t unbudgeted_frame_max = read_chunk;
+// The "request budget spent" line is logged at most this often.
+constexpr std::chrono::seconds budget_log_interval{10};
 }  // namespace
 
 connection::connection(event_loop& loop, int fd, std::string peer, size_t max_frame_bytes,
-                       callbacks cb, std::shared_ptr<tls_context> tls)
+                       callbacks cb, std::shared_ptr<tls_context> tls,
+                       std::shared_ptr<byte_budget> budget)
     : _loop(loop),
       _fd(fd),
       _peer(std::move(peer)),
       _max_frame(max_frame_bytes),
       _cb(std::move(cb)),
       _id(g_next_id++),
+      _budget(std::move(budget)),
       _tls_ctx(std::move(tls)) {}
 
 connection::~connection() {
+    drop_budget();
     if (_fd >= 0) ::close(_fd);
 }
 
@@ -75,11 +84,11 @@ void connection::update_interest() {
         if (!_tls->handshake_done()) {
             ev |= _handshake_wants_write ? EPOLLOUT : EPOLLIN;
         } else {
-            if (!_paused || _write_wants_read) ev |= EPOLLIN;
+            if (!read_stopped() || _write_wants_read) ev |= EPOLLIN;
             if ((_want_write && !_write_wants_read) || _read_wants_write) ev |= EPOLLOUT;
         }
     } else {
-        if (!_paused) ev |= EPOLLIN;
+        if (!read_stopped()) ev |= EPOLLIN;
         if (_want_write) ev |= EPOLLOUT;
     }
     // A half-close is news only to a reader. Watched while reading is paused, it would
@@ -108,12 +117,15 @@ void connection::resume_reading() {
     _loop.post([self] {
         if (self->closed() || self->_paused) return;
         self->parse_frames();
-        // Records OpenSSL already holds raise no epoll event: drain them here.
-        if (self->_tls && !self->closed() && !self->_paused && self->_tls->handshake_done() &&
-            self->_tls->has_pending())
-            self->do_tls_read();
-        self->update_rcvlowat();
+        self->drain_tls_pending();
     });
+}
+
+void connection::drain_tls_pending() {
+    // Records OpenSSL already holds raise no epoll event: drain them here.
+    if (_tls && !closed() && !read_stopped() && _tls->handshake_done() && _tls->has_pending())
+        do_tls_read();
+    update_rcvlowat();
 }
 
 void connection::on_io(uint32_t events) {
@@ -126,7 +138,7 @@ void connection::on_io(uint32_t events) {
         on_tls_io(events);
     } else {
         if (events & EPOLLOUT) do_write();
-        if ((events & (EPOLLIN | EPOLLRDHUP)) && !_paused && _fd >= 0) do_read();
+        if ((events & (EPOLLIN | EPOLLRDHUP)) && !read_stopped() && _fd >= 0) do_read();
     }
     update_rcvlowat();
 }
@@ -141,7 +153,7 @@ void connection::update_rcvlowat() {
     if (_fd < 0) return;
     size_t want = 1;
     const size_t avail = _in.size() - _in_start;
-    const bool reading = !_paused && !_write_wants_read && (!_tls || _tls->handshake_done());
+    const bool reading = !read_stopped() && !_write_wants_read && (!_tls || _tls->handshake_done());
     if (reading && avail >= 4) {
         // parse_frames leaves only an incomplete frame of an accepted size.
         const auto size = static_cast<size_t>(load_be<int32_t>(_in.data() + _in_start));
@@ -171,8 +183,9 @@ void connection::do_read() {
         ssize_t n = ::recv(_fd, _in.data() + have, read_chunk, 0);
         if (n > 0) {
             _in.resize(have + static_cast<size_t>(n));
+            if (_budgeted > 0) _last_progress = event_loop::clock::now();
             parse_frames();
-            if (_fd < 0 || _paused) return;
+            if (_fd < 0 || read_stopped()) return;
             if (static_cast<size_t>(n) < read_chunk) return;
             continue;
         }
@@ -199,6 +212,7 @@ void connection::parse_frames() {
                   std::to_string(_max_frame));
             return;
         }
+        if (!fits_budget(static_cast<size_t>(size))) return;
         if (avail < 4 + static_cast<size_t>(size)) break;
         std::span<uint8_t> frame(_in.data() + _in_start + 4, static_cast<size_t>(size));
         _in_start += 4 + static_cast<size_t>(size);
@@ -208,6 +222,7 @@ void connection::parse_frames() {
         _in.clear();
         _in_start = 0;
     }
+    settle_budget();
 }
 
 void connection::send(bytes data) {
@@ -327,6 +342,7 @@ void connection::close(const std::string& reason) {
     ::close(_fd);
     _fd = -1;
     _out.clear();
+    drop_budget();
     _tls_out = bytes{};
     _tls_out_pos = _tls_out_len = 0;
     auto self = shared_from_this();
@@ -339,6 +355,121 @@ void connection::close(const std::string& reason) {
 void connection::fail(const std::string& reason) {
     log_info("net", "connection {} from {}: {}", _id, _peer, reason);
     close(reason);
+}
+
+// --- The request budget -------------------------------------------------------------------
+
+bool connection::fits_budget(size_t size) {
+    if (!_budget || 4 + size <= unbudgeted_frame_max || 4 + size <= _budget->capacity())
+        return true;
+    // It could never be granted: refused as an oversized frame is, rather than waited for.
+    log_warn("net",
+             "connection {} from {}: request of {} bytes is larger than the whole request "
+             "budget of {} bytes (--queued-max-request-bytes); closing",
+             _id, _peer, size, _budget->capacity());
+    close("request larger than the request budget");
+    return false;
+}
+
+// Invariant: a partly read frame above unbudgeted_frame_max holds its whole size from the
+// budget (_budgeted) or waits for it with reading stopped; any other holds nothing. A
+// frame granted its bytes can always be read to its end, so frames waiting on each other
+// cannot deadlock, and what waits holds at most one read's worth.
+void connection::settle_budget() {
+    if (!_budget || _fd < 0 || _budget_wait) return;
+    size_t want = 0;
+    if (const size_t avail = _in.size() - _in_start; avail >= 4) {
+        const auto frame = 4 + static_cast<size_t>(load_be<int32_t>(_in.data() + _in_start));
+        if (frame > unbudgeted_frame_max) want = frame;
+    }
+    if (want == _budgeted) return;  // the same frame is still being read, or none
+    if (_budgeted > 0) {
+        cancel_stall_check();
+        _budget->release(std::exchange(_budgeted, 0));
+    }
+    if (want == 0) {
+        // A large frame's buffer goes back rather than staying with an idle connection.
+        if (_in.capacity() > 2 * read_chunk && _in.size() - _in_start <= read_chunk) {
+            raw_buffer(_in.begin() + static_cast<ptrdiff_t>(_in_start), _in.end()).swap(_in);
+            _in_start = 0;
+        }
+        return;
+    }
+    if (_budget->try_acquire(want)) return take_budget(want);
+    _budget_wait = true;
+    update_interest();
+    static log_throttle throttle(budget_log_interval);
+    if (uint64_t quiet = 0; throttle.allow(quiet))
+        log_warn("net",
+                 "request budget spent: {} of {} bytes held by requests being read, {} "
+                 "connections waiting; connection {} from {} stops reading until {} bytes "
+                 "free ({} more such pauses since the last line)",
+                 _budget->used(), _budget->capacity(), _budget->waiting() + 1, _id, _peer, want,
+                 quiet);
+    std::weak_ptr<connection> weak = shared_from_this();
+    _budget_waiter = _budget->wait(want, [weak, want] {
+        if (auto self = weak.lock()) self->on_budget_granted(want);
+    });
+}
+
+void connection::take_budget(size_t frame) {
+    _budgeted = frame;
+    _last_progress = event_loop::clock::now();
+    if (_stall_timeout.count() > 0) arm_stall_check(_stall_timeout);
+    // The whole frame in one allocation, without the copies of growing by doubling.
+    if (_in_start > 0) {
+        _in.erase(_in.begin(), _in.begin() + static_cast<ptrdiff_t>(_in_start));
+        _in_start = 0;
+    }
+    _in.reserve(frame + read_chunk);
+}
+
+void connection::on_budget_granted(size_t frame) {
+    _budget_waiter = 0;
+    _budget_wait = false;
+    if (_fd < 0) {
+        _budget->release(frame);
+        return;
+    }
+    take_budget(frame);
+    update_interest();
+    // Runs from another connection's release: read on a turn of our own.
+    auto self = shared_from_this();
+    _loop.post([self] { self->drain_tls_pending(); });
+}
+
+void connection::drop_budget() {
+    if (!_budget) return;
+    cancel_stall_check();
+    if (_budget_wait) _budget->cancel(_budget_waiter);
+    _budget_wait = false;
+    if (_budgeted > 0) _budget->release(std::exchange(_budgeted, 0));
+}
+
+void connection::arm_stall_check(std::chrono::milliseconds delay) {
+    std::weak_ptr<connection> weak = weak_from_this();
+    _stall_timer = _loop.add_timer(delay, [weak] {
+        if (auto self = weak.lock()) self->check_stall();
+    });
+}
+
+void connection::cancel_stall_check() {
+    if (_stall_timer != 0) _loop.cancel_timer(std::exchange(_stall_timer, 0));
+}
+
+void connection::check_stall() {
+    _stall_timer = 0;
+    if (_fd < 0 || _budgeted == 0) return;
+    const auto now = event_loop::clock::now();
+    // Paused by the session (requests in flight): the wait is ours, not the client's.
+    if (_paused) _last_progress = now;
+    const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - _last_progress);
+    if (idle < _stall_timeout) return arm_stall_check(_stall_timeout - idle);
+    log_warn("net",
+             "connection {} from {}: no bytes of its {}-byte request for {} ms while it holds "
+             "that much of the request budget; closing",
+             _id, _peer, _budgeted, idle.count());
+    close("request stalled while holding the request budget");
 }
 
 // --- TLS ----------------------------------------------------------------------------------
@@ -354,7 +485,7 @@ void connection::on_tls_io(uint32_t events) {
     const bool readable = (events & (EPOLLIN | EPOLLRDHUP)) != 0;
     const bool writable = (events & EPOLLOUT) != 0;
     if ((writable && !_write_wants_read) || (readable && _write_wants_read)) do_tls_write();
-    if (_fd < 0 || _paused) return;
+    if (_fd < 0 || read_stopped()) return;
     if (readable || (writable && _read_wants_write) || _tls->has_pending()) do_tls_read();
 }
 
@@ -412,8 +543,9 @@ void connection::do_tls_read() {
             update_interest();
         }
         if (got > 0) {
+            if (_budgeted > 0) _last_progress = event_loop::clock::now();
             parse_frames();
-            if (_fd < 0 || _paused) return;
+            if (_fd < 0 || read_stopped()) return;
         }
         switch (st) {
             case tls_session::status::ok:

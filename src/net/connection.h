@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/types.h"
+#include "net/byte_budget.h"
 #include "net/event_loop.h"
 #include "net/raw_buffer.h"
 #include "net/tls.h"
@@ -32,11 +33,20 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
         std::function<void(const std::shared_ptr<connection>&)> on_close;
     };
 
+    // With a budget, frames above one read's size (256 KiB) take their whole size from
+    // it before they are read further, and reading stops while it has none to give; a
+    // frame larger than the whole budget closes the connection, as one above
+    // max_frame_bytes does.
     connection(event_loop& loop, int fd, std::string peer, size_t max_frame_bytes, callbacks cb,
-               std::shared_ptr<tls_context> tls = nullptr);
+               std::shared_ptr<tls_context> tls = nullptr,
+               std::shared_ptr<byte_budget> budget = nullptr);
     ~connection() override;
 
     void start();
+    // With a budget: a frame holding part of it must keep arriving; no bytes of it for
+    // this long (while reading is not paused) closes the connection, so that a client
+    // stopping mid-request cannot keep its share. 0: no limit.
+    void set_budget_stall_timeout(std::chrono::milliseconds t) { _stall_timeout = t; }
     // Queue bytes, or a file range sent with sendfile; everything goes out in the order
     // queued, written at the end of the event loop's iteration so that what one
     // iteration queues shares system calls.
@@ -75,6 +85,17 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     void fail(const std::string& reason);
     // Queued output is written at the end of the loop iteration (event_loop::defer_flush).
     void schedule_flush();
+    // The request budget (see the constructor).
+    bool read_stopped() const { return _paused || _budget_wait; }
+    bool fits_budget(size_t frame_size);  // false: closed
+    void settle_budget();                 // after parsing: hold, wait for or release bytes
+    void take_budget(size_t frame);
+    void on_budget_granted(size_t frame);
+    void drop_budget();
+    void drain_tls_pending();
+    void arm_stall_check(std::chrono::milliseconds delay);
+    void check_stall();
+    void cancel_stall_check();
 
     event_loop& _loop;
     int _fd;
@@ -99,6 +120,13 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     bool _want_write = false;
     bool _flush_pending = false;  // a defer_flush is due
     size_t _rcvlowat = 1;  // the socket's SO_RCVLOWAT (1 is the kernel's default)
+    std::shared_ptr<byte_budget> _budget;
+    size_t _budgeted = 0;     // bytes held from _budget for the frame being read
+    bool _budget_wait = false;  // reading stopped until _budget grants the frame's bytes
+    byte_budget::waiter_id _budget_waiter = 0;
+    std::chrono::milliseconds _stall_timeout{0};
+    event_loop::timer_id _stall_timer = 0;
+    event_loop::clock::time_point _last_progress{};  // of the frame holding budget
 
     // TLS state (unused without a context).
     std::shared_ptr<tls_context> _tls_ctx;

@@ -35,7 +35,8 @@ result<host_port> parse_host_port(const std::string& s) {
     return hp;
 }
 
-listener::listener(event_loop& loop, accept_fn fn) : _loop(loop), _fn(std::move(fn)) {}
+listener::listener(event_loop& loop, accept_fn fn, std::string name)
+    : _loop(loop), _fn(std::move(fn)), _name(std::move(name)) {}
 
 listener::~listener() {
     close();
@@ -97,13 +98,19 @@ result<host_port> listener::open(const host_port& addr) {
     auto s = open_listen_socket(addr, true);
     if (!s) return s.err();
     _fd = s->fd;
+    _backoff = std::make_unique<accept_backoff>(_name + " " + s->address.to_string());
     _loop.watch(_fd, EPOLLIN, this);
     return s->address;
 }
 
 void listener::close() {
     if (_fd < 0) return;
-    _loop.unwatch(_fd);
+    if (_resume_timer != 0) {
+        _loop.cancel_timer(_resume_timer);
+        _resume_timer = 0;
+    } else {
+        _loop.unwatch(_fd);
+    }
     ::close(_fd);
     _fd = -1;
 }
@@ -114,15 +121,33 @@ void listener::on_io(uint32_t) {
         socklen_t len = sizeof ss;
         int fd = accept4(_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EINTR) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                log_warn("net", "accept: {}", std::strerror(errno));
+            const int err = errno;
+            if (err == EINTR || err == ECONNABORTED) continue;
+            if (accept_backoff::is_resource_error(err)) {
+                _backoff->failed(err);
+                pause_accepting();
+            } else if (err != EAGAIN && err != EWOULDBLOCK) {
+                log_warn("net", "{}: accept: {}", _name, std::strerror(err));
+            }
             return;
         }
+        _backoff->succeeded();
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         _fn(fd, peer_name(ss));
     }
+}
+
+}  // namespace sluice::net
+
+namespace sluice::net {
+
+void listener::pause_accepting() {
+    _loop.unwatch(_fd);
+    _resume_timer = _loop.add_timer(accept_backoff::pause, [this] {
+        _resume_timer = 0;
+        _loop.watch(_fd, EPOLLIN, this);  // level-triggered: pending clients wake it at once
+    });
 }
 
 }  // namespace sluice::net

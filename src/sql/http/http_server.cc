@@ -2,7 +2,10 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <exception>
+#include <functional>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -25,6 +28,8 @@ const char* kind_for_status(int status) {
             return "not_found";
         case 405:
             return "method_not_allowed";
+        case 408:
+            return "request_timeout";
         case 411:
             return "length_required";
         case 413:
@@ -56,6 +61,60 @@ constexpr int lingering_close_ms = 2000;
 // The challenge of every 401 (RFC 7617).
 const http::header_list basic_challenge = {{"WWW-Authenticate", "Basic realm=\"sluice\""}};
 
+// How long a client over the limit has to send its request head before it gets its 503.
+constexpr std::chrono::seconds refused_head_timeout{2};
+
+using steady = std::chrono::steady_clock;
+
+// Reads of a connection, with a deadline while one is set: each read waits at most until
+// it (and never longer than the stall timeout), and `expired` says that it passed.
+struct deadline_reader {
+    net::stream_socket& sock;
+    std::chrono::milliseconds stall;
+    std::optional<steady::time_point> deadline;
+    bool expired = false;
+
+    size_t operator()(char* buf, size_t n) {
+        if (deadline) {
+            const auto left =
+                std::chrono::ceil<std::chrono::milliseconds>(*deadline - steady::now());
+            if (left.count() <= 0) {
+                expired = true;
+                return 0;
+            }
+            sock.set_read_timeout(std::min(stall, left));
+        }
+        const size_t got = sock.read_some(buf, n);
+        if (got == 0 && deadline && steady::now() >= *deadline) expired = true;
+        return got;
+    }
+    void clear() {
+        if (!deadline) return;
+        deadline.reset();
+        sock.set_read_timeout(stall);
+    }
+};
+
+// Over the connection limit: reads the request head first (briefly, however the bytes
+// trickle in), as clients write their whole request before they read, then answers 503
+// and closes.
+void refuse(net::stream_socket& sock, const net::tls_context* tls) {
+    sock.set_read_timeout(refused_head_timeout);
+    sock.set_write_timeout(refused_head_timeout);
+    deadline_reader read{sock, refused_head_timeout, steady::now() + refused_head_timeout};
+    if (tls && !sock.start_tls_server(*tls)) return;
+    std::string head;
+    char buf[4096];
+    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
+        const size_t n = read(buf, sizeof buf);
+        if (n == 0) break;
+        head.append(buf, n);
+    }
+    http::http_response resp([&sock](std::string_view d) { return sock.write_all(d); }, {}, false);
+    resp.send_error(503, "unavailable", "too many open HTTP connections; retry later");
+    sock.finish(lingering_close_ms);
+}
+
 }  // namespace
 
 http_server::http_server(engine& eng, http_options opts) : _eng(eng), _opts(std::move(opts)) {}
@@ -78,26 +137,12 @@ result<std::unique_ptr<http_server>> http_server::start(const net::host_port& ad
     bo.address = addr;
     bo.name = "http";
     bo.max_connections = srv->_opts.max_connections;
+    // A connection takes its slot at once (serve): slots are counted as before, and the
+    // request head's deadline frees those that trickle.
+    bo.max_starting = srv->_opts.max_connections;
     auto s = net::blocking_server::start(
         std::move(bo), [self](net::stream_socket& sock) { self->serve(sock); },
-        [tls = srv->_opts.tls](net::stream_socket& sock) {
-            // Over the limit: read the request head first (briefly), as clients write
-            // their whole request before they read, then answer 503 and close.
-            sock.set_read_timeout(std::chrono::seconds(2));
-            sock.set_write_timeout(std::chrono::seconds(2));
-            if (tls && !sock.start_tls_server(*tls)) return;
-            std::string head;
-            char buf[4096];
-            while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
-                const size_t n = sock.read_some(buf, sizeof buf);
-                if (n == 0) break;
-                head.append(buf, n);
-            }
-            http::http_response resp([&sock](std::string_view d) { return sock.write_all(d); }, {},
-                                     false);
-            resp.send_error(503, "unavailable", "too many open HTTP connections; retry later");
-            sock.finish(lingering_close_ms);
-        });
+        [tls = srv->_opts.tls](net::stream_socket& sock) { refuse(sock, tls.get()); });
     if (!s) return s.err();
     srv->_server = std::move(*s);
     return srv;
@@ -116,21 +161,35 @@ void http_server::stop() {
 }
 
 void http_server::serve(net::stream_socket& sock) {
-    // Bounds the TLS handshake too.
-    sock.set_read_timeout(_opts.io_timeout);
+    if (!sock.establish()) return refuse(sock, _opts.tls.get());  // the slots filled meanwhile
+    deadline_reader read{sock, _opts.io_timeout, steady::now() + _opts.header_timeout};
     sock.set_write_timeout(_opts.io_timeout);
     if (_opts.tls) {
+        // The first head's deadline bounds the handshake too.
+        sock.set_read_timeout(std::min(_opts.io_timeout, _opts.header_timeout));
         if (auto r = sock.start_tls_server(*_opts.tls); !r) {
             log_debug("http", "{}: TLS handshake failed: {}", sock.peer(), r.err().message);
             return;
         }
     }
-    http::buffered_reader in([&sock](char* b, size_t n) { return sock.read_some(b, n); });
+    http::buffered_reader in(std::ref(read));
     auto write = [&sock](std::string_view d) { return sock.write_all(d); };
     auto closed = [&sock] { return sock.peer_closed(); };
-    for (;;) {
+    for (bool first = true;; first = false) {
+        // After the first request: idle under the stall timeout, then the head's deadline
+        // from its first byte.
+        if (!first && in.peek() < 0) return;
+        if (!first) read.deadline = steady::now() + _opts.header_timeout;
         http::http_request req;
         auto r = http::read_request_head(in, req, _opts.limits);
+        if (r.what != http::read_result::kind::error && read.expired) {
+            log_info("http", "{}: no complete request head within {} ms; answering 408",
+                     sock.peer(), _opts.header_timeout.count());
+            r = {http::read_result::kind::error, 408,
+                 fmt::format("the request head was not complete within {} ms",
+                             _opts.header_timeout.count())};
+        }
+        read.clear();
         if (r.what == http::read_result::kind::request) {
             r = http::read_request_body(in, req, _opts.limits, [&] {
                 // Expect: 100-continue (curl sends it with bodies over 1 KiB).

@@ -24,10 +24,16 @@ class gate;
 namespace sluice::sql {
 
 struct http_options {
+    // Connections open at once; one more is answered 503.
     size_t max_connections = 64;
     // A connection idle between requests, or a request or response stalled, for this
     // long is closed, so that idle keep-alive clients do not hold threads forever.
     std::chrono::milliseconds io_timeout{60'000};
+    // A request head (request line and headers) must be complete within this time: from
+    // the connection's start for its first request (the TLS handshake included), from
+    // its first byte for the next ones. Past it the client gets 408 and the connection
+    // closes, so bytes trickled in under io_timeout cannot hold a slot.
+    std::chrono::milliseconds header_timeout{10'000};
     http::parse_limits limits;
     http::sql_endpoint_options sql;
     // Set: HTTPS, a TLS handshake on every connection before its first request.

@@ -127,22 +127,21 @@ bool pg_connection::fill(size_t n) {
 
 bool pg_connection::wait_readable() {
     for (;;) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        *_read_deadline - std::chrono::steady_clock::now())
-                        .count();
-        if (_sock.is_tls() && left > 0) {
+        // Rounded up, so that a wait that ends finds the deadline passed.
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+                              *_read_deadline - std::chrono::steady_clock::now())
+                              .count();
+        if (left <= 0) return false;
+        if (_sock.is_tls()) {
             // OpenSSL may hold decrypted bytes that poll() cannot see: the socket's
             // receive timeout bounds the read instead.
             _sock.set_read_timeout(std::chrono::milliseconds(left));
             return true;
         }
         pollfd pfd{_sock.fd(), POLLIN, 0};
-        int r = left > 0 ? ::poll(&pfd, 1, static_cast<int>(left)) : 0;
+        const int r = ::poll(&pfd, 1, static_cast<int>(left));
         if (r > 0) return true;
-        if (r < 0 && errno == EINTR) continue;
-        log_warn("pg", "{}: no complete startup within {} ms; closing", _sock.peer(),
-                 _opts.startup_timeout.count());
-        return false;
+        if (r < 0 && errno != EINTR) return false;
     }
 }
 
@@ -254,6 +253,11 @@ bool pg_connection::startup() {
         put_negotiate_protocol_version(_out, 0, unknown_options);
     security::principal who;
     if (!authenticate(who)) return false;
+    // Logged in: from here on the connection holds one of the sessions' slots.
+    if (!_sock.establish()) {
+        fatal({"53300", "sorry, too many clients already"});
+        return false;
+    }
 
     auto sess = _engine.open_session();
     if (!sess) {
@@ -431,15 +435,45 @@ bool pg_connection::apply_startup_params(
 
 // ---- The message loop ----
 
+bool pg_connection::deadline_passed() const {
+    return _read_deadline && std::chrono::steady_clock::now() >= *_read_deadline;
+}
+
+// Waits for the first byte of the next message, at most idle_session_timeout; false when
+// the client left, or (after a FATAL naming the timeout) stayed silent.
+bool pg_connection::wait_for_message() {
+    const auto idle = _opts.idle_session_timeout;
+    if (idle.count() <= 0 || _in.size() > _in_pos) return true;
+    _read_deadline = std::chrono::steady_clock::now() + idle;
+    const bool got = fill(1);
+    const bool timed_out = !got && deadline_passed();
+    _read_deadline.reset();
+    if (_sock.is_tls()) _sock.set_read_timeout(std::chrono::milliseconds(0));
+    if (!timed_out) return got;
+    const bool in_tx = _session->in_transaction() || _tx_failed;
+    log_info("pg", "{}: pid {} idle{} for {} ms; closing", _sock.peer(), _pid,
+             in_tx ? " in a transaction" : "", idle.count());
+    // PostgreSQL's idle_in_transaction_session_timeout and idle_session_timeout.
+    fatal(in_tx ? pg_error{"25P03", "terminating connection due to idle-in-transaction timeout"}
+                : pg_error{"57P05", "terminating connection due to idle-session timeout"});
+    return false;
+}
+
 void pg_connection::run() {
     _read_deadline = std::chrono::steady_clock::now() + _opts.startup_timeout;
-    if (!startup()) return;
+    if (!startup()) {
+        if (deadline_passed())
+            log_warn("pg", "{}: no complete startup within {} ms; closing", _sock.peer(),
+                     _opts.startup_timeout.count());
+        return;
+    }
     _read_deadline.reset();
     if (_sock.is_tls())
         _sock.set_read_timeout(std::chrono::milliseconds(0));  // queries may be far apart
     for (;;) {
         char type = 0;
         std::string_view body;
+        if (!wait_for_message()) break;
         if (!read_message(type, body)) break;
         if (type == 'X') break;
         if (!dispatch(type, body)) break;

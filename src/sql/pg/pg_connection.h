@@ -69,7 +69,9 @@ class pg_connection {
 
     // ---- I/O ----
     bool fill(size_t n);   // at least n unread input bytes; flushes output before blocking
-    bool wait_readable();  // until _read_deadline; false (logged) when it passes
+    bool wait_readable();  // until _read_deadline; false when it passes
+    bool deadline_passed() const;
+    bool wait_for_message();  // idle_session_timeout
     bool flush();
     bool flush_if_large();
     bool read_message(char& type, std::string_view& body);

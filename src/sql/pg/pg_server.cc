@@ -28,10 +28,27 @@ constexpr int32_t gssenc_request_code = 80877104;
 // refuses a client over max_connections. False when the client sends nothing sensible
 // in time.
 bool read_startup(net::stream_socket& sock, const net::tls_context* tls) {
+    // However slowly the bytes trickle in, the whole exchange ends by the deadline.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(refuse_read_timeout_ms);
+    auto read_exact = [&](void* buf, size_t n) {
+        auto* p = static_cast<char*>(buf);
+        while (n > 0) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) return false;
+            sock.set_read_timeout(left);
+            const size_t got = sock.read_some(p, n);
+            if (got == 0) return false;
+            p += got;
+            n -= got;
+        }
+        return true;
+    };
     sock.set_read_timeout(std::chrono::milliseconds(refuse_read_timeout_ms));
     for (int round = 0; round < 3; ++round) {
         uint8_t head[8];
-        if (!sock.read_exact(head, sizeof head)) return false;
+        if (!read_exact(head, sizeof head)) return false;
         const int32_t len = (head[0] << 24) | (head[1] << 16) | (head[2] << 8) | head[3];
         const int32_t code = (head[4] << 24) | (head[5] << 16) | (head[6] << 8) | head[7];
         if (code == ssl_request_code && tls && !sock.is_tls()) {
@@ -44,7 +61,7 @@ bool read_startup(net::stream_socket& sock, const net::tls_context* tls) {
         }
         if (len < 8 || len > 10000) return false;
         std::string rest(static_cast<size_t>(len - 8), '\0');
-        return sock.read_exact(rest.data(), rest.size());
+        return read_exact(rest.data(), rest.size());
     }
     return false;
 }
@@ -86,6 +103,7 @@ result<std::unique_ptr<pg_server>> pg_server::start(const net::host_port& addr, 
     bo.address = addr;
     bo.name = "pg";
     bo.max_connections = srv->_opts.max_connections;
+    bo.max_starting = srv->_opts.max_starting;
     auto* self = srv.get();
     auto s = net::blocking_server::start(
         std::move(bo), [self](net::stream_socket& sock) { self->serve(sock); },

@@ -31,12 +31,21 @@ class pg_connection;
 }
 
 struct pg_options {
+    // Logged-in sessions; one more gets FATAL 53300 after its login.
     size_t max_connections = 64;
+    // Connections still in their startup (startup packet, TLS, authentication): a cap
+    // of their own (net::blocking_server::options::max_starting), so that clients that
+    // never log in cannot take the sessions' slots; beyond, FATAL 53300 too.
+    size_t max_starting = 64;
     // Reported as server_version; clients parse the leading number (15.0 -> 150000).
     std::string server_version = "15.0 (Sluice)";
     // A client must finish its startup within this time (PostgreSQL's
     // authentication_timeout), or its connection slot is taken back.
-    std::chrono::milliseconds startup_timeout{60'000};
+    std::chrono::milliseconds startup_timeout{10'000};
+    // A session that sends nothing for this long is closed with FATAL 57P05 (25P03 in a
+    // transaction block), as PostgreSQL's idle_session_timeout and
+    // idle_in_transaction_session_timeout do; 0: never.
+    std::chrono::milliseconds idle_session_timeout{600'000};
     // Set: an SSLRequest is answered 'S' and the connection goes on over TLS (else 'N').
     std::shared_ptr<net::tls_context> tls;
     // Set: its policies decide what each session may read, and when it requires

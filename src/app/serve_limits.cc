@@ -1,0 +1,71 @@
+#include "app/serve_limits.h"
+
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/logging.h"
+
+namespace sluice::app {
+
+void add_connection_limit_flags(CLI::App& cmd, connection_limits& l) {
+    cmd.add_option("--queued-max-request-bytes", l.queued_max_request_bytes,
+                   "Kafka's queued.max.request.bytes: bytes that the Kafka requests being read "
+                   "may hold together. A request above 256 KiB takes its whole size from it "
+                   "first; while none is left the broker stops reading such requests (smaller "
+                   "ones go on). A request larger than this closes its connection")
+        ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40))
+        ->capture_default_str();
+    cmd.add_option("--request-stall-timeout-ms", l.request_stall_timeout_ms,
+                   "A Kafka request holding part of --queued-max-request-bytes that receives "
+                   "no bytes for this long closes its connection, so that a client stopping "
+                   "mid-request cannot keep its share; 0: never")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd.add_option("--http-header-timeout-ms", l.http_header_timeout_ms,
+                   "An HTTP request head (request line and headers) must be complete within "
+                   "this time (from the connection's start, then from each request's first "
+                   "byte), or the client gets 408 and the connection closes")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd.add_option("--pg-startup-timeout-ms", l.pg_startup_timeout_ms,
+                   "PostgreSQL's authentication_timeout: a pg client must send its startup "
+                   "packet and log in within this time, or its connection closes")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd.add_option("--pg-idle-session-timeout-ms", l.pg_idle_session_timeout_ms,
+                   "PostgreSQL's idle_session_timeout: a pg session that sends nothing this "
+                   "long is closed with FATAL 57P05 (25P03 inside a transaction block); 0: never")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd.add_option("--pg-max-starting-connections", l.pg_max_starting_connections,
+                   "Connections the pg listener keeps that have not logged in yet, apart from "
+                   "--sql-max-connections; beyond, the oldest starting for over a second is "
+                   "closed to make room, or the new one is refused (53300)")
+        ->check(CLI::Range(size_t{1}, size_t{100000}))
+        ->capture_default_str();
+}
+
+void raise_fd_limit() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        log_warn("app", "getrlimit(RLIMIT_NOFILE): {}", std::strerror(errno));
+        return;
+    }
+    const auto soft = static_cast<uint64_t>(rl.rlim_cur);
+    const auto hard = static_cast<uint64_t>(rl.rlim_max);
+    if (rl.rlim_cur >= rl.rlim_max) {
+        log_info("app", "descriptor limit {} (the hard limit)", soft);
+        return;
+    }
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        log_info("app", "descriptor limit {}: raising it to the hard limit {} failed: {}", soft,
+                 hard, std::strerror(errno));
+        return;
+    }
+    log_info("app", "descriptor limit raised from {} to the hard limit {}", soft, hard);
+}
+
+}  // namespace sluice::app

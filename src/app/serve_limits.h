@@ -1,0 +1,29 @@
+#pragma once
+
+// The `sluice serve` flags that bound what one client can take from the broker
+// (docs/operations.md, "Limits"), and the descriptor limit raised at start-up.
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sluice::app {
+
+struct connection_limits {
+    // Kafka's queued.max.request.bytes: the bytes of Kafka requests being read at once.
+    size_t queued_max_request_bytes = size_t{256} << 20;
+    int64_t request_stall_timeout_ms = 30'000;  // 0: never
+    int64_t http_header_timeout_ms = 10'000;
+    int64_t pg_startup_timeout_ms = 10'000;
+    int64_t pg_idle_session_timeout_ms = 600'000;  // 0: never
+    size_t pg_max_starting_connections = 64;
+};
+
+void add_connection_limit_flags(CLI::App& cmd, connection_limits& l);
+
+// Raises RLIMIT_NOFILE's soft limit to the hard limit where allowed, and logs the
+// outcome at INFO.
+void raise_fd_limit();
+
+}  // namespace sluice::app
