@@ -10,8 +10,6 @@ namespace sluice::sql {
 
 namespace {
 
-constexpr const char* module_name = "sluice_rows";
-
 using registry = std::map<std::string, row_table_spec>;
 
 struct row_vtab {
@@ -29,7 +27,7 @@ int connect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_v
             char** err) {
     auto* reg = static_cast<registry*>(aux);
     if (argc < 4) {
-        *err = sqlite3_mprintf("sluice_rows needs the table's key");
+        *err = sqlite3_mprintf("a row table needs its key");
         return SQLITE_ERROR;
     }
     auto it = reg->find(argv[3]);
@@ -146,21 +144,22 @@ void set_result(sqlite3_context* c, const value& v) {
 }
 
 outcome<bool> create_row_tables(sqlite3* db, const std::string& schema,
-                                std::map<std::string, row_table_spec> specs) {
+                                std::map<std::string, row_table_spec> specs,
+                                const std::string& module) {
     std::vector<std::string> names;
     names.reserve(specs.size());
     for (const auto& [name, spec] : specs) names.push_back(name);
     // SQLite owns the registry from here: it deletes it with the module.
     auto* reg = new registry(std::move(specs));
-    int rc = sqlite3_create_module_v2(db, module_name, &row_module, reg,
+    int rc = sqlite3_create_module_v2(db, module.c_str(), &row_module, reg,
                                       [](void* p) { delete static_cast<registry*>(p); });
     if (rc != SQLITE_OK)
         return query_error{failure::internal,
-                           fmt::format("{}: {}", module_name, sqlite3_errmsg(db))};
+                           fmt::format("{}: {}", module, sqlite3_errmsg(db))};
     for (const auto& name : names) {
         if (auto r = exec_sql(
                 db, fmt::format("CREATE VIRTUAL TABLE {}.{} USING {}({})", quote_ident(schema),
-                                quote_ident(name), module_name, name));
+                                quote_ident(name), module, name));
             !r)
             return r;
     }

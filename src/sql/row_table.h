@@ -20,9 +20,10 @@ struct row_table_spec {
 };
 
 // Registers the module on `db` and creates schema.<name> for each spec. Once per
-// connection.
+// connection and module name: each schema of row tables registers its own module.
 outcome<bool> create_row_tables(sqlite3* db, const std::string& schema,
-                                std::map<std::string, row_table_spec> specs);
+                                std::map<std::string, row_table_spec> specs,
+                                const std::string& module = "sluice_rows");
 
 // Runs one of the engine's own statements (no rows); the error names the statement.
 outcome<bool> exec_sql(sqlite3* db, const std::string& sql);

@@ -10,6 +10,7 @@
 
 #include "common/logging.h"
 #include "sql/functions.h"
+#include "sql/pg_catalog.h"
 #include "sql/row_table.h"
 #include "sql/schema_commands.h"
 #include "sql/schemas.h"
@@ -33,8 +34,10 @@ constexpr auto interrupt_check_period = std::chrono::milliseconds(5);
 constexpr int busy_timeout_ms = 5000;
 
 bool is_engine_schema(const char* db_name) {
-    return db_name &&
-           (std::strcmp(db_name, "kafka_topics") == 0 || std::strcmp(db_name, "system") == 0);
+    if (!db_name) return false;
+    for (const char* s : {"kafka_topics", "system", "pg_catalog", "information_schema"})
+        if (std::strcmp(db_name, s) == 0) return true;
+    return false;
 }
 
 // PRAGMAs a user may run: the ones that only read. A PRAGMA given a value is refused
@@ -106,7 +109,7 @@ void sqlite_session::refresh_authorization() {
 
 sqlite_session::~sqlite_session() {
     _topics.reset();
-    if (_db) sqlite3_close_v2(_db);
+    if (_db) sqlite3_close_v2(_db);  // before _pg, which its functions use
 }
 
 std::string sqlite_session::without_paths(std::string msg) const {
@@ -176,6 +179,13 @@ outcome<bool> sqlite_session::setup() {
     _internal = true;
     auto sys = install_system_tables(
         _db, system_sources{_src.opts->logs, _src.opts->catalog, _src.opts->state, &_ctx});
+    if (sys) {
+        // After the engine's schemas: users' schemas are attached after it, and the catalog
+        // lists them in that order.
+        _pg = std::make_unique<pg_catalog_reader>(_db, &_ctx);
+        sys = install_pg_catalog(_db, _pg.get());
+        if (sys) sys = register_pg_functions(_db, _pg.get());
+    }
     _internal = false;
     if (!sys) return sys.error();
     return sync_schemas();
