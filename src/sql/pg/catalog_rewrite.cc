@@ -295,21 +295,20 @@ bool subscript(std::string& s, const tokens& t) {
 // Where the FROM list of the SELECT whose select list holds token `at` ends (the
 // offset in `s` to insert a joined table at), or nullopt.
 std::optional<size_t> from_list_end(const tokens& t, size_t at) {
-    int depth = 0;
+    // Back to the SELECT enclosing the call: out of the parentheses around it, not into
+    // those of the expressions before it.
+    int level = 0, outer = 0;
     size_t select = t.size();
     for (size_t i = at + 1; i-- > 0;) {
-        if (t[i].is_punct(')')) ++depth;
-        if (t[i].is_punct('(')) {
-            if (depth == 0) break;
-            --depth;
-        }
-        if (depth == 0 && t[i].is_word("SELECT")) {
+        if (t[i].is_punct(')')) ++level;
+        if (t[i].is_punct('(')) outer = std::min(outer, --level);
+        if (level == outer && t[i].is_word("SELECT")) {
             select = i;
             break;
         }
     }
     if (select == t.size()) return std::nullopt;
-    depth = 0;
+    int depth = 0;
     bool in_from = false;
     for (size_t i = select + 1; i < t.size(); ++i) {
         if (t[i].is_punct('(')) ++depth;
@@ -398,6 +397,17 @@ bool series_alias(std::string& s, const tokens& t) {
     return false;
 }
 
+// AS default: column aliases PostgreSQL takes that are SQLite keywords, quoted.
+bool keyword_alias(std::string& s, const tokens& t) {
+    for (size_t i = 0; i + 1 < t.size(); ++i) {
+        if (!t[i].is_word("AS") || t[i + 1].k != kind::word) continue;
+        for (const char* w : {"DEFAULT", "CHECK", "ORDER", "GROUP", "TABLE", "INDEX", "PRIMARY",
+                              "UNIQUE", "REFERENCES", "COLLATE", "KEY"})
+            if (t[i + 1].is_word(w)) return splice(s, t, i + 1, i + 1, "\"" + to_lower(w) + "\""), true;
+    }
+    return false;
+}
+
 // Bare current_user & co. -> calls; PostgreSQL functions with SQLite names.
 bool renamed_functions(std::string& s, const tokens& t) {
     for (size_t i = 0; i < t.size(); ++i) {
@@ -422,7 +432,7 @@ std::string rewrite_catalog_sql(std::string_view sql) {
     // operands; each construct rewritten leaves none of its kind behind, so the loop ends.
     static constexpr rewrite rewrites[] = {
         escape_string, operator_syntax, default_collation, qualified_function, regex_match,
-        renamed_functions, series_alias, cast, any_all, array_subquery, subscript, set_returning, field_access};
+        renamed_functions, keyword_alias, series_alias, cast, any_all, array_subquery, subscript, set_returning, field_access};
     std::string s(sql);
     // Bounded: a catalog query needs a few dozen rewrites.
     for (int round = 0; round < 10'000; ++round) {
