@@ -54,7 +54,7 @@ int64_t hashed_oid(std::string_view key) {
 // The columns of a table or view, from PRAGMA table_xinfo (hidden columns of virtual
 // tables left out).
 outcome<bool> read_columns(sqlite3* db, pg_relation& rel, const std::string& table) {
-    return each_row(db,
+    auto r = each_row(db,
                     fmt::format("PRAGMA {}.table_xinfo({})", quote_ident(rel.schema),
                                 quote_literal(table)),
                     [&](sqlite3_stmt* st) {
@@ -67,6 +67,15 @@ outcome<bool> read_columns(sqlite3* db, pg_relation& rel, const std::string& tab
                         c.pk = sqlite3_column_int(st, 5);
                         rel.columns.push_back(std::move(c));
                     });
+    if (!r) return r;
+    // NOT NULL as SQLite enforces it: a rowid table's INTEGER PRIMARY KEY (the rowid)
+    // is never NULL; other primary key columns are NULL-able unless declared NOT NULL.
+    int keys = 0;
+    pg_column* key = nullptr;
+    for (auto& c : rel.columns)
+        if (c.pk > 0) ++keys, key = &c;
+    if (keys == 1 && to_upper(key->decl) == "INTEGER") key->not_null = true;
+    return true;
 }
 
 int attnum_of(const pg_relation& table, const std::string& column) {

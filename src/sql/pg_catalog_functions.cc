@@ -95,20 +95,12 @@ std::string regclass_name(const pg_snapshot& s, const pg_relation& r) {
     return ident(r.schema) + "." + ident(r.name);
 }
 
-// name -> OID, or the other way: x::regclass. A number (or numeric text) is an OID and
-// gives the relation's name; text is a name, optionally schema-qualified and quoted, and
-// gives its OID (an error when none has it, as in PostgreSQL).
-void regclass_fn(sqlite3_context* c, int, sqlite3_value** argv) {
-    if (is_null(argv[0])) return sqlite3_result_null(c);
-    const auto* s = snapshot_for(c);
-    if (!s) return;
-    const auto type = sqlite3_value_numeric_type(argv[0]);
-    if (type == SQLITE_INTEGER) {
-        const auto oid = sqlite3_value_int64(argv[0]);
-        if (const auto* r = s->by_oid(oid)) return result_text(c, regclass_name(*s, *r));
-        return result_text(c, std::to_string(oid));
-    }
-    std::string text = arg_text(argv[0]);
+// The relation x::regclass stands for: a number (or numeric text) is an OID; text is a
+// name, optionally schema-qualified and quoted. nullptr (with the error set, as in
+// PostgreSQL) when none has it; an unknown OID gives nullptr without an error.
+const pg_relation* regclass_of(sqlite3_context* c, const pg_snapshot& s, sqlite3_value* v) {
+    if (sqlite3_value_numeric_type(v) == SQLITE_INTEGER) return s.by_oid(sqlite3_value_int64(v));
+    const std::string text = arg_text(v);
     std::string schema, name = text;
     auto unq = [](std::string n) {
         if (n.size() >= 2 && n.front() == '"' && n.back() == '"') return n.substr(1, n.size() - 2);
@@ -119,19 +111,40 @@ void regclass_fn(sqlite3_context* c, int, sqlite3_value** argv) {
         name = text.substr(dot + 1);
     }
     name = unq(name);
-    const pg_relation* r = nullptr;
-    if (schema.empty()) {
-        r = s->visible(name);
-    } else {
-        for (const auto& rel : s->relations)
-            if (rel.schema == schema && sqlite3_stricmp(rel.name.c_str(), name.c_str()) == 0)
-                r = &rel;
-    }
+    const pg_relation* r = schema.empty() ? s.visible(name) : nullptr;
+    for (const auto& rel : s.relations)
+        if (!schema.empty() && rel.schema == schema &&
+            sqlite3_stricmp(rel.name.c_str(), name.c_str()) == 0)
+            r = &rel;
     if (!r) {
         const auto msg = fmt::format("relation \"{}\" does not exist", text);
-        return sqlite3_result_error(c, msg.c_str(), -1);
+        sqlite3_result_error(c, msg.c_str(), -1);
     }
-    sqlite3_result_int64(c, r->oid);
+    return r;
+}
+
+// x::regclass: a name gives its OID; an OID gives the relation's name, as regclass
+// prints (x::regclass::text: pg_regclass_text, the name in both cases).
+void regclass_fn(sqlite3_context* c, int, sqlite3_value** argv) {
+    if (is_null(argv[0])) return sqlite3_result_null(c);
+    const auto* s = snapshot_for(c);
+    if (!s) return;
+    const bool by_oid = sqlite3_value_numeric_type(argv[0]) == SQLITE_INTEGER;
+    const auto* r = regclass_of(c, *s, argv[0]);
+    if (by_oid) {
+        if (r) return result_text(c, regclass_name(*s, *r));
+        return result_text(c, std::to_string(sqlite3_value_int64(argv[0])));
+    }
+    if (r) sqlite3_result_int64(c, r->oid);
+}
+
+void regclass_text_fn(sqlite3_context* c, int, sqlite3_value** argv) {
+    if (is_null(argv[0])) return sqlite3_result_null(c);
+    const auto* s = snapshot_for(c);
+    if (!s) return;
+    if (const auto* r = regclass_of(c, *s, argv[0])) return result_text(c, regclass_name(*s, *r));
+    if (sqlite3_value_numeric_type(argv[0]) == SQLITE_INTEGER)
+        result_text(c, std::to_string(sqlite3_value_int64(argv[0])));
 }
 
 // OID -> name for regtype, regnamespace.
@@ -461,6 +474,7 @@ struct fn {
 
 const fn functions[] = {
     {"pg_regclass", 1, regclass_fn},
+    {"pg_regclass_text", 1, regclass_text_fn},
     {"pg_regtype", 1, regtype_fn},
     {"pg_regnamespace", 1, regnamespace_fn},
     {"pg_table_is_visible", 1, table_is_visible},

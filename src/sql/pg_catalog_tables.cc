@@ -62,7 +62,7 @@ outcome<row_list> attribute_rows(pg_catalog_reader* r) {
             const auto& c = rel.columns[i];
             const auto& t = pg_type_for_decl(c.decl);
             out.push_back({rel.oid, c.name, t.oid, t.len, static_cast<int64_t>(i + 1), int64_t{0},
-                           int64_t{-1}, int64_t{c.not_null || c.pk > 0},
+                           int64_t{-1}, int64_t{c.not_null},
                            int64_t{c.default_sql.has_value()}, std::string(), std::string(),
                            int64_t{0}, int64_t{1}, int64_t{0},
                            int64_t{t.oid == 25 ? 100 : 0}});
@@ -149,7 +149,7 @@ outcome<row_list> is_columns_rows(pg_catalog_reader* r) {
             out.push_back({r->database(), rel.schema, rel.name, c.name,
                            static_cast<int64_t>(i + 1),
                            c.default_sql ? value(*c.default_sql) : null,
-                           std::string(c.not_null || c.pk > 0 ? "NO" : "YES"), type_name_of(c),
+                           std::string(c.not_null ? "NO" : "YES"), type_name_of(c),
                            r->database(), std::string("pg_catalog"), std::string(t.name),
                            std::string("NO"), std::string("NEVER")});
         }

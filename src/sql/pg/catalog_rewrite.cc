@@ -194,6 +194,9 @@ std::string cast_to(std::string_view operand, std::string type) {
     auto in = [&](const auto& list) {
         return std::find(list.begin(), list.end(), type) != list.end();
     };
+    // x::regclass::text is the relation's name, whichever way x names it.
+    if (in(text) && operand.starts_with("pg_regclass(") && operand.ends_with(")"))
+        return fmt::format("pg_regclass_text{}", operand.substr(11));
     if (in(text)) return fmt::format("CAST({} AS TEXT)", operand);
     if (in(integer)) return fmt::format("CAST({} AS INTEGER)", operand);
     if (in(real)) return fmt::format("CAST({} AS REAL)", operand);
