@@ -188,17 +188,30 @@ int64_t pg_relation_oid(const std::string& schema, const std::string& name) {
     return hashed_oid(schema + "." + name);
 }
 
+void pg_snapshot::index() {
+    _by_oid.clear();
+    _visible.clear();
+    _indexed.clear();
+    std::unordered_map<std::string, size_t> rank;  // schema -> its place in the search order
+    for (size_t i = 0; i < schemas.size(); ++i) rank.emplace(schemas[i].first, i);
+    for (size_t i = 0; i < relations.size(); ++i) {
+        const auto& r = relations[i];
+        _by_oid.emplace(r.oid, i);
+        if (r.kind == 'i') _indexed.insert(r.table_oid);
+        auto [it, fresh] = _visible.emplace(to_lower(r.name), i);
+        if (!fresh && rank[r.schema] < rank[relations[it->second].schema]) it->second = i;
+    }
+}
+
 const pg_relation* pg_snapshot::by_oid(int64_t oid) const {
-    for (const auto& r : relations)
-        if (r.oid == oid) return &r;
-    return nullptr;
+    const auto it = _by_oid.find(oid);
+    return it == _by_oid.end() ? nullptr : &relations[it->second];
 }
 
 const pg_relation* pg_snapshot::visible(const std::string& name) const {
-    for (const auto& [schema, oid] : schemas)
-        for (const auto& r : relations)
-            if (r.schema == schema && sqlite3_stricmp(r.name.c_str(), name.c_str()) == 0) return &r;
-    return nullptr;
+    // SQLite compares names without ASCII case.
+    const auto it = _visible.find(to_lower(name));
+    return it == _visible.end() ? nullptr : &relations[it->second];
 }
 
 std::optional<int64_t> pg_snapshot::schema_oid(const std::string& name) const {
@@ -226,6 +239,7 @@ outcome<const pg_snapshot*> pg_catalog_reader::snapshot() {
         if (std::strcmp(name, "temp") != 0) s.schemas.emplace_back(name, pg_namespace_oid(name));
     for (const auto& [schema, oid] : s.schemas)
         if (auto r = read_schema(_db, schema, oid, s.relations); !r) return r.error();
+    s.index();
     _snap = std::move(s);
     _serial = _ctx ? _ctx->statement_serial() : _serial;
     return &_snap;

@@ -14,6 +14,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sql/engine.h"
@@ -69,6 +71,15 @@ struct pg_snapshot {
     const pg_relation* visible(const std::string& name) const;
     std::optional<int64_t> schema_oid(const std::string& name) const;
     const std::string* schema_name(int64_t oid) const;
+    // Whether some index belongs to the table.
+    bool has_index(int64_t table_oid) const { return _indexed.count(table_oid) != 0; }
+    // Builds the lookups above once the relations are in place.
+    void index();
+
+  private:
+    std::unordered_map<int64_t, size_t> _by_oid;         // OID -> position in relations
+    std::unordered_map<std::string, size_t> _visible;    // lower-case name -> position
+    std::unordered_set<int64_t> _indexed;
 };
 
 // The catalog of one session: reads its connection's schemas at most once per
@@ -77,6 +88,8 @@ class pg_catalog_reader {
   public:
     pg_catalog_reader(sqlite3* db, statement_context* ctx) : _db(db), _ctx(ctx) {}
     outcome<const pg_snapshot*> snapshot();
+    // Changes with every statement: the catalog's tables keep their rows while it stays.
+    uint64_t generation() const { return _ctx ? _ctx->statement_serial() : 0; }
     // The session's user and database name, as current_user and current_database()
     // answer.
     std::string user() const;

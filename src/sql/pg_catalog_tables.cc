@@ -39,9 +39,7 @@ outcome<row_list> class_rows(pg_catalog_reader* r) {
     if (!s) return s.error();
     row_list out;
     for (const auto& rel : (*s)->relations) {
-        bool has_index = false;
-        for (const auto& o : (*s)->relations)
-            has_index = has_index || (o.kind == 'i' && o.table_oid == rel.oid);
+        const bool has_index = (*s)->has_index(rel.oid);
         const int64_t am = rel.kind == 'r' ? 2 : rel.kind == 'i' ? 403 : 0;  // heap, btree
         out.push_back({rel.oid, rel.name, rel.nsp_oid, int64_t{0}, int64_t{0}, int64_t{10}, am,
                        int64_t{0}, int64_t{0}, int64_t{0}, -1.0, int64_t{0},
@@ -345,15 +343,24 @@ std::string fixed_tables(pg_catalog_reader* r) {
     return sql;
 }
 
+// Rows computed once per statement.
+std::map<std::string, row_table_spec> per_statement(std::map<std::string, row_table_spec> m,
+                                                    pg_catalog_reader* r) {
+    for (auto& [name, spec] : m) spec.generation = [r] { return r->generation(); };
+    return m;
+}
+
 }  // namespace
 
 outcome<bool> install_pg_catalog(sqlite3* db, pg_catalog_reader* reader) {
     for (const char* schema : {"pg_catalog", "information_schema"})
         if (auto r = exec_sql(db, fmt::format("ATTACH ':memory:' AS {}", schema)); !r) return r;
-    if (auto r = create_row_tables(db, "pg_catalog", catalog_specs(reader), "sluice_pg_catalog");
+    if (auto r = create_row_tables(db, "pg_catalog", per_statement(catalog_specs(reader), reader),
+                                   "sluice_pg_catalog");
         !r)
         return r;
-    if (auto r = create_row_tables(db, "information_schema", information_schema_specs(reader),
+    if (auto r = create_row_tables(db, "information_schema",
+                                   per_statement(information_schema_specs(reader), reader),
                                    "sluice_information_schema");
         !r)
         return r;

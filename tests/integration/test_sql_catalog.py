@@ -245,3 +245,24 @@ def test_catalog_follows_topics_and_tables(b):
             other.close()
     finally:
         conn.close()
+
+
+def test_many_topics(broker_factory):
+    """600 topics: a session opens (its set-up, creating the topics' tables, ran into the
+    progress handler's deadline and failed with "interrupted" from about 400 on), and the
+    catalog lists every topic, in well under the statement time limit."""
+    broker = broker_factory(extra_args=S.SQL_ARGS)
+    adm = H.admin_client(broker.bootstrap)
+    from confluent_kafka.admin import NewTopic
+    names = ["many%03d" % i for i in range(600)]
+    for f in adm.create_topics([NewTopic(n, 1, 1) for n in names], request_timeout=60).values():
+        f.result(60)
+    conn = S.pg_connect(broker.pg)
+    try:
+        assert S.pg_rows(conn, "SELECT count(*) FROM system.topics") == [(600,)]
+        got = S.pg_rows(conn, "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+                              "ON n.oid = c.relnamespace WHERE n.nspname = 'kafka_topics' ORDER BY 1")
+        assert [r[0] for r in got] == names
+    finally:
+        conn.close()
+    assert lines(meta(broker.pg, r"\d many599"))[0].strip() == 'Table "kafka_topics.many599"'
