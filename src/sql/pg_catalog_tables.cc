@@ -110,6 +110,29 @@ outcome<row_list> constraint_rows(pg_catalog_reader* r) {
     return out;
 }
 
+// The functions a statement may call, SQLite's and the engine's (PRAGMA function_list),
+// in pg_catalog: scalar ones 'f', aggregates 'a', window functions 'w'. Arguments are
+// untyped (SQLite's), so pronargs says how many (-1: any number) and proargtypes is
+// empty.
+outcome<row_list> proc_rows(sqlite3* db) {
+    row_list out;
+    sqlite3_stmt* st = nullptr;
+    const char* sql =
+        "SELECT DISTINCT name, type, narg FROM pragma_function_list ORDER BY name, narg";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK)
+        return query_error{failure::internal, fmt::format("pg_proc: {}", sqlite3_errmsg(db))};
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        const std::string type = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+        const int64_t nargs = sqlite3_column_int64(st, 2);
+        out.push_back({pg_relation_oid("pg_proc", fmt::format("{}/{}", name, nargs)), name,
+                       int64_t{11}, int64_t{10}, std::string(type == "s" ? "f" : type),
+                       int64_t{0}, int64_t{25}, nargs, std::string(), name});
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
 std::string type_name_of(const pg_column& c) {
     return pg_type_for_decl(c.decl).format;
 }
@@ -166,8 +189,13 @@ outcome<row_list> is_views_rows(pg_catalog_reader* r) {
 }
 
 // The row tables, with PostgreSQL 15's columns (those tools read; the rest left out).
-std::map<std::string, row_table_spec> catalog_specs(pg_catalog_reader* r) {
+std::map<std::string, row_table_spec> catalog_specs(sqlite3* db, pg_catalog_reader* r) {
     std::map<std::string, row_table_spec> m;
+    m["pg_proc"] = {
+        "CREATE TABLE x(oid INTEGER, proname TEXT, pronamespace INTEGER, proowner INTEGER, "
+        "prokind TEXT, proretset BOOL, prorettype INTEGER, pronargs INTEGER, proargtypes TEXT, "
+        "prosrc TEXT)",
+        [db] { return proc_rows(db); }};
     m["pg_namespace"] = {"CREATE TABLE x(oid INTEGER, nspname TEXT, nspowner INTEGER, nspacl TEXT)",
                          [r] { return namespace_rows(r); }};
     m["pg_class"] = {
@@ -335,10 +363,6 @@ std::string fixed_tables(pg_catalog_reader* r) {
                    {std::string("max_identifier_length"), std::string("63"), null,
                     std::string("Preset Options"), std::string("Longest identifier."),
                     std::string("internal"), std::string("integer"), std::string("default")}});
-    sql +=
-        "CREATE TABLE pg_catalog.pg_proc(oid INTEGER, proname TEXT, pronamespace INTEGER, "
-        "proowner INTEGER, prokind TEXT, proretset BOOL, prorettype INTEGER, pronargs INTEGER, "
-        "proargtypes TEXT, prosrc TEXT);";
     for (const char* t : empty_tables) sql += fmt::format("CREATE TABLE pg_catalog.{};", t);
     return sql;
 }
@@ -355,7 +379,7 @@ std::map<std::string, row_table_spec> per_statement(std::map<std::string, row_ta
 outcome<bool> install_pg_catalog(sqlite3* db, pg_catalog_reader* reader) {
     for (const char* schema : {"pg_catalog", "information_schema"})
         if (auto r = exec_sql(db, fmt::format("ATTACH ':memory:' AS {}", schema)); !r) return r;
-    if (auto r = create_row_tables(db, "pg_catalog", per_statement(catalog_specs(reader), reader),
+    if (auto r = create_row_tables(db, "pg_catalog", per_statement(catalog_specs(db, reader), reader),
                                    "sluice_pg_catalog");
         !r)
         return r;

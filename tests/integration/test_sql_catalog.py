@@ -102,11 +102,20 @@ def test_list_tables_views_indexes_functions(b):
         " shop   | items_qty  | index | sluice | items",
         "(3 rows)",
     ]
+    # \df lists functions outside pg_catalog, where all of them are (there are no user
+    # functions); a pattern finds them there.
     assert lines(meta(b.pg, r"\df")) == [
         "                       List of functions",
         " Schema | Name | Result data type | Argument data types | Type ",
         "--------+------+------------------+---------------------+------",
         "(0 rows)",
+    ]
+    assert lines(meta(b.pg, r"\df sluice*")) == [
+        "                               List of functions",
+        "   Schema   |       Name       | Result data type | Argument data types | Type ",
+        "------------+------------------+------------------+---------------------+------",
+        " pg_catalog | sluice_last_scan |                  |                     | func",
+        "(1 row)",
     ]
 
 
