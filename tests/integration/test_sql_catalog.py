@@ -275,3 +275,33 @@ def test_many_topics(broker_factory):
     finally:
         conn.close()
     assert lines(meta(broker.pg, r"\d many599"))[0].strip() == 'Table "kafka_topics.many599"'
+
+
+def test_catalog_lists_only_what_the_user_may_see(secure_broker_factory, tmp_path):
+    """With users and policies, the catalog describes the user's kafka_topics: the topics
+    it may describe or read, as the topic tables are (docs/security.md), and current_user
+    is the login."""
+    import security_helpers as SEC
+    b = secure_broker_factory(["127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"],
+                              extra_args=["--pg", "127.0.0.1:0"], start=False)
+    t = SEC.Target.offline(b.data_dir, workdir=tmp_path / "policies", init=True)
+    SEC.grant(t, "admin", [SEC.allow("*", "sluice:*")], password="admin-pw")
+    SEC.grant(t, "alice", [SEC.allow(["KafkaRead"], ["sluice:topic:cat-open*"])], password="alice-pw")
+    b.start()
+    admin = SEC.Creds("SASL_PLAINTEXT", "SCRAM-SHA-256", "admin", "admin-pw")
+    for topic in ("cat-open", "cat-secret"):
+        SEC.create_topic(b.addr("SASL_PLAINTEXT"), admin, topic, 1)
+    host, port = b.pg.rsplit(":", 1)
+    listed = ("SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+              "ON n.oid = c.relnamespace WHERE n.nspname = 'kafka_topics' ORDER BY 1",
+              "SELECT table_name FROM information_schema.tables WHERE table_schema = 'kafka_topics' ORDER BY 1")
+    for user, password, want in (("alice", "alice-pw", ["cat-open"]), ("admin", "admin-pw", ["cat-open", "cat-secret"])):
+        conn = S.psycopg2.connect(host=host, port=int(port), user=user, password=password, dbname="sluice",
+                                  sslmode="disable", connect_timeout=10)
+        conn.autocommit = True
+        try:
+            assert S.pg_rows(conn, "SELECT current_user") == [(user,)]
+            for sql in listed:
+                assert [r[0] for r in S.pg_rows(conn, sql)] == want, (user, sql)
+        finally:
+            conn.close()
