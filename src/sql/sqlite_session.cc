@@ -184,6 +184,7 @@ outcome<bool> sqlite_session::setup() {
         // lists them in that order.
         _pg = std::make_unique<pg_catalog_reader>(_db, &_ctx);
         sys = install_pg_catalog(_db, _pg.get());
+        _pg_attached = sys.ok();
         if (sys) sys = register_pg_functions(_db, _pg.get());
     }
     _internal = false;
@@ -210,16 +211,25 @@ outcome<bool> sqlite_session::sync_schemas() {
         // A schema whose file cannot be opened is left out (exec_internal logs why):
         // the session and the other schemas keep working.
         const auto path = _src.schemas->path_of(name).string();
-        if (auto r = exec_internal(
-                fmt::format("ATTACH {} AS {}", quote_literal(path), quote_ident(name)));
-            !r) {
+        const auto attach = fmt::format("ATTACH {} AS {}", quote_literal(path), quote_ident(name));
+        auto r = exec_internal(attach);
+        // Users' schemas come first: when SQLite's 10 attached schemas are used up, the
+        // catalog's two give way to a 7th and 8th user schema in this session.
+        if (!r && _pg_attached && r.error().message.find("too many attached") != std::string::npos &&
+            exec_internal("DETACH information_schema") && exec_internal("DETACH pg_catalog")) {
+            log_info("sql", "schema {} takes the place of pg_catalog and information_schema in "
+                            "this session", name);
+            _pg_attached = false;
+            r = exec_internal(attach);
+        }
+        if (!r) {
             _unopened[name] = r.error().message;
             continue;
         }
-        if (auto r = exec_internal(fmt::format(
+        if (auto wal = exec_internal(fmt::format(
                 "PRAGMA {0}.journal_mode=WAL; PRAGMA {0}.synchronous=FULL", quote_ident(name)));
-            !r)
-            return r.error();
+            !wal)
+            return wal.error();
         _attached.insert(name);
     }
     _schema_gen = gen;
@@ -430,6 +440,10 @@ query_error sqlite_session::error_for(int rc) const {
             if (!_ctx.may_see_topic(topic))
                 return {failure::not_authorized, _ctx.read_denial(topic)};
         }
+        if (!_pg_attached && (has("pg_catalog.") || has("information_schema.")))
+            return {failure::undefined_table,
+                    msg + " (the catalog is left out of sessions whose user schemas take all of "
+                          "SQLite's attached schemas: at most 6 user schemas keep it)"};
         return {failure::undefined_table, msg};
     }
     if (has("no such column")) return {failure::undefined_column, msg};

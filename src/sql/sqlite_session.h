@@ -110,6 +110,7 @@ class sqlite_session final : public session {
     statement_context _ctx;
     std::unique_ptr<topic_tables> _topics;
     std::unique_ptr<pg_catalog_reader> _pg;  // the catalog's view of _db (sql/pg_catalog.h)
+    bool _pg_attached = false;  // pg_catalog and information_schema are attached
 };
 
 }  // namespace sluice::sql

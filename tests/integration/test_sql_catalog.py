@@ -305,3 +305,29 @@ def test_catalog_lists_only_what_the_user_may_see(secure_broker_factory, tmp_pat
                 assert [r[0] for r in S.pg_rows(conn, sql)] == want, (user, sql)
         finally:
             conn.close()
+
+
+def test_user_schemas_come_before_the_catalog(broker_factory):
+    """SQLite attaches at most 10 schemas and the engine's take 4: 8 user schemas (as
+    before the catalog) all work, and the catalog gives way in their sessions, saying so."""
+    broker = broker_factory(extra_args=S.SQL_ARGS)
+    for i in range(1, 9):
+        S.psql_ok(broker.pg, "CREATE SCHEMA s%d" % i, "CREATE TABLE s%d.t(x INTEGER)" % i,
+                  "INSERT INTO s%d.t VALUES (%d)" % (i, i))
+    conn = S.pg_connect(broker.pg)
+    try:
+        assert S.pg_rows(conn, " UNION ALL ".join("SELECT x FROM s%d.t" % i for i in range(1, 9))) == \
+            [(i,) for i in range(1, 9)]
+        e = S.pg_error(conn, "SELECT nspname FROM pg_catalog.pg_namespace")
+        assert e.pgcode == "42P01" and "at most 6 user schemas keep it" in e.pgerror, e.pgerror
+        S.psql_ok(broker.pg, "DROP SCHEMA s8 CASCADE", "DROP SCHEMA s7 CASCADE")
+    finally:
+        conn.close()
+    # A new session has room for the catalog again.
+    conn = S.pg_connect(broker.pg)
+    try:
+        assert [r[0] for r in S.pg_rows(conn, "SELECT nspname FROM pg_catalog.pg_namespace "
+                                              "WHERE nspname LIKE 's_' ORDER BY 1")] == \
+            ["s1", "s2", "s3", "s4", "s5", "s6"]
+    finally:
+        conn.close()
