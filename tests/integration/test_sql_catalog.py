@@ -331,3 +331,27 @@ def test_user_schemas_come_before_the_catalog(broker_factory):
             ["s1", "s2", "s3", "s4", "s5", "s6"]
     finally:
         conn.close()
+
+
+def test_expansion_target_in_the_catalog(b):
+    """An expansion's target is a table of its schema like any other, with the columns
+    the expansion gives it, to every tool."""
+    import expansion_helpers as X
+    X.create(b.http, "orders", "shop.order_rows",
+             [{"name": "id", "type": "int64"}, {"name": "sku", "type": "string"}])
+    conn = S.pg_connect(b.pg)
+    try:
+        cols = S.pg_rows(conn, "SELECT column_name, data_type FROM information_schema.columns "
+                               "WHERE table_schema = 'shop' AND table_name = 'order_rows' ORDER BY ordinal_position")
+        names = [c[0] for c in cols]
+        assert ("id", "bigint") in cols and ("sku", "text") in cols, cols
+        assert "_partition" in names and "_offset" in names, cols
+        # The columns psql shows are the same, in the same order.
+        described = lines(meta(b.pg, r"\d shop.order_rows"))
+        assert described[0].strip() == 'Table "shop.order_rows"'
+        assert [ln.split("|")[0].strip() for ln in described[3:3 + len(cols)]] == names
+    finally:
+        conn.close()
+    # With the engine's own bookkeeping of expansions in the target's schema.
+    assert [ln.split("|")[1].strip() for ln in lines(meta(b.pg, r"\dt shop.*"))[3:-1]] == \
+        ["_sluice_expansion_progress", "_sluice_meta", "items", "order_rows"], meta(b.pg, r"\dt shop.*")
