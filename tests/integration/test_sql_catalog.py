@@ -181,6 +181,10 @@ def test_functions_tools_call(b):
             [("big_scores",)]
         # A relation nobody has is an error, as in PostgreSQL.
         assert "does not exist" in str(S.pg_error(conn, "SELECT 'nope'::regclass"))
+        # The tables are the engine's, over HTTP as well (in SQLite's syntax there).
+        assert S.http_rows(b.http, "SELECT table_name FROM information_schema.tables "
+                                   "WHERE table_schema = 'shop' AND table_name NOT LIKE '\\_%' ESCAPE '\\' "
+                                   "ORDER BY 1") == [["items"]]
         # The catalog is the engine's: it cannot be written.
         assert S.pg_error(conn, "DELETE FROM pg_catalog.pg_type").pgcode == "42501"
         assert S.pg_error(conn, "CREATE SCHEMA pg_catalog").pgcode == "22023"

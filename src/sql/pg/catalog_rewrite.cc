@@ -320,7 +320,10 @@ std::optional<size_t> from_list_end(const tokens& t, size_t at) {
             --depth;
         }
         if (depth != 0) continue;
-        if (t[i].is_word("FROM")) in_from = true;
+        if (t[i].is_word("FROM")) {
+            if (i < at) return std::nullopt;  // the call is in FROM, not in the select list
+            in_from = true;
+        }
         if (!in_from || t[i].k != kind::word) continue;
         for (const char* w : {"WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "WINDOW", "UNION",
                               "EXCEPT", "INTERSECT"})
