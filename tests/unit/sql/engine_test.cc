@@ -18,12 +18,7 @@ struct engine_fixture : ::testing::Test {
         o.data_dir = dir.path;
         o.defaults.timeout = std::chrono::milliseconds(5000);
         o.defaults.max_rows = 1000;
-        auto e = open_engine(o);
-        ASSERT_TRUE(e) << e.error().message;
-        eng = std::move(*e);
-        auto s = eng->open_session();
-        ASSERT_TRUE(s) << s.error().message;
-        sess = std::move(*s);
+        open_engine_and_session(o, eng, sess);
     }
     temp_dir dir;
     std::unique_ptr<engine> eng;

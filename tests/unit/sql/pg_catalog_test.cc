@@ -15,12 +15,8 @@ struct catalog_fixture : ::testing::Test {
     void SetUp() override {
         engine_options o;
         o.data_dir = dir.path;
-        auto e = open_engine(o);
-        ASSERT_TRUE(e) << e.error().message;
-        eng = std::move(*e);
-        auto s = eng->open_session();
-        ASSERT_TRUE(s) << s.error().message;
-        sess = std::move(*s);
+        open_engine_and_session(o, eng, sess);
+        if (HasFatalFailure()) return;
         query(*sess,
               "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
               "CREATE SCHEMA shop; CREATE TABLE shop.items(sku TEXT PRIMARY KEY, qty INT DEFAULT 0);"

@@ -32,12 +32,7 @@ struct topic_fixture : ::testing::Test {
         o.data_dir = dir.path;
         o.logs = logs.get();
         o.catalog = cat.get();
-        auto e = open_engine(o);
-        ASSERT_TRUE(e) << e.error().message;
-        eng = std::move(*e);
-        auto s = eng->open_session();
-        ASSERT_TRUE(s) << s.error().message;
-        sess = std::move(*s);
+        open_engine_and_session(o, eng, sess);
     }
     void TearDown() override {
         sess.reset();
@@ -348,12 +343,8 @@ struct authz_fixture : topic_fixture {
         o.logs = logs.get();
         o.catalog = cat.get();
         o.gate = &gate;
-        auto e = open_engine(o);
-        ASSERT_TRUE(e) << e.error().message;
-        eng = std::move(*e);
-        auto s = eng->open_session();
-        ASSERT_TRUE(s) << s.error().message;
-        sess = std::move(*s);
+        open_engine_and_session(o, eng, sess);
+        if (HasFatalFailure()) return;
         sess->set_principal({"alice", true});
         create_topic("orders", 1);
         create_topic("secret", 1);
