@@ -524,7 +524,12 @@ const pg_type_info& pg_type_for_decl(std::string_view decl) {
     const auto u = to_upper(decl);
     auto has = [&](const char* s) { return u.find(s) != std::string::npos; };
     int64_t oid = 25;
-    if (has("INT"))
+    // Exact names, as the wire types them once it announces timestamptz and json.
+    if (u == "TIMESTAMPTZ" || u == "TIMESTAMP WITH TIME ZONE")
+        oid = 1184;
+    else if (u == "JSON" || u == "JSONB")
+        oid = 114;
+    else if (has("INT"))
         oid = 20;
     else if (has("CHAR") || has("CLOB") || has("TEXT"))
         oid = 25;
