@@ -113,6 +113,7 @@ outcome<bool> read_indexes(sqlite3* db, const pg_relation& table, const std::str
         ix.primary = l.origin == "pk";
         have_pk = have_pk || ix.primary;
         ix.name = ix.primary ? table.name + "_pkey" : l.name;
+        ix.sqlite_name = l.name;
         auto rc = each_row(db,
                            fmt::format("PRAGMA {}.index_info({})", quote_ident(table.schema),
                                        quote_literal(l.name)),
@@ -158,6 +159,7 @@ outcome<bool> read_schema(sqlite3* db, const std::string& schema, int64_t nsp_oi
         pg_relation rel;
         rel.schema = schema;
         rel.name = schema == "kafka_topics" ? topic_of_table(o.name) : o.name;
+        rel.sqlite_name = o.name;
         rel.kind = o.type == "view" ? 'v' : 'r';
         rel.oid = pg_relation_oid(schema, rel.name);
         rel.nsp_oid = nsp_oid;

@@ -50,6 +50,7 @@ struct pg_column {
 struct pg_relation {
     std::string schema;
     std::string name;   // as users write it (a topic's name, not its escaped table)
+    std::string sqlite_name;  // SQLite's name for it (escaped table, autoindex), may be empty
     char kind = 'r';    // r table, v view, i index
     int64_t oid = 0;
     int64_t nsp_oid = 0;

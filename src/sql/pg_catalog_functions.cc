@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <regex>
 
 #include "sql/pg_catalog.h"
@@ -466,6 +468,93 @@ const sqlite3_module series_module = {
             return SQLITE_OK;
         }};
 
+// One number an engine query answers (0 when it answers NULL or nothing); nullopt, with
+// the error set on `c`, when it fails.
+std::optional<int64_t> count_of(sqlite3_context* c, const char* sql,
+                                std::initializer_list<std::string> binds) {
+    sqlite3* db = sqlite3_context_db_handle(c);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
+        sqlite3_result_error(c, sqlite3_errmsg(db), -1);
+        return std::nullopt;
+    }
+    int i = 0;
+    for (const auto& b : binds)
+        sqlite3_bind_text(st, ++i, b.data(), static_cast<int>(b.size()), SQLITE_TRANSIENT);
+    int64_t n = 0;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        sqlite3_result_error(c, sqlite3_errmsg(db), -1);
+        return std::nullopt;
+    }
+    return n;
+}
+
+// The bytes a relation takes: a topic's segment files (system.partitions), the pages of
+// a table or index in its schema's file (SQLite's dbstat); 0 for the engine's in-memory
+// tables and for a primary key that is the rowid.
+std::optional<int64_t> relation_size(sqlite3_context* c, const pg_relation& r) {
+    if (r.schema == "kafka_topics")
+        return count_of(c, "SELECT sum(bytes) FROM system.partitions WHERE topic = ?1", {r.name});
+    if (r.schema == "system" || r.schema == "pg_catalog" || r.schema == "information_schema")
+        return 0;
+    if (r.sqlite_name.empty()) return 0;
+    return count_of(c, "SELECT sum(pgsize) FROM dbstat(?1) WHERE name = ?2",
+                    {r.schema, r.sqlite_name});
+}
+
+void table_size(sqlite3_context* c, int, sqlite3_value** argv) {
+    if (is_null(argv[0])) return sqlite3_result_null(c);
+    const auto* s = snapshot_for(c);
+    if (!s) return;
+    const auto* r = s->by_oid(sqlite3_value_int64(argv[0]));
+    if (!r) return sqlite3_result_null(c);
+    if (auto n = relation_size(c, *r)) sqlite3_result_int64(c, *n);
+}
+
+void database_size(sqlite3_context* c, int, sqlite3_value**) {
+    const auto* s = snapshot_for(c);
+    if (!s) return;
+    int64_t total = 0;
+    for (const auto& r : s->relations) {
+        auto n = relation_size(c, r);
+        if (!n) return;
+        total += *n;
+    }
+    sqlite3_result_int64(c, total);
+}
+
+// PostgreSQL's rounding and units: bytes below 10 kB, then kB, MB, GB, TB, halves
+// rounded away from zero.
+void size_pretty(sqlite3_context* c, int, sqlite3_value** argv) {
+    if (is_null(argv[0])) return sqlite3_result_null(c);
+    int64_t size = sqlite3_value_int64(argv[0]);
+    constexpr int64_t limit = 10 * 1024, limit2 = limit * 2 - 1;
+    auto half_rounded = [](int64_t x) { return (x + (x < 0 ? -1 : 1)) / 2; };
+    if (std::abs(size) < limit) return result_text(c, fmt::format("{} bytes", size));
+    size /= 512;  // one extra bit for rounding
+    for (const char* unit : {"kB", "MB", "GB"}) {
+        if (std::abs(size) < limit2) return result_text(c, fmt::format("{} {}", half_rounded(size), unit));
+        size /= 1024;
+    }
+    result_text(c, fmt::format("{} TB", half_rounded(size)));
+}
+
+// A view's query, without its CREATE VIEW name AS.
+void viewdef(sqlite3_context* c, int, sqlite3_value** argv) {
+    const auto* s = snapshot_for(c);
+    if (!s) return;
+    const auto* r = s->by_oid(sqlite3_value_int64(argv[0]));
+    if (!r || r->kind != 'v') return sqlite3_result_null(c);
+    static const std::regex head(R"(^\s*CREATE\s+(TEMP\w*\s+)?VIEW\s+.*?\s+AS\s+)",
+                                 std::regex::icase);
+    std::smatch m;
+    if (std::regex_search(r->sql, m, head)) return result_text(c, m.suffix().str());
+    result_text(c, r->sql);
+}
+
 struct fn {
     const char* name;
     int args;  // -1: any number
@@ -505,6 +594,15 @@ const fn functions[] = {
     {"array_length", 2, array_upper},
     {"array_to_string", 2, array_to_string},
     {"regexp", 2, regexp_fn},
+    // Any user may connect to the database; privileges are the broker's policies.
+    {"has_database_privilege", -1, always_true},
+    {"pg_has_role", -1, always_true},
+    {"pg_table_size", 1, table_size},
+    {"pg_relation_size", -1, table_size},
+    {"pg_total_relation_size", 1, table_size},
+    {"pg_database_size", 1, database_size},
+    {"pg_size_pretty", 1, size_pretty},
+    {"pg_get_viewdef", -1, viewdef},
 };
 
 }  // namespace

@@ -63,7 +63,8 @@ outcome<row_list> attribute_rows(pg_catalog_reader* r) {
                            int64_t{-1}, int64_t{c.not_null},
                            int64_t{c.default_sql.has_value()}, std::string(), std::string(),
                            int64_t{0}, int64_t{1}, int64_t{0},
-                           int64_t{t.oid == 25 ? 100 : 0}});
+                           int64_t{t.oid == 25 ? 100 : 0},
+                           std::string(t.len > 0 ? "p" : "x"), std::string(), int64_t{-1}});
         }
     }
     return out;
@@ -212,7 +213,8 @@ std::map<std::string, row_table_spec> catalog_specs(sqlite3* db, pg_catalog_read
         "CREATE TABLE x(attrelid INTEGER, attname TEXT, atttypid INTEGER, attlen INTEGER, "
         "attnum INTEGER, attndims INTEGER, atttypmod INTEGER, attnotnull BOOL, atthasdef BOOL, "
         "attidentity TEXT, attgenerated TEXT, attisdropped BOOL, attislocal BOOL, attinhcount "
-        "INTEGER, attcollation INTEGER)",
+        "INTEGER, attcollation INTEGER, attstorage TEXT, attcompression TEXT, attstattarget "
+        "INTEGER)",
         [r] { return attribute_rows(r); }};
     m["pg_attrdef"] = {"CREATE TABLE x(oid INTEGER, adrelid INTEGER, adnum INTEGER, adbin TEXT)",
                        [r] { return attrdef_rows(r); }};
@@ -284,6 +286,7 @@ constexpr const char* empty_tables[] = {
     "pg_depend(classid INTEGER, objid INTEGER, objsubid INTEGER, refclassid INTEGER, refobjid "
     "INTEGER, refobjsubid INTEGER, deptype TEXT)",
     "pg_tablespace(oid INTEGER, spcname TEXT, spcowner INTEGER)",
+    "pg_auth_members(roleid INTEGER, member INTEGER, grantor INTEGER, admin_option BOOL)",
 };
 
 std::string sql_value(const value& v) {
@@ -364,6 +367,8 @@ std::string fixed_tables(pg_catalog_reader* r) {
                     std::string("Preset Options"), std::string("Longest identifier."),
                     std::string("internal"), std::string("integer"), std::string("default")}});
     for (const char* t : empty_tables) sql += fmt::format("CREATE TABLE pg_catalog.{};", t);
+    sql += insert("pg_tablespace", {{int64_t{1663}, std::string("pg_default"), int64_t{10}},
+                                    {int64_t{1664}, std::string("pg_global"), int64_t{10}}});
     return sql;
 }
 

@@ -119,6 +119,31 @@ def test_list_tables_views_indexes_functions(b):
     ]
 
 
+def test_plus_forms_sizes_and_view_definition(b):
+    """Sizes are the table's and index's pages in the schema's file (SQLite's dbstat), a
+    topic's segment bytes; a view shows its query."""
+    assert lines(meta(b.pg, r"\dt+ shop.*")) == [
+        "                                    List of relations",
+        " Schema | Name  | Type  | Owner  | Persistence | Access method |    Size    | Description ",
+        "--------+-------+-------+--------+-------------+---------------+------------+-------------",
+        " shop   | items | table | sluice | permanent   | heap          | 4096 bytes | ",
+        "(1 row)",
+    ]
+    assert lines(meta(b.pg, r"\di+ shop.*")) == [
+        "                                           List of relations",
+        " Schema |    Name    | Type  | Owner  | Table | Persistence | Access method |    Size    | Description ",
+        "--------+------------+-------+--------+-------+-------------+---------------+------------+-------------",
+        " shop   | items_pkey | index | sluice | items | permanent   | btree         | 4096 bytes | ",
+        " shop   | items_qty  | index | sluice | items | permanent   | btree         | 4096 bytes | ",
+        "(2 rows)",
+    ]
+    assert lines(meta(b.pg, r"\d+ big_scores"))[-2:] == [
+        "View definition:", "SELECT id, score FROM users WHERE score > 10"]
+    assert lines(meta(b.pg, r"\du"))[-1] == " sluice    | Cannot login | {}"
+    assert " sluice | sluice | UTF8     | C       | C     |            | libc            |" in \
+        lines(meta(b.pg, r"\l+"))[3]
+
+
 def test_describe_table(b):
     assert lines(meta(b.pg, r"\d users")) == [
         "                     Table \"main.users\"",

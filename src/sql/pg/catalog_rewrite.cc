@@ -385,11 +385,26 @@ bool field_access(std::string& s, const tokens& t) {
     return false;
 }
 
-// FROM generate_series(...) s: PostgreSQL lets `s` stand for the function's value.
-bool series_alias(std::string& s, const tokens& t) {
-    for (size_t i = 0; i + 1 < t.size(); ++i) {
-        if (!t[i].is_word("generate_series") || !t[i + 1].is_punct('(')) continue;
-        size_t a = match_close(t, i + 1) + 1;
+// FROM generate_series(...) s, FROM unnest(arr) x: PostgreSQL lets the alias stand for
+// the function's value (x.value here); unnest becomes json_each over the array.
+bool function_alias(std::string& s, const tokens& t) {
+    for (size_t i = 1; i + 1 < t.size(); ++i) {
+        const bool unnest = t[i].is_word("unnest");
+        // json_each(pg_array_json(...)): an unnest rewritten, whose alias is yet to map.
+        const bool array = t[i].is_word("json_each") && i + 2 < t.size() &&
+                           t[i + 2].is_word("pg_array_json");
+        if (!(unnest || array || t[i].is_word("generate_series")) || !t[i + 1].is_punct('('))
+            continue;
+        if (!t[i - 1].is_word("FROM") && !t[i - 1].is_punct(',') && !t[i - 1].is_word("JOIN"))
+            continue;
+        const size_t close = match_close(t, i + 1);
+        if (close >= t.size()) return false;
+        if (unnest) {
+            splice(s, t, i, close,
+                   fmt::format("json_each(pg_array_json({}))", text_of(s, t, i + 2, close - 1)));
+            return true;
+        }
+        size_t a = close + 1;
         if (a < t.size() && t[a].is_word("AS")) ++a;
         if (a >= t.size() || t[a].k != kind::word || is_keyword(t[a])) continue;
         for (size_t k = t.size(); k-- > 0;) {
@@ -438,7 +453,7 @@ std::string rewrite_catalog_sql(std::string_view sql) {
     // operands; each construct rewritten leaves none of its kind behind, so the loop ends.
     static constexpr rewrite rewrites[] = {
         escape_string, operator_syntax, default_collation, qualified_function, regex_match,
-        renamed_functions, keyword_alias, series_alias, cast, any_all, array_subquery, subscript, set_returning, field_access};
+        renamed_functions, keyword_alias, function_alias, cast, any_all, array_subquery, subscript, set_returning, field_access};
     std::string s(sql);
     // Bounded: a catalog query needs a few dozen rewrites.
     for (int round = 0; round < 10'000; ++round) {

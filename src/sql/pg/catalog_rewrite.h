@@ -16,6 +16,8 @@
 //   ARRAY(SELECT y ...)            (SELECT pg_array_agg(_v) FROM (SELECT y AS _v ...))
 //   unnest(a), generate_subscripts(a, 1), _pg_expandarray(a) in a select list
 //                                  a json_each(pg_array_json(a)) joined to the FROM list
+//   FROM unnest(arr) x, FROM generate_series(a, b) x, with x as a value
+//                                  FROM json_each(pg_array_json(arr)) x, ... with x.value
 //   (composite).field              json_extract(composite, '$.field')
 //   current_user, current_schema   current_user(), current_schema()
 //   string_agg, json_build_object  group_concat, json_object

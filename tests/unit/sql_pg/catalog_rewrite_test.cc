@@ -51,8 +51,9 @@ TEST(CatalogRewrite, ArraysAndSetReturningFunctions) {
               std::string::npos)
         << srf;
     EXPECT_EQ(srf.find("json_each", srf.find("json_each") + 1), std::string::npos) << srf;
-    // In FROM, unnest is a table, left to SQLite (which has none).
-    EXPECT_EQ(rewrite_catalog_sql("SELECT x FROM unnest(a) WHERE 1"), "SELECT x FROM unnest(a) WHERE 1");
+    // In FROM, unnest is a table of the elements, its alias their value.
+    EXPECT_EQ(rewrite_catalog_sql("SELECT 'toast.' || x FROM pg_catalog.unnest(a) x"),
+              "SELECT 'toast.' || x.value FROM json_each(pg_array_json(a)) x");
     EXPECT_EQ(rewrite_catalog_sql("SELECT (r.keys).x FROM r"),
               "SELECT json_extract((r.keys), '$.x') FROM r");
 }
