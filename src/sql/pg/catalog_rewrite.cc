@@ -134,7 +134,7 @@ bool default_collation(std::string& s, const tokens& t) {
     for (size_t i = 0; i + 1 < t.size(); ++i) {
         if (!t[i].is_word("COLLATE")) continue;
         size_t last = i + 1;
-        if (last + 2 < t.size() + 0 && t[last].is_word("pg_catalog") && t[last + 1].is_punct('.'))
+        if (last + 2 < t.size() && t[last].is_word("pg_catalog") && t[last + 1].is_punct('.'))
             last += 2;
         if (last >= t.size()) return false;
         const auto name = t[last].text;
