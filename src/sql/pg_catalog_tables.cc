@@ -91,7 +91,8 @@ outcome<row_list> index_rows(pg_catalog_reader* r) {
         out.push_back({ix.oid, ix.table_oid, static_cast<int64_t>(ix.keys.size()),
                        static_cast<int64_t>(ix.keys.size()), int64_t{ix.unique},
                        int64_t{ix.primary}, int64_t{0}, int64_t{0}, int64_t{1}, int64_t{1},
-                       int64_t{1}, int64_t{0}, int_array(ix.keys, true), null, null});
+                       int64_t{1}, int64_t{0}, int_array(ix.keys, true),
+                       int_array(std::vector<int>(ix.keys.size(), 0), true), null, null});
     }
     return out;
 }
@@ -106,7 +107,8 @@ outcome<row_list> constraint_rows(pg_catalog_reader* r) {
         // constraints in PostgreSQL; CREATE UNIQUE INDEX ones are not, but are listed the
         // same: SQLite does not tell them apart after the fact.
         out.push_back({ix.oid, ix.name, ix.nsp_oid, std::string(ix.primary ? "p" : "u"),
-                       int64_t{0}, int64_t{0}, ix.table_oid, ix.oid, int_array(ix.keys), null});
+                       int64_t{0}, int64_t{0}, ix.table_oid, ix.oid, int_array(ix.keys), null,
+                       int64_t{0}});
     }
     return out;
 }
@@ -222,12 +224,12 @@ std::map<std::string, row_table_spec> catalog_specs(sqlite3* db, pg_catalog_read
         "CREATE TABLE x(indexrelid INTEGER, indrelid INTEGER, indnatts INTEGER, indnkeyatts "
         "INTEGER, indisunique BOOL, indisprimary BOOL, indisexclusion BOOL, indisclustered "
         "BOOL, indisvalid BOOL, indisready BOOL, indislive BOOL, indisreplident BOOL, indkey "
-        "TEXT, indexprs TEXT, indpred TEXT)",
+        "TEXT, indoption TEXT, indexprs TEXT, indpred TEXT)",
         [r] { return index_rows(r); }};
     m["pg_constraint"] = {
         "CREATE TABLE x(oid INTEGER, conname TEXT, connamespace INTEGER, contype TEXT, "
         "condeferrable BOOL, condeferred BOOL, conrelid INTEGER, conindid INTEGER, conkey TEXT, "
-        "confkey TEXT)",
+        "confkey TEXT, confrelid INTEGER)",
         [r] { return constraint_rows(r); }};
     return m;
 }

@@ -236,6 +236,17 @@ def test_sqlalchemy_inspector(b):
             ("timestamp_broker", "BIGINT"), ("key", "BYTEA"), ("value", "BYTEA"), ("headers", "TEXT")]
         assert insp.get_pk_constraint("users") == {"constrained_columns": ["id"], "name": "users_pkey"}
         assert insp.get_pk_constraint("items", "shop") == {"constrained_columns": ["sku"], "name": "items_pkey"}
+        assert [(i["name"], i["unique"], i["column_names"]) for i in insp.get_indexes("items", "shop")] == \
+            [("items_qty", False, ["qty"])]
+        # Table reflection, then a query built on it.
+        md = sqlalchemy.MetaData()
+        items = sqlalchemy.Table("items", md, schema="shop", autoload_with=engine)
+        assert [(c.name, str(c.type), c.primary_key) for c in items.columns] == \
+            [("sku", "TEXT", True), ("qty", "BIGINT", False), ("note", "BYTEA", False)]
+        assert [i.name for i in items.indexes] == ["items_qty"]
+        orders = sqlalchemy.Table("orders", md, schema="kafka_topics", autoload_with=engine)
+        with engine.connect() as conn:
+            assert conn.execute(sqlalchemy.select(sqlalchemy.func.count()).select_from(orders)).scalar() == 0
     finally:
         engine.dispose()
 

@@ -418,6 +418,33 @@ bool function_alias(std::string& s, const tokens& t) {
     return false;
 }
 
+// bool_column = 't' (or 'f', 'true', 'false'): PostgreSQL's boolean literals, against the
+// catalog's boolean columns, which hold 1 and 0 in SQLite.
+bool bool_literal(std::string& s, const tokens& t) {
+    static constexpr std::array<std::string_view, 6> prefixes = {"ind", "att", "rel", "con",
+                                                                 "rol", "dat"};
+    for (size_t i = 0; i + 2 < t.size(); ++i) {
+        if (t[i].k != kind::word || !t[i + 1].is_punct('=') || t[i + 2].k != kind::string)
+            continue;
+        const auto col = to_lower(t[i].text);
+        const auto lit = to_lower(t[i + 2].text);
+        if (lit != "t" && lit != "f" && lit != "true" && lit != "false") continue;
+        // The boolean columns: ind/att/rel/con/rol/dat + is/has/not/can/... ; relkind = 't'
+        // (a TOAST table) is text and not one of them.
+        const bool boolean =
+            std::any_of(prefixes.begin(), prefixes.end(),
+                        [&](std::string_view p) { return col.starts_with(p); }) &&
+            (col.find("is", 3) == 3 || col.find("has", 3) == 3 || col == "attnotnull" ||
+             col.starts_with("condefer") || col.starts_with("rolcan") ||
+             col.starts_with("rolsuper") || col.starts_with("rolcreate") ||
+             col.starts_with("datallow"));
+        if (!boolean) continue;
+        splice(s, t, i + 2, i + 2, lit[0] == 't' ? "1" : "0");
+        return true;
+    }
+    return false;
+}
+
 // AS default: column aliases PostgreSQL takes that are SQLite keywords, quoted.
 bool keyword_alias(std::string& s, const tokens& t) {
     for (size_t i = 0; i + 1 < t.size(); ++i) {
@@ -453,7 +480,7 @@ std::string rewrite_catalog_sql(std::string_view sql) {
     // operands; each construct rewritten leaves none of its kind behind, so the loop ends.
     static constexpr rewrite rewrites[] = {
         escape_string, operator_syntax, default_collation, qualified_function, regex_match,
-        renamed_functions, keyword_alias, function_alias, cast, any_all, array_subquery, subscript, set_returning, field_access};
+        renamed_functions, keyword_alias, bool_literal, function_alias, cast, any_all, array_subquery, subscript, set_returning, field_access};
     std::string s(sql);
     // Bounded: a catalog query needs a few dozen rewrites.
     for (int round = 0; round < 10'000; ++round) {

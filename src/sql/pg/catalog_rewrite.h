@@ -19,6 +19,7 @@
 //   FROM unnest(arr) x, FROM generate_series(a, b) x, with x as a value
 //                                  FROM json_each(pg_array_json(arr)) x, ... with x.value
 //   (composite).field              json_extract(composite, '$.field')
+//   ix.indisprimary = 'f'          ix.indisprimary = 0  (the catalog's boolean columns)
 //   current_user, current_schema   current_user(), current_schema()
 //   string_agg, json_build_object  group_concat, json_object
 //

@@ -62,6 +62,8 @@ TEST(CatalogRewrite, NamesPostgreSQLAllows) {
     EXPECT_EQ(rewrite_catalog_sql("SELECT current_user, current_schema()"),
               "SELECT current_user(), current_schema()");
     EXPECT_EQ(rewrite_catalog_sql("SELECT 1 AS DEFAULT"), "SELECT 1 AS \"default\"");
+    EXPECT_EQ(rewrite_catalog_sql("WHERE ix.indisprimary = 'f' AND c.relkind = 't'"),
+              "WHERE ix.indisprimary = 0 AND c.relkind = 't'");
     EXPECT_EQ(rewrite_catalog_sql("SELECT string_agg(a, ', ') FROM generate_series(0, 3) s "
                                   "WHERE s > 1"),
               "SELECT group_concat(a, ', ') FROM generate_series(0, 3) s WHERE s.value > 1");
