@@ -474,6 +474,15 @@ bool renamed_functions(std::string& s, const tokens& t) {
 
 }  // namespace
 
+bool names_catalog(std::string_view sql) {
+    const std::string lower = to_lower(sql);
+    for (const char* word : {"pg_", "information_schema", "current_user", "session_user",
+                             "current_role", "current_catalog", "current_schema", "regclass",
+                             "regtype", "regnamespace", "regproc"})
+        if (lower.find(word) != std::string::npos) return true;
+    return false;
+}
+
 std::string rewrite_catalog_sql(std::string_view sql) {
     using rewrite = bool (*)(std::string&, const tokens&);
     // In this order: literals and operators first, so that casts and calls see plain

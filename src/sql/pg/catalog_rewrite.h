@@ -33,4 +33,10 @@ namespace sluice::sql::pg {
 // The statement `sql` (one statement, without its ';') in SQLite's syntax.
 std::string rewrite_catalog_sql(std::string_view sql);
 
+// Whether `sql` may be a catalog query: it names pg_catalog, information_schema, a pg_
+// table or function, a reg* type (x::regclass), or current_user and its kin. Only those are rewritten, so users'
+// own statements (a bulk INSERT of literals, say) never go through the rewrites, whose
+// cost grows with their number.
+bool names_catalog(std::string_view sql);
+
 }  // namespace sluice::sql::pg

@@ -382,10 +382,11 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
     }
     // The catalog queries of tools, in SQLite's syntax (catalog_rewrite.h).
-    if (auto sqlite_text = rewrite_catalog_sql(text); sqlite_text != text) {
-        set_tail();
-        return engine_prepare(ctx, sqlite_text, nullptr, std::move(info));
-    }
+    if (names_catalog(text))
+        if (auto sqlite_text = rewrite_catalog_sql(text); sqlite_text != text) {
+            set_tail();
+            return engine_prepare(ctx, sqlite_text, nullptr, std::move(info));
+        }
     return engine_prepare(ctx, sql, tail, std::move(info));
 }
 

@@ -11,6 +11,16 @@ TEST(CatalogRewrite, StatementsSQLiteParsesComeBackUnchanged) {
         EXPECT_EQ(rewrite_catalog_sql(sql), sql);
 }
 
+TEST(CatalogRewrite, OnlyCatalogQueriesAreRewritten) {
+    EXPECT_TRUE(names_catalog("SELECT 1 FROM pg_catalog.pg_class"));
+    EXPECT_TRUE(names_catalog("select nspname from PG_NAMESPACE"));
+    EXPECT_TRUE(names_catalog("SELECT * FROM information_schema.tables"));
+    EXPECT_TRUE(names_catalog("SELECT current_user"));
+    EXPECT_TRUE(names_catalog("SELECT 'users'::regclass"));
+    EXPECT_FALSE(names_catalog("INSERT INTO t VALUES ('a'::text, 'b'::text)"));
+    EXPECT_FALSE(names_catalog("SELECT key FROM kafka_topics.orders WHERE value ~ 'x'"));
+}
+
 TEST(CatalogRewrite, QualifiedFunctionsOperatorsAndCollations) {
     EXPECT_EQ(rewrite_catalog_sql("SELECT pg_catalog.pg_get_userbyid(c.relowner) FROM "
                                   "pg_catalog.pg_class c"),
