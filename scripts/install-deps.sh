@@ -10,7 +10,7 @@ build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
 test_pkgs=(python3 python3-pytest python3-confluent-kafka python3-kafka kcat
             postgresql-client python3-psycopg2 openssl python3-venv
             python3-snappy python3-lz4 python3-zstandard
-            openjdk-17-jdk-headless maven postgresql-15)
+            openjdk-17-jdk-headless maven postgresql-15 python3-sqlalchemy)
 bench_pkgs=(fio iperf3)
 lint_pkgs=(clang-tidy python3)
 # libFuzzer and the sanitizers' runtimes come with clang's runtime package.

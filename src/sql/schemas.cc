@@ -50,7 +50,8 @@ std::string schema_registry::check_name(const std::string& name) {
     std::string lower = name;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    for (const char* reserved : {"main", "temp", "kafka_topics", "system"})
+    for (const char* reserved : {"main", "temp", "kafka_topics", "system", "pg_catalog",
+                                 "information_schema"})
         if (lower == reserved) return fmt::format("schema {} belongs to the engine", reserved);
     return {};
 }

@@ -29,7 +29,7 @@ class schema_registry {
 
     // Why a name cannot be a user schema (empty when it can): letters, digits and '_',
     // not starting with a digit, at most 63 characters, and not one of the engine's own
-    // schemas (main, temp, kafka_topics, system).
+    // schemas (main, temp, kafka_topics, system, pg_catalog, information_schema).
     static std::string check_name(const std::string& name);
 
     // Registers a new schema (its file is created when a session first attaches it).

@@ -26,6 +26,7 @@
 namespace sluice::sql {
 
 class schema_registry;
+class pg_catalog_reader;
 struct topic_tables;
 
 struct session_sources {
@@ -134,6 +135,8 @@ class sqlite_session final : public session {
     std::map<std::string, std::string> _unopened;  // schemas that failed to attach: why
     statement_context _ctx;
     std::unique_ptr<topic_tables> _topics;
+    std::unique_ptr<pg_catalog_reader> _pg;  // the catalog's view of _db (sql/pg_catalog.h)
+    bool _pg_attached = false;  // pg_catalog and information_schema are attached
 };
 
 }  // namespace sluice::sql

@@ -33,7 +33,11 @@ class statement_context {
         _last = _current;
         _current = {};
         _denied.reset();
+        ++_serial;
     }
+    // Changes with every statement started: what a statement may cache (the catalog's
+    // snapshot) is valid while it stays the same.
+    uint64_t statement_serial() const { return _serial; }
     // The high watermark the running statement sees for a partition: the first call for
     // a partition captures `current`, later ones in the same statement return it, so a
     // self-join sees one consistent cut. Invariant: only offsets below it (appended:
@@ -90,6 +94,7 @@ class statement_context {
     std::map<topic_partition, offset_t> _hw;
     scan_stats _current;
     scan_stats _last;
+    uint64_t _serial = 0;
 };
 
 }  // namespace sluice::sql

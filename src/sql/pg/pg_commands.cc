@@ -8,6 +8,7 @@
 #include <set>
 
 #include "sql/functions.h"
+#include "sql/pg/catalog_rewrite.h"
 #include "sql/pg/lexer.h"
 #include "sql/pg/pg_server.h"
 #include "sql/sql_text.h"
@@ -380,6 +381,12 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
         set_tail();
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
     }
+    // The catalog queries of tools, in SQLite's syntax (catalog_rewrite.h).
+    if (names_catalog(text))
+        if (auto sqlite_text = rewrite_catalog_sql(text); sqlite_text != text) {
+            set_tail();
+            return engine_prepare(ctx, sqlite_text, nullptr, std::move(info));
+        }
     return engine_prepare(ctx, sql, tail, std::move(info));
 }
 

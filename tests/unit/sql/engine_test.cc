@@ -90,7 +90,8 @@ TEST_F(engine_fixture, no_statement_shows_a_server_path) {
     }
     // The schemas are still listed, by name.
     EXPECT_EQ(query(*sess, "SELECT DISTINCT schema FROM pragma_table_list ORDER BY 1"),
-              (rows{{"kafka_topics"}, {"main"}, {"system"}, {"temp"}}));
+              (rows{{"information_schema"}, {"kafka_topics"}, {"main"}, {"pg_catalog"}, {"system"},
+                    {"temp"}}));
     // A schema whose file cannot be opened: the error names the schema, not the file,
     // and the session keeps working (the other sessions too).
     std::filesystem::create_directories(dir.path / "sql" / "schemas" / "broken.db" / "x");

@@ -344,6 +344,7 @@ struct authz_fixture : topic_fixture {
         o.catalog = cat.get();
         o.gate = &gate;
         open_engine_and_session(o, eng, sess);
+        if (HasFatalFailure()) return;
         sess->set_principal({"alice", true});
         create_topic("orders", 1);
         create_topic("secret", 1);

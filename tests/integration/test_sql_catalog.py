@@ -1,0 +1,397 @@
+"""The catalog that PostgreSQL tools read (docs/sql-pg.md, "Tools"): psql's meta-commands
+with their output compared line by line, SQLAlchemy's inspector (Debian's
+python3-sqlalchemy 1.4) and the PostgreSQL JDBC driver's DatabaseMetaData (42.7.14), over
+a known set-up: a topic, a table with a primary key, a view, a user schema with a table
+and an index; and the catalog following topics and tables as they come and go."""
+
+import os
+import subprocess
+
+import pytest
+import sqlalchemy
+
+import jvm_helpers as J
+import sluice_helpers as H
+import sql_helpers as S
+
+
+@pytest.fixture(scope="module")
+def b(module_broker_factory):
+    broker = module_broker_factory(extra_args=S.SQL_ARGS)
+    assert broker.pg, broker.stdout_lines
+    H.create_topic(broker.bootstrap, "orders", 2)
+    S.psql_ok(broker.pg,
+              "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT NOT NULL, score REAL)",
+              "CREATE VIEW big_scores AS SELECT id, score FROM users WHERE score > 10",
+              "CREATE SCHEMA shop",
+              "CREATE TABLE shop.items(sku TEXT PRIMARY KEY, qty INTEGER DEFAULT 0, note BLOB)",
+              "CREATE INDEX shop.items_qty ON items(qty)")
+    return broker
+
+
+def meta(addr, command):
+    """psql's output of one meta-command, as a user sees it (aligned, with headers)."""
+    host, port = addr.rsplit(":", 1)
+    env = dict(os.environ, PGCONNECT_TIMEOUT="10")
+    proc = subprocess.run(["psql", "-X", "-h", host, "-p", port, "-d", "sluice", "-U", "test",
+                           "-c", command], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=S.CALL_TIMEOUT, env=env)
+    assert proc.returncode == 0 and proc.stderr == "", (command, proc.stdout, proc.stderr)
+    return proc.stdout
+
+
+def lines(text):
+    return text.strip("\n").split("\n")
+
+
+def test_list_databases_and_schemas(b):
+    assert lines(meta(b.pg, r"\l")) == [
+        "                                        List of databases",
+        "  Name  | Owner  | Encoding | Collate | Ctype | ICU Locale | Locale Provider | Access privileges ",
+        "--------+--------+----------+---------+-------+------------+-----------------+-------------------",
+        " sluice | sluice | UTF8     | C       | C     |            | libc            | ",
+        "(1 row)",
+    ]
+    assert lines(meta(b.pg, r"\dn")) == [
+        "    List of schemas",
+        "     Name     | Owner  ",
+        "--------------+--------",
+        " kafka_topics | sluice",
+        " main         | sluice",
+        " shop         | sluice",
+        " system       | sluice",
+        "(4 rows)",
+    ]
+
+
+def test_list_tables_views_indexes_functions(b):
+    assert lines(meta(b.pg, r"\dt")) == [
+        "               List of relations",
+        "    Schema    |     Name      | Type  | Owner  ",
+        "--------------+---------------+-------+--------",
+        " kafka_topics | orders        | table | sluice",
+        " main         | users         | table | sluice",
+        " shop         | items         | table | sluice",
+        " system       | configs       | table | sluice",
+        " system       | group_offsets | table | sluice",
+        " system       | groups        | table | sluice",
+        " system       | partitions    | table | sluice",
+        " system       | topics        | table | sluice",
+        "(8 rows)",
+    ]
+    assert lines(meta(b.pg, r"\dt shop.*")) == [
+        "        List of relations",
+        " Schema | Name  | Type  | Owner  ",
+        "--------+-------+-------+--------",
+        " shop   | items | table | sluice",
+        "(1 row)",
+    ]
+    assert lines(meta(b.pg, r"\dv")) == [
+        "          List of relations",
+        " Schema |    Name    | Type | Owner  ",
+        "--------+------------+------+--------",
+        " main   | big_scores | view | sluice",
+        "(1 row)",
+    ]
+    assert lines(meta(b.pg, r"\di")) == [
+        "              List of relations",
+        " Schema |    Name    | Type  | Owner  | Table ",
+        "--------+------------+-------+--------+-------",
+        " main   | users_pkey | index | sluice | users",
+        " shop   | items_pkey | index | sluice | items",
+        " shop   | items_qty  | index | sluice | items",
+        "(3 rows)",
+    ]
+    # \df lists functions outside pg_catalog, where all of them are (there are no user
+    # functions); a pattern finds them there.
+    assert lines(meta(b.pg, r"\df")) == [
+        "                       List of functions",
+        " Schema | Name | Result data type | Argument data types | Type ",
+        "--------+------+------------------+---------------------+------",
+        "(0 rows)",
+    ]
+    assert lines(meta(b.pg, r"\df sluice*")) == [
+        "                               List of functions",
+        "   Schema   |       Name       | Result data type | Argument data types | Type ",
+        "------------+------------------+------------------+---------------------+------",
+        " pg_catalog | sluice_last_scan |                  |                     | func",
+        "(1 row)",
+    ]
+
+
+def test_plus_forms_sizes_and_view_definition(b):
+    """Sizes are the table's and index's pages in the schema's file (SQLite's dbstat), a
+    topic's segment bytes; a view shows its query."""
+    assert lines(meta(b.pg, r"\dt+ shop.*")) == [
+        "                                    List of relations",
+        " Schema | Name  | Type  | Owner  | Persistence | Access method |    Size    | Description ",
+        "--------+-------+-------+--------+-------------+---------------+------------+-------------",
+        " shop   | items | table | sluice | permanent   | heap          | 4096 bytes | ",
+        "(1 row)",
+    ]
+    assert lines(meta(b.pg, r"\di+ shop.*")) == [
+        "                                           List of relations",
+        " Schema |    Name    | Type  | Owner  | Table | Persistence | Access method |    Size    | Description ",
+        "--------+------------+-------+--------+-------+-------------+---------------+------------+-------------",
+        " shop   | items_pkey | index | sluice | items | permanent   | btree         | 4096 bytes | ",
+        " shop   | items_qty  | index | sluice | items | permanent   | btree         | 4096 bytes | ",
+        "(2 rows)",
+    ]
+    assert lines(meta(b.pg, r"\d+ big_scores"))[-2:] == [
+        "View definition:", "SELECT id, score FROM users WHERE score > 10"]
+    assert lines(meta(b.pg, r"\du"))[-1] == " sluice    | Cannot login | {}"
+    assert " sluice | sluice | UTF8     | C       | C     |            | libc            |" in \
+        lines(meta(b.pg, r"\l+"))[3]
+
+
+def test_describe_table(b):
+    assert lines(meta(b.pg, r"\d users")) == [
+        "                     Table \"main.users\"",
+        " Column |       Type       | Collation | Nullable | Default ",
+        "--------+------------------+-----------+----------+---------",
+        " id     | bigint           |           | not null | ",
+        " name   | text             |           | not null | ",
+        " score  | double precision |           |          | ",
+        "Indexes:",
+        "    \"users_pkey\" PRIMARY KEY, btree (id)",
+    ]
+    assert lines(meta(b.pg, r"\d shop.items")) == [
+        "                Table \"shop.items\"",
+        " Column |  Type  | Collation | Nullable | Default ",
+        "--------+--------+-----------+----------+---------",
+        " sku    | text   |           |          | ",
+        " qty    | bigint |           |          | 0",
+        " note   | bytea  |           |          | ",
+        "Indexes:",
+        "    \"items_pkey\" PRIMARY KEY, btree (sku)",
+        "    \"items_qty\" btree (qty)",
+    ]
+    # A topic table, by its bare name (found as SQLite finds it) and qualified.
+    topic = [
+        "                 Table \"kafka_topics.orders\"",
+        "       Column       |  Type  | Collation | Nullable | Default ",
+        "--------------------+--------+-----------+----------+---------",
+        " partition          | bigint |           |          | ",
+        " offset             | bigint |           |          | ",
+        " timestamp_producer | bigint |           |          | ",
+        " timestamp_broker   | bigint |           |          | ",
+        " key                | bytea  |           |          | ",
+        " value              | bytea  |           |          | ",
+        " headers            | text   |           |          | ",
+    ]
+    assert lines(meta(b.pg, r"\d orders")) == topic
+    assert lines(meta(b.pg, r"\d kafka_topics.orders")) == topic
+    assert lines(meta(b.pg, r"\d big_scores")) == [
+        "                   View \"main.big_scores\"",
+        " Column |       Type       | Collation | Nullable | Default ",
+        "--------+------------------+-----------+----------+---------",
+        " id     | bigint           |           |          | ",
+        " score  | double precision |           |          | ",
+    ]
+
+
+def test_functions_tools_call(b):
+    conn = S.pg_connect(b.pg)
+    try:
+        assert S.pg_rows(conn, "SELECT current_schema(), current_database(), current_user") == \
+            [("main", "sluice", "ANONYMOUS")]
+        assert S.pg_rows(conn, "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+                               "WHERE table_schema = 'shop' AND table_name = 'items' ORDER BY ordinal_position") == \
+            [("sku", "text", "YES"), ("qty", "bigint", "YES"), ("note", "bytea", "YES")]
+        assert S.pg_rows(conn, "SELECT schema_name FROM information_schema.schemata ORDER BY 1") == \
+            [("information_schema",), ("kafka_topics",), ("main",), ("pg_catalog",), ("shop",), ("system",)]
+        assert S.pg_rows(conn, "SELECT 'users'::regclass::text, pg_catalog.format_type(25, -1)") == \
+            [("users", "text")]
+        assert S.pg_rows(conn, "SELECT relname FROM pg_class WHERE relname ~ '^big_' AND relkind = 'v'") == \
+            [("big_scores",)]
+        # A relation nobody has is an error, as in PostgreSQL.
+        assert "does not exist" in str(S.pg_error(conn, "SELECT 'nope'::regclass"))
+        # The tables are the engine's, over HTTP as well (in SQLite's syntax there).
+        assert S.http_rows(b.http, "SELECT table_name FROM information_schema.tables "
+                                   "WHERE table_schema = 'shop' AND table_name NOT LIKE '\\_%' ESCAPE '\\' "
+                                   "ORDER BY 1") == [["items"]]
+        # The catalog is the engine's: it cannot be written.
+        assert S.pg_error(conn, "DELETE FROM pg_catalog.pg_type").pgcode == "42501"
+        assert S.pg_error(conn, "CREATE SCHEMA pg_catalog").pgcode == "22023"
+    finally:
+        conn.close()
+
+
+def test_sqlalchemy_inspector(b):
+    host, port = b.pg.rsplit(":", 1)
+    engine = sqlalchemy.create_engine("postgresql+psycopg2://test@%s:%s/sluice" % (host, port))
+    try:
+        insp = sqlalchemy.inspect(engine)
+        assert engine.dialect.server_version_info == (15, 0)
+        assert insp.default_schema_name == "main"
+        assert insp.get_schema_names() == ["information_schema", "kafka_topics", "main", "shop", "system"]
+        assert insp.get_table_names() == ["users"]
+        assert insp.get_table_names("kafka_topics") == ["orders"]
+        assert insp.get_view_names() == ["big_scores"]
+        cols = [(c["name"], type(c["type"]).__name__, c["nullable"], c["default"])
+                for c in insp.get_columns("items", "shop")]
+        assert cols == [("sku", "TEXT", True, None), ("qty", "BIGINT", True, "0"), ("note", "BYTEA", True, None)]
+        assert [(c["name"], type(c["type"]).__name__) for c in insp.get_columns("orders", "kafka_topics")] == [
+            ("partition", "BIGINT"), ("offset", "BIGINT"), ("timestamp_producer", "BIGINT"),
+            ("timestamp_broker", "BIGINT"), ("key", "BYTEA"), ("value", "BYTEA"), ("headers", "TEXT")]
+        assert insp.get_pk_constraint("users") == {"constrained_columns": ["id"], "name": "users_pkey"}
+        assert insp.get_pk_constraint("items", "shop") == {"constrained_columns": ["sku"], "name": "items_pkey"}
+        assert [(i["name"], i["unique"], i["column_names"]) for i in insp.get_indexes("items", "shop")] == \
+            [("items_qty", False, ["qty"])]
+        # Table reflection, then a query built on it.
+        md = sqlalchemy.MetaData()
+        items = sqlalchemy.Table("items", md, schema="shop", autoload_with=engine)
+        assert [(c.name, str(c.type), c.primary_key) for c in items.columns] == \
+            [("sku", "TEXT", True), ("qty", "BIGINT", False), ("note", "BYTEA", False)]
+        assert [i.name for i in items.indexes] == ["items_qty"]
+        orders = sqlalchemy.Table("orders", md, schema="kafka_topics", autoload_with=engine)
+        with engine.connect() as conn:
+            assert conn.execute(sqlalchemy.select(sqlalchemy.func.count()).select_from(orders)).scalar() == 0
+    finally:
+        engine.dispose()
+
+
+def test_jdbc_database_metadata(b):
+    url = "jdbc:postgresql://%s/sluice?user=test&sslmode=disable" % b.pg
+    out = J.run_java("dev.sluice.jvmtests.sql.CatalogMetadata", url, "shop", "items").stdout
+    rows = [ln.split("\t") for ln in out.strip("\n").split("\n")]
+    assert rows[0] == ["product", "PostgreSQL", "15.0"]
+    assert [r[1] for r in rows if r[0] == "schema"] == \
+        ["information_schema", "kafka_topics", "main", "pg_catalog", "shop", "system"]
+    assert [r[1:] for r in rows if r[0] == "table"] == [
+        ["kafka_topics", "orders", "TABLE"], ["main", "users", "TABLE"], ["shop", "items", "TABLE"],
+        ["system", "configs", "TABLE"], ["system", "group_offsets", "TABLE"], ["system", "groups", "TABLE"],
+        ["system", "partitions", "TABLE"], ["system", "topics", "TABLE"], ["main", "big_scores", "VIEW"]]
+    # java.sql.Types: VARCHAR 12, BIGINT -5, BINARY -2.
+    assert [r[1:] for r in rows if r[0] == "column"] == [
+        ["sku", "12", "text", "1", "YES"], ["qty", "-5", "int8", "2", "YES"], ["note", "-2", "bytea", "3", "YES"]]
+    assert [r[1:] for r in rows if r[0] == "pk"] == [["sku", "1", "items_pkey"]]
+
+
+def test_catalog_follows_topics_and_tables(b):
+    """A topic created, a table dropped: the next statement's catalog shows it. (Last: it
+    adds a topic to the module's broker.)"""
+    conn = S.pg_connect(b.pg)
+    try:
+        listed = "SELECT table_schema, table_name FROM information_schema.tables " \
+                 "WHERE table_schema IN ('kafka_topics', 'main') ORDER BY 1, 2"
+        assert S.pg_rows(conn, listed) == [("kafka_topics", "orders"), ("main", "big_scores"),
+                                           ("main", "users")]
+        H.create_topic(b.bootstrap, "payments", 1)
+        S.psql_ok(b.pg, "CREATE TABLE scratch(x INTEGER)")
+        S.wait_until("payments in the catalog", lambda: ("kafka_topics", "payments") in S.pg_rows(conn, listed))
+        assert S.pg_rows(conn, listed) == [("kafka_topics", "orders"), ("kafka_topics", "payments"),
+                                           ("main", "big_scores"), ("main", "scratch"), ("main", "users")]
+        S.psql_ok(b.pg, "DROP TABLE scratch")
+        assert ("main", "scratch") not in S.pg_rows(conn, listed)
+        # OIDs are stable: the same relation has the same OID in every session.
+        oid = "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n " \
+              "ON n.oid = c.relnamespace WHERE n.nspname = 'shop' AND c.relname = 'items'"
+        other = S.pg_connect(b.pg)
+        try:
+            assert S.pg_rows(conn, oid) == S.pg_rows(other, oid) == [(S.pg_rows(conn, "SELECT 'shop.items'::regclass::oid")[0][0],)]
+        finally:
+            other.close()
+    finally:
+        conn.close()
+
+
+def test_many_topics(broker_factory):
+    """600 topics: a session opens (its set-up, creating the topics' tables, ran into the
+    progress handler's deadline and failed with "interrupted" from about 400 on), and the
+    catalog lists every topic, in well under the statement time limit."""
+    broker = broker_factory(extra_args=S.SQL_ARGS)
+    adm = H.admin_client(broker.bootstrap)
+    from confluent_kafka.admin import NewTopic
+    names = ["many%03d" % i for i in range(600)]
+    for f in adm.create_topics([NewTopic(n, 1, 1) for n in names], request_timeout=60).values():
+        f.result(60)
+    conn = S.pg_connect(broker.pg)
+    try:
+        assert S.pg_rows(conn, "SELECT count(*) FROM system.topics") == [(600,)]
+        got = S.pg_rows(conn, "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+                              "ON n.oid = c.relnamespace WHERE n.nspname = 'kafka_topics' ORDER BY 1")
+        assert [r[0] for r in got] == names
+    finally:
+        conn.close()
+    assert lines(meta(broker.pg, r"\d many599"))[0].strip() == 'Table "kafka_topics.many599"'
+
+
+def test_catalog_lists_only_what_the_user_may_see(secure_broker_factory, tmp_path):
+    """With users and policies, the catalog describes the user's kafka_topics: the topics
+    it may describe or read, as the topic tables are (docs/security.md), and current_user
+    is the login."""
+    import security_helpers as SEC
+    b = secure_broker_factory(["127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"],
+                              extra_args=["--pg", "127.0.0.1:0"], start=False)
+    t = SEC.Target.offline(b.data_dir, workdir=tmp_path / "policies", init=True)
+    SEC.grant(t, "admin", [SEC.allow("*", "sluice:*")], password="admin-pw")
+    SEC.grant(t, "alice", [SEC.allow(["KafkaRead"], ["sluice:topic:cat-open*"])], password="alice-pw")
+    b.start()
+    admin = SEC.Creds("SASL_PLAINTEXT", "SCRAM-SHA-256", "admin", "admin-pw")
+    for topic in ("cat-open", "cat-secret"):
+        SEC.create_topic(b.addr("SASL_PLAINTEXT"), admin, topic, 1)
+    host, port = b.pg.rsplit(":", 1)
+    listed = ("SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+              "ON n.oid = c.relnamespace WHERE n.nspname = 'kafka_topics' ORDER BY 1",
+              "SELECT table_name FROM information_schema.tables WHERE table_schema = 'kafka_topics' ORDER BY 1")
+    for user, password, want in (("alice", "alice-pw", ["cat-open"]), ("admin", "admin-pw", ["cat-open", "cat-secret"])):
+        conn = S.psycopg2.connect(host=host, port=int(port), user=user, password=password, dbname="sluice",
+                                  sslmode="disable", connect_timeout=10)
+        conn.autocommit = True
+        try:
+            assert S.pg_rows(conn, "SELECT current_user") == [(user,)]
+            for sql in listed:
+                assert [r[0] for r in S.pg_rows(conn, sql)] == want, (user, sql)
+        finally:
+            conn.close()
+
+
+def test_user_schemas_come_before_the_catalog(broker_factory):
+    """SQLite attaches at most 10 schemas and the engine's take 4: 8 user schemas (as
+    before the catalog) all work, and the catalog gives way in their sessions, saying so."""
+    broker = broker_factory(extra_args=S.SQL_ARGS)
+    for i in range(1, 9):
+        S.psql_ok(broker.pg, "CREATE SCHEMA s%d" % i, "CREATE TABLE s%d.t(x INTEGER)" % i,
+                  "INSERT INTO s%d.t VALUES (%d)" % (i, i))
+    conn = S.pg_connect(broker.pg)
+    try:
+        assert S.pg_rows(conn, " UNION ALL ".join("SELECT x FROM s%d.t" % i for i in range(1, 9))) == \
+            [(i,) for i in range(1, 9)]
+        e = S.pg_error(conn, "SELECT nspname FROM pg_catalog.pg_namespace")
+        assert e.pgcode == "42P01" and "at most 6 user schemas keep it" in e.pgerror, e.pgerror
+        S.psql_ok(broker.pg, "DROP SCHEMA s8 CASCADE", "DROP SCHEMA s7 CASCADE")
+    finally:
+        conn.close()
+    # A new session has room for the catalog again.
+    conn = S.pg_connect(broker.pg)
+    try:
+        assert [r[0] for r in S.pg_rows(conn, "SELECT nspname FROM pg_catalog.pg_namespace "
+                                              "WHERE nspname LIKE 's_' ORDER BY 1")] == \
+            ["s1", "s2", "s3", "s4", "s5", "s6"]
+    finally:
+        conn.close()
+
+
+def test_expansion_target_in_the_catalog(b):
+    """An expansion's target is a table of its schema like any other, with the columns
+    the expansion gives it, to every tool."""
+    import expansion_helpers as X
+    X.create(b.http, "orders", "shop.order_rows",
+             [{"name": "id", "type": "int64"}, {"name": "sku", "type": "string"}])
+    conn = S.pg_connect(b.pg)
+    try:
+        cols = S.pg_rows(conn, "SELECT column_name, data_type FROM information_schema.columns "
+                               "WHERE table_schema = 'shop' AND table_name = 'order_rows' ORDER BY ordinal_position")
+        names = [c[0] for c in cols]
+        assert ("id", "bigint") in cols and ("sku", "text") in cols, cols
+        assert "_partition" in names and "_offset" in names, cols
+        # The columns psql shows are the same, in the same order.
+        described = lines(meta(b.pg, r"\d shop.order_rows"))
+        assert described[0].strip() == 'Table "shop.order_rows"'
+        assert [ln.split("|")[0].strip() for ln in described[3:3 + len(cols)]] == names
+    finally:
+        conn.close()
+    # With the engine's own bookkeeping of expansions in the target's schema.
+    assert [ln.split("|")[1].strip() for ln in lines(meta(b.pg, r"\dt shop.*"))[3:-1]] == \
+        ["_sluice_expansion_progress", "_sluice_meta", "items", "order_rows"], meta(b.pg, r"\dt shop.*")
