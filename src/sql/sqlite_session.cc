@@ -288,10 +288,10 @@ outcome<bool> sqlite_session::sync_schemas() {
             _unopened[name] = r.error().message;
             continue;
         }
-        if (auto r = use_wal(name, path); !r) return r.error();
-        if (auto r = exec_internal(fmt::format("PRAGMA {}.synchronous=FULL", quote_ident(name)));
-            !r)
-            return r.error();
+        if (auto wal = use_wal(name, path); !wal) return wal.error();
+        if (auto sync = exec_internal(fmt::format("PRAGMA {}.synchronous=FULL", quote_ident(name)));
+            !sync)
+            return sync.error();
         _attached.insert(name);
     }
     _schema_gen = gen;

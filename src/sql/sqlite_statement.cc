@@ -125,12 +125,17 @@ statement::step_state sqlite_statement::step() {
         _started = true;
         _rows = 0;
         _error = {};
+        _total_changes_before = sqlite3_total_changes64(_session.db());
         _session.statement_started();
     }
     const int rc = sqlite3_step(_st);
     if (rc == SQLITE_DONE) {
         _finished = true;
-        _changes = sqlite3_changes64(_session.db());
+        // sqlite3_changes64 keeps the count of the last INSERT, UPDATE or DELETE (the
+        // engine's own included) through statements that change no row, such as DDL.
+        _changes = sqlite3_total_changes64(_session.db()) == _total_changes_before
+                       ? 0
+                       : sqlite3_changes64(_session.db());
         sqlite3_reset(_st);
         return step_state::done;
     }

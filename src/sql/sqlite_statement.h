@@ -49,6 +49,7 @@ class sqlite_statement final : public statement {
     query_error _error;
     uint64_t _rows = 0;
     int64_t _changes = 0;
+    int64_t _total_changes_before = 0;  // the connection's total when the statement started
     // The session's account, kept here: accounts outlive sessions (sql/budget.h), so the
     // charge for a row can be given back even by a statement finalized after its session.
     budget_account* _account;

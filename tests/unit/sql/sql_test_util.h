@@ -98,16 +98,4 @@ inline query_error failure_of(session& s, std::string_view sql) {
     return {failure::internal, ""};
 }
 
-// An engine with options `o` and a session of it, in `eng` and `sess`; fails the test
-// (ASSERT: the caller returns at once) when either does not open.
-inline void open_engine_and_session(const engine_options& o, std::unique_ptr<engine>& eng,
-                                    std::unique_ptr<session>& sess) {
-    auto e = open_engine(o);
-    ASSERT_TRUE(e) << e.error().message;
-    eng = std::move(*e);
-    auto s = eng->open_session();
-    ASSERT_TRUE(s) << s.error().message;
-    sess = std::move(*s);
-}
-
 }  // namespace sluice::sql::test
