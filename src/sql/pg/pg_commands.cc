@@ -9,6 +9,7 @@
 
 #include "sql/functions.h"
 #include "sql/pg/lexer.h"
+#include "sql/pg/pg_dialect.h"
 #include "sql/pg/pg_server.h"
 #include "sql/sql_text.h"
 
@@ -379,6 +380,12 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
     if (!rewritten.empty()) {
         set_tail();
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
+    }
+    // PostgreSQL spellings that SQLite lacks (pg_dialect.h): the statement rewritten is
+    // prepared alone, and the rest of the string follows it.
+    if (auto translated = translate_statement(text)) {
+        set_tail();
+        return engine_prepare(ctx, *translated, nullptr, std::move(info));
     }
     return engine_prepare(ctx, sql, tail, std::move(info));
 }

@@ -15,6 +15,7 @@
 
 #include "sql/pg/lexer.h"
 #include "sql/sql_text.h"
+#include "sql/time_text.h"
 
 namespace sluice::sql::pg {
 
@@ -134,6 +135,14 @@ std::string text_for(const value& v, uint32_t type_oid) {
     if (type_oid == oid::boolean) {
         if (auto b = as_bool(v)) return *b ? "t" : "f";
     }
+    if (type_oid == oid::timestamptz) {
+        // PostgreSQL's own text: "+00", not the engine's "+00:00".
+        if (auto* s = std::get_if<std::string>(&v))
+            if (auto t = parse_timestamp(*s)) {
+                std::string out = format_timestamp(*t);
+                return out.substr(0, out.size() - 3);
+            }
+    }
     if (auto* b = std::get_if<bytes>(&v)) {
         // A BLOB in a text or number column: its bytes when they are text, else hex (the
         // client would reject invalid UTF-8 in a UTF8 session).
@@ -179,6 +188,10 @@ pg_error cannot_convert(const value& v, uint32_t type_oid) {
 std::optional<uint32_t> oid_for_decl_type(std::string_view decl_type) {
     auto u = to_upper(decl_type);
     if (u.empty()) return std::nullopt;
+    // Exact names only: a column declared TIMESTAMP or DATE in SQLite often holds
+    // numbers, which a driver could not read as a timestamp.
+    if (u == "TIMESTAMPTZ" || u == "TIMESTAMP WITH TIME ZONE") return oid::timestamptz;
+    if (u == "JSON" || u == "JSONB") return oid::json;
     if (u.find("INT") != std::string::npos) return oid::int8;
     if (u.find("CHAR") != std::string::npos || u.find("CLOB") != std::string::npos ||
         u.find("TEXT") != std::string::npos)
@@ -198,7 +211,9 @@ std::optional<uint32_t> oid_for_value(const value& v) {
         case 2:
             return oid::float8;
         case 3:
-            return oid::text;
+            // The engine's timestamps (now(), date_trunc(), ::timestamptz, ...) are text
+            // in one exact form (sql/time_text.h).
+            return is_timestamp_text(std::get<std::string>(v)) ? oid::timestamptz : oid::text;
         case 4:
             return oid::bytea;
         default:
@@ -218,6 +233,7 @@ int16_t type_size(uint32_t type_oid) {
             return 4;
         case oid::int8:
         case oid::float8:
+        case oid::timestamptz:
             return 8;
         case oid::name:
             return 64;
@@ -297,6 +313,16 @@ bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t fo
         case oid::bytea:
             append_sized(out, natural_text(v));  // a BLOB's natural text is its bytes
             return true;
+        case oid::timestamptz: {
+            // Microseconds since 2000-01-01 00:00:00 UTC, PostgreSQL's epoch.
+            constexpr int64_t pg_epoch_us = 946'684'800'000'000;
+            auto* s = std::get_if<std::string>(&v);
+            auto t = s ? parse_timestamp(*s) : std::nullopt;
+            if (!t) break;
+            append_length(out, 8);
+            append_be(out, *t - pg_epoch_us);
+            return true;
+        }
         default:
             // text, varchar and the rest: the binary format of text is its UTF-8 bytes.
             append_sized(out, text_for(v, type_oid));

@@ -1,0 +1,434 @@
+#include "sql/pg/pg_dialect.h"
+
+#include <utility>
+#include <vector>
+
+#include "sql/pg/lexer.h"
+#include "sql/sql_text.h"
+
+namespace sluice::sql::pg {
+
+namespace {
+
+constexpr size_t none = std::string::npos;
+
+// Words after which an operand cannot end: the expression before '::' is never one of
+// them, and a '(' after them opens a group, not a function's arguments.
+bool is_keyword(const token& t) {
+    static constexpr std::string_view words[] = {
+        "SELECT", "FROM",   "WHERE",     "AND",   "OR",    "NOT",    "AS",     "ON",
+        "IN",     "IS",     "LIKE",      "GLOB",  "BETWEEN", "CASE", "WHEN",   "THEN",
+        "ELSE",   "END",    "GROUP",     "ORDER", "BY",    "HAVING", "LIMIT",  "OFFSET",
+        "UNION",  "ALL",    "DISTINCT",  "JOIN",  "USING", "WITH",   "VALUES", "SET",
+        "INTO",   "INSERT", "UPDATE",    "DELETE", "EXISTS", "RETURNING", "DESC", "ASC",
+        "ESCAPE", "EXCEPT", "INTERSECT", "OVER",  "FILTER", "WINDOW"};
+    if (t.k != token::kind::word) return false;
+    for (auto w : words)
+        if (t.is_word(w)) return true;
+    return false;
+}
+
+// What `x::type` becomes, by the type's words (upper-case, spaces between): a format
+// with one %s for the operand. nullopt: not a type translated here.
+std::optional<std::string_view> cast_format(const std::string& type) {
+    struct mapping {
+        std::string_view type;
+        std::string_view format;
+    };
+    static constexpr mapping table[] = {
+        {"TEXT", "CAST(%s AS TEXT)"},
+        {"VARCHAR", "CAST(%s AS TEXT)"},
+        {"CHAR", "CAST(%s AS TEXT)"},
+        {"CHARACTER", "CAST(%s AS TEXT)"},
+        {"CHARACTER VARYING", "CAST(%s AS TEXT)"},
+        {"BPCHAR", "CAST(%s AS TEXT)"},
+        {"NAME", "CAST(%s AS TEXT)"},
+        {"UUID", "CAST(%s AS TEXT)"},
+        {"INT", "CAST(%s AS INTEGER)"},
+        {"INTEGER", "CAST(%s AS INTEGER)"},
+        {"INT2", "CAST(%s AS INTEGER)"},
+        {"INT4", "CAST(%s AS INTEGER)"},
+        {"INT8", "CAST(%s AS INTEGER)"},
+        {"SMALLINT", "CAST(%s AS INTEGER)"},
+        {"BIGINT", "CAST(%s AS INTEGER)"},
+        {"FLOAT", "CAST(%s AS REAL)"},
+        {"FLOAT4", "CAST(%s AS REAL)"},
+        {"FLOAT8", "CAST(%s AS REAL)"},
+        {"REAL", "CAST(%s AS REAL)"},
+        {"DOUBLE PRECISION", "CAST(%s AS REAL)"},
+        {"NUMERIC", "CAST(%s AS NUMERIC)"},
+        {"DECIMAL", "CAST(%s AS NUMERIC)"},
+        {"BOOL", "pg_cast_bool(%s)"},
+        {"BOOLEAN", "pg_cast_bool(%s)"},
+        {"BYTEA", "pg_cast_bytea(%s)"},
+        {"TIMESTAMP", "pg_cast_timestamptz(%s)"},
+        {"TIMESTAMPTZ", "pg_cast_timestamptz(%s)"},
+        {"TIMESTAMP WITH TIME ZONE", "pg_cast_timestamptz(%s)"},
+        {"TIMESTAMP WITHOUT TIME ZONE", "pg_cast_timestamptz(%s)"},
+        {"DATE", "pg_cast_date(%s)"},
+        {"JSON", "pg_cast_json(%s)"},
+    };
+    if (type == "JSONB") return "pg_cast_json(%s)";
+    for (const auto& m : table)
+        if (m.type == type) return m.format;
+    return std::nullopt;
+}
+
+std::string apply_format(std::string_view format, std::string_view operand) {
+    std::string out;
+    auto at = format.find("%s");
+    out += format.substr(0, at);
+    out += operand;
+    out += format.substr(at + 2);
+    return out;
+}
+
+struct frame {
+    size_t start = 0;     // output position where the group (or function call) starts
+    bool is_case = false;  // CASE ... END
+    bool has_limit = false;
+    size_t offset_at = none;  // output position of an OFFSET that has no LIMIT yet
+    bool in_offset = false;   // after OFFSET: a ROW/ROWS word is dropped
+};
+
+class translator {
+  public:
+    explicit translator(std::string_view sql) : _sql(sql) {
+        tokenizer tz(sql);
+        for (token t = tz.next(); t.k != token::kind::end; t = tz.next()) _toks.push_back(t);
+        _frames.push_back({});
+    }
+
+    std::optional<std::string> run() {
+        for (size_t i = 0; i < _toks.size();) i = step(i);
+        while (!_frames.empty()) close_frame();
+        if (!_changed) return std::nullopt;
+        _out += _sql.substr(_src);
+        return _out;
+    }
+
+  private:
+    const token& at(size_t i) const {
+        static const token end_token;
+        return i < _toks.size() ? _toks[i] : end_token;
+    }
+    std::string_view raw(size_t i) const {
+        return _sql.substr(_toks[i].begin, _toks[i].end - _toks[i].begin);
+    }
+    bool adjacent(size_t i) const { return i > 0 && at(i).begin == at(i - 1).end; }
+    bool is_cast_at(size_t i) const {
+        return at(i).is_punct(':') && at(i + 1).is_punct(':') && adjacent(i + 1);
+    }
+
+    // Copies the source up to token i, then `text` (the token itself when nullopt); the
+    // output position where it starts.
+    size_t emit(size_t i, std::optional<std::string_view> text = std::nullopt) {
+        _out += _sql.substr(_src, _toks[i].begin - _src);
+        size_t pos = _out.size();
+        if (text) {
+            _out += *text;
+            _changed = true;
+        } else {
+            _out += raw(i);
+        }
+        _src = _toks[i].end;
+        return pos;
+    }
+    // Drops tokens [i, j) and the space between them.
+    void skip_to(size_t j) {
+        _src = at(j - 1).end;
+        _changed = true;
+    }
+    // Replaces the operand that ends the output (from `_last`) with `text`.
+    void replace_operand(const std::string& text) {
+        _out.resize(*_last);
+        _out += text;
+        _changed = true;
+    }
+
+    // The words of a type name from token i: "DOUBLE PRECISION", "NUMERIC" (a
+    // modifier "(10, 2)" skipped), ...; `j` is past it. Empty when there is none or it
+    // is an array.
+    std::string type_at(size_t i, size_t& j) const {
+        j = i;
+        if (at(j).is_word("pg_catalog") && at(j + 1).is_punct('.')) j += 2;
+        if (at(j).k != token::kind::word) return {};
+        std::string type = to_upper(at(j++).text);
+        auto more = [&](std::initializer_list<std::string_view> words) {
+            for (size_t n = 0; n < words.size(); ++n)
+                if (!at(j + n).is_word(*(words.begin() + n))) return false;
+            for (auto w : words) type += " " + std::string(w);
+            j += words.size();
+            return true;
+        };
+        if (type == "DOUBLE") more({"PRECISION"});
+        if (type == "CHARACTER" || type == "CHAR") more({"VARYING"});
+        if (type == "TIMESTAMP" || type == "TIME")
+            if (!more({"WITH", "TIME", "ZONE"})) more({"WITHOUT", "TIME", "ZONE"});
+        if (at(j).is_punct('(')) {
+            size_t k = j + 1;
+            while (at(k).k == token::kind::number || at(k).is_punct(',')) ++k;
+            if (at(k).is_punct(')')) j = k + 1;
+        }
+        if (at(j).is_punct('[')) return {};
+        return type;
+    }
+
+    // An interval literal at token i: INTERVAL 'text' or 'text'::interval. The string's
+    // token index, with `j` past the literal; none when there is none.
+    size_t interval_at(size_t i, size_t& j) const {
+        if (at(i).is_word("INTERVAL") && at(i + 1).k == token::kind::string) {
+            j = i + 2;
+            return i + 1;
+        }
+        size_t k = 0;
+        if (at(i).k == token::kind::string && is_cast_at(i + 1) &&
+            type_at(i + 3, k) == "INTERVAL") {
+            j = k;
+            return i;
+        }
+        return none;
+    }
+
+    void close_frame() {
+        frame f = _frames.back();
+        _frames.pop_back();
+        if (f.offset_at != none && !f.has_limit) {
+            // SQLite wants a LIMIT before OFFSET; -1 is no limit.
+            _out.insert(f.offset_at, "LIMIT -1 ");
+            _changed = true;
+        }
+    }
+
+    size_t step(size_t i);
+    size_t on_word(size_t i);
+    size_t on_fetch(size_t i);
+
+    std::string_view _sql;
+    std::vector<token> _toks;
+    std::string _out;
+    size_t _src = 0;  // source copied up to here
+    bool _changed = false;
+    std::vector<frame> _frames;
+    // Output position where the operand that ends the output starts (an identifier
+    // chain, literal, parameter, call, group or CASE): what '::' and '+ interval' apply
+    // to.
+    std::optional<size_t> _last;
+    std::optional<size_t> _pending_call;  // a function name just emitted: its start
+};
+
+size_t translator::step(size_t i) {
+    const token& t = _toks[i];
+    std::optional<size_t> call = std::exchange(_pending_call, std::nullopt);
+    if (is_cast_at(i)) {
+        size_t j = 0;
+        std::string type = type_at(i + 2, j);
+        if (type == "INTERVAL" && _last && i > 0 && at(i - 1).k == token::kind::string) {
+            // 'text'::interval alone stays the text (what interval arithmetic reads).
+            skip_to(j);
+            return j;
+        }
+        if (auto format = cast_format(type); format && _last) {
+            replace_operand(apply_format(*format, std::string_view(_out).substr(*_last)));
+            skip_to(j);
+            return j;
+        }
+        emit(i);
+        emit(i + 1);
+        _last.reset();
+        return i + 2;
+    }
+    if ((t.is_punct('+') || t.is_punct('-')) && _last) {
+        size_t j = 0;
+        size_t lit = interval_at(i + 1, j);
+        if (lit != none) {
+            std::string operand(std::string_view(_out).substr(*_last));
+            replace_operand("pg_add_interval(" + operand + ", " + std::string(raw(lit)) + ", " +
+                            (t.is_punct('-') ? "-1" : "1") + ")");
+            skip_to(j);
+            return j;
+        }
+    }
+    if (t.k == token::kind::word) return on_word(i);
+    if (t.k == token::kind::quoted || t.k == token::kind::number || t.k == token::kind::string) {
+        size_t pos = emit(i);
+        // x'00ff', and the parts of a.b.c, are one operand.
+        bool prefixed = t.k == token::kind::string && adjacent(i) &&
+                        at(i - 1).k == token::kind::word && at(i - 1).text.size() == 1;
+        bool chained = i > 0 && at(i - 1).is_punct('.') && _last;
+        if (!prefixed && !chained) _last = pos;
+        if (prefixed) _last = pos - 1;
+        return i + 1;
+    }
+    // Punctuation.
+    if (t.is_punct('(')) {
+        size_t pos = emit(i);
+        _frames.push_back({call.value_or(pos)});
+        _last.reset();
+        return i + 1;
+    }
+    if (t.is_punct(')')) {
+        emit(i);
+        if (_frames.size() > 1) {
+            size_t start = _frames.back().start;
+            close_frame();
+            _last = start;
+        } else {
+            _last.reset();
+        }
+        return i + 1;
+    }
+    if (t.is_punct('.') && _last) {
+        emit(i);  // the next identifier continues the operand
+        return i + 1;
+    }
+    if (t.is_punct('$') && at(i + 1).k == token::kind::number && adjacent(i + 1)) {
+        size_t pos = emit(i);
+        emit(i + 1);
+        _last = pos;
+        return i + 2;
+    }
+    size_t pos = emit(i);
+    _last.reset();
+    if (t.is_punct('?')) _last = pos;
+    return i + 1;
+}
+
+size_t translator::on_word(size_t i) {
+    const token& t = _toks[i];
+    frame& f = _frames.back();
+    if (t.is_word("ILIKE")) {
+        emit(i, "LIKE");
+        _last.reset();
+        return i + 1;
+    }
+    if (t.is_word("LIMIT")) {
+        f.has_limit = true;
+        emit(i);
+        _last.reset();
+        if (at(i + 1).is_word("ALL")) {
+            emit(i + 1, "-1");
+            return i + 2;
+        }
+        return i + 1;
+    }
+    if (t.is_word("OFFSET")) {
+        size_t pos = emit(i);
+        if (!f.has_limit) f.offset_at = pos;
+        f.in_offset = true;
+        _last.reset();
+        return i + 1;
+    }
+    if ((t.is_word("ROW") || t.is_word("ROWS")) && f.in_offset && !at(i + 1).is_punct('(')) {
+        f.in_offset = false;
+        skip_to(i + 1);
+        return i + 1;
+    }
+    if (t.is_word("FETCH") && (at(i + 1).is_word("FIRST") || at(i + 1).is_word("NEXT")))
+        return on_fetch(i);
+    if (t.is_word("CASE")) {
+        size_t pos = emit(i);
+        _frames.push_back({pos, true});
+        _last.reset();
+        return i + 1;
+    }
+    if (t.is_word("END") && f.is_case && _frames.size() > 1) {
+        emit(i);
+        _last = f.start;
+        close_frame();
+        return i + 1;
+    }
+    if ((t.is_word("CURRENT_TIMESTAMP") || t.is_word("LOCALTIMESTAMP")) &&
+        !(i > 0 && at(i - 1).is_punct('.'))) {
+        // PostgreSQL's is a timestamptz; SQLite's a text without fractions or zone.
+        size_t j = i + 1;
+        if (at(j).is_punct('(') && at(j + 1).k == token::kind::number && at(j + 2).is_punct(')'))
+            j += 3;
+        _last = emit(i, "(now())");
+        skip_to(j);
+        return j;
+    }
+    if ((t.is_word("TIMESTAMP") || t.is_word("TIMESTAMPTZ") || t.is_word("DATE")) &&
+        !(i > 0 && is_cast_at(i - 2))) {
+        // Typed literals: timestamp '2024-05-01 12:00', date '2024-05-01'.
+        size_t j = 0;
+        std::string type = type_at(i, j);
+        if (at(j).k == token::kind::string) {
+            auto format = cast_format(type);
+            if (format) {
+                _last = emit(i, apply_format(*format, raw(j)));
+                skip_to(j + 1);
+                return j + 1;
+            }
+        }
+    }
+    if (t.is_word("INTERVAL") && at(i + 1).k == token::kind::string) {
+        // A bare interval literal is its text.
+        _last = emit(i, raw(i + 1));
+        skip_to(i + 2);
+        return i + 2;
+    }
+    bool is_call = at(i + 1).is_punct('(') && !is_keyword(t);
+    if (is_call && t.is_word("string_agg")) {
+        _pending_call = emit(i, "group_concat");
+        return i + 1;
+    }
+    if (is_call && t.is_word("extract") &&
+        (at(i + 2).k == token::kind::word || at(i + 2).k == token::kind::string) &&
+        at(i + 3).is_word("FROM")) {
+        // extract(field FROM x) -> pg_extract('field', x)
+        size_t pos = emit(i, "pg_extract");
+        emit(i + 1);
+        _out += quote_literal(to_lower(at(i + 2).text));
+        _out += ",";
+        _frames.push_back({pos});
+        skip_to(i + 4);
+        _last.reset();
+        return i + 4;
+    }
+    bool chained = i > 0 && at(i - 1).is_punct('.') && _last;
+    size_t pos = emit(i);
+    if (is_keyword(t)) {
+        _last.reset();
+    } else if (!chained) {
+        _last = pos;
+    }
+    if (is_call) _pending_call = chained ? *_last : pos;
+    return i + 1;
+}
+
+size_t translator::on_fetch(size_t i) {
+    // FETCH {FIRST|NEXT} [n] {ROW|ROWS} ONLY -> LIMIT n (before an OFFSET already written).
+    size_t j = i + 2;
+    size_t count_begin = j;
+    while (j < _toks.size() && !at(j).is_word("ROW") && !at(j).is_word("ROWS")) ++j;
+    if (!at(j + 1).is_word("ONLY")) {
+        emit(i);
+        _last.reset();
+        return i + 1;
+    }
+    std::string count = "1";
+    if (j > count_begin)
+        count = std::string(
+            _sql.substr(at(count_begin).begin, at(j - 1).end - at(count_begin).begin));
+    frame& f = _frames.back();
+    if (f.offset_at != none) {
+        _out.insert(f.offset_at, "LIMIT " + count + " ");
+        f.offset_at = none;
+        _changed = true;
+    } else {
+        emit(i, "LIMIT " + count);
+    }
+    f.has_limit = true;
+    skip_to(j + 2);
+    _last.reset();
+    return j + 2;
+}
+
+}  // namespace
+
+std::optional<std::string> translate_statement(std::string_view sql) {
+    return translator(sql).run();
+}
+
+}  // namespace sluice::sql::pg

@@ -1,0 +1,206 @@
+// The PostgreSQL spellings the front end rewrites (sql/pg/pg_dialect.h): the SQLite
+// text each becomes, that quotes and comments are never touched, and what the rewritten
+// statements answer through libpq (values and the announced types).
+
+#include "pg_test_util.h"
+#include "sql/pg/pg_dialect.h"
+#include "sql/pg/types.h"
+
+namespace sluice::sql::pg::test {
+namespace {
+
+std::string tr(std::string_view sql) {
+    return translate_statement(sql).value_or("<unchanged>");
+}
+
+TEST(dialect, casts_to_common_types) {
+    EXPECT_EQ(tr("SELECT key::text FROM t"), "SELECT CAST(key AS TEXT) FROM t");
+    EXPECT_EQ(tr("SELECT t.key::text"), "SELECT CAST(t.key AS TEXT)");
+    EXPECT_EQ(tr("SELECT kafka_topics.\"a.b\".key::varchar(20)"),
+              "SELECT CAST(kafka_topics.\"a.b\".key AS TEXT)");
+    EXPECT_EQ(tr("SELECT '42'::int + 1"), "SELECT CAST('42' AS INTEGER) + 1");
+    EXPECT_EQ(tr("SELECT x::bigint, y::int8, z::smallint"),
+              "SELECT CAST(x AS INTEGER), CAST(y AS INTEGER), CAST(z AS INTEGER)");
+    EXPECT_EQ(tr("SELECT x::float8, y::double precision, z::real"),
+              "SELECT CAST(x AS REAL), CAST(y AS REAL), CAST(z AS REAL)");
+    EXPECT_EQ(tr("SELECT x::numeric(10,2)"), "SELECT CAST(x AS NUMERIC)");
+    EXPECT_EQ(tr("SELECT 't'::bool, x::boolean"), "SELECT pg_cast_bool('t'), pg_cast_bool(x)");
+    EXPECT_EQ(tr("SELECT '2024-05-01'::timestamptz"),
+              "SELECT pg_cast_timestamptz('2024-05-01')");
+    EXPECT_EQ(tr("SELECT x::timestamp with time zone, y::timestamp without time zone"),
+              "SELECT pg_cast_timestamptz(x), pg_cast_timestamptz(y)");
+    EXPECT_EQ(tr("SELECT x::date"), "SELECT pg_cast_date(x)");
+    EXPECT_EQ(tr("SELECT value::json, value::jsonb"),
+              "SELECT pg_cast_json(value), pg_cast_json(value)");
+    EXPECT_EQ(tr("SELECT '\\x6b31'::bytea"), "SELECT pg_cast_bytea('\\x6b31')");
+    EXPECT_EQ(tr("SELECT x::pg_catalog.text"), "SELECT CAST(x AS TEXT)");
+}
+
+TEST(dialect, cast_operands) {
+    // Calls, groups, parameters, CASE, chained casts, blob literals.
+    EXPECT_EQ(tr("SELECT count(*)::int FROM t"), "SELECT CAST(count(*) AS INTEGER) FROM t");
+    EXPECT_EQ(tr("SELECT (a + b)::text"), "SELECT CAST((a + b) AS TEXT)");
+    EXPECT_EQ(tr("SELECT a + b::text"), "SELECT a + CAST(b AS TEXT)");
+    EXPECT_EQ(tr("SELECT $1::int"), "SELECT CAST($1 AS INTEGER)");
+    EXPECT_EQ(tr("SELECT CASE WHEN a THEN 1 ELSE 0 END::bool"),
+              "SELECT pg_cast_bool(CASE WHEN a THEN 1 ELSE 0 END)");
+    EXPECT_EQ(tr("SELECT '1'::text::int"), "SELECT CAST(CAST('1' AS TEXT) AS INTEGER)");
+    EXPECT_EQ(tr("SELECT x'6b31'::text"), "SELECT CAST(x'6b31' AS TEXT)");
+    EXPECT_EQ(tr("SELECT f(a::int, b)::text"), "SELECT CAST(f(CAST(a AS INTEGER), b) AS TEXT)");
+    EXPECT_EQ(tr("SELECT (SELECT max(x) FROM t)::text"),
+              "SELECT CAST((SELECT max(x) FROM t) AS TEXT)");
+}
+
+TEST(dialect, unknown_casts_and_quotes_are_left_alone) {
+    EXPECT_EQ(tr("SELECT 'a::text ILIKE b' AS \"c::int\" FROM t"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT \"ILIKE\" FROM \"x::text\" -- a::int ILIKE\n"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT 1 /* x::int ILIKE 'a' */"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT 'pg_class'::regclass"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT x::int[]"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT value ->> '$.op', value -> 'a' FROM t LIMIT 5 OFFSET 2"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT coalesce(a, 0), nullif(b, '') FROM t"), "<unchanged>");
+    // Comments and spacing around what is rewritten stay.
+    EXPECT_EQ(tr("SELECT /* k */ key::text -- c\nFROM t"), "SELECT /* k */ CAST(key AS TEXT) -- c\nFROM t");
+}
+
+TEST(dialect, ilike_and_string_agg) {
+    EXPECT_EQ(tr("SELECT * FROM t WHERE name ILIKE 'a%' AND x NOT ILIKE '%b'"),
+              "SELECT * FROM t WHERE name LIKE 'a%' AND x NOT LIKE '%b'");
+    EXPECT_EQ(tr("SELECT string_agg(name, ', ') FROM t"), "SELECT group_concat(name, ', ') FROM t");
+    EXPECT_EQ(tr("SELECT string_agg(k::text, ',') FROM t"),
+              "SELECT group_concat(CAST(k AS TEXT), ',') FROM t");
+}
+
+TEST(dialect, times) {
+    EXPECT_EQ(tr("SELECT current_timestamp"), "SELECT (now())");
+    EXPECT_EQ(tr("SELECT CURRENT_TIMESTAMP(3), localtimestamp"), "SELECT (now()), (now())");
+    EXPECT_EQ(tr("SELECT extract(epoch FROM ts) FROM t"), "SELECT pg_extract('epoch', ts) FROM t");
+    EXPECT_EQ(tr("SELECT EXTRACT(HOUR FROM now())::int"),
+              "SELECT CAST(pg_extract('hour', now()) AS INTEGER)");
+    EXPECT_EQ(tr("SELECT now() - interval '1 hour'"), "SELECT pg_add_interval(now(), '1 hour', -1)");
+    EXPECT_EQ(tr("SELECT ts + INTERVAL '2 days' FROM t"),
+              "SELECT pg_add_interval(ts, '2 days', 1) FROM t");
+    EXPECT_EQ(tr("SELECT ts + '5 minutes'::interval FROM t"),
+              "SELECT pg_add_interval(ts, '5 minutes', 1) FROM t");
+    EXPECT_EQ(tr("SELECT * FROM t WHERE ts > now() - interval '1 day'"),
+              "SELECT * FROM t WHERE ts > pg_add_interval(now(), '1 day', -1)");
+    EXPECT_EQ(tr("SELECT timestamp '2024-05-01 12:00', date '2024-05-01'"),
+              "SELECT pg_cast_timestamptz('2024-05-01 12:00'), pg_cast_date('2024-05-01')");
+    EXPECT_EQ(tr("SELECT interval '1 day'"), "SELECT '1 day'");
+    // A column named like a type stays a column.
+    EXPECT_EQ(tr("SELECT date, timestamp FROM t"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT date('now')"), "<unchanged>");
+}
+
+TEST(dialect, limit_offset_fetch) {
+    EXPECT_EQ(tr("SELECT * FROM t OFFSET 5"), "SELECT * FROM t LIMIT -1 OFFSET 5");
+    EXPECT_EQ(tr("SELECT * FROM t LIMIT ALL OFFSET 5"), "SELECT * FROM t LIMIT -1 OFFSET 5");
+    EXPECT_EQ(tr("SELECT * FROM t FETCH FIRST 10 ROWS ONLY"), "SELECT * FROM t LIMIT 10");
+    EXPECT_EQ(tr("SELECT * FROM t FETCH NEXT ROW ONLY"), "SELECT * FROM t LIMIT 1");
+    EXPECT_EQ(tr("SELECT * FROM t ORDER BY a OFFSET 20 ROWS FETCH NEXT 10 ROWS ONLY"),
+              "SELECT * FROM t ORDER BY a LIMIT 10 OFFSET 20");
+    EXPECT_EQ(tr("SELECT * FROM (SELECT * FROM t OFFSET 1) FETCH FIRST 2 ROWS ONLY"),
+              "SELECT * FROM (SELECT * FROM t LIMIT -1 OFFSET 1) LIMIT 2");
+    EXPECT_EQ(tr("SELECT * FROM t OFFSET $1 ROWS"), "SELECT * FROM t LIMIT -1 OFFSET $1");
+}
+
+// ---- Through the wire ----
+
+using dialect_wire = pg_fixture;
+
+std::string one(PGconn* c, const std::string& sql, Oid* type = nullptr) {
+    auto r = exec(c, sql);
+    if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) return "ERROR " + sqlstate_of(r.get()) + ": " + PQresultErrorMessage(r.get());
+    if (PQntuples(r.get()) != 1) return "ROWS " + std::to_string(PQntuples(r.get()));
+    if (type) *type = PQftype(r.get(), 0);
+    return PQgetisnull(r.get(), 0, 0) ? "NULL" : PQgetvalue(r.get(), 0, 0);
+}
+
+TEST_F(dialect_wire, values_and_types) {
+    auto c = connect();
+    Oid type = 0;
+    EXPECT_EQ(one(c.get(), "SELECT x'6b31'::text", &type), "k1");
+    EXPECT_EQ(type, oid::text);
+    EXPECT_EQ(one(c.get(), "SELECT '42'::int + 1", &type), "43");
+    EXPECT_EQ(type, oid::int8);
+    EXPECT_EQ(one(c.get(), "SELECT '2.5'::float8", &type), "2.5");
+    EXPECT_EQ(type, oid::float8);
+    EXPECT_EQ(one(c.get(), "SELECT 'yes'::bool"), "1");
+    EXPECT_EQ(one(c.get(), "SELECT '2024-05-01T12:30:00.250+02:00'::timestamptz", &type),
+              "2024-05-01 10:30:00.25+00");
+    EXPECT_EQ(type, oid::timestamptz);
+    EXPECT_EQ(one(c.get(), "SELECT to_timestamp(1714566600.5)", &type), "2024-05-01 12:30:00.5+00");
+    EXPECT_EQ(type, oid::timestamptz);
+    EXPECT_EQ(one(c.get(), "SELECT date_trunc('hour', timestamp '2024-05-01 12:34:56.789')"),
+              "2024-05-01 12:00:00+00");
+    EXPECT_EQ(one(c.get(), "SELECT date_trunc('week', '2024-05-01 12:34:56')"),  // a Wednesday
+              "2024-04-29 00:00:00+00");
+    EXPECT_EQ(one(c.get(), "SELECT date_trunc('month', '2024-05-31 23:59:59')"),
+              "2024-05-01 00:00:00+00");
+    EXPECT_EQ(one(c.get(), "SELECT extract(year FROM timestamp '2024-05-01 12:34:56')"), "2024");
+    EXPECT_EQ(one(c.get(), "SELECT extract(epoch FROM timestamp '1970-01-01 00:01:00.5')"), "60.5");
+    EXPECT_EQ(one(c.get(), "SELECT extract(dow FROM date '2024-05-05')"), "0");
+    EXPECT_EQ(one(c.get(), "SELECT extract(week FROM date '2024-12-30')"), "1");
+    EXPECT_EQ(one(c.get(), "SELECT timestamp '2024-01-31 10:00' + interval '1 month'"),
+              "2024-02-29 10:00:00+00");
+    EXPECT_EQ(one(c.get(), "SELECT timestamp '2024-05-01 10:00' - interval '1 day 02:30:00'"),
+              "2024-04-30 07:30:00+00");
+    EXPECT_EQ(one(c.get(), "SELECT date '2024-05-01' + interval '90 minutes'"),
+              "2024-05-01 01:30:00+00");
+    EXPECT_EQ(one(c.get(), "SELECT now() > timestamp '2024-01-01' AND now() - interval '1 hour' < now()"),
+              "1");
+    EXPECT_EQ(one(c.get(), "SELECT current_timestamp", &type).substr(0, 2), "20");
+    EXPECT_EQ(type, oid::timestamptz);
+    EXPECT_EQ(one(c.get(), "SELECT convert_from(x'c582c3b3647a', 'UTF8')"), "łódz");
+    EXPECT_EQ(one(c.get(), "SELECT '{\"a\": {\"b\": 2}}'::json -> 'a' ->> 'b'"), "2");
+    EXPECT_EQ(one(c.get(), "SELECT '\\x6b31'::bytea", &type), "\\x6b31");
+    EXPECT_EQ(type, oid::bytea);
+}
+
+TEST_F(dialect_wire, queries) {
+    auto c = connect();
+    auto r = exec(c.get(),
+                  "CREATE TABLE t (id INTEGER, name TEXT, doc JSON, at TIMESTAMPTZ, ok BOOLEAN);"
+                  "INSERT INTO t VALUES (1, 'Alpha', '{\"k\":1}', '2024-05-01 10:00:00+00:00', 1),"
+                  "(2, 'beta', '{\"k\":2}', '2024-05-01 11:00:00+00:00', 0),"
+                  "(3, 'ALPHONSE', NULL, NULL, NULL)");
+    ASSERT_EQ(PQresultStatus(r.get()), PGRES_COMMAND_OK) << PQresultErrorMessage(r.get());
+    EXPECT_EQ(one(c.get(), "SELECT string_agg(name, '|') FROM (SELECT name FROM t WHERE name ILIKE 'alph%' ORDER BY id)"),
+              "Alpha|ALPHONSE");
+    EXPECT_EQ(one(c.get(), "SELECT id FROM t ORDER BY id OFFSET 2"), "3");
+    EXPECT_EQ(one(c.get(), "SELECT id FROM t ORDER BY id OFFSET 1 ROWS FETCH FIRST 1 ROW ONLY"), "2");
+    EXPECT_EQ(one(c.get(), "SELECT coalesce(doc ->> 'k', 'none') FROM t WHERE id = 3"), "none");
+    EXPECT_EQ(one(c.get(), "SELECT nullif(name, 'beta') FROM t WHERE id = 2"), "NULL");
+    auto typed = exec(c.get(), "SELECT id, doc, at, ok FROM t ORDER BY id LIMIT 1");
+    ASSERT_EQ(PQresultStatus(typed.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(typed.get());
+    EXPECT_EQ(PQftype(typed.get(), 0), oid::int8);
+    EXPECT_EQ(PQftype(typed.get(), 1), oid::json);
+    EXPECT_EQ(PQftype(typed.get(), 2), oid::timestamptz);
+    EXPECT_EQ(PQftype(typed.get(), 3), oid::boolean);
+    EXPECT_STREQ(PQgetvalue(typed.get(), 0, 2), "2024-05-01 10:00:00+00");
+    EXPECT_STREQ(PQgetvalue(typed.get(), 0, 3), "t");
+    EXPECT_EQ(one(c.get(), "SELECT count(*) FROM t WHERE at > timestamp '2024-05-01 10:30' - interval '1 hour'"),
+              "2");
+    // Errors name what is wrong.
+    auto bad = exec(c.get(), "SELECT date_trunc('hour', 1714566600000)");
+    EXPECT_EQ(PQresultStatus(bad.get()), PGRES_FATAL_ERROR);
+    EXPECT_NE(std::string(PQresultErrorMessage(bad.get())).find("to_timestamp(ms / 1000.0)"),
+              std::string::npos);
+    auto bad_utf8 = exec(c.get(), "SELECT convert_from(x'ff', 'UTF8')");
+    EXPECT_EQ(PQresultStatus(bad_utf8.get()), PGRES_FATAL_ERROR);
+}
+
+TEST_F(dialect_wire, binary_timestamptz) {
+    auto c = connect();
+    const char* sql = "SELECT timestamp '2000-01-01 00:00:01.5'";
+    result_ptr r(PQexecParams(c.get(), sql, 0, nullptr, nullptr, nullptr, nullptr, 1));
+    ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
+    ASSERT_EQ(PQgetlength(r.get(), 0, 0), 8);
+    const auto* p = reinterpret_cast<const unsigned char*>(PQgetvalue(r.get(), 0, 0));
+    int64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+    EXPECT_EQ(v, 1'500'000);  // microseconds after PostgreSQL's epoch
+}
+
+}  // namespace
+}  // namespace sluice::sql::pg::test
