@@ -78,6 +78,27 @@ std::optional<std::string> read_ident(std::string_view s, size_t& i) {
     return w;
 }
 
+// SQLite attaches and detaches files only outside a transaction, and drivers in their
+// default mode (psycopg2, JDBC) open one before their first statement. So inside a
+// transaction that has written nothing yet, the statement runs between that
+// transaction's end and a new BEGIN: its reads lose only their snapshot. It then takes
+// effect at once, and a ROLLBACK leaves it done (docs/sql-pg.md).
+outcome<bool> outside_transaction(sqlite_session& s, std::string_view verb,
+                                  const std::function<outcome<bool>()>& run) {
+    if (!s.in_transaction()) return run();
+    if (sqlite3_txn_state(s.db(), nullptr) == SQLITE_TXN_WRITE)
+        return query_error{failure::invalid_parameter,
+                           fmt::format("{} SCHEMA cannot run in a transaction that has written: "
+                                       "COMMIT first, or make it the transaction's first write",
+                                       verb)};
+    if (int rc = sqlite3_exec(s.db(), "COMMIT", nullptr, nullptr, nullptr); rc != SQLITE_OK)
+        return s.error_for(rc);
+    auto r = run();
+    if (int rc = sqlite3_exec(s.db(), "BEGIN", nullptr, nullptr, nullptr); rc != SQLITE_OK)
+        return s.error_for(rc);
+    return r;
+}
+
 }  // namespace
 
 std::optional<outcome<std::unique_ptr<statement>>> parse_schema_command(sqlite_session& s,
@@ -119,9 +140,14 @@ std::optional<outcome<std::unique_ptr<statement>>> parse_schema_command(sqlite_s
     std::string text(sql.substr(start, i - start));
     std::function<outcome<bool>()> run;
     if (verb == "CREATE")
-        run = [&s, n = *name, guarded] { return s.create_schema(n, guarded); };
+        run = [&s, n = *name, guarded] {
+            return outside_transaction(s, "CREATE", [&] { return s.create_schema(n, guarded); });
+        };
     else
-        run = [&s, n = *name, guarded, cascade] { return s.drop_schema(n, guarded, cascade); };
+        run = [&s, n = *name, guarded, cascade] {
+            return outside_transaction(s, "DROP",
+                                       [&] { return s.drop_schema(n, guarded, cascade); });
+        };
     return outcome<std::unique_ptr<statement>>(std::unique_ptr<statement>(
         std::make_unique<command_statement>(std::move(text), verb, std::move(run))));
 }
