@@ -346,6 +346,8 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
     if (first == "RESET") return own(prepare_reset(ctx, text));
     if (first == "SHOW") return own(prepare_show(ctx, text));
     if (first == "DEALLOCATE") return own(prepare_deallocate(ctx, text));
+    if (first == "COPY")
+        if (auto copy = prepare_copy(ctx, text)) return own(std::move(*copy));
     if (first == "DISCARD" && words.size() >= 2) {
         // What connection poolers send between clients: DISCARD ALL resets the session;
         // PLANS, SEQUENCES and TEMP have nothing to discard here.

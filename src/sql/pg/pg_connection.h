@@ -99,6 +99,7 @@ class pg_connection {
     // ---- Simple query protocol ----
     void simple_query(std::string_view sql);
     bool run_simple(prepared_query& q);  // false: an error was sent
+    bool run_copy_out(prepared_query& q);  // COPY ... TO STDOUT (pg_copy.cc)
 
     // ---- Extended query protocol ----
     bool on_parse(std::string_view body);

@@ -89,7 +89,47 @@ struct frame {
     bool has_limit = false;
     size_t offset_at = none;  // output position of an OFFSET that has no LIMIT yet
     bool in_offset = false;   // after OFFSET: a ROW/ROWS word is dropped
+    bool select_list = false;  // between SELECT and FROM (or the clause that ends it)
+    size_t item_start = none;  // output position where the current select item starts
+    std::string alias;  // a call rewritten to another name: the column name PostgreSQL gives
 };
+
+// The column name PostgreSQL gives `x::type` in a select list: the operand's, when it
+// is a column (its last part) or a call (the function's name), folded to lower case
+// unless quoted. Empty for anything else (SQLite's name for the expression stays).
+std::string operand_name(std::string_view operand) {
+    tokenizer tz(operand);
+    token first = tz.next();
+    if (first.k == token::kind::word && tz.peek().is_punct('(')) {
+        int depth = 0;
+        for (token t = tz.next(); t.k != token::kind::end; t = tz.next()) {
+            if (t.is_punct('(')) ++depth;
+            if (t.is_punct(')') && --depth == 0) {
+                if (tz.next().k != token::kind::end) return {};
+                if (first.is_word("pg_extract")) return "extract";
+                return first.is_word("group_concat") ? "string_agg" : to_lower(first.text);
+            }
+        }
+        return {};
+    }
+    token last = first;
+    for (;;) {
+        if (last.k != token::kind::word && last.k != token::kind::quoted) return {};
+        token t = tz.next();
+        if (t.k == token::kind::end) break;
+        if (!t.is_punct('.')) return {};
+        last = tz.next();
+    }
+    if (last.k == token::kind::quoted) return unquote(last.text, '"');
+    return to_lower(last.text);
+}
+
+bool ends_select_list(const token& t) {
+    for (auto w : {"FROM", "WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "UNION", "EXCEPT",
+                   "INTERSECT", "WINDOW", "INTO", "OFFSET", "FETCH"})
+        if (t.is_word(w)) return true;
+    return false;
+}
 
 class translator {
   public:
@@ -190,6 +230,19 @@ class translator {
         return none;
     }
 
+    // A select item that ends the output (from `_last`), with no alias and followed by
+    // token j, gets the name PostgreSQL would give it.
+    void name_item(const std::string& name, size_t j) {
+        const frame& f = _frames.back();
+        if (name.empty() || !_last || !f.select_list || f.item_start == none ||
+            _out.find_first_not_of(" \t\r\n", f.item_start) != *_last)
+            return;
+        if (j < _toks.size() && !at(j).is_punct(',') && !at(j).is_punct(')') &&
+            !at(j).is_word("FROM"))
+            return;
+        _out += " AS " + quote_ident(name);
+    }
+
     void close_frame() {
         frame f = _frames.back();
         _frames.pop_back();
@@ -215,11 +268,14 @@ class translator {
     // to.
     std::optional<size_t> _last;
     std::optional<size_t> _pending_call;  // a function name just emitted: its start
+    std::string _pending_alias;  // ... and the name of its column
+    std::optional<std::string> _chain_name;  // x::a::b: x's name, for the last cast
 };
 
 size_t translator::step(size_t i) {
     const token& t = _toks[i];
     std::optional<size_t> call = std::exchange(_pending_call, std::nullopt);
+    std::string alias = std::exchange(_pending_alias, {});
     if (is_cast_at(i)) {
         size_t j = 0;
         std::string type = type_at(i + 2, j);
@@ -229,8 +285,15 @@ size_t translator::step(size_t i) {
             return j;
         }
         if (auto format = cast_format(type); format && _last) {
-            replace_operand(apply_format(*format, std::string_view(_out).substr(*_last)));
+            std::string_view operand = std::string_view(_out).substr(*_last);
+            std::string name = _chain_name ? *std::exchange(_chain_name, std::nullopt)
+                                           : operand_name(operand);
+            replace_operand(apply_format(*format, operand));
             skip_to(j);
+            if (is_cast_at(j))
+                _chain_name = name;
+            else
+                name_item(name, j);
             return j;
         }
         emit(i);
@@ -264,6 +327,7 @@ size_t translator::step(size_t i) {
     if (t.is_punct('(')) {
         size_t pos = emit(i);
         _frames.push_back({call.value_or(pos)});
+        _frames.back().alias = std::move(alias);
         _last.reset();
         return i + 1;
     }
@@ -271,8 +335,10 @@ size_t translator::step(size_t i) {
         emit(i);
         if (_frames.size() > 1) {
             size_t start = _frames.back().start;
+            std::string name = _frames.back().alias;
             close_frame();
             _last = start;
+            if (!name.empty() && !is_cast_at(i + 1)) name_item(name, i + 1);
         } else {
             _last.reset();
         }
@@ -291,12 +357,22 @@ size_t translator::step(size_t i) {
     size_t pos = emit(i);
     _last.reset();
     if (t.is_punct('?')) _last = pos;
+    if (t.is_punct(',') && _frames.back().select_list) _frames.back().item_start = _out.size();
     return i + 1;
 }
 
 size_t translator::on_word(size_t i) {
     const token& t = _toks[i];
     frame& f = _frames.back();
+    if (ends_select_list(t)) f.select_list = false;
+    if (t.is_word("SELECT") || ((t.is_word("DISTINCT") || t.is_word("ALL")) && f.select_list &&
+                                _out.find_first_not_of(" \t\r\n", f.item_start) == none)) {
+        emit(i);
+        f.select_list = true;
+        f.item_start = _out.size();
+        _last.reset();
+        return i + 1;
+    }
     if (t.is_word("ILIKE")) {
         emit(i, "LIKE");
         _last.reset();
@@ -371,6 +447,7 @@ size_t translator::on_word(size_t i) {
     bool is_call = at(i + 1).is_punct('(') && !is_keyword(t);
     if (is_call && t.is_word("string_agg")) {
         _pending_call = emit(i, "group_concat");
+        _pending_alias = "string_agg";
         return i + 1;
     }
     if (is_call && t.is_word("extract") &&
@@ -382,6 +459,7 @@ size_t translator::on_word(size_t i) {
         _out += quote_literal(to_lower(at(i + 2).text));
         _out += ",";
         _frames.push_back({pos});
+        _frames.back().alias = "extract";
         skip_to(i + 4);
         _last.reset();
         return i + 4;

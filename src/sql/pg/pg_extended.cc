@@ -49,6 +49,10 @@ bool pg_connection::on_parse(std::string_view body) {
             return true;
         }
         auto& q = std::get<prepared_query>(r);
+        if (q.info.copy != copy_format::none) {
+            extended_error({"0A000", "COPY runs in the simple query protocol only"});
+            return true;
+        }
         if (q.stmt && skip_separators(tail) < tail.size()) {
             extended_error({"42601", "cannot insert multiple commands into a prepared statement"});
             return true;

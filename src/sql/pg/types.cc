@@ -260,6 +260,10 @@ std::string bytea_hex(std::string_view raw) {
     return s;
 }
 
+std::string text_cell(const value& v, uint32_t type_oid) {
+    return text_for(v, type_oid);
+}
+
 bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t format,
                  pg_error& err) {
     if (std::holds_alternative<std::monostate>(v)) {

@@ -58,6 +58,8 @@ std::string bytea_hex(std::string_view raw);
 // be in binary (e.g. the text 'abc' in an int8 column), with `err` saying why.
 bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t format,
                  pg_error& err);
+// The text format of a value (not NULL) in a column announced as `type_oid`.
+std::string text_cell(const value& v, uint32_t type_oid);
 
 // A bound parameter (nullopt: NULL) of type `type_oid` (0: unspecified) in `format`.
 // Errors: 22P02 (bad text), 22P03 (bad binary), 0A000 (binary of a type we do not

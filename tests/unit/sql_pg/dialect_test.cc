@@ -14,31 +14,32 @@ std::string tr(std::string_view sql) {
 }
 
 TEST(dialect, casts_to_common_types) {
-    EXPECT_EQ(tr("SELECT key::text FROM t"), "SELECT CAST(key AS TEXT) FROM t");
-    EXPECT_EQ(tr("SELECT t.key::text"), "SELECT CAST(t.key AS TEXT)");
+    EXPECT_EQ(tr("SELECT key::text FROM t"), "SELECT CAST(key AS TEXT) AS \"key\" FROM t");
+    EXPECT_EQ(tr("SELECT t.key::text"), "SELECT CAST(t.key AS TEXT) AS \"key\"");
     EXPECT_EQ(tr("SELECT kafka_topics.\"a.b\".key::varchar(20)"),
-              "SELECT CAST(kafka_topics.\"a.b\".key AS TEXT)");
+              "SELECT CAST(kafka_topics.\"a.b\".key AS TEXT) AS \"key\"");
     EXPECT_EQ(tr("SELECT '42'::int + 1"), "SELECT CAST('42' AS INTEGER) + 1");
     EXPECT_EQ(tr("SELECT x::bigint, y::int8, z::smallint"),
-              "SELECT CAST(x AS INTEGER), CAST(y AS INTEGER), CAST(z AS INTEGER)");
+              "SELECT CAST(x AS INTEGER) AS \"x\", CAST(y AS INTEGER) AS \"y\", "
+              "CAST(z AS INTEGER) AS \"z\"");
     EXPECT_EQ(tr("SELECT x::float8, y::double precision, z::real"),
-              "SELECT CAST(x AS REAL), CAST(y AS REAL), CAST(z AS REAL)");
-    EXPECT_EQ(tr("SELECT x::numeric(10,2)"), "SELECT CAST(x AS NUMERIC)");
-    EXPECT_EQ(tr("SELECT 't'::bool, x::boolean"), "SELECT pg_cast_bool('t'), pg_cast_bool(x)");
+              "SELECT CAST(x AS REAL) AS \"x\", CAST(y AS REAL) AS \"y\", CAST(z AS REAL) AS \"z\"");
+    EXPECT_EQ(tr("SELECT x::numeric(10,2)"), "SELECT CAST(x AS NUMERIC) AS \"x\"");
+    EXPECT_EQ(tr("SELECT 't'::bool, x::boolean"), "SELECT pg_cast_bool('t'), pg_cast_bool(x) AS \"x\"");
     EXPECT_EQ(tr("SELECT '2024-05-01'::timestamptz"),
               "SELECT pg_cast_timestamptz('2024-05-01')");
     EXPECT_EQ(tr("SELECT x::timestamp with time zone, y::timestamp without time zone"),
-              "SELECT pg_cast_timestamptz(x), pg_cast_timestamptz(y)");
-    EXPECT_EQ(tr("SELECT x::date"), "SELECT pg_cast_date(x)");
+              "SELECT pg_cast_timestamptz(x) AS \"x\", pg_cast_timestamptz(y) AS \"y\"");
+    EXPECT_EQ(tr("SELECT x::date"), "SELECT pg_cast_date(x) AS \"x\"");
     EXPECT_EQ(tr("SELECT value::json, value::jsonb"),
-              "SELECT pg_cast_json(value), pg_cast_json(value)");
+              "SELECT pg_cast_json(value) AS \"value\", pg_cast_json(value) AS \"value\"");
     EXPECT_EQ(tr("SELECT '\\x6b31'::bytea"), "SELECT pg_cast_bytea('\\x6b31')");
-    EXPECT_EQ(tr("SELECT x::pg_catalog.text"), "SELECT CAST(x AS TEXT)");
+    EXPECT_EQ(tr("SELECT x::pg_catalog.text"), "SELECT CAST(x AS TEXT) AS \"x\"");
 }
 
 TEST(dialect, cast_operands) {
     // Calls, groups, parameters, CASE, chained casts, blob literals.
-    EXPECT_EQ(tr("SELECT count(*)::int FROM t"), "SELECT CAST(count(*) AS INTEGER) FROM t");
+    EXPECT_EQ(tr("SELECT count(*)::int FROM t"), "SELECT CAST(count(*) AS INTEGER) AS \"count\" FROM t");
     EXPECT_EQ(tr("SELECT (a + b)::text"), "SELECT CAST((a + b) AS TEXT)");
     EXPECT_EQ(tr("SELECT a + b::text"), "SELECT a + CAST(b AS TEXT)");
     EXPECT_EQ(tr("SELECT $1::int"), "SELECT CAST($1 AS INTEGER)");
@@ -46,9 +47,22 @@ TEST(dialect, cast_operands) {
               "SELECT pg_cast_bool(CASE WHEN a THEN 1 ELSE 0 END)");
     EXPECT_EQ(tr("SELECT '1'::text::int"), "SELECT CAST(CAST('1' AS TEXT) AS INTEGER)");
     EXPECT_EQ(tr("SELECT x'6b31'::text"), "SELECT CAST(x'6b31' AS TEXT)");
-    EXPECT_EQ(tr("SELECT f(a::int, b)::text"), "SELECT CAST(f(CAST(a AS INTEGER), b) AS TEXT)");
+    EXPECT_EQ(tr("SELECT f(a::int, b)::text"), "SELECT CAST(f(CAST(a AS INTEGER), b) AS TEXT) AS \"f\"");
     EXPECT_EQ(tr("SELECT (SELECT max(x) FROM t)::text"),
               "SELECT CAST((SELECT max(x) FROM t) AS TEXT)");
+}
+
+TEST(dialect, cast_column_names) {
+    // PostgreSQL names x::type after x; an alias, or a cast outside the select list,
+    // gets nothing more.
+    EXPECT_EQ(tr("SELECT key::text AS k, value::text v FROM t WHERE key::text = 'a'"),
+              "SELECT CAST(key AS TEXT) AS k, CAST(value AS TEXT) v FROM t WHERE CAST(key AS TEXT) = 'a'");
+    EXPECT_EQ(tr("SELECT DISTINCT \"Key\"::text, a + b::int FROM t"),
+              "SELECT DISTINCT CAST(\"Key\" AS TEXT) AS \"Key\", a + CAST(b AS INTEGER) FROM t");
+    EXPECT_EQ(tr("SELECT x::text::int FROM (SELECT k::text FROM t)"),
+              "SELECT CAST(CAST(x AS TEXT) AS INTEGER) AS \"x\" FROM (SELECT CAST(k AS TEXT) AS \"k\" FROM t)");
+    EXPECT_EQ(tr("SELECT f(k::text) FROM t ORDER BY k::text"),
+              "SELECT f(CAST(k AS TEXT)) FROM t ORDER BY CAST(k AS TEXT)");
 }
 
 TEST(dialect, unknown_casts_and_quotes_are_left_alone) {
@@ -66,17 +80,17 @@ TEST(dialect, unknown_casts_and_quotes_are_left_alone) {
 TEST(dialect, ilike_and_string_agg) {
     EXPECT_EQ(tr("SELECT * FROM t WHERE name ILIKE 'a%' AND x NOT ILIKE '%b'"),
               "SELECT * FROM t WHERE name LIKE 'a%' AND x NOT LIKE '%b'");
-    EXPECT_EQ(tr("SELECT string_agg(name, ', ') FROM t"), "SELECT group_concat(name, ', ') FROM t");
+    EXPECT_EQ(tr("SELECT string_agg(name, ', ') FROM t"), "SELECT group_concat(name, ', ') AS \"string_agg\" FROM t");
     EXPECT_EQ(tr("SELECT string_agg(k::text, ',') FROM t"),
-              "SELECT group_concat(CAST(k AS TEXT), ',') FROM t");
+              "SELECT group_concat(CAST(k AS TEXT), ',') AS \"string_agg\" FROM t");
 }
 
 TEST(dialect, times) {
     EXPECT_EQ(tr("SELECT current_timestamp"), "SELECT (now())");
     EXPECT_EQ(tr("SELECT CURRENT_TIMESTAMP(3), localtimestamp"), "SELECT (now()), (now())");
-    EXPECT_EQ(tr("SELECT extract(epoch FROM ts) FROM t"), "SELECT pg_extract('epoch', ts) FROM t");
+    EXPECT_EQ(tr("SELECT extract(epoch FROM ts) FROM t"), "SELECT pg_extract('epoch', ts) AS \"extract\" FROM t");
     EXPECT_EQ(tr("SELECT EXTRACT(HOUR FROM now())::int"),
-              "SELECT CAST(pg_extract('hour', now()) AS INTEGER)");
+              "SELECT CAST(pg_extract('hour', now()) AS INTEGER) AS \"extract\"");
     EXPECT_EQ(tr("SELECT now() - interval '1 hour'"), "SELECT pg_add_interval(now(), '1 hour', -1)");
     EXPECT_EQ(tr("SELECT ts + INTERVAL '2 days' FROM t"),
               "SELECT pg_add_interval(ts, '2 days', 1) FROM t");
@@ -188,6 +202,43 @@ TEST_F(dialect_wire, queries) {
               std::string::npos);
     auto bad_utf8 = exec(c.get(), "SELECT convert_from(x'ff', 'UTF8')");
     EXPECT_EQ(PQresultStatus(bad_utf8.get()), PGRES_FATAL_ERROR);
+}
+
+// COPY ... TO STDOUT, whole: the CopyData bytes of every message.
+std::string copy_out(PGconn* c, const std::string& sql, std::string* status = nullptr) {
+    result_ptr r(PQexec(c, sql.c_str()));
+    if (PQresultStatus(r.get()) != PGRES_COPY_OUT) return "ERROR " + sqlstate_of(r.get());
+    std::string out;
+    char* buf = nullptr;
+    int n = 0;
+    while ((n = PQgetCopyData(c, &buf, 0)) > 0) {
+        out.append(buf, static_cast<size_t>(n));
+        PQfreemem(buf);
+    }
+    result_ptr end(PQgetResult(c));
+    if (status) *status = PQcmdStatus(end.get());
+    while (PGresult* more = PQgetResult(c)) PQclear(more);
+    return out;
+}
+
+TEST_F(dialect_wire, copy_to_stdout) {
+    auto c = connect();
+    auto r = exec(c.get(), "CREATE TABLE c (id INTEGER, name TEXT, raw BLOB);"
+                           "INSERT INTO c VALUES (1, 'a\tb', x'00ff'), (2, 'say \"hi\", ok', NULL)");
+    ASSERT_EQ(PQresultStatus(r.get()), PGRES_COMMAND_OK) << PQresultErrorMessage(r.get());
+    std::string status;
+    EXPECT_EQ(copy_out(c.get(), "COPY (SELECT id, name, raw FROM c ORDER BY id) TO STDOUT", &status),
+              "1\ta\\tb\t\\\\x00ff\n2\tsay \"hi\", ok\t\\N\n");
+    EXPECT_EQ(status, "COPY 2");
+    EXPECT_EQ(copy_out(c.get(), "COPY c (id, name) TO STDOUT WITH (FORMAT csv, HEADER)"),
+              "id,name\n1,a\tb\n2,\"say \"\"hi\"\", ok\"\n");
+    std::string bin = copy_out(c.get(), "COPY (SELECT id FROM c WHERE id = 1) TO STDOUT (FORMAT binary)");
+    const std::string expected = std::string("PGCOPY\n\377\r\n\0", 11) + std::string(8, '\0') +
+                                 std::string("\0\1\0\0\0\x08", 6) + std::string(7, '\0') + "\x01" +
+                                 std::string("\xff\xff", 2);
+    EXPECT_EQ(bin, expected);
+    EXPECT_EQ(copy_out(c.get(), "COPY c FROM STDIN"), "ERROR 0A000");
+    EXPECT_EQ(copy_out(c.get(), "COPY c TO '/tmp/x'"), "ERROR 0A000");
 }
 
 TEST_F(dialect_wire, binary_timestamptz) {
