@@ -105,7 +105,10 @@ std::string operand_name(std::string_view operand) {
         for (token t = tz.next(); t.k != token::kind::end; t = tz.next()) {
             if (t.is_punct('(')) ++depth;
             if (t.is_punct(')') && --depth == 0) {
-                if (tz.next().k != token::kind::end) return {};
+                token after = tz.next();  // a window or filter belongs to the call
+                if (after.k != token::kind::end && !after.is_word("OVER") &&
+                    !after.is_word("FILTER"))
+                    return {};
                 if (first.is_word("pg_extract")) return "extract";
                 return first.is_word("group_concat") ? "string_agg" : to_lower(first.text);
             }
@@ -373,6 +376,13 @@ size_t translator::on_word(size_t i) {
         _last.reset();
         return i + 1;
     }
+    if ((t.is_word("OVER") || t.is_word("FILTER")) && _last && at(i + 1).is_punct('(')) {
+        // count(*) OVER (...)::int: the window belongs to the call before it.
+        size_t start = *_last;
+        emit(i);
+        _pending_call = start;
+        return i + 1;
+    }
     if (t.is_word("ILIKE")) {
         emit(i, "LIKE");
         _last.reset();
@@ -388,7 +398,14 @@ size_t translator::on_word(size_t i) {
         }
         return i + 1;
     }
-    if (t.is_word("OFFSET")) {
+    // OFFSET the clause, not the topic tables' column "offset": a count follows it.
+    const token& next = at(i + 1);
+    const bool offset_clause = next.k == token::kind::number || next.is_punct('?') ||
+                               (next.is_punct('$') && at(i + 2).k == token::kind::number) ||
+                               next.is_punct('(');
+    if (t.is_word("OFFSET") && offset_clause && !(i > 0 && (at(i - 1).is_word("BY") ||
+                                                          at(i - 1).is_punct('.') ||
+                                                          at(i - 1).is_punct(',')))) {
         size_t pos = emit(i);
         if (!f.has_limit) f.offset_at = pos;
         f.in_offset = true;

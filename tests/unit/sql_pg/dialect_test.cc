@@ -48,6 +48,9 @@ TEST(dialect, cast_operands) {
     EXPECT_EQ(tr("SELECT '1'::text::int"), "SELECT CAST(CAST('1' AS TEXT) AS INTEGER)");
     EXPECT_EQ(tr("SELECT x'6b31'::text"), "SELECT CAST(x'6b31' AS TEXT)");
     EXPECT_EQ(tr("SELECT f(a::int, b)::text"), "SELECT CAST(f(CAST(a AS INTEGER), b) AS TEXT) AS \"f\"");
+    EXPECT_EQ(tr("SELECT count(*) OVER (PARTITION BY a)::int, count(*) FILTER (WHERE b)::text FROM t"),
+              "SELECT CAST(count(*) OVER (PARTITION BY a) AS INTEGER) AS \"count\", "
+              "CAST(count(*) FILTER (WHERE b) AS TEXT) AS \"count\" FROM t");
     EXPECT_EQ(tr("SELECT (SELECT max(x) FROM t)::text"),
               "SELECT CAST((SELECT max(x) FROM t) AS TEXT)");
 }
@@ -116,6 +119,11 @@ TEST(dialect, limit_offset_fetch) {
     EXPECT_EQ(tr("SELECT * FROM (SELECT * FROM t OFFSET 1) FETCH FIRST 2 ROWS ONLY"),
               "SELECT * FROM (SELECT * FROM t LIMIT -1 OFFSET 1) LIMIT 2");
     EXPECT_EQ(tr("SELECT * FROM t OFFSET $1 ROWS"), "SELECT * FROM t LIMIT -1 OFFSET $1");
+    // The topic tables' column "offset" is no clause.
+    EXPECT_EQ(tr("SELECT partition, offset FROM t WHERE offset >= 3 ORDER BY partition, offset"),
+              "<unchanged>");
+    EXPECT_EQ(tr("SELECT t.offset, offset + 1 FROM t ORDER BY offset OFFSET 2"),
+              "SELECT t.offset, offset + 1 FROM t ORDER BY offset LIMIT -1 OFFSET 2");
 }
 
 // ---- Through the wire ----
