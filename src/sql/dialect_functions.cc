@@ -265,7 +265,6 @@ void convert_from_fn(sqlite3_context* c, int, sqlite3_value** argv) {
 }  // namespace
 
 outcome<bool> register_dialect_functions(sqlite3* db) {
-
     using fn = void (*)(sqlite3_context*, int, sqlite3_value**);
     struct def {
         const char* name;

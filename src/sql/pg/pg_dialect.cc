@@ -128,8 +128,9 @@ std::string operand_name(std::string_view operand) {
 }
 
 bool ends_select_list(const token& t) {
+    // Not OFFSET: the topic tables have a column of that name.
     for (auto w : {"FROM", "WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "UNION", "EXCEPT",
-                   "INTERSECT", "WINDOW", "INTO", "OFFSET", "FETCH"})
+                   "INTERSECT", "WINDOW", "INTO"})
         if (t.is_word(w)) return true;
     return false;
 }

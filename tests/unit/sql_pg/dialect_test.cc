@@ -64,6 +64,8 @@ TEST(dialect, cast_column_names) {
               "SELECT DISTINCT CAST(\"Key\" AS TEXT) AS \"Key\", a + CAST(b AS INTEGER) FROM t");
     EXPECT_EQ(tr("SELECT x::text::int FROM (SELECT k::text FROM t)"),
               "SELECT CAST(CAST(x AS TEXT) AS INTEGER) AS \"x\" FROM (SELECT CAST(k AS TEXT) AS \"k\" FROM t)");
+    EXPECT_EQ(tr("SELECT partition, offset, key::text FROM t"),
+              "SELECT partition, offset, CAST(key AS TEXT) AS \"key\" FROM t");
     EXPECT_EQ(tr("SELECT f(k::text) FROM t ORDER BY k::text"),
               "SELECT f(CAST(k AS TEXT)) FROM t ORDER BY CAST(k AS TEXT)");
 }
