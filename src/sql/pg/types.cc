@@ -178,6 +178,9 @@ void append_sized(std::string& out, std::string_view s) {
     out.append(s);
 }
 
+// PostgreSQL's epoch, 2000-01-01 00:00:00 UTC, in microseconds since 1970's.
+constexpr int64_t pg_epoch_us = 946'684'800'000'000;
+
 pg_error cannot_convert(const value& v, uint32_t type_oid) {
     return {"22P03", fmt::format("cannot send the value '{}' in binary as type {}",
                                  natural_text(v).substr(0, 64), type_oid)};
@@ -319,7 +322,6 @@ bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t fo
             return true;
         case oid::timestamptz: {
             // Microseconds since 2000-01-01 00:00:00 UTC, PostgreSQL's epoch.
-            constexpr int64_t pg_epoch_us = 946'684'800'000'000;
             auto* s = std::get_if<std::string>(&v);
             auto t = s ? parse_timestamp(*s) : std::nullopt;
             if (!t) break;
@@ -431,6 +433,17 @@ param_result decode_text_param(std::string_view s, uint32_t type_oid) {
             if (!b) return {{}, bad_text("bytea", s)};
             return {std::move(*b), {}};
         }
+        case oid::timestamptz:
+        case oid::timestamp:
+        case oid::date: {
+            // Into the engine's timestamp text (sql/time_text.h), so that it compares
+            // with the others: JDBC sends "2024-05-01 12:00:00.25+02".
+            auto t = parse_timestamp(s);
+            if (!t) return {{}, bad_text(type_oid == oid::date ? "date" : "timestamp", s)};
+            std::string text = format_timestamp(*t);
+            if (type_oid == oid::date) text.resize(10);
+            return {std::move(text), {}};
+        }
         default:
             // text, varchar, unspecified and types SQLite keeps as text (dates, uuids, json):
             // SQLite's column affinity converts '42' for an INTEGER column.
@@ -475,6 +488,17 @@ param_result decode_binary_param(std::string_view s, uint32_t type_oid, int inde
         case oid::bytea:
         case oid::unspecified:
             return {bytes(s.begin(), s.end()), {}};
+        case oid::timestamptz:
+        case oid::timestamp:
+            // Microseconds since 2000-01-01 00:00:00 UTC.
+            if (s.size() != 8) return {{}, bad_binary(index)};
+            return {format_timestamp(read_be<int64_t>(s) + pg_epoch_us), {}};
+        case oid::date:
+            // Days since 2000-01-01.
+            if (s.size() != 4) return {{}, bad_binary(index)};
+            return {format_timestamp(pg_epoch_us + read_be<int32_t>(s) * int64_t{86'400'000'000})
+                        .substr(0, 10),
+                    {}};
         default:
             return {{},
                     pg_error{"0A000",

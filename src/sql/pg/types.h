@@ -32,6 +32,7 @@ inline constexpr uint32_t unknown = 705;
 inline constexpr uint32_t bpchar = 1042;
 inline constexpr uint32_t varchar = 1043;
 inline constexpr uint32_t date = 1082;
+inline constexpr uint32_t timestamp = 1114;
 inline constexpr uint32_t timestamptz = 1184;
 inline constexpr uint32_t numeric = 1700;
 inline constexpr uint32_t jsonb = 3802;

@@ -230,9 +230,12 @@ TEST(pg_types, binary_params) {
     EXPECT_NE(r.error->message.find("parameter 3"), std::string::npos);
     r = decode_param(std::string_view("\x01\x02", 2), oid::unspecified, 1, 1);
     EXPECT_EQ(std::get<bytes>(r.v), (bytes{1, 2}));
-    r = decode_param(std::string_view("x"), 1082 /* date */, 1, 1);
+    r = decode_param(std::string_view("x"), 1186 /* interval */, 1, 1);
     ASSERT_TRUE(r.error);
     EXPECT_EQ(r.error->sqlstate, "0A000");
+    r = decode_param(std::string_view("x"), 1082 /* date: 4 bytes */, 1, 1);
+    ASSERT_TRUE(r.error);
+    EXPECT_EQ(r.error->sqlstate, "22P03");
 }
 
 TEST(pg_lexer, statement_end_respects_quotes_and_comments) {

@@ -263,5 +263,30 @@ TEST_F(dialect_wire, binary_timestamptz) {
     EXPECT_EQ(v, 1'500'000);  // microseconds after PostgreSQL's epoch
 }
 
+TEST_F(dialect_wire, typed_timestamp_parameters) {
+    auto c = connect();
+    // Text with an offset, as JDBC sends it, becomes the engine's UTC text.
+    Oid types[] = {oid::timestamptz, oid::date};
+    const char* values[] = {"2024-05-01 12:00:00.25+02", "2024-05-01"};
+    result_ptr r(PQexecParams(c.get(), "SELECT $1, $2", 2, types, values, nullptr, nullptr, 0));
+    ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
+    EXPECT_STREQ(PQgetvalue(r.get(), 0, 0), "2024-05-01 10:00:00.25+00");
+    EXPECT_EQ(PQftype(r.get(), 0), oid::timestamptz);
+    EXPECT_STREQ(PQgetvalue(r.get(), 0, 1), "2024-05-01");
+    // Binary: microseconds (days for a date) since 2000-01-01.
+    const char ts_bin[8] = {0, 0, 0, 0, 0, 0x16, static_cast<char>(0xe3), 0x60};  // 1.5 s
+    const char date_bin[4] = {0, 0, 0, 1};
+    const char* bin_values[] = {ts_bin, date_bin};
+    int lengths[] = {8, 4};
+    int formats[] = {1, 1};
+    result_ptr b(PQexecParams(c.get(), "SELECT $1, $2", 2, types, bin_values, lengths, formats, 0));
+    ASSERT_EQ(PQresultStatus(b.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(b.get());
+    EXPECT_STREQ(PQgetvalue(b.get(), 0, 0), "2000-01-01 00:00:01.5+00");
+    EXPECT_STREQ(PQgetvalue(b.get(), 0, 1), "2000-01-02");
+    const char* bad[] = {"yesterday", "2024-05-01"};
+    result_ptr e(PQexecParams(c.get(), "SELECT $1, $2", 2, types, bad, nullptr, nullptr, 0));
+    EXPECT_EQ(sqlstate_of(e.get()), "22P02");
+}
+
 }  // namespace
 }  // namespace sluice::sql::pg::test
