@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
+#include "common/logging.h"
 #include "sql/schemas.h"
 #include "sql/sql_text.h"
 #include "sql/sqlite_session.h"
@@ -82,7 +84,8 @@ std::optional<std::string> read_ident(std::string_view s, size_t& i) {
 // default mode (psycopg2, JDBC) open one before their first statement. So inside a
 // transaction that has written nothing yet, the statement runs between that
 // transaction's end and a new BEGIN: its reads lose only their snapshot. It then takes
-// effect at once, and a ROLLBACK leaves it done (docs/sql-pg.md).
+// effect at once; a ROLLBACK of the transaction drops a schema it created if the
+// schema is still empty (docs/sql-pg.md).
 outcome<bool> outside_transaction(sqlite_session& s, std::string_view verb,
                                   const std::function<outcome<bool>()>& run) {
     if (!s.in_transaction()) return run();
@@ -141,7 +144,10 @@ std::optional<outcome<std::unique_ptr<statement>>> parse_schema_command(sqlite_s
     std::function<outcome<bool>()> run;
     if (verb == "CREATE")
         run = [&s, n = *name, guarded] {
-            return outside_transaction(s, "CREATE", [&] { return s.create_schema(n, guarded); });
+            const bool in_tx = s.in_transaction();
+            auto r = outside_transaction(s, "CREATE", [&] { return s.create_schema(n, guarded); });
+            if (r && in_tx) s.schema_created_in_transaction(n);
+            return r;
         };
     else
         run = [&s, n = *name, guarded, cascade] {
@@ -165,6 +171,23 @@ outcome<bool> sqlite_session::create_schema(const std::string& name, bool if_not
         return query_error{failure::internal,
                            fmt::format("schema \"{}\" cannot be opened: {}", name, it->second)};
     return true;
+}
+
+void sqlite_session::schema_created_in_transaction(const std::string& name) {
+    if (_created_in_tx.empty()) _rolled_back = false;  // a rollback before it does not count
+    _created_in_tx.push_back(name);
+}
+
+void sqlite_session::undo_rolled_back_schemas() {
+    if (_created_in_tx.empty() || in_transaction()) return;
+    auto names = std::exchange(_created_in_tx, {});
+    if (!std::exchange(_rolled_back, false)) return;  // committed
+    for (const auto& name : names) {
+        // Only while empty: another session may have put tables in it meanwhile.
+        if (auto r = drop_schema(name, true, false); !r)
+            log_info("sql", "schema {} kept after the ROLLBACK of the transaction that created it: {}",
+                     name, r.error().message);
+    }
 }
 
 outcome<bool> sqlite_session::drop_schema(const std::string& name, bool if_exists, bool cascade) {

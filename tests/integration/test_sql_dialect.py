@@ -131,6 +131,19 @@ def test_default_mode_runs_schema_ddl_in_its_transaction(tp):
         conn.rollback()
         assert S.pg_rows(other, "SELECT count(*) FROM reports.daily") == [(2,)]
 
+        # A ROLLBACK drops the (empty) schema its transaction created; a COMMIT keeps it.
+        schemas = "SELECT DISTINCT schema FROM pragma_table_list WHERE schema LIKE 'rolled%' ORDER BY 1"
+        with conn.cursor() as cur:
+            cur.execute("CREATE SCHEMA rolled_back")
+            cur.execute("CREATE TABLE rolled_back.t (a INTEGER)")
+        conn.rollback()
+        with conn.cursor() as cur:
+            cur.execute("CREATE SCHEMA rolled_on")
+        conn.commit()
+        assert S.pg_rows(conn, schemas) == [("rolled_on",)]
+        conn.commit()
+        assert S.pg_rows(other, schemas) == [("rolled_on",)]
+
         # Reads of a topic inside the transaction, and DROP SCHEMA as its first statement.
         with conn.cursor() as cur:
             cur.execute("SELECT count(*) FROM %s" % tp.table)
