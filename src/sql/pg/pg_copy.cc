@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <string>
 #include <utility>
+#include <variant>
 
 #include "sql/pg/lexer.h"
 #include "sql/pg/pg_commands.h"

@@ -1,5 +1,6 @@
 #include "sql/pg/pg_dialect.h"
 
+#include <initializer_list>
 #include <utility>
 #include <vector>
 

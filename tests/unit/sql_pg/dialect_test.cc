@@ -181,6 +181,24 @@ TEST_F(dialect_wire, values_and_types) {
     EXPECT_EQ(type, oid::bytea);
 }
 
+TEST_F(dialect_wire, several_statements_with_spellings) {
+    auto c = connect();
+    auto rs = exec_all(c.get(), "SELECT 'a'::text; SELECT 'b;c' ILIKE 'B;%'; SELECT 3::text");
+    ASSERT_EQ(rs.size(), 3u);
+    for (auto& r : rs) ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
+    EXPECT_STREQ(PQgetvalue(rs[0].get(), 0, 0), "a");
+    EXPECT_STREQ(PQgetvalue(rs[1].get(), 0, 0), "1");
+    EXPECT_STREQ(PQgetvalue(rs[2].get(), 0, 0), "3");
+    // Extended protocol: a parameter cast, run twice.
+    for (const char* v : {"41", "9"}) {
+        const char* values[] = {v};
+        result_ptr r(PQexecParams(c.get(), "SELECT $1::int + 1 AS n", 1, nullptr, values, nullptr, nullptr, 0));
+        ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
+        EXPECT_EQ(std::stoi(PQgetvalue(r.get(), 0, 0)), std::stoi(v) + 1);
+        EXPECT_STREQ(PQfname(r.get(), 0), "n");
+    }
+}
+
 TEST_F(dialect_wire, queries) {
     auto c = connect();
     auto r = exec(c.get(),
