@@ -126,7 +126,7 @@ def test_jdbc_prepared_statements_and_every_type(env):
     proc = J.run_java("dev.sluice.jvmtests.sqldialect.JdbcTypes", url, env.table, timeout=180)
     lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     kinds = [ln["kind"] for ln in lines]
-    assert kinds == ["committed"] + ["all_types"] * 7 + ["topic"] * 7 + ["done"], kinds
+    assert kinds == ["committed"] + ["all_types"] * 7 + ["typed_binds"] * 7 + ["topic"] * 7 + ["done"], kinds
     want_rows = [{"i": 9_000_000_000 + n, "f": 1.5 * n, "t": "text-%d-ż" % n,
                   "b": base64.b64encode(bytes([0, 0xFF, n])).decode(), "ok": n % 2 == 0,
                   "at": (dt.datetime(2024, 5, 1, 10, 0, n, 250000, tzinfo=UTC)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
@@ -142,6 +142,9 @@ def test_jdbc_prepared_statements_and_every_type(env):
             ms = int(ts_of(i).timestamp() * 1000)
             want_topic.append({"partition": 1, "offset": o, "key": "k%d" % i, "ms": ms, "tz": ms})
     for ln in lines[8:15]:
+        # at >= 10:00:01.25Z and f < 2.75: only n = 1 (9000000001).
+        assert (ln["count"], ln["min"]) == (1, 9_000_000_001), ln
+    for ln in lines[15:22]:
         assert ln["rows"] == want_topic, (ln["run"], ln["rows"])
     # The schema the program made is gone again (DROP SCHEMA in its transaction).
     conn = S.pg_connect(env.broker.pg)

@@ -390,7 +390,25 @@ std::optional<bytes> parse_bytea(std::string_view s) {
     return out;
 }
 
+// A timestamp with an explicit zone, as JDBC's setTimestamp sends it untyped:
+// "YYYY-MM-DD HH:MM[:SS[.f]]" then "Z" or an offset.
+bool is_zoned_timestamp(std::string_view s) {
+    if (s.size() < 17 || (s[10] != ' ' && s[10] != 'T') || s[4] != '-' || s[7] != '-' ||
+        s[13] != ':')
+        return false;
+    const auto zone = s.find_first_of("+-Z", 16);
+    return zone != std::string_view::npos && parse_timestamp(s).has_value();
+}
+
+// A date with a zone, as JDBC's setDate sends it untyped: "2024-05-01 +02".
+bool is_zoned_date(std::string_view s) {
+    return s.size() >= 14 && s.size() <= 17 && s[10] == ' ' && (s[11] == '+' || s[11] == '-') &&
+           parse_timestamp(s).has_value();
+}
+
 param_result decode_text_param(std::string_view s, uint32_t type_oid) {
+    if (type_oid == oid::unspecified && is_zoned_timestamp(s)) type_oid = oid::timestamptz;
+    if (type_oid == oid::unspecified && is_zoned_date(s)) return {std::string(s.substr(0, 10)), {}};
     switch (type_oid) {
         case oid::int2:
         case oid::int4:
@@ -451,8 +469,48 @@ param_result decode_text_param(std::string_view s, uint32_t type_oid) {
     }
 }
 
+// numeric's binary format (what JDBC sends for a BigDecimal): int16 digit count,
+// weight (of the first digit, in powers of 10000), sign and display scale, then the
+// base-10000 digits. The decimal text, or nullopt when malformed.
+std::optional<std::string> numeric_text(std::string_view s) {
+    if (s.size() < 8) return std::nullopt;
+    const int ndigits = read_be<int16_t>(s.substr(0, 2));
+    const int weight = read_be<int16_t>(s.substr(2, 2));
+    const auto sign = static_cast<uint16_t>(read_be<int16_t>(s.substr(4, 2)));
+    const int dscale = read_be<int16_t>(s.substr(6, 2));
+    if (ndigits < 0 || dscale < 0 || s.size() != 8 + 2 * static_cast<size_t>(ndigits))
+        return std::nullopt;
+    if (sign == 0xC000) return "NaN";
+    if (sign == 0xD000) return "Infinity";
+    if (sign == 0xF000) return "-Infinity";
+    if (sign != 0 && sign != 0x4000) return std::nullopt;
+    auto digit = [&](int i) -> int {  // the base-10000 digit at position i (0: first)
+        return i >= 0 && i < ndigits ? read_be<int16_t>(s.substr(8 + 2 * static_cast<size_t>(i), 2))
+                                     : 0;
+    };
+    std::string out = sign == 0x4000 ? "-" : "";
+    if (weight < 0) {
+        out += "0";
+    } else {
+        for (int i = 0; i <= weight; ++i)
+            out += i == 0 ? std::to_string(digit(i)) : fmt::format("{:04}", digit(i));
+    }
+    if (dscale > 0) {
+        std::string frac;
+        for (int i = weight + 1; static_cast<int>(frac.size()) < dscale; ++i)
+            frac += fmt::format("{:04}", digit(i));
+        out += "." + frac.substr(0, static_cast<size_t>(dscale));
+    }
+    return out;
+}
+
 param_result decode_binary_param(std::string_view s, uint32_t type_oid, int index) {
     switch (type_oid) {
+        case oid::numeric: {
+            auto text = numeric_text(s);
+            if (!text) return {{}, bad_binary(index)};
+            return decode_text_param(*text, oid::numeric);
+        }
         case oid::int2:
             if (s.size() != 2) return {{}, bad_binary(index)};
             return {int64_t{read_be<int16_t>(s)}, {}};

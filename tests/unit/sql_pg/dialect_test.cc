@@ -301,6 +301,14 @@ TEST_F(dialect_wire, typed_timestamp_parameters) {
     ASSERT_EQ(PQresultStatus(b.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(b.get());
     EXPECT_STREQ(PQgetvalue(b.get(), 0, 0), "2000-01-01 00:00:01.5+00");
     EXPECT_STREQ(PQgetvalue(b.get(), 0, 1), "2000-01-02");
+    // Untyped, as JDBC's setTimestamp sends it: a timestamp with a zone is one; other
+    // text stays as it is.
+    const char* untyped[] = {"2024-05-01 12:00:00.25+02", "2024-05-01 12:00", "2024-05-01 +02"};
+    result_ptr u(PQexecParams(c.get(), "SELECT $1, $2, $3", 3, nullptr, untyped, nullptr, nullptr, 0));
+    ASSERT_EQ(PQresultStatus(u.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(u.get());
+    EXPECT_STREQ(PQgetvalue(u.get(), 0, 0), "2024-05-01 10:00:00.25+00");
+    EXPECT_STREQ(PQgetvalue(u.get(), 0, 1), "2024-05-01 12:00");
+    EXPECT_STREQ(PQgetvalue(u.get(), 0, 2), "2024-05-01");
     const char* bad[] = {"yesterday", "2024-05-01"};
     result_ptr e(PQexecParams(c.get(), "SELECT $1, $2", 2, types, bad, nullptr, nullptr, 0));
     EXPECT_EQ(sqlstate_of(e.get()), "22P02");

@@ -92,6 +92,29 @@ public final class JdbcTypes {
             }
             c.commit();
 
+            // Typed binds: an OffsetDateTime (timestamptz, with its offset), a BigDecimal
+            // (numeric), a short and an int, a date.
+            try (PreparedStatement q = c.prepareStatement("SELECT count(*), min(i) FROM jdbc_s.all_types "
+                    + "WHERE at >= ? AND f < ? AND i > ? AND i < ? + 9000000000 AND at::date = ?")) {
+                for (int run = 0; run < 7; ++run) {
+                    q.setObject(1, OffsetDateTime.parse("2024-05-01T12:00:01.250+02:00"));
+                    q.setBigDecimal(2, new java.math.BigDecimal("2.75"));
+                    q.setShort(3, (short) 7);
+                    q.setInt(4, 100);
+                    q.setDate(5, java.sql.Date.valueOf("2024-05-01"));
+                    try (ResultSet rs = q.executeQuery()) {
+                        rs.next();
+                        ObjectNode out = JSON.createObjectNode();
+                        out.put("kind", "typed_binds");
+                        out.put("run", run);
+                        out.put("count", rs.getLong(1));
+                        out.put("min", rs.getLong(2));
+                        emit(out);
+                    }
+                }
+            }
+            c.commit();
+
             // A topic read with parameters, keys as text, the timestamps as timestamptz.
             try (PreparedStatement q = c.prepareStatement("SELECT partition, offset, key::text, "
                     + "timestamp_producer, timestamp_producer_tz FROM " + topicTable
