@@ -145,6 +145,34 @@ public final class JdbcTypes {
             }
             c.commit();
         }
+        // autosave=always: the driver wraps each statement in SAVEPOINT PGJDBC_AUTOSAVE and
+        // rolls back to it after an error, so the transaction goes on; a named savepoint.
+        try (Connection c = DriverManager.getConnection(url + "&autosave=always")) {
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE jdbc_autosave (a INTEGER PRIMARY KEY)");
+                s.execute("INSERT INTO jdbc_autosave VALUES (1)");
+                ObjectNode out = JSON.createObjectNode();
+                out.put("kind", "autosave");
+                try {
+                    s.execute("INSERT INTO jdbc_autosave VALUES (1)");
+                } catch (java.sql.SQLException e) {
+                    out.put("error", e.getSQLState());
+                }
+                s.execute("INSERT INTO jdbc_autosave VALUES (2)");
+                java.sql.Savepoint sp = c.setSavepoint("mine");
+                s.execute("INSERT INTO jdbc_autosave VALUES (3)");
+                c.rollback(sp);
+                c.commit();
+                try (ResultSet rs = s.executeQuery("SELECT a FROM jdbc_autosave ORDER BY a")) {
+                    ArrayNode rows = out.putArray("rows");
+                    while (rs.next()) rows.add(rs.getInt(1));
+                }
+                s.execute("DROP TABLE jdbc_autosave");
+                c.commit();
+                emit(out);
+            }
+        }
         System.out.println("{\"kind\":\"done\"}");
     }
 }
