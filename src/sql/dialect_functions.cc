@@ -70,7 +70,8 @@ void to_timestamp_fn(sqlite3_context* c, int argc, sqlite3_value** argv) {
         return;
     }
     const double secs = sqlite3_value_double(argv[0]);
-    if (!std::isfinite(secs) || std::fabs(secs) > 1e13) {
+    // 10,000 years either way: within int64 microseconds.
+    if (!std::isfinite(secs) || std::fabs(secs) > 3.2e11) {
         result_error(c, "to_timestamp: timestamp out of range");
         return;
     }

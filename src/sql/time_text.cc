@@ -15,6 +15,11 @@ namespace {
 
 constexpr micros us_per_second = 1'000'000;
 constexpr micros us_per_day = 86'400 * us_per_second;
+// Bounds that keep interval arithmetic within int64 (beyond 10,000 years either way is
+// no interval a timestamp can take): microseconds, and a unit's count before it is
+// multiplied.
+constexpr double max_interval_us = 3.2e17;
+constexpr double max_interval_count = 1e12;
 
 void civil_from_days(int64_t z, int64_t& y, unsigned& m, unsigned& d) {
     z += 719468;
@@ -186,21 +191,31 @@ std::optional<interval> parse_interval(std::string_view s) {
                 parts[n++] = std::strtod(std::string(clock.substr(p, q - p)).c_str(), nullptr);
                 p = q + 1;
             }
-            micros us = std::llround((parts[0] * 3600 + parts[1] * 60 + parts[2]) * us_per_second);
+            const double clock_us = (parts[0] * 3600 + parts[1] * 60 + parts[2]) * us_per_second;
+            if (!(std::fabs(clock_us) <= max_interval_us)) return std::nullopt;
+            micros us = std::llround(clock_us);
             iv.us += neg ? -us : us;
+            if (std::abs(iv.us) > max_interval_us) return std::nullopt;
             i = start + (neg || t[start] == '+') + clock.size();
             any = true;
             continue;
         }
         if (i == start) return std::nullopt;
         const double n = std::strtod(t.substr(start, i - start).c_str(), nullptr);
+        if (!(std::fabs(n) <= max_interval_count)) return std::nullopt;
         space();
         size_t ustart = i;
         while (i < t.size() && std::isalpha(static_cast<unsigned char>(t[i]))) ++i;
         std::string unit = t.substr(ustart, i - ustart);
         if (unit.size() > 1 && unit.back() == 's' && unit != "s" && unit != "ms" && unit != "us")
             unit.pop_back();
-        auto add_us = [&](double scale) { iv.us += std::llround(n * scale); };
+        bool in_range = true;
+        auto add_us = [&](double scale) {
+            if (std::fabs(n * scale) <= max_interval_us)
+                iv.us += std::llround(n * scale);
+            else
+                in_range = false;
+        };
         if (unit == "microsecond" || unit == "us" || unit == "usec")
             add_us(1);
         else if (unit == "millisecond" || unit == "ms" || unit == "msec")
@@ -220,6 +235,10 @@ std::optional<interval> parse_interval(std::string_view s) {
         else if (unit == "year" || unit == "yr" || unit == "y")
             iv.months += static_cast<int64_t>(n * 12);
         else
+            return std::nullopt;
+        // Checked after each part, so that no sum of parts overflows.
+        if (!in_range || std::abs(iv.months) > 120'000 || std::abs(iv.days) > 3'660'000 ||
+            std::abs(iv.us) > max_interval_us)
             return std::nullopt;
         any = true;
     }

@@ -5,6 +5,7 @@
 #include "pg_test_util.h"
 #include "sql/pg/pg_dialect.h"
 #include "sql/pg/types.h"
+#include "sql/time_text.h"
 
 namespace sluice::sql::pg::test {
 namespace {
@@ -126,6 +127,35 @@ TEST(dialect, limit_offset_fetch) {
               "<unchanged>");
     EXPECT_EQ(tr("SELECT t.offset, offset + 1 FROM t ORDER BY offset OFFSET 2"),
               "SELECT t.offset, offset + 1 FROM t ORDER BY offset LIMIT -1 OFFSET 2");
+}
+
+TEST(dialect, timestamp_and_interval_text) {
+    auto t = parse_timestamp("2024-02-29T23:59:59.000001-01:30");
+    ASSERT_TRUE(t);
+    EXPECT_EQ(format_timestamp(*t), "2024-03-01 01:29:59.000001+00:00");
+    EXPECT_EQ(parse_timestamp(format_timestamp(*t)), t);
+    EXPECT_EQ(format_timestamp(0), "1970-01-01 00:00:00+00:00");
+    EXPECT_FALSE(parse_timestamp("2023-02-29"));
+    EXPECT_FALSE(parse_timestamp("2024-05-01 10:00 PST"));
+    EXPECT_TRUE(is_timestamp_text("2024-05-01 10:00:00.5+00"));
+    EXPECT_FALSE(is_timestamp_text("2024-05-01 10:00:00+02"));
+    EXPECT_FALSE(is_timestamp_text("2024-05-01"));
+    auto iv = parse_interval("1 year 2 mons 3 days 04:05:06.5");
+    ASSERT_TRUE(iv);
+    EXPECT_EQ(iv->months, 14);
+    EXPECT_EQ(iv->days, 3);
+    EXPECT_EQ(iv->us, ((4 * 60 + 5) * 60 + 6) * 1'000'000LL + 500'000);
+    EXPECT_EQ(parse_interval("-90 s")->us, -90'000'000);
+    EXPECT_EQ(parse_interval("1.5 hours")->us, 5'400'000'000LL);
+    // Out of range, or not an interval: refused, never overflowing.
+    for (const char* bad : {"1e12 hours", "999999999999 years", "1e17 us 1e17 us 1e17 us 1e17 us",
+                            "99999999999:00:00", "soon", "", "5 fortnights"})
+        EXPECT_FALSE(parse_interval(bad)) << bad;
+    // Month arithmetic clamps the day, as PostgreSQL does.
+    EXPECT_EQ(format_timestamp(add_interval(*parse_timestamp("2023-01-31"), {1, 0, 0}, 1)),
+              "2023-02-28 00:00:00+00:00");
+    EXPECT_EQ(format_timestamp(add_interval(*parse_timestamp("2024-03-31"), {1, 0, 0}, -1)),
+              "2024-02-29 00:00:00+00:00");
 }
 
 // ---- Through the wire ----
