@@ -89,7 +89,6 @@ struct frame {
     bool is_case = false;  // CASE ... END
     bool has_limit = false;
     size_t offset_at = none;  // output position of an OFFSET that has no LIMIT yet
-    bool in_offset = false;   // after OFFSET: a ROW/ROWS word is dropped
     bool select_list = false;  // between SELECT and FROM (or the clause that ends it)
     size_t item_start = none;  // output position where the current select item starts
     std::string alias;  // a call rewritten to another name: the column name PostgreSQL gives
@@ -274,6 +273,7 @@ class translator {
     std::optional<size_t> _last;
     std::optional<size_t> _pending_call;  // a function name just emitted: its start
     std::string _pending_alias;  // ... and the name of its column
+    size_t _drop_row = none;     // the ROW/ROWS of OFFSET n ROWS
     std::optional<std::string> _chain_name;  // x::a::b: x's name, for the last cast
 };
 
@@ -284,7 +284,7 @@ size_t translator::step(size_t i) {
     if (is_cast_at(i)) {
         size_t j = 0;
         std::string type = type_at(i + 2, j);
-        if (type == "INTERVAL" && _last && i > 0 && at(i - 1).k == token::kind::string) {
+        if (type == "INTERVAL" && _last && *_last < _out.size() && _out[*_last] == '\'') {
             // 'text'::interval alone stays the text (what interval arithmetic reads).
             skip_to(j);
             return j;
@@ -301,10 +301,11 @@ size_t translator::step(size_t i) {
                 name_item(name, j);
             return j;
         }
-        emit(i);
-        emit(i + 1);
+        // Left as written, its type included (which nothing else rewrites then).
+        const size_t end = type.empty() ? i + 2 : j;
+        for (size_t k = i; k < end; ++k) emit(k);
         _last.reset();
-        return i + 2;
+        return end;
     }
     if ((t.is_punct('+') || t.is_punct('-')) && _last) {
         size_t j = 0;
@@ -403,19 +404,19 @@ size_t translator::on_word(size_t i) {
     // OFFSET the clause, not the topic tables' column "offset": a count follows it.
     const token& next = at(i + 1);
     const bool offset_clause = next.k == token::kind::number || next.is_punct('?') ||
-                               (next.is_punct('$') && at(i + 2).k == token::kind::number) ||
-                               next.is_punct('(');
+                               (next.is_punct('$') && at(i + 2).k == token::kind::number);
     if (t.is_word("OFFSET") && offset_clause && !(i > 0 && (at(i - 1).is_word("BY") ||
                                                           at(i - 1).is_punct('.') ||
                                                           at(i - 1).is_punct(',')))) {
         size_t pos = emit(i);
         if (!f.has_limit) f.offset_at = pos;
-        f.in_offset = true;
+        // OFFSET n ROWS: the word after the count is dropped.
+        const size_t after = i + (next.is_punct('$') ? 3 : 2);
+        if (at(after).is_word("ROW") || at(after).is_word("ROWS")) _drop_row = after;
         _last.reset();
         return i + 1;
     }
-    if ((t.is_word("ROW") || t.is_word("ROWS")) && f.in_offset && !at(i + 1).is_punct('(')) {
-        f.in_offset = false;
+    if (i == _drop_row) {
         skip_to(i + 1);
         return i + 1;
     }
@@ -439,7 +440,9 @@ size_t translator::on_word(size_t i) {
         size_t j = i + 1;
         if (at(j).is_punct('(') && at(j + 1).k == token::kind::number && at(j + 2).is_punct(')'))
             j += 3;
-        _last = emit(i, "(now())");
+        // In a column's DEFAULT, SQLite wants an expression in parentheses.
+        const bool in_default = i > 0 && at(i - 1).is_word("DEFAULT");
+        _last = emit(i, in_default ? "(now())" : "now()");
         skip_to(j);
         return j;
     }
@@ -458,8 +461,9 @@ size_t translator::on_word(size_t i) {
         }
     }
     if (t.is_word("INTERVAL") && at(i + 1).k == token::kind::string) {
-        // A bare interval literal is its text.
-        _last = emit(i, raw(i + 1));
+        // A bare interval literal is its text (in parentheses, so that it never becomes a
+        // typed literal with a word before it).
+        _last = emit(i, "(" + std::string(raw(i + 1)) + ")");
         skip_to(i + 2);
         return i + 2;
     }

@@ -59,6 +59,7 @@ bool pg_connection::on_parse(std::string_view body) {
         }
         ps->stmt = std::move(q.stmt);
         ps->info = std::move(q.info);
+        ps->sql = std::string(sql);
     }
     size_t n = ps->stmt ? static_cast<size_t>(ps->stmt->param_count()) : 0;
     ps->param_oids.assign(n, oid::unspecified);
@@ -137,7 +138,7 @@ bool pg_connection::on_bind(std::string_view body) {
     // prepared statement gets a fresh one.
     std::shared_ptr<statement> st;
     if (ps->stmt && ps->stmt.use_count() > 1) {
-        auto r = prepare_query(*_ctx, ps->stmt->text(), nullptr);
+        auto r = prepare_query(*_ctx, ps->sql, nullptr);
         if (auto* e = std::get_if<pg_error>(&r)) {
             extended_error(*e);
             return true;

@@ -92,8 +92,10 @@ TEST(dialect, ilike_and_string_agg) {
 }
 
 TEST(dialect, times) {
-    EXPECT_EQ(tr("SELECT current_timestamp"), "SELECT (now())");
-    EXPECT_EQ(tr("SELECT CURRENT_TIMESTAMP(3), localtimestamp"), "SELECT (now()), (now())");
+    EXPECT_EQ(tr("SELECT current_timestamp"), "SELECT now()");
+    EXPECT_EQ(tr("SELECT CURRENT_TIMESTAMP(3), localtimestamp"), "SELECT now(), now()");
+    EXPECT_EQ(tr("CREATE TABLE e (at TEXT DEFAULT CURRENT_TIMESTAMP)"),
+              "CREATE TABLE e (at TEXT DEFAULT (now()))");
     EXPECT_EQ(tr("SELECT extract(epoch FROM ts) FROM t"), "SELECT pg_extract('epoch', ts) AS \"extract\" FROM t");
     EXPECT_EQ(tr("SELECT EXTRACT(HOUR FROM now())::int"),
               "SELECT CAST(pg_extract('hour', now()) AS INTEGER) AS \"extract\"");
@@ -106,7 +108,7 @@ TEST(dialect, times) {
               "SELECT * FROM t WHERE ts > pg_add_interval(now(), '1 day', -1)");
     EXPECT_EQ(tr("SELECT timestamp '2024-05-01 12:00', date '2024-05-01'"),
               "SELECT pg_cast_timestamptz('2024-05-01 12:00'), pg_cast_date('2024-05-01')");
-    EXPECT_EQ(tr("SELECT interval '1 day'"), "SELECT '1 day'");
+    EXPECT_EQ(tr("SELECT interval '1 day'"), "SELECT ('1 day')");
     // A column named like a type stays a column.
     EXPECT_EQ(tr("SELECT date, timestamp FROM t"), "<unchanged>");
     EXPECT_EQ(tr("SELECT date('now')"), "<unchanged>");
