@@ -140,7 +140,7 @@ class translator {
     explicit translator(std::string_view sql) : _sql(sql) {
         tokenizer tz(sql);
         for (token t = tz.next(); t.k != token::kind::end; t = tz.next()) _toks.push_back(t);
-        _frames.push_back({});
+        push_frame(0);
     }
 
     std::optional<std::string> run() {
@@ -247,6 +247,13 @@ class translator {
         _out += " AS " + quote_ident(name);
     }
 
+    void push_frame(size_t start, bool is_case = false) {
+        frame f;
+        f.start = start;
+        f.is_case = is_case;
+        _frames.push_back(std::move(f));
+    }
+
     void close_frame() {
         frame f = _frames.back();
         _frames.pop_back();
@@ -332,7 +339,7 @@ size_t translator::step(size_t i) {
     // Punctuation.
     if (t.is_punct('(')) {
         size_t pos = emit(i);
-        _frames.push_back({call.value_or(pos)});
+        push_frame(call.value_or(pos));
         _frames.back().alias = std::move(alias);
         _last.reset();
         return i + 1;
@@ -424,7 +431,7 @@ size_t translator::on_word(size_t i) {
         return on_fetch(i);
     if (t.is_word("CASE")) {
         size_t pos = emit(i);
-        _frames.push_back({pos, true});
+        push_frame(pos, true);
         _last.reset();
         return i + 1;
     }
@@ -481,7 +488,7 @@ size_t translator::on_word(size_t i) {
         emit(i + 1);
         _out += quote_literal(to_lower(at(i + 2).text));
         _out += ",";
-        _frames.push_back({pos});
+        push_frame(pos);
         _frames.back().alias = "extract";
         skip_to(i + 4);
         _last.reset();
