@@ -325,3 +325,24 @@ def test_unsupported_spellings_name_the_problem(tp, pg):
     assert "UTF8" in str(e), e
     e = S.pg_error(pg, "SELECT timestamp_producer_tz + interval 'soon' FROM %s" % tp.table)
     assert "interval" in str(e), e
+
+
+def test_copy_to_stdout_with_psycopg2(tp, pg):
+    import io
+    buf = io.StringIO()
+    with pg.cursor() as cur:
+        cur.copy_expert("COPY (SELECT partition, offset, key::text, value ->> 'user' AS who FROM %s "
+                        "ORDER BY partition, offset LIMIT 3) TO STDOUT WITH (FORMAT csv, HEADER)" % tp.table, buf)
+    want = ["partition,offset,key,who"]
+    for (p, o) in sorted(tp.pos)[:3]:
+        i = tp.pos[(p, o)]
+        want.append("%d,%d,k%d,%s" % (p, o, i, USERS[i % len(USERS)]))
+    assert buf.getvalue().splitlines() == want
+    buf = io.StringIO()
+    with pg.cursor() as cur:
+        cur.copy_expert("COPY (SELECT key, NULL, 'a\tb' FROM %s WHERE partition = 0 AND offset = 0) TO STDOUT"
+                        % tp.table, buf)
+    assert buf.getvalue() == "\\\\x6b30\t\\N\ta\\tb\n"
+    with pg.cursor() as cur:
+        with pytest.raises(psycopg2.errors.FeatureNotSupported):
+            cur.copy_expert("COPY %s FROM STDIN" % tp.table, io.StringIO("1\n"))
