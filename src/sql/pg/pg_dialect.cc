@@ -393,6 +393,17 @@ size_t translator::on_word(size_t i) {
         _pending_call = start;
         return i + 1;
     }
+    if (t.is_word("AT") && at(i + 1).is_word("TIME") && at(i + 2).is_word("ZONE") &&
+        at(i + 3).k == token::kind::string && _last) {
+        // x AT TIME ZONE 'UTC' is x: the engine's timestamps are UTC. Other zones stay,
+        // and SQLite's error names them.
+        const std::string zone = to_upper(at(i + 3).text);
+        for (const char* utc : {"UTC", "GMT", "ETC/UTC", "Z", "+00", "+00:00", "UCT"})
+            if (zone == utc) {
+                skip_to(i + 4);
+                return i + 4;
+            }
+    }
     if (t.is_word("ILIKE")) {
         emit(i, "LIKE");
         _last.reset();

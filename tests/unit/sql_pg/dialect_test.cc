@@ -109,6 +109,9 @@ TEST(dialect, times) {
     EXPECT_EQ(tr("SELECT timestamp '2024-05-01 12:00', date '2024-05-01'"),
               "SELECT pg_cast_timestamptz('2024-05-01 12:00'), pg_cast_date('2024-05-01')");
     EXPECT_EQ(tr("SELECT interval '1 day'"), "SELECT ('1 day')");
+    EXPECT_EQ(tr("SELECT CAST((created AT TIME ZONE 'UTC') AS date), now() at time zone 'utc'"),
+              "SELECT CAST((created) AS date), now()");
+    EXPECT_EQ(tr("SELECT x AT TIME ZONE 'Europe/Paris'"), "<unchanged>");
     // A column named like a type stays a column.
     EXPECT_EQ(tr("SELECT date, timestamp FROM t"), "<unchanged>");
     EXPECT_EQ(tr("SELECT date('now')"), "<unchanged>");
