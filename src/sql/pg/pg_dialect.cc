@@ -92,6 +92,7 @@ struct frame {
     bool select_list = false;  // between SELECT and FROM (or the clause that ends it)
     size_t item_start = none;  // output position where the current select item starts
     std::string alias;  // a call rewritten to another name: the column name PostgreSQL gives
+    bool is_cast = false;  // CAST( ... ): its AS type may be one SQLite's CAST gets wrong
 };
 
 // The column name PostgreSQL gives `x::type` in a select list: the operand's, when it
@@ -280,6 +281,7 @@ class translator {
     std::optional<size_t> _last;
     std::optional<size_t> _pending_call;  // a function name just emitted: its start
     std::string _pending_alias;  // ... and the name of its column
+    bool _pending_cast = false;  // ... which is CAST
     size_t _drop_row = none;     // the ROW/ROWS of OFFSET n ROWS
     std::optional<std::string> _chain_name;  // x::a::b: x's name, for the last cast
 };
@@ -341,6 +343,7 @@ size_t translator::step(size_t i) {
         size_t pos = emit(i);
         push_frame(call.value_or(pos));
         _frames.back().alias = std::move(alias);
+        _frames.back().is_cast = std::exchange(_pending_cast, false);
         _last.reset();
         return i + 1;
     }
@@ -403,6 +406,25 @@ size_t translator::on_word(size_t i) {
                 skip_to(i + 4);
                 return i + 4;
             }
+    }
+    if (t.is_word("AS") && f.is_cast && _frames.size() > 1) {
+        // CAST(x AS bool|date|timestamp|json|bytea): SQLite's CAST would give these
+        // NUMERIC affinity ('2024-05-01' becomes 2024); the '::' functions instead.
+        size_t j = 0;
+        std::string type = type_at(i + 1, j);
+        auto format = cast_format(type);
+        if (format && format->rfind("pg_cast_", 0) == 0 && at(j).is_punct(')')) {
+            // The output holds "CAST(" then the operand, from the frame's start.
+            std::string operand = _out.substr(_out.find('(', f.start) + 1);
+            while (!operand.empty() && operand.back() == ' ') operand.pop_back();
+            _out.resize(f.start);
+            _out += format->substr(0, format->find("%s"));
+            _out += operand;
+            f.is_cast = false;
+            skip_to(j);
+            _changed = true;
+            return j;  // the ')' closes the call as written
+        }
     }
     if (t.is_word("ILIKE")) {
         emit(i, "LIKE");
@@ -513,6 +535,7 @@ size_t translator::on_word(size_t i) {
         _last = pos;
     }
     if (is_call) _pending_call = chained ? *_last : pos;
+    _pending_cast = is_call && !chained && t.is_word("CAST");
     return i + 1;
 }
 

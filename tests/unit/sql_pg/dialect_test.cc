@@ -56,6 +56,17 @@ TEST(dialect, cast_operands) {
               "SELECT CAST((SELECT max(x) FROM t) AS TEXT)");
 }
 
+TEST(dialect, standard_casts_sqlite_gets_wrong) {
+    EXPECT_EQ(tr("SELECT CAST(x AS date), CAST(y AS timestamp with time zone) FROM t"),
+              "SELECT pg_cast_date(x), pg_cast_timestamptz(y) FROM t");
+    EXPECT_EQ(tr("SELECT CAST((a AT TIME ZONE 'UTC') AS boolean), cast(f(b, c) AS jsonb)"),
+              "SELECT pg_cast_bool((a)), pg_cast_json(f(b, c))");
+    EXPECT_EQ(tr("SELECT CAST(CAST(x AS text) AS date)"), "SELECT pg_cast_date(CAST(x AS text))");
+    // What SQLite's CAST does right stays.
+    EXPECT_EQ(tr("SELECT CAST(x AS bigint), CAST(y AS varchar(3)), CAST(z AS double precision)"),
+              "<unchanged>");
+}
+
 TEST(dialect, cast_column_names) {
     // PostgreSQL names x::type after x; an alias, or a cast outside the select list,
     // gets nothing more.
@@ -110,7 +121,7 @@ TEST(dialect, times) {
               "SELECT pg_cast_timestamptz('2024-05-01 12:00'), pg_cast_date('2024-05-01')");
     EXPECT_EQ(tr("SELECT interval '1 day'"), "SELECT ('1 day')");
     EXPECT_EQ(tr("SELECT CAST((created AT TIME ZONE 'UTC') AS date), now() at time zone 'utc'"),
-              "SELECT CAST((created) AS date), now()");
+              "SELECT pg_cast_date((created)), now()");
     EXPECT_EQ(tr("SELECT x AT TIME ZONE 'Europe/Paris'"), "<unchanged>");
     // A column named like a type stays a column.
     EXPECT_EQ(tr("SELECT date, timestamp FROM t"), "<unchanged>");
@@ -185,6 +196,8 @@ TEST_F(dialect_wire, values_and_types) {
     EXPECT_EQ(one(c.get(), "SELECT '2.5'::float8", &type), "2.5");
     EXPECT_EQ(type, oid::float8);
     EXPECT_EQ(one(c.get(), "SELECT 'yes'::bool"), "1");
+    EXPECT_EQ(one(c.get(), "SELECT CAST('2024-05-01 10:00' AS date)"), "2024-05-01");
+    EXPECT_EQ(one(c.get(), "SELECT CAST('t' AS boolean), CAST('7' AS bigint)"), "1");
     EXPECT_EQ(one(c.get(), "SELECT '2024-05-01T12:30:00.250+02:00'::timestamptz", &type),
               "2024-05-01 10:30:00.25+00");
     EXPECT_EQ(type, oid::timestamptz);
