@@ -267,6 +267,9 @@ class translator {
 
     size_t step(size_t i);
     size_t on_word(size_t i);
+    size_t on_clause_word(size_t i);
+    size_t on_time_word(size_t i);
+    size_t on_call_word(size_t i);
     size_t on_fetch(size_t i);
 
     std::string_view _sql;
@@ -377,57 +380,15 @@ size_t translator::step(size_t i) {
     return i + 1;
 }
 
-size_t translator::on_word(size_t i) {
+// Clauses: SELECT lists, LIMIT, OFFSET, FETCH, CASE ... END. `none` when `i` is none.
+size_t translator::on_clause_word(size_t i) {
     const token& t = _toks[i];
     frame& f = _frames.back();
-    if (ends_select_list(t)) f.select_list = false;
     if (t.is_word("SELECT") || ((t.is_word("DISTINCT") || t.is_word("ALL")) && f.select_list &&
                                 _out.find_first_not_of(" \t\r\n", f.item_start) == none)) {
         emit(i);
         f.select_list = true;
         f.item_start = _out.size();
-        _last.reset();
-        return i + 1;
-    }
-    if ((t.is_word("OVER") || t.is_word("FILTER")) && _last && at(i + 1).is_punct('(')) {
-        // count(*) OVER (...)::int: the window belongs to the call before it.
-        size_t start = *_last;
-        emit(i);
-        _pending_call = start;
-        return i + 1;
-    }
-    if (t.is_word("AT") && at(i + 1).is_word("TIME") && at(i + 2).is_word("ZONE") &&
-        at(i + 3).k == token::kind::string && _last) {
-        // x AT TIME ZONE 'UTC' is x: the engine's timestamps are UTC. Other zones stay,
-        // and SQLite's error names them.
-        const std::string zone = to_upper(at(i + 3).text);
-        for (const char* utc : {"UTC", "GMT", "ETC/UTC", "Z", "+00", "+00:00", "UCT"})
-            if (zone == utc) {
-                skip_to(i + 4);
-                return i + 4;
-            }
-    }
-    if (t.is_word("AS") && f.is_cast && _frames.size() > 1) {
-        // CAST(x AS bool|date|timestamp|json|bytea): SQLite's CAST would give these
-        // NUMERIC affinity ('2024-05-01' becomes 2024); the '::' functions instead.
-        size_t j = 0;
-        std::string type = type_at(i + 1, j);
-        auto format = cast_format(type);
-        if (format && format->rfind("pg_cast_", 0) == 0 && at(j).is_punct(')')) {
-            // The output holds "CAST(" then the operand, from the frame's start.
-            std::string operand = _out.substr(_out.find('(', f.start) + 1);
-            while (!operand.empty() && operand.back() == ' ') operand.pop_back();
-            _out.resize(f.start);
-            _out += format->substr(0, format->find("%s"));
-            _out += operand;
-            f.is_cast = false;
-            skip_to(j);
-            _changed = true;
-            return j;  // the ')' closes the call as written
-        }
-    }
-    if (t.is_word("ILIKE")) {
-        emit(i, "LIKE");
         _last.reset();
         return i + 1;
     }
@@ -474,6 +435,23 @@ size_t translator::on_word(size_t i) {
         close_frame();
         return i + 1;
     }
+    return none;
+}
+
+// Times: AT TIME ZONE 'UTC', current_timestamp, typed literals, interval literals.
+size_t translator::on_time_word(size_t i) {
+    const token& t = _toks[i];
+    if (t.is_word("AT") && at(i + 1).is_word("TIME") && at(i + 2).is_word("ZONE") &&
+        at(i + 3).k == token::kind::string && _last) {
+        // x AT TIME ZONE 'UTC' is x: the engine's timestamps are UTC. Other zones stay,
+        // and SQLite's error names them.
+        const std::string zone = to_upper(at(i + 3).text);
+        for (const char* utc : {"UTC", "GMT", "ETC/UTC", "Z", "+00", "+00:00", "UCT"})
+            if (zone == utc) {
+                skip_to(i + 4);
+                return i + 4;
+            }
+    }
     if ((t.is_word("CURRENT_TIMESTAMP") || t.is_word("LOCALTIMESTAMP")) &&
         !(i > 0 && at(i - 1).is_punct('.'))) {
         // PostgreSQL's is a timestamptz; SQLite's a text without fractions or zone.
@@ -507,7 +485,40 @@ size_t translator::on_word(size_t i) {
         skip_to(i + 2);
         return i + 2;
     }
-    bool is_call = at(i + 1).is_punct('(') && !is_keyword(t);
+    return none;
+}
+
+// Calls: windows and filters, CAST(x AS type), string_agg, extract.
+size_t translator::on_call_word(size_t i) {
+    const token& t = _toks[i];
+    frame& f = _frames.back();
+    if ((t.is_word("OVER") || t.is_word("FILTER")) && _last && at(i + 1).is_punct('(')) {
+        // count(*) OVER (...)::int: the window belongs to the call before it.
+        size_t start = *_last;
+        emit(i);
+        _pending_call = start;
+        return i + 1;
+    }
+    if (t.is_word("AS") && f.is_cast && _frames.size() > 1) {
+        // CAST(x AS bool|date|timestamp|json|bytea): SQLite's CAST would give these
+        // NUMERIC affinity ('2024-05-01' becomes 2024); the '::' functions instead.
+        size_t j = 0;
+        std::string type = type_at(i + 1, j);
+        auto format = cast_format(type);
+        if (format && format->rfind("pg_cast_", 0) == 0 && at(j).is_punct(')')) {
+            // The output holds "CAST(" then the operand, from the frame's start.
+            std::string operand = _out.substr(_out.find('(', f.start) + 1);
+            while (!operand.empty() && operand.back() == ' ') operand.pop_back();
+            _out.resize(f.start);
+            _out += format->substr(0, format->find("%s"));
+            _out += operand;
+            f.is_cast = false;
+            skip_to(j);
+            _changed = true;
+            return j;  // the ')' closes the call as written
+        }
+    }
+    const bool is_call = at(i + 1).is_punct('(') && !is_keyword(t);
     if (is_call && t.is_word("string_agg")) {
         _pending_call = emit(i, "group_concat");
         _pending_alias = "string_agg";
@@ -527,6 +538,21 @@ size_t translator::on_word(size_t i) {
         _last.reset();
         return i + 4;
     }
+    return none;
+}
+
+size_t translator::on_word(size_t i) {
+    const token& t = _toks[i];
+    if (ends_select_list(t)) _frames.back().select_list = false;
+    for (size_t (translator::*handler)(size_t) :
+         {&translator::on_clause_word, &translator::on_time_word, &translator::on_call_word})
+        if (size_t next = (this->*handler)(i); next != none) return next;
+    if (t.is_word("ILIKE")) {
+        emit(i, "LIKE");
+        _last.reset();
+        return i + 1;
+    }
+    const bool is_call = at(i + 1).is_punct('(') && !is_keyword(t);
     bool chained = i > 0 && at(i - 1).is_punct('.') && _last;
     size_t pos = emit(i);
     if (is_keyword(t)) {
