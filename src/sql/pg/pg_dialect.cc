@@ -12,6 +12,18 @@ namespace sluice::sql::pg {
 namespace {
 
 constexpr size_t none = std::string::npos;
+constexpr size_t max_translated_size = 4 << 20;
+
+// Whether `sql` holds '::' or a word that a rewrite starts from (case ignored), in or
+// out of quotes: a cheap first look before tokenizing.
+bool might_need_translation(std::string_view sql) {
+    if (sql.find("::") != std::string_view::npos) return true;
+    const std::string lower = to_lower(sql);
+    for (const char* w : {"ilike", "offset", "fetch", "limit", "extract", "string_agg", "interval",
+                          "timestamp", "date", "zone", "cast", "over", "filter"})
+        if (lower.find(w) != std::string::npos) return true;
+    return false;
+}
 
 // Words after which an operand cannot end: the expression before '::' is never one of
 // them, and a '(' after them opens a group, not a function's arguments.
@@ -596,6 +608,11 @@ size_t translator::on_fetch(size_t i) {
 }  // namespace
 
 std::optional<std::string> translate_statement(std::string_view sql) {
+    // The tokens are held in memory: a statement this large is a bulk INSERT, not a
+    // query typed by an analyst, and goes to SQLite as it is.
+    if (sql.size() > max_translated_size) return std::nullopt;
+    // Most statements hold none of the words rewritten: no tokens for them.
+    if (!might_need_translation(sql)) return std::nullopt;
     return translator(sql).run();
 }
 

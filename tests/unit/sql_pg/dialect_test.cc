@@ -94,6 +94,13 @@ TEST(dialect, unknown_casts_and_quotes_are_left_alone) {
     EXPECT_EQ(tr("SELECT /* k */ key::text -- c\nFROM t"), "SELECT /* k */ CAST(key AS TEXT) -- c\nFROM t");
 }
 
+TEST(dialect, large_statements_go_as_written) {
+    std::string big = "SELECT x::text FROM t WHERE y IN (";
+    while (big.size() < (5u << 20)) big += "1,";
+    big += "1)";
+    EXPECT_FALSE(translate_statement(big));
+}
+
 TEST(dialect, ilike_and_string_agg) {
     EXPECT_EQ(tr("SELECT * FROM t WHERE name ILIKE 'a%' AND x NOT ILIKE '%b'"),
               "SELECT * FROM t WHERE name LIKE 'a%' AND x NOT LIKE '%b'");
