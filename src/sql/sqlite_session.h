@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "sql/engine.h"
 #include "sql/sqlite_engine.h"
