@@ -305,6 +305,13 @@ def test_grafana_style_time_series(tp, pg):
             want[secs // 300 * 300] = want.get(secs // 300 * 300, 0) + 1
     assert names == ["time", "value"]
     assert [(int(a), b) for a, b in rows] == sorted(want.items())
+    # $__timeGroupAlias(col, 5m) and $__timeFilter(col) over the timestamptz column.
+    sql = ('SELECT floor(extract(epoch from timestamp_producer_tz)/300)*300 AS "time", count(*) AS "value" '
+           "FROM %s WHERE timestamp_producer_tz BETWEEN '2024-05-01T10:30:00Z' AND '2024-05-01T11:29:15.25Z' "
+           "GROUP BY 1 ORDER BY 1" % tp.table)
+    rows, names, _ = query(pg, sql)
+    assert names == ["time", "value"]
+    assert [(int(a), b) for a, b in rows] == sorted(want.items())
     # The timestamptz form of the time column, which Grafana's time series reads too.
     rows, _, types = query(pg, 'SELECT date_trunc(\'minute\', timestamp_producer_tz) AS "time", '
                                "count(*) FROM %s GROUP BY 1 ORDER BY 1 LIMIT 3" % tp.table)

@@ -247,6 +247,31 @@ class translator {
         return none;
     }
 
+    // Whether the string at token i is compared with a topic table's timestamptz column:
+    // `col OP 'text'`, `col BETWEEN 'text'` or `col BETWEEN 'text' AND 'text'`.
+    bool compared_with_time_column(size_t i) const {
+        auto is_time_column = [&](size_t k) {
+            return k < _toks.size() && (at(k).k == token::kind::word ||
+                                        at(k).k == token::kind::quoted) &&
+                   (to_lower(at(k).text) == "timestamp_producer_tz" ||
+                    to_lower(at(k).text) == "timestamp_broker_tz");
+        };
+        if (i < 2) return false;
+        size_t k = i - 1;
+        if (at(k).is_word("AND") && i >= 4 && at(k - 1).k == token::kind::string &&
+            at(k - 2).is_word("BETWEEN"))
+            return is_time_column(k - 3);
+        if (at(k).is_word("BETWEEN")) return is_time_column(k - 1);
+        // One or two characters of a comparison: = < > <= >= <> !=
+        auto is_op = [&](size_t o) {
+            return at(o).is_punct('=') || at(o).is_punct('<') || at(o).is_punct('>') ||
+                   at(o).is_punct('!');
+        };
+        if (!is_op(k)) return false;
+        if (k >= 1 && is_op(k - 1) && adjacent(k)) --k;
+        return k >= 1 && is_time_column(k - 1);
+    }
+
     // A select item that ends the output (from `_last`), with no alias and followed by
     // token j, gets the name PostgreSQL would give it.
     void name_item(const std::string& name, size_t j) {
@@ -343,6 +368,12 @@ size_t translator::step(size_t i) {
         }
     }
     if (t.k == token::kind::word) return on_word(i);
+    if (t.k == token::kind::string && compared_with_time_column(i)) {
+        // timestamp_broker_tz >= '2024-05-01T10:00:00Z' (Grafana's $__timeFilter): the
+        // string is read as a timestamp, so that the two compare as instants.
+        _last = emit(i, "pg_cast_timestamptz(" + std::string(raw(i)) + ")");
+        return i + 1;
+    }
     if (t.k == token::kind::quoted || t.k == token::kind::number || t.k == token::kind::string) {
         size_t pos = emit(i);
         // x'00ff', and the parts of a.b.c, are one operand.

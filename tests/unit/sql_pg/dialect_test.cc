@@ -130,6 +130,13 @@ TEST(dialect, times) {
     EXPECT_EQ(tr("SELECT CAST((created AT TIME ZONE 'UTC') AS date), now() at time zone 'utc'"),
               "SELECT pg_cast_date((created)), now()");
     EXPECT_EQ(tr("SELECT x AT TIME ZONE 'Europe/Paris'"), "<unchanged>");
+    // Strings compared with the topic tables' timestamptz columns are timestamps.
+    EXPECT_EQ(tr("SELECT 1 FROM t WHERE timestamp_broker_tz BETWEEN '2024-05-01T10:00:00Z' AND "
+                 "'2024-05-01T11:00:00Z' AND t.timestamp_producer_tz >= '2024-05-01' AND x = 'a'"),
+              "SELECT 1 FROM t WHERE timestamp_broker_tz BETWEEN pg_cast_timestamptz('2024-05-01T10:00:00Z') AND "
+              "pg_cast_timestamptz('2024-05-01T11:00:00Z') AND t.timestamp_producer_tz >= "
+              "pg_cast_timestamptz('2024-05-01') AND x = 'a'");
+    EXPECT_EQ(tr("SELECT 1 FROM t WHERE timestamp_broker = '5' AND other_tz < '2024-05-01'"), "<unchanged>");
     // A column named like a type stays a column.
     EXPECT_EQ(tr("SELECT date, timestamp FROM t"), "<unchanged>");
     EXPECT_EQ(tr("SELECT date('now')"), "<unchanged>");
