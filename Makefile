@@ -22,7 +22,8 @@ CK_VERSIONS := 2.4 2.8 2.16
 
 # Each venv DIR:REQUIREMENTS:FLAGS is made again when its requirements changed.
 VENVS := $(PYPI_VENV):$(PYPI_REQS): \
-  $(foreach v,$(CK_VERSIONS),tests/integration/.venv-ck-$(v):tests/integration/requirements-ck-$(v).txt:--system-site-packages)
+  $(foreach v,$(CK_VERSIONS),tests/integration/.venv-ck-$(v):tests/integration/requirements-ck-$(v).txt:--system-site-packages) \
+  tests/integration/.venv-sqltools:tests/integration/requirements-sqltools.txt:--system-site-packages
 
 test-deps:
 	scripts/install-deps.sh test

@@ -4,22 +4,14 @@
 #include <limits>
 
 #include "sql/json_text.h"
+#include "sql/time_text.h"
 
 namespace sluice::expansion {
 namespace {
 
 using simdjson::dom::element_type;
 
-// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (H. Hinnant's
-// days_from_civil).
-int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-    y -= m <= 2;
-    const int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const auto yoe = static_cast<unsigned>(y - era * 400);
-    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
+using sql::days_from_civil;
 
 bool digits(std::string_view s, size_t at, size_t n, int& out) {
     if (at + n > s.size()) return false;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/version.h"
+#include "sql/dialect_functions.h"
 
 namespace sluice::sql {
 
@@ -41,7 +42,7 @@ outcome<bool> register_functions(sqlite3* db, statement_context* ctx) {
                                     version_function, nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK)
         return query_error{failure::internal, fmt::format("version: {}", sqlite3_errstr(rc))};
-    return true;
+    return register_dialect_functions(db);
 }
 
 }  // namespace sluice::sql

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
+#include "common/logging.h"
 #include "sql/schemas.h"
 #include "sql/sql_text.h"
 #include "sql/sqlite_session.h"
@@ -78,6 +80,28 @@ std::optional<std::string> read_ident(std::string_view s, size_t& i) {
     return w;
 }
 
+// SQLite attaches and detaches files only outside a transaction, and drivers in their
+// default mode (psycopg2, JDBC) open one before their first statement. So inside a
+// transaction that has written nothing yet, the statement runs between that
+// transaction's end and a new BEGIN: its reads lose only their snapshot. It then takes
+// effect at once; a ROLLBACK of the transaction drops a schema it created if the
+// schema is still empty (docs/sql-pg.md).
+outcome<bool> outside_transaction(sqlite_session& s, std::string_view verb,
+                                  const std::function<outcome<bool>()>& run) {
+    if (!s.in_transaction()) return run();
+    if (sqlite3_txn_state(s.db(), nullptr) == SQLITE_TXN_WRITE)
+        return query_error{failure::invalid_parameter,
+                           fmt::format("{} SCHEMA cannot run in a transaction that has written: "
+                                       "COMMIT first, or make it the transaction's first write",
+                                       verb)};
+    if (int rc = sqlite3_exec(s.db(), "COMMIT", nullptr, nullptr, nullptr); rc != SQLITE_OK)
+        return s.error_for(rc);
+    auto r = run();
+    if (int rc = sqlite3_exec(s.db(), "BEGIN", nullptr, nullptr, nullptr); rc != SQLITE_OK)
+        return s.error_for(rc);
+    return r;
+}
+
 }  // namespace
 
 std::optional<outcome<std::unique_ptr<statement>>> parse_schema_command(sqlite_session& s,
@@ -119,9 +143,17 @@ std::optional<outcome<std::unique_ptr<statement>>> parse_schema_command(sqlite_s
     std::string text(sql.substr(start, i - start));
     std::function<outcome<bool>()> run;
     if (verb == "CREATE")
-        run = [&s, n = *name, guarded] { return s.create_schema(n, guarded); };
+        run = [&s, n = *name, guarded] {
+            const bool in_tx = s.in_transaction();
+            auto r = outside_transaction(s, "CREATE", [&] { return s.create_schema(n, guarded); });
+            if (r && in_tx) s.schema_created_in_transaction(n);
+            return r;
+        };
     else
-        run = [&s, n = *name, guarded, cascade] { return s.drop_schema(n, guarded, cascade); };
+        run = [&s, n = *name, guarded, cascade] {
+            return outside_transaction(s, "DROP",
+                                       [&] { return s.drop_schema(n, guarded, cascade); });
+        };
     return outcome<std::unique_ptr<statement>>(std::unique_ptr<statement>(
         std::make_unique<command_statement>(std::move(text), verb, std::move(run))));
 }
@@ -139,6 +171,23 @@ outcome<bool> sqlite_session::create_schema(const std::string& name, bool if_not
         return query_error{failure::internal,
                            fmt::format("schema \"{}\" cannot be opened: {}", name, it->second)};
     return true;
+}
+
+void sqlite_session::schema_created_in_transaction(const std::string& name) {
+    if (_created_in_tx.empty()) _rolled_back = false;  // a rollback before it does not count
+    _created_in_tx.push_back(name);
+}
+
+void sqlite_session::undo_rolled_back_schemas() {
+    if (_created_in_tx.empty() || in_transaction()) return;
+    auto names = std::exchange(_created_in_tx, {});
+    if (!std::exchange(_rolled_back, false)) return;  // committed
+    for (const auto& name : names) {
+        // Only while empty: another session may have put tables in it meanwhile.
+        if (auto r = drop_schema(name, true, false); !r)
+            log_info("sql", "schema {} kept after the ROLLBACK of the transaction that created it: {}",
+                     name, r.error().message);
+    }
 }
 
 outcome<bool> sqlite_session::drop_schema(const std::string& name, bool if_exists, bool cascade) {

@@ -224,6 +224,8 @@ outcome<bool> sqlite_session::setup() {
         _db, progress_interval_ops,
         [](void* p) { return static_cast<sqlite_session*>(p)->progress(); }, this);
     install_authorizer();
+    sqlite3_rollback_hook(
+        _db, [](void* p) { static_cast<sqlite_session*>(p)->_rolled_back = true; }, this);
     // WAL: readers and a writer of users' tables do not block each other; FULL: a
     // committed row survives power loss, like an acknowledged record.
     if (auto r = use_wal("main", main_path); !r) return r.error();
@@ -535,6 +537,7 @@ outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql
     _cancel.store(false);
     budget_scope charged(_account);
     _account->clear_refusal();
+    undo_rolled_back_schemas();
     if (auto r = sync_schemas(); !r) return r.error();
     if (auto r = sync_topics(); !r) return r.error();
     if (auto cmd = parse_schema_command(*this, sql, tail)) {

@@ -76,6 +76,9 @@ class sqlite_session final : public session {
     // CREATE SCHEMA / DROP SCHEMA (schema_commands.cc).
     outcome<bool> create_schema(const std::string& name, bool if_not_exists);
     outcome<bool> drop_schema(const std::string& name, bool if_exists, bool cascade);
+    // A schema CREATE SCHEMA made in the middle of a transaction (which it had to step
+    // out of): dropped again, when still empty, if that transaction rolls back.
+    void schema_created_in_transaction(const std::string& name);
 
   private:
     explicit sqlite_session(session_sources src);
@@ -133,6 +136,11 @@ class sqlite_session final : public session {
     uint64_t _access_gen = 0;         // the gate's generation when the authorizer was installed
     std::set<std::string> _attached;  // user schemas attached, besides main
     std::map<std::string, std::string> _unopened;  // schemas that failed to attach: why
+    // Schemas created inside the open transaction, and whether it was rolled back (set
+    // by SQLite's rollback hook; acted on at the next prepare, outside SQLite's calls).
+    std::vector<std::string> _created_in_tx;
+    bool _rolled_back = false;
+    void undo_rolled_back_schemas();
     statement_context _ctx;
     std::unique_ptr<topic_tables> _topics;
     std::unique_ptr<pg_catalog_reader> _pg;  // the catalog's view of _db (sql/pg_catalog.h)

@@ -14,6 +14,7 @@
 #include "sql/json_text.h"
 #include "sql/row_table.h"
 #include "sql/sql_text.h"
+#include "sql/time_text.h"
 #include "sql/topic_names.h"
 
 namespace sluice::sql {
@@ -22,7 +23,19 @@ namespace {
 
 constexpr const char* module_name = "sluice_topic";
 
-enum col : int { c_partition, c_offset, c_ts_producer, c_ts_broker, c_key, c_value, c_headers };
+enum col : int {
+    c_partition,
+    c_offset,
+    c_ts_producer,
+    c_ts_broker,
+    c_key,
+    c_value,
+    c_headers,
+    // Hidden (not in SELECT *): the two timestamps as timestamptz values, for tools
+    // that draw time axes (docs/sql-pg.md).
+    c_ts_producer_tz,
+    c_ts_broker_tz,
+};
 
 // Planner estimates: a topic is assumed large, and each pushed-down constraint is assumed
 // to cut it down; only the order of the estimates matters to SQLite.
@@ -78,7 +91,9 @@ int create(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vt
     int rc = sqlite3_declare_vtab(db,
                                   "CREATE TABLE x(partition INTEGER, offset INTEGER, "
                                   "timestamp_producer INTEGER, timestamp_broker INTEGER, key BLOB, "
-                                  "value BLOB, headers TEXT)");
+                                  "value BLOB, headers TEXT, "
+                                  "timestamp_producer_tz TIMESTAMPTZ HIDDEN, "
+                                  "timestamp_broker_tz TIMESTAMPTZ HIDDEN)");
     if (rc != SQLITE_OK) return rc;
     auto* t = new topic_vtab;
     t->owner = static_cast<topic_tables*>(aux);
@@ -338,6 +353,11 @@ void result_bytes(sqlite3_context* ctx, const std::optional<bytes_view>& b) {
     sqlite3_result_blob64(ctx, b->data(), b->size(), SQLITE_TRANSIENT);
 }
 
+void result_timestamp(sqlite3_context* ctx, int64_t ms) {
+    const std::string text = format_timestamp(ms * 1000);
+    sqlite3_result_text(ctx, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
 int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
     auto& c = *reinterpret_cast<topic_cursor*>(cur);
     switch (i) {
@@ -354,6 +374,15 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
             auto t = c.records.append_time();
             if (!t) return scan_error(c, t.err());
             sqlite3_result_int64(ctx, *t);
+            break;
+        }
+        case c_ts_producer_tz:
+            result_timestamp(ctx, c.rec().timestamp);
+            break;
+        case c_ts_broker_tz: {
+            auto t = c.records.append_time();
+            if (!t) return scan_error(c, t.err());
+            result_timestamp(ctx, *t);
             break;
         }
         case c_key:

@@ -10,6 +10,7 @@
 #include "sql/functions.h"
 #include "sql/pg/catalog_rewrite.h"
 #include "sql/pg/lexer.h"
+#include "sql/pg/pg_dialect.h"
 #include "sql/pg/pg_server.h"
 #include "sql/sql_text.h"
 
@@ -346,6 +347,8 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
     if (first == "RESET") return own(prepare_reset(ctx, text));
     if (first == "SHOW") return own(prepare_show(ctx, text));
     if (first == "DEALLOCATE") return own(prepare_deallocate(ctx, text));
+    if (first == "COPY")
+        if (auto copy = prepare_copy(ctx, text)) return own(std::move(*copy));
     if (first == "DISCARD" && words.size() >= 2) {
         // What connection poolers send between clients: DISCARD ALL resets the session;
         // PLANS, SEQUENCES and TEMP have nothing to discard here.
@@ -381,12 +384,20 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
         set_tail();
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
     }
-    // The catalog queries of tools, in SQLite's syntax (catalog_rewrite.h).
-    if (names_catalog(text))
-        if (auto sqlite_text = rewrite_catalog_sql(text); sqlite_text != text) {
+    // PostgreSQL spellings that SQLite lacks (pg_dialect.h), then the catalog queries of
+    // tools in SQLite's syntax (catalog_rewrite.h): the statement rewritten is prepared
+    // alone, and the rest of the string follows it.
+    auto translated = translate_statement(text);
+    const std::string_view stmt = translated ? std::string_view(*translated) : text;
+    if (names_catalog(stmt))
+        if (auto sqlite_text = rewrite_catalog_sql(stmt); sqlite_text != stmt) {
             set_tail();
             return engine_prepare(ctx, sqlite_text, nullptr, std::move(info));
         }
+    if (translated) {
+        set_tail();
+        return engine_prepare(ctx, *translated, nullptr, std::move(info));
+    }
     return engine_prepare(ctx, sql, tail, std::move(info));
 }
 

@@ -27,10 +27,15 @@ namespace sluice::sql::pg {
 // How a statement moves the transaction state (PostgreSQL's I/T/E).
 enum class tx_effect { none, begin, commit, rollback, rollback_to };
 
+// COPY ... TO STDOUT: the statement's rows go out as CopyData (pg_copy.cc).
+enum class copy_format { none, text, csv, binary };
+
 struct query_info {
     tx_effect tx = tx_effect::none;
     // The command tag without its counts: "SELECT", "INSERT", "CREATE TABLE", "SET", ...
     std::string tag;
+    copy_format copy = copy_format::none;
+    bool copy_header = false;  // CSV HEADER
 };
 
 struct prepared_query {
@@ -100,6 +105,11 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql,
 std::string command_tag(const query_info& info, statement& st, int64_t rows);
 
 pg_error to_pg_error(const query_error& e);
+
+// COPY (query) TO STDOUT and COPY table [(columns)] TO STDOUT, with the options FORMAT
+// text|csv|binary, HEADER, and the old spellings BINARY, CSV [HEADER] (pg_copy.cc);
+// nullopt when `text` is not a COPY.
+std::optional<prepare_result> prepare_copy(command_context& ctx, std::string_view text);
 
 // Parses PostgreSQL's time syntax for statement_timeout: a number with an optional
 // unit (us, ms, s, min, h, d; ms when none). nullopt when malformed or negative.

@@ -563,6 +563,7 @@ bool pg_connection::run_simple(prepared_query& q) {
         put_command_complete(_out, gate.tag);
         return true;
     }
+    if (q.info.copy != copy_format::none) return run_copy_out(q);
     bool was_in_tx = _session->in_transaction();
     statement& st = *q.stmt;
     const auto& cols = st.columns();

@@ -45,6 +45,7 @@ class pg_connection {
     struct prepared_stmt {
         std::shared_ptr<statement> stmt;  // null: an empty query
         query_info info;
+        std::string sql;                   // as the client sent it (stmt's may be rewritten)
         std::vector<uint32_t> param_oids;  // one per parameter; 0: unspecified
         // Result column types as Describe announced them: portals of this statement that
         // are not described themselves keep to these.
@@ -101,6 +102,7 @@ class pg_connection {
     // ---- Simple query protocol ----
     void simple_query(std::string_view sql);
     bool run_simple(prepared_query& q);  // false: an error was sent
+    bool run_copy_out(prepared_query& q);  // COPY ... TO STDOUT (pg_copy.cc)
 
     // ---- Extended query protocol ----
     bool on_parse(std::string_view body);

@@ -49,12 +49,17 @@ bool pg_connection::on_parse(std::string_view body) {
             return true;
         }
         auto& q = std::get<prepared_query>(r);
+        if (q.info.copy != copy_format::none) {
+            extended_error({"0A000", "COPY runs in the simple query protocol only"});
+            return true;
+        }
         if (q.stmt && skip_separators(tail) < tail.size()) {
             extended_error({"42601", "cannot insert multiple commands into a prepared statement"});
             return true;
         }
         ps->stmt = std::move(q.stmt);
         ps->info = std::move(q.info);
+        ps->sql = std::string(sql);
     }
     size_t n = ps->stmt ? static_cast<size_t>(ps->stmt->param_count()) : 0;
     ps->param_oids.assign(n, oid::unspecified);
@@ -133,7 +138,7 @@ bool pg_connection::on_bind(std::string_view body) {
     // prepared statement gets a fresh one.
     std::shared_ptr<statement> st;
     if (ps->stmt && ps->stmt.use_count() > 1) {
-        auto r = prepare_query(*_ctx, ps->stmt->text(), nullptr);
+        auto r = prepare_query(*_ctx, ps->sql, nullptr);
         if (auto* e = std::get_if<pg_error>(&r)) {
             extended_error(*e);
             return true;

@@ -15,6 +15,7 @@
 
 #include "sql/pg/lexer.h"
 #include "sql/sql_text.h"
+#include "sql/time_text.h"
 
 namespace sluice::sql::pg {
 
@@ -134,6 +135,14 @@ std::string text_for(const value& v, uint32_t type_oid) {
     if (type_oid == oid::boolean) {
         if (auto b = as_bool(v)) return *b ? "t" : "f";
     }
+    if (type_oid == oid::timestamptz) {
+        // PostgreSQL's own text: "+00", not the engine's "+00:00".
+        if (auto* s = std::get_if<std::string>(&v))
+            if (auto t = parse_timestamp(*s)) {
+                std::string out = format_timestamp(*t);
+                return out.substr(0, out.size() - 3);
+            }
+    }
     if (auto* b = std::get_if<bytes>(&v)) {
         // A BLOB in a text or number column: its bytes when they are text, else hex (the
         // client would reject invalid UTF-8 in a UTF8 session).
@@ -169,6 +178,9 @@ void append_sized(std::string& out, std::string_view s) {
     out.append(s);
 }
 
+// PostgreSQL's epoch, 2000-01-01 00:00:00 UTC, in microseconds since 1970's.
+constexpr int64_t pg_epoch_us = 946'684'800'000'000;
+
 pg_error cannot_convert(const value& v, uint32_t type_oid) {
     return {"22P03", fmt::format("cannot send the value '{}' in binary as type {}",
                                  natural_text(v).substr(0, 64), type_oid)};
@@ -179,6 +191,10 @@ pg_error cannot_convert(const value& v, uint32_t type_oid) {
 std::optional<uint32_t> oid_for_decl_type(std::string_view decl_type) {
     auto u = to_upper(decl_type);
     if (u.empty()) return std::nullopt;
+    // Exact names only: a column declared TIMESTAMP or DATE in SQLite often holds
+    // numbers, which a driver could not read as a timestamp.
+    if (u == "TIMESTAMPTZ" || u == "TIMESTAMP WITH TIME ZONE") return oid::timestamptz;
+    if (u == "JSON" || u == "JSONB") return oid::json;
     if (u.find("INT") != std::string::npos) return oid::int8;
     if (u.find("CHAR") != std::string::npos || u.find("CLOB") != std::string::npos ||
         u.find("TEXT") != std::string::npos)
@@ -198,7 +214,9 @@ std::optional<uint32_t> oid_for_value(const value& v) {
         case 2:
             return oid::float8;
         case 3:
-            return oid::text;
+            // The engine's timestamps (now(), date_trunc(), ::timestamptz, ...) are text
+            // in one exact form (sql/time_text.h).
+            return is_timestamp_text(std::get<std::string>(v)) ? oid::timestamptz : oid::text;
         case 4:
             return oid::bytea;
         default:
@@ -218,6 +236,7 @@ int16_t type_size(uint32_t type_oid) {
             return 4;
         case oid::int8:
         case oid::float8:
+        case oid::timestamptz:
             return 8;
         case oid::name:
             return 64;
@@ -255,6 +274,10 @@ std::string bytea_hex(std::string_view raw) {
     std::string s;
     append_hex(s, raw);
     return s;
+}
+
+std::string text_cell(const value& v, uint32_t type_oid) {
+    return text_for(v, type_oid);
 }
 
 bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t format,
@@ -317,6 +340,15 @@ bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t fo
         case oid::bytea:
             append_sized(out, natural_text(v));  // a BLOB's natural text is its bytes
             return true;
+        case oid::timestamptz: {
+            // Microseconds since 2000-01-01 00:00:00 UTC, PostgreSQL's epoch.
+            auto* s = std::get_if<std::string>(&v);
+            auto t = s ? parse_timestamp(*s) : std::nullopt;
+            if (!t) break;
+            append_length(out, 8);
+            append_be(out, *t - pg_epoch_us);
+            return true;
+        }
         default:
             // text, varchar and the rest: the binary format of text is its UTF-8 bytes.
             append_sized(out, text_for(v, type_oid));
@@ -378,7 +410,25 @@ std::optional<bytes> parse_bytea(std::string_view s) {
     return out;
 }
 
+// A timestamp with an explicit zone, as JDBC's setTimestamp sends it untyped:
+// "YYYY-MM-DD HH:MM[:SS[.f]]" then "Z" or an offset.
+bool is_zoned_timestamp(std::string_view s) {
+    if (s.size() < 17 || (s[10] != ' ' && s[10] != 'T') || s[4] != '-' || s[7] != '-' ||
+        s[13] != ':')
+        return false;
+    const auto zone = s.find_first_of("+-Z", 16);
+    return zone != std::string_view::npos && parse_timestamp(s).has_value();
+}
+
+// A date with a zone, as JDBC's setDate sends it untyped: "2024-05-01 +02".
+bool is_zoned_date(std::string_view s) {
+    return s.size() >= 14 && s.size() <= 17 && s[10] == ' ' && (s[11] == '+' || s[11] == '-') &&
+           parse_timestamp(s).has_value();
+}
+
 param_result decode_text_param(std::string_view s, uint32_t type_oid) {
+    if (type_oid == oid::unspecified && is_zoned_timestamp(s)) type_oid = oid::timestamptz;
+    if (type_oid == oid::unspecified && is_zoned_date(s)) return {std::string(s.substr(0, 10)), {}};
     switch (type_oid) {
         case oid::int2:
         case oid::int4:
@@ -421,6 +471,17 @@ param_result decode_text_param(std::string_view s, uint32_t type_oid) {
             if (!b) return {{}, bad_text("bytea", s)};
             return {std::move(*b), {}};
         }
+        case oid::timestamptz:
+        case oid::timestamp:
+        case oid::date: {
+            // Into the engine's timestamp text (sql/time_text.h), so that it compares
+            // with the others: JDBC sends "2024-05-01 12:00:00.25+02".
+            auto t = parse_timestamp(s);
+            if (!t) return {{}, bad_text(type_oid == oid::date ? "date" : "timestamp", s)};
+            std::string text = format_timestamp(*t);
+            if (type_oid == oid::date) text.resize(10);
+            return {std::move(text), {}};
+        }
         default:
             // text, varchar, unspecified and types SQLite keeps as text (dates, uuids, json):
             // SQLite's column affinity converts '42' for an INTEGER column.
@@ -428,8 +489,48 @@ param_result decode_text_param(std::string_view s, uint32_t type_oid) {
     }
 }
 
+// numeric's binary format (what JDBC sends for a BigDecimal): int16 digit count,
+// weight (of the first digit, in powers of 10000), sign and display scale, then the
+// base-10000 digits. The decimal text, or nullopt when malformed.
+std::optional<std::string> numeric_text(std::string_view s) {
+    if (s.size() < 8) return std::nullopt;
+    const int ndigits = read_be<int16_t>(s.substr(0, 2));
+    const int weight = read_be<int16_t>(s.substr(2, 2));
+    const auto sign = static_cast<uint16_t>(read_be<int16_t>(s.substr(4, 2)));
+    const int dscale = read_be<int16_t>(s.substr(6, 2));
+    if (ndigits < 0 || dscale < 0 || s.size() != 8 + 2 * static_cast<size_t>(ndigits))
+        return std::nullopt;
+    if (sign == 0xC000) return "NaN";
+    if (sign == 0xD000) return "Infinity";
+    if (sign == 0xF000) return "-Infinity";
+    if (sign != 0 && sign != 0x4000) return std::nullopt;
+    auto digit = [&](int i) -> int {  // the base-10000 digit at position i (0: first)
+        return i >= 0 && i < ndigits ? read_be<int16_t>(s.substr(8 + 2 * static_cast<size_t>(i), 2))
+                                     : 0;
+    };
+    std::string out = sign == 0x4000 ? "-" : "";
+    if (weight < 0) {
+        out += "0";
+    } else {
+        for (int i = 0; i <= weight; ++i)
+            out += i == 0 ? std::to_string(digit(i)) : fmt::format("{:04}", digit(i));
+    }
+    if (dscale > 0) {
+        std::string frac;
+        for (int i = weight + 1; static_cast<int>(frac.size()) < dscale; ++i)
+            frac += fmt::format("{:04}", digit(i));
+        out += "." + frac.substr(0, static_cast<size_t>(dscale));
+    }
+    return out;
+}
+
 param_result decode_binary_param(std::string_view s, uint32_t type_oid, int index) {
     switch (type_oid) {
+        case oid::numeric: {
+            auto text = numeric_text(s);
+            if (!text) return {{}, bad_binary(index)};
+            return decode_text_param(*text, oid::numeric);
+        }
         case oid::int2:
             if (s.size() != 2) return {{}, bad_binary(index)};
             return {int64_t{read_be<int16_t>(s)}, {}};
@@ -465,6 +566,17 @@ param_result decode_binary_param(std::string_view s, uint32_t type_oid, int inde
         case oid::bytea:
         case oid::unspecified:
             return {bytes(s.begin(), s.end()), {}};
+        case oid::timestamptz:
+        case oid::timestamp:
+            // Microseconds since 2000-01-01 00:00:00 UTC.
+            if (s.size() != 8) return {{}, bad_binary(index)};
+            return {format_timestamp(read_be<int64_t>(s) + pg_epoch_us), {}};
+        case oid::date:
+            // Days since 2000-01-01.
+            if (s.size() != 4) return {{}, bad_binary(index)};
+            return {format_timestamp(pg_epoch_us + read_be<int32_t>(s) * int64_t{86'400'000'000})
+                        .substr(0, 10),
+                    {}};
         default:
             return {{},
                     pg_error{"0A000",

@@ -31,6 +31,9 @@ inline constexpr uint32_t float8 = 701;
 inline constexpr uint32_t unknown = 705;
 inline constexpr uint32_t bpchar = 1042;
 inline constexpr uint32_t varchar = 1043;
+inline constexpr uint32_t date = 1082;
+inline constexpr uint32_t timestamp = 1114;
+inline constexpr uint32_t timestamptz = 1184;
 inline constexpr uint32_t numeric = 1700;
 inline constexpr uint32_t jsonb = 3802;
 }  // namespace oid
@@ -56,6 +59,8 @@ std::string bytea_hex(std::string_view raw);
 // be in binary (e.g. the text 'abc' in an int8 column), with `err` saying why.
 bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t format,
                  pg_error& err);
+// The text format of a value (not NULL) in a column announced as `type_oid`.
+std::string text_cell(const value& v, uint32_t type_oid);
 
 // A bound parameter (nullopt: NULL) of type `type_oid` (0: unspecified) in `format`.
 // Errors: 22P02 (bad text), 22P03 (bad binary), 0A000 (binary of a type we do not

@@ -230,9 +230,27 @@ TEST(pg_types, binary_params) {
     EXPECT_NE(r.error->message.find("parameter 3"), std::string::npos);
     r = decode_param(std::string_view("\x01\x02", 2), oid::unspecified, 1, 1);
     EXPECT_EQ(std::get<bytes>(r.v), (bytes{1, 2}));
-    r = decode_param(std::string_view("x"), 1082 /* date */, 1, 1);
+    r = decode_param(std::string_view("x"), 1186 /* interval */, 1, 1);
     ASSERT_TRUE(r.error);
     EXPECT_EQ(r.error->sqlstate, "0A000");
+    r = decode_param(std::string_view("x"), 1082 /* date: 4 bytes */, 1, 1);
+    ASSERT_TRUE(r.error);
+    EXPECT_EQ(r.error->sqlstate, "22P03");
+    // numeric (JDBC's BigDecimal): 2.75 = digits [2, 7500], weight 0, scale 2.
+    r = decode_param(std::string_view("\0\2\0\0\0\0\0\2\0\2\x1d\x4c", 12), oid::numeric, 1, 1);
+    ASSERT_FALSE(r.error) << r.error->message;
+    EXPECT_EQ(std::get<double>(r.v), 2.75);
+    // -12345.6 = digits [1, 2345, 6000], weight 1, negative, scale 1.
+    r = decode_param(std::string_view("\0\3\0\1\x40\0\0\1\0\1\x09\x29\x17\x70", 14), oid::numeric, 1, 1);
+    ASSERT_FALSE(r.error) << r.error->message;
+    EXPECT_EQ(std::get<double>(r.v), -12345.6);
+    // 100000 = digits [10], weight 1, scale 0: an integer.
+    r = decode_param(std::string_view("\0\1\0\1\0\0\0\0\0\x0a", 10), oid::numeric, 1, 1);
+    ASSERT_FALSE(r.error) << r.error->message;
+    EXPECT_EQ(std::get<int64_t>(r.v), 100000);
+    r = decode_param(std::string_view("\0\1\0\0", 4), oid::numeric, 1, 1);
+    ASSERT_TRUE(r.error);
+    EXPECT_EQ(r.error->sqlstate, "22P03");
 }
 
 TEST(pg_lexer, statement_end_respects_quotes_and_comments) {
