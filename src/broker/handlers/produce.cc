@@ -99,8 +99,12 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     auto fail = [&](error_code e, const std::string& why,
                     std::optional<int32_t> record = std::nullopt) -> log::partition_log* {
         refuse(ctx, topic, pd.index, out, e, why, record);
-        // Kafka's answer to records it validated and refused carries the log start.
-        if (plog && (e == error_code::invalid_record || e == error_code::invalid_timestamp))
+        // Kafka's refusals of records carry the log start, except for a batch too large,
+        // corrupt or not written (its UNKNOWN_LOG_APPEND_INFO).
+        if (plog && e != error_code::message_too_large && e != error_code::record_list_too_large &&
+            e != error_code::corrupt_message && e != error_code::kafka_storage_error &&
+            e != error_code::invalid_required_acks &&
+            e != error_code::transactional_id_authorization_failed)
             out.log_start_offset = plog->log_start_offset();
         return nullptr;
     };
