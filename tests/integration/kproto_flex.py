@@ -215,3 +215,19 @@ def list_offsets(conn, topic, timestamps, isolation_level=0):
     return call(conn, K.LIST_OFFSETS, LIST_OFFSETS_V, LIST_OFFSETS_REQ, LIST_OFFSETS_RESP,
                 dict(replica_id=-1, isolation_level=isolation_level,
                      topics=[dict(name=topic, partitions=parts)]))
+
+
+# InitProducerId v4 (flexible from v2).
+INIT_PRODUCER_ID = 22
+INIT_PRODUCER_ID_V = 4
+INIT_PRODUCER_ID_REQ = [("transactional_id", "str"), ("transaction_timeout_ms", "i32"),
+                        ("producer_id", "i64"), ("producer_epoch", "i16")]
+INIT_PRODUCER_ID_RESP = [("throttle_time_ms", "i32"), ("error_code", "i16"), ("producer_id", "i64"),
+                         ("producer_epoch", "i16")]
+
+
+def init_producer_id(conn, producer_id=-1, producer_epoch=-1, transactional_id=None):
+    """A new idempotent producer id, or (given its id and epoch) the same id, epoch bumped."""
+    return call(conn, INIT_PRODUCER_ID, INIT_PRODUCER_ID_V, INIT_PRODUCER_ID_REQ, INIT_PRODUCER_ID_RESP,
+                dict(transactional_id=transactional_id, transaction_timeout_ms=60000,
+                     producer_id=producer_id, producer_epoch=producer_epoch))

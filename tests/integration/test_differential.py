@@ -82,6 +82,8 @@ def set_aside_deliberate(k, s):
 # Member ids are made by each coordinator (Kafka: the client id and a UUID): compared for
 # presence, and within one answer for which member is the leader.
 MEMBER_ID_FIELDS = {"member_id", "leader"}
+# Producer ids are handed out by each broker: compared for presence.
+PRODUCER_ID_FIELDS = {"producer_id"}
 BROKER_ID_FIELDS = {"node_id", "leader_id", "controller_id", "replica_nodes", "isr_nodes", "broker_ids"}
 TEXT_FIELDS = {"error_message", "batch_index_error_message", "documentation"}
 APPEND_TIME_FIELDS = {"log_append_time_ms"}
@@ -106,6 +108,8 @@ def normalize(v, key=None):
         ids = v if isinstance(v, list) else [v]
         out = ["<broker>" if i >= 0 else i for i in ids]
         return out if isinstance(v, list) else out[0]
+    if key in PRODUCER_ID_FIELDS and isinstance(v, int):
+        return v if v < 0 else "<producer>"
     if key in APPEND_TIME_FIELDS:
         return v if v == -1 else "<time>"
     if isinstance(v, dict):
@@ -201,8 +205,12 @@ def wait_until(pred, what, timeout=30.0):
 def has_leaders(conn, name, partitions):
     t = F.metadata(conn, [name])["topics"][0]
     parts = t["partitions"] or []
-    return (t["error_code"] == 0 and len(parts) == partitions
-            and all(p["leader_id"] >= 0 and p["error_code"] == 0 for p in parts))
+    if not (t["error_code"] == 0 and len(parts) == partitions
+            and all(p["leader_id"] >= 0 and p["error_code"] == 0 for p in parts)):
+        return False
+    # Kafka's replica manager takes the leadership a moment after its metadata shows it.
+    answer = F.list_offsets(conn, name, [(p, -1) for p in range(partitions)])
+    return all(p["error_code"] == 0 for p in answer["topics"][0]["partitions"])
 
 
 def create(both, name, partitions=1, configs=None):
@@ -219,11 +227,16 @@ def records(n, ts0=1_700_000_000_000, step=1000, size=10):
     return [(ts0 + i * step, b"k%d" % i, b"v" * size, []) for i in range(n)]
 
 
+NOT_LEADER_OR_FOLLOWER = 6  # Kafka, while a new partition's leadership settles
+
+
 def produce(both, topic, batches, partition=0):
     for b in both.values():
         with K.Conn(b, timeout=30) as conn:
             for batch in batches:
-                p = F.produce(conn, topic, partition, batch)["responses"][0]["partition_responses"][0]
+                p = wait_until(lambda: (lambda p: p if p["error_code"] != NOT_LEADER_OR_FOLLOWER else None)(
+                    F.produce(conn, topic, partition, batch)["responses"][0]["partition_responses"][0]),
+                    "a leader for %s-%d" % (topic, partition))
                 assert p["error_code"] == K.NONE, p
 
 
@@ -547,10 +560,19 @@ def incremental(both, name, ops, validate_only=False):
     return a[0]["error"]
 
 
-def config_value(both, name, key):
-    k, s = ask(both, lambda c: K.describe_configs(c, 4, [(K.RESOURCE_TOPIC, name, [key])], True))
-    configs_same(k[0], s[0], "%s after the change" % key)
-    return by_name(k[0])["configs"][key]["value"]
+def config_value(both, name, key, settle=10.0):
+    """The config's value once both brokers describe it alike: Kafka applies a change
+    through its metadata log, so its DescribeConfigs may show the old value for a moment."""
+    deadline = time.monotonic() + settle
+    while True:
+        k, s = ask(both, lambda c: K.describe_configs(c, 4, [(K.RESOURCE_TOPIC, name, [key])], True))
+        try:
+            configs_same(k[0], s[0], "%s after the change" % key)
+            return by_name(k[0])["configs"][key]["value"]
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def test_incremental_alter_configs_list_configs(both):
@@ -766,3 +788,32 @@ def test_deliberate_differences_of_the_table(both):
     k, s = ask(both, lambda c: K.api_versions_v0(c)[1])
     assert k[K.FETCH][0] == 4 and s[K.FETCH][0] == 0, (k[K.FETCH], s[K.FETCH])
     assert k[K.LIST_OFFSETS][0] == 1 and s[K.LIST_OFFSETS][0] == 0, (k[K.LIST_OFFSETS], s[K.LIST_OFFSETS])
+
+
+def test_idempotent_producer_sequences(both):
+    """InitProducerId, then idempotent batches through each branch of the sequence check."""
+    name = create(both, fresh("idem"))
+
+    def run(conn):
+        # Kafka's producer id manager starts with its first request (COORDINATOR_LOAD_IN_PROGRESS).
+        init = wait_until(lambda: (lambda r: r if r["error_code"] != 14 else None)(F.init_producer_id(conn)),
+                          "a producer id", timeout=60)
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+
+        def send(seq, n=1, ep=epoch, p=pid):
+            batch = K.encode_batch(records(n), producer_id=p, producer_epoch=ep, base_sequence=seq)
+            return F.produce(conn, name, 0, batch)["responses"][0]["partition_responses"][0]
+        out = dict(init=init, first=send(0, 2), retry=send(0, 2), next=send(2), gap=send(5), overlap=send(1),
+                   stranger_at_0=send(0, p=pid + 1000), stranger_at_3=send(3, p=pid + 2000))
+        bumped = F.init_producer_id(conn, pid, epoch)
+        out.update(bumped=bumped, same_id=bumped["producer_id"] == pid,
+                   new_epoch_not_at_0=send(4, ep=bumped["producer_epoch"]),
+                   new_epoch_at_0=send(0, ep=bumped["producer_epoch"]), stale_epoch=send(3, ep=epoch))
+        return out
+    k, s = ask(both, run)
+    # Deliberate difference: Kafka answers a duplicate with the first batch's max timestamp
+    # as its log_append_time, even on a CreateTime topic; Sluice with -1, as any CreateTime append.
+    assert (k["retry"].pop("log_append_time_ms") > 0, s["retry"].pop("log_append_time_ms")) == (True, -1), (k, s)
+    a = assert_same(k, s, "idempotent produce")
+    assert a["first"]["error_code"] == 0 and a["retry"]["base_offset"] == a["first"]["base_offset"], a
+    assert a["gap"]["error_code"] == 45 and not a["same_id"], a  # OUT_OF_ORDER_SEQUENCE_NUMBER
