@@ -433,6 +433,23 @@ def test_produce_invalid_records(both):
     assert p["error_code"] == K.INVALID_RECORD, p
 
 
+def test_produce_codecs(both):
+    """zstd needs Produce v7 (KIP-110); every codec is taken at v9; a gzip batch that does
+    not decompress is refused."""
+    name = create(both, fresh("zstd"))
+    batch = K.encode_batch(records(3), compression=K.ZSTD)
+    a = same(both, lambda c: K.produce_v3(c, name, 0, batch))
+    assert a["error"] == 76, a  # UNSUPPORTED_COMPRESSION_TYPE
+    for codec in (K.GZIP, K.SNAPPY, K.LZ4, K.ZSTD):
+        p = produce_answer(both, name, K.encode_batch(records(2), compression=codec))
+        assert p["error_code"] == 0, (codec, p)
+    # Deliberate difference: Kafka answers a batch that does not decompress with
+    # UNKNOWN_SERVER_ERROR; Sluice with INVALID_RECORD and the reason.
+    bad = K.encode_batch(records(2), compression=K.GZIP, body=b"not gzip at all")
+    k, s = (x["responses"][0]["partition_responses"][0] for x in ask(both, lambda c: F.produce(c, name, 0, bad)))
+    assert (k["error_code"], s["error_code"]) == (-1, K.INVALID_RECORD) and s["error_message"], (k, s)
+
+
 def test_produce_record_list_too_large(both):
     name = create(both, fresh("seg"), configs={"segment.bytes": str(1 << 20), "max.message.bytes": str(2 << 20)})
     p = produce_answer(both, name, K.encode_batch(records(1, size=(1 << 20) + 1000)))
