@@ -834,3 +834,34 @@ def test_idempotent_producer_sequences(both):
     a = assert_same(k, s, "idempotent produce")
     assert a["first"]["error_code"] == 0 and a["retry"]["base_offset"] == a["first"]["base_offset"], a
     assert a["gap"]["error_code"] == 45 and not a["same_id"], a  # OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_group_with_a_subscription(both):
+    """A consumer group subscribed to a topic: DescribeGroups of the stable group, its
+    committed offsets, and OffsetDelete of the subscribed topic refused per partition."""
+    name = create(both, fresh("sub"), partitions=2)
+    group = fresh("subg")
+    subscription = [("range", K.consumer_subscription_v0([name]))]
+
+    def run(conn):
+        first = K.join_group(conn, 9, group, "", "consumer", subscription, timeout=30)
+        joined = K.join_group(conn, 9, group, first["member_id"], "consumer", subscription, timeout=30)
+        me, gen = joined["member_id"], joined["generation"]
+        assignment = K.consumer_assignment_v0({name: [0, 1]})
+        sync = K.sync_group(conn, 5, group, gen, me, [(me, assignment)], protocol_type="consumer",
+                            protocol_name="range", timeout=30)
+        commit = K.offset_commit(conn, 8, group, {name: [(0, 1, None)]}, generation=gen, member_id=me, timeout=30)
+        out = dict(joined=joined, sync=sync, commit=commit, describe=K.describe_groups(conn, 5, [group]),
+                   offset_delete=K.offset_delete(conn, group, {name: [0, 1]}),
+                   fetched=K.offset_fetch_one(conn, 8, group, {name: [0, 1]}))
+        K.leave_group(conn, 5, group, [(me, None)])
+        out["offset_delete_after_leave"] = K.offset_delete(conn, group, {name: [0]})
+        return out
+    a = same(both, run)
+    assert a["offset_delete"][1] == {(name, 0): 86, (name, 1): 86}, a  # GROUP_SUBSCRIBED_TO_TOPIC
+    assert a["describe"][0]["state"] == "Stable" and a["sync"]["assignment"], a
+
+
+def test_describe_cluster(both):
+    a = same(both, K.describe_cluster_v0)
+    assert a["error"] == 0 and len(a["brokers"]) == 1 and a["controller_id"] == "<broker>", a
