@@ -83,6 +83,9 @@ log::log_config topic_registry::to_log_config(const catalog::topic_info& t) cons
         // gzip's -1 is zlib's own default, which compress() takes as no level.
         if (level != "-1") c.compression_level = static_cast<int>(to_int(level, 0));
     }
+    c.timestamp_before_max_ms =
+        to_int(get("message.timestamp.before.max.ms"), c.timestamp_before_max_ms);
+    c.timestamp_after_max_ms = to_int(get("message.timestamp.after.max.ms"), c.timestamp_after_max_ms);
     c.timestamp_type = get("message.timestamp.type") == "LogAppendTime"
                            ? protocol::timestamp_type::log_append_time
                            : protocol::timestamp_type::create_time;

@@ -27,10 +27,12 @@ struct config_spec {
     custom_check check = nullptr;
 };
 
+// Kafka 4.x: an empty list applies neither policy (segments are kept forever).
 std::string check_cleanup_policy(std::string_view v) {
+    if (v.empty()) return "";
     for (const auto& item : config_list_items(v))
         if (item != "compact" && item != "delete")
-            return "must be 'delete', 'compact' or 'compact,delete'";
+            return "must be 'delete', 'compact', 'compact,delete' or empty";
     return "";
 }
 
@@ -69,6 +71,14 @@ std::string check_format_version(std::string_view v) {
     return parts >= 2 && parts <= 3 ? "" : std::string(why);
 }
 
+// Without tiered storage Kafka refuses remote.storage.enable=true with this reason.
+std::string check_no_remote_storage(std::string_view v) {
+    if (v.size() == 4 && (v[0] | 0x20) == 't')
+        return "Tiered Storage functionality is disabled in the broker. Topic cannot be "
+               "configured with remote log storage.";
+    return "";
+}
+
 // Kafka's throttled-replica lists: empty, "*", or PARTITION:BROKER items.
 std::string check_throttled_replicas(std::string_view v) {
     if (v.empty() || v == "*") return "";
@@ -89,7 +99,8 @@ const std::vector<config_spec>& specs() {
             {{"cleanup.policy", "delete",
               "What happens to old segments: 'delete' removes them by retention.ms and "
               "retention.bytes; 'compact' keeps only the latest record of each key (records "
-              "must have keys); 'compact,delete' does both."},
+              "must have keys); 'compact,delete' does both; an empty list neither (segments "
+              "are kept forever)."},
              value_type::list,
              0,
              0,
@@ -169,6 +180,33 @@ const std::vector<config_spec>& specs() {
             // Sluice's default, not Kafka's (Long.MAX_VALUE): a compacted topic ends with
             // the latest record per key within seconds, as CDC and Connect's internal
             // topics expect, without tuning segment.ms (docs/configuration.md).
+            // Tiered storage (KIP-405): listed with Kafka's defaults, which keep everything
+            // local (-2: as retention.bytes / retention.ms). Sluice has no remote tier.
+            {{"local.retention.bytes", "-2",
+              "Tiered storage: local bytes kept before segments may be deleted locally "
+              "(-2: retention.bytes). No effect: there is no remote tier."},
+             value_type::int64,
+             -2,
+             int64_max},
+            {{"local.retention.ms", "-2",
+              "Tiered storage: local age kept before segments may be deleted locally (-2: "
+              "retention.ms). No effect: there is no remote tier."},
+             value_type::int64,
+             -2,
+             int64_max},
+            {{"remote.log.copy.disable", "false",
+              "Tiered storage: stop copying segments to the remote tier. No effect."},
+             value_type::boolean},
+            {{"remote.log.delete.on.disable", "false",
+              "Tiered storage: delete remote segments when tiering is turned off. No effect."},
+             value_type::boolean},
+            {{"remote.storage.enable", "false",
+              "Tiered storage for the topic; 'true' is refused, as by a Kafka broker "
+              "without tiered storage."},
+             value_type::boolean,
+             0,
+             0,
+             check_no_remote_storage},
             {{"max.compaction.lag.ms", "30000",
               "Longest time a record stays uncompacted: the active segment of a compacted "
               "topic rolls once its first record is older, and a partition whose oldest "
@@ -176,7 +214,8 @@ const std::vector<config_spec>& specs() {
              value_type::int64,
              1,
              int64_max},
-            {{"max.message.bytes", "1048576",
+            // Kafka's message.max.bytes: 1 MiB plus the 12 bytes of a batch's log overhead.
+            {{"max.message.bytes", "1048588",
               "Largest record batch the topic accepts, in bytes (after compression)."},
              value_type::int32,
              0,
@@ -193,13 +232,17 @@ const std::vector<config_spec>& specs() {
              0,
              0,
              check_format_version},
-            {{"message.timestamp.after.max.ms", "9223372036854775807",
-              "How far a CreateTime timestamp may lie in the future of the broker's clock."},
+            // Kafka 4.0's default (KIP-937): one hour.
+            {{"message.timestamp.after.max.ms", "3600000",
+              "How far a CreateTime timestamp may lie in the future of the broker's clock "
+              "(one hour by default); a batch with a later record is refused "
+              "(INVALID_TIMESTAMP)."},
              value_type::int64,
              0,
              int64_max},
             {{"message.timestamp.before.max.ms", "9223372036854775807",
-              "How far a CreateTime timestamp may lie in the past of the broker's clock."},
+              "How far a CreateTime timestamp may lie in the past of the broker's clock; a "
+              "batch with an older record is refused (INVALID_TIMESTAMP)."},
              value_type::int64,
              0,
              int64_max},
@@ -319,8 +362,8 @@ std::string check_value(const config_spec& spec, std::string_view v) {
                                   [](char a, char b) { return (a | 0x20) == b; });
             };
             // Kafka compares booleans case-insensitively.
-            if (lower(v, "true") || lower(v, "false")) return "";
-            return "must be 'true' or 'false'";
+            if (!lower(v, "true") && !lower(v, "false")) return "must be 'true' or 'false'";
+            return spec.check ? spec.check(v) : "";
         }
         case value_type::fraction: {
             double d = 0;
@@ -341,46 +384,47 @@ std::string check_value(const config_spec& spec, std::string_view v) {
 
 // Kafka's broker-level synonyms of each topic config (its ServerTopicConfigSynonyms):
 // the broker config a topic's default comes from, and the one Kafka reports as its
-// built-in default, with that default in its own unit. Where the two are the same config
-// the default is the topic config's own. Keys absent here have no broker synonym.
+// built-in default. Keys absent here have no broker synonym. Kafka lists a built-in
+// default only when its first broker name has one: log.retention.ms, log.roll.ms,
+// log.roll.jitter.ms and log.flush.interval.ms have none (their defaults come from other
+// keys in other units), so Kafka 4.3 answers no default synonym for those four.
 struct synonym_row {
     std::string_view topic_name;
     std::string_view broker_name;
-    std::string_view default_name;   // empty: broker_name
-    std::string_view default_value;  // empty: the topic config's default
+    bool lists_default = true;
 };
 constexpr synonym_row synonym_rows[] = {
-    {"cleanup.policy", "log.cleanup.policy", {}, {}},
-    {"compression.gzip.level", "compression.gzip.level", {}, {}},
-    {"compression.lz4.level", "compression.lz4.level", {}, {}},
-    {"compression.type", "compression.type", {}, {}},
-    {"compression.zstd.level", "compression.zstd.level", {}, {}},
-    {"delete.retention.ms", "log.cleaner.delete.retention.ms", {}, {}},
-    {"file.delete.delay.ms", "log.segment.delete.delay.ms", {}, {}},
-    {"flush.messages", "log.flush.interval.messages", {}, {}},
-    // log.flush.interval.ms has no default in Kafka; it falls back to the scheduler's.
-    {"flush.ms", "log.flush.interval.ms", "log.flush.scheduler.interval.ms", {}},
-    {"index.interval.bytes", "log.index.interval.bytes", {}, {}},
-    {"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", {}, {}},
-    {"max.message.bytes", "message.max.bytes", {}, {}},
-    {"message.downconversion.enable", "log.message.downconversion.enable", {}, {}},
-    {"message.format.version", "log.message.format.version", {}, {}},
-    {"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", {}, {}},
-    {"message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", {}, {}},
-    {"message.timestamp.difference.max.ms", "log.message.timestamp.difference.max.ms", {}, {}},
-    {"message.timestamp.type", "log.message.timestamp.type", {}, {}},
-    {"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", {}, {}},
-    {"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", {}, {}},
-    {"min.insync.replicas", "min.insync.replicas", {}, {}},
-    {"preallocate", "log.preallocate", {}, {}},
-    {"retention.bytes", "log.retention.bytes", {}, {}},
-    // Kafka's millisecond (and minute) names have no default; the hours one does.
-    {"retention.ms", "log.retention.ms", "log.retention.hours", "168"},
-    {"segment.bytes", "log.segment.bytes", {}, {}},
-    {"segment.index.bytes", "log.index.size.max.bytes", {}, {}},
-    {"segment.jitter.ms", "log.roll.jitter.ms", "log.roll.jitter.hours", "0"},
-    {"segment.ms", "log.roll.ms", "log.roll.hours", "168"},
-    {"unclean.leader.election.enable", "unclean.leader.election.enable", {}, {}},
+    {"cleanup.policy", "log.cleanup.policy"},
+    {"compression.gzip.level", "compression.gzip.level"},
+    {"compression.lz4.level", "compression.lz4.level"},
+    {"compression.type", "compression.type"},
+    {"compression.zstd.level", "compression.zstd.level"},
+    {"delete.retention.ms", "log.cleaner.delete.retention.ms"},
+    {"file.delete.delay.ms", "log.segment.delete.delay.ms"},
+    {"flush.messages", "log.flush.interval.messages"},
+    {"flush.ms", "log.flush.interval.ms", false},
+    {"index.interval.bytes", "log.index.interval.bytes"},
+    {"local.retention.bytes", "log.local.retention.bytes"},
+    {"local.retention.ms", "log.local.retention.ms"},
+    {"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"},
+    {"max.message.bytes", "message.max.bytes"},
+    {"message.downconversion.enable", "log.message.downconversion.enable"},
+    {"message.format.version", "log.message.format.version"},
+    {"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms"},
+    {"message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms"},
+    {"message.timestamp.difference.max.ms", "log.message.timestamp.difference.max.ms"},
+    {"message.timestamp.type", "log.message.timestamp.type"},
+    {"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio"},
+    {"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"},
+    {"min.insync.replicas", "min.insync.replicas"},
+    {"preallocate", "log.preallocate"},
+    {"retention.bytes", "log.retention.bytes"},
+    {"retention.ms", "log.retention.ms", false},
+    {"segment.bytes", "log.segment.bytes"},
+    {"segment.index.bytes", "log.index.size.max.bytes"},
+    {"segment.jitter.ms", "log.roll.jitter.ms", false},
+    {"segment.ms", "log.roll.ms", false},
+    {"unclean.leader.election.enable", "unclean.leader.election.enable"},
 };
 
 }  // namespace
@@ -389,8 +433,8 @@ config_synonyms topic_config_synonyms(std::string_view name) {
     for (const auto& r : synonym_rows) {
         if (r.topic_name != name) continue;
         const config_spec* spec = find_spec(name);
-        return {r.broker_name, r.default_name.empty() ? r.broker_name : r.default_name,
-                r.default_value.empty() && spec ? spec->def.default_value : r.default_value};
+        if (!r.lists_default || !spec) return {r.broker_name, {}, {}};
+        return {r.broker_name, r.broker_name, spec->def.default_value};
     }
     return {};
 }

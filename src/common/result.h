@@ -18,6 +18,7 @@ enum class errc {
     corrupt,            // CRC or framing mismatch
     too_large,          // batch above max.message.bytes
     invalid_record,     // record-level violation (key/value size, count)
+    invalid_timestamp,  // a record timestamp outside the topic's bounds
     unsupported,        // feature not offered (compression, idempotence)
     io_error,
     timed_out,

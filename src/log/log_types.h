@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -19,8 +20,12 @@ using topic_id = std::array<uint8_t, 16>;
 struct log_config {
     int64_t segment_bytes = 1LL << 30;            // roll when the active segment would exceed this
     int64_t segment_ms = 7LL * 24 * 3600 * 1000;  // roll when the active segment is older
-    size_t max_message_bytes = 1 << 20;           // used by the caller for validation; kept here
+    // Kafka's message.max.bytes default: 1 MiB and a batch header's 12 bytes of log overhead.
+    size_t max_message_bytes = (1 << 20) + 12;    // used by the caller for validation; kept here
     protocol::timestamp_type timestamp_type = protocol::timestamp_type::create_time;
+    // CreateTime bounds around the broker's clock (produce checks them, as Kafka 4.x).
+    int64_t timestamp_before_max_ms = std::numeric_limits<int64_t>::max();
+    int64_t timestamp_after_max_ms = 3600LL * 1000;
     int32_t index_interval_bytes = 4096;  // sparse index density
     // Retention (log_manager::enforce_retention), read afresh at every pass.
     bool delete_enabled = true;                     // cleanup.policy contains "delete"

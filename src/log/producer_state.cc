@@ -27,19 +27,10 @@ bool in_sequence(int32_t last, int32_t next) {
 sequence_check producer_state::check(const protocol::batch_header& h) const {
     sequence_check out;
     auto it = _entries.find(h.producer_id);
-    if (it == _entries.end()) {
-        // A producer this partition does not know (new, or its batches left the log): its
-        // first batch here must start the sequence, else it is told to reset (Kafka's
-        // UnknownProducerIdException) rather than leave a gap unseen.
-        if (h.base_sequence != 0) {
-            out.verdict = sequence_verdict::unknown_producer;
-            out.reason = fmt::format(
-                "producer {} is not known to this partition (its state was "
-                "removed or never existed) and sequence {} is not 0",
-                h.producer_id, h.base_sequence);
-        }
-        return out;
-    }
+    // A producer this partition does not know (new, or its batches left the log, or it
+    // expired) starts its sequence wherever its first batch here does, as Kafka 4.3 takes
+    // it (test_differential): its state may have gone with retention while it kept going.
+    if (it == _entries.end()) return out;
     const producer_entry& e = it->second;
     if (h.producer_epoch < e.epoch) {
         out.verdict = sequence_verdict::invalid_epoch;

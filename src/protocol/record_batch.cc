@@ -230,8 +230,13 @@ result<int64_t> check_records(bytes_view records, const batch_header& h, const b
         c.p += len;
         rc.p += 1;
         if (rc.p > rc.end) return {errc::invalid_record, fmt::format("record {} is empty", i)};
-        const int64_t ts_delta = rc.varlong();
-        if (rc.ok) max_ts = std::max(max_ts, h.base_timestamp + ts_delta);
+        const int64_t ts = h.base_timestamp + rc.varlong();
+        if (rc.ok) max_ts = std::max(max_ts, ts);
+        if (rc.ok && ts != no_record_timestamp && (ts < lim.min_timestamp || ts > lim.max_timestamp))
+            return {errc::invalid_timestamp,
+                    fmt::format("record {} has timestamp {}, outside [{}, {}] "
+                                "(message.timestamp.before.max.ms and after.max.ms)",
+                                i, ts, lim.min_timestamp, lim.max_timestamp)};
         int32_t delta = rc.varint();
         if (rc.ok && delta != i)
             return {errc::invalid_record,

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -79,6 +80,11 @@ struct batch_limits {
     // Kafka takes zstd from Produce v7 on (KIP-110): older requests get
     // UNSUPPORTED_COMPRESSION_TYPE.
     bool allow_zstd = true;
+    // CreateTime topics: the record timestamps allowed (the broker's clock minus
+    // message.timestamp.before.max.ms, plus message.timestamp.after.max.ms), as Kafka
+    // checks them (KIP-937); a record without a timestamp (-1) is not checked.
+    int64_t min_timestamp = std::numeric_limits<int64_t>::min();
+    int64_t max_timestamp = std::numeric_limits<int64_t>::max();
 };
 
 struct validated_batch {

@@ -69,7 +69,10 @@ def main():
     }))
     seq = args.start_seq
     end = time.monotonic() + args.seconds
-    base_ts = H.now_ms()
+    # Record seq's timestamp is base+seq: counted from start_seq, it stays near the clock,
+    # as brokers refuse timestamps more than message.timestamp.after.max.ms (one hour by
+    # default, as in Kafka 4) ahead of it.
+    base_ts = H.now_ms() - args.start_seq
     write_all(out.fileno(), b"BASE %d\n" % base_ts)
     t0 = time.monotonic()
     while time.monotonic() < end:

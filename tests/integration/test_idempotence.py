@@ -29,9 +29,10 @@ def test_init_producer_id_allocates_durable_ids_and_bumps_epochs(broker):
         b = I.init_producer_id_flexible(conn, 4)
         assert (a["error"], a["epoch"], b["error"], b["epoch"]) == (0, 0, 0, 0)
         assert b["producer_id"] > a["producer_id"] >= 0
-        # KIP-360: the same id, the next epoch.
-        bumped = I.init_producer_id_flexible(conn, 3, producer_id=b["producer_id"], epoch=0)
-        assert (bumped["error"], bumped["producer_id"], bumped["epoch"]) == (0, b["producer_id"], 1)
+        # Naming the current id and epoch (v3+) gets a new id without a transactional id,
+        # as Kafka 4.3 answers (the epoch bump of KIP-360 is for transactional producers).
+        again = I.init_producer_id_flexible(conn, 3, producer_id=b["producer_id"], epoch=0)
+        assert (again["error"], again["epoch"]) == (0, 0) and again["producer_id"] > b["producer_id"], again
         # A transactional id: no transactions here, as a Kafka broker whose transaction
         # coordinator cannot start.
         t = I.init_producer_id_flexible(conn, 5, transactional_id="tx-1")
@@ -67,8 +68,6 @@ def test_sequence_check_branches(broker, topic_name):
         assert p(1, 8, [v(8)])["error"] == I.OUT_OF_ORDER_SEQUENCE_NUMBER
         assert p(1, 0, [v(8)])["base_offset"] == 8
         assert p(0, 8, [v(9)])["error"] == I.INVALID_PRODUCER_EPOCH
-        # A producer the partition does not know, not at sequence 0.
-        assert I.produce(conn, topic_name, pid + 1000, 0, 7, [b"x"], ts)["error"] == I.UNKNOWN_PRODUCER_ID
         # Transactional batches: no transactions here.
         assert p(1, 1, [v(9)], transactional=True)["error"] == I.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         # Two batches of one producer in one partition's records.
@@ -83,7 +82,7 @@ def test_sequence_check_branches(broker, topic_name):
             for x in desc[0]["producers"]] == [(pid, 1, 1, ts)]
     log = broker.stderr_tail(400)
     assert "OUT_OF_ORDER_SEQUENCE_NUMBER: producer %d epoch 0: sequence 5 does not follow 3" % pid in log
-    assert "UNKNOWN_PRODUCER_ID" in log and "INVALID_PRODUCER_EPOCH" in log
+    assert "INVALID_PRODUCER_EPOCH" in log
 
 
 def test_state_survives_restart_and_kill9(broker, topic_name):
@@ -135,11 +134,13 @@ def test_delete_records_forgets_producers_below_the_log_start(broker, topic_name
         r.i32()
         topics = r.array(lambda x: (x.string(), x.array(lambda y: (y.i32(), y.i64(), y.i16()))))
         assert topics[0][1][0] == (0, 2, 0)
-        # pid's batches all lie below the start: it is unknown now; other is still known.
-        assert I.produce(conn, topic_name, pid, 0, 2, [b"d"], ts)["error"] == I.UNKNOWN_PRODUCER_ID
+        # pid's batches all lie below the start: it is forgotten and its next batch starts
+        # anew (a gap is not seen); other is still known, its gap refused.
+        assert I.produce(conn, topic_name, other, 0, 5, [b"e"], ts)["error"] == I.OUT_OF_ORDER_SEQUENCE_NUMBER
         assert I.produce(conn, topic_name, other, 0, 1, [b"e"], ts)["base_offset"] == 3
         desc = I.describe_producers(conn, topic_name, [0])
-    assert [x["producer_id"] for x in desc[0]["producers"]] == [other]
+        assert [x["producer_id"] for x in desc[0]["producers"]] == [other]
+        assert I.produce(conn, topic_name, pid, 0, 5, [b"d"], ts)["base_offset"] == 4
 
 
 def test_librdkafka_idempotent_producer(broker, topic_name):
@@ -185,7 +186,6 @@ def test_idle_producers_expire(broker_factory, topic_name):
         assert [x["producer_id"] for x in I.describe_producers(conn, topic_name, [0])[0]["producers"]] == [pid]
         H.wait_until("producer %d expired" % pid,
                      lambda: I.describe_producers(conn, topic_name, [0])[0]["producers"] == [], timeout=10)
-        assert I.produce(conn, topic_name, pid, 0, 2, [b"c"], ts)["error"] == I.UNKNOWN_PRODUCER_ID
-        # The client resets its sequence; the partition takes it from 0 again.
-        assert I.produce(conn, topic_name, pid, 0, 0, [b"c"], ts)["base_offset"] == 2
+        # Forgotten: its next batch starts anew wherever it is, as Kafka 4.3 takes it.
+        assert I.produce(conn, topic_name, pid, 0, 5, [b"c"], ts)["base_offset"] == 2
         assert I.values_in(conn, topic_name) == [b"a", b"b", b"c"]

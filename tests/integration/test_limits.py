@@ -503,7 +503,7 @@ def test_raw_produce_errors_keep_connection(broker, topic_name):
 
 
 def test_raw_default_max_message_bytes(broker, topic_name):
-    """Default max.message.bytes is 1048576: a ~960 KB batch is fine, a ~1.08 MB one is MESSAGE_TOO_LARGE."""
+    """Default max.message.bytes is 1048588 (Kafka's): a ~960 KB batch is fine, a ~1.08 MB one is MESSAGE_TOO_LARGE."""
     H.create_topic(broker.bootstrap, topic_name, 1)
     ts = H.now_ms()
     with K.Conn(broker.bootstrap, timeout=30) as conn:

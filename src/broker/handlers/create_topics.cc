@@ -1,3 +1,4 @@
+#include <map>
 #include <set>
 
 #include "broker/broker.h"
@@ -47,6 +48,9 @@ void handle_create_topics(const request_context& ctx, request_body body) {
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
     create_topics_response resp;
+    // A name given twice is refused once, and neither copy is created, as in Kafka.
+    std::map<std::string, int> times;
+    for (const auto& t : req.topics) ++times[t.name];
     std::set<std::string> seen;
     for (const auto& t : req.topics) {
         create_topics_response::topic out;
@@ -56,9 +60,11 @@ void handle_create_topics(const request_context& ctx, request_body body) {
                      protocol::error_name(e), msg);
             out.error_code = code(e);
             out.error_message = std::move(msg);
+            out.configs.emplace();  // an empty list (v5+), as Kafka answers a refusal
             resp.topics.push_back(std::move(out));
         };
-        if (!seen.insert(t.name).second) {
+        if (!seen.insert(t.name).second) continue;
+        if (times[t.name] > 1) {
             fail(error_code::invalid_request, "topic named more than once in the request");
             continue;
         }

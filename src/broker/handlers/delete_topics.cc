@@ -29,6 +29,9 @@ void handle_delete_topics(const request_context& ctx, request_body body) {
         if (!t) {
             out.error_code = code(w.name ? protocol::error_code::unknown_topic_or_partition
                                          : protocol::error_code::unknown_topic_id);
+            // v5+ carry a message, as Kafka's answers do.
+            out.error_message = w.name ? "topic '" + *w.name + "' does not exist"
+                                       : std::string("no topic has this id");
             resp.responses.push_back(std::move(out));
             continue;
         }

@@ -64,10 +64,13 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
                                      : by_id && !t ? error_code::unknown_topic_id
                                                    : error_code::unknown_topic_or_partition);
                 op.records.data = bytes{};
+                op.aborted_transactions.emplace();  // as Kafka answers an unknown partition
                 o.error = true;
                 continue;
             }
-            op.aborted_transactions.emplace();
+            // Kafka answers null at read_uncommitted and a list (never aborted
+            // transactions here) at read_committed.
+            if (req.isolation_level == 1) op.aborted_transactions.emplace();
             size_t limit = std::min(budget - std::min(budget, o.bytes),
                                     static_cast<size_t>(std::max(rp.partition_max_bytes, 0)));
             // Fetch v0-v2 have a hard limit (KIP-74 came with v3): a first batch above
@@ -77,9 +80,11 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
                 op.error_code = code(r.code() == errc::out_of_range
                                          ? error_code::offset_out_of_range
                                          : error_code::kafka_storage_error);
-                op.high_watermark = plog->high_watermark();
-                op.last_stable_offset = op.high_watermark;
-                op.log_start_offset = plog->log_start_offset();
+                // Kafka's answer for a partition in error carries no offsets (-1): a
+                // client that is out of range looks them up with ListOffsets.
+                op.high_watermark = -1;
+                op.last_stable_offset = -1;
+                op.log_start_offset = -1;
                 op.records.data = bytes{};
                 o.error = true;
                 continue;

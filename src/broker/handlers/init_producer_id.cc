@@ -15,9 +15,10 @@ bool may_init(const request_context& ctx) {
 
 }  // namespace
 
-// Idempotent producers only: ids come from the catalog's durable counter, epoch 0; a
-// v3+ request naming its current id and epoch gets the epoch bumped (KIP-360), so that
-// it can go on after an error without a new id. Transactions are not offered: as a
+// Idempotent producers only: ids come from the catalog's durable counter, epoch 0. A
+// v3+ request naming its current id and epoch gets a new id too, as Kafka 4.3 answers
+// one without a transactional id (test_differential): KIP-360's epoch bump is for
+// transactional producers. Transactions are not offered: as a
 // Kafka broker whose transaction coordinator cannot start, COORDINATOR_NOT_AVAILABLE.
 void handle_init_producer_id(const request_context& ctx, request_body body) {
     protocol::init_producer_id_request req;
@@ -32,11 +33,6 @@ void handle_init_producer_id(const request_context& ctx, request_body body) {
         resp.error_code = code(error_code::coordinator_not_available);
     } else if (!may_init(ctx)) {
         resp.error_code = code(error_code::cluster_authorization_failed);
-    } else if (req.producer_id >= 0 && req.producer_epoch >= 0 &&
-               req.producer_epoch < INT16_MAX - 1) {
-        // Kafka bumps until the epoch would reach Short.MAX_VALUE, then gives a new id.
-        resp.producer_id = req.producer_id;
-        resp.producer_epoch = static_cast<int16_t>(req.producer_epoch + 1);
     } else if (auto id = ctx.b.access().catalog().allocate_producer_id(); !id) {
         log_error("producer", "{}: no producer id: {}", ctx.client(), id.err().message);
         resp.error_code = code(error_code::coordinator_not_available);

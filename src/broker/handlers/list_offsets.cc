@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <set>
+
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "protocol/messages/list_offsets.h"
@@ -13,7 +16,7 @@ void lookup(const log::partition_log& plog, int64_t ts, list_offsets_response::p
         out.offset = plog.high_watermark();
         return;
     }
-    if (ts == protocol::earliest_timestamp) {
+    if (ts == protocol::earliest_timestamp || ts == protocol::earliest_local_timestamp) {
         out.offset = plog.log_start_offset();
         return;
     }
@@ -28,7 +31,25 @@ void lookup(const log::partition_log& plog, int64_t ts, list_offsets_response::p
     if (*found) {
         out.offset = (*found)->offset;
         out.timestamp = (*found)->timestamp;
-    }  // else no record at or after ts: offset -1, timestamp -1, as Kafka answers
+    } else {
+        out.leader_epoch = -1;  // no record at or after ts: offset, timestamp and epoch -1, as Kafka
+    }
+}
+
+// Kafka answers UNSUPPORTED_VERSION for a special timestamp the request's version does
+// not define: max timestamp (-3) came with v7, earliest local (-4) with v8, and the ones
+// below (-5 latest tiered, v9, and on) come after the versions served here.
+bool timestamp_known(int64_t ts, int16_t version) {
+    if (ts >= 0 || ts == protocol::latest_timestamp || ts == protocol::earliest_timestamp)
+        return true;
+    if (ts == protocol::max_timestamp) return version >= 7;
+    return ts == protocol::earliest_local_timestamp && version >= 8;
+}
+
+// Kafka refuses a partition named twice in one request: one INVALID_REQUEST entry for it.
+bool named_twice(const std::vector<protocol::list_offsets_request::partition>& parts, int32_t index) {
+    return std::count_if(parts.begin(), parts.end(),
+                         [&](const auto& p) { return p.partition_index == index; }) > 1;
 }
 
 }  // namespace
@@ -43,13 +64,23 @@ void handle_list_offsets(const request_context& ctx, request_body body) {
         ot.name = rt.name;
         const bool denied = !ctx.allowed(security::resource_kind::topic, rt.name);
         const topic_state* t = denied ? nullptr : b.topics().find(rt.name);
+        std::set<int32_t> answered;
         for (const auto& rp : rt.partitions) {
+            if (!answered.insert(rp.partition_index).second) continue;
             auto& op = ot.partitions.emplace_back();
             op.partition_index = rp.partition_index;
+            if (named_twice(rt.partitions, rp.partition_index)) {
+                op.error_code = code(error_code::invalid_request);
+                continue;
+            }
             log::partition_log* plog = t ? b.logs().get(rt.name, rp.partition_index) : nullptr;
             if (!plog) {
                 op.error_code = code(denied ? error_code::topic_authorization_failed
                                             : error_code::unknown_topic_or_partition);
+                continue;
+            }
+            if (!timestamp_known(rp.timestamp, ctx.version())) {
+                op.error_code = code(error_code::unsupported_version);
                 continue;
             }
             // An out-of-service partition has no offsets to tell; 0 would mislead consumers

@@ -17,6 +17,7 @@ error_code to_error(errc e) {
     switch (e) {
         case errc::too_large: return error_code::message_too_large;
         case errc::invalid_record: return error_code::invalid_record;
+        case errc::invalid_timestamp: return error_code::invalid_timestamp;
         case errc::corrupt: return error_code::corrupt_message;
         case errc::unsupported: return error_code::unsupported_compression_type;
         case errc::io_error: return error_code::kafka_storage_error;
@@ -93,13 +94,20 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
                                const protocol::produce_request::partition_data& pd,
                                produce_response::partition& out, offset_t& last_offset) {
     auto& b = ctx.b;
+    const topic_state* t = b.topics().find(topic);
+    log::partition_log* plog = t ? b.logs().get(topic, pd.index) : nullptr;
     auto fail = [&](error_code e, const std::string& why,
                     std::optional<int32_t> record = std::nullopt) -> log::partition_log* {
         refuse(ctx, topic, pd.index, out, e, why, record);
+        // Kafka's refusals of records carry the log start, except for a batch too large,
+        // corrupt or not written (its UNKNOWN_LOG_APPEND_INFO).
+        if (plog && e != error_code::message_too_large && e != error_code::record_list_too_large &&
+            e != error_code::corrupt_message && e != error_code::kafka_storage_error &&
+            e != error_code::invalid_required_acks &&
+            e != error_code::transactional_id_authorization_failed)
+            out.log_start_offset = plog->log_start_offset();
         return nullptr;
     };
-    const topic_state* t = b.topics().find(topic);
-    log::partition_log* plog = t ? b.logs().get(topic, pd.index) : nullptr;
     if (!plog)
         return fail(error_code::unknown_topic_or_partition,
                     t ? fmt::format("topic {} has no partition {}", topic, pd.index)
@@ -110,6 +118,13 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     lim.require_keys = t->log_cfg.compact;
     lim.max_decompressed_bytes = protocol::decompressed_limit(lim.max_batch_bytes);
     lim.allow_zstd = ctx.version() >= 7;
+    const int64_t now = now_ms();
+    if (t->log_cfg.timestamp_type == protocol::timestamp_type::create_time) {
+        constexpr int64_t top = std::numeric_limits<int64_t>::max();
+        const auto& c = t->log_cfg;
+        lim.min_timestamp = now - std::min(c.timestamp_before_max_ms, top);
+        lim.max_timestamp = c.timestamp_after_max_ms > top - now ? top : now + c.timestamp_after_max_ms;
+    }
     // Produce v0-v2 may carry message formats v0/v1: stored as v2 batches (Kafka's
     // up-conversion), which the append then patches in this buffer.
     bytes converted;
@@ -151,7 +166,7 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
         recompressed = std::move(*r);
         payload = recompressed;
     }
-    auto info = plog->append(payload, *batches, now_ms());
+    auto info = plog->append(payload, *batches, now);
     if (!info) return fail(to_error(info.code()), info.err().message);
     if (info->verdict == log::sequence_verdict::duplicate) {
         // A retry of a batch already appended: its first answer, and nothing appended

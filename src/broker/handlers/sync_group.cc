@@ -13,6 +13,16 @@ void handle_sync_group(const request_context& ctx, request_body body) {
         ctx.respond(resp);
         return;
     }
+    // KIP-559: from v5 the protocol type and name are mandatory; Kafka refuses a request
+    // without them before it looks at the group.
+    if (ctx.version() >= 5 && (!req.protocol_type || !req.protocol_name)) {
+        log_warn("group", "{}: SyncGroup v{} for group '{}' without protocol type or name",
+                 ctx.client(), ctx.version(), req.group_id);
+        protocol::sync_group_response resp;
+        resp.error_code = code(protocol::error_code::inconsistent_group_protocol);
+        ctx.respond(resp);
+        return;
+    }
     group::sync_request s;
     s.group_id = std::move(req.group_id);
     s.member_id = std::move(req.member_id);

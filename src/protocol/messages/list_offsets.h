@@ -11,6 +11,8 @@ namespace sluice::protocol {
 inline constexpr int64_t latest_timestamp = -1;
 inline constexpr int64_t earliest_timestamp = -2;
 inline constexpr int64_t max_timestamp = -3;
+// KIP-405: the first offset still on local disk; without tiered storage the log start.
+inline constexpr int64_t earliest_local_timestamp = -4;
 
 struct list_offsets_request {
     struct partition {

@@ -52,8 +52,20 @@ TEST(topic_config, cleanup_policy_delete_and_compact) {
     expect_ok("cleanup.policy", "delete,compact");
     expect_ok("cleanup.policy", "compact, delete");
     expect_bad("cleanup.policy", "remove", "must be 'delete'");
-    expect_bad("cleanup.policy", "", "must be 'delete'");
+    // Kafka 4.x: an empty list, neither policy.
+    expect_ok("cleanup.policy", "");
     expect_bad("cleanup.policy", "Delete", "must be 'delete'");
+    expect_bad("cleanup.policy", "delete,,compact", "must be 'delete'");
+}
+
+TEST(topic_config, tiered_storage_is_described_but_not_enabled) {
+    expect_ok("local.retention.ms", "-2");
+    expect_ok("local.retention.bytes", "1000");
+    expect_bad("local.retention.ms", "-3", "must be >= -2");
+    expect_ok("remote.storage.enable", "false");
+    expect_bad("remote.storage.enable", "true", "Tiered Storage functionality is disabled");
+    expect_bad("remote.storage.enable", "yes", "must be 'true' or 'false'");
+    expect_ok("remote.log.copy.disable", "TRUE");
 }
 
 TEST(topic_config, retention) {
