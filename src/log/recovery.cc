@@ -60,7 +60,7 @@ std::string file_name(const fs::path& p) {
 // not take the partition out of service: the segment keeps the copy in memory, still
 // marked dirty, and writes it at its next save (a roll, a shutdown). What is on disk is
 // at worst rebuilt again by the next recovery.
-void save_or_keep(result<void> saved, const fs::path& file, repair_summary& sum) {
+void save_or_keep(const result<void>& saved, const fs::path& file, repair_summary& sum) {
     if (saved) return;
     ++sum.unsaved;
     sum.notes.push_back(fmt::format("could not write {} ({}); serving from memory",

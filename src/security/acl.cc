@@ -30,7 +30,8 @@ constexpr std::array<std::string_view, 4> permission_names = {"UNKNOWN", "ANY", 
 
 template <size_t N>
 std::string_view code_name(const std::array<std::string_view, N>& names, int8_t v) {
-    return v >= 0 && static_cast<size_t>(v) < N ? names[static_cast<size_t>(v)] : "INVALID";
+    const auto i = static_cast<size_t>(static_cast<uint8_t>(v));
+    return v >= 0 && i < N ? names[i] : "INVALID";
 }
 template <size_t N>
 bool known(const std::array<std::string_view, N>& /*names*/, int8_t v) {

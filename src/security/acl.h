@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "common/result.h"
@@ -65,7 +66,12 @@ struct binding {
     permission perm = permission::unknown;
 
     bool operator==(const binding&) const = default;
-    auto operator<=>(const binding&) const = default;
+    // Field by field, in declaration order (written out: clang-tidy misreads a
+    // defaulted <=> as a comparison with 0).
+    bool operator<(const binding& o) const {
+        return std::tie(type, name, pattern, principal, host, op, perm) <
+               std::tie(o.type, o.name, o.pattern, o.principal, o.host, o.op, o.perm);
+    }
 };
 
 // A filter (DescribeAcls, DeleteAcls): null strings and ANY match everything; MATCH
