@@ -19,6 +19,8 @@ PYPI_REQS := tests/integration/requirements-pypi.txt
 # confluent-kafka 2.x, one venv per version (see tests/integration/tests.cmake), which
 # also sees Debian's packages (pytest, kafka-python, psycopg2) for the suites it runs.
 CK_VERSIONS := 2.4 2.8 2.16
+# Trino for tests/integration/test_trino.py (its server from Maven Central; Java 25).
+TRINO_VERSION := 476
 
 # Each venv DIR:REQUIREMENTS:FLAGS is made again when its requirements changed.
 VENVS := $(PYPI_VENV):$(PYPI_REQS): \
@@ -41,6 +43,7 @@ test-deps:
 	cd tests/integration/go/sarama-1.44 && go mod download
 	mvn -B -q -f tests/jvm/pom.xml package dependency:build-classpath \
 	    -Dmdep.outputFile=target/classpath.txt
+	scripts/fetch-trino $(TRINO_VERSION) tests/jvm/target
 
 build: deps
 	cmake --preset release >/dev/null

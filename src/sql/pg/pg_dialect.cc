@@ -1,5 +1,6 @@
 #include "sql/pg/pg_dialect.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -19,6 +20,12 @@ constexpr size_t max_translated_size = 4 << 20;
 bool might_need_translation(std::string_view sql) {
     if (sql.find("::") != std::string_view::npos) return true;
     const std::string lower = to_lower(sql);
+    if (sql.find('\\') != std::string_view::npos && lower.find("like") != std::string::npos)
+        return true;
+    // db.schema.table after FROM or JOIN: at least two dots.
+    if (std::count(sql.begin(), sql.end(), '.') >= 2 &&
+        (lower.find("from") != std::string::npos || lower.find("join") != std::string::npos))
+        return true;
     for (const char* w : {"ilike", "offset", "fetch", "limit", "extract", "string_agg", "interval",
                           "timestamp", "date", "zone", "cast", "over", "filter"})
         if (lower.find(w) != std::string::npos) return true;
@@ -173,6 +180,14 @@ class translator {
         return _sql.substr(_toks[i].begin, _toks[i].end - _toks[i].begin);
     }
     bool adjacent(size_t i) const { return i > 0 && at(i).begin == at(i - 1).end; }
+    bool is_name(size_t i) const {
+        return at(i).k == token::kind::quoted || (at(i).k == token::kind::word && !is_keyword(at(i)));
+    }
+    // db.schema.table at i (not a call, not a longer chain).
+    bool is_three_part_name(size_t i) const {
+        return is_name(i) && at(i + 1).is_punct('.') && is_name(i + 2) && at(i + 3).is_punct('.') &&
+               is_name(i + 4) && !at(i + 5).is_punct('.') && !at(i + 5).is_punct('(');
+    }
     bool is_cast_at(size_t i) const {
         return at(i).is_punct(':') && at(i + 1).is_punct(':') && adjacent(i + 1);
     }
@@ -590,9 +605,31 @@ size_t translator::on_word(size_t i) {
     for (size_t (translator::*handler)(size_t) :
          {&translator::on_clause_word, &translator::on_time_word, &translator::on_call_word})
         if (size_t next = (this->*handler)(i); next != none) return next;
-    if (t.is_word("ILIKE")) {
-        emit(i, "LIKE");
+    if ((t.is_word("FROM") || t.is_word("JOIN")) && is_three_part_name(i + 1)) {
+        // A table named with its database ("sluice"."kafka_topics"."t"), as PostgreSQL
+        // allows for the current one and Trino's connector writes: SQLite knows
+        // schema.table.
+        emit(i);
+        _out += ' ';
+        skip_to(i + 3);
         _last.reset();
+        return i + 3;
+    }
+    if (t.is_word("ILIKE") || t.is_word("LIKE")) {
+        // SQLite's LIKE is PostgreSQL's ILIKE for ASCII. PostgreSQL's LIKE escapes with
+        // '\\' unless told otherwise, SQLite's with nothing: JDBC's getTables sends
+        // `nspname LIKE 'kafka\\_topics'`.
+        if (t.is_word("ILIKE")) emit(i, "LIKE");
+        else emit(i);
+        _last.reset();
+        const token& pattern = at(i + 1);
+        if (pattern.k == token::kind::string && raw(i + 1).find('\\') != std::string_view::npos &&
+            !at(i + 2).is_word("ESCAPE")) {
+            emit(i + 1);
+            _out += " ESCAPE '\\'";
+            _changed = true;
+            return i + 2;
+        }
         return i + 1;
     }
     const bool is_call = at(i + 1).is_punct('(') && !is_keyword(t);

@@ -104,6 +104,17 @@ TEST(dialect, large_statements_go_as_written) {
 TEST(dialect, ilike_and_string_agg) {
     EXPECT_EQ(tr("SELECT * FROM t WHERE name ILIKE 'a%' AND x NOT ILIKE '%b'"),
               "SELECT * FROM t WHERE name LIKE 'a%' AND x NOT LIKE '%b'");
+    // PostgreSQL's LIKE escapes with a backslash by default (JDBC's metadata patterns).
+    EXPECT_EQ(tr("SELECT 1 FROM n WHERE nspname LIKE 'kafka\\_topics' AND x NOT ILIKE 'a\\%%'"),
+              "SELECT 1 FROM n WHERE nspname LIKE 'kafka\\_topics' ESCAPE '\\' AND x NOT LIKE 'a\\%%' ESCAPE '\\'");
+    EXPECT_EQ(tr("SELECT 1 WHERE a LIKE 'x\\_' ESCAPE '!'"), "<unchanged>");
+    // A table named with its database (Trino's connector): the database goes.
+    EXPECT_EQ(tr("SELECT count(*) AS \"c\" FROM \"sluice\".\"kafka_topics\".\"jt\" t JOIN db.s.u ON 1"),
+              "SELECT count(*) AS \"c\" FROM \"kafka_topics\".\"jt\" t JOIN s.u ON 1");
+    EXPECT_EQ(tr("SELECT s.t.c FROM s.t WHERE x = 1.5 AND y = 2.5"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT 1 FROM a.b.c.d"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT 1 FROM s.f.g(1)"), "<unchanged>");
+    EXPECT_EQ(tr("SELECT 1 WHERE a LIKE 'x_'"), "<unchanged>");
     EXPECT_EQ(tr("SELECT string_agg(name, ', ') FROM t"), "SELECT group_concat(name, ', ') AS \"string_agg\" FROM t");
     EXPECT_EQ(tr("SELECT string_agg(k::text, ',') FROM t"),
               "SELECT group_concat(CAST(k AS TEXT), ',') AS \"string_agg\" FROM t");

@@ -1,0 +1,120 @@
+"""Trino 476 (Maven Central's io.trino:trino-server, `scripts/fetch-trino`) with its
+PostgreSQL connector pointed at Sluice's PostgreSQL listener, configured as for any
+PostgreSQL database: the schemas and a topic's columns as Trino maps them, the query of
+the imitated product's Kafka Connect guide ("latest change per key, tombstones skipped")
+over a Debezium-style change topic, and an expansion target's typed columns."""
+
+import json
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+import expansion_helpers as X
+import sluice_helpers as H
+import sql_helpers as S
+from trino_helpers import Trino
+
+TOPIC = "cdc.public.customers"
+
+
+@pytest.fixture(scope="module")
+def b(module_broker_factory):
+    broker = module_broker_factory(extra_args=S.SQL_ARGS)
+    assert broker.pg and broker.http, broker.stdout_lines
+    return broker
+
+
+@pytest.fixture(scope="module")
+def trino(b, tmp_path_factory):
+    t = Trino(tmp_path_factory.mktemp("trino"), b.pg).start()
+    yield t
+    t.stop()
+
+
+def row(id_, email):
+    return {"id": id_, "email": email, "balance": "%d.50" % id_}
+
+
+# (key id, op, before, after); None as op: the tombstone after a delete.
+CHANGES = [
+    (1, "c", None, row(1, "a@x")),
+    (2, "c", None, row(2, "b@x")),
+    (1, "u", row(1, "a@x"), row(1, "a2@x")),
+    (3, "c", None, row(3, "c@x")),
+    (2, "d", row(2, "b@x"), None),
+    (2, None, None, None),
+]
+
+
+@pytest.fixture(scope="module")
+def changes(b):
+    """The change topic and a flattened expansion created before the first event, filled
+    one event at a time so that each has its own broker timestamp."""
+    H.create_topic(b.bootstrap, TOPIC, 1)
+    fields = [{"name": "op", "type": "string"}, {"name": "ts_ms", "type": "int64"}] + [
+        {"name": side, "type": "struct", "fields": [
+            {"name": "id", "type": "int64"}, {"name": "email", "type": "string"},
+            {"name": "balance", "type": "string"}]} for side in ("before", "after")]
+    X.create(b.http, TOPIC, "cdc.customers_changes", fields, flatten=True)
+    p = Producer(H.producer_conf(b.bootstrap))
+    for n, (id_, op, before, after) in enumerate(CHANGES):
+        key = json.dumps({"id": id_}).encode()
+        value = None if op is None else json.dumps(
+            {"before": before, "after": after, "op": op, "ts_ms": 1_764_000_000_000 + n,
+             "source": {"table": "customers"}}).encode()
+        H.produce_one(p, TOPIC, key, value, partition=0)
+        time.sleep(0.005)
+    X.wait_caught_up(b.http, "cdc.customers_changes")
+    return TOPIC
+
+
+def test_schemas_tables_and_column_types(trino, changes):
+    _, schemas = trino.query("SHOW SCHEMAS FROM sluice")
+    assert {"kafka_topics", "system", "cdc"} <= {r[0] for r in schemas}, schemas
+    _, tables = trino.query("SHOW TABLES FROM sluice.kafka_topics")
+    assert [changes] in tables, tables
+    _, cols = trino.query('DESCRIBE sluice.kafka_topics."%s"' % changes)
+    assert [(c[0], c[1]) for c in cols] == [
+        ("partition", "bigint"), ("offset", "bigint"), ("timestamp_producer", "bigint"),
+        ("timestamp_broker", "bigint"), ("key", "varbinary"), ("value", "varbinary"), ("headers", "varchar")], cols
+    names, rows = trino.query('SELECT count(*), count(value), max("offset") FROM sluice.kafka_topics."%s"' % changes)
+    assert rows == [[6, 5, 5]], (names, rows)
+
+
+def test_the_guides_latest_change_per_key(trino, changes):
+    sql = """
+SELECT key_json, op, after_json, timestamp_broker FROM (
+  SELECT from_utf8(key) AS key_json,
+         json_extract_scalar(from_utf8(value), '$.op') AS op,
+         json_format(json_extract(from_utf8(value), '$.after')) AS after_json,
+         timestamp_broker,
+         row_number() OVER (PARTITION BY key ORDER BY timestamp_broker DESC) AS rn
+  FROM sluice.kafka_topics."%s"
+  WHERE value IS NOT NULL
+) WHERE rn = 1 ORDER BY key_json""" % changes
+    cols, rows = trino.query(sql)
+    assert cols == ["key_json", "op", "after_json", "timestamp_broker"], cols
+    got = [(r[0], r[1], None if r[2] in (None, "null") else json.loads(r[2])) for r in rows]
+    assert got == [('{"id": 1}', "u", row(1, "a2@x")), ('{"id": 2}', "d", None),
+                   ('{"id": 3}', "c", row(3, "c@x"))], rows
+    # The broker times Trino read are Sluice's, increasing with the offsets.
+    _, times = trino.query('SELECT "offset", timestamp_broker FROM sluice.kafka_topics."%s" ORDER BY 1' % changes)
+    assert [t[0] for t in times] == list(range(6)) and [t[1] for t in times] == sorted(t[1] for t in times), times
+
+
+def test_expansion_target_typed_columns(trino, changes):
+    _, cols = trino.query("DESCRIBE sluice.cdc.customers_changes")
+    types = {c[0]: c[1] for c in cols}
+    assert types["op"] == "varchar" and types["ts_ms"] == "bigint" and types["after__id"] == "bigint", types
+    assert types["_offset"] == "bigint" and types["after__email"] == "varchar", types
+    _, rows = trino.query("SELECT _offset, op, before__id, after__id, after__email FROM sluice.cdc.customers_changes "
+                          "ORDER BY _offset")
+    assert rows == [[0, "c", None, 1, "a@x"], [1, "c", None, 2, "b@x"], [2, "u", 1, 1, "a2@x"],
+                    [3, "c", None, 3, "c@x"], [4, "d", 2, None, None], [5, None, None, None, None]], rows
+    # The target joined with its topic on the event's place, in Trino.
+    _, joined = trino.query(
+        'SELECT c.after__email, from_utf8(t.key) FROM sluice.cdc.customers_changes c '
+        'JOIN sluice.kafka_topics."%s" t ON c._partition = t.partition AND c._offset = t."offset" '
+        "WHERE c.op = 'u'" % changes)
+    assert joined == [["a2@x", '{"id": 1}']], joined
