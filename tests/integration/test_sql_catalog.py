@@ -72,12 +72,14 @@ def test_list_tables_views_indexes_functions(b):
         " kafka_topics | orders        | table | sluice",
         " main         | users         | table | sluice",
         " shop         | items         | table | sluice",
+        " system       | acls          | table | sluice",
         " system       | configs       | table | sluice",
         " system       | group_offsets | table | sluice",
         " system       | groups        | table | sluice",
         " system       | partitions    | table | sluice",
+        " system       | policies      | table | sluice",
         " system       | topics        | table | sluice",
-        "(8 rows)",
+        "(10 rows)",
     ]
     assert lines(meta(b.pg, r"\dt shop.*")) == [
         "        List of relations",
@@ -260,8 +262,9 @@ def test_jdbc_database_metadata(b):
         ["information_schema", "kafka_topics", "main", "pg_catalog", "shop", "system"]
     assert [r[1:] for r in rows if r[0] == "table"] == [
         ["kafka_topics", "orders", "TABLE"], ["main", "users", "TABLE"], ["shop", "items", "TABLE"],
-        ["system", "configs", "TABLE"], ["system", "group_offsets", "TABLE"], ["system", "groups", "TABLE"],
-        ["system", "partitions", "TABLE"], ["system", "topics", "TABLE"], ["main", "big_scores", "VIEW"]]
+        ["system", "acls", "TABLE"], ["system", "configs", "TABLE"], ["system", "group_offsets", "TABLE"],
+        ["system", "groups", "TABLE"], ["system", "partitions", "TABLE"], ["system", "policies", "TABLE"],
+        ["system", "topics", "TABLE"], ["main", "big_scores", "VIEW"]]
     # java.sql.Types: VARCHAR 12, BIGINT -5, BINARY -2.
     assert [r[1:] for r in rows if r[0] == "column"] == [
         ["sku", "12", "text", "1", "YES"], ["qty", "-5", "int8", "2", "YES"], ["note", "-2", "bytea", "3", "YES"]]
