@@ -35,8 +35,10 @@ struct pg_type_info {
 // The types the catalog lists (pg_type), and one by OID (nullptr when unknown).
 const std::vector<pg_type_info>& pg_types();
 const pg_type_info* pg_type_by_oid(int64_t oid);
-// The type of a column declared `decl` (SQLite's affinity rules, as the wire's
-// RowDescription types it: docs/sql-pg.md), text when the name says nothing.
+// The type OID of a column declared `decl` by SQLite's affinity rules (docs/sql-pg.md),
+// 0 when the name says nothing: what the wire's RowDescription and the catalog both use.
+int64_t pg_oid_for_decl(std::string_view decl);
+// The catalog's type of such a column: pg_oid_for_decl's, text when it says nothing.
 const pg_type_info& pg_type_for_decl(std::string_view decl);
 
 struct pg_column {

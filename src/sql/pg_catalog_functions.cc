@@ -617,27 +617,24 @@ const pg_type_info* pg_type_by_oid(int64_t oid) {
     return nullptr;
 }
 
-const pg_type_info& pg_type_for_decl(std::string_view decl) {
-    // The same rules as the wire's RowDescription (sql/pg/types.cc, oid_for_decl_type).
+int64_t pg_oid_for_decl(std::string_view decl) {
     const auto u = to_upper(decl);
     auto has = [&](const char* s) { return u.find(s) != std::string::npos; };
-    int64_t oid = 25;
-    // Exact names, as the wire types them once it announces timestamptz and json.
-    if (u == "TIMESTAMPTZ" || u == "TIMESTAMP WITH TIME ZONE")
-        oid = 1184;
-    else if (u == "JSON" || u == "JSONB")
-        oid = 114;
-    else if (has("INT"))
-        oid = 20;
-    else if (has("CHAR") || has("CLOB") || has("TEXT"))
-        oid = 25;
-    else if (has("BLOB") || u == "BYTEA")
-        oid = 17;
-    else if (has("REAL") || has("FLOA") || has("DOUB"))
-        oid = 701;
-    else if (has("BOOL"))
-        oid = 16;
-    return *pg_type_by_oid(oid);
+    // Exact names only for these: a column declared TIMESTAMP or DATE in SQLite often
+    // holds numbers, which a driver could not read as a timestamp.
+    if (u == "TIMESTAMPTZ" || u == "TIMESTAMP WITH TIME ZONE") return 1184;
+    if (u == "JSON" || u == "JSONB") return 114;
+    if (has("INT")) return 20;
+    if (has("CHAR") || has("CLOB") || has("TEXT")) return 25;
+    if (has("BLOB") || u == "BYTEA") return 17;
+    if (has("REAL") || has("FLOA") || has("DOUB")) return 701;
+    if (has("BOOL")) return 16;
+    return 0;
+}
+
+const pg_type_info& pg_type_for_decl(std::string_view decl) {
+    const int64_t oid = pg_oid_for_decl(decl);
+    return *pg_type_by_oid(oid == 0 ? 25 : oid);
 }
 
 outcome<bool> register_pg_functions(sqlite3* db, pg_catalog_reader* reader) {

@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "sql/pg/lexer.h"
+#include "sql/pg_catalog.h"
 #include "sql/sql_text.h"
 #include "sql/time_text.h"
 
@@ -189,22 +190,10 @@ pg_error cannot_convert(const value& v, uint32_t type_oid) {
 }  // namespace
 
 std::optional<uint32_t> oid_for_decl_type(std::string_view decl_type) {
-    auto u = to_upper(decl_type);
-    if (u.empty()) return std::nullopt;
-    // Exact names only: a column declared TIMESTAMP or DATE in SQLite often holds
-    // numbers, which a driver could not read as a timestamp.
-    if (u == "TIMESTAMPTZ" || u == "TIMESTAMP WITH TIME ZONE") return oid::timestamptz;
-    if (u == "JSON" || u == "JSONB") return oid::json;
-    if (u.find("INT") != std::string::npos) return oid::int8;
-    if (u.find("CHAR") != std::string::npos || u.find("CLOB") != std::string::npos ||
-        u.find("TEXT") != std::string::npos)
-        return oid::text;
-    if (u.find("BLOB") != std::string::npos || u == "BYTEA") return oid::bytea;
-    if (u.find("REAL") != std::string::npos || u.find("FLOA") != std::string::npos ||
-        u.find("DOUB") != std::string::npos)
-        return oid::float8;
-    if (u.find("BOOL") != std::string::npos) return oid::boolean;
-    return std::nullopt;
+    // One rule for the wire and the catalog (sql/pg_catalog.h).
+    const int64_t o = pg_oid_for_decl(decl_type);
+    if (o == 0) return std::nullopt;
+    return static_cast<uint32_t>(o);
 }
 
 std::optional<uint32_t> oid_for_value(const value& v) {
