@@ -1,5 +1,5 @@
 // sluice-fsyncbench: what one flush pass costs the disk under a data directory, for the
-// write patterns the broker chooses between (docs/benchmarks.md, "Produce latency with
+// write patterns the broker chooses between (docs/benchmarks-history.md, "Produce latency with
 // many partitions"). Each pass appends `--chunk` bytes to each of `--files` files, then
 // fdatasyncs them (one after another, or from one thread each with --parallel 1), and
 // the pass time is recorded. --prewrite 1 writes the files whole first, so a pass

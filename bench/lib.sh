@@ -32,6 +32,7 @@ cleanup() {
   trap - EXIT INT TERM
   stop_pid "$STEP_PID"
   stop_pid "$BROKER_PID"
+  [ -n "${CLEANUP_HOOK:-}" ] && "$CLEANUP_HOOK"
   if [ "$KEEP" = 1 ]; then
     echo "$BENCH_NAME: scratch dir kept at $WORK" >&2
   else
@@ -42,6 +43,25 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "$BENCH_NAME: interrupted" >&2; exit 130' INT
 trap 'echo "$BENCH_NAME: terminated" >&2; exit 143' TERM
+
+# start_sluice LOG ARGS...: starts `$SLUICE serve ARGS` with its output to LOG and waits
+# up to 30 s for its Kafka listener; sets BROKER_PID and ADDR (HOST:PORT). Returns 1,
+# with the log's tail on stderr, when the broker did not start.
+start_sluice() {
+  local out="$1"
+  shift
+  "$SLUICE" serve "$@" > "$out" 2>&1 &
+  BROKER_PID=$!
+  ADDR=""
+  for _ in $(seq 1 1500); do
+    ADDR="$(sed -n 's/^listening kafka \(PLAINTEXT:\/\/\)\{0,1\}\([0-9.]*:[0-9]*\)$/\2/p' "$out" | head -1)"
+    [ -n "$ADDR" ] && return 0
+    kill -0 "$BROKER_PID" 2>/dev/null || break
+    sleep 0.02
+  done
+  tail -20 "$out" >&2
+  return 1
+}
 
 log() { printf '\n### %s\n' "$*" >&2; }
 warn() { printf '%s: WARNING: %s\n' "$BENCH_NAME" "$*" >&2; FAILED=1; }

@@ -460,7 +460,7 @@ broker_phase() {
 
   # 3c. run 3 again into a fresh topic, the load generator pacing in 1 ms steps instead
   #     of sleeping before each record: the same rate for less of the client's CPU on
-  #     the shared cores (docs/benchmarks.md, "What the host does to the tail").
+  #     the shared cores (docs/benchmarks-history.md, "What the host does to the tail").
   log "(d3c) steady produce at $STEADY_MBPS MB/s for ${STEADY_SECS}s, acks=-1, paced in 1 ms steps"
   sync
   steady_run "${TOPIC}s" steady-steps --pace-step-us 1000 || ok=1

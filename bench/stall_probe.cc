@@ -2,7 +2,7 @@
 // spinning on the clock in `--threads` threads for `--seconds` and reporting every gap
 // over `--gap-ms`, with its time within the run and its phase in a `--period-ms` cycle.
 // On the project's VM, gaps that hit every thread at once and end on the same phase of
-// a 100 ms cycle are the host throttling the whole VM (docs/benchmarks.md, "What the
+// a 100 ms cycle are the host throttling the whole VM (docs/benchmarks-history.md, "What the
 // host does to the tail"). Run it beside a load (fio, the broker) and alone.
 //
 //   sluice-stallprobe --threads 2 --seconds 3

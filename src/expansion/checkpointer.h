@@ -3,7 +3,7 @@
 // Checkpoints the WAL of the expansions' target files on a thread of its own. The
 // expander's connections run with wal_autocheckpoint=0: left to SQLite, a commit that
 // pushes the WAL past 1,000 pages runs the checkpoint itself, and its fsyncs then sit in
-// the producers' acknowledgement path (docs/benchmarks.md#expansions). Here a PASSIVE
+// the producers' acknowledgement path (docs/benchmarks-history.md (Expansions)). Here a PASSIVE
 // checkpoint, on another connection, copies pages back while the expander goes on
 // committing.
 

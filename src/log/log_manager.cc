@@ -572,7 +572,7 @@ void log_manager::flush_pass(std::vector<partition_log*>& dirty, std::vector<wai
     // Plans that fsync their segment (appends the journal did not take) run side by
     // side: one after another, each fdatasync waits for its data, inode write and cache
     // flush before the next starts; issued together, they overlap (a fifth more
-    // flat-out produce over 8 partitions, docs/benchmarks.md).
+    // flat-out produce over 8 partitions, docs/benchmarks-history.md).
     std::vector<std::optional<result<bool>>> done(plans.size());
     std::vector<size_t> fsyncing;
     for (size_t i = 0; i < plans.size(); ++i)

@@ -45,7 +45,7 @@ class log_manager final : private dirty_sink {
         // this long after the previous one started; after idle, a pass starts at once.
         // Fewer, fuller fsyncs for a disk whose flushes queue up under a trickle of small
         // requests; each pass waits longer, so the median rises. 0: back to back (no
-        // setting measured better on every load here; docs/benchmarks.md).
+        // setting measured better on every load here; docs/benchmarks-history.md).
         std::chrono::microseconds flush_pass_interval{0};
         // producer.id.expiration.ms (partition_log.h's log_context).
         int64_t producer_id_expiration_ms = 24 * 60 * 60 * 1000;

@@ -624,6 +624,8 @@ int64_t pg_oid_for_decl(std::string_view decl) {
     // holds numbers, which a driver could not read as a timestamp.
     if (u == "TIMESTAMPTZ" || u == "TIMESTAMP WITH TIME ZONE") return 1184;
     if (u == "JSON" || u == "JSONB") return 114;
+    // smallint[] by its catalog name (pg_constraint.conkey), held as its text form {1,2}.
+    if (u == "_INT2") return 1005;
     if (has("INT")) return 20;
     if (has("CHAR") || has("CLOB") || has("TEXT")) return 25;
     if (has("BLOB") || u == "BYTEA") return 17;

@@ -228,8 +228,8 @@ std::map<std::string, row_table_spec> catalog_specs(sqlite3* db, pg_catalog_read
         [r] { return index_rows(r); }};
     m["pg_constraint"] = {
         "CREATE TABLE x(oid INTEGER, conname TEXT, connamespace INTEGER, contype TEXT, "
-        "condeferrable BOOL, condeferred BOOL, conrelid INTEGER, conindid INTEGER, conkey TEXT, "
-        "confkey TEXT, confrelid INTEGER)",
+        "condeferrable BOOL, condeferred BOOL, conrelid INTEGER, conindid INTEGER, conkey _INT2, "
+        "confkey _INT2, confrelid INTEGER)",
         [r] { return constraint_rows(r); }};
     return m;
 }

@@ -253,6 +253,37 @@ def test_sqlalchemy_inspector(b):
         engine.dispose()
 
 
+def test_sqlalchemy_unique_constraints(b):
+    """conkey is an int2[] (OID 1005) in text and in binary, so SQLAlchemy reflects UNIQUE."""
+    S.psql_ok(b.pg, "CREATE TABLE shop.accounts(id INTEGER PRIMARY KEY, email TEXT UNIQUE, "
+                    "region TEXT, handle TEXT, UNIQUE(region, handle))")
+    host, port = b.pg.rsplit(":", 1)
+    engine = sqlalchemy.create_engine("postgresql+psycopg2://test@%s:%s/sluice" % (host, port))
+    try:
+        insp = sqlalchemy.inspect(engine)
+        uniques = sorted((u["column_names"], u["name"].startswith("sqlite_autoindex_accounts_"))
+                         for u in insp.get_unique_constraints("accounts", "shop"))
+        assert uniques == [(["email"], True), (["region", "handle"], True)]
+        md = sqlalchemy.MetaData()
+        accounts = sqlalchemy.Table("accounts", md, schema="shop", autoload_with=engine)
+        assert sorted(tuple(c.name for c in u.columns) for u in accounts.constraints
+                      if isinstance(u, sqlalchemy.UniqueConstraint)) == [("email",), ("region", "handle")]
+        conn = S.pg_connect(b.pg)
+        try:
+            # psycopg2 turns a text-format int2[] into a list of ints.
+            assert S.pg_rows(conn, "SELECT conkey, contype FROM pg_catalog.pg_constraint WHERE conrelid = "
+                                   "'shop.accounts'::regclass ORDER BY conkey") == \
+                [([1], "p"), ([2], "u"), ([3, 4], "u")]
+            with conn.cursor() as cur:
+                cur.execute("SELECT conkey FROM pg_catalog.pg_constraint WHERE conrelid = 0")
+                assert cur.description[0].type_code == 1005
+        finally:
+            conn.close()
+    finally:
+        engine.dispose()
+        S.psql_ok(b.pg, "DROP TABLE shop.accounts")
+
+
 def test_jdbc_database_metadata(b):
     url = "jdbc:postgresql://%s/sluice?user=test&sslmode=disable" % b.pg
     out = J.run_java("dev.sluice.jvmtests.sql.CatalogMetadata", url, "shop", "items").stdout

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "sql/pg/lexer.h"
 #include "sql/pg_catalog.h"
@@ -257,6 +258,40 @@ void append_hex(std::string& out, std::string_view raw) {
     }
 }
 
+// smallint[]'s binary format from its text form {1,2}: dimensions, a has-nulls flag and
+// the element type, then each dimension's length and lower bound (1), then each
+// element's length and value. False when the text is not a one-dimensional array of
+// smallints without NULLs.
+bool append_int2_array(std::string& out, std::string_view text) {
+    if (text.size() < 2 || text.front() != '{' || text.back() != '}') return false;
+    std::vector<int16_t> items;
+    std::string_view body = text.substr(1, text.size() - 2);
+    while (!body.empty()) {
+        const size_t comma = body.find(',');
+        const std::string_view item = body.substr(0, comma);
+        int v = 0;
+        auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+        if (ec != std::errc{} || end != item.data() + item.size() || v < INT16_MIN || v > INT16_MAX)
+            return false;
+        items.push_back(static_cast<int16_t>(v));
+        body = comma == std::string_view::npos ? std::string_view{} : body.substr(comma + 1);
+    }
+    const bool empty = items.empty();
+    append_length(out, (empty ? 12 : 20) + 6 * items.size());
+    append_be(out, int32_t{empty ? 0 : 1});
+    append_be(out, int32_t{0});
+    append_be(out, static_cast<int32_t>(oid::int2));
+    if (!empty) {
+        append_be(out, static_cast<int32_t>(items.size()));
+        append_be(out, int32_t{1});
+    }
+    for (int16_t v : items) {
+        append_be(out, int32_t{2});
+        append_be(out, v);
+    }
+    return true;
+}
+
 }  // namespace
 
 std::string bytea_hex(std::string_view raw) {
@@ -337,6 +372,11 @@ bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t fo
             append_length(out, 8);
             append_be(out, *t - pg_epoch_us);
             return true;
+        }
+        case oid::int2_array: {
+            auto* s = std::get_if<std::string>(&v);
+            if (s && append_int2_array(out, *s)) return true;
+            break;
         }
         default:
             // text, varchar and the rest: the binary format of text is its UTF-8 bytes.

@@ -34,6 +34,7 @@ inline constexpr uint32_t varchar = 1043;
 inline constexpr uint32_t date = 1082;
 inline constexpr uint32_t timestamp = 1114;
 inline constexpr uint32_t timestamptz = 1184;
+inline constexpr uint32_t int2_array = 1005;
 inline constexpr uint32_t numeric = 1700;
 inline constexpr uint32_t jsonb = 3802;
 }  // namespace oid

@@ -195,6 +195,32 @@ TEST(pg_types, binary_cells) {
     EXPECT_EQ(err.sqlstate, "22P03");
 }
 
+TEST(pg_types, int2_arrays_in_binary) {
+    std::string out;
+    pg_error err;
+    // One dimension, no NULLs, int2 elements; the dimension's length and lower bound 1.
+    ASSERT_TRUE(append_cell(out, value(std::string("{3,-2}")), oid::int2_array, 1, err));
+    EXPECT_EQ(out, std::string("\0\0\0\x20"
+                               "\0\0\0\x01\0\0\0\0\0\0\0\x15"
+                               "\0\0\0\x02\0\0\0\x01"
+                               "\0\0\0\x02\0\x03\0\0\0\x02\xff\xfe",
+                               36));
+    out.clear();
+    // The empty array has no dimensions.
+    ASSERT_TRUE(append_cell(out, value(std::string("{}")), oid::int2_array, 1, err));
+    EXPECT_EQ(out, std::string("\0\0\0\x0c\0\0\0\0\0\0\0\0\0\0\0\x15", 16));
+    out.clear();
+    // In text, the array's own text form.
+    ASSERT_TRUE(append_cell(out, value(std::string("{1,2}")), oid::int2_array, 0, err));
+    EXPECT_EQ(out.substr(4), "{1,2}");
+    out.clear();
+    for (const char* bad : {"{1,x}", "{70000}", "1,2", "{1,,2}"}) {
+        EXPECT_FALSE(append_cell(out, value(std::string(bad)), oid::int2_array, 1, err)) << bad;
+        EXPECT_EQ(err.sqlstate, "22P03");
+        out.clear();
+    }
+}
+
 TEST(pg_types, text_params) {
     auto r = decode_param(std::string_view("42"), oid::int4, 0, 1);
     ASSERT_FALSE(r.error);
