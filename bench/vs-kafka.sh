@@ -54,7 +54,7 @@ usage: bench/vs-kafka.sh [--quick] [--keep] [--out FILE] [BUILD_DIR]
 environment (defaults in brackets):
   ROUNDS [3]  SECS [6] (each flat-out row)  STEADY_MBPS [50]  STEADY_SECS [12]
   PARTITIONS [8]  RECORD_SIZE [1024]  PERF_RECORDS [1500000] (pjava)
-  MANY_PARTITIONS ["1000 10000"]  MANY_PRODUCERS [100]  KAFKA_HEAP [1g]
+  MANY_PARTITIONS ["1000 10000"]  MANY_PRODUCERS [100]  CREATE_STEP [5000]  KAFKA_HEAP [1g]
   BROKERS ["sluice kafka kafka-fsync"]  ROWS [all: p1 pall pjava steady cons consjava parts idemlz4]
   BENCH_DIR [\${TMPDIR:-/tmp}]  SLUICE, LOADGEN (the binaries)
 EOF
@@ -82,6 +82,7 @@ fi
 : "${ROUNDS:=3}" "${SECS:=6}" "${STEADY_MBPS:=50}" "${STEADY_SECS:=12}"
 : "${PARTITIONS:=8}" "${RECORD_SIZE:=1024}" "${PERF_RECORDS:=1500000}"
 : "${MANY_PARTITIONS:=1000 10000}" "${MANY_PRODUCERS:=100}" "${KAFKA_HEAP:=1g}"
+: "${CREATE_STEP:=5000}"
 : "${BROKERS:=sluice kafka kafka-fsync}"
 : "${ROWS:=p1 pall pjava steady cons consjava parts idemlz4}"
 for b in "$SLUICE" "$LOADGEN"; do
@@ -118,10 +119,20 @@ record() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$RESULTS"; }
 # topic_create NAME PARTITIONS: creates it and waits (up to 120 s) until the broker's
 # metadata shows every partition with a leader: Kafka answers CreateTopics before its
 # metadata cache has the topic, and a client started at once would find none.
+# Kafka's controller refuses an operation of more than 10,000 metadata records ("Unable
+# to perform excessively large batch operation"), one per partition: so a topic of more
+# than CREATE_STEP partitions is created with CREATE_STEP and grown by CreatePartitions
+# (kafka-topics --alter) in steps of as many, on every broker alike.
 topic_create() {
-  local out="$LOGS/create-$1.log" i
-  run_step "$out" timeout -k 5 300 "$SLUICE" topic create "$1" --partitions "$2" \
+  local out="$LOGS/create-$1.log" i n
+  n=$(($2 < CREATE_STEP ? $2 : CREATE_STEP))
+  run_step "$out" timeout -k 5 300 "$SLUICE" topic create "$1" --partitions "$n" \
     --bootstrap "$ADDR" || { tail -3 "$out" >&2; return 1; }
+  while [ "$n" -lt "$2" ]; do
+    n=$((n + CREATE_STEP < $2 ? n + CREATE_STEP : $2))
+    run_step "$out" timeout -k 5 300 "$ROOT/scripts/kafka-tool" topics --bootstrap-server "$ADDR" \
+      --alter --topic "$1" --partitions "$n" || { tail -3 "$out" >&2; return 1; }
+  done
   for i in $(seq 1 1200); do
     [ "$(timeout -k 5 60 "$SLUICE" topic describe "$1" --bootstrap "$ADDR" 2>/dev/null |
       grep -cE '^  partition [0-9]+  leader [0-9]+$')" = "$2" ] && return 0

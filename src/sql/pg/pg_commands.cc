@@ -11,6 +11,7 @@
 #include "sql/pg/catalog_rewrite.h"
 #include "sql/pg/lexer.h"
 #include "sql/pg/pg_dialect.h"
+#include "sql/pg/subquery_rewrite.h"
 #include "sql/pg/pg_server.h"
 #include "sql/sql_text.h"
 
@@ -384,10 +385,13 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
         set_tail();
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
     }
-    // PostgreSQL spellings that SQLite lacks (pg_dialect.h), then the catalog queries of
-    // tools in SQLite's syntax (catalog_rewrite.h): the statement rewritten is prepared
-    // alone, and the rest of the string follows it.
+    // PostgreSQL spellings that SQLite lacks (pg_dialect.h) and correlated INs as EXISTS
+    // (subquery_rewrite.h), then the catalog queries of tools in SQLite's syntax
+    // (catalog_rewrite.h): the statement rewritten is prepared alone, and the rest of the
+    // string follows it.
     auto translated = translate_statement(text);
+    if (auto exists = rewrite_correlated_in(translated ? std::string_view(*translated) : text))
+        translated = std::move(exists);
     const std::string_view stmt = translated ? std::string_view(*translated) : text;
     if (names_catalog(stmt))
         if (auto sqlite_text = rewrite_catalog_sql(stmt); sqlite_text != stmt) {
