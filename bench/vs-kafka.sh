@@ -141,9 +141,19 @@ topic_create() {
   echo "vs-kafka.sh: topic $1 had no leader for every partition after 120 s" >&2
   return 1
 }
+# topic_delete NAME: deletes it and waits (up to 120 s) until the broker no longer lists
+# it: Kafka removes a topic's partitions after it answers, and a broker stopped before
+# that still has the topic when it starts again.
 topic_delete() {
+  local i
   run_step "$LOGS/delete-$1.log" timeout -k 5 300 "$SLUICE" topic delete "$1" --bootstrap "$ADDR" ||
-    cat "$LOGS/delete-$1.log" >&2
+    { cat "$LOGS/delete-$1.log" >&2; return 1; }
+  for i in $(seq 1 1200); do
+    timeout -k 5 60 "$SLUICE" topic list --bootstrap "$ADDR" 2>/dev/null | grep -qxF "$1" || return 0
+    sleep 0.1
+  done
+  echo "vs-kafka.sh: topic $1 still listed 120 s after its deletion" >&2
+  return 1
 }
 
 # loadgen NAME ARGS...: one sluice-loadgen run against the broker, output in
