@@ -182,19 +182,14 @@ int run_produce(const Options& o) {
     // Producer 0 resolves the partitions; the others only connect. Each has its own
     // connection (a librdkafka instance), the local queue bounds shared between them.
     std::vector<Client> clients;
-    clients.push_back(open_client(RD_KAFKA_PRODUCER, producer_conf(o, &cs, 1), o));
+    clients.push_back(open_client(RD_KAFKA_PRODUCER, producer_conf(o, &cs, o.producers), o));
     const std::vector<int32_t> partitions = clients[0].partitions;
     const int nprod = std::min<int>(o.producers, static_cast<int>(partitions.size()));
     if (nprod < o.producers)
         std::fprintf(stderr, "sluice-loadgen: %d producers for %zu partitions: using %d\n",
                      o.producers, partitions.size(), nprod);
-    if (nprod > 1) {
-        rd_kafka_topic_destroy(clients[0].rkt);
-        rd_kafka_destroy(clients[0].rk);
-        clients.clear();
-        for (int j = 0; j < nprod; ++j)
-            clients.push_back(open_client(RD_KAFKA_PRODUCER, producer_conf(o, &cs, nprod), o, false));
-    }
+    while (static_cast<int>(clients.size()) < nprod)
+        clients.push_back(open_client(RD_KAFKA_PRODUCER, producer_conf(o, &cs, nprod), o, false));
     ps.latencies_us.reserve(static_cast<size_t>(std::min<int64_t>(records, 50'000'000)));
 
     // Payload pool: random bytes (incompressible); each record points at a

@@ -235,12 +235,12 @@ class rewriter {
     std::vector<size_t> _match;  // the other parenthesis of each '(' and ')'
 };
 
-// Whether `sql` names SELECT twice (case ignored): a cheap first look.
+// Whether `sql` names SELECT twice (case ignored, in or out of quotes): a cheap first
+// look before tokenizing.
 bool has_subquery(std::string_view sql) {
-    int seen = 0;
-    for (size_t i = 0; i + 6 <= sql.size(); ++i)
-        if (to_upper(sql.substr(i, 6)) == "SELECT" && ++seen == 2) return true;
-    return false;
+    const std::string lower = to_lower(sql);
+    const size_t first = lower.find("select");
+    return first != std::string::npos && lower.find("select", first + 6) != std::string::npos;
 }
 
 }  // namespace
