@@ -57,9 +57,14 @@ HTTP ?= 127.0.0.1:8080
 DATA ?= ./data
 
 # serve makes the data directory itself, once its ports are known to be free.
+# A new consumer group waits 300 ms for more members here, not Kafka's 3 s (the broker's
+# default): trying a consumer by hand, it gets its partitions in its first poll or two.
+# Change it with `make run GROUP_DELAY_MS=3000` (docs/configuration.md).
+GROUP_DELAY_MS ?= 300
 run: build
+	@echo "make run: --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS) (the broker's default, as Kafka's, is 3000)"
 	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
-	    --pg $(PG) --http $(HTTP)
+	    --pg $(PG) --http $(HTTP) --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS)
 
 # Unit tests and the real-client integration tests, all through ctest.
 test: test-deps build

@@ -36,6 +36,7 @@ std::vector<sql::broker_state::group> sql_state::groups() {
             if (auto d = c.describe(l.group_id)) {
                 g.protocol = d->protocol_name;
                 g.members = static_cast<int32_t>(d->members.size());
+                g.generation = d->generation;
             }
             out.push_back(std::move(g));
         }

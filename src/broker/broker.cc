@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "broker/session.h"
+#include "catalog/group_store.h"
 
 #include "common/clock.h"
 #include "common/logging.h"
@@ -35,6 +36,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
 }
 
 broker::~broker() {
+    _groups.set_state_writer(nullptr);  // _offsets goes first
     _logs.set_high_watermark_listener(nullptr);
 }
 
@@ -136,7 +138,19 @@ result<void> broker::load_offsets() {
     }
     for (const auto& [g, entries] : by_group) _groups.restore(g, entries);
     log_info("group", "loaded {} committed offsets of {} groups", rows->size(), by_group.size());
-    _offsets = std::make_unique<offset_writer>(std::move(*store), _loop);
+    // Group state after the offsets: an Empty group's age comes from both.
+    auto gstore = catalog::group_store::open(_cfg.data_dir / "catalog.db");
+    if (!gstore) return gstore.err();
+    auto stored = (*gstore)->load();
+    if (!stored) return stored.err();
+    size_t members = 0;
+    for (const auto& g : *stored) {
+        _groups.restore_group(g);
+        members += g.members.size();
+    }
+    log_info("group", "restored {} groups with {} members", stored->size(), members);
+    _offsets = std::make_unique<offset_writer>(std::move(*store), std::move(*gstore), _loop);
+    _groups.set_state_writer(_offsets.get());
     _loop.add_timer(std::chrono::milliseconds(_cfg.offsets_retention_check_interval_ms),
                     [this] { sweep_expired_offsets(); });
     return {};

@@ -4,8 +4,9 @@
 
 namespace sluice::broker {
 
-offset_writer::offset_writer(std::unique_ptr<catalog::offset_store> store, net::event_loop& loop)
-    : _store(std::move(store)), _loop(loop), _thread([this] { run(); }) {}
+offset_writer::offset_writer(std::unique_ptr<catalog::offset_store> store,
+                             std::unique_ptr<group::state_store> groups, net::event_loop& loop)
+    : _store(std::move(store)), _groups(std::move(groups)), _loop(loop), _thread([this] { run(); }) {}
 
 offset_writer::~offset_writer() {
     {
@@ -17,9 +18,19 @@ offset_writer::~offset_writer() {
 }
 
 void offset_writer::submit(std::vector<catalog::offset_write> writes, done_fn done) {
+    enqueue({std::move(writes), {}, std::move(done)});
+}
+
+void offset_writer::write(group::group_write w, done_fn done) {
+    std::vector<group::group_write> ws;
+    ws.push_back(std::move(w));
+    enqueue({{}, std::move(ws), std::move(done)});
+}
+
+void offset_writer::enqueue(job j) {
     {
         std::lock_guard lock(_mu);
-        _queue.push_back({std::move(writes), std::move(done)});
+        _queue.push_back(std::move(j));
     }
     _cv.notify_one();
 }
@@ -34,13 +45,23 @@ void offset_writer::run() {
             batch.swap(_queue);
         }
         std::vector<catalog::offset_write> all;
-        for (auto& j : batch)
+        std::vector<group::group_write> groups;
+        for (auto& j : batch) {
             all.insert(all.end(), std::make_move_iterator(j.writes.begin()),
                        std::make_move_iterator(j.writes.end()));
+            groups.insert(groups.end(), std::make_move_iterator(j.group_writes.begin()),
+                          std::make_move_iterator(j.group_writes.end()));
+        }
+        // The two stores are independent: an offset commit never waits for group state
+        // nor the other way round, so each job learns its own store's outcome.
         result<void> r = _store->apply(all);
         if (!r) log_error("group", "storing {} committed offsets: {}", all.size(), r.err().message);
-        _loop.post([batch = std::move(batch), r]() mutable {
-            for (auto& j : batch) j.done(r);
+        result<void> rg = _groups->apply(groups);
+        if (!rg)
+            log_error("group", "storing {} group state changes: {}", groups.size(),
+                      rg.err().message);
+        _loop.post([batch = std::move(batch), r, rg]() mutable {
+            for (auto& j : batch) j.done(j.group_writes.empty() ? r : rg);
         });
     }
 }

@@ -98,11 +98,48 @@ result<void> migrate_to_5(db& d) {
     return d.exec("INSERT INTO meta (key, value) VALUES ('next_producer_id', '0')");
 }
 
+// Version 5 -> 6: the group coordinator's state, so that generations and members survive
+// a restart (docs/formats/catalog.md).
+result<void> migrate_to_6(db& d) {
+    return d.exec(R"(
+        CREATE TABLE group_metadata (
+            group_id      TEXT PRIMARY KEY,
+            state         TEXT NOT NULL
+                          CHECK (state IN ('Empty', 'PreparingRebalance', 'Stable')),
+            protocol_type TEXT,
+            protocol_name TEXT,
+            generation    INTEGER NOT NULL CHECK (generation >= 0),
+            leader        TEXT NOT NULL,
+            state_ms      INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE group_members (
+            group_id             TEXT NOT NULL,
+            member_id            TEXT NOT NULL,
+            join_order           INTEGER NOT NULL,
+            instance_id          TEXT,
+            client_id            TEXT NOT NULL,
+            client_host          TEXT NOT NULL,
+            session_timeout_ms   INTEGER NOT NULL,
+            rebalance_timeout_ms INTEGER NOT NULL,
+            assignment           BLOB NOT NULL,
+            PRIMARY KEY (group_id, member_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE group_member_protocols (
+            group_id  TEXT NOT NULL,
+            member_id TEXT NOT NULL,
+            position  INTEGER NOT NULL,
+            name      TEXT NOT NULL,
+            metadata  BLOB NOT NULL,
+            PRIMARY KEY (group_id, member_id, position)
+        ) WITHOUT ROWID;
+    )");
+}
+
 // migrations[v] takes a file from version v to v + 1. Append only: a released step never
 // changes, because files in the field already ran it.
 using migration = result<void> (*)(db&);
-constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4,
-                                    migrate_to_5};
+constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3,
+                                    migrate_to_4, migrate_to_5, migrate_to_6};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

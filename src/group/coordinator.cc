@@ -74,6 +74,7 @@ bool coordinator::maybe_drop(group_data& g) {
         !g.offsets.empty())
         return false;
     disarm(timer_kind::group, g, {}, g.deadline);
+    unstore(g);
     _groups.erase(g.id);  // g is gone after this line
     return true;
 }
@@ -192,6 +193,7 @@ std::optional<group_description> coordinator::describe(const std::string& group_
     group_description d;
     d.group_id = g->id;
     d.state = g->state;
+    d.generation = g->generation;
     d.protocol_type = g->protocol_type.value_or("");
     // Kafka names the protocol only once a generation is running.
     if (g->state == group_state::stable || g->state == group_state::completing_rebalance)

@@ -3,7 +3,9 @@
 // The group coordinator: Kafka's classic group protocol with eager rebalancing, and the
 // committed offsets of every group, held in memory.
 //
-// It knows nothing of sockets or storage. Joins and syncs that must wait for other
+// It knows nothing of sockets or storage: group state reaches storage through a
+// state_writer (state_store.h) that the owner sets, and comes back through
+// restore_group() at start-up, so generations and members survive a restart. Joins and syncs that must wait for other
 // members park their callbacks and are answered from a later call (another member's
 // join, a sync, or poll() when a deadline passes); everything runs on one thread.
 // Offsets reach it only once the caller has made them durable (store_offsets), so what
@@ -20,6 +22,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "group/state_store.h"
 #include "group/types.h"
 
 namespace sluice::group {
@@ -40,6 +43,17 @@ class coordinator {
     coordinator& operator=(const coordinator&) = delete;
 
     const config& settings() const { return _cfg; }
+
+    // --- durable group state (persistence.cc) ---
+    // Where group state is written from now on; nullptr (the default): nowhere, and
+    // every write counts as durable at once. The writer must outlive the coordinator's
+    // use of it.
+    void set_state_writer(state_writer* w) { _writer = w; }
+    // At start-up, before serving: a group as the store kept it, after its offsets were
+    // restored. Each member's session clock starts now, so a member that does not come
+    // back is removed one session timeout later; a group stored mid-rebalance waits for
+    // its members to rejoin, up to the rebalance timeout.
+    void restore_group(const stored_group& s);
 
     // --- membership (membership.cc) ---
     // cb runs exactly once, now or from a later call.
@@ -138,12 +152,26 @@ class coordinator {
     void disarm(timer_kind k, const group_data& g, const std::string& member, int64_t& slot);
     std::string new_member_id(const std::string& client_id);
 
+    // persistence.cc
+    stored_group snapshot(const group_data& g) const;
+    // Writes g as it is now; done (optional) runs once it is durable or failed.
+    void store(group_data& g, state_writer::done_fn done = nullptr);
+    void store(stored_group s, state_writer::done_fn done);
+    // Forgets g's stored record, if it has one.
+    void unstore(group_data& g);
+    // The leader's assignment is durable (or not): the generation becomes Stable and the
+    // parked syncs are answered, unless the group moved on meanwhile.
+    void complete_sync(const std::string& group_id, int32_t generation, uint64_t seq,
+                       const result<void>& stored);
+
     config _cfg;
     clock_source _clock;
     std::unordered_map<std::string, std::unique_ptr<group_data>> _groups;
     std::set<timer_key> _timers;
     std::function<void()> _on_earlier;
     uint64_t _join_seq = 0;
+    uint64_t _store_seq = 0;
+    state_writer* _writer = nullptr;
     uint64_t _id_state[2] = {};
 };
 

@@ -50,6 +50,9 @@ struct coordinator::group_data {
     bool new_member_added = false;     // a member joined during the current delay
     std::map<topic_partition, committed_offset> offsets;
     int64_t empty_since_ms = 0;  // wall clock when the group last became Empty
+    bool stored = false;         // a record of the group may be in the state store
+    // Non-zero while the leader's assignment is being made durable: the write's number.
+    uint64_t storing_assignment = 0;
 
     bool all_joined() const {
         if (!pending.empty()) return false;

@@ -121,7 +121,13 @@ void coordinator::join_static_member(group_data& g, join_request& req, join_call
             r.leader = old_id;
             r.members.clear();
         }
-        return cb(r);
+        // The new id must survive a restart before the member uses it: a restored group
+        // with the old id would fence it.
+        return store(g, [cb = std::move(cb), r = std::move(r)](const result<void>& stored) {
+            if (stored) return cb(r);
+            log_error("group", "storing a static member's new id: {}", stored.err().message);
+            cb(join_error(error_code::coordinator_not_available, r.member_id));
+        });
     }
     update_member_and_rebalance(g, m, req, std::move(cb));
 }
@@ -286,6 +292,7 @@ void coordinator::complete_join(group_data& g) {
         g.leader.clear();
         g.empty_since_ms = _clock.wall_ms();
         log_info("group", "group '{}' generation {}: empty", g.id, g.generation);
+        if (g.stored) store(g);
         return;
     }
     // The leader must be a member that is here to receive the member list.
@@ -379,20 +386,18 @@ void coordinator::sync(const sync_request& req, sync_callback cb) {
         auto it = g->members.find(id);
         if (it != g->members.end()) it->second.assignment = a;
     }
-    disarm(timer_kind::group, *g, {}, g->deadline);
-    g->state = group_state::stable;
-    log_info("group", "group '{}' generation {}: stable", g->id, g->generation);
-    for (auto& [id, member] : g->members) {
-        if (auto waiting = std::exchange(member.awaiting_sync, nullptr)) {
-            // As above: a session that expired while parked restarts now.
-            refresh_session(*g, member);
-            sync_result r;
-            r.protocol_type = g->protocol_type;
-            r.protocol_name = g->protocol_name;
-            r.assignment = member.assignment;
-            waiting(r);
-        }
-    }
+    // Stable once stored: a restart then resumes this generation (persistence.cc). The
+    // rebalance deadline stays armed while the write runs.
+    uint64_t seq = ++_store_seq;
+    g->storing_assignment = seq;
+    stored_group s = snapshot(*g);
+    s.state = group_state::stable;
+    for (size_t i = 0; i < s.members.size(); ++i)
+        s.members[i].assignment = g->members.at(s.members[i].member_id).assignment;
+    g->stored = true;
+    store(std::move(s), [this, id = g->id, gen = g->generation, seq](const result<void>& r) {
+        complete_sync(id, gen, seq, r);
+    });
 }
 
 error_code coordinator::heartbeat(const std::string& group_id, const member_ref& ref) {
@@ -473,6 +478,9 @@ void coordinator::remove_member(group_data& g, const std::string& member_id, con
         case group_state::dead:
             break;
     }
+    // A restart must not bring the member back (persistence.cc). A group that was never
+    // stored has nothing to correct.
+    if (g.stored) store(g);
 }
 
 void coordinator::on_group_deadline(group_data& g) {

@@ -88,7 +88,8 @@ outcome<row_list> groups_rows(const system_sources& src) {
     row_list out;
     for (auto& g : src.state->groups())
         if (may_describe_group(src, g.group_id))
-            out.push_back({g.group_id, g.state, g.protocol_type, g.protocol, int64_t{g.members}});
+            out.push_back({g.group_id, g.state, g.protocol_type, g.protocol, int64_t{g.members},
+                           int64_t{g.generation}});
     return out;
 }
 
@@ -179,7 +180,7 @@ outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
     if (src.state) {
         specs["groups"] = {
             "CREATE TABLE x(group_id TEXT, state TEXT, protocol_type TEXT, protocol TEXT, "
-            "members INTEGER)",
+            "members INTEGER, generation INTEGER)",
             [src] { return groups_rows(src); }};
         specs["group_offsets"] = {
             "CREATE TABLE x(group_id TEXT, topic TEXT, partition INTEGER, committed_offset "

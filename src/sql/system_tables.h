@@ -39,6 +39,7 @@ class broker_state {
         std::string protocol_type;
         std::string protocol;
         int32_t members = 0;
+        int32_t generation = 0;  // the coordinator's generation id
     };
     struct committed_offset {
         std::string group_id;

@@ -347,11 +347,13 @@ TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
         auto c = catalog::open(path);
         ASSERT_TRUE(c.ok()) << c.err().message;
     }
-    // What version 4 left: no counter.
+    // What version 4 left: no counter (and no group state, from version 6).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
                            "DELETE FROM meta WHERE key = 'next_producer_id'; "
+                           "DROP TABLE group_metadata; DROP TABLE group_members; "
+                           "DROP TABLE group_member_protocols; "
                            "PRAGMA user_version = 4",
                            nullptr, nullptr, nullptr),
               SQLITE_OK);

@@ -250,6 +250,13 @@ class group_test : public ::testing::Test {
     }
     static bytes assignment(size_t i) { return to_bytes("assignment-" + std::to_string(i)); }
 
+    // A broker restart: a new coordinator on the same clock, which setup fills (restores
+    // groups into) before the test goes on.
+    void restart(const std::function<void(coordinator&)>& setup) {
+        _co = std::make_unique<coordinator>(cfg, clock.source());
+        setup(*_co);
+    }
+
     group_state state(const std::string& group) {
         auto d = co().describe(group);
         return d ? d->state : group_state::dead;

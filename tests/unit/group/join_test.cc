@@ -8,7 +8,16 @@
 namespace sluice::group::test {
 namespace {
 
-using join_test = group_test;
+// The tests below count in steps of a 300 ms delay (make run's); the broker's default
+// is Kafka's 3 s.
+class join_test : public group_test {
+  protected:
+    join_test() { cfg.initial_rebalance_delay_ms = 300; }
+};
+
+TEST(join_defaults, the_initial_rebalance_delay_is_kafkas_3_s) {
+    EXPECT_EQ(config{}.initial_rebalance_delay_ms, 3000);
+}
 
 TEST_F(join_test, first_join_is_answered_member_id_required_with_an_id) {
     auto r = join(join_req("g"));
