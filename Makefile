@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 BUILD_DIR := build
 
-.PHONY: all build deps test-deps run test unit integration clean format lint fuzz
+.PHONY: all build deps test-deps run install test unit integration clean format lint fuzz
 
 all: build
 
@@ -60,6 +60,13 @@ DATA ?= ./data
 run: build
 	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
 	    --pg $(PG) --http $(HTTP)
+
+# build/sluice into PREFIX/bin (the one file a Sluice installation needs), e.g.
+# `make install PREFIX=~/.local`. DESTDIR is prepended, for packaging.
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD_DIR)/sluice $(DESTDIR)$(PREFIX)/bin/sluice
 
 # Unit tests and the real-client integration tests, all through ctest.
 test: test-deps build
