@@ -18,7 +18,7 @@ in test_docs.py's EXEMPT.
 """
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 SHELL_LANGS = {"sh", "bash", "shell", "console"}
@@ -37,7 +37,6 @@ class Block:
     flags: list
     text: str
     output: "Block | None" = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def runnable(self):

@@ -27,7 +27,6 @@ test_every_shell_block_is_run_or_exempt.
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 import pytest
 
 import docs_blocks as D
+import jvm_helpers as J
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = ["README.md"] + sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))
@@ -200,6 +200,8 @@ def runnable_pages():
 @pytest.mark.parametrize("page", runnable_pages())
 def test_page_runs_as_written(page, tmp_path):
     blocks = [b for b in page_blocks(page) if b.runnable]
+    if any("scripts/kafka-tool" in b.text for b in blocks):
+        J.classpath()  # resolved by `make test-deps`: the page's namespace has no network
     if not any(b.background and "sluice serve" in b.text for b in blocks):
         blocks.insert(0, D.Block(page, 0, "sh", ["background"], make_run_command() + "\n"))
     work = tmp_path / "work"
