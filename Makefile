@@ -61,10 +61,13 @@ run: build
 	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
 	    --pg $(PG) --http $(HTTP)
 
-# build/sluice into PREFIX/bin (the one file a Sluice installation needs), e.g.
+# Builds build/sluice alone and copies it into PREFIX/bin (the one file a Sluice
+# installation needs), e.g.
 # `make install PREFIX=~/.local`. DESTDIR is prepended, for packaging.
 PREFIX ?= /usr/local
-install: build
+install: deps
+	cmake --preset release >/dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD_DIR)/sluice $(DESTDIR)$(PREFIX)/bin/sluice
 
