@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 BUILD_DIR := build
 
-.PHONY: all build deps test-deps run test unit integration clean format lint fuzz
+.PHONY: all build deps test-deps run install test unit integration clean format lint fuzz
 
 all: build
 
@@ -65,6 +65,16 @@ run: build
 	@echo "make run: --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS) (the broker's default, as Kafka's, is 3000)"
 	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
 	    --pg $(PG) --http $(HTTP) --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS)
+
+# Builds build/sluice alone and copies it into PREFIX/bin (the one file a Sluice
+# installation needs), e.g.
+# `make install PREFIX=~/.local`. DESTDIR is prepended, for packaging.
+PREFIX ?= /usr/local
+install: deps
+	cmake --preset release >/dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD_DIR)/sluice $(DESTDIR)$(PREFIX)/bin/sluice
 
 # Unit tests and the real-client integration tests, all through ctest.
 test: test-deps build

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that building, running and testing Sluice need, and
-# only those that are missing. Usage: scripts/install-deps.sh [build|test|bench|lint|fuzz]...
+# only those that are missing. Usage: scripts/install-deps.sh [build|clients|test|bench|lint|fuzz]...
+# `clients` is what the docs' examples use (kcat, psql, curl, Debian's confluent-kafka for
+# Python, openssl for test certificates, Java and Maven for scripts/kafka-tool).
 set -euo pipefail
 
 build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
             libgtest-dev libgmock-dev librdkafka-dev libpq-dev libsimdjson-dev
             libssl-dev libtomlplusplus-dev
             zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev)
-test_pkgs=(python3 python3-pytest python3-confluent-kafka python3-kafka kcat
-            postgresql-client python3-psycopg2 openssl python3-venv
-            python3-snappy python3-lz4 python3-zstandard
-            openjdk-17-jdk-headless maven postgresql-15 python3-sqlalchemy)
+client_pkgs=(kcat postgresql-client curl python3 python3-confluent-kafka openssl
+             openjdk-17-jdk-headless maven)
+# iproute2: tests/integration/test_docs.py brings up the loopback of its namespaces.
+test_pkgs=("${client_pkgs[@]}" iproute2 python3-pytest python3-kafka
+            python3-psycopg2 python3-venv python3-snappy python3-lz4 python3-zstandard
+            postgresql-15 python3-sqlalchemy)
 bench_pkgs=(fio iperf3)
 lint_pkgs=(clang-tidy python3)
 # libFuzzer and the sanitizers' runtimes come with clang's runtime package.
@@ -20,6 +24,7 @@ want=()
 for group in "${@:-build}"; do
   case "$group" in
     build) want+=("${build_pkgs[@]}") ;;
+    clients) want+=("${client_pkgs[@]}") ;;
     test) want+=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     bench) want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
     lint) want+=("${build_pkgs[@]}" "${lint_pkgs[@]}") ;;

@@ -51,7 +51,8 @@ def test_wrapper_names_and_refusals():
     listed = out("--list").split()
     for t in ("kafka-topics", "kafka-configs", "kafka-consumer-groups", "kafka-console-producer",
               "kafka-console-consumer", "kafka-get-offsets", "kafka-delete-records",
-              "kafka-producer-perf-test", "kafka-consumer-perf-test", "kafka-acls"):
+              "kafka-producer-perf-test", "kafka-consumer-perf-test", "kafka-acls",
+              "kafka-transactions", "connect-distributed"):
         assert t in listed
     bad = tool("kafka-nonesuch", check=False)
     assert bad.returncode == 2 and "unknown tool 'nonesuch'" in bad.stderr
