@@ -9,7 +9,8 @@ Two phases, each of --fetches fetches: "idle" (nothing new anywhere) and "trickl
 record in each of --trickle partitions before each fetch, produced on another
 connection outside the measured windows). For each: request and response bytes per
 fetch, broker CPU ms per fetch (utime+stime of the broker from /proc, summed over the
-fetch windows only), and the client's round trip. Run it with a broker that has fetch
+windows from sending each fetch to receiving its answer), and that round trip. Each
+fetch waits up to 500 ms for one byte, as the Java consumer's do. Run it with a broker that has fetch
 sessions and one that has not (e.g. a build of an older commit) to compare:
 
     bench/fetch_session_bench.py --sluice build/sluice
@@ -18,23 +19,14 @@ sessions and one that has not (e.g. a build of an older commit) to compare:
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
+
+from bench_broker import cpu_seconds, sluice_broker
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 import kproto as K  # noqa: E402
 import kproto_flex as F  # noqa: E402
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
 def parse_fetch13(r):
@@ -67,8 +59,8 @@ def parse_fetch13(r):
 class Consumer:
     """The Java consumer's FetchSessionHandler, reduced to one topic and no errors."""
 
-    def __init__(self, conn, topic_id, partitions):
-        self.conn, self.topic_id = conn, topic_id
+    def __init__(self, conn, topic_id, partitions, broker_pid):
+        self.conn, self.topic_id, self.broker_pid = conn, topic_id, broker_pid
         self.offsets = {p: 0 for p in range(partitions)}
         self.session_id, self.epoch = 0, 0
         self.sent = {}  # partition -> offset the session holds
@@ -88,9 +80,13 @@ class Consumer:
         return body, names
 
     def fetch(self):
+        """(request bytes, response bytes, records, broker CPU s, round trip s): the CPU
+        and time from sending the request to receiving the whole answer."""
         body, names = self.request()
+        c0, t0 = cpu_seconds(self.broker_pid), time.monotonic()
         cid = self.conn.send_request(K.FETCH, 13, body, header_version=2)
         frame = self.conn.recv_response(cid, header_version=1)
+        t1, c1 = time.monotonic(), cpu_seconds(self.broker_pid)
         err, sid, got = parse_fetch13(frame)
         assert err == 0, "fetch error %d" % err
         if sid == 0:
@@ -104,7 +100,7 @@ class Consumer:
             if decoded:
                 self.offsets[p] = decoded[-1].offset + 1
                 records += len(decoded)
-        return len(body), len(frame.data), records
+        return len(body), len(frame.data), records, c1 - c0, t1 - t0
 
 
 def produce(conn, topic, parts):
@@ -125,25 +121,14 @@ def main():
     ap.add_argument("--trickle", type=int, default=10, help="partitions with a new record per fetch")
     a = ap.parse_args()
 
-    data = tempfile.mkdtemp(prefix="sluice-fsbench-")
-    proc = subprocess.Popen([a.sluice, "serve", "--data-dir", data, "--listen", "127.0.0.1:0",
-                             "--max-open-files", "20000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        bootstrap = None
-        deadline = time.monotonic() + 30
-        while bootstrap is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if line.startswith("listening kafka "):
-                bootstrap = line.split()[2]
-        assert bootstrap, "the broker printed no listening line"
+    with sluice_broker(a.sluice, "--max-open-files", "20000") as (proc, bootstrap, _):
         topic = "fsbench"
         with K.Conn(bootstrap, timeout=120) as c:
             r = F.create_topics(c, [dict(name=topic, num_partitions=a.partitions)], timeout_ms=120000)
             assert r["topics"][0]["error_code"] == 0, r
             tid = r["topics"][0]["topic_id"]
         with K.Conn(bootstrap, timeout=120) as conn, K.Conn(bootstrap, timeout=120) as pconn:
-            consumer = Consumer(conn, tid, a.partitions)
+            consumer = Consumer(conn, tid, a.partitions, proc.pid)
             first = consumer.fetch()
             print("first fetch: %d request bytes, %d response bytes, session id %s"
                   % (first[0], first[1], consumer.session_id or "none"))
@@ -155,10 +140,8 @@ def main():
                     if phase == "trickle":
                         base = (n * a.trickle) % a.partitions
                         produce(pconn, topic, [(base + i) % a.partitions for i in range(a.trickle)])
-                    c0, t0 = cpu_seconds(proc.pid), time.monotonic()
-                    q, s, got = consumer.fetch()
-                    t1, c1 = time.monotonic(), cpu_seconds(proc.pid)
-                    req, resp, recs, cpu, wall = req + q, resp + s, recs + got, cpu + c1 - c0, wall + t1 - t0
+                    q, s, got, c, w = consumer.fetch()
+                    req, resp, recs, cpu, wall = req + q, resp + s, recs + got, cpu + c, wall + w
                 if phase == "trickle":
                     assert recs == a.fetches * a.trickle, "records: %d of %d" % (recs, a.fetches * a.trickle)
                 rows.append((phase, req / a.fetches, resp / a.fetches, 1000 * cpu / a.fetches,
@@ -169,13 +152,6 @@ def main():
         print("|---|---:|---:|---:|---:|")
         for phase, q, s, c, w in rows:
             print("| %s | %s | %s | %.2f | %.2f |" % (phase, format(round(q), ","), format(round(s), ","), c, w))
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

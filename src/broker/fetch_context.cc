@@ -88,7 +88,10 @@ fetch_context begin_fetch(fetch_session_cache& cache, fetch_request& req, int16_
     fetch_context c;
     c.by_id = by_id;
     if (s->size() == 0) {
-        // Nothing left to fetch: the session ends, and this fetch is answered alone.
+        // Nothing left to fetch: the session ends, and this fetch is answered alone. The
+        // epoch moves on all the same, so that a fetch of the session still waiting for
+        // data answers INVALID_FETCH_SESSION_EPOCH instead of reading what was removed.
+        s->advance_epoch();
         cache.remove(id);
         log_debug("fetch", "fetch session {} closed: every partition forgotten", id);
         return c;

@@ -284,6 +284,16 @@ TEST(FetchContext, AnotherFetchWhileWaitingFailsTheEpoch) {
     finish_fetch(cache, first_ctx, first, out, 3);  // the first one's answer comes late
     EXPECT_EQ(out.error_code, static_cast<int16_t>(error_code::invalid_fetch_session_epoch));
     EXPECT_TRUE(out.responses.empty());
+
+    // The same when the later fetch forgot every partition (and so ended the session).
+    auto waiting = request(id, 3, {});
+    auto waiting_ctx = begin_fetch(cache, waiting, 12, 4);
+    auto last = request(id, 4, {});
+    last.forgotten_topics.push_back({"t", {}, {0}});
+    EXPECT_EQ(begin_fetch(cache, last, 12, 5).k, fetch_context::kind::sessionless);
+    out = read(waiting, {3});
+    finish_fetch(cache, waiting_ctx, waiting, out, 6);
+    EXPECT_EQ(out.error_code, static_cast<int16_t>(error_code::invalid_fetch_session_epoch));
 }
 
 TEST(FetchContext, ErrorsAreAlwaysAnsweredAndResentOnceGone) {
