@@ -15,23 +15,16 @@ import argparse
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
+
+from bench_broker import cpu_seconds, sluice_broker
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 import kproto as K  # noqa: E402
 
-TICKS = os.sysconf("SC_CLK_TCK")
 IN_FLIGHT = 8
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
 def json_records(n, rng):
@@ -124,17 +117,7 @@ def main():
             payload += sum(len(v) for v in vals)
         return out, payload
 
-    data = tempfile.mkdtemp(prefix="sluice-compbench-")
-    proc = subprocess.Popen([a.sluice, "serve", "--data-dir", data, "--listen", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        bootstrap = None
-        deadline = time.monotonic() + 30
-        while bootstrap is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if line.startswith("listening kafka "):
-                bootstrap = line.split()[2]
-        assert bootstrap, "the broker printed no listening line"
+    with sluice_broker(a.sluice) as (proc, bootstrap, data):
         cases = [("uncompressed", 0, None), ("lz4", K.LZ4, None), ("zstd", K.ZSTD, None),
                  ("uncompressed -> topic zstd", 0, "zstd")]
         rows = []
@@ -162,13 +145,6 @@ def main():
             print("| %s | %.0f | %.2f | %.0f | %.2f | %s | %.1f%% | %s |" % (
                 name, pm, pc, cm, cc, format(disk, ","), 100.0 * disk / payload,
                 ",".join(K.CODEC_NAMES[c] for c in sorted(codecs))))
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

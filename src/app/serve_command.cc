@@ -329,6 +329,8 @@ int serve(const serve_options& o) {
     cfg.max_open_files = o.max_open_files;
     cfg.queued_max_request_bytes = o.limits.queued_max_request_bytes;
     cfg.request_stall_timeout_ms = o.limits.request_stall_timeout_ms;
+    cfg.fetch_session_cache_slots = o.limits.fetch_session_cache_slots;
+    cfg.fetch_session_min_eviction_ms = o.limits.fetch_session_min_eviction_ms;
     cfg.groups = o.groups;
     if (cfg.groups.min_session_timeout_ms > cfg.groups.max_session_timeout_ms) {
         log_error("app",

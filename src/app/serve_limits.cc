@@ -45,6 +45,18 @@ void add_connection_limit_flags(CLI::App& cmd, connection_limits& l) {
                    "closed to make room, or the new one is refused (53300)")
         ->check(CLI::Range(size_t{1}, size_t{100000}))
         ->capture_default_str();
+    cmd.add_option("--max-incremental-fetch-session-cache-slots", l.fetch_session_cache_slots,
+                   "Kafka's max.incremental.fetch.session.cache.slots: incremental fetch "
+                   "sessions (KIP-227) the broker holds at once; a client refused one goes on "
+                   "with full fetches; 0: none")
+        ->check(CLI::Range(size_t{0}, size_t{1} << 24))
+        ->capture_default_str();
+    cmd.add_option("--min-incremental-fetch-session-eviction-ms", l.fetch_session_min_eviction_ms,
+                   "How long a fetch session is unused before a new one may take its slot, and "
+                   "how old it is before a new one of more partitions may (Kafka's fixed "
+                   "120000)")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+        ->capture_default_str();
 }
 
 void raise_fd_limit() {

@@ -18,6 +18,10 @@ struct connection_limits {
     int64_t pg_startup_timeout_ms = 10'000;
     int64_t pg_idle_session_timeout_ms = 600'000;  // 0: never
     size_t pg_max_starting_connections = 64;
+    // Kafka's max.incremental.fetch.session.cache.slots (KIP-227).
+    size_t fetch_session_cache_slots = 1000;
+    // Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS.
+    int64_t fetch_session_min_eviction_ms = 120'000;
 };
 
 void add_connection_limit_flags(CLI::App& cmd, connection_limits& l);

@@ -24,6 +24,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _logs(logs),
       _topics(cat, logs, _cfg.topic_defaults),
       _groups(_cfg.groups),
+      _fetch_sessions(_cfg.fetch_session_cache_slots, _cfg.fetch_session_min_eviction_ms),
       _access(cat, _cfg.authorization, _cfg.authenticate),
       _acls(cat),
       _request_budget(std::make_shared<net::byte_budget>(_cfg.queued_max_request_bytes)) {

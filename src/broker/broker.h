@@ -14,6 +14,7 @@
 #include "broker/acl_service.h"
 #include "broker/config.h"
 #include "broker/expansion_hooks.h"
+#include "broker/fetch_session.h"
 #include "broker/offset_writer.h"
 #include "broker/periodic_thread.h"
 #include "broker/topic_registry.h"
@@ -51,6 +52,8 @@ class broker {
     topic_registry& topics() { return _topics; }
     log::log_manager& logs() { return _logs; }
     group::coordinator& groups() { return _groups; }
+    // Incremental fetch sessions (KIP-227) of the clients that fetch from this broker.
+    fetch_session_cache& fetch_sessions() { return _fetch_sessions; }
     // Makes committed-offset changes durable, then runs fn on the loop thread.
     void store_offsets(std::vector<catalog::offset_write> writes,
                        std::function<void(result<void>)> fn);
@@ -128,6 +131,7 @@ class broker {
     log::log_manager& _logs;
     topic_registry _topics;
     group::coordinator _groups;
+    fetch_session_cache _fetch_sessions;
     std::unique_ptr<offset_writer> _offsets;
     std::unique_ptr<periodic_thread> _retention;  // deletes segments by retention
     std::unique_ptr<periodic_thread> _cleaner;    // compacts cleanup.policy=compact topics

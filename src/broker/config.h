@@ -81,6 +81,12 @@ struct broker_config {
     // Requests one connection may have in flight before the broker stops reading from
     // it; librdkafka pipelines up to 1,000,000 by default, so this bounds memory.
     size_t max_in_flight_per_connection = 256;
+    // Kafka's max.incremental.fetch.session.cache.slots: fetch sessions held at once.
+    size_t fetch_session_cache_slots = 1000;
+    // Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS: how long a session is safe from
+    // eviction by a larger one after its creation, and how long unused before any new
+    // session may take its place.
+    int64_t fetch_session_min_eviction_ms = 120'000;
     group::config groups;
     // offsets.retention.check.interval.ms: how often expired offsets are swept.
     int64_t offsets_retention_check_interval_ms = 600000;

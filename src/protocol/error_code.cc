@@ -66,6 +66,9 @@ std::string_view error_name(error_code e) {
         case error_code::rebalance_in_progress: return "REBALANCE_IN_PROGRESS";
         case error_code::non_empty_group: return "NON_EMPTY_GROUP";
         case error_code::group_id_not_found: return "GROUP_ID_NOT_FOUND";
+        case error_code::fetch_session_id_not_found: return "FETCH_SESSION_ID_NOT_FOUND";
+        case error_code::invalid_fetch_session_epoch: return "INVALID_FETCH_SESSION_EPOCH";
+        case error_code::fetch_session_topic_id_error: return "FETCH_SESSION_TOPIC_ID_ERROR";
         case error_code::member_id_required: return "MEMBER_ID_REQUIRED";
         case error_code::group_max_size_reached: return "GROUP_MAX_SIZE_REACHED";
         case error_code::fenced_instance_id: return "FENCED_INSTANCE_ID";

@@ -51,6 +51,8 @@ enum class error_code : int16_t {
     unknown_producer_id = 59,           // the partition no longer knows the producer
     non_empty_group = 68,  // delete of a group that still has members
     group_id_not_found = 69,
+    fetch_session_id_not_found = 70,   // an incremental fetch of a session not (or no longer) held
+    invalid_fetch_session_epoch = 71,  // an incremental fetch out of the session's sequence
     transactional_id_authorization_failed = 53,
     kafka_storage_error = 56,
     sasl_authentication_failed =
@@ -66,6 +68,7 @@ enum class error_code : int16_t {
     unacceptable_credential = 93,    // iterations out of range, empty salt or password
     unknown_topic_id = 100,
     inconsistent_topic_id = 103,
+    fetch_session_topic_id_error = 106,  // a session's fetches mix topic names and ids
 };
 
 std::string_view error_name(error_code e);

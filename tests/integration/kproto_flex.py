@@ -158,6 +158,12 @@ FETCH_RESP = [
                                      ("aborted_transactions", [[("producer_id", "i64"), ("first_offset", "i64")]]),
                                      ("preferred_read_replica", "i32"), ("records", "bytes")]])]])]
 
+# Fetch v13: v12 with topics by id (requested, forgotten and answered).
+FETCH13_REQ = FETCH_REQ[:7] + [("topics", [[("topic_id", "uuid"), FETCH_REQ[7][1][0][1]]]),
+                               ("forgotten_topics_data", [[("topic_id", "uuid"), ("partitions", ["i32"])]]),
+                               ("rack_id", "str")]
+FETCH13_RESP = FETCH_RESP[:3] + [("responses", [[("topic_id", "uuid"), FETCH_RESP[3][1][0][1]]])]
+
 # ListOffsets v8.
 LIST_OFFSETS_V = 8
 LIST_OFFSETS_REQ = [("replica_id", "i32"), ("isolation_level", "i8"),

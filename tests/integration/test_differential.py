@@ -19,6 +19,7 @@ import kproto_flex as F
 from differential_helpers import (  # noqa: F401 (kafka, sluice, both: the module's fixtures)
     ask, assert_same, both, create, fresh, kafka, produce, records, same, set_aside_deliberate, sluice,
     wait_until)
+from test_fetch_sessions import fetch as session_fetch
 
 
 # -- CreateTopics ------------------------------------------------------------------------
@@ -646,3 +647,52 @@ def test_group_with_a_subscription(both):
 def test_describe_cluster(both):
     a = same(both, K.describe_cluster_v0)
     assert a["error"] == 0 and len(a["brokers"]) == 1 and a["controller_id"] == "<broker>", a
+
+
+# -- Fetch sessions (KIP-227) --------------------------------------------------------------
+
+
+def session_steps(conn, name):
+    """One consumer's fetch session, step by step on one connection; the answers with each
+    session id reduced to whether there is one and the records to (offset, value)."""
+    sid = 0
+
+    def step(session_id, epoch, parts=(), forget=()):
+        a = session_fetch(conn, session_id, epoch, [(name, p, o) for p, o in parts],
+                          [(name, p) for p in forget])
+        a["session_id"] = "<session>" if a["session_id"] else 0
+        for t in a["responses"]:
+            for p in t["partitions"]:
+                p["records"] = [(r.offset, r.value) for r in K.decode_batches(p["records"] or b"")[0]]
+        return a
+
+    def new_session(parts):
+        nonlocal sid
+        a = session_fetch(conn, 0, 0, [(name, p, o) for p, o in parts])
+        sid = a["session_id"]
+        a["session_id"] = "<session>" if sid else 0
+        return a
+
+    def put(partition, value):
+        F.produce(conn, name, partition, K.encode_batch([(1_700_000_000_000, None, value, [])]))
+
+    put(0, b"a")
+    out = [new_session([(0, 0), (1, 0), (2, 0)])]
+    out.append(step(sid, 1, [(0, 1)]))             # nothing changed: no partitions
+    put(1, b"b")
+    out.append(step(sid, 2))                       # only partition 1, from the session's offset
+    out.append(step(sid, 3, [(1, 1)], forget=[2]))
+    out.append(step(sid, 3))                       # INVALID_FETCH_SESSION_EPOCH
+    out.append(step(sid ^ 0x5A5A5A, 4))            # FETCH_SESSION_ID_NOT_FOUND
+    out.append(step(sid, 4))                       # the errors changed nothing
+    out.append(step(sid, -1, [(0, 0)]))            # closes; answered without a session
+    out.append(step(sid, 5))
+    return out
+
+
+def test_fetch_session(both):
+    name = create(both, fresh("fs"), partitions=3)
+    a = same(both, lambda c: session_steps(c, name), "a fetch session")
+    assert [x["error_code"] for x in a] == [0, 0, 0, 0, 71, 70, 0, 0, 70], a
+    assert [x["session_id"] for x in a] == ["<session>"] * 4 + [0, 0, "<session>", 0, 0], a
+    assert [len(x["responses"]) for x in a] == [1, 0, 1, 0, 0, 0, 0, 1, 0], a

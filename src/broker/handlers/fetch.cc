@@ -1,8 +1,10 @@
 #include <algorithm>
 
 #include "broker/broker.h"
+#include "broker/fetch_session.h"
 #include "broker/handlers/handlers.h"
 #include "broker/session.h"
+#include "common/clock.h"
 #include "log/file_io.h"
 #include "protocol/legacy_records.h"
 #include "protocol/messages/fetch.h"
@@ -106,9 +108,16 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
 struct parked_fetch {
     request_context ctx;
     fetch_request req;
-    bool by_id;
+    fetch_context session;
     std::vector<bool> denied;
 };
+
+// Answers what was read, as the request's fetch session makes it (KIP-227).
+void answer(const request_context& ctx, const fetch_request& req, const fetch_context& session,
+            fetch_response& resp) {
+    finish_fetch(ctx.b.fetch_sessions(), session, req, resp, steady_ms());
+    ctx.respond(resp);
+}
 
 }  // namespace
 
@@ -117,6 +126,13 @@ void handle_fetch(const request_context& ctx, request_body body) {
     if (!decode_request(ctx, body, req)) return;
     bool by_id = ctx.version() >= 13;
     auto& b = ctx.b;
+    // An incremental fetch's topics become every partition of its session.
+    auto session = begin_fetch(b.fetch_sessions(), req, ctx.version(), steady_ms());
+    if (session.k == fetch_context::kind::error) {
+        fetch_response resp;
+        answer(ctx, req, session, resp);
+        return;
+    }
     std::vector<bool> denied(req.topics.size());
     for (size_t i = 0; i < req.topics.size(); ++i) {
         const topic_state* t =
@@ -128,7 +144,7 @@ void handle_fetch(const request_context& ctx, request_body body) {
     auto min_bytes = static_cast<size_t>(std::max(req.min_bytes, 0));
     if (req.max_wait_ms <= 0 || o.bytes >= min_bytes || o.error || req.topics.empty() ||
         b.shutting_down()) {
-        ctx.respond(o.resp);
+        answer(ctx, req, session, o.resp);
         return;
     }
     // Long poll: park until a requested partition's high watermark moves or max_wait
@@ -138,13 +154,13 @@ void handle_fetch(const request_context& ctx, request_body body) {
         const topic_state* t = by_id ? b.topics().find(rt.topic_id) : b.topics().find(rt.name);
         for (const auto& rp : rt.partitions) tps.push_back({t ? t->info.name : rt.name, rp.partition});
     }
-    auto p =
-        std::make_shared<parked_fetch>(parked_fetch{ctx, std::move(req), by_id, std::move(denied)});
+    auto p = std::make_shared<parked_fetch>(
+        parked_fetch{ctx, std::move(req), std::move(session), std::move(denied)});
     b.wait_for_data(tps, std::chrono::milliseconds(p->req.max_wait_ms), [p, min_bytes](bool timed_out) {
         if (p->ctx.sess->closed()) return true;
         auto again = read_all(p->ctx.b, p->req, p->ctx.version(), p->denied);
         if (!timed_out && again.bytes < min_bytes && !again.error) return false;
-        p->ctx.respond(again.resp);
+        answer(p->ctx, p->req, p->session, again.resp);
         return true;
     });
 }
