@@ -56,8 +56,11 @@ PG ?= 127.0.0.1:5432
 HTTP ?= 127.0.0.1:8080
 DATA ?= ./data
 
-# serve makes the data directory itself, once its ports are known to be free.
-run: build
+# serve makes the data directory itself, once its ports are known to be free. Only the
+# broker is built (not the unit tests and benchmark tools `make build` makes too).
+run: deps
+	cmake --preset release >/dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
 	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
 	    --pg $(PG) --http $(HTTP)
 
