@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
         sluice::app::add_expansion_commands(app, exit_code);
         sluice::app::add_security_commands(app, exit_code);
         std::vector<std::string> args(argv + 1, argv + argc);
-        auto with_file = sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
+        auto with_file =
+            sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
         if (!with_file) {
             std::fprintf(stderr, "sluice serve: --config: %s\n", with_file.err().message.c_str());
             return sluice::app::usage_exit_code;

@@ -6,7 +6,8 @@
 // grants or denies, when Kafka's patterns can express them. Bindings written through
 // Kafka's ACL APIs live in one managed policy per principal, `kafka-acl:User:NAME`,
 // attached to NAME; Kafka's wildcard principal User:* is `kafka-acl:User:*`, attached to
-// `*`, which the authorizer applies to every principal (security/authorizer.h). Pure functions: the catalog and the wire are the callers' business.
+// `*`, which the authorizer applies to every principal (security/authorizer.h). Pure
+// functions: the catalog and the wire are the callers' business.
 
 #include <cstdint>
 #include <optional>

@@ -100,7 +100,8 @@ bool is_boolean_item(std::span<const token> item) {
                 // The operator: adjacent operator characters, less a sign that begins
                 // the next operand (`a=-1`).
                 size_t j = i + 1;
-                while (j < item.size() && is_operator_char(item[j]) && item[j].begin == item[j - 1].end)
+                while (j < item.size() && is_operator_char(item[j]) &&
+                       item[j].begin == item[j - 1].end)
                     ++j;
                 std::string op;
                 for (size_t k = i; k < j; ++k) op += item[k].text;

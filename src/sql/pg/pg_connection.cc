@@ -571,7 +571,8 @@ bool pg_connection::run_simple(prepared_query& q) {
     int64_t rows = 0;
     if (s != statement::step_state::failed && !cols.empty()) {
         // The first row is stepped before RowDescription so expressions get types.
-        auto oids = choose_oids(cols, s == statement::step_state::row ? &st.row() : nullptr, q.info);
+        auto oids =
+            choose_oids(cols, s == statement::step_state::row ? &st.row() : nullptr, q.info);
         std::vector<field_desc> fields;
         for (size_t i = 0; i < cols.size(); ++i)
             fields.push_back({cols[i].name, oids[i], type_size(oids[i]), 0});

@@ -84,7 +84,8 @@ TEST_F(acl_service_test, creations_make_one_attached_managed_policy_per_principa
     // Read back as User:*, and removed as such.
     acl::filter f;
     f.principal = "User:*";
-    ASSERT_EQ(_acls->describe(f), std::vector<acl::binding>{topic_acl("orders", operation::read, "User:*")});
+    ASSERT_EQ(_acls->describe(f),
+              std::vector<acl::binding>{topic_acl("orders", operation::read, "User:*")});
     auto removed = _acls->remove(f);
     ASSERT_EQ(removed.size(), 1u);
     EXPECT_FALSE(removed[0].refused) << *removed[0].refused;

@@ -37,7 +37,8 @@ TEST(boolean_columns, the_list_ends_where_the_select_list_ends) {
     EXPECT_TRUE(t.complete);
     EXPECT_EQ(t.boolean, (std::vector<bool>{true, false}));
     EXPECT_EQ(flags("SELECT a = 1 UNION SELECT 2"), std::vector<bool>{true});
-    EXPECT_EQ(flags("SELECT DISTINCT ON (a = 1) a, b < 1 FROM t"), (std::vector<bool>{false, true}));
+    EXPECT_EQ(flags("SELECT DISTINCT ON (a = 1) a, b < 1 FROM t"),
+              (std::vector<bool>{false, true}));
     EXPECT_TRUE(flags("INSERT INTO t SELECT 1 = 1").empty());
     EXPECT_TRUE(flags("VALUES (1 = 1)").empty());
 }
