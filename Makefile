@@ -56,12 +56,15 @@ PG ?= 127.0.0.1:5432
 HTTP ?= 127.0.0.1:8080
 DATA ?= ./data
 
-# serve makes the data directory itself, once its ports are known to be free.
+# serve makes the data directory itself, once its ports are known to be free. Only the
+# broker is built (not the unit tests and benchmark tools `make build` makes too).
 # A new consumer group waits 300 ms for more members here, not Kafka's 3 s (the broker's
 # default): trying a consumer by hand, it gets its partitions in its first poll or two.
 # Change it with `make run GROUP_DELAY_MS=3000` (docs/configuration.md).
 GROUP_DELAY_MS ?= 300
-run: build
+run: deps
+	cmake --preset release >/dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
 	@echo "make run: --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS) (the broker's default, as Kafka's, is 3000)"
 	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
 	    --pg $(PG) --http $(HTTP) --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS)

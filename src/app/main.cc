@@ -1,6 +1,5 @@
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -12,6 +11,7 @@
 #include "app/serve_command.h"
 #include "app/sql_command.h"
 #include "app/topic_command.h"
+#include "app/usage_errors.h"
 #include "app/version_command.h"
 
 int main(int argc, char** argv) {
@@ -27,20 +27,19 @@ int main(int argc, char** argv) {
         sluice::app::add_sql_command(app, exit_code);
         sluice::app::add_expansion_commands(app, exit_code);
         sluice::app::add_security_commands(app, exit_code);
+        std::vector<std::string> args(argv + 1, argv + argc);
+        auto with_file =
+            sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
+        if (!with_file) {
+            std::fprintf(stderr, "sluice serve: --config: %s\n", with_file.err().message.c_str());
+            return sluice::app::usage_exit_code;
+        }
+        args = std::move(*with_file);
         try {
-            std::vector<std::string> args(argv + 1, argv + argc);
-            auto with_file =
-                sluice::app::with_config_file(std::move(args), *app.get_subcommand("serve"));
-            if (!with_file) {
-                std::fprintf(stderr, "sluice serve: --config: %s\n",
-                             with_file.err().message.c_str());
-                return 2;
-            }
-            args = std::move(*with_file);
-            std::reverse(args.begin(), args.end());  // CLI11 takes them last first
-            app.parse(std::move(args));
+            // CLI11 takes them last first; the originals stay for the error message.
+            app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
         } catch (const CLI::ParseError& e) {
-            return app.exit(e);
+            return sluice::app::report_parse_error(app, e, args);
         }
         return exit_code;
     } catch (const std::exception& e) {

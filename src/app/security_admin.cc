@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include "common/logging.h"
+#include "security/authorizer.h"
 #include "security/gate.h"
 #include "security/policy.h"
 #include "sql/http/http_server.h"
@@ -14,6 +15,9 @@ namespace {
 
 result<void> check_user_change(const user_change& u) {
     if (u.name.empty()) return {errc::invalid_argument, "a user name must not be empty"};
+    if (u.name == security::every_user)
+        return {errc::invalid_argument,
+                "'*' is no user name: a policy attached to '*' applies to every user"};
     if (u.password.empty()) return {errc::invalid_argument, "a password must not be empty"};
     if (u.iterations < security::min_iterations || u.iterations > security::max_iterations)
         return {errc::invalid_argument,
@@ -65,7 +69,8 @@ result<void> remove_user(catalog::catalog& cat, const std::string& name) {
 
 result<void> attach_policy(catalog::catalog& cat, const std::string& policy,
                            const std::string& user, bool external) {
-    if (!external && user != "ANONYMOUS" && cat.credentials(user).empty())
+    if (!external && user != "ANONYMOUS" && user != security::every_user &&
+        cat.credentials(user).empty())
         return {errc::not_found,
                 fmt::format("no user '{}': add it first (sluice user add), or pass --external "
                             "(\"external\": true) for a principal that is no Sluice user, such "

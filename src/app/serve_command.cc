@@ -8,6 +8,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <sqlite3.h>
 
@@ -250,16 +251,27 @@ result<void> configure_security(const serve_options& o, broker::broker_config& c
 }
 
 // Whether every fixed port is free, before the data directory is touched: a broker that
-// cannot serve must leave nothing behind. A port taken between this probe and the real
-// bind still fails the start, only later.
+// cannot serve must leave nothing behind. Every port is tried, so that one start names
+// all that are taken. A port taken between this probe and the real bind still fails
+// the start, only later.
 result<void> check_ports_free(const std::vector<std::pair<std::string, net::host_port>>& ports) {
+    std::string taken;
     for (const auto& [flag, addr] : ports) {
         if (addr.port == 0) continue;
         auto s = net::open_listen_socket(addr, false);
-        if (!s) return {s.code(), flag + ": " + s.err().message};
+        if (!s) {
+            log_error("app", "{}: {}", flag, s.err().message);
+            taken += (taken.empty() ? "" : ", ") + flag + " " + addr.to_string();
+            continue;
+        }
         ::close(s->fd);
     }
-    return {};
+    if (taken.empty()) return {};
+    return {errc::io_error,
+            fmt::format("cannot listen on {}: choose other addresses with --listen, --pg and "
+                        "--http, or with `make run KAFKA=127.0.0.1:19092 PG=127.0.0.1:15432 "
+                        "HTTP=127.0.0.1:18080` (README.md)",
+                        taken)};
 }
 
 int serve(const serve_options& o) {

@@ -109,10 +109,12 @@ result<std::unique_ptr<catalog>> catalog::open(const std::filesystem::path& path
     if (auto r = c->load(); !r) {
         return error{r.code(), fmt::format("catalog {}: {}", where, r.err().message)};
     }
-    if (*from != schema_version) {
+    // Version 0 is a file without tables: a new catalog, not an upgrade.
+    if (*from == 0)
+        log_info("catalog", "{}: schema created at version {}", where, schema_version);
+    else if (*from != schema_version)
         log_info("catalog", "{}: schema migrated from version {} to {}", where, *from,
                  schema_version);
-    }
     log_info("catalog", "opened {}: schema version {}, {} topics, cluster id {}", where,
              schema_version, c->_by_name.size(), c->_cluster_id);
     return c;

@@ -214,9 +214,7 @@ result<mapped> to_statement(const binding& b) {
                                   b.principal));
     std::string user = b.principal.substr(user_prefix.size());
     if (user.empty()) return refuse("the principal 'User:' has an empty user name");
-    if (user == "*")
-        return refuse("the wildcard principal User:* cannot be expressed: a Sluice policy is "
-                      "attached to each user by name");
+    // User:* (every principal) is the policy kafka-acl:User:*, attached to every_user.
     auto res = resource_of(b);
     if (!res) return res.err();
     statement st;

@@ -5,7 +5,9 @@
 // policy statement with one action and one resource; a statement is the bindings it
 // grants or denies, when Kafka's patterns can express them. Bindings written through
 // Kafka's ACL APIs live in one managed policy per principal, `kafka-acl:User:NAME`,
-// attached to NAME. Pure functions: the catalog and the wire are the callers' business.
+// attached to NAME; Kafka's wildcard principal User:* is `kafka-acl:User:*`, attached to
+// `*`, which the authorizer applies to every principal (security/authorizer.h). Pure
+// functions: the catalog and the wire are the callers' business.
 
 #include <cstdint>
 #include <optional>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <span>
+#include <vector>
 
 namespace sluice::security {
 
@@ -51,22 +52,28 @@ bool authorizer::allowed(const principal& p, action a, const resource& r) const 
 
 decision authorizer::decide(const snapshot& s, const std::string& user, action a,
                             const resource& r) const {
-    auto it = s.by_user.find(user);
-    if (it == s.by_user.end()) return decision::no_match;
+    // The user's own policies, and those attached to every user (Kafka's User:*).
+    std::vector<const std::vector<policy>*> sets;
+    for (std::string_view key : {std::string_view(user), every_user})
+        if (auto it = s.by_user.find(std::string(key)); it != s.by_user.end())
+            sets.push_back(&it->second);
+    if (sets.empty()) return decision::no_match;
     const std::string name = resource_name(r);
     const std::string_view asked = action_name(a);
     auto grants = granting(a);
     bool allow = false;
-    for (const policy& pol : it->second) {
-        for (const statement& st : pol.statements) {
-            if (st.eff == effect::deny) {
-                if (glob_match_any(st.actions, asked) && glob_match_any(st.resources, name))
-                    return decision::deny;
-            } else if (!allow) {
-                bool acts = std::any_of(grants.begin(), grants.end(), [&](action g) {
-                    return glob_match_any(st.actions, action_name(g));
-                });
-                allow = acts && glob_match_any(st.resources, name);
+    for (const auto* policies : sets) {
+        for (const policy& pol : *policies) {
+            for (const statement& st : pol.statements) {
+                if (st.eff == effect::deny) {
+                    if (glob_match_any(st.actions, asked) && glob_match_any(st.resources, name))
+                        return decision::deny;
+                } else if (!allow) {
+                    bool acts = std::any_of(grants.begin(), grants.end(), [&](action g) {
+                        return glob_match_any(st.actions, action_name(g));
+                    });
+                    allow = acts && glob_match_any(st.resources, name);
+                }
             }
         }
     }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "security/policy.h"
@@ -16,6 +17,10 @@
 namespace sluice::security {
 
 enum class authz_mode : uint8_t { required, permissive };
+
+// A policy attached to this name applies to every principal, ANONYMOUS included:
+// Kafka's wildcard principal User:*, which no user can be named (user names are checked).
+inline constexpr std::string_view every_user = "*";
 
 // Who is asking. Unauthenticated connections are the user "ANONYMOUS" (Kafka's name).
 struct principal {

@@ -218,3 +218,51 @@ def test_start_up_log_says_new_then_clean(broker_factory):
     logs = [open(p, encoding="utf-8").read() for p in b.stderr_paths[-2:]]
     opened = [re.findall(r"storage: logs opened at \S+: ([a-z ]+),", log) for log in logs]
     assert opened == [["a new data directory"], ["clean shutdown"]], opened
+    # A new catalog is created, not migrated from a version 0.
+    assert re.search(r"INFO catalog: .*schema created at version \d+", logs[0]), logs[0]
+    assert "migrated" not in logs[0] + logs[1]
+
+
+def test_usage_errors_say_what_exists_and_exit_2():
+    rc, out, err = sluice(["srve"], timeout=20)
+    assert rc == 2, (rc, err)
+    assert "unknown command 'srve' (did you mean 'serve'?)" in err, err
+    assert re.search(r"the commands are: .*serve.*topic.*sql", err), err
+    rc, out, err = sluice(["topic", "crate", "t"], timeout=20)
+    assert rc == 2 and "sluice topic: unknown command 'crate' (did you mean 'create'?)" in err, err
+    assert "create, list, describe, delete" in err, err
+    rc, out, err = sluice([], timeout=20)
+    assert rc == 2 and "a command is required: " in err and "serve" in err, err
+    rc, out, err = sluice(["serve", "--data-dir", "/nonexistent/unused", "--lisen", "127.0.0.1:0"], timeout=20)
+    assert rc == 2 and "sluice serve: unknown option '--lisen'; did you mean '--listen'?" in err, err
+    rc, out, err = sluice(["topic", "list", "--bootstrp=127.0.0.1:1"], timeout=20)
+    assert rc == 2 and "did you mean '--bootstrap'?" in err, err
+    rc, out, err = sluice(["serve", "--no-such-thing"], timeout=20)
+    assert rc == 2 and "unknown option '--no-such-thing'" in err and "did you mean" not in err, err
+    # Other usage errors (a missing argument, a value of the wrong type): 2 as well.
+    rc, out, err = sluice(["topic", "create", "--bootstrap", "127.0.0.1:1"], timeout=20)
+    assert rc == 2 and "name" in err.lower(), err
+    rc, out, err = sluice(["topic", "create", "t", "--partitions", "many", "--bootstrap", "127.0.0.1:1"], timeout=20)
+    assert rc == 2 and "many" in err, err
+
+
+def test_busy_ports_are_all_named_with_the_way_out(tmp_path):
+    taken = []
+    for _ in range(2):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        taken.append(s)
+    try:
+        kafka, pg = ("127.0.0.1:%d" % s.getsockname()[1] for s in taken)
+        data = tmp_path / "data"
+        rc, out, err = sluice(["serve", "--data-dir", str(data), "--listen", kafka, "--pg", pg,
+                               "--http", "127.0.0.1:0"], timeout=20)
+    finally:
+        for s in taken:
+            s.close()
+    assert rc == 1, (rc, err)
+    assert "--listen: cannot listen on %s: Address already in use" % kafka in err, err
+    assert "--pg: cannot listen on %s: Address already in use" % pg in err, err
+    assert "make run KAFKA=" in err and "README" in err, err
+    assert not data.exists()

@@ -33,10 +33,10 @@ def test_init_producer_id_allocates_durable_ids_and_bumps_epochs(broker):
         # as Kafka 4.3 answers (the epoch bump of KIP-360 is for transactional producers).
         again = I.init_producer_id_flexible(conn, 3, producer_id=b["producer_id"], epoch=0)
         assert (again["error"], again["epoch"]) == (0, 0) and again["producer_id"] > b["producer_id"], again
-        # A transactional id: no transactions here, as a Kafka broker whose transaction
-        # coordinator cannot start.
+        # A transactional id: no transactions yet, refused as FindCoordinator refuses a
+        # transaction coordinator (fatal in clients, not retried).
         t = I.init_producer_id_flexible(conn, 5, transactional_id="tx-1")
-        assert (t["error"], t["producer_id"]) == (I.COORDINATOR_NOT_AVAILABLE, -1)
+        assert (t["error"], t["producer_id"]) == (I.CLUSTER_AUTHORIZATION_FAILED, -1)
     assert "transactional id 'tx-1' refused" in broker.stderr_tail(400)
     # Ids are never handed out twice, also after a kill -9.
     broker.kill9()

@@ -251,6 +251,35 @@ def test_user_written_policies_are_listed_but_not_removed(env):
     assert S.policy_get(env.admin, "ops-policy") == before
 
 
+def test_the_wildcard_principal_is_a_policy_every_user_has(env):
+    """Kafka's User:* (any user): the managed policy kafka-acl:User:*, attached to `*`."""
+    assert reads(env, "bob") == "TOPIC_AUTHORIZATION_FAILED"
+    acls(env, "--add", "--allow-principal", "User:*", "--operation", "Read", "--topic", ORDERS)
+    acls(env, "--add", "--allow-principal", "User:*", "--operation", "Read", "--group", "sluice-it-",
+         "--resource-pattern-type", "prefixed")
+    _, out = acls(env, "--list", "--principal", "User:*")
+    assert listing(out) == {("TOPIC", ORDERS, "LITERAL"): {allow("User:*", "READ")},
+                            ("GROUP", "sluice-it-", "PREFIXED"): {allow("User:*", "READ")}}, out
+    policy = "kafka-acl:User:*"
+    assert statements(env, policy) == sorted([("Allow", '"KafkaRead"', '"sluice:topic:%s"' % ORDERS),
+                                              ("Allow", '"KafkaRead"', '"sluice:group:sluice-it-*"')])
+    assert {p["name"]: p["users"] for p in S.policy_list(env.admin)["policies"]}[policy] == ["*"]
+    # Every user reads now, through librdkafka, with no binding of their own.
+    assert reads(env, "bob") == PAIRS and reads(env, "alice") == PAIRS
+    # A Deny for everyone wins over the Allow for everyone.
+    acls(env, "--add", "--deny-principal", "User:*", "--operation", "Read", "--topic", ORDERS)
+    assert reads(env, "bob") == "TOPIC_AUTHORIZATION_FAILED"
+    acls(env, "--remove", "--force", "--deny-principal", "User:*", "--operation", "Read", "--topic", ORDERS)
+    assert reads(env, "bob") == PAIRS
+    acls(env, "--remove", "--force", "--allow-principal", "User:*", "--operation", "Read", "--topic", ORDERS)
+    assert reads(env, "bob") == "TOPIC_AUTHORIZATION_FAILED"
+    acls(env, "--remove", "--force", "--allow-principal", "User:*", "--operation", "Read", "--group", "sluice-it-",
+         "--resource-pattern-type", "prefixed")
+    _, out = acls(env, "--list", "--principal", "User:*")
+    assert listing(out) == {}, out
+    assert policy not in S.policy_names(S.policy_list(env.admin))
+
+
 @pytest.mark.parametrize("args, message", [
     (["--allow-principal", "User:alice", "--allow-host", "10.0.0.1", "--operation", "Read", "--topic", "t"],
      "host '10.0.0.1' cannot be expressed: Sluice policies do not restrict hosts, so an ACL's host must be '*'"),
@@ -259,8 +288,6 @@ def test_user_written_policies_are_listed_but_not_removed(env):
      "and the cluster"),
     (["--allow-principal", "User:alice", "--operation", "Describe", "--delegation-token", "tok"],
      "ACLs on DELEGATION_TOKEN resources cannot be expressed as Sluice policies"),
-    (["--allow-principal", "User:*", "--operation", "Read", "--topic", "t"],
-     "the wildcard principal User:* cannot be expressed: a Sluice policy is attached to each user by name"),
     (["--allow-principal", "Group:ops", "--operation", "Read", "--topic", "t"],
      "principal 'Group:ops' cannot be expressed: Sluice policies attach to users, written User:NAME"),
     (["--allow-principal", "User:alice", "--operation", "Read", "--topic", "ord*rs"],
@@ -268,7 +295,7 @@ def test_user_written_policies_are_listed_but_not_removed(env):
     (["--allow-principal", "User:alice", "--operation", "Read", "--group", "g?", "--resource-pattern-type",
       "prefixed"],
      "the resource name 'g?' contains '*' or '?', which Sluice policies read as wildcards"),
-], ids=["host", "transactional-id", "delegation-token", "wildcard-principal", "group-principal", "literal-star",
+], ids=["host", "transactional-id", "delegation-token", "group-principal", "literal-star",
         "prefixed-question-mark"])
 def test_what_policies_cannot_express_is_refused_naming_why(env, args, message):
     rc, out = acls(env, "--add", *args, check=False)

@@ -12,9 +12,11 @@ void handle_find_coordinator(const request_context& ctx, request_body body) {
     auto answer = [&](const std::string& key, protocol::find_coordinator_response::coordinator& c) {
         c.key = key;
         if (req.key_type != protocol::coordinator_key_group) {
-            // Transactions are not offered (docs/compatibility.md).
-            c.error_code = code(protocol::error_code::invalid_request);
-            c.error_message = "transactions are not supported by this broker";
+            // Transactions are not offered yet (docs/compatibility.md).
+            const auto& refusal = transactions_refused();
+            log_transactions_refused(ctx, "FindCoordinator", key);
+            c.error_code = code(refusal.code);
+            c.error_message = refusal.message;
             return;
         }
         if (!ctx.allowed(security::resource_kind::group, key)) {

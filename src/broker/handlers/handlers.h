@@ -3,6 +3,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "broker/request_context.h"
 #include "common/logging.h"
@@ -71,6 +72,21 @@ std::optional<std::string> replication_factor_error(int32_t factor);
 // Why one partition's replica list is refused (INVALID_REPLICA_ASSIGNMENT): empty, longer
 // than the bound, an id given twice, or an id no broker announces (ids are 0..brokers-1).
 std::optional<std::string> replica_list_error(std::span<const int32_t> ids, size_t brokers);
+
+// Transactions are not offered yet: what FindCoordinator for a transaction coordinator
+// and InitProducerId with a transactional id answer (refusals.cc says why this code).
+// The one place to change when transactions land.
+struct transactions_refusal {
+    protocol::error_code code;
+    std::string message;
+};
+const transactions_refusal& transactions_refused();
+// Logs the refusal at info, once a minute per client.
+void log_transactions_refused(const request_context& ctx, std::string_view api,
+                              const std::string& transactional_id);
+// With auto-creation off, logs at info (once a minute per topic) that a client asked
+// for a topic that does not exist, and how to create it.
+void log_unknown_topic(const request_context& ctx, std::string_view api, const std::string& topic);
 
 // Decodes the request body; a malformed body closes the connection with a log line
 // and returns false.

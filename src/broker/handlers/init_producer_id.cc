@@ -18,19 +18,16 @@ bool may_init(const request_context& ctx) {
 // Idempotent producers only: ids come from the catalog's durable counter, epoch 0. A
 // v3+ request naming its current id and epoch gets a new id too, as Kafka 4.3 answers
 // one without a transactional id (test_differential): KIP-360's epoch bump is for
-// transactional producers. Transactions are not offered: as a
-// Kafka broker whose transaction coordinator cannot start, COORDINATOR_NOT_AVAILABLE.
+// transactional producers. Transactions are not offered yet: a transactional id gets
+// the refusal FindCoordinator gives (transactions_refused()).
 void handle_init_producer_id(const request_context& ctx, request_body body) {
     protocol::init_producer_id_request req;
     if (!decode_request(ctx, body, req)) return;
     protocol::init_producer_id_response resp;
     using protocol::error_code;
     if (req.transactional_id && !req.transactional_id->empty()) {
-        log_warn("producer",
-                 "{}: InitProducerId for transactional id '{}' refused: this broker "
-                 "has no transactions (COORDINATOR_NOT_AVAILABLE)",
-                 ctx.client(), *req.transactional_id);
-        resp.error_code = code(error_code::coordinator_not_available);
+        log_transactions_refused(ctx, "InitProducerId", *req.transactional_id);
+        resp.error_code = code(transactions_refused().code);
     } else if (!may_init(ctx)) {
         resp.error_code = code(error_code::cluster_authorization_failed);
     } else if (auto id = ctx.b.access().catalog().allocate_producer_id(); !id) {

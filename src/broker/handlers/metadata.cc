@@ -121,6 +121,7 @@ void handle_metadata(const request_context& ctx, request_body body) {
             }
         }
         if (!t) {
+            log_unknown_topic(ctx, "Metadata", *rt.name);
             resp.topics.push_back(topic_error(ctx, with_ops, rt.name, {},
                                               protocol::error_code::unknown_topic_or_partition));
             continue;

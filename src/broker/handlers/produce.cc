@@ -108,6 +108,7 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
             out.log_start_offset = plog->log_start_offset();
         return nullptr;
     };
+    if (!t) log_unknown_topic(ctx, "Produce", topic);
     if (!plog)
         return fail(error_code::unknown_topic_or_partition,
                     t ? fmt::format("topic {} has no partition {}", topic, pd.index)

@@ -372,6 +372,7 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
     // transaction modes (ISOLATION LEVEL, READ ONLY, DEFERRABLE) change nothing: SQLite
     // transactions are serializable.
     query_info info = info_for(words, text);
+    if (info.tag == "SELECT") info.columns = boolean_columns(text);
     std::string_view rewritten;
     if (first == "START" || (first == "BEGIN" && !only_words(text, {"DEFERRED", "IMMEDIATE",
                                                                     "EXCLUSIVE", "TRANSACTION"})))

@@ -171,7 +171,7 @@ bool pg_connection::run_copy_out(prepared_query& q) {
     statement& st = *q.stmt;
     const auto& cols = st.columns();
     const copy_format format = q.info.copy;
-    const auto oids = choose_oids(cols, nullptr);
+    const auto oids = choose_oids(cols, nullptr, q.info);
     const int16_t field_format = format == copy_format::binary ? 1 : 0;
     {
         msg_writer w(_out, 'H');  // CopyOutResponse

@@ -55,9 +55,7 @@ TEST_F(acl_service_test, creations_make_one_attached_managed_policy_per_principa
                             topic_acl("orders", operation::read, "User:carol"),
                             topic_acl("orders", operation::read, "User:*")});
     ASSERT_EQ(r.size(), 5u);
-    for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(r[i]) << i << ": " << r[i].err().message;
-    ASSERT_FALSE(r[4]);
-    EXPECT_EQ(r[4].code(), errc::invalid_argument);
+    for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(r[i]) << i << ": " << r[i].err().message;
 
     auto alice = _cat->find_policy("kafka-acl:User:alice");
     ASSERT_TRUE(alice);
@@ -71,14 +69,27 @@ TEST_F(acl_service_test, creations_make_one_attached_managed_policy_per_principa
     auto carol = _cat->find_policy("kafka-acl:User:carol");
     ASSERT_TRUE(carol);
     EXPECT_EQ(carol->users, std::vector<std::string>{"carol"});
-    // Two policies, each put once and attached once.
-    EXPECT_EQ(_cat->security_generation(), gen + 4);
+    // User:* (every user): its policy is attached to '*', which the authorizer gives everyone.
+    auto everyone = _cat->find_policy("kafka-acl:User:*");
+    ASSERT_TRUE(everyone);
+    EXPECT_EQ(everyone->users, std::vector<std::string>{"*"});
+    // Three policies, each put once and attached once.
+    EXPECT_EQ(_cat->security_generation(), gen + 6);
 
     // Again: nothing changes (Kafka's creation of an existing binding succeeds).
     r = _acls->create({topic_acl("orders", operation::read)});
     EXPECT_TRUE(r.at(0));
-    EXPECT_EQ(_cat->security_generation(), gen + 4);
-    EXPECT_EQ(all().size(), 3u);
+    EXPECT_EQ(_cat->security_generation(), gen + 6);
+    EXPECT_EQ(all().size(), 4u);
+    // Read back as User:*, and removed as such.
+    acl::filter f;
+    f.principal = "User:*";
+    ASSERT_EQ(_acls->describe(f),
+              std::vector<acl::binding>{topic_acl("orders", operation::read, "User:*")});
+    auto removed = _acls->remove(f);
+    ASSERT_EQ(removed.size(), 1u);
+    EXPECT_FALSE(removed[0].refused) << *removed[0].refused;
+    EXPECT_FALSE(_cat->find_policy("kafka-acl:User:*"));
 }
 
 TEST_F(acl_service_test, describe_reads_user_policies_and_delete_leaves_them) {

@@ -110,6 +110,18 @@ TEST(acl, user_statements_read_as_bindings_where_kafka_can_say_them) {
     EXPECT_TRUE(to_bindings({effect::allow, {"KafkaRead"}, {"sluice:cl*"}}, "x").empty());
 }
 
+TEST(acl, the_wildcard_principal_is_the_policy_of_every_user) {
+    auto b = make(resource_type::topic, "orders", pattern_type::literal, operation::read,
+                  permission::allow, "User:*");
+    auto m = to_statement(b);
+    ASSERT_TRUE(m) << m.err().message;
+    EXPECT_EQ(m->user, "*");
+    EXPECT_EQ(managed_policy_name(m->user), "kafka-acl:User:*");
+    EXPECT_EQ(managed_user("kafka-acl:User:*"), std::optional<std::string>("*"));
+    // Read back as User:*, so DescribeAcls shows it and DeleteAcls finds it.
+    EXPECT_EQ(to_bindings(m->st, "*"), std::vector<binding>{b});
+}
+
 TEST(acl, refuses_what_policies_cannot_express_naming_why) {
     auto topic_read = make(resource_type::topic, "orders", pattern_type::literal, operation::read);
     auto with = [&](auto change) {
@@ -123,9 +135,6 @@ TEST(acl, refuses_what_policies_cannot_express_naming_why) {
     EXPECT_EQ(with([](binding& b) { b.principal = "Group:ops"; }),
               "principal 'Group:ops' cannot be expressed: Sluice policies attach to users, "
               "written User:NAME");
-    EXPECT_EQ(with([](binding& b) { b.principal = "User:*"; }),
-              "the wildcard principal User:* cannot be expressed: a Sluice policy is attached "
-              "to each user by name");
     EXPECT_EQ(with([](binding& b) { b.principal = "User:"; }),
               "the principal 'User:' has an empty user name");
     for (auto t : {resource_type::transactional_id, resource_type::delegation_token,

@@ -156,5 +156,22 @@ TEST(authorizer, anonymous_is_a_user_like_any_other) {
     EXPECT_FALSE(az.allowed(anon, action::read, topic("private")));
 }
 
+TEST(authorizer, policies_of_every_user_apply_to_each_principal) {
+    authorizer az(authz_mode::required);
+    az.replace({{std::string(every_user),
+                 {make("kafka-acl:User:*", R"({"Statement": [
+                     {"Effect": "Allow", "Action": "KafkaRead", "Resource": "sluice:topic:news"},
+                     {"Effect": "Deny", "Action": "KafkaWrite", "Resource": "sluice:topic:*"}]})")}},
+                {"alice", {make("alice-writes", R"({"Statement": {"Effect": "Allow",
+                     "Action": "KafkaWrite", "Resource": "sluice:topic:orders"}})")}}});
+    for (const auto& p : {user("alice"), user("bob"), principal{}}) {
+        EXPECT_TRUE(az.allowed(p, action::read, topic("news"))) << p.to_string();
+        EXPECT_TRUE(az.allowed(p, action::describe, topic("news"))) << p.to_string();
+        EXPECT_FALSE(az.allowed(p, action::read, topic("orders"))) << p.to_string();
+    }
+    // The Deny of every user wins over alice's own Allow.
+    EXPECT_FALSE(az.allowed(user("alice"), action::write, topic("orders")));
+}
+
 }  // namespace
 }  // namespace sluice::security

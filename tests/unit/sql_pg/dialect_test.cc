@@ -220,9 +220,12 @@ TEST_F(dialect_wire, values_and_types) {
     EXPECT_EQ(type, oid::int8);
     EXPECT_EQ(one(c.get(), "SELECT '2.5'::float8", &type), "2.5");
     EXPECT_EQ(type, oid::float8);
-    EXPECT_EQ(one(c.get(), "SELECT 'yes'::bool"), "1");
+    // A boolean result column is bool, t/f (sql/pg/boolean_columns.h).
+    EXPECT_EQ(one(c.get(), "SELECT 'yes'::bool", &type), "t");
+    EXPECT_EQ(type, oid::boolean);
     EXPECT_EQ(one(c.get(), "SELECT CAST('2024-05-01 10:00' AS date)"), "2024-05-01");
-    EXPECT_EQ(one(c.get(), "SELECT CAST('t' AS boolean), CAST('7' AS bigint)"), "1");
+    EXPECT_EQ(one(c.get(), "SELECT CAST('t' AS boolean), CAST('7' AS bigint)"), "t");
+    EXPECT_EQ(one(c.get(), "SELECT CAST('no' AS boolean) + 0"), "0");
     EXPECT_EQ(one(c.get(), "SELECT '2024-05-01T12:30:00.250+02:00'::timestamptz", &type),
               "2024-05-01 10:30:00.25+00");
     EXPECT_EQ(type, oid::timestamptz);
@@ -245,7 +248,7 @@ TEST_F(dialect_wire, values_and_types) {
     EXPECT_EQ(one(c.get(), "SELECT date '2024-05-01' + interval '90 minutes'"),
               "2024-05-01 01:30:00+00");
     EXPECT_EQ(one(c.get(), "SELECT now() > timestamp '2024-01-01' AND now() - interval '1 hour' < now()"),
-              "1");
+              "t");
     EXPECT_EQ(one(c.get(), "SELECT current_timestamp", &type).substr(0, 2), "20");
     EXPECT_EQ(type, oid::timestamptz);
     EXPECT_EQ(one(c.get(), "SELECT convert_from(x'c582c3b3647a', 'UTF8')"), "łódz");
@@ -260,7 +263,7 @@ TEST_F(dialect_wire, several_statements_with_spellings) {
     ASSERT_EQ(rs.size(), 3u);
     for (auto& r : rs) ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
     EXPECT_STREQ(PQgetvalue(rs[0].get(), 0, 0), "a");
-    EXPECT_STREQ(PQgetvalue(rs[1].get(), 0, 0), "1");
+    EXPECT_STREQ(PQgetvalue(rs[1].get(), 0, 0), "t");
     EXPECT_STREQ(PQgetvalue(rs[2].get(), 0, 0), "3");
     // Extended protocol: a parameter cast, run twice.
     for (const char* v : {"41", "9"}) {
