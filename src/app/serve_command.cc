@@ -29,6 +29,7 @@
 #include "app/version_command.h"
 #include "broker/broker.h"
 #include "catalog/catalog.h"
+#include "catalog/shm_vfs.h"
 #include "common/logging.h"
 #include "expansion/http_api.h"
 #include "expansion/service.h"
@@ -348,6 +349,10 @@ int serve(const serve_options& o) {
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     // Also before: the allocator that counts and bounds users' SQL (sql/budget.h).
     if (!sql::install_budget_allocator()) log_warn("app", "SQL memory accounting unavailable");
+    // After it (this initializes SQLite) and before any connection opens: WAL indexes
+    // allocated on disk before they are used (catalog/shm_vfs.h).
+    if (!catalog::install_shm_vfs())
+        log_warn("app", "SQLite's default VFS cannot be wrapped: WAL indexes are not preallocated");
     sigset_t signals_set = signal_watch::block();
     // 200,000 partitions need more descriptors than the usual soft limit of 1024 leaves
     // for sockets once the descriptor cache is full; take what the hard limit allows.
