@@ -4,6 +4,7 @@ the bound: the broker's RSS (/proc/PID/status), other clients' latency, its CPU 
 the number of log lines. docs/operations.md lists the limits.
 """
 
+import json
 import os
 import socket
 import ssl
@@ -295,6 +296,93 @@ def test_trickled_http_heads_do_not_hold_slots(broker_factory):
     assert len(answers) == 12 and "still open" not in answers, answers
     assert any(a == "HTTP/1.1 408 Request Timeout" for a in answers), answers
     assert log_lines(b, "no complete request head within 1500 ms"), "no 408 logged"
+
+
+def silent_client(addr, stop, reconnects):
+    """Connects and sends nothing; reconnects as soon as the broker closes it, until `stop`."""
+    while not stop.is_set():
+        try:
+            s = connect(addr)
+        except OSError:
+            stop.wait(0.01)
+            continue
+        try:
+            s.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    if not s.recv(4096):
+                        break
+                except socket.timeout:
+                    continue
+        except OSError:
+            pass
+        finally:
+            s.close()
+        reconnects.append(1)
+
+
+def served_ratio(addr, n):
+    """Of n SQL requests over HTTP, each on a new connection: how many returned their row."""
+    ok = 0
+    for i in range(n):
+        try:
+            r = S.http_sql(addr, "SELECT %d AS x" % i, timeout=10)
+        except OSError:
+            continue
+        ok += r.status == 200 and r.json()["rows"] == [[i]]
+    return ok
+
+
+def test_silent_http_connections_do_not_lock_the_listener_out(broker_factory):
+    """Issue 33: clients that connect, send nothing and reconnect when closed held every
+    HTTP slot (3 of 40 real requests were served). They are starting connections now,
+    and the oldest gives way to a new client."""
+    b = broker_factory(S.SQL_ARGS + ["--sql-max-connections", "8"])
+    stop, reconnects = threading.Event(), []
+    threads = [threading.Thread(target=silent_client, args=(b.http, stop, reconnects), daemon=True)
+               for _ in range(10)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.5)  # every slot taken, the first ones past the grace of a second
+        t0 = time.monotonic()
+        ok = served_ratio(b.http, 40)
+        took = time.monotonic() - t0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+    print("HTTP: %d of 40 requests served beside 10 silent reconnecting clients (8 slots), "
+          "%.2f s; %d silent reconnects" % (ok, took, len(reconnects)))
+    assert ok == 40, ok
+    b.assert_alive()
+
+
+def test_idle_keep_alive_connections_give_way(broker_factory):
+    """Issue 33: idle keep-alive connections held every HTTP slot and everyone else was
+    answered 503 for a minute. A new client takes the slot of the one idle the longest."""
+    import http.client
+    b = broker_factory(S.SQL_ARGS + ["--sql-max-connections", "4"])
+    host, port = b.http.rsplit(":", 1)
+    idle = []
+    try:
+        for i in range(6):  # more than the slots: each new one takes an idle one's slot
+            c = http.client.HTTPConnection(host, int(port), timeout=10)
+            c.request("POST", "/v1/sql", body=b"SELECT 1 AS x", headers={"Content-Type": "text/plain"})
+            r = c.getresponse()
+            assert (r.status, json.loads(r.read())["rows"]) == (200, [[1]]), i
+            idle.append(c)
+        ok = served_ratio(b.http, 20)
+        print("HTTP: %d of 20 requests served beside 6 idle keep-alive connections (4 slots)" % ok)
+        assert ok == 20, ok
+        # The one idle the longest was closed; the newest still serves on its connection.
+        idle[-1].request("POST", "/v1/sql", body=b"SELECT 2 AS x", headers={"Content-Type": "text/plain"})
+        r = idle[-1].getresponse()
+        assert (r.status, json.loads(r.read())["rows"]) == (200, [[2]])
+        assert log_lines(b, "to serve a new client"), "no eviction logged"
+    finally:
+        for c in idle:
+            c.close()
 
 
 def pg_read_message(s, timeout=10):
