@@ -330,6 +330,7 @@ int serve(const serve_options& o) {
     cfg.max_open_files = o.max_open_files;
     cfg.queued_max_request_bytes = o.limits.queued_max_request_bytes;
     cfg.request_stall_timeout_ms = o.limits.request_stall_timeout_ms;
+    cfg.connections_max_idle_ms = o.limits.connections_max_idle_ms;
     cfg.groups = o.groups;
     if (cfg.groups.min_session_timeout_ms > cfg.groups.max_session_timeout_ms) {
         log_error("app",

@@ -237,6 +237,93 @@ def test_request_larger_than_the_budget_is_refused(broker_factory, topic_name):
     assert len(produce_fetch_latencies(b.bootstrap, topic_name, 3)) == 3
 
 
+def small_stall_sender(addr, body_bytes, stop, sent):
+    """Sends the head of a request just under 256 KiB (262,000 bytes) and body_bytes of it,
+    then nothing until `stop`; records the bytes sent, or "closed" once the broker closed it."""
+    try:
+        s = connect(addr)
+    except OSError as e:
+        sent.append(e)
+        return
+    try:
+        s.settimeout(5)
+        s.sendall(struct.pack(">i", 262000) + b"\1" * body_bytes)
+        sent.append(body_bytes)
+        s.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                if not s.recv(4096):
+                    sent.append("closed")
+                    return
+            except socket.timeout:
+                continue
+    except OSError:
+        sent.append("closed")
+    finally:
+        s.close()
+
+
+def test_small_partial_requests_are_bounded_too(broker_factory, topic_name):
+    """Issue 33: requests under 256 KiB were outside the budget and the stall timeout: 2,000
+    connections each holding 262,000 bytes of an unfinished request pinned 510 MiB. Scaled
+    down: 500 of them (119 MiB) against a 16 MiB budget."""
+    budget = 16 * MIB
+    b = broker_factory(["--queued-max-request-bytes", str(budget), "--request-stall-timeout-ms", "3000"])
+    H.create_topic(b.bootstrap, topic_name, 1)
+    produce_fetch_latencies(b.bootstrap, topic_name, 5)  # warm up
+    base = rss_bytes(b.proc.pid)
+    stop, sent, threads = threading.Event(), [], []
+    for _ in range(500):
+        t = threading.Thread(target=small_stall_sender, args=(b.bootstrap, 250000, stop, sent), daemon=True)
+        t.start()
+        threads.append(t)
+    try:
+        H.wait_until("every sender sent", lambda: sum(1 for x in sent if isinstance(x, int)) == 500, timeout=30)
+        time.sleep(0.5)
+        peak = max(rss_bytes(b.proc.pid) for _ in range(5) if time.sleep(0.2) is None)
+        took = produce_fetch_latencies(b.bootstrap, topic_name, 30)
+        grown = peak - base
+        print("RSS base %.1f MiB, peak %.1f MiB (+%.1f MiB) with 500 unfinished 262,000-byte requests; "
+              "produce+fetch p99 %.1f ms" % (base / MIB, peak / MIB, grown / MIB, p99(took) * 1000))
+        # The budget, and as much again of requests waiting for it; the rest are closed.
+        # (Threads, sockets and freed buffers the allocator keeps add a few MiB.)
+        assert grown < 2 * budget + 24 * MIB, "RSS grew by %.1f MiB" % (grown / MIB)
+        assert p99(took) < 0.5, "produce+fetch p99 %.0f ms" % (p99(took) * 1000)
+        assert log_lines(b, "requests waiting for it hold"), "no close for a full waiting room logged"
+        # The stall timeout applies to them: those holding the budget are closed after 3 s.
+        n_closed = sent.count("closed")
+        H.wait_until("a stalled small request closed",
+                     lambda: log_lines(b, "no bytes of its 262004-byte request for"), timeout=20)
+        H.wait_until("more senders closed", lambda: sent.count("closed") > n_closed, timeout=10)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+    b.assert_alive()
+
+
+def test_idle_kafka_connections_are_closed(broker_factory, topic_name):
+    """--connections-max-idle-ms (Kafka's connections.max.idle.ms): a connection that sends
+    and receives nothing that long is closed; one in use is not."""
+    b = broker_factory(["--connections-max-idle-ms", "1000"])
+    H.create_topic(b.bootstrap, topic_name, 1)
+    idle = connect(b.bootstrap)
+    t0 = time.monotonic()
+    with K.Conn(b.bootstrap, timeout=10) as busy:
+        while time.monotonic() - t0 < 2.5:  # a request every 0.3 s: never idle for 1 s
+            p = K.produce_v3(busy, topic_name, 0, K.encode_batch([(H.now_ms(), None, b"x", [])]))
+            assert p["error"] == 0, p
+            time.sleep(0.3)
+        assert wait_eof(idle, time.monotonic() + 5) == b""
+        closed_after = time.monotonic() - t0
+        f = K.fetch_v4(busy, topic_name, 0, 0)  # still open
+        assert f["error"] == 0 and len(K.decode_batches(f["records"])[0]) >= 5, f["error"]
+    idle.close()
+    print("idle connection closed after %.2f s (--connections-max-idle-ms 1000)" % closed_after)
+    assert 0.9 < closed_after < 3.5, closed_after
+    assert log_lines(b, "no bytes read or written for"), "no idle close logged"
+
+
 # --------------------------------------------------------------------------
 # Connection slots: HTTP heads, PostgreSQL startups, idle sessions
 # --------------------------------------------------------------------------
