@@ -381,6 +381,14 @@ int serve(const serve_options& o) {
         log_error("app", "{}", r.err().message);
         return 1;
     }
+    // A WAL index opened on a full disk takes its room from the space reserve.
+    static std::filesystem::path reserve_logs_dir;
+    reserve_logs_dir = cfg.data_dir / "logs";
+    catalog::set_shm_no_space_hook(
+        [](void* dir) {
+            return log::log_manager::release_spare_space_in(*static_cast<std::filesystem::path*>(dir));
+        },
+        &reserve_logs_dir);
     auto cat = catalog::catalog::open(cfg.data_dir / "catalog.db");
     if (!cat) {
         log_error("app", "catalog: {}", cat.err().message);

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -21,6 +22,8 @@ constexpr const char* shm_vfs_name = "sluice-shm";
 
 sqlite3_vfs* g_base = nullptr;  // the VFS we wrap (SQLite's default, "unix")
 sqlite3_vfs g_vfs;
+std::atomic<bool (*)(void*)> g_no_space_hook{nullptr};
+std::atomic<void*> g_no_space_arg{nullptr};
 
 // A main database file: our methods, then the base VFS's file right behind.
 struct db_file {
@@ -64,7 +67,14 @@ int db_shm_map(sqlite3_file* f, int region, int size, int extend, void volatile*
     if (rc != SQLITE_OK || *pp == nullptr) return rc;
     const sqlite3_int64 end = (static_cast<sqlite3_int64>(region) + 1) * size;
     if (end <= d->allocated) return rc;
-    if (const int err = allocate_shm(d->name, end); err != 0) {
+    int err = allocate_shm(d->name, end);
+    if (err == ENOSPC) {
+        // A WAL index opened afresh on a full disk (a restart): the file was truncated
+        // first, and the blocks it had may be gone to others meanwhile.
+        auto* hook = g_no_space_hook.load();
+        if (hook && hook(g_no_space_arg.load())) err = allocate_shm(d->name, end);
+    }
+    if (err != 0) {
         // SQLite keeps no pointer to a region it did not get: none of its bytes is used.
         *pp = nullptr;
         return err == ENOSPC || err == EDQUOT ? SQLITE_FULL : SQLITE_IOERR_SHMSIZE;
@@ -212,6 +222,11 @@ int vfs_current_time_int64(sqlite3_vfs* v, sqlite3_int64* out) {
 }
 
 }  // namespace
+
+void set_shm_no_space_hook(bool (*hook)(void*), void* arg) {
+    g_no_space_arg.store(arg);
+    g_no_space_hook.store(hook);
+}
 
 sqlite3_vfs forwarding_vfs(sqlite3_vfs* base, const char* name, int extra,
                            int (*open)(sqlite3_vfs*, const char*, sqlite3_file*, int, int*)) {

@@ -18,6 +18,11 @@ namespace sluice::catalog {
 // for want of space, the statement fails with SQLITE_FULL instead.
 bool install_shm_vfs();
 
+// Called when a WAL index cannot be allocated for want of space: true when it freed
+// some (the space reserve, docs/operations.md "Full disk"), and the allocation is tried
+// once more. Set once, before connections open; none by default.
+void set_shm_no_space_hook(bool (*hook)(void*), void* arg);
+
 // A VFS named `name` that passes every call to `base` (kept in pAppData) but xOpen,
 // whose files are `extra` bytes larger than base's: the frame of a VFS wrapping some
 // of the files it opens. `base` must be of version 2 or later.
