@@ -30,6 +30,7 @@
 #include "app/version_command.h"
 #include "broker/broker.h"
 #include "catalog/catalog.h"
+#include "catalog/shm_vfs.h"
 #include "common/logging.h"
 #include "expansion/http_api.h"
 #include "expansion/service.h"
@@ -343,6 +344,7 @@ int serve(const serve_options& o) {
     cfg.request_stall_timeout_ms = o.limits.request_stall_timeout_ms;
     cfg.fetch_session_cache_slots = o.limits.fetch_session_cache_slots;
     cfg.fetch_session_min_eviction_ms = o.limits.fetch_session_min_eviction_ms;
+    cfg.connections_max_idle_ms = o.limits.connections_max_idle_ms;
     cfg.groups = o.groups;
     if (cfg.groups.min_session_timeout_ms > cfg.groups.max_session_timeout_ms) {
         log_error("app",
@@ -362,6 +364,10 @@ int serve(const serve_options& o) {
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     // Also before: the allocator that counts and bounds users' SQL (sql/budget.h).
     if (!sql::install_budget_allocator()) log_warn("app", "SQL memory accounting unavailable");
+    // After it (this initializes SQLite) and before any connection opens: WAL indexes
+    // allocated on disk before they are used (catalog/shm_vfs.h).
+    if (!catalog::install_shm_vfs())
+        log_warn("app", "SQLite's default VFS cannot be wrapped: WAL indexes are not preallocated");
     sigset_t signals_set = signal_watch::block();
     // 200,000 partitions need more descriptors than the usual soft limit of 1024 leaves
     // for sockets once the descriptor cache is full; take what the hard limit allows.
@@ -389,6 +395,14 @@ int serve(const serve_options& o) {
         log_error("app", "{}", r.err().message);
         return 1;
     }
+    // A WAL index opened on a full disk takes its room from the space reserve.
+    static std::filesystem::path reserve_logs_dir;
+    reserve_logs_dir = cfg.data_dir / "logs";
+    catalog::set_shm_no_space_hook(
+        [](void* dir) {
+            return log::log_manager::release_spare_space_in(*static_cast<std::filesystem::path*>(dir));
+        },
+        &reserve_logs_dir);
     auto cat = catalog::catalog::open(cfg.data_dir / "catalog.db");
     if (!cat) {
         log_error("app", "catalog: {}", cat.err().message);

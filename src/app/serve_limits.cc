@@ -12,15 +12,22 @@ namespace sluice::app {
 void add_connection_limit_flags(CLI::App& cmd, connection_limits& l) {
     cmd.add_option("--queued-max-request-bytes", l.queued_max_request_bytes,
                    "Kafka's queued.max.request.bytes: bytes that the Kafka requests being read "
-                   "may hold together. A request above 256 KiB takes its whole size from it "
-                   "first; while none is left the broker stops reading such requests (smaller "
-                   "ones go on). A request larger than this closes its connection")
+                   "may hold together. A request partly read takes its whole size from it (one "
+                   "above 256 KiB before more of it is read, in line; smaller ones ahead); "
+                   "while none is left the broker stops reading such requests, and closes "
+                   "connections once the requests waiting hold as much again. A request larger "
+                   "than this closes its connection")
         ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40))
         ->capture_default_str();
     cmd.add_option("--request-stall-timeout-ms", l.request_stall_timeout_ms,
                    "A Kafka request holding part of --queued-max-request-bytes that receives "
                    "no bytes for this long closes its connection, so that a client stopping "
                    "mid-request cannot keep its share; 0: never")
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd.add_option("--connections-max-idle-ms", l.connections_max_idle_ms,
+                   "Kafka's connections.max.idle.ms: a Kafka connection with no byte read or "
+                   "written for this long is closed; 0: never")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
         ->capture_default_str();
     cmd.add_option("--http-header-timeout-ms", l.http_header_timeout_ms,

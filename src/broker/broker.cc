@@ -224,6 +224,7 @@ void broker::on_accept(size_t listener, int fd, std::string peer) {
         std::make_shared<net::connection>(_loop, fd, std::move(peer), _cfg.max_request_bytes,
                                           std::move(cb), listener_tls(lc), _request_budget);
     conn->set_budget_stall_timeout(std::chrono::milliseconds(_cfg.request_stall_timeout_ms));
+    conn->set_idle_timeout(std::chrono::milliseconds(_cfg.connections_max_idle_ms));
     auto sess = std::make_shared<session>(*this, conn, listener);
     _sessions.emplace(conn->id(), sess);
     log_debug("net", "connection {} from {}", conn->id(), conn->peer());

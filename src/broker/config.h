@@ -77,6 +77,9 @@ struct broker_config {
     // A request holding part of that budget that receives no bytes for this long closes
     // its connection (net::connection::set_budget_stall_timeout); 0: never.
     int64_t request_stall_timeout_ms = 30'000;
+    // Kafka's connections.max.idle.ms: a Kafka connection with no byte read or written
+    // for this long is closed (net::connection::set_idle_timeout); 0: never.
+    int64_t connections_max_idle_ms = 600'000;
     size_t max_open_files = 1024;
     // Requests one connection may have in flight before the broker stops reading from
     // it; librdkafka pipelines up to 1,000,000 by default, so this bounds memory.

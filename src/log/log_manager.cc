@@ -315,7 +315,11 @@ bool log_manager::refill_spare_space() {
 }
 
 bool log_manager::release_spare_space() {
-    const fs::path p = _ctx.logs_dir / reserve_name;
+    return release_spare_space_in(_ctx.logs_dir);
+}
+
+bool log_manager::release_spare_space_in(const fs::path& logs_dir) {
+    const fs::path p = logs_dir / reserve_name;
     std::error_code ec;
     const auto size = fs::file_size(p, ec);
     if (ec || size == 0 || !fs::remove(p, ec)) return false;

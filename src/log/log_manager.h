@@ -182,6 +182,9 @@ class log_manager final : private dirty_sink {
     }
     bool refill_spare_space();
     bool release_spare_space();  // true when a reserve was there to delete
+    // The same for the logs directory `logs_dir`, before (or without) a log manager:
+    // the WAL index of a SQLite database opened on a full disk (catalog/shm_vfs.h).
+    static bool release_spare_space_in(const std::filesystem::path& logs_dir);
 
     // Flushes everything, stops the flusher, saves the active indexes, closes files,
     // writes the clean-shutdown marker (not when a partition has failed).

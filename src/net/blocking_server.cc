@@ -313,8 +313,8 @@ bool blocking_server::make_room() {
     const auto now = std::chrono::steady_clock::now();
     conn* oldest = nullptr;
     for (auto& c : _conns) {
-        if (c.state != phase::starting || c.evicted || now - c.since < _opts.starting_grace)
-            continue;
+        if (c.state != phase::starting || c.evicted) continue;
+        if (now - c.since < _opts.starting_grace && !_opts.evict_within_grace) continue;
         if (!oldest || c.since < oldest->since) oldest = &c;
     }
     if (!oldest) return false;
@@ -331,11 +331,47 @@ bool blocking_server::make_room() {
     return true;
 }
 
+size_t blocking_server::count_idle() const {
+    size_t n = 0;
+    for (const auto& c : _conns)
+        n += c.state == phase::established && c.idle && !c.evicted && !c.finished.load() ? 1 : 0;
+    return n;
+}
+
+bool blocking_server::evict_idle() {
+    conn* oldest = nullptr;
+    for (auto& c : _conns) {
+        if (c.state != phase::established || !c.idle || c.evicted || c.finished.load()) continue;
+        if (!oldest || c.since < oldest->since) oldest = &c;
+    }
+    if (!oldest) return false;
+    oldest->evicted = true;
+    oldest->socket->shutdown();  // its wait for a next request fails, and its thread ends
+    if (uint64_t quiet = 0; _refusals.allow(quiet))
+        log_info(_opts.name,
+                 "{}: closed, idle for {} ms while every one of the {} connection slots was "
+                 "taken, to serve a new client ({} refusals and such closes since the last "
+                 "line)",
+                 oldest->socket->peer(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - oldest->since)
+                     .count(),
+                 _opts.max_connections, quiet);
+    return true;
+}
+
+void blocking_server::set_idle(conn& c, bool idle) {
+    std::lock_guard lk(_mu);
+    c.idle = idle;
+    if (idle) c.since = std::chrono::steady_clock::now();
+}
+
 void blocking_server::admit(std::unique_ptr<stream_socket> sock) {
-    // Every slot taken already: refused without waiting for its startup (which would
-    // end refused anyway), as before the starting phase had a cap of its own.
+    // Every slot taken already, none of them by an idle connection: refused without
+    // waiting for its startup (which would end refused anyway), as before the starting
+    // phase had a cap of its own.
     const size_t open = count(phase::established);
-    const bool full = open >= _opts.max_connections;
+    const bool full = open >= _opts.max_connections && count_idle() == 0;
     const bool refuse = full || !make_room();
     if (uint64_t quiet = 0; refuse && _refusals.allow(quiet)) {
         if (full) {
@@ -358,6 +394,7 @@ void blocking_server::admit(std::unique_ptr<stream_socket> sock) {
     c.state = refuse ? phase::refused : phase::starting;
     c.since = std::chrono::steady_clock::now();
     c.socket->on_establish([this, &c] { return establish(c); });
+    c.socket->on_set_idle([this, &c](bool idle) { set_idle(c, idle); });
     try {
         c.thread = std::thread([this, &c] {
             (c.state == phase::refused ? _rejected : _handler)(*c.socket);
@@ -374,8 +411,11 @@ void blocking_server::admit(std::unique_ptr<stream_socket> sock) {
 
 bool blocking_server::establish(conn& c) {
     std::lock_guard lk(_mu);
-    if (c.state != phase::starting || c.evicted) return c.state == phase::established;
-    if (const size_t open = count(phase::established); open >= _opts.max_connections) {
+    if (c.state == phase::established) return true;
+    // A refused one (over max_starting) may still take a free slot once started.
+    if (c.evicted) return false;
+    if (const size_t open = count(phase::established);
+        open >= _opts.max_connections && !evict_idle()) {
         if (uint64_t quiet = 0; _refusals.allow(quiet))
             log_warn(_opts.name, "{}: refused, {} connections open (the limit) ({} refusals "
                      "and closes since the last line)",
@@ -383,6 +423,7 @@ bool blocking_server::establish(conn& c) {
         return false;
     }
     c.state = phase::established;
+    c.since = std::chrono::steady_clock::now();
     return true;
 }
 

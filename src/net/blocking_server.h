@@ -79,6 +79,14 @@ class stream_socket {
     // refuses the client) or the server has given up on it. True outside a server.
     bool establish() { return !_establish || _establish(); }
     void on_establish(std::function<bool()> fn) { _establish = std::move(fn); }
+    // An established connection waiting for its client's next request (HTTP keep-alive)
+    // is idle: when every slot is taken, a client that has finished its startup takes
+    // the slot of the connection idle the longest, which is shut down, rather than being
+    // refused. Set false again before serving the next request. No-op outside a server.
+    void set_idle(bool idle) {
+        if (_set_idle) _set_idle(idle);
+    }
+    void on_set_idle(std::function<void(bool)> fn) { _set_idle = std::move(fn); }
 
   private:
     result<void> run_handshake();
@@ -90,6 +98,7 @@ class stream_socket {
     std::string _peer;
     std::unique_ptr<tls_session> _tls;
     std::function<bool()> _establish;
+    std::function<void(bool)> _set_idle;
 };
 
 class blocking_server {
@@ -107,14 +116,20 @@ class blocking_server {
         // finishes in a few round trips); when none has, `rejected` runs instead.
         size_t max_starting = 64;
         std::chrono::milliseconds starting_grace{1000};
+        // When none has been starting for starting_grace: true shuts the oldest down all
+        // the same (for a protocol whose clients finish starting within a round trip, so
+        // that clients that never do cannot keep others out by their number alone);
+        // false runs `rejected`.
+        bool evict_within_grace = false;
     };
     // Runs on the connection's own thread; the socket closes when it returns.
     using handler = std::function<void(stream_socket&)>;
 
     // Binds and starts accepting. `rejected` (may be empty: such connections are closed
     // at once) answers a connection over max_starting, on its own thread like any
-    // other, so it may read the client's first request (briefly) before refusing it; at
-    // most max_refusing run at once, and connections beyond are closed at once.
+    // other, so it may read the client's first request (briefly) before refusing it,
+    // or serve it when establish() then finds a slot free; at most max_refusing run at
+    // once, and connections beyond are closed at once.
     static result<std::unique_ptr<blocking_server>> start(options opts, handler on_connection,
                                                           handler rejected = {});
     ~blocking_server();  // stop()
@@ -130,8 +145,9 @@ class blocking_server {
     struct conn {
         std::unique_ptr<stream_socket> socket;
         phase state = phase::starting;  // refused: runs `rejected`, counts toward no cap
-        bool evicted = false;           // starting, and shut down to make room
-        std::chrono::steady_clock::time_point since;
+        bool evicted = false;           // shut down to make room (starting, or idle)
+        bool idle = false;              // established, between requests (set_idle)
+        std::chrono::steady_clock::time_point since;  // of the phase, or of being idle
         std::thread thread;
         std::atomic<bool> finished{false};
     };
@@ -143,6 +159,11 @@ class blocking_server {
     // the oldest past its grace. _mu held.
     bool make_room();
     bool establish(conn& c);
+    void set_idle(conn& c, bool idle);
+    // Shuts the established connection idle the longest down; false when none is idle.
+    // _mu held.
+    bool evict_idle();
+    size_t count_idle() const;  // _mu held
     size_t count(phase p) const;  // _mu held; evicted and finished ones not counted
     void reap_finished();         // _mu held
     // Waits up to t for stop(); true when it came.

@@ -11,6 +11,22 @@ bool byte_budget::try_acquire(size_t n) {
     return true;
 }
 
+bool byte_budget::try_acquire_small(size_t n) {
+    if (n > _capacity - _used) return false;
+    _used += n;
+    return true;
+}
+
+bool byte_budget::try_hold_waiting(size_t n) {
+    if (n > _capacity - _held_waiting) return false;
+    _held_waiting += n;
+    return true;
+}
+
+void byte_budget::release_waiting(size_t n) {
+    _held_waiting -= std::min(n, _held_waiting);
+}
+
 byte_budget::waiter_id byte_budget::wait(size_t n, std::function<void()> granted) {
     const waiter_id id = _next_id++;
     _waiters.push_back({id, n, std::move(granted)});

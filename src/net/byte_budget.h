@@ -27,6 +27,15 @@ class byte_budget {
     // Takes n bytes when they fit and nobody waits; false (nothing taken) otherwise.
     // n above capacity never fits: the caller must refuse such a request instead.
     bool try_acquire(size_t n);
+    // Takes n bytes when they fit, ahead of the waiters: for a request of at most one
+    // read's size, which holds its bytes for the few moments until the rest arrives.
+    bool try_acquire_small(size_t n);
+    // The bytes that requests waiting in line already hold in their buffers (read before
+    // their size was known): at most `capacity` together, so that memory stays within
+    // twice the budget however many connections wait. false: none taken, no room.
+    bool try_hold_waiting(size_t n);
+    void release_waiting(size_t n);
+    size_t held_waiting() const { return _held_waiting; }
     // Queues for n bytes (n <= capacity), after try_acquire(n) failed; `granted` runs
     // from a later release() or cancel() once they are taken on the waiter's behalf,
     // never from wait() itself. Returns an id for cancel().
@@ -46,6 +55,7 @@ class byte_budget {
 
     size_t _capacity;
     size_t _used = 0;
+    size_t _held_waiting = 0;
     std::deque<waiter> _waiters;
     waiter_id _next_id = 1;
     bool _granting = false;  // a granted callback that releases must not recurse

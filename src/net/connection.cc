@@ -33,9 +33,9 @@ constexpr size_t rcvlowat_min = 64 * 1024;
 constexpr size_t rcvlowat_max = 8 * 1024 * 1024;
 // Ciphertext OpenSSL may hold undecrypted when a read stops: under one full record.
 constexpr size_t tls_held_max = 32 * 1024;
-// Frames up to one read's size are read without the request budget: small requests are
-// served while large ones wait for it, and waiting holds no more than this anyway.
-constexpr size_t unbudgeted_frame_max = read_chunk;
+// Frames up to one read's size take the request budget ahead of the larger ones waiting
+// in line (settle_budget): small requests are served while large ones wait.
+constexpr size_t small_frame_max = read_chunk;
 // The "request budget spent" line is logged at most this often.
 constexpr std::chrono::seconds budget_log_interval{10};
 }  // namespace
@@ -58,6 +58,8 @@ connection::~connection() {
 }
 
 void connection::start() {
+    active();
+    if (_idle_timeout.count() > 0) arm_idle_check(_idle_timeout);
     if (_tls_ctx) {
         auto s = tls_session::accept(*_tls_ctx, _fd);
         if (!s) {
@@ -183,7 +185,8 @@ void connection::do_read() {
         ssize_t n = ::recv(_fd, _in.data() + have, read_chunk, 0);
         if (n > 0) {
             _in.resize(have + static_cast<size_t>(n));
-            if (_budgeted > 0) _last_progress = event_loop::clock::now();
+            active();
+            if (_budgeted > 0) _last_progress = _last_activity;
             parse_frames();
             if (_fd < 0 || read_stopped()) return;
             if (static_cast<size_t>(n) < read_chunk) return;
@@ -274,6 +277,7 @@ bool connection::write_file_chunk() {
     }
     _queued -= static_cast<size_t>(n);
     _out_offset += static_cast<size_t>(n);
+    active();
     if (_out_offset == f.size) {
         _out.pop_front();
         _out_offset = 0;
@@ -309,6 +313,7 @@ void connection::do_write() {
         }
         auto left = static_cast<size_t>(n);
         _queued -= left;
+        active();
         while (left > 0) {
             size_t rest = _out.front().size() - _out_offset;
             if (left >= rest) {
@@ -343,6 +348,7 @@ void connection::close(const std::string& reason) {
     _fd = -1;
     _out.clear();
     drop_budget();
+    if (_idle_timer != 0) _loop.cancel_timer(std::exchange(_idle_timer, 0));
     _tls_out = bytes{};
     _tls_out_pos = _tls_out_len = 0;
     auto self = shared_from_this();
@@ -360,8 +366,7 @@ void connection::fail(const std::string& reason) {
 // --- The request budget -------------------------------------------------------------------
 
 bool connection::fits_budget(size_t size) {
-    if (!_budget || 4 + size <= unbudgeted_frame_max || 4 + size <= _budget->capacity())
-        return true;
+    if (!_budget || 4 + size <= _budget->capacity()) return true;
     // It could never be granted: refused as an oversized frame is, rather than waited for.
     log_warn("net",
              "connection {} from {}: request of {} bytes is larger than the whole request "
@@ -371,22 +376,19 @@ bool connection::fits_budget(size_t size) {
     return false;
 }
 
-// Invariant: a partly read frame above unbudgeted_frame_max holds its whole size from the
-// budget (_budgeted) or waits for it with reading stopped; any other holds nothing. A
-// frame granted its bytes can always be read to its end, so frames waiting on each other
-// cannot deadlock, and what waits holds at most one read's worth.
+// Invariant: a partly read frame (its size known) holds its whole size from the budget
+// (_budgeted), or waits for it with reading stopped, its bytes read so far counted in the
+// budget's waiting room (_held_waiting); none holds nothing. A frame granted its bytes
+// can always be read to its end, so frames waiting on each other cannot deadlock, and
+// what waits holds at most one read's worth, all of them together at most the capacity.
 void connection::settle_budget() {
     if (!_budget || _fd < 0 || _budget_wait) return;
     size_t want = 0;
-    if (const size_t avail = _in.size() - _in_start; avail >= 4) {
-        const auto frame = 4 + static_cast<size_t>(load_be<int32_t>(_in.data() + _in_start));
-        if (frame > unbudgeted_frame_max) want = frame;
-    }
+    const size_t avail = _in.size() - _in_start;
+    if (avail >= 4) want = 4 + static_cast<size_t>(load_be<int32_t>(_in.data() + _in_start));
     if (want == _budgeted) return;  // the same frame is still being read, or none
-    if (_budgeted > 0) {
-        cancel_stall_check();
-        _budget->release(std::exchange(_budgeted, 0));
-    }
+    // The stall timer stays armed, and finds nothing held when it fires.
+    if (_budgeted > 0) _budget->release(std::exchange(_budgeted, 0));
     if (want == 0) {
         // A large frame's buffer goes back rather than staying with an idle connection.
         if (_in.capacity() > 2 * read_chunk && _in.size() - _in_start <= read_chunk) {
@@ -395,7 +397,22 @@ void connection::settle_budget() {
         }
         return;
     }
-    if (_budget->try_acquire(want)) return take_budget(want);
+    // A frame of at most one read's size needs one more read at most: it goes ahead of
+    // the larger ones waiting, so that small requests keep their latency.
+    if (want <= small_frame_max ? _budget->try_acquire_small(want) : _budget->try_acquire(want))
+        return take_budget(want);
+    if (!_budget->try_hold_waiting(avail)) {
+        static log_throttle full(budget_log_interval);
+        if (uint64_t quiet = 0; full.allow(quiet))
+            log_warn("net",
+                     "request budget spent, and requests waiting for it hold {} bytes already "
+                     "read (as much as the budget, {} bytes): connection {} from {} closed ({} "
+                     "more such closes since the last line)",
+                     _budget->held_waiting(), _budget->capacity(), _id, _peer, quiet);
+        close("request budget and its waiting room spent");
+        return;
+    }
+    _held_waiting = avail;
     _budget_wait = true;
     update_interest();
     static log_throttle throttle(budget_log_interval);
@@ -415,7 +432,9 @@ void connection::settle_budget() {
 void connection::take_budget(size_t frame) {
     _budgeted = frame;
     _last_progress = event_loop::clock::now();
-    if (_stall_timeout.count() > 0) arm_stall_check(_stall_timeout);
+    // One timer per connection at most: a frame taken while it runs is checked when it
+    // fires (from _last_progress), so small frames cost no timer each.
+    if (_stall_timeout.count() > 0 && _stall_timer == 0) arm_stall_check(_stall_timeout);
     // The whole frame in one allocation, without the copies of growing by doubling.
     if (_in_start > 0) {
         _in.erase(_in.begin(), _in.begin() + static_cast<ptrdiff_t>(_in_start));
@@ -427,6 +446,7 @@ void connection::take_budget(size_t frame) {
 void connection::on_budget_granted(size_t frame) {
     _budget_waiter = 0;
     _budget_wait = false;
+    _budget->release_waiting(std::exchange(_held_waiting, 0));
     if (_fd < 0) {
         _budget->release(frame);
         return;
@@ -443,6 +463,7 @@ void connection::drop_budget() {
     cancel_stall_check();
     if (_budget_wait) _budget->cancel(_budget_waiter);
     _budget_wait = false;
+    _budget->release_waiting(std::exchange(_held_waiting, 0));
     if (_budgeted > 0) _budget->release(std::exchange(_budgeted, 0));
 }
 
@@ -470,6 +491,26 @@ void connection::check_stall() {
              "that much of the request budget; closing",
              _id, _peer, _budgeted, idle.count());
     close("request stalled while holding the request budget");
+}
+
+void connection::arm_idle_check(std::chrono::milliseconds delay) {
+    std::weak_ptr<connection> weak = weak_from_this();
+    _idle_timer = _loop.add_timer(delay, [weak] {
+        if (auto self = weak.lock()) self->check_idle();
+    });
+}
+
+void connection::check_idle() {
+    _idle_timer = 0;
+    if (_fd < 0) return;
+    const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(
+        event_loop::clock::now() - _last_activity);
+    if (idle < _idle_timeout) return arm_idle_check(_idle_timeout - idle);
+    log_info("net",
+             "connection {} from {}: no bytes read or written for {} ms "
+             "(--connections-max-idle-ms); closing",
+             _id, _peer, idle.count());
+    close("idle");
 }
 
 // --- TLS ----------------------------------------------------------------------------------
@@ -543,7 +584,8 @@ void connection::do_tls_read() {
             update_interest();
         }
         if (got > 0) {
-            if (_budgeted > 0) _last_progress = event_loop::clock::now();
+            active();
+            if (_budgeted > 0) _last_progress = _last_activity;
             parse_frames();
             if (_fd < 0 || read_stopped()) return;
         }
@@ -617,6 +659,7 @@ void connection::do_tls_write() {
         if (st == tls_session::status::ok) {
             _tls_out_pos += n;
             _queued -= n;
+            active();
             _write_wants_read = false;
             if (_tls->has_unflushed()) break;  // the socket is full: wait for EPOLLOUT
             continue;

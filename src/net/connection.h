@@ -33,10 +33,13 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
         std::function<void(const std::shared_ptr<connection>&)> on_close;
     };
 
-    // With a budget, frames above one read's size (256 KiB) take their whole size from
-    // it before they are read further, and reading stops while it has none to give; a
-    // frame larger than the whole budget closes the connection, as one above
-    // max_frame_bytes does.
+    // With a budget, a frame partly read holds its whole size from it: one above one
+    // read's size (256 KiB) before it is read further, in line with the others, and one
+    // of at most that size ahead of the line (it needs at most one more read). Reading
+    // stops while the budget has none to give, and the bytes already read of the frames
+    // waiting are bounded by the budget's capacity too; past that, a connection that
+    // would wait is closed. A frame larger than the whole budget closes the connection,
+    // as one above max_frame_bytes does.
     connection(event_loop& loop, int fd, std::string peer, size_t max_frame_bytes, callbacks cb,
                std::shared_ptr<tls_context> tls = nullptr,
                std::shared_ptr<byte_budget> budget = nullptr);
@@ -47,6 +50,9 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     // this long (while reading is not paused) closes the connection, so that a client
     // stopping mid-request cannot keep its share. 0: no limit.
     void set_budget_stall_timeout(std::chrono::milliseconds t) { _stall_timeout = t; }
+    // Kafka's connections.max.idle.ms: no byte read or written for this long closes the
+    // connection. 0: never. Before start().
+    void set_idle_timeout(std::chrono::milliseconds t) { _idle_timeout = t; }
     // Queue bytes, or a file range sent with sendfile; everything goes out in the order
     // queued, written at the end of the event loop's iteration so that what one
     // iteration queues shares system calls.
@@ -96,6 +102,9 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     void arm_stall_check(std::chrono::milliseconds delay);
     void check_stall();
     void cancel_stall_check();
+    void arm_idle_check(std::chrono::milliseconds delay);
+    void check_idle();
+    void active() { _last_activity = event_loop::clock::now(); }
 
     event_loop& _loop;
     int _fd;
@@ -127,6 +136,10 @@ class connection : public io_handler, public std::enable_shared_from_this<connec
     std::chrono::milliseconds _stall_timeout{0};
     event_loop::timer_id _stall_timer = 0;
     event_loop::clock::time_point _last_progress{};  // of the frame holding budget
+    size_t _held_waiting = 0;  // bytes of the frame counted in the budget's waiting room
+    std::chrono::milliseconds _idle_timeout{0};
+    event_loop::timer_id _idle_timer = 0;
+    event_loop::clock::time_point _last_activity{};  // a byte read or written
 
     // TLS state (unused without a context).
     std::shared_ptr<tls_context> _tls_ctx;

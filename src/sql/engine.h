@@ -46,6 +46,7 @@ enum class failure {
     invalid_parameter,  // 22023 invalid_parameter_value (bad bind values, bad limits)
     constraint,         // 23505 unique_violation / other constraint failures
     busy,               // 55P03 lock_not_available (the user database stayed locked)
+    disk_full,          // 53100 disk_full (the data directory's file system has no room)
     shutting_down,      // 57P01 admin_shutdown
     internal,           // XX000 internal_error
 };

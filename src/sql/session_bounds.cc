@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -108,6 +109,13 @@ std::optional<query_error> sqlite_session::refuse_statement(std::string_view sql
                        "exclusive lock, which would stop the expansions writing into it"};
 }
 
+bool sqlite_session::no_space(int rc) const {
+    // SQLITE_FULL, or an I/O error of a write the file system refused for want of space
+    // (a -wal or -shm file it could not extend, a journal).
+    if ((rc & 0xff) == SQLITE_FULL) return true;
+    return (rc & 0xff) == SQLITE_IOERR && sqlite3_system_errno(_db) == ENOSPC;
+}
+
 std::optional<query_error> sqlite_session::resource_error(int rc,
                                                           const std::string& msg) const {
     auto e = bound_error(rc, msg);
@@ -146,7 +154,7 @@ std::optional<query_error> sqlite_session::bound_error(int rc, const std::string
                     fmt::format("temporary file size exceeds the {} a SQL session may use "
                                 "(--sql-session-temp-bytes): a sort or temporary table too large",
                                 format_bytes(b.session_temp))};
-            return std::nullopt;
+            return query_error{failure::disk_full, msg};  // the data directory's disk
         case SQLITE_TOOBIG:
             if (msg.find("statement too long") != std::string::npos)
                 return query_error{failure::program_limit,
@@ -156,6 +164,9 @@ std::optional<query_error> sqlite_session::bound_error(int rc, const std::string
                 failure::program_limit,
                 fmt::format("a string or blob would be longer than {} (--sql-max-value-bytes)",
                             format_bytes(static_cast<uint64_t>(b.max_value_bytes)))};
+        case SQLITE_IOERR:
+            if (no_space(rc)) return query_error{failure::disk_full, msg};
+            return std::nullopt;
         case SQLITE_ERROR:
             for (const char* m : limit_messages)
                 if (msg.find(m) != std::string::npos)

@@ -43,6 +43,8 @@ const char* sqlstate(failure f) {
             return "23505";
         case failure::busy:
             return "55P03";
+        case failure::disk_full:
+            return "53100";
         case failure::shutting_down:
             return "57P01";
         case failure::internal:
@@ -85,6 +87,8 @@ const char* failure_name(failure f) {
             return "constraint";
         case failure::busy:
             return "busy";
+        case failure::disk_full:
+            return "disk_full";
         case failure::shutting_down:
             return "shutting_down";
         case failure::internal:

@@ -169,7 +169,8 @@ outcome<bool> sqlite_session::exec_internal(const std::string& sql) {
         const std::string why = msg ? msg : sqlite3_errstr(rc);
         sqlite3_free(msg);
         log_warn("sql", "{}: {}", sql, why);
-        return query_error{failure::internal, without_paths(fmt::format("{}: {}", sql, why))};
+        return query_error{no_space(rc) ? failure::disk_full : failure::internal,
+                           without_paths(fmt::format("{}: {}", sql, why))};
     }
     return true;
 }
@@ -187,12 +188,20 @@ void sqlite_session::keep_wal_files(const char* schema) {
 // which a full disk may refuse, and would refuse the session with it. The first read
 // makes the -wal and -shm files, kept from then on (keep_wal_files); when it cannot,
 // the session still serves topics and system tables, and a statement on the schema's
-// tables gets the error.
+// tables gets the error. A file not yet in WAL mode (a new one: the switch writes its
+// first page) that the disk has no room for stays in rollback mode in this session, and
+// is switched before a later statement once there is room (retry_wal): reads need no
+// WAL, and a database file is in one mode for every connection.
 outcome<bool> sqlite_session::use_wal(const std::string& schema, const std::string& path) {
     keep_wal_files(schema.c_str());
     const auto q = quote_ident(schema);
     if (!wal_on_file(path)) {
-        if (auto r = exec_internal(fmt::format("PRAGMA {}.journal_mode=WAL", q)); !r) return r;
+        auto r = exec_internal(fmt::format("PRAGMA {}.journal_mode=WAL", q));
+        if (!r && r.error().kind != failure::disk_full) return r;
+        if (!r) {
+            _wal_pending.insert(schema);
+            return true;
+        }
     }
     _internal = true;
     const int rc = sqlite3_exec(
@@ -256,6 +265,18 @@ outcome<bool> sqlite_session::setup() {
     return sync_schemas();
 }
 
+void sqlite_session::retry_wal() {
+    if (_wal_pending.empty() || in_transaction()) return;  // the mode changes outside one
+    for (auto it = _wal_pending.begin(); it != _wal_pending.end();) {
+        _internal = true;
+        const int rc = sqlite3_exec(
+            _db, fmt::format("PRAGMA {}.journal_mode=WAL", quote_ident(*it)).c_str(), nullptr,
+            nullptr, nullptr);
+        _internal = false;
+        it = rc == SQLITE_OK ? _wal_pending.erase(it) : std::next(it);
+    }
+}
+
 outcome<bool> sqlite_session::sync_schemas() {
     const uint64_t gen = _src.schemas->generation();
     if (gen == _schema_gen || in_transaction()) return true;  // ATTACH needs autocommit
@@ -267,6 +288,7 @@ outcome<bool> sqlite_session::sync_schemas() {
             continue;
         }
         if (auto r = exec_internal("DETACH " + quote_ident(*it)); !r) return r.error();
+        _wal_pending.erase(*it);
         it = _attached.erase(it);
     }
     _unopened.clear();
@@ -540,6 +562,7 @@ outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql
     undo_rolled_back_schemas();
     if (auto r = sync_schemas(); !r) return r.error();
     if (auto r = sync_topics(); !r) return r.error();
+    retry_wal();
     if (auto cmd = parse_schema_command(*this, sql, tail)) {
         if (!cmd->ok()) return cmd->error();
         return std::unique_ptr<statement>(std::move(**cmd));

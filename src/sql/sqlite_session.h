@@ -88,6 +88,9 @@ class sqlite_session final : public session {
     outcome<bool> exec_internal(const std::string& sql);
     void keep_wal_files(const char* schema);
     outcome<bool> use_wal(const std::string& schema, const std::string& path);
+    // Switches the schemas that could not be switched to WAL (a full disk) once there is
+    // room, before a statement; quietly, as long as the disk stays full.
+    void retry_wal();
     // `msg` with the server's paths (the data directory) replaced by "<data-dir>".
     std::string without_paths(std::string msg) const;
     outcome<bool> sync_topics();
@@ -115,6 +118,8 @@ class sqlite_session final : public session {
     // Logged (once a second at most) when a memory or temporary-file bound refused.
     std::optional<query_error> resource_error(int rc, const std::string& msg) const;
     std::optional<query_error> bound_error(int rc, const std::string& msg) const;
+    // Whether SQLite failed for want of space on the data directory's file system.
+    bool no_space(int rc) const;
     // Why a SQL function is not available to users; empty when it is.
     static std::string refused_function(const char* name);
     // BEGIN IMMEDIATE or EXCLUSIVE locks every attached file until COMMIT: refused while
@@ -136,6 +141,7 @@ class sqlite_session final : public session {
     uint64_t _access_gen = 0;         // the gate's generation when the authorizer was installed
     std::set<std::string> _attached;  // user schemas attached, besides main
     std::map<std::string, std::string> _unopened;  // schemas that failed to attach: why
+    std::set<std::string> _wal_pending;  // schemas still in rollback mode for want of space
     // Schemas created inside the open transaction, and whether it was rolled back (set
     // by SQLite's rollback hook; acted on at the next prepare, outside SQLite's calls).
     std::vector<std::string> _created_in_tx;

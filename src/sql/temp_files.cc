@@ -16,6 +16,7 @@
 #include <new>
 #include <system_error>
 
+#include "catalog/shm_vfs.h"
 #include "sql/budget.h"
 
 namespace sluice::sql {
@@ -153,39 +154,11 @@ int vfs_open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* ou
     return SQLITE_OK;
 }
 
-int vfs_delete(sqlite3_vfs*, const char* name, int sync_dir) {
-    return g_base->xDelete(g_base, name, sync_dir);
-}
-int vfs_access(sqlite3_vfs*, const char* name, int flags, int* out) {
-    return g_base->xAccess(g_base, name, flags, out);
-}
-int vfs_full_pathname(sqlite3_vfs*, const char* name, int n, char* out) {
-    return g_base->xFullPathname(g_base, name, n, out);
-}
 void* vfs_dl_open(sqlite3_vfs*, const char*) {
     return nullptr;  // extensions are never loaded into users' sessions
 }
 void vfs_dl_error(sqlite3_vfs*, int n, char* msg) {
     std::snprintf(msg, static_cast<size_t>(n), "extensions are not available");
-}
-void (*vfs_dl_sym(sqlite3_vfs*, void*, const char*))(void) {
-    return nullptr;
-}
-void vfs_dl_close(sqlite3_vfs*, void*) {}
-int vfs_randomness(sqlite3_vfs*, int n, char* out) {
-    return g_base->xRandomness(g_base, n, out);
-}
-int vfs_sleep(sqlite3_vfs*, int us) {
-    return g_base->xSleep(g_base, us);
-}
-int vfs_current_time(sqlite3_vfs*, double* out) {
-    return g_base->xCurrentTime(g_base, out);
-}
-int vfs_get_last_error(sqlite3_vfs*, int n, char* out) {
-    return g_base->xGetLastError ? g_base->xGetLastError(g_base, n, out) : 0;
-}
-int vfs_current_time_int64(sqlite3_vfs*, sqlite3_int64* out) {
-    return g_base->xCurrentTimeInt64(g_base, out);
 }
 
 }  // namespace
@@ -205,29 +178,17 @@ std::string install_temp_vfs(const std::filesystem::path& temp_dir, std::string*
         std::filesystem::remove_all(e.path(), ec);
     g_temp_dir = std::filesystem::absolute(temp_dir, ec).string();
     if (g_base) return temp_vfs_name;  // registered before; the directory may change (tests)
+    // Over the default VFS that allocates WAL indexes before use, as every connection's.
+    catalog::install_shm_vfs();
     g_base = sqlite3_vfs_find(nullptr);
     if (!g_base || g_base->iVersion < 2) {
         *error = "SQLite's default VFS is missing or too old";
         return {};
     }
-    g_vfs = sqlite3_vfs{};
-    g_vfs.iVersion = 2;
-    g_vfs.szOsFile = static_cast<int>(sizeof(temp_file)) + g_base->szOsFile;
-    g_vfs.mxPathname = g_base->mxPathname;
-    g_vfs.zName = temp_vfs_name;
-    g_vfs.xOpen = vfs_open;
-    g_vfs.xDelete = vfs_delete;
-    g_vfs.xAccess = vfs_access;
-    g_vfs.xFullPathname = vfs_full_pathname;
+    g_vfs = catalog::forwarding_vfs(g_base, temp_vfs_name, static_cast<int>(sizeof(temp_file)),
+                                    vfs_open);
     g_vfs.xDlOpen = vfs_dl_open;
     g_vfs.xDlError = vfs_dl_error;
-    g_vfs.xDlSym = vfs_dl_sym;
-    g_vfs.xDlClose = vfs_dl_close;
-    g_vfs.xRandomness = vfs_randomness;
-    g_vfs.xSleep = vfs_sleep;
-    g_vfs.xCurrentTime = vfs_current_time;
-    g_vfs.xGetLastError = vfs_get_last_error;
-    g_vfs.xCurrentTimeInt64 = vfs_current_time_int64;
     if (int rc = sqlite3_vfs_register(&g_vfs, 0); rc != SQLITE_OK) {
         g_base = nullptr;
         *error = fmt::format("cannot register the SQL VFS: {}", sqlite3_errstr(rc));

@@ -4,6 +4,7 @@ the bound: the broker's RSS (/proc/PID/status), other clients' latency, its CPU 
 the number of log lines. docs/operations.md lists the limits.
 """
 
+import json
 import os
 import socket
 import ssl
@@ -236,6 +237,93 @@ def test_request_larger_than_the_budget_is_refused(broker_factory, topic_name):
     assert len(produce_fetch_latencies(b.bootstrap, topic_name, 3)) == 3
 
 
+def small_stall_sender(addr, body_bytes, stop, sent):
+    """Sends the head of a request just under 256 KiB (262,000 bytes) and body_bytes of it,
+    then nothing until `stop`; records the bytes sent, or "closed" once the broker closed it."""
+    try:
+        s = connect(addr)
+    except OSError as e:
+        sent.append(e)
+        return
+    try:
+        s.settimeout(5)
+        s.sendall(struct.pack(">i", 262000) + b"\1" * body_bytes)
+        sent.append(body_bytes)
+        s.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                if not s.recv(4096):
+                    sent.append("closed")
+                    return
+            except socket.timeout:
+                continue
+    except OSError:
+        sent.append("closed")
+    finally:
+        s.close()
+
+
+def test_small_partial_requests_are_bounded_too(broker_factory, topic_name):
+    """Issue 33: requests under 256 KiB were outside the budget and the stall timeout: 2,000
+    connections each holding 262,000 bytes of an unfinished request pinned 510 MiB. Scaled
+    down: 500 of them (119 MiB) against a 16 MiB budget."""
+    budget = 16 * MIB
+    b = broker_factory(["--queued-max-request-bytes", str(budget), "--request-stall-timeout-ms", "3000"])
+    H.create_topic(b.bootstrap, topic_name, 1)
+    produce_fetch_latencies(b.bootstrap, topic_name, 5)  # warm up
+    base = rss_bytes(b.proc.pid)
+    stop, sent, threads = threading.Event(), [], []
+    for _ in range(500):
+        t = threading.Thread(target=small_stall_sender, args=(b.bootstrap, 250000, stop, sent), daemon=True)
+        t.start()
+        threads.append(t)
+    try:
+        H.wait_until("every sender sent", lambda: sum(1 for x in sent if isinstance(x, int)) == 500, timeout=30)
+        time.sleep(0.5)
+        peak = max(rss_bytes(b.proc.pid) for _ in range(5) if time.sleep(0.2) is None)
+        took = produce_fetch_latencies(b.bootstrap, topic_name, 30)
+        grown = peak - base
+        print("RSS base %.1f MiB, peak %.1f MiB (+%.1f MiB) with 500 unfinished 262,000-byte requests; "
+              "produce+fetch p99 %.1f ms" % (base / MIB, peak / MIB, grown / MIB, p99(took) * 1000))
+        # The budget, and as much again of requests waiting for it; the rest are closed.
+        # (Threads, sockets and freed buffers the allocator keeps add a few MiB.)
+        assert grown < 2 * budget + 24 * MIB, "RSS grew by %.1f MiB" % (grown / MIB)
+        assert p99(took) < 0.5, "produce+fetch p99 %.0f ms" % (p99(took) * 1000)
+        assert log_lines(b, "requests waiting for it hold"), "no close for a full waiting room logged"
+        # The stall timeout applies to them: those holding the budget are closed after 3 s.
+        n_closed = sent.count("closed")
+        H.wait_until("a stalled small request closed",
+                     lambda: log_lines(b, "no bytes of its 262004-byte request for"), timeout=20)
+        H.wait_until("more senders closed", lambda: sent.count("closed") > n_closed, timeout=10)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+    b.assert_alive()
+
+
+def test_idle_kafka_connections_are_closed(broker_factory, topic_name):
+    """--connections-max-idle-ms (Kafka's connections.max.idle.ms): a connection that sends
+    and receives nothing that long is closed; one in use is not."""
+    b = broker_factory(["--connections-max-idle-ms", "1000"])
+    H.create_topic(b.bootstrap, topic_name, 1)
+    idle = connect(b.bootstrap)
+    t0 = time.monotonic()
+    with K.Conn(b.bootstrap, timeout=10) as busy:
+        while time.monotonic() - t0 < 2.5:  # a request every 0.3 s: never idle for 1 s
+            p = K.produce_v3(busy, topic_name, 0, K.encode_batch([(H.now_ms(), None, b"x", [])]))
+            assert p["error"] == 0, p
+            time.sleep(0.3)
+        assert wait_eof(idle, time.monotonic() + 5) == b""
+        closed_after = time.monotonic() - t0
+        f = K.fetch_v4(busy, topic_name, 0, 0)  # still open
+        assert f["error"] == 0 and len(K.decode_batches(f["records"])[0]) >= 5, f["error"]
+    idle.close()
+    print("idle connection closed after %.2f s (--connections-max-idle-ms 1000)" % closed_after)
+    assert 0.9 < closed_after < 3.5, closed_after
+    assert log_lines(b, "no bytes read or written for"), "no idle close logged"
+
+
 # --------------------------------------------------------------------------
 # Connection slots: HTTP heads, PostgreSQL startups, idle sessions
 # --------------------------------------------------------------------------
@@ -295,6 +383,93 @@ def test_trickled_http_heads_do_not_hold_slots(broker_factory):
     assert len(answers) == 12 and "still open" not in answers, answers
     assert any(a == "HTTP/1.1 408 Request Timeout" for a in answers), answers
     assert log_lines(b, "no complete request head within 1500 ms"), "no 408 logged"
+
+
+def silent_client(addr, stop, reconnects):
+    """Connects and sends nothing; reconnects as soon as the broker closes it, until `stop`."""
+    while not stop.is_set():
+        try:
+            s = connect(addr)
+        except OSError:
+            stop.wait(0.01)
+            continue
+        try:
+            s.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    if not s.recv(4096):
+                        break
+                except socket.timeout:
+                    continue
+        except OSError:
+            pass
+        finally:
+            s.close()
+        reconnects.append(1)
+
+
+def served_ratio(addr, n):
+    """Of n SQL requests over HTTP, each on a new connection: how many returned their row."""
+    ok = 0
+    for i in range(n):
+        try:
+            r = S.http_sql(addr, "SELECT %d AS x" % i, timeout=10)
+        except OSError:
+            continue
+        ok += r.status == 200 and r.json()["rows"] == [[i]]
+    return ok
+
+
+def test_silent_http_connections_do_not_lock_the_listener_out(broker_factory):
+    """Issue 33: clients that connect, send nothing and reconnect when closed held every
+    HTTP slot (3 of 40 real requests were served). They are starting connections now,
+    and the oldest gives way to a new client."""
+    b = broker_factory(S.SQL_ARGS + ["--sql-max-connections", "8"])
+    stop, reconnects = threading.Event(), []
+    threads = [threading.Thread(target=silent_client, args=(b.http, stop, reconnects), daemon=True)
+               for _ in range(10)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.5)  # every slot taken, the first ones past the grace of a second
+        t0 = time.monotonic()
+        ok = served_ratio(b.http, 40)
+        took = time.monotonic() - t0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+    print("HTTP: %d of 40 requests served beside 10 silent reconnecting clients (8 slots), "
+          "%.2f s; %d silent reconnects" % (ok, took, len(reconnects)))
+    assert ok == 40, ok
+    b.assert_alive()
+
+
+def test_idle_keep_alive_connections_give_way(broker_factory):
+    """Issue 33: idle keep-alive connections held every HTTP slot and everyone else was
+    answered 503 for a minute. A new client takes the slot of the one idle the longest."""
+    import http.client
+    b = broker_factory(S.SQL_ARGS + ["--sql-max-connections", "4"])
+    host, port = b.http.rsplit(":", 1)
+    idle = []
+    try:
+        for i in range(6):  # more than the slots: each new one takes an idle one's slot
+            c = http.client.HTTPConnection(host, int(port), timeout=10)
+            c.request("POST", "/v1/sql", body=b"SELECT 1 AS x", headers={"Content-Type": "text/plain"})
+            r = c.getresponse()
+            assert (r.status, json.loads(r.read())["rows"]) == (200, [[1]]), i
+            idle.append(c)
+        ok = served_ratio(b.http, 20)
+        print("HTTP: %d of 20 requests served beside 6 idle keep-alive connections (4 slots)" % ok)
+        assert ok == 20, ok
+        # The one idle the longest was closed; the newest still serves on its connection.
+        idle[-1].request("POST", "/v1/sql", body=b"SELECT 2 AS x", headers={"Content-Type": "text/plain"})
+        r = idle[-1].getresponse()
+        assert (r.status, json.loads(r.read())["rows"]) == (200, [[2]])
+        assert log_lines(b, "to serve a new client"), "no eviction logged"
+    finally:
+        for c in idle:
+            c.close()
 
 
 def pg_read_message(s, timeout=10):

@@ -301,3 +301,68 @@ def test_out_of_service_partition_answers_an_error_and_comes_back(disk, disk_bro
                  timeout=30)
     assert fetched_values(b.bootstrap, "t", 0) == ([b"v%d" % i for i in range(50)], 50)
     assert raw_produce(b.bootstrap, "t", 0, b"yes")["base_offset"] == 50
+
+
+def disk_full_error(r):
+    """An HTTP answer of a write refused for want of space: 503, kind disk_full, 53100."""
+    assert r.status == 503, r
+    err = r.json()["error"]
+    assert (err["kind"], err["sqlstate"]) == ("disk_full", "53100"), err
+    assert "disk is full" in err["message"], err
+    return err
+
+
+def test_sql_sessions_after_a_write_failed_on_a_full_disk(disk, disk_broker):
+    """Issue 33, the steps that crashed the broker with SIGBUS: one SQL statement, the disk
+    fills, a restart, one SQL write fails for want of space; the next session stored into a
+    hole of the mapped main.db-shm. Sessions read on, and writes fail with 53100 disk_full."""
+    b = disk_broker()
+    H.create_topic(b.bootstrap, "t", 1)
+    produce_values(b.bootstrap, "t", 0, [b"v%d" % i for i in range(50)])
+    assert sql_count(b, "t")[0] == 50
+    # No space reserve (spent before), so that nothing frees room at the restart.
+    (b.data_dir / "logs" / ".space-reserve").unlink()
+    disk.fill()
+    b.stop()
+    b.start()
+    disk_full_error(S.http_sql(b.http, "CREATE TABLE notes(x TEXT)"))
+    for _ in range(3):
+        assert sql_count(b, "t")[0] == 50
+        assert S.http_rows(b.http, "SELECT count(*) FROM system.topics WHERE topic = 't'") == [[1]]
+    conn = S.pg_connect(b.pg)
+    try:
+        e = S.pg_error(conn, "CREATE TABLE more(y INTEGER)")
+        assert e.pgcode == "53100", (e.pgcode, str(e))
+        assert S.pg_rows(conn, "SELECT count(*) FROM kafka_topics.t") == [(50,)]
+    finally:
+        conn.close()
+    b.assert_alive()
+    disk.unfill()
+    assert S.http_rows(b.http, "CREATE TABLE notes(x TEXT)") == []
+    assert S.http_rows(b.http, "INSERT INTO notes VALUES ('a')") == []
+    assert S.http_rows(b.http, "SELECT x FROM notes") == [["a"]]
+
+
+def test_restart_on_a_full_disk_before_any_sql(disk, disk_broker):
+    """Issue 33: no SQL had run before the disk filled, so the user database was not in WAL
+    mode yet; after a restart every statement failed (XX000 on journal_mode=WAL). Reads of
+    topics and system tables work, and the user database works once there is room."""
+    b = disk_broker()
+    H.create_topic(b.bootstrap, "t", 1)
+    produce_values(b.bootstrap, "t", 0, [b"w%d" % i for i in range(30)])
+    disk.fill()
+    b.stop()
+    b.start()
+    for _ in range(2):
+        assert sql_count(b, "t")[0] == 30
+        assert S.http_rows(b.http, "SELECT count(*) FROM system.topics WHERE topic = 't'") == [[1]]
+    assert psql_count(b, "t") == ["30"]
+    disk.fill()  # again: opening the WAL indexes may have taken the space reserve
+    disk_full_error(S.http_sql(b.http, "CREATE TABLE later(x TEXT)"))
+    assert sql_count(b, "t")[0] == 30
+    disk.unfill()
+    assert S.http_rows(b.http, "CREATE TABLE later(x TEXT)") == []
+    assert S.http_rows(b.http, "INSERT INTO later VALUES ('z')") == []
+    assert S.http_rows(b.http, "SELECT x FROM later") == [["z"]]
+    b.restart()
+    assert S.http_rows(b.http, "SELECT x FROM later") == [["z"]]

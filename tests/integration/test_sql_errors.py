@@ -362,11 +362,16 @@ def test_connection_limit_and_slots_freed(broker_factory):
         c2.close()
 
     host, port = b.http.rsplit(":", 1)
+    # An HTTP connection holds a slot once its request head is in (issue 33): these two
+    # are in the middle of their requests' bodies.
     held = [socket.create_connection((host, int(port)), timeout=10) for _ in range(2)]
     try:
-        time.sleep(0.2)  # both accepted
+        for h in held:
+            h.sendall(b"POST /v1/sql HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nSELECT")
+        time.sleep(0.2)  # both heads read
         with socket.create_connection((host, int(port)), timeout=10) as s:
             s.settimeout(10)
+            s.sendall(b"POST /v1/sql HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\nSELECT 1")
             answer = s.recv(4000)
         assert answer.startswith(b"HTTP/1.1 503 "), answer
         assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["kind"] == "unavailable", answer
@@ -405,6 +410,8 @@ def test_connection_limit_seen_by_ordinary_clients(broker_factory):
     c1 = S.pg_connect(b.pg)
     host, port = b.http.rsplit(":", 1)
     held = socket.create_connection((host, int(port)), timeout=10)
+    # It holds the slot once its request head is in (issue 33), in the middle of its body.
+    held.sendall(b"POST /v1/sql HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nSELECT")
     try:
         time.sleep(0.2)
         rc, out, err = S.psql(b.pg, "SELECT 1")

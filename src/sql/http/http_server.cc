@@ -61,8 +61,14 @@ constexpr int lingering_close_ms = 2000;
 // The challenge of every 401 (RFC 7617).
 const http::header_list basic_challenge = {{"WWW-Authenticate", "Basic realm=\"sluice\""}};
 
-// How long a client over the limit has to send its request head before it gets its 503.
-constexpr std::chrono::seconds refused_head_timeout{2};
+// Connections still sending their first request head may be this many times the slots:
+// they hold a thread each, no session, and a real client leaves the phase within a round
+// trip or two, so clients that never send a head need many to keep one out.
+constexpr size_t starting_per_slot = 4;
+
+// How long a client over the limit of starting connections has to send its request
+// head, which is then served if a slot is free, else answered 503.
+constexpr std::chrono::milliseconds refused_head_timeout{2000};
 
 using steady = std::chrono::steady_clock;
 
@@ -95,26 +101,6 @@ struct deadline_reader {
     }
 };
 
-// Over the connection limit: reads the request head first (briefly, however the bytes
-// trickle in), as clients write their whole request before they read, then answers 503
-// and closes.
-void refuse(net::stream_socket& sock, const net::tls_context* tls) {
-    sock.set_read_timeout(refused_head_timeout);
-    sock.set_write_timeout(refused_head_timeout);
-    deadline_reader read{sock, refused_head_timeout, steady::now() + refused_head_timeout};
-    if (tls && !sock.start_tls_server(*tls)) return;
-    std::string head;
-    char buf[4096];
-    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 65536) {
-        const size_t n = read(buf, sizeof buf);
-        if (n == 0) break;
-        head.append(buf, n);
-    }
-    http::http_response resp([&sock](std::string_view d) { return sock.write_all(d); }, {}, false);
-    resp.send_error(503, "unavailable", "too many open HTTP connections; retry later");
-    sock.finish(lingering_close_ms);
-}
-
 }  // namespace
 
 http_server::http_server(engine& eng, http_options opts) : _eng(eng), _opts(std::move(opts)) {}
@@ -137,12 +123,20 @@ result<std::unique_ptr<http_server>> http_server::start(const net::host_port& ad
     bo.address = addr;
     bo.name = "http";
     bo.max_connections = srv->_opts.max_connections;
-    // A connection takes its slot at once (serve): slots are counted as before, and the
-    // request head's deadline frees those that trickle.
-    bo.max_starting = srv->_opts.max_connections;
+    // A connection takes a slot once its first request head is in (serve), as a pg
+    // session does once logged in: clients that connect and send nothing, or trickle,
+    // are starting, and the oldest of them gives way to a new client; between requests
+    // a connection is idle, and gives its slot to a new client when all are taken.
+    bo.max_starting = starting_per_slot * srv->_opts.max_connections;
+    // When they are all taken, a new client replaces the oldest, however young: a real
+    // client sends its head at once after connecting (or after the TLS handshake's two
+    // round trips), so it is the oldest of hundreds only under a flood of connections.
+    bo.evict_within_grace = true;
     auto s = net::blocking_server::start(
-        std::move(bo), [self](net::stream_socket& sock) { self->serve(sock); },
-        [tls = srv->_opts.tls](net::stream_socket& sock) { refuse(sock, tls.get()); });
+        std::move(bo), [self](net::stream_socket& sock) { self->serve(sock, self->_opts.header_timeout); },
+        [self](net::stream_socket& sock) {
+            self->serve(sock, std::min(self->_opts.header_timeout, refused_head_timeout));
+        });
     if (!s) return s.err();
     srv->_server = std::move(*s);
     return srv;
@@ -160,13 +154,12 @@ void http_server::stop() {
     if (_server) _server->stop();
 }
 
-void http_server::serve(net::stream_socket& sock) {
-    if (!sock.establish()) return refuse(sock, _opts.tls.get());  // the slots filled meanwhile
-    deadline_reader read{sock, _opts.io_timeout, steady::now() + _opts.header_timeout};
+void http_server::serve(net::stream_socket& sock, std::chrono::milliseconds first_head_timeout) {
+    deadline_reader read{sock, _opts.io_timeout, steady::now() + first_head_timeout};
     sock.set_write_timeout(_opts.io_timeout);
     if (_opts.tls) {
         // The first head's deadline bounds the handshake too.
-        sock.set_read_timeout(std::min(_opts.io_timeout, _opts.header_timeout));
+        sock.set_read_timeout(std::min(_opts.io_timeout, first_head_timeout));
         if (auto r = sock.start_tls_server(*_opts.tls); !r) {
             log_debug("http", "{}: TLS handshake failed: {}", sock.peer(), r.err().message);
             return;
@@ -178,18 +171,29 @@ void http_server::serve(net::stream_socket& sock) {
     for (bool first = true;; first = false) {
         // After the first request: idle under the stall timeout, then the head's deadline
         // from its first byte.
-        if (!first && in.peek() < 0) return;
-        if (!first) read.deadline = steady::now() + _opts.header_timeout;
+        if (!first) {
+            sock.set_idle(true);
+            const bool more = in.peek() >= 0;
+            sock.set_idle(false);
+            if (!more) return;
+            read.deadline = steady::now() + _opts.header_timeout;
+        }
         http::http_request req;
         auto r = http::read_request_head(in, req, _opts.limits);
+        const auto head_timeout = first ? first_head_timeout : _opts.header_timeout;
         if (r.what != http::read_result::kind::error && read.expired) {
             log_info("http", "{}: no complete request head within {} ms; answering 408",
-                     sock.peer(), _opts.header_timeout.count());
+                     sock.peer(), head_timeout.count());
             r = {http::read_result::kind::error, 408,
                  fmt::format("the request head was not complete within {} ms",
-                             _opts.header_timeout.count())};
+                             head_timeout.count())};
         }
         read.clear();
+        // The first request head is in: the connection takes a slot, or the client is
+        // answered 503 when every one is taken by a connection that is not idle.
+        if (first && r.what == http::read_result::kind::request && !sock.establish())
+            r = {http::read_result::kind::error, 503,
+                 "too many open HTTP connections; retry later"};
         if (r.what == http::read_result::kind::request) {
             r = http::read_request_body(in, req, _opts.limits, [&] {
                 // Expect: 100-continue (curl sends it with bodies over 1 KiB).

@@ -24,7 +24,11 @@ class gate;
 namespace sluice::sql {
 
 struct http_options {
-    // Connections open at once; one more is answered 503.
+    // Connections with a request in (their first head read) at once. When all are taken,
+    // a new client takes the slot of the connection idle the longest between requests,
+    // and without one it is answered 503. Connections still sending their first head
+    // are counted apart (four times as many), and the oldest of them gives way to a new
+    // one.
     size_t max_connections = 64;
     // A connection idle between requests, or a request or response stalled, for this
     // long is closed, so that idle keep-alive clients do not hold threads forever.
@@ -65,7 +69,9 @@ class http_server {
 
   private:
     http_server(engine& eng, http_options opts);
-    void serve(net::stream_socket& sock);
+    // `first_head_timeout`: the first request head's deadline (shorter for a client
+    // that came over the limit of starting connections).
+    void serve(net::stream_socket& sock, std::chrono::milliseconds first_head_timeout);
     void dispatch(http::http_request& req, http::http_response& resp, bool tls);
     // Sets req.principal from the request's credentials when the gate requires a login;
     // false after answering 401.

@@ -270,9 +270,9 @@ int status_for(failure f) {
     // number of values in an INSERT) with a generic code the engine cannot tell apart.
     // Every session's memory or temporary files together being spent is the server's
     // state, not the statement's fault: 503, worth a retry; the session's own bounds are
-    // the statement's, 400 like the row limit.
+    // the statement's, 400 like the row limit. So is a full disk.
     if (f == failure::shutting_down || f == failure::memory_exhausted ||
-        f == failure::temp_exhausted)
+        f == failure::temp_exhausted || f == failure::disk_full)
         return 503;
     return f == failure::not_authorized ? 403 : 400;
 }

@@ -93,5 +93,35 @@ TEST(ByteBudget, GrantedWaiterMayReleaseFromItsCallback) {
     EXPECT_EQ(b.waiting(), 0u);
 }
 
+// A small request takes what fits ahead of the waiters, never more than the capacity.
+TEST(ByteBudget, SmallRequestsGoAheadOfWaitersWithinTheCapacity) {
+    byte_budget b(100);
+    ASSERT_TRUE(b.try_acquire(50));
+    bool granted = false;
+    b.wait(80, [&] { granted = true; });
+    EXPECT_FALSE(b.try_acquire(10));  // the line is respected
+    EXPECT_TRUE(b.try_acquire_small(30));
+    EXPECT_FALSE(b.try_acquire_small(21));  // 80 used
+    EXPECT_EQ(b.used(), 80u);
+    b.release(50);
+    EXPECT_FALSE(granted);  // 30 still held: 80 does not fit yet
+    b.release(30);
+    EXPECT_TRUE(granted);
+    EXPECT_EQ(b.used(), 80u);
+}
+
+// What waiting requests hold already is bounded by the capacity, apart from `used`.
+TEST(ByteBudget, WaitingRoomHoldsAtMostTheCapacity) {
+    byte_budget b(100);
+    ASSERT_TRUE(b.try_acquire(100));
+    EXPECT_TRUE(b.try_hold_waiting(60));
+    EXPECT_FALSE(b.try_hold_waiting(41));
+    EXPECT_EQ(b.held_waiting(), 60u);  // a refusal holds nothing
+    EXPECT_TRUE(b.try_hold_waiting(40));
+    b.release_waiting(60);
+    EXPECT_EQ(b.held_waiting(), 40u);
+    EXPECT_EQ(b.used(), 100u);
+}
+
 }  // namespace
 }  // namespace sluice::net
