@@ -1,28 +1,6 @@
 #include "app/sql_state.h"
 
-#include <chrono>
-#include <future>
-
-#include "broker/broker.h"
-
 namespace sluice::app {
-
-namespace {
-
-// How long a SQL thread waits for the event loop: it answers within microseconds unless
-// it is stopping, and then the system tables come back empty rather than hang.
-constexpr auto loop_wait = std::chrono::seconds(5);
-
-template <typename T, typename Fn>
-T on_loop(broker::broker& b, Fn fn) {
-    auto done = std::make_shared<std::promise<T>>();
-    auto f = done->get_future();
-    b.loop().post([done, fn = std::move(fn)]() mutable { done->set_value(fn()); });
-    if (f.wait_for(loop_wait) != std::future_status::ready) return T{};
-    return f.get();
-}
-
-}  // namespace
 
 std::vector<sql::broker_state::group> sql_state::groups() {
     return on_loop<std::vector<group>>(_b, [this] {
