@@ -8,8 +8,13 @@
 
 #include "app/sql_state.h"
 #include "broker/broker.h"
+#include "broker/broker_metrics.h"
 #include "expansion/service.h"
+#include "expansion/target.h"
+#include "log/log_metrics.h"
+#include "security/auth_metrics.h"
 #include "sql/http/http_server.h"
+#include "sql/sql_metrics.h"
 
 namespace sluice::app {
 namespace {
@@ -53,7 +58,14 @@ broker_collectors::broker_collectors(broker::broker& b, sql_state& state,
       _state(state),
       _expansions(expansions),
       _max_series(max_partition_series),
-      _handle(metrics::global().add_collector([this](metrics::text_writer& w) { collect(w); })) {}
+      _handle(metrics::global().add_collector([this](metrics::text_writer& w) { collect(w); })) {
+    // Every family shows from the first scrape, at 0 until its first event.
+    broker::declare_metrics();
+    log::declare_metrics();
+    sql::declare_metrics();
+    security::declare_metrics();
+    expansion::declare_metrics();
+}
 
 void broker_collectors::collect(metrics::text_writer& w) {
     auto list = on_loop<topic_list>(_b, [this] {

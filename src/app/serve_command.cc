@@ -29,6 +29,7 @@
 #include "app/sql_state.h"
 #include "app/version_command.h"
 #include "broker/broker.h"
+#include "broker/broker_metrics.h"
 #include "catalog/catalog.h"
 #include "common/logging.h"
 #include "expansion/http_api.h"
@@ -427,6 +428,7 @@ int serve(const serve_options& o) {
     std::string where;
     for (const auto& l : *bound) {
         std::printf("listening kafka %s\n", l.to_string().c_str());
+        broker::count_connection(l, 0);  // its gauge shows from the first scrape
         where += (where.empty() ? "" : ", ") + l.to_string();
     }
     std::fflush(stdout);

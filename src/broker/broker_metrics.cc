@@ -69,21 +69,83 @@ void count_request(int16_t api_key, int16_t error_code,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
+namespace {
+
+struct topic_families {
+    metrics::family<metrics::counter>& produced_bytes;
+    metrics::family<metrics::counter>& produced_records;
+    metrics::family<metrics::counter>& fetched_bytes;
+};
+
+const topic_families& topic_family_set() {
+    auto& r = metrics::global();
+    static const topic_families f{
+        r.counters("sluice_topic_produced_bytes_total",
+                   "Bytes of record batches appended to the topic (as stored, compressed or not)",
+                   {"topic"}),
+        r.counters("sluice_topic_produced_records_total", "Records appended to the topic",
+                   {"topic"}),
+        r.counters("sluice_topic_fetched_bytes_total",
+                   "Bytes of record batches sent to Fetch requests", {"topic"}),
+    };
+    return f;
+}
+
+metrics::family<metrics::gauge>& connection_gauges() {
+    static auto& f = metrics::global().gauges(
+        "sluice_kafka_connections", "Open Kafka connections, by listener and security protocol",
+        {"listener", "protocol"});
+    return f;
+}
+
+struct pass_counters {
+    metrics::counter& retention_runs;
+    metrics::counter& retention_segments;
+    metrics::counter& retention_bytes;
+    metrics::counter& cleaner_runs;
+    metrics::counter& cleaner_partitions;
+    metrics::counter& cleaner_records;
+    metrics::counter& cleaner_reclaimed;
+    metrics::counter& cleaner_failures;
+};
+
+const pass_counters& passes() {
+    auto& r = metrics::global();
+    static const pass_counters c{
+        r.counter_of("sluice_retention_runs_total", "Retention passes"),
+        r.counter_of("sluice_retention_segments_deleted_total",
+                     "Segments deleted by retention (time or size)"),
+        r.counter_of("sluice_retention_bytes_deleted_total",
+                     "Bytes of data files deleted by retention"),
+        r.counter_of("sluice_cleaner_runs_total", "Compaction passes over the compacted topics"),
+        r.counter_of("sluice_cleaner_partitions_cleaned_total",
+                     "Partitions a compaction pass rewrote"),
+        r.counter_of("sluice_cleaner_records_removed_total",
+                     "Records compaction removed (superseded keys, tombstones)"),
+        r.counter_of("sluice_cleaner_bytes_reclaimed_total",
+                     "Bytes of data files compaction replaced, less the size of their rewrites"),
+        r.counter_of("sluice_cleaner_partition_failures_total",
+                     "Partitions whose compaction failed (logged, retried)"),
+    };
+    return c;
+}
+
+}  // namespace
+
+void declare_metrics() {
+    (void)api_table_series();
+    (void)topic_family_set();
+    (void)connection_gauges();
+    (void)passes();
+}
+
 const topic_counters& topic_metrics(const topic_state& t) {
     if (!t.counters) {
-        auto& r = metrics::global();
-        static auto& bytes = r.counters(
-            "sluice_topic_produced_bytes_total",
-            "Bytes of record batches appended to the topic (as stored, compressed or not)",
-            {"topic"});
-        static auto& records = r.counters("sluice_topic_produced_records_total",
-                                          "Records appended to the topic", {"topic"});
-        static auto& fetched = r.counters("sluice_topic_fetched_bytes_total",
-                                          "Bytes of record batches sent to Fetch requests",
-                                          {"topic"});
+        const auto& f = topic_family_set();
         const auto& name = t.info.name;
-        t.counters = std::make_shared<topic_counters>(
-            topic_counters{bytes.with({name}), records.with({name}), fetched.with({name})});
+        t.counters = std::make_shared<topic_counters>(topic_counters{
+            f.produced_bytes.with({name}), f.produced_records.with({name}),
+            f.fetched_bytes.with({name})});
     }
     return *t.counters;
 }
@@ -100,42 +162,25 @@ void count_fetched(const std::vector<std::pair<const topic_state*, size_t>>& sen
 }
 
 void count_connection(const listener_config& lc, int delta) {
-    static auto& f = metrics::global().gauges(
-        "sluice_kafka_connections", "Open Kafka connections, by listener and security protocol",
-        {"listener", "protocol"});
-    f.with({lc.address.to_string(), std::string(protocol_name(lc.protocol))}).add(delta);
+    connection_gauges()
+        .with({lc.address.to_string(), std::string(protocol_name(lc.protocol))})
+        .add(delta);
 }
 
 void count_retention(const log::log_manager::retention_stats& s) {
-    auto& r = metrics::global();
-    static auto& passes = r.counter_of("sluice_retention_runs_total", "Retention passes");
-    static auto& segments = r.counter_of("sluice_retention_segments_deleted_total",
-                                         "Segments deleted by retention (time or size)");
-    static auto& bytes = r.counter_of("sluice_retention_bytes_deleted_total",
-                                      "Bytes of data files deleted by retention");
-    passes.inc();
-    segments.inc(s.segments_deleted);
-    bytes.inc(static_cast<uint64_t>(std::max<int64_t>(s.bytes_deleted, 0)));
+    const auto& c = passes();
+    c.retention_runs.inc();
+    c.retention_segments.inc(s.segments_deleted);
+    c.retention_bytes.inc(static_cast<uint64_t>(std::max<int64_t>(s.bytes_deleted, 0)));
 }
 
 void count_compaction(const log::log_manager::compaction_stats& s) {
-    auto& r = metrics::global();
-    static auto& passes =
-        r.counter_of("sluice_cleaner_runs_total", "Compaction passes over the compacted topics");
-    static auto& cleaned = r.counter_of("sluice_cleaner_partitions_cleaned_total",
-                                        "Partitions a compaction pass rewrote");
-    static auto& records = r.counter_of("sluice_cleaner_records_removed_total",
-                                        "Records compaction removed (superseded keys, tombstones)");
-    static auto& reclaimed = r.counter_of(
-        "sluice_cleaner_bytes_reclaimed_total",
-        "Bytes of data files compaction replaced, less the size of their rewrites");
-    static auto& failed = r.counter_of("sluice_cleaner_partition_failures_total",
-                                       "Partitions whose compaction failed (logged, retried)");
-    passes.inc();
-    cleaned.inc(s.partitions_cleaned);
-    records.inc(static_cast<uint64_t>(std::max<int64_t>(s.records_removed, 0)));
-    reclaimed.inc(static_cast<uint64_t>(std::max<int64_t>(s.bytes_reclaimed, 0)));
-    failed.inc(s.partitions_failed);
+    const auto& c = passes();
+    c.cleaner_runs.inc();
+    c.cleaner_partitions.inc(s.partitions_cleaned);
+    c.cleaner_records.inc(static_cast<uint64_t>(std::max<int64_t>(s.records_removed, 0)));
+    c.cleaner_reclaimed.inc(static_cast<uint64_t>(std::max<int64_t>(s.bytes_reclaimed, 0)));
+    c.cleaner_failures.inc(s.partitions_failed);
 }
 
 }  // namespace sluice::broker

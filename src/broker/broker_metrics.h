@@ -23,6 +23,9 @@ namespace sluice::broker {
 
 struct topic_state;
 
+// Makes the broker's families known (shown at 0) before their first event.
+void declare_metrics();
+
 // A Kafka request answered (or released without an answer): sluice_kafka_requests_total
 // {api, error} and sluice_kafka_request_duration_seconds{api}, from its arrival.
 void count_request(int16_t api_key, int16_t error_code,

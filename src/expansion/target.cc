@@ -345,21 +345,33 @@ void target_table::rollback() {
 
 namespace {
 
-// sluice_expansion_parse_errors_total and sluice_expansion_type_errors_total: events
-// expanded with an error flagged in their row (docs/operations.md). A transaction rolled
-// back and written again counts its rows again.
+struct error_counters {
+    metrics::counter& parse;
+    metrics::counter& types;
+};
+
+const error_counters& expansion_errors() {
+    static const error_counters c{
+        metrics::global().counter_of(
+            "sluice_expansion_parse_errors_total",
+            "Events an expansion could not parse (rows with _parse_error set)"),
+        metrics::global().counter_of(
+            "sluice_expansion_type_errors_total",
+            "Fields an expansion found of the wrong type (the rows' _type_errors, added up)"),
+    };
+    return c;
+}
+
+// Events expanded with an error flagged in their row (docs/operations.md). A transaction
+// rolled back and written again counts its rows again.
 void count_expansion_errors(bool parse_error, int64_t type_errors) {
-    static auto& parse = metrics::global().counter_of(
-        "sluice_expansion_parse_errors_total",
-        "Events an expansion could not parse (rows with _parse_error set)");
-    static auto& types = metrics::global().counter_of(
-        "sluice_expansion_type_errors_total",
-        "Fields an expansion found of the wrong type (the rows' _type_errors, added up)");
-    if (parse_error) parse.inc();
-    if (type_errors > 0) types.inc(static_cast<uint64_t>(type_errors));
+    if (parse_error) expansion_errors().parse.inc();
+    if (type_errors > 0) expansion_errors().types.inc(static_cast<uint64_t>(type_errors));
 }
 
 }  // namespace
+
+void declare_metrics() { (void)expansion_errors(); }
 
 void target_table::hold_bytes(cell::kind k, std::string_view bytes) {
     _held.push_back({k, 0, 0, _arena.size(), bytes.size()});

@@ -8,6 +8,9 @@
 
 namespace sluice::log {
 
+// Makes the families known (shown at 0) before their first event.
+void declare_metrics();
+
 // An fdatasync or a directory fsync that began at `started` (whatever its outcome):
 // sluice_fsync_duration_seconds.
 void count_fsync(std::chrono::steady_clock::time_point started);

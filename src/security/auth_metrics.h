@@ -7,6 +7,9 @@
 
 namespace sluice::security {
 
+// Makes the family known before the first failure.
+void declare_metrics();
+
 void count_authentication_failure(std::string_view listener, std::string_view mechanism);
 
 }  // namespace sluice::security

@@ -7,6 +7,9 @@
 
 namespace sluice::sql {
 
+// Makes the families known (shown at 0) before their first statement.
+void declare_metrics();
+
 enum class query_outcome {
     done,      // stepped to its end
     failed,    // an error (syntax, a limit, a denial, a timeout...)
