@@ -86,8 +86,7 @@ for r in $(seq 1 "$REPEATS"); do
 done
 grep -c "duplicate batch" "$LOGS/sluice.log" | sed 's/^/duplicate batches answered: /' >&2
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-col() { local i="$1"; shift; printf '%s\n' "$@" | awk -v i="$i" '{ print $i }' | median; }
+col() { median_col "$@"; }
 echo
 echo "| run | records/s | MB/s | p50 ms | p99 ms | broker CPU s/GB |"
 echo "|---|---|---|---|---|---|"

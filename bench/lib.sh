@@ -64,6 +64,10 @@ start_sluice() {
 }
 
 log() { printf '\n### %s\n' "$*" >&2; }
+# median: the median of the numbers on stdin, one a line. median_col I ROW...: the median
+# of the I-th field of each ROW (space-separated figures of one run each).
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median_col() { local i="$1"; shift; printf '%s\n' "$@" | awk -v i="$i" '{ print $i }' | median; }
 warn() { printf '%s: WARNING: %s\n' "$BENCH_NAME" "$*" >&2; FAILED=1; }
 calc() { awk "BEGIN { $1 }"; }
 

@@ -124,9 +124,16 @@ for r in $(seq 1 "$REPEATS"); do
 done
 curl -s "http://$HTTP/metrics" > "$LOGS/last-scrape.txt"
 echo "last scrape: $(wc -c < "$LOGS/last-scrape.txt") bytes, $(grep -vc '^#' "$LOGS/last-scrape.txt") samples" >&2
+# The scrape's own cost, free of the produce runs' noise: the broker's CPU over
+# SCRAPES back-to-back scrapes of an idle broker, per scrape.
+: "${SCRAPES:=200}"
+c0="$(cpu_secs "$BROKER_PID")"
+t0="$(date +%s.%N)"
+for _ in $(seq 1 "$SCRAPES"); do curl -s -o /dev/null "http://$HTTP/metrics"; done
+SCRAPE_CPU_MS="$(calc "printf \"%.3f\", ($(cpu_secs "$BROKER_PID") - $c0) * 1000 / $SCRAPES")"
+SCRAPE_MS="$(calc "printf \"%.3f\", ($(date +%s.%N) - $t0) * 1000 / $SCRAPES")"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-col() { local i="$1"; shift; printf '%s\n' "$@" | awk -v i="$i" '{ print $i }' | median; }
+col() { median_col "$@"; }
 echo
 echo "| run | records/s | MB/s | p50 ms | p99 ms | broker CPU s/GB |"
 echo "|---|---|---|---|---|---|"
@@ -135,5 +142,6 @@ for k in unscraped scraped; do
   echo "| $k (median of $REPEATS) | $(col 1 "$@") | $(col 2 "$@") | $(col 3 "$@") | $(col 4 "$@") | $(col 5 "$@") |"
 done
 echo
+echo "one scrape: $SCRAPE_CPU_MS ms of broker CPU, $SCRAPE_MS ms end to end (mean of $SCRAPES)"
 echo "scraped / unscraped: throughput $(calc "printf \"%.3f\", $(col 1 "${SCRAPED[@]}") / $(col 1 "${PLAIN[@]}")"), p99 $(calc "printf \"%.3f\", $(col 4 "${SCRAPED[@]}") / $(col 4 "${PLAIN[@]}")"), broker CPU per GB $(calc "printf \"%.3f\", $(col 5 "${SCRAPED[@]}") / $(col 5 "${PLAIN[@]}")")"
 exit "$FAILED"
