@@ -22,10 +22,13 @@ namespace {
 using metrics::label;
 using metrics::metric_type;
 
-// What only the event loop may read: the topics and their partition counts, by name.
-struct topic_list {
+// What only the event loop may read, taken in one visit: the topics and their partition
+// counts by name, the groups and their committed offsets.
+struct loop_snapshot {
     std::vector<std::pair<std::string, int32_t>> topics;
     size_t brokers = 1;
+    std::vector<sql::broker_state::group> groups;
+    std::vector<sql::broker_state::committed_offset> offsets;
 };
 
 // A topic's partitions as read from its log (describe(): loads an unused partition).
@@ -52,10 +55,9 @@ void readiness::set(bool ready, std::string reason) {
     _reason = std::move(reason);
 }
 
-broker_collectors::broker_collectors(broker::broker& b, sql_state& state,
-                                     expansion::service* expansions, size_t max_partition_series)
+broker_collectors::broker_collectors(broker::broker& b, expansion::service* expansions,
+                                     size_t max_partition_series)
     : _b(b),
-      _state(state),
       _expansions(expansions),
       _max_series(max_partition_series),
       _handle(metrics::global().add_collector([this](metrics::text_writer& w) { collect(w); })) {
@@ -68,21 +70,40 @@ broker_collectors::broker_collectors(broker::broker& b, sql_state& state,
 }
 
 void broker_collectors::collect(metrics::text_writer& w) {
-    auto list = on_loop<topic_list>(_b, [this] {
-        topic_list out;
+    // One visit: a stopping loop makes the scrape wait loop_wait once, not per part.
+    auto list = on_loop<loop_snapshot>(_b, [this] {
+        loop_snapshot out;
         for (const auto* t : _b.topics().all())
             out.topics.emplace_back(t->info.name, t->info.partitions);
         out.brokers = _b.broker_count();
+        out.groups = sql_state::read_groups(_b);
+        out.offsets = sql_state::read_group_offsets(_b);
         return out;
     });
-    auto& logs = _b.logs();
-
     w.family("kafka_brokers", "Number of brokers announced to clients (advertised ids)",
              metric_type::gauge);
     w.sample("kafka_brokers", {}, static_cast<uint64_t>(list.brokers));
+    uint64_t omitted = collect_topics(w, list.topics);
+    omitted += collect_groups(w, list.groups, list.offsets);
+    w.family("sluice_metrics_partitions_omitted",
+             "Partitions (and group-topic partitions) whose per-partition series this scrape "
+             "left out, past --metrics-max-partition-series",
+             metric_type::gauge);
+    w.sample("sluice_metrics_partitions_omitted", {}, omitted);
+    w.family("sluice_flush_passes_total",
+             "Flush passes of the group-commit flusher (each one fsync round for the appends "
+             "before it)",
+             metric_type::counter);
+    w.sample("sluice_flush_passes_total", {}, _b.logs().flush_passes());
+    collect_expansions(w);
+}
+
+uint64_t broker_collectors::collect_topics(
+    metrics::text_writer& w, const std::vector<std::pair<std::string, int32_t>>& topics) {
+    auto& logs = _b.logs();
 
     w.family("kafka_topic_partitions", "Number of partitions of the topic", metric_type::gauge);
-    for (const auto& [name, n] : list.topics) {
+    for (const auto& [name, n] : topics) {
         label l[] = {{"topic", name}};
         w.sample("kafka_topic_partitions", l, int64_t{n});
     }
@@ -92,7 +113,7 @@ void broker_collectors::collect(metrics::text_writer& w) {
     std::map<std::string, int64_t> disk_bytes;
     uint64_t omitted = 0;
     size_t used = 0;
-    for (const auto& [name, n] : list.topics) {
+    for (const auto& [name, n] : topics) {
         if (used + static_cast<size_t>(n) > _max_series) {
             omitted += static_cast<uint64_t>(n);
             continue;
@@ -135,8 +156,14 @@ void broker_collectors::collect(metrics::text_writer& w) {
         w.sample("sluice_topic_disk_bytes", l, n);
     }
 
-    // Groups: members, states, committed offsets and lag.
-    auto groups = _state.groups();
+    return omitted;
+}
+
+uint64_t broker_collectors::collect_groups(
+    metrics::text_writer& w, const std::vector<sql::broker_state::group>& groups,
+    const std::vector<sql::broker_state::committed_offset>& committed_offsets) {
+    auto& logs = _b.logs();
+    uint64_t omitted = 0;
     w.family("kafka_consumergroup_members", "Number of members of the consumer group",
              metric_type::gauge);
     std::map<std::string, uint64_t> by_state;
@@ -159,7 +186,7 @@ void broker_collectors::collect(metrics::text_writer& w) {
     };
     // (group, topic) -> its partitions' offsets and lag, in name order.
     std::map<std::pair<std::string, std::string>, std::vector<committed>> offsets;
-    for (const auto& o : _state.group_offsets()) {
+    for (const auto& o : committed_offsets) {
         if (o.offset < 0) continue;
         int64_t lag = 0;
         if (auto t = logs.topic(o.topic))
@@ -214,18 +241,10 @@ void broker_collectors::collect(metrics::text_writer& w) {
     group_sum("kafka_consumergroup_lag_sum",
               "Lag of the consumer group at the topic, all partitions added up", true);
 
-    w.family("sluice_metrics_partitions_omitted",
-             "Partitions (and group-topic partitions) whose per-partition series this scrape "
-             "left out, past --metrics-max-partition-series",
-             metric_type::gauge);
-    w.sample("sluice_metrics_partitions_omitted", {}, omitted);
+    return omitted;
+}
 
-    w.family("sluice_flush_passes_total",
-             "Flush passes of the group-commit flusher (each one fsync round for the appends "
-             "before it)",
-             metric_type::counter);
-    w.sample("sluice_flush_passes_total", {}, logs.flush_passes());
-
+void broker_collectors::collect_expansions(metrics::text_writer& w) {
     if (!_expansions) return;
     auto list_exp = _expansions->list();
     auto exp_family = [&](const char* name, const char* help, metric_type type, auto value) {

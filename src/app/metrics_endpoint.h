@@ -9,8 +9,11 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "metrics/registry.h"
+#include "sql/system_tables.h"
 
 namespace sluice::broker {
 class broker;
@@ -23,8 +26,6 @@ class http_server;
 }
 
 namespace sluice::app {
-
-class sql_state;
 
 // What /readyz answers: 503 with the reason until the broker serves (storage recovered,
 // every listener bound), 200 then, 503 again once shutdown begins.
@@ -44,8 +45,8 @@ class readiness {
 
 struct metrics_options {
     // Per-partition series (kafka_topic_partition_*, kafka_consumergroup_current_offset,
-    // kafka_consumergroup_lag) at most in each family; whole topics (and whole
-    // group-topic pairs) in name order until the next would pass it. The rest keep their
+    // kafka_consumergroup_lag) at most in each family: whole topics (and whole group-topic
+    // pairs) in name order, leaving out any that would pass the bound. Those keep their
     // per-topic families only; sluice_metrics_partitions_omitted says how many were left out.
     size_t max_partition_series = 10000;
     // Serve /metrics without credentials even when the broker requires a login.
@@ -56,14 +57,20 @@ struct metrics_options {
 // (on its loop), its logs and the expansions. Destroy before those.
 class broker_collectors {
   public:
-    broker_collectors(broker::broker& b, sql_state& state, expansion::service* expansions,
+    broker_collectors(broker::broker& b, expansion::service* expansions,
                       size_t max_partition_series);
 
   private:
     void collect(metrics::text_writer& w);
+    // Each returns the per-partition series it left out.
+    uint64_t collect_topics(metrics::text_writer& w,
+                            const std::vector<std::pair<std::string, int32_t>>& topics);
+    uint64_t collect_groups(metrics::text_writer& w,
+                            const std::vector<sql::broker_state::group>& groups,
+                            const std::vector<sql::broker_state::committed_offset>& offsets);
+    void collect_expansions(metrics::text_writer& w);
 
     broker::broker& _b;
-    sql_state& _state;
     expansion::service* _expansions;
     size_t _max_series;
     metrics::collector_handle _handle;  // last: removed first

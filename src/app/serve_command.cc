@@ -457,7 +457,7 @@ int serve(const serve_options& o) {
     }
     readiness ready;
     ready.set_not_ready("starting the SQL listeners");
-    broker_collectors collectors(b, state, expansions->get(), o.metrics.max_partition_series);
+    broker_collectors collectors(b, expansions->get(), o.metrics.max_partition_series);
     std::unique_ptr<sql::pg_server> pg;
     std::unique_ptr<sql::http_server> http;
     if (pg_addr) {
