@@ -95,21 +95,13 @@ run() {
     scraper &
     SCRAPER_PID=$!
   fi
-  local c0
-  c0="$(cpu_secs "$BROKER_PID")"
-  # shellcheck disable=SC2086 # LOADGEN_ARGS is word-split on purpose
-  run_step "$out" timeout -k 5 $((PRODUCE_SECS + 120)) "$LOADGEN" --bootstrap "$ADDR" \
-    --topic "$topic" --mode produce --acks -1 --records 100000000 --duration-s "$PRODUCE_SECS" \
-    --record-size "$RECORD_SIZE" $LOADGEN_ARGS || { tail -5 "$out" >&2; exit 1; }
-  local cpu mbps elapsed
-  cpu="$(calc "print $(cpu_secs "$BROKER_PID") - $c0")"
+  local res
+  res="$(produce_figures "$out" --topic "$topic")" || exit 1
   if [ "$2" = yes ]; then
     stop_scraper
     echo "  scrapes (count, bytes): $(cat "$LOGS/scrapes" 2>/dev/null)" >&2
   fi
-  mbps="$(result_field "$out" mbps)" elapsed="$(result_field "$out" elapsed_s)"
-  echo "$(result_field "$out" rps) $mbps $(result_field "$out" p50_ms) $(result_field "$out" p99_ms)" \
-    "$(calc "printf \"%.3f\", $cpu / ($mbps * $elapsed / 1000)")"
+  echo "$res"
   run_step "$LOGS/delete-$1.log" timeout -k 5 60 "$SLUICE" topic delete "$topic" --bootstrap "$ADDR" || true
 }
 
