@@ -27,6 +27,7 @@ for a in "$@"; do
     -h|--help)
       echo "usage: bench/metrics_bench.sh [--keep] [BUILD_DIR]"
       echo "env: PARTITIONS [4] RECORD_SIZE [1024] PRODUCE_SECS [8] REPEATS [3] SCRAPE_INTERVAL [1]"
+      echo "     SCRAPE_PATH [/metrics] (/healthz: the scraper's own cost, without the metrics)"
       echo "     EXTRA_TOPICS [0] (more topics of PARTITIONS partitions each, for larger scrapes)"
       echo "     LOADGEN_ARGS []"
       exit 0 ;;
@@ -43,6 +44,7 @@ done
 : "${PRODUCE_SECS:=8}"
 : "${REPEATS:=3}"
 : "${SCRAPE_INTERVAL:=1}"
+: "${SCRAPE_PATH:=/metrics}"
 : "${EXTRA_TOPICS:=0}"
 : "${LOADGEN_ARGS:=}"
 for b in "$SLUICE" "$LOADGEN"; do
@@ -78,7 +80,7 @@ done
 scraper() {
   local n=0 bytes=0 b
   while :; do
-    b="$(curl -s -o /dev/null -w '%{size_download}' "http://$HTTP/metrics")" || b=0
+    b="$(curl -s -o /dev/null -w '%{size_download}' "http://$HTTP$SCRAPE_PATH")" || b=0
     n=$((n + 1)) bytes=$((bytes + b))
     echo "$n $bytes" > "$LOGS/scrapes"
     sleep "$SCRAPE_INTERVAL"
