@@ -6,7 +6,7 @@ in Prometheus. Checked: every family documented is present with its type; values
 with the load by exactly what was done (records produced, committed offsets, lag falling
 to 0 once the consumer commits, requests per API, SQL statements); the per-partition
 bound (--metrics-max-partition-series) keeps the per-topic families and says what it
-left out; the health endpoints answer.
+left out; the health endpoints answer; an expansion's rows, errors and lag.
 """
 
 import json
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
+import expansion_helpers as E
 import sluice_helpers as H
 import sql_helpers as Q
 
@@ -258,3 +259,30 @@ def test_per_partition_series_are_bounded(module_broker_factory):
     shown = {ls["topic"] for n, ls, v in fams["kafka_topic_partition_current_offset"]["samples"]}
     assert shown == {small}
     assert value(fams, "sluice_metrics_partitions_omitted") == 5
+
+
+def test_expansion_families_follow_its_rows(broker):
+    topic = H.unique_topic("metrics-exp")
+    target = "main.metrics_exp_" + topic.replace("-", "_")
+    H.create_topic(broker.bootstrap, topic, 1)
+    E.create(broker.http, topic, target, [{"name": "n", "type": "int64"}])
+    before = scrape(broker.http)
+    producer = Producer(H.producer_conf(broker.bootstrap))
+    # Two good events, one that is not JSON, one with a field of the wrong type.
+    values = [b'{"n": 1}', b'{"n": 2}', b'not json', b'{"n": "three"}']
+    H.produce_all(producer, topic, [dict(key=b"k", value=v) for v in values])
+    del producer
+    labels = dict(expansion=target, topic=topic)
+    H.wait_until("the expansion wrote its 4 rows",
+                 lambda: _check(value(scrape(broker.http), "sluice_expansion_rows_written_total", **labels) == 4))
+    after = scrape(broker.http)
+    assert value(after, "sluice_expansion_lag", **labels) == 0
+    assert value(after, "sluice_expansion_failed", **labels) == 0
+    for family, n in (("sluice_expansion_parse_errors_total", 1), ("sluice_expansion_type_errors_total", 1)):
+        assert value(after, family) - value(before, family) == n, family
+
+
+def _check(ok):
+    """For wait_until: an AssertionError (retried) until ok."""
+    assert ok
+    return True
