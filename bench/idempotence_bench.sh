@@ -60,18 +60,7 @@ run() {
   local topic="idem-$1" out="$LOGS/$1.log"
   run_step "$LOGS/topic-$1.log" timeout -k 5 60 "$SLUICE" topic create "$topic" \
     --partitions "$PARTITIONS" --bootstrap "$ADDR" || { cat "$LOGS/topic-$1.log" >&2; exit 1; }
-  local c0
-  c0="$(cpu_secs "$BROKER_PID")"
-  # shellcheck disable=SC2086 # LOADGEN_ARGS is word-split on purpose
-  run_step "$out" timeout -k 5 $((PRODUCE_SECS + 120)) "$LOADGEN" --bootstrap "$ADDR" \
-    --topic "$topic" --mode produce --acks -1 --records 100000000 --duration-s "$PRODUCE_SECS" \
-    --record-size "$RECORD_SIZE" --set "enable.idempotence=$2" $LOADGEN_ARGS \
-    || { tail -5 "$out" >&2; exit 1; }
-  local cpu mbps elapsed
-  cpu="$(calc "print $(cpu_secs "$BROKER_PID") - $c0")"
-  mbps="$(result_field "$out" mbps)" elapsed="$(result_field "$out" elapsed_s)"
-  echo "$(result_field "$out" rps) $mbps $(result_field "$out" p50_ms) $(result_field "$out" p99_ms)" \
-    "$(calc "printf \"%.3f\", $cpu / ($mbps * $elapsed / 1000)")"
+  produce_figures "$out" --topic "$topic" --set "enable.idempotence=$2" || exit 1
   run_step "$LOGS/delete-$1.log" timeout -k 5 60 "$SLUICE" topic delete "$topic" --bootstrap "$ADDR" || true
 }
 
@@ -86,8 +75,7 @@ for r in $(seq 1 "$REPEATS"); do
 done
 grep -c "duplicate batch" "$LOGS/sluice.log" | sed 's/^/duplicate batches answered: /' >&2
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-col() { local i="$1"; shift; printf '%s\n' "$@" | awk -v i="$i" '{ print $i }' | median; }
+col() { median_col "$@"; }
 echo
 echo "| run | records/s | MB/s | p50 ms | p99 ms | broker CPU s/GB |"
 echo "|---|---|---|---|---|---|"

@@ -64,6 +64,28 @@ start_sluice() {
 }
 
 log() { printf '\n### %s\n' "$*" >&2; }
+# produce_figures OUT ARGS...: one flat-out acks=all produce run of `$LOADGEN` (extra
+# ARGS after the common ones) into the topic given in ARGS, output to OUT; prints
+# "rps mbps p50 p99 cpu", cpu being the broker's CPU seconds per GB of payload over the
+# run. Uses ADDR, BROKER_PID, PRODUCE_SECS, RECORD_SIZE and LOADGEN_ARGS.
+produce_figures() {
+  local out="$1" c0 cpu mbps elapsed
+  shift
+  c0="$(cpu_secs "$BROKER_PID")"
+  # shellcheck disable=SC2086 # LOADGEN_ARGS is word-split on purpose
+  run_step "$out" timeout -k 5 $((PRODUCE_SECS + 120)) "$LOADGEN" --bootstrap "$ADDR" \
+    --mode produce --acks -1 --records 100000000 --duration-s "$PRODUCE_SECS" \
+    --record-size "$RECORD_SIZE" "$@" ${LOADGEN_ARGS:-} || { tail -5 "$out" >&2; return 1; }
+  cpu="$(calc "print $(cpu_secs "$BROKER_PID") - $c0")"
+  mbps="$(result_field "$out" mbps)" elapsed="$(result_field "$out" elapsed_s)"
+  echo "$(result_field "$out" rps) $mbps $(result_field "$out" p50_ms) $(result_field "$out" p99_ms)" \
+    "$(calc "printf \"%.3f\", $cpu / ($mbps * $elapsed / 1000)")"
+}
+
+# median: the median of the numbers on stdin, one a line. median_col I ROW...: the median
+# of the I-th field of each ROW (space-separated figures of one run each).
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median_col() { local i="$1"; shift; printf '%s\n' "$@" | awk -v i="$i" '{ print $i }' | median; }
 warn() { printf '%s: WARNING: %s\n' "$BENCH_NAME" "$*" >&2; FAILED=1; }
 calc() { awk "BEGIN { $1 }"; }
 

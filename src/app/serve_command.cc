@@ -23,12 +23,14 @@
 #include <tuple>
 #include <utility>
 
+#include "app/metrics_endpoint.h"
 #include "app/security_admin.h"
 #include "app/sql_bounds_options.h"
 #include "app/serve_limits.h"
 #include "app/sql_state.h"
 #include "app/version_command.h"
 #include "broker/broker.h"
+#include "broker/broker_metrics.h"
 #include "catalog/catalog.h"
 #include "catalog/shm_vfs.h"
 #include "common/logging.h"
@@ -76,6 +78,7 @@ struct serve_options {
     size_t sql_max_connections = 64;
     sql::resource_bounds sql_bounds;  // --sql-*-memory, --sql-*-temp-bytes, --sql-max-value-bytes
     connection_limits limits;
+    metrics_options metrics;
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
@@ -453,6 +456,7 @@ int serve(const serve_options& o) {
     std::string where;
     for (const auto& l : *bound) {
         std::printf("listening kafka %s\n", l.to_string().c_str());
+        broker::count_connection(l, 0);  // its gauge shows from the first scrape
         where += (where.empty() ? "" : ", ") + l.to_string();
     }
     std::fflush(stdout);
@@ -479,6 +483,9 @@ int serve(const serve_options& o) {
         logs.close();
         return 1;
     }
+    readiness ready;
+    ready.set_not_ready("starting the SQL listeners");
+    broker_collectors collectors(b, expansions->get(), o.metrics.max_partition_series);
     std::unique_ptr<sql::pg_server> pg;
     std::unique_ptr<sql::http_server> http;
     if (pg_addr) {
@@ -504,6 +511,9 @@ int serve(const serve_options& o) {
         ho.header_timeout = std::chrono::milliseconds(o.limits.http_header_timeout_ms);
         if (https) ho.tls = cfg.tls;
         ho.gate = &b.access();
+        // Orchestrators probe health without credentials; /metrics too when asked.
+        ho.anonymous_paths.insert(ho.anonymous_paths.end(), {"/healthz", "/readyz"});
+        if (o.metrics.anonymous) ho.anonymous_paths.emplace_back("/metrics");
         auto s = sql::http_server::start(*http_addr, **eng, ho);
         if (!s) {
             log_error("app", "--http: {}", s.err().message);
@@ -514,16 +524,20 @@ int serve(const serve_options& o) {
         http = std::move(*s);
         expansion::add_http_routes(*http, **expansions);
         add_security_routes(*http, **cat);
+        add_metrics_routes(*http, ready, o.metrics);
         std::printf("listening http %s%s\n", https ? "https://" : "",
                     http->address().to_string().c_str());
     }
     std::fflush(stdout);
+    // Storage recovered, expansions caught up, every listener bound.
+    ready.set_ready();
 
     signal_watch signals(loop, signals_set, [&](int sig) {
         if (sig == SIGHUP) {
             b.reload_tls();
             return;
         }
+        ready.set_not_ready("shutting down");
         log_info("app", "received {}; shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         b.shutdown([&] { loop.stop(); });
     });
@@ -676,6 +690,16 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->check(CLI::Range(size_t{1}, size_t{100000}))
         ->capture_default_str();
     add_sql_bound_options(*cmd, o->sql_bounds);
+    cmd->add_option("--metrics-max-partition-series", o->metrics.max_partition_series,
+                    "Per-partition series (kafka_topic_partition_*_offset, "
+                    "kafka_consumergroup_current_offset and _lag) GET /metrics shows at most in "
+                    "each family, whole topics in name order; the others keep their per-topic "
+                    "families (docs/operations.md)")
+        ->check(CLI::Range(size_t{0}, size_t{10'000'000}))
+        ->capture_default_str();
+    cmd->add_flag("--metrics-anonymous", o->metrics.anonymous,
+                  "Serve GET /metrics without credentials even when the broker requires a "
+                  "login (by default a scraper needs Describe on the cluster then)");
     add_connection_limit_flags(*cmd, o->limits);
     cmd->add_option("--log-level", o->log_level, "trace, debug, info, warn or error")
         ->capture_default_str();

@@ -1,67 +1,49 @@
 #include "app/sql_state.h"
 
-#include <chrono>
-#include <future>
-
-#include "broker/broker.h"
-
 namespace sluice::app {
 
-namespace {
-
-// How long a SQL thread waits for the event loop: it answers within microseconds unless
-// it is stopping, and then the system tables come back empty rather than hang.
-constexpr auto loop_wait = std::chrono::seconds(5);
-
-template <typename T, typename Fn>
-T on_loop(broker::broker& b, Fn fn) {
-    auto done = std::make_shared<std::promise<T>>();
-    auto f = done->get_future();
-    b.loop().post([done, fn = std::move(fn)]() mutable { done->set_value(fn()); });
-    if (f.wait_for(loop_wait) != std::future_status::ready) return T{};
-    return f.get();
-}
-
-}  // namespace
-
 std::vector<sql::broker_state::group> sql_state::groups() {
-    return on_loop<std::vector<group>>(_b, [this] {
-        std::vector<group> out;
-        auto& c = _b.groups();
-        for (const auto& l : c.list()) {
-            group g;
-            g.group_id = l.group_id;
-            g.state = std::string(::sluice::group::state_name(l.state));
-            g.protocol_type = l.protocol_type;
-            if (auto d = c.describe(l.group_id)) {
-                g.protocol = d->protocol_name;
-                g.members = static_cast<int32_t>(d->members.size());
-                g.generation = d->generation;
-            }
-            out.push_back(std::move(g));
-        }
-        return out;
-    });
+    return on_loop<std::vector<group>>(_b, [this] { return read_groups(_b); });
 }
 
 std::vector<sql::broker_state::committed_offset> sql_state::group_offsets() {
-    return on_loop<std::vector<committed_offset>>(_b, [this] {
-        std::vector<committed_offset> out;
-        auto& c = _b.groups();
-        for (const auto& l : c.list()) {
-            for (const auto& e : c.committed_all(l.group_id)) {
-                committed_offset o;
-                o.group_id = l.group_id;
-                o.topic = e.tp.topic;
-                o.partition = e.tp.partition;
-                o.offset = e.value.offset;
-                o.metadata = e.value.metadata;
-                o.commit_ms = e.value.commit_ms;
-                out.push_back(std::move(o));
-            }
+    return on_loop<std::vector<committed_offset>>(_b, [this] { return read_group_offsets(_b); });
+}
+
+std::vector<sql::broker_state::group> sql_state::read_groups(broker::broker& b) {
+    std::vector<group> out;
+    auto& c = b.groups();
+    for (const auto& l : c.list()) {
+        group g;
+        g.group_id = l.group_id;
+        g.state = std::string(::sluice::group::state_name(l.state));
+        g.protocol_type = l.protocol_type;
+        if (auto d = c.describe(l.group_id)) {
+            g.protocol = d->protocol_name;
+            g.members = static_cast<int32_t>(d->members.size());
+            g.generation = d->generation;
         }
-        return out;
-    });
+        out.push_back(std::move(g));
+    }
+    return out;
+}
+
+std::vector<sql::broker_state::committed_offset> sql_state::read_group_offsets(broker::broker& b) {
+    std::vector<committed_offset> out;
+    auto& c = b.groups();
+    for (const auto& l : c.list()) {
+        for (const auto& e : c.committed_all(l.group_id)) {
+            committed_offset o;
+            o.group_id = l.group_id;
+            o.topic = e.tp.topic;
+            o.partition = e.tp.partition;
+            o.offset = e.value.offset;
+            o.metadata = e.value.metadata;
+            o.commit_ms = e.value.commit_ms;
+            out.push_back(std::move(o));
+        }
+    }
+    return out;
 }
 
 std::map<std::string, std::string> sql_state::topic_defaults() { return _b.config().topic_defaults; }

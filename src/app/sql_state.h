@@ -3,13 +3,28 @@
 // The broker's side of the SQL system tables: reads the group coordinator's state for
 // SQL threads by running on the event loop, where the coordinator lives.
 
+#include <chrono>
+#include <future>
+#include <memory>
+
+#include "broker/broker.h"
 #include "sql/system_tables.h"
 
-namespace sluice::broker {
-class broker;
-}
-
 namespace sluice::app {
+
+// How long another thread waits for the event loop: it answers within microseconds
+// unless it is stopping, and then the caller gets an empty answer rather than hang.
+constexpr auto loop_wait = std::chrono::seconds(5);
+
+// Runs fn on the broker's event loop and returns its result; T{} after loop_wait.
+template <typename T, typename Fn>
+T on_loop(broker::broker& b, Fn fn) {
+    auto done = std::make_shared<std::promise<T>>();
+    auto f = done->get_future();
+    b.loop().post([done, fn = std::move(fn)]() mutable { done->set_value(fn()); });
+    if (f.wait_for(loop_wait) != std::future_status::ready) return T{};
+    return f.get();
+}
 
 class sql_state final : public sql::broker_state {
   public:
@@ -17,6 +32,9 @@ class sql_state final : public sql::broker_state {
     std::vector<group> groups() override;
     std::vector<committed_offset> group_offsets() override;
     std::map<std::string, std::string> topic_defaults() override;
+    // The same, on the loop thread (the callers above hop there).
+    static std::vector<group> read_groups(broker::broker& b);
+    static std::vector<committed_offset> read_group_offsets(broker::broker& b);
 
   private:
     broker::broker& _b;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "broker/broker_metrics.h"
 #include "broker/session.h"
 #include "catalog/group_store.h"
 
@@ -53,11 +54,11 @@ result<std::vector<listener_config>> broker::start() {
     if (auto r = load(); !r) return r.err();
     _retention = std::make_unique<periodic_thread>(
         std::chrono::milliseconds(_cfg.log_retention_check_interval_ms),
-        [this] { _logs.enforce_retention(now_ms()); });
+        [this] { count_retention(_logs.enforce_retention(now_ms())); });
     // Its own thread, so that a long compaction pass never delays retention.
     _cleaner =
         std::make_unique<periodic_thread>(std::chrono::milliseconds(_cfg.log_cleaner_backoff_ms),
-                                          [this] { _logs.enforce_compaction(now_ms()); });
+                                          [this] { count_compaction(_logs.enforce_compaction(now_ms())); });
     // As often as a failed load may be retried (log_manager options); an empty list costs
     // one lock.
     _reloader = std::make_unique<periodic_thread>(std::chrono::seconds(2),
@@ -216,6 +217,8 @@ void broker::on_accept(size_t listener, int fd, std::string peer) {
         if (it != _sessions.end()) it->second->on_frame(frame);
     };
     cb.on_close = [this](const std::shared_ptr<net::connection>& c) {
+        if (auto it = _sessions.find(c->id()); it != _sessions.end())
+            count_connection(it->second->listener_cfg(), -1);
         _sessions.erase(c->id());
         check_drained();
     };
@@ -227,6 +230,7 @@ void broker::on_accept(size_t listener, int fd, std::string peer) {
     conn->set_idle_timeout(std::chrono::milliseconds(_cfg.connections_max_idle_ms));
     auto sess = std::make_shared<session>(*this, conn, listener);
     _sessions.emplace(conn->id(), sess);
+    count_connection(lc, +1);
     log_debug("net", "connection {} from {}", conn->id(), conn->peer());
     conn->start();
 }

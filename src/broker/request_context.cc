@@ -66,11 +66,12 @@ bytes request_context::begin_frame() const {
     return frame;
 }
 
-void request_context::finish_frame(bytes frame, std::vector<protocol::splice> splices) const {
+void request_context::finish_frame(bytes frame, std::vector<protocol::splice> splices,
+                                   int16_t error) const {
     size_t total = frame.size();
     for (const auto& s : splices) total += s.slice.size;
     store_be<int32_t>(frame.data(), static_cast<int32_t>(total - 4));
-    sess->complete(slot, {std::move(frame), std::move(splices)});
+    sess->complete(slot, {std::move(frame), std::move(splices), error});
 }
 
 void request_context::respond_none() const { sess->complete(slot, {}); }

@@ -47,14 +47,16 @@ struct request_context {
         bytes frame = begin_frame();
         std::vector<protocol::splice> splices;
         protocol::encode_message(frame, version(), flexible(), body, &splices);
-        finish_frame(std::move(frame), std::move(splices));
+        int16_t error = 0;  // for metrics, where the answer has a top-level code
+        if constexpr (requires { body.error_code; }) error = static_cast<int16_t>(body.error_code);
+        finish_frame(std::move(frame), std::move(splices), error);
     }
     // acks=0 produce: the slot is released without a response.
     void respond_none() const;
 
 private:
     bytes begin_frame() const;
-    void finish_frame(bytes frame, std::vector<protocol::splice> splices) const;
+    void finish_frame(bytes frame, std::vector<protocol::splice> splices, int16_t error) const;
 };
 
 }  // namespace sluice::broker

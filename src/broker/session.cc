@@ -2,11 +2,13 @@
 
 #include "broker/api_table.h"
 #include "broker/broker.h"
+#include "broker/broker_metrics.h"
 #include "common/clock.h"
 #include "common/endian.h"
 #include "common/logging.h"
 #include "protocol/error_code.h"
 #include "protocol/messages/api_versions.h"
+#include "security/auth_metrics.h"
 
 namespace sluice::broker {
 
@@ -43,6 +45,7 @@ void session::complete(uint64_t slot, response r) {
     auto& s = _slots[slot - _head];
     s.done = true;
     s.frame = std::move(r);
+    count_request(s.api, s.frame.error, s.started);
     while (!_slots.empty() && _slots.front().done) {
         if (!_slots.front().frame.head.empty()) send(_slots.front().frame);
         _slots.pop_front();
@@ -91,6 +94,8 @@ void session::on_frame(std::span<uint8_t> frame) {
     }
     if (!admitted(h.api_key)) return;
     uint64_t slot = reserve();
+    _slots.back().api = h.api_key;
+    _slots.back().started = std::chrono::steady_clock::now();
     if (h.api_version < api->min_version || h.api_version > api->max_version) {
         log_warn("protocol", "{}: {} v{} is not supported (v{}-v{}); answering UNSUPPORTED_VERSION",
                  peer(), api->name, h.api_version, api->min_version, api->max_version);
@@ -130,7 +135,7 @@ void session::send_unsupported_version(int16_t key, int16_t version, int32_t cor
         w.fixed<int16_t>(unsupported);
     }
     store_be<int32_t>(frame.data(), static_cast<int32_t>(frame.size() - 4));
-    complete(slot, {std::move(frame), {}});
+    complete(slot, {std::move(frame), {}, unsupported});
 }
 
 bool session::admitted(int16_t key) {
@@ -196,6 +201,7 @@ session::sasl_outcome session::sasl_step(bytes_view token) {
 }
 
 void session::fail_authentication() {
+    security::count_authentication_failure(listener_cfg().to_string(), _mechanism);
     _phase = sasl_phase::failed;
     _conn->pause_reading();
     std::weak_ptr<session> weak = shared_from_this();

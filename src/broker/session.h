@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <span>
@@ -30,6 +31,7 @@ public:
   struct response {
       bytes head;
       std::vector<protocol::splice> splices;
+      int16_t error = 0;  // the answer's top-level error code, for metrics
     };
     // Completes a reply slot; an empty response means "no response" (acks=0).
     void complete(uint64_t slot, response r);
@@ -71,6 +73,8 @@ public:
     struct reply_slot {
         bool done = false;
         response frame;
+        int16_t api = -1;  // for metrics: the request's API and arrival
+        std::chrono::steady_clock::time_point started;
     };
     void send(response& r);
     uint64_t reserve();

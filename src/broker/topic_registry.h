@@ -12,9 +12,13 @@
 
 namespace sluice::broker {
 
+struct topic_counters;
+
 struct topic_state {
     catalog::topic_info info;
     log::log_config log_cfg;
+    // Its metrics series (broker_metrics.h), resolved at first use on the loop thread.
+    mutable std::shared_ptr<const topic_counters> counters;
 };
 
 // The topics the broker serves, kept in memory for the request path. The catalog is

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/logging.h"
+#include "metrics/registry.h"
 #include "sql/json_text.h"
 #include "sql/sql_text.h"
 
@@ -342,6 +343,36 @@ void target_table::rollback() {
     _in_txn = false;
 }
 
+namespace {
+
+struct error_counters {
+    metrics::counter& parse;
+    metrics::counter& types;
+};
+
+const error_counters& expansion_errors() {
+    static const error_counters c{
+        metrics::global().counter_of(
+            "sluice_expansion_parse_errors_total",
+            "Events an expansion could not parse (rows with _parse_error set)"),
+        metrics::global().counter_of(
+            "sluice_expansion_type_errors_total",
+            "Fields an expansion found of the wrong type (the rows' _type_errors, added up)"),
+    };
+    return c;
+}
+
+// Events expanded with an error flagged in their row (docs/operations.md). A transaction
+// rolled back and written again counts its rows again.
+void count_expansion_errors(bool parse_error, int64_t type_errors) {
+    if (parse_error) expansion_errors().parse.inc();
+    if (type_errors > 0) expansion_errors().types.inc(static_cast<uint64_t>(type_errors));
+}
+
+}  // namespace
+
+void declare_metrics() { (void)expansion_errors(); }
+
 void target_table::hold_bytes(cell::kind k, std::string_view bytes) {
     _held.push_back({k, 0, 0, _arena.size(), bytes.size()});
     _arena.append(bytes);
@@ -370,6 +401,7 @@ result<void> target_table::insert(int32_t partition, offset_t offset, timestamp_
     integer(row.excess);
     integer(row.type_errors + (key_not_text ? 1 : 0));
     integer(row.parse_error ? 1 : 0);
+    count_expansion_errors(row.parse_error, row.type_errors + (key_not_text ? 1 : 0));
     if (_layout.copy_source()) {
         if (!source) {
             _held.push_back({cell::kind::null, 0, 0, 0, 0});

@@ -124,4 +124,7 @@ class target_table {
     bool _in_txn = false;
 };
 
+// Makes the expansion error families known (shown at 0) before the first row.
+void declare_metrics();
+
 }  // namespace sluice::expansion

@@ -5,11 +5,26 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
 
+#include "log/log_metrics.h"
+
 namespace sluice::log {
+namespace {
+
+// Counts an fsync and its time, whatever its outcome (log_metrics.h).
+struct fsync_timer {
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    fsync_timer() = default;
+    fsync_timer(const fsync_timer&) = delete;
+    fsync_timer& operator=(const fsync_timer&) = delete;
+    ~fsync_timer() { count_fsync(started); }
+};
+
+}  // namespace
 
 file::~file() {
     if (_fd >= 0) ::close(_fd);
@@ -73,6 +88,7 @@ result<void> truncate_file(const file& f, int64_t size) {
 }
 
 result<void> sync_data(const file& f) {
+    const fsync_timer timed;
     while (::fdatasync(f.fd()) != 0) {
         if (errno != EINTR) return io_error_from_errno("fdatasync", f.path(), errno);
     }
@@ -82,6 +98,7 @@ result<void> sync_data(const file& f) {
 result<void> sync_dir(const fs::path& dir) {
     auto f = open_file(dir, O_RDONLY | O_DIRECTORY);
     if (!f) return f.err();
+    const fsync_timer timed;
     while (::fsync((*f)->fd()) != 0) {
         if (errno != EINTR) return io_error_from_errno("fsync", dir, errno);
     }

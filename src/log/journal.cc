@@ -13,6 +13,7 @@
 #include "common/endian.h"
 #include "common/logging.h"
 #include "log/file_header.h"
+#include "log/log_metrics.h"
 
 namespace sluice::log {
 
@@ -187,6 +188,7 @@ result<std::vector<journal::sealed_file>> journal::sync() {
     if (r && active && !active_bytes.empty())
         r = write_exact(*active, active_bytes.data(), active_bytes.size(), active_pos);
     if (r && active) r = sync_data(*active);
+    if (r && active) count_journal_sync(active_bytes.size());
     // The directory entries of new files, and the directory's own in logs/.
     if (r && dir) r = sync_dir(_opts.dir);
     if (r && dir) r = sync_dir(_opts.dir.parent_path());

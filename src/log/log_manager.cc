@@ -476,6 +476,7 @@ log_manager::compaction_stats log_manager::enforce_compaction(timestamp_ms now) 
             stats.records_removed += r->records_removed;
             stats.bytes_read += r->bytes_read;
             stats.bytes_written += r->bytes_written;
+            stats.bytes_reclaimed += r->bytes_reclaimed;
         }
         return true;
     });

@@ -148,6 +148,7 @@ class log_manager final : private dirty_sink {
         int64_t records_removed = 0;
         int64_t bytes_read = 0;
         int64_t bytes_written = 0;
+        int64_t bytes_reclaimed = 0;  // data files replaced, less their rewrites
         size_t partitions_failed = 0;  // errors, logged; retried at the next pass
     };
     // One compaction pass over every partition of each topic with `compact` (see

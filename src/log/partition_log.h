@@ -312,6 +312,7 @@ class partition_log {
         double dirty_ratio = 0;  // dirty bytes / cleanable bytes when judged
         int64_t bytes_read = 0;
         int64_t bytes_written = 0;  // of rewritten segments (data files)
+        int64_t bytes_reclaimed = 0;  // data files replaced, less their rewrites
         int64_t records_removed = 0;
         size_t segments_rewritten = 0;
         size_t segments_merged = 0;  // removed: merged into a rewritten one before them

@@ -352,6 +352,8 @@ result<int64_t> partition_log::rewrite_group(const clean_plan& plan, size_t from
     }
     io.consume(ns->size());
     out.bytes_written += ns->size();
+    for (size_t i = from; i < to; ++i) out.bytes_reclaimed += plan.segs[i].size;
+    out.bytes_reclaimed -= ns->size();
     out.records_removed += removed;
     return ns->size();
 }

@@ -15,6 +15,7 @@
 #include "sql/row_table.h"
 #include "sql/schema_commands.h"
 #include "sql/schemas.h"
+#include "sql/sql_metrics.h"
 #include "sql/sql_text.h"
 #include "sql/sqlite_statement.h"
 #include "sql/system_tables.h"
@@ -554,6 +555,15 @@ query_error sqlite_session::error_for(int rc) const {
 
 outcome<std::unique_ptr<statement>> sqlite_session::prepare(std::string_view sql,
                                                             std::string_view* tail) {
+    const auto started = std::chrono::steady_clock::now();
+    auto r = prepare_statement(sql, tail);
+    // A statement refused before it runs counts as failed too (sql_metrics.h).
+    if (!r.ok()) count_query(started, query_outcome::failed);
+    return r;
+}
+
+outcome<std::unique_ptr<statement>> sqlite_session::prepare_statement(std::string_view sql,
+                                                                      std::string_view* tail) {
     // A cancel applies to the statement running or about to run: one that came while
     // the session was idle (before this prepare) is forgotten.
     _cancel.store(false);

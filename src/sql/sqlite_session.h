@@ -81,6 +81,9 @@ class sqlite_session final : public session {
     void schema_created_in_transaction(const std::string& name);
 
   private:
+    // prepare() without the metrics.
+    outcome<std::unique_ptr<statement>> prepare_statement(std::string_view sql,
+                                                          std::string_view* tail);
     explicit sqlite_session(session_sources src);
     outcome<bool> setup();
     // Runs one of the engine's own statements; a failure is logged in full and

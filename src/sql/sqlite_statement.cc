@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "sql/budget.h"
+#include "sql/sql_metrics.h"
 #include "sql/sql_text.h"
 #include "sql/sqlite_session.h"
 
@@ -52,6 +53,7 @@ sqlite_statement::sqlite_statement(sqlite_session& s, sqlite3_stmt* st, std::str
 }
 
 sqlite_statement::~sqlite_statement() {
+    if (_started && !_finished) count_query(_started_at, query_outcome::canceled);
     release_row();
     sqlite3_finalize(_st);
 }
@@ -111,6 +113,7 @@ statement::step_state sqlite_statement::fail(query_error e) {
     release_row();
     _row.clear();
     _error = std::move(e);
+    if (_started && !_finished) count_query(_started_at, query_outcome::failed);
     _finished = true;
     sqlite3_reset(_st);
     return step_state::failed;
@@ -123,6 +126,7 @@ statement::step_state sqlite_statement::step() {
     release_row();
     if (!_started) {
         _started = true;
+        _started_at = std::chrono::steady_clock::now();
         _rows = 0;
         _error = {};
         _total_changes_before = sqlite3_total_changes64(_session.db());
@@ -130,6 +134,7 @@ statement::step_state sqlite_statement::step() {
     }
     const int rc = sqlite3_step(_st);
     if (rc == SQLITE_DONE) {
+        count_query(_started_at, query_outcome::done);
         _finished = true;
         // sqlite3_changes64 keeps the count of the last INSERT, UPDATE or DELETE (the
         // engine's own included) through statements that change no row, such as DDL.
@@ -199,6 +204,7 @@ std::string sqlite_statement::verb() const {
 
 void sqlite_statement::reset() {
     budget_scope charged(_account);
+    if (_started && !_finished) count_query(_started_at, query_outcome::canceled);
     release_row();
     sqlite3_reset(_st);
     _started = _finished = false;

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ class sqlite_statement final : public statement {
     uint32_t _row_generation = 0;
     bool _started = false;
     bool _finished = false;
+    std::chrono::steady_clock::time_point _started_at;  // for metrics (sql_metrics.h)
 };
 
 }  // namespace sluice::sql

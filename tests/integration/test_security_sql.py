@@ -381,3 +381,43 @@ def test_expansion_create_needs_read_on_its_topic(env, tmp_path):
     finally:
         rc, out, err = S.sluice(["expansion", "drop", "main.orders_n", "--drop-target"] + common, env=pw)
         assert rc == 0, err
+
+
+def https_get(env, path, user=None, password=None):
+    """GET over HTTPS; (status, body text)."""
+    headers = {}
+    if user is not None:
+        headers["Authorization"] = "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+    req = urllib.request.Request("https://%s%s" % (env.https, path), headers=headers)
+    ctx = ssl.create_default_context(cafile=str(env.pki.ca_cert))
+    try:
+        with urllib.request.urlopen(req, timeout=CALL_TIMEOUT, context=ctx) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        try:
+            return e.code, e.read().decode()
+        finally:
+            e.close()
+
+
+def http_failures(metrics_text):
+    prefix = 'sluice_authentication_failures_total{listener="http",mechanism="basic"} '
+    return sum(int(line[len(prefix):]) for line in metrics_text.splitlines() if line.startswith(prefix))
+
+
+def test_metrics_need_a_login_and_health_probes_do_not(env):
+    # Orchestrators probe without credentials.
+    assert https_get(env, "/healthz") == (200, "ok\n")
+    assert https_get(env, "/readyz") == (200, "ready\n")
+    # /metrics as the SQL endpoints: a login, and KafkaDescribe on the cluster.
+    status, body = https_get(env, "/metrics")
+    assert status == 401, body
+    status, body = https_get(env, "/metrics", "bob", BOB_PW)
+    assert status == 403 and "KafkaDescribe" in body, body
+    status, before = https_get(env, "/metrics", "alice", ALICE_PW)
+    assert status == 200, before
+    assert 'kafka_topic_partitions{topic="%s"} 1\n' % ORDERS in before
+    assert https_get(env, "/metrics", "alice", "wrong")[0] == 401
+    status, after = https_get(env, "/metrics", "alice", ALICE_PW)
+    assert status == 200
+    assert http_failures(after) == http_failures(before) + 1

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "broker/broker.h"
+#include "broker/broker_metrics.h"
 #include "broker/fetch_session.h"
 #include "broker/handlers/handlers.h"
 #include "broker/session.h"
@@ -37,6 +38,7 @@ struct fetch_outcome {
     fetch_response resp;
     size_t bytes = 0;
     bool error = false;
+    std::vector<std::pair<const topic_state*, size_t>> sent;  // for metrics, when answered
 };
 
 // Reads every requested partition once. KIP-74: the first batch found is returned
@@ -95,6 +97,7 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
             op.last_stable_offset = r->high_watermark;
             op.log_start_offset = r->log_start_offset;
             o.bytes += r->size;
+            if (r->size > 0) o.sent.emplace_back(t, r->size);
             op.records.data = bytes{};
             if (r->size > 0 && legacy_magic)
                 op.records.data = downconvert(*r, *legacy_magic, rp.fetch_offset);
@@ -144,6 +147,7 @@ void handle_fetch(const request_context& ctx, request_body body) {
     auto min_bytes = static_cast<size_t>(std::max(req.min_bytes, 0));
     if (req.max_wait_ms <= 0 || o.bytes >= min_bytes || o.error || req.topics.empty() ||
         b.shutting_down()) {
+        count_fetched(o.sent);
         answer(ctx, req, session, o.resp);
         return;
     }
@@ -160,6 +164,7 @@ void handle_fetch(const request_context& ctx, request_body body) {
         if (p->ctx.sess->closed()) return true;
         auto again = read_all(p->ctx.b, p->req, p->ctx.version(), p->denied);
         if (!timed_out && again.bytes < min_bytes && !again.error) return false;
+        count_fetched(again.sent);
         answer(p->ctx, p->req, p->session, again.resp);
         return true;
     });

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "broker/broker.h"
+#include "broker/broker_metrics.h"
 #include "broker/handlers/handlers.h"
 #include "common/clock.h"
 #include "protocol/legacy_records.h"
@@ -184,6 +185,7 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     }
     if (info->verdict != log::sequence_verdict::append)
         return fail(sequence_error(info->verdict), info->reason);
+    count_produced(*t, payload.size(), info->last_offset - info->base_offset + 1);
     out.base_offset = info->base_offset;
     out.log_append_time_ms = info->log_append_time;
     out.log_start_offset = info->log_start_offset;

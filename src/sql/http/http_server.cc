@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "security/auth_metrics.h"
 #include "security/gate.h"
 #include "security/sasl.h"
 
@@ -224,7 +225,10 @@ void http_server::serve(net::stream_socket& sock, std::chrono::milliseconds firs
 bool http_server::authenticate(http::http_request& req, http::http_response& resp, bool tls) const {
     if (!_opts.gate || !_opts.gate->authentication_required()) return true;  // ANONYMOUS
     // Load balancers probe health without credentials; it tells nothing about the data.
-    if ((req.method == "GET" || req.method == "HEAD") && req.path == "/v1/health") return true;
+    if ((req.method == "GET" || req.method == "HEAD") &&
+        std::find(_opts.anonymous_paths.begin(), _opts.anonymous_paths.end(), req.path) !=
+            _opts.anonymous_paths.end())
+        return true;
     auto refuse = [&](std::string_view message) {
         resp.send_error(401, kind_for_status(401), message, {}, basic_challenge);
         return false;
@@ -241,6 +245,7 @@ bool http_server::authenticate(http::http_request& req, http::http_response& res
             security::check_password(_opts.gate->credentials(), creds->user, creds->password);
         !why.empty()) {
         log_warn("http", "authentication failed: {}", why);
+        security::count_authentication_failure("http", "basic");
         // One message whatever the reason: an unknown user and a wrong password look alike.
         return refuse("invalid user name or password");
     }

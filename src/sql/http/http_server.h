@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "net/blocking_server.h"
@@ -47,6 +48,9 @@ struct http_options {
     // otherwise); routes read the principal from http_request::principal. Must outlive
     // the server.
     const security::gate* gate = nullptr;
+    // GET and HEAD of these paths need no credentials even when the gate requires them
+    // (health probes of load balancers and orchestrators; /metrics when so configured).
+    std::vector<std::string> anonymous_paths{"/v1/health"};
 };
 
 class http_server {

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "common/logging.h"
+#include "security/auth_metrics.h"
 #include "security/gate.h"
 #include "security/sasl.h"
 #include "sql/pg/lexer.h"
@@ -335,6 +336,7 @@ bool pg_connection::authenticate(security::principal& who) {
     }
     log_warn("pg", "{}: authentication of user '{}' failed ({}): {}", _sock.peer(), _user,
              _sock.is_tls() ? "password over TLS" : pg_sasl_mechanism, l.reason);
+    security::count_authentication_failure("pg", _sock.is_tls() ? "password" : pg_sasl_mechanism);
     // One message whatever the reason, as PostgreSQL does: an unknown user and a wrong
     // password look alike.
     fatal({"28P01", fmt::format("password authentication failed for user \"{}\"", _user)});
