@@ -1,6 +1,7 @@
 #include "sql/schemas.h"
 
 #include <fmt/format.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <system_error>
@@ -72,12 +73,41 @@ outcome<bool> schema_registry::drop(const std::string& name) {
     std::lock_guard lk(_mu);
     auto it = std::lower_bound(_names.begin(), _names.end(), name);
     if (it == _names.end() || *it != name) return false;
+    if (auto k = _keepers.find(path_of(name).string()); k != _keepers.end()) {
+        sqlite3_close_v2(k->second);
+        _keepers.erase(k);
+    }
     std::error_code ec;
     for (const char* suffix : {"", "-wal", "-shm", "-journal"})
         fs::remove(path_of(name).string() + suffix, ec);
     _names.erase(it);
     _generation.fetch_add(1);
     return true;
+}
+
+void schema_registry::keep_open(const std::string& path, const char* vfs) {
+    std::lock_guard lk(_mu);
+    if (_keepers.count(path)) return;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, vfs) !=
+        SQLITE_OK) {
+        sqlite3_close_v2(db);
+        return;  // the sessions go on as before; the next one tries again
+    }
+    int on = 1;  // as every session: the -wal and -shm files outlive the last close
+    (void)sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &on);
+    // One read maps the WAL index; the connection then holds no transaction (it never
+    // blocks a checkpoint or a writer).
+    if (sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) !=
+        SQLITE_OK) {
+        sqlite3_close_v2(db);
+        return;
+    }
+    _keepers.emplace(path, db);
+}
+
+schema_registry::~schema_registry() {
+    for (auto& [path, db] : _keepers) sqlite3_close_v2(db);
 }
 
 }  // namespace sluice::sql

@@ -7,12 +7,15 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "sql/engine.h"
+
+struct sqlite3;
 
 namespace sluice::sql {
 
@@ -38,6 +41,17 @@ class schema_registry {
     // Forgets the schema and deletes its file. false when it did not exist.
     outcome<bool> drop(const std::string& name);
 
+    // Keeps one connection to the WAL database at `path` open for the registry's life
+    // (once per path; later calls return at once). When the last connection of a process
+    // closes, SQLite unmaps the WAL index, and the next connection truncates the -shm file
+    // and extends it again, which a full disk refuses: every new session would then fail.
+    // Held open, the index keeps its blocks and new sessions read while the disk is full.
+    void keep_open(const std::string& path, const char* vfs);
+
+    ~schema_registry();
+    schema_registry(const schema_registry&) = delete;
+    schema_registry& operator=(const schema_registry&) = delete;
+
   private:
     explicit schema_registry(std::filesystem::path dir) : _dir(std::move(dir)) {}
 
@@ -45,6 +59,7 @@ class schema_registry {
     mutable std::mutex _mu;
     std::vector<std::string> _names;  // sorted; guarded by _mu
     std::atomic<uint64_t> _generation{1};
+    std::map<std::string, sqlite3*> _keepers;  // path -> open connection; guarded by _mu
 };
 
 }  // namespace sluice::sql

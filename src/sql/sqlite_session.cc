@@ -212,6 +212,8 @@ outcome<bool> sqlite_session::use_wal(const std::string& schema, const std::stri
     if (rc != SQLITE_OK)
         log_warn("sql", "schema {}: {}; its tables are unreadable until the disk has room",
                  schema, sqlite3_errmsg(_db));
+    else if (!_wal_pending.count(schema))
+        _src.schemas->keep_open(path, _src.vfs);
     return true;
 }
 

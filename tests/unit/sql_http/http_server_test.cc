@@ -396,7 +396,10 @@ TEST_F(HttpServerTest, ClientThatDisconnectsCancelsItsQuery) {
         test_conn c(_port);
         ASSERT_TRUE(c.request("POST", "/v1/sql", endless));
         std::this_thread::sleep_for(std::chrono::milliseconds(200));  // running now
-        test_conn busy(_port);  // refused at once, before it sends anything
+        // A connection takes a slot once its request head is in: this one is refused
+        // (the only slot runs a statement and is not idle, so it cannot give way).
+        test_conn busy(_port);
+        ASSERT_TRUE(busy.request("GET", "/v1/health"));
         auto r = busy.read_reply();
         ASSERT_TRUE(r);
         EXPECT_EQ(r->status, 503);
