@@ -122,11 +122,11 @@ int usage(const std::string& what) {
 
 // Polls until the end of every partition (or forever with --follow), --count records,
 // or a signal.
-int run(rd_kafka_t* rk, const consume_options& o, int partitions) {
+int run(rd_kafka_queue_t* queue, const consume_options& o, int partitions) {
     int64_t printed = 0;
     int at_end = 0;
     while (!stop_requested && (!o.count || printed < *o.count)) {
-        rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, poll_timeout_ms);
+        rd_kafka_message_t* m = rd_kafka_consume_queue(queue, poll_timeout_ms);
         if (!m) continue;
         const auto err = m->err;
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -147,6 +147,32 @@ int run(rd_kafka_t* rk, const consume_options& o, int partitions) {
     return 0;
 }
 
+// Reads the partitions of `list` from their offsets into one queue. librdkafka's simple
+// consumer: no group id, so no FindCoordinator and no group rights are needed.
+int consume_from(rd_kafka_t* rk, const consume_options& o,
+                 const rd_kafka_topic_partition_list_t* list) {
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, o.topic.c_str(), nullptr);
+    rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+    int started = 0, rc = 0;
+    for (; started < list->cnt; ++started) {
+        const auto& p = list->elems[started];
+        if (rd_kafka_consume_start_queue(rkt, p.partition, p.offset, queue) != 0) {
+            rc = fail(fmt::format("cannot consume partition {}: {}", p.partition,
+                                  rd_kafka_err2str(rd_kafka_last_error())));
+            break;
+        }
+    }
+    if (rc == 0) {
+        std::signal(SIGINT, on_stop_signal);
+        std::signal(SIGTERM, on_stop_signal);
+        rc = run(queue, o, list->cnt);
+    }
+    for (int i = 0; i < started; ++i) rd_kafka_consume_stop(rkt, list->elems[i].partition);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_topic_destroy(rkt);
+    return rc;
+}
+
 int consume(const consume_options& o) {
     const int starts = int{o.from_beginning} + int{o.offset.has_value()} +
                        int{!o.from_time.empty()};
@@ -155,12 +181,7 @@ int consume(const consume_options& o) {
         return usage("--from-time '" + o.from_time +
                      "': milliseconds since the epoch or YYYY-MM-DDTHH:MM:SS[.mmm][Z] (UTC)");
     if (o.count && *o.count <= 0) return usage("--count wants a positive number");
-    // A group id only to satisfy librdkafka's assign(): nothing is joined or committed.
-    auto rk = make_rd_kafka(RD_KAFKA_CONSUMER, o.broker,
-                            {{"group.id", "sluice-consume"},
-                             {"enable.auto.commit", "false"},
-                             {"enable.auto.offset.store", "false"},
-                             {"enable.partition.eof", "true"}});
+    auto rk = make_rd_kafka(RD_KAFKA_CONSUMER, o.broker, {{"enable.partition.eof", "true"}});
     if (!rk) return fail(rk.err().message);
     auto n = partition_count(rk->get(), o.topic);
     if (!n) return fail(n.err().message);
@@ -169,14 +190,8 @@ int consume(const consume_options& o) {
                                 *o.partition, *n));
     auto list = start_positions(rk->get(), o, *n);
     if (!list) return fail(list.err().message);
-    const int assigned = (*list)->cnt;
-    auto e = rd_kafka_assign(rk->get(), *list);
+    const int rc = consume_from(rk->get(), o, *list);
     rd_kafka_topic_partition_list_destroy(*list);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) return fail(rd_kafka_err2str(e));
-    std::signal(SIGINT, on_stop_signal);
-    std::signal(SIGTERM, on_stop_signal);
-    const int rc = run(rk->get(), o, assigned);
-    rd_kafka_consumer_close(rk->get());
     return rc;
 }
 

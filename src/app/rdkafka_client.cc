@@ -2,11 +2,53 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <optional>
+
 namespace sluice::app {
 namespace {
 
 // A bounded wait for metadata: an unreachable broker fails the command.
 constexpr int metadata_timeout_ms = 10000;
+// One metadata attempt; between attempts the client's errors are read.
+constexpr int metadata_attempt_ms = 250;
+
+// Why the broker cannot be used, as librdkafka's error callback said: the first transport,
+// TLS or SASL failure. A command has one client, so one record serves.
+struct connection_failure {
+    std::mutex lock;
+    std::string reason;
+    bool all_brokers_down = false;
+};
+connection_failure failure;
+
+void on_error(rd_kafka_t*, int err, const char* reason, void*) {
+    std::lock_guard g(failure.lock);
+    switch (static_cast<rd_kafka_resp_err_t>(err)) {
+    case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+        failure.all_brokers_down = true;
+        break;
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR__SSL:
+    case RD_KAFKA_RESP_ERR__TRANSPORT:
+    case RD_KAFKA_RESP_ERR__RESOLVE:
+        if (failure.reason.empty()) failure.reason = reason;
+        if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION) failure.all_brokers_down = true;
+        break;
+    default:
+        break;
+    }
+}
+
+// The failure that ends waiting for the broker, if there is one yet.
+std::optional<std::string> fatal_failure() {
+    std::lock_guard g(failure.lock);
+    if (!failure.all_brokers_down) return std::nullopt;
+    return failure.reason.empty() ? std::string("cannot reach the broker") : failure.reason;
+}
+
+// librdkafka's log lines would repeat on stderr what on_error reports once.
+void drop_log(const rd_kafka_t*, int, const char*, const char*) {}
 
 std::vector<std::pair<std::string, std::string>> security_properties(const client_config& c) {
     using p = client_config::protocol;
@@ -47,6 +89,8 @@ result<rd_kafka_handle> make_rd_kafka(
             return {errc::invalid_argument, fmt::format("{}: {}", key, err)};
         }
     }
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_log_cb(conf, drop_log);
     if (prepare) prepare(conf);
     rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);  // owns conf on success
     if (!rk) {
@@ -59,8 +103,16 @@ result<rd_kafka_handle> make_rd_kafka(
 result<int32_t> partition_count(rd_kafka_t* rk, const std::string& topic) {
     rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
     const rd_kafka_metadata_t* md = nullptr;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, metadata_timeout_ms);
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    std::optional<std::string> fatal;
+    for (int waited = 0; waited < metadata_timeout_ms && !fatal; waited += metadata_attempt_ms) {
+        e = rd_kafka_metadata(rk, 0, t, &md, metadata_attempt_ms);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+        rd_kafka_poll(rk, 0);  // serves on_error
+        fatal = fatal_failure();
+    }
     rd_kafka_topic_destroy(t);
+    if (fatal) return {errc::io_error, *fatal};
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
         return {errc::io_error, fmt::format("metadata from the broker: {}", rd_kafka_err2str(e))};
     result<int32_t> out{errc::not_found, fmt::format("topic '{}' does not exist", topic)};

@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource
 
 import conftest
+import security_helpers as S
 import sluice_helpers as H
 
 TS0 = 1_700_000_000_000  # record timestamps of the consume tests: TS0, TS0 + 1000, ...
@@ -239,3 +240,37 @@ def test_topic_alter_config(b):
     assert "UNKNOWN_TOPIC_OR_PARTITION" in err, err
     exits(2, ["topic", "alter-config", topic, "-b", b.bootstrap])
     exits(2, ["topic", "alter-config", topic, "-b", b.bootstrap, "--set", "retention.ms"])
+
+
+def test_commands_reach_a_sasl_listener(secure_broker_factory):
+    """produce, consume, group and cluster take the same -X properties as `sluice topic`;
+    `dave` may read and write sec-* topics but has no right on any group."""
+    b = secure_broker_factory(["127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"], start=False)
+    t = S.Target.stopped(b)
+    S.grant(t, "admin", [S.allow("*", "sluice:*")], password="sec-admin-pw")
+    S.grant(t, "dave", [S.allow("*", "sluice:topic:sec-*")], password="sec-dave-pw")
+    b.start()
+    addr = b.addr("SASL_PLAINTEXT")
+
+    def flags(user, password):
+        return ["-b", addr, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-256",
+                "-X", "sasl.username=" + user, "-X", "sasl.password=" + password]
+
+    admin, dave = flags("admin", "sec-admin-pw"), flags("dave", "sec-dave-pw")
+    topic = H.unique_topic("sec-")
+    ok(["topic", "create", topic] + admin)
+    _, err = ok(["produce", topic] + dave, stdin=b"one\ntwo\n")
+    assert "produced 2 records" in err, err
+    out, _ = ok(["consume", topic, "--from-beginning"] + dave)
+    assert out.splitlines() == ["one", "two"]
+    info, _ = ok(["cluster", "info", "--format", "json"] + admin)
+    assert json_lines(info)[0]["port"] == int(addr.rsplit(":", 1)[1])
+    ok(["group", "list"] + admin)
+    # librdkafka's reason, at once rather than after the 10 s metadata bound.
+    for args, reason in ((["consume", topic, "-b", addr], "security.protocol"),
+                         (["produce", topic] + flags("dave", "wrong"), "SASL authentication error")):
+        start = time.time()
+        err = exits(1, args, stdin=b"x\n")
+        assert reason in err and time.time() - start < 5, err
+    err = exits(1, ["group", "list", "-b", addr])
+    assert "--command-config" in err, err
