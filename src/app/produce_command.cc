@@ -85,6 +85,8 @@ int produce(const produce_options& o) {
     auto rk = make_rd_kafka(RD_KAFKA_PRODUCER, o.broker,
                             {{"acks", "all"},
                              {"enable.idempotence", "true"},
+                             // The Java client's partitioner: a key lands where it would.
+                             {"partitioner", "murmur2_random"},
                              {"delivery.timeout.ms", delivery_timeout_ms}},
                             [&counts](rd_kafka_conf_t* conf) {
                                 rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
