@@ -142,6 +142,7 @@ int describe(const group_options& o) {
     for (const auto& m : g->members)
         for (auto& part : assigned_partitions(m.member_assignment)) owner[part] = &m;
     std::vector<tp> parts;
+    parts.reserve(owner.size());
     for (const auto& [part, _] : owner) parts.push_back(part);
     std::map<tp, int64_t> ends;
     if (!parts.empty()) {

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "app/rdkafka_client.h"
 #include "app/usage_errors.h"
@@ -35,51 +38,59 @@ void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
     if (counts->failed++ == 0) counts->first_error = rd_kafka_err2str(m->err);
 }
 
-// The --header KEY=VALUE flags as a librdkafka header list (nullptr for none).
-rd_kafka_headers_t* make_headers(const std::vector<std::string>& flags) {
-    if (flags.empty()) return nullptr;
-    rd_kafka_headers_t* h = rd_kafka_headers_new(flags.size());
-    for (const auto& kv : flags) {
-        auto eq = kv.find('=');
-        rd_kafka_header_add(h, kv.data(), static_cast<ssize_t>(eq), kv.data() + eq + 1,
-                            static_cast<ssize_t>(kv.size() - eq - 1));
-    }
-    return h;
+rd_kafka_vu_t vu(rd_kafka_vtype_t type) {
+    rd_kafka_vu_t v{};
+    v.vtype = type;
+    return v;
 }
 
-// Sends one line; a full local queue waits for deliveries and retries.
-rd_kafka_resp_err_t send_line(rd_kafka_t* rk, const produce_options& o, const std::string& line) {
-    std::string_view key, value = line;
-    bool has_key = false;
+// Sends one line; a full local queue waits for deliveries and retries. (produceva, not
+// producev: the latter's macros are GNU statement expressions.)
+rd_kafka_resp_err_t send_line(rd_kafka_t* rk, const produce_options& o,
+                              const std::vector<std::pair<std::string, std::string>>& headers,
+                              std::string& line) {
+    std::vector<rd_kafka_vu_t> fields;
+    fields.reserve(5 + headers.size());
+    fields.push_back(vu(RD_KAFKA_VTYPE_TOPIC));
+    fields.back().u.cstr = o.topic.c_str();
+    fields.push_back(vu(RD_KAFKA_VTYPE_PARTITION));
+    fields.back().u.i32 = o.partition;
+    fields.push_back(vu(RD_KAFKA_VTYPE_MSGFLAGS));
+    fields.back().u.i = RD_KAFKA_MSG_F_COPY;
+    size_t value_at = 0;
     if (!o.key_separator.empty()) {
         auto at = line.find(o.key_separator);
         if (at != std::string::npos) {
-            key = std::string_view(line).substr(0, at);
-            value = std::string_view(line).substr(at + o.key_separator.size());
-            has_key = true;
+            fields.push_back(vu(RD_KAFKA_VTYPE_KEY));
+            fields.back().u.mem = {line.data(), at};
+            value_at = at + o.key_separator.size();
         }
     }
+    fields.push_back(vu(RD_KAFKA_VTYPE_VALUE));
+    fields.back().u.mem = {line.data() + value_at, line.size() - value_at};
+    for (const auto& [name, value] : headers) {
+        fields.push_back(vu(RD_KAFKA_VTYPE_HEADER));
+        fields.back().u.header = {name.c_str(), value.data(), static_cast<ssize_t>(value.size())};
+    }
     for (;;) {
-        rd_kafka_headers_t* headers = make_headers(o.headers);
-        rd_kafka_resp_err_t e = rd_kafka_producev(
-            rk, RD_KAFKA_V_TOPIC(o.topic.c_str()), RD_KAFKA_V_PARTITION(o.partition),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
-            RD_KAFKA_V_KEY(has_key ? key.data() : nullptr, has_key ? key.size() : 0),
-            RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
-        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return e;  // librdkafka owns the headers now
-        if (headers) rd_kafka_headers_destroy(headers);
+        rd_kafka_error_t* error = rd_kafka_produceva(rk, fields.data(), fields.size());
+        if (!error) return RD_KAFKA_RESP_ERR_NO_ERROR;
+        const auto e = rd_kafka_error_code(error);
+        rd_kafka_error_destroy(error);
         if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) return e;
         rd_kafka_poll(rk, 100);
     }
 }
 
 int produce(const produce_options& o) {
+    std::vector<std::pair<std::string, std::string>> headers;
     for (const auto& kv : o.headers) {
-        if (kv.find('=') == std::string::npos || kv.front() == '=') {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) {
             std::cerr << "sluice produce: --header wants KEY=VALUE, got '" << kv << "'\n";
             return usage_exit_code;
         }
+        headers.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     }
     delivery_counts counts;
     auto rk = make_rd_kafka(RD_KAFKA_PRODUCER, o.broker,
@@ -99,7 +110,7 @@ int produce(const produce_options& o) {
     std::string line;
     while (std::getline(std::cin, line)) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (auto e = send_line(rk->get(), o, line); e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (auto e = send_line(rk->get(), o, headers, line); e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             std::cerr << fmt::format("error: line {}: {}\n", lines + 1, rd_kafka_err2str(e));
             ++counts.failed;
             break;
