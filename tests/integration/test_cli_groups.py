@@ -113,6 +113,14 @@ def test_group_list_describe_reset_delete(b):
     ok(["group", "reset-offsets", group, "-b", b.bootstrap, "--to-latest", "--execute"])
     assert committed(b.bootstrap, group, topic, 2) == {0: 10, 1: 6}
 
+    # A time: before every record gives the first offsets, after every record the ends.
+    out, _ = ok(["group", "reset-offsets", group, "-b", b.bootstrap, "--to-datetime", "2000-01-01T00:00:00Z",
+                 "--format", "json"])
+    assert [r["new_offset"] for r in json_lines(out)] == [0, 0], out
+    out, _ = ok(["group", "reset-offsets", group, "-b", b.bootstrap, "--to-datetime",
+                 str(H.now_ms() + 3_600_000), "--format", "json"])
+    assert [r["new_offset"] for r in json_lines(out)] == [10, 6], out
+    exits(2, ["group", "reset-offsets", group, "-b", b.bootstrap, "--to-datetime", "soon"])
     exits(2, ["group", "reset-offsets", group, "-b", b.bootstrap])  # no target
     exits(2, ["group", "reset-offsets", group, "-b", b.bootstrap, "--to-earliest", "--to-latest"])
     out, _ = ok(["group", "delete", group, "-b", b.bootstrap])
@@ -140,6 +148,17 @@ def test_produce_reads_lines_with_keys_and_headers(b):
     assert [(m.key(), m.value()) for m in msgs] == [(b"k1", b"v1"), (b"k2", b"v2 with :: inside"),
                                                      (None, b"no key here")]
     assert all(m.headers() == [("src", b"cli"), ("n", b"1")] for m in msgs), [m.headers() for m in msgs]
+
+    # Keys land where the Java client (murmur2) puts them.
+    spread = H.unique_topic("spread")
+    H.create_topic(b.bootstrap, spread, 3)
+    keys = [b"key-%d" % i for i in range(12)]
+    ok(["produce", spread, "-b", b.bootstrap, "-K", "\t"], stdin=b"".join(k + b"\tv\n" for k in keys))
+    out, _ = ok(["consume", spread, "-b", b.bootstrap, "--from-beginning", "--format", "json"])
+    placed = {r["key"].encode(): r["partition"] for r in json_lines(out)}
+    java = Producer(H.producer_conf(b.bootstrap, partitioner="murmur2_random"))
+    expected = {k: H.produce_one(java, spread, k, b"v").partition for k in keys}
+    assert placed == expected and len(set(placed.values())) > 1, (placed, expected)
 
     err = exits(1, ["produce", "no-such-topic-x", "-b", b.bootstrap], stdin=b"a\n")
     assert "does not exist" in err, err
