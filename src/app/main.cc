@@ -5,8 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "app/cluster_command.h"
 #include "app/config_file.h"
+#include "app/consume_command.h"
 #include "app/expansion_command.h"
+#include "app/group_command.h"
+#include "app/produce_command.h"
 #include "app/security_command.h"
 #include "app/serve_command.h"
 #include "app/sql_command.h"
@@ -24,6 +28,10 @@ int main(int argc, char** argv) {
         sluice::app::add_version_command(app, exit_code);
         sluice::app::add_serve_command(app, exit_code);
         sluice::app::add_topic_commands(app, exit_code);
+        sluice::app::add_group_commands(app, exit_code);
+        sluice::app::add_produce_command(app, exit_code);
+        sluice::app::add_consume_command(app, exit_code);
+        sluice::app::add_cluster_commands(app, exit_code);
         sluice::app::add_sql_command(app, exit_code);
         sluice::app::add_expansion_commands(app, exit_code);
         sluice::app::add_security_commands(app, exit_code);

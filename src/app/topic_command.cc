@@ -4,9 +4,9 @@
 
 #include <iostream>
 
-#include "app/admin_client.h"
+#include "app/cli_common.h"
+#include "app/cluster_command.h"
 #include "catalog/uuid.h"
-#include "protocol/error_code.h"
 #include "protocol/messages/create_topics.h"
 #include "protocol/messages/delete_topics.h"
 #include "protocol/messages/describe_configs.h"
@@ -16,40 +16,17 @@ namespace sluice::app {
 namespace {
 
 using protocol::api_key;
-using protocol::error_code;
 
 struct topic_options {
-    std::string bootstrap = "127.0.0.1:9092";
+    broker_flags broker;
     std::string name;
     int32_t partitions = 1;
     std::vector<std::string> configs;
     bool validate_only = false;
-    client_flags client;
 };
 
-int fail(const std::string& what) {
-    std::cerr << "error: " << what << "\n";
-    return 1;
-}
-
-result<std::unique_ptr<admin_client>> connect(const topic_options& o) {
-    auto cfg = load_client_config(o.client);
-    if (!cfg) return cfg.err();
-    auto addr = net::parse_host_port(o.bootstrap);
-    if (!addr) return addr.err();
-    auto c = std::make_unique<admin_client>();
-    if (auto r = c->connect(*addr, *cfg); !r) return r.err();
-    return c;
-}
-
-std::string error_text(int16_t code, const std::optional<std::string>& msg) {
-    std::string s(protocol::error_name(static_cast<error_code>(code)));
-    if (msg && !msg->empty()) s += ": " + *msg;
-    return s;
-}
-
 int create(const topic_options& o) {
-    auto c = connect(o);
+    auto c = connect_admin(o.broker);
     if (!c) return fail(c.err().message);
     protocol::create_topics_request req;
     auto& t = req.topics.emplace_back();
@@ -75,28 +52,19 @@ int create(const topic_options& o) {
     return 0;
 }
 
-result<protocol::metadata_response> metadata(admin_client& c,
-                                              std::optional<std::string> topic) {
-    protocol::metadata_request req;
-    if (topic) req.topics = std::vector<protocol::metadata_request::topic>{{{}, *topic}};
-    req.allow_auto_topic_creation = false;
-    return c.call<protocol::metadata_request, protocol::metadata_response>(api_key::metadata, 12,
-                                                                           req);
-}
-
 int list(const topic_options& o) {
-    auto c = connect(o);
+    auto c = connect_admin(o.broker);
     if (!c) return fail(c.err().message);
-    auto md = metadata(**c, std::nullopt);
+    auto md = fetch_metadata(**c, std::nullopt);
     if (!md) return fail(md.err().message);
     for (const auto& t : md->topics) std::cout << t.name.value_or("") << "\n";
     return 0;
 }
 
 int describe(const topic_options& o) {
-    auto c = connect(o);
+    auto c = connect_admin(o.broker);
     if (!c) return fail(c.err().message);
-    auto md = metadata(**c, o.name);
+    auto md = fetch_metadata(**c, o.name);
     if (!md) return fail(md.err().message);
     for (const auto& t : md->topics) {
         if (t.error_code != 0)
@@ -123,7 +91,7 @@ int describe(const topic_options& o) {
 }
 
 int remove(const topic_options& o) {
-    auto c = connect(o);
+    auto c = connect_admin(o.broker);
     if (!c) return fail(c.err().message);
     protocol::delete_topics_request req;
     req.topics.push_back({o.name, {}});
@@ -147,9 +115,7 @@ void add_topic_commands(CLI::App& app, int& exit_code) {
     topic->require_subcommand(1);
     auto opts = std::make_shared<topic_options>();
     auto with_bootstrap = [&](CLI::App* sub) {
-        sub->add_option("--bootstrap,-b", opts->bootstrap, "Broker address HOST:PORT")
-            ->capture_default_str();
-        add_client_flags(sub, opts->client);
+        add_broker_flags(sub, opts->broker);
     };
 
     auto* create_cmd = topic->add_subcommand("create", "Create a topic");
@@ -177,6 +143,8 @@ void add_topic_commands(CLI::App& app, int& exit_code) {
     delete_cmd->add_option("name", opts->name, "Topic name")->required();
     with_bootstrap(delete_cmd);
     delete_cmd->callback([opts, &exit_code] { exit_code = remove(*opts); });
+
+    add_topic_alter_config(topic, exit_code);
 }
 
 }  // namespace sluice::app
