@@ -13,6 +13,7 @@ import subprocess
 import time
 
 import pytest
+from confluent_kafka import KafkaException
 
 import group_helpers as G
 import kproto as K
@@ -144,6 +145,30 @@ def test_initial_rebalance_delay_changes_the_first_join(b):
     assert first_join_ms(b) >= 2400
     configs(b, "--entity-name", 0, "--alter", "--add-config", "group.initial.rebalance.delay.ms=0")
     assert first_join_ms(b) < 1500
+
+
+def test_confluent_alter_configs_replaces_the_level(b):
+    """librdkafka's AlterConfigs (confluent-kafka 1.7): the level's whole set is replaced."""
+    from confluent_kafka.admin import ConfigResource, ConfigSource
+    adm = H.admin_client(b.bootstrap)
+    res = ConfigResource(ConfigResource.Type.BROKER, "0", set_config={"log.retention.bytes": "1048576"})
+    for f in adm.alter_configs([res], validate_only=True, request_timeout=15).values():
+        f.result(timeout=30)
+    assert "log.retention.bytes=1048576" not in " ".join(described(b, "--entity-name", 0))
+    for f in adm.alter_configs([res], request_timeout=15).values():
+        f.result(timeout=30)
+    (entries,) = [f.result(timeout=30) for f in adm.describe_configs(
+        [ConfigResource(ConfigResource.Type.BROKER, "0")], request_timeout=15).values()]
+    e = entries["log.retention.bytes"]
+    assert (e.value, e.source, e.is_read_only) == ("1048576", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    # The delay set by the previous test was left out, so it is gone from this level.
+    assert entries["group.initial.rebalance.delay.ms"].source != ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    # (librdkafka refuses the resource name "" itself.)
+    bad = ConfigResource(ConfigResource.Type.BROKER, "0", set_config={"num.partitions": "4"})
+    with pytest.raises(KafkaException) as err:
+        for f in adm.alter_configs([bad], request_timeout=15).values():
+            f.result(timeout=30)
+    assert "Cannot update these configs dynamically: num.partitions" in str(err.value)
 
 
 def test_a_restart_keeps_both_levels(b):
