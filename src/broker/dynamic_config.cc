@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <optional>
+#include <set>
 
 #include "catalog/topic_config.h"
 #include "protocol/messages/describe_configs.h"
@@ -150,11 +152,7 @@ result<void> dynamic_config::check(config_level l, const config_map& proposed) c
                             fmt::join(read_only, ", "))};
     for (const auto& [name, value] : proposed) {
         const auto* s = find_dynamic_setting(name);
-        if (!s)
-            return {errc::invalid_config,
-                    fmt::format("unknown broker config '{}'; the ones that change at run time "
-                                "are listed in docs/configuration.md",
-                                name)};
+        if (!s) continue;  // as Kafka: kept and described, for no component (a plugin's)
         if (auto why = check_setting_value(*s, value); !why.empty()) return {errc::invalid_config, why};
     }
     dynamic_config after = *this;
@@ -180,13 +178,13 @@ std::string dynamic_config::static_value(const dynamic_setting& s) const {
 
 std::vector<std::pair<int8_t, std::string>> dynamic_config::levels(std::string_view name) const {
     const auto* s = find_dynamic_setting(name);
-    if (!s) return {};
     std::vector<std::pair<int8_t, std::string>> out;
     const std::string key(name);
     if (auto it = _broker.find(key); it != _broker.end())
         out.emplace_back(p::source_dynamic_broker, it->second);
     if (auto it = _default.find(key); it != _default.end())
         out.emplace_back(p::source_dynamic_default_broker, it->second);
+    if (!s) return out;
     if (auto v = static_value(*s); !v.empty()) out.emplace_back(p::source_static_broker, v);
     if (!s->topic_key.empty()) {
         const auto* def = catalog::find_topic_config_def(s->topic_key);
@@ -196,6 +194,14 @@ std::vector<std::pair<int8_t, std::string>> dynamic_config::levels(std::string_v
                          std::to_string(read_group_setting(group::config{}, *find_group_setting(name))));
     }
     return out;
+}
+
+std::vector<std::string> dynamic_config::names() const {
+    std::set<std::string> all;
+    for (const auto& s : dynamic_settings()) all.emplace(s.name);
+    for (const auto* l : {&_default, &_broker})
+        for (const auto& [k, v] : *l) all.insert(k);
+    return {all.begin(), all.end()};
 }
 
 std::string dynamic_config::value(std::string_view name) const {

@@ -48,17 +48,20 @@ class dynamic_config {
     }
     // Checks `proposed` as the level's whole new set. Errors: errc::invalid_argument for a
     // setting read only at start (Kafka: "Cannot update these configs dynamically"),
-    // errc::invalid_config for an unknown name, a bad value, or min above max.
+    // errc::invalid_config for a bad value or min above max. A name Sluice does not know
+    // is accepted, as Kafka accepts it (kept and described, used by nothing).
     result<void> check(config_level l, const config_map& proposed) const;
     void set(config_level l, config_map values) {
         (l == config_level::this_broker ? _broker : _default) = std::move(values);
     }
 
     // Every level that gives the setting a value, highest first, as (ConfigSource,
-    // value); the last is the built-in default. Empty for a name not in
-    // dynamic_settings().
+    // value); for a setting of dynamic_settings() the last is the built-in default. For
+    // another name, only the dynamic levels that set it.
     std::vector<std::pair<int8_t, std::string>> levels(std::string_view name) const;
     std::string value(std::string_view name) const;  // the one in force
+    // dynamic_settings() and every other name a level sets, ordered.
+    std::vector<std::string> names() const;
 
     // The level's topic defaults, keyed by topic config name (retention.ms).
     config_map topic_defaults(config_level l) const;

@@ -29,16 +29,11 @@ bool wanted_key(const p::describe_configs_request::resource& r, std::string_view
            r.configuration_keys->end();
 }
 
-// Kafka lists a topic default's built-in level under its own name and unit
-// (log.retention.ms: log.retention.hours, 168).
-p::describe_configs_response::synonym synonym_of(const dynamic_setting& s, int8_t source,
-                                                 std::string value) {
-    if (source == p::source_default && !s.topic_key.empty()) {
-        const auto n = catalog::topic_config_synonyms(s.topic_key);
-        if (!n.default_name.empty())
-            return {std::string(n.default_name), std::string(n.default_value), source};
-    }
-    return {std::string(s.name), std::move(value), source};
+// A topic default whose broker config has no default of its own in Kafka
+// (log.retention.ms, log.roll.ms): Kafka describes it as null, with no default synonym.
+bool null_default(const dynamic_setting* s) {
+    return s && !s->topic_key.empty() &&
+           catalog::topic_config_synonyms(s->topic_key).default_name.empty();
 }
 
 }  // namespace
@@ -73,9 +68,10 @@ void change_broker_configs(const request_context& ctx, const std::string& resour
                      resource_name, values.size());
         return;
     }
-    fail(r.code() == errc::invalid_argument ? error_code::invalid_request
-         : r.code() == errc::invalid_config ? error_code::invalid_config
-                                            : storage_error_or(r.code(), error_code::unknown_server_error),
+    // Kafka answers INVALID_REQUEST for every refused broker config, bad values included.
+    const bool refused = r.code() == errc::invalid_argument || r.code() == errc::invalid_config;
+    fail(refused ? error_code::invalid_request
+                 : storage_error_or(r.code(), error_code::unknown_server_error),
          r.err().message);
 }
 
@@ -91,22 +87,25 @@ void describe_broker_configs(const broker& b, const p::describe_configs_request&
         return;
     }
     const auto& dyn = b.dynamic_configs();
-    for (const auto& s : dynamic_settings()) {
-        if (!wanted_key(r, s.name)) continue;
-        auto levels = dyn.levels(s.name);
+    for (const auto& name : dyn.names()) {
+        if (!wanted_key(r, name)) continue;
+        const auto* s = find_dynamic_setting(name);
+        auto levels = dyn.levels(name);
         if (*level == config_level::cluster_default)
             std::erase_if(levels, [](auto& l) { return l.first != p::source_dynamic_default_broker; });
         if (levels.empty()) continue;
         p::describe_configs_response::config c;
-        c.name = std::string(s.name);
+        c.name = name;
         c.value = levels.front().second;
         c.config_source = levels.front().first;
         c.is_default = c.config_source == p::source_default;
-        c.config_type = s.type;
-        if (req.include_documentation) c.documentation = std::string(s.doc);
+        if (c.is_default && null_default(s)) c.value = std::nullopt;
+        c.config_type = s ? s->type : int8_t{0};
+        if (req.include_documentation && s) c.documentation = std::string(s->doc);
         if (req.include_synonyms)
             for (auto& [source, value] : levels)
-                c.synonyms.push_back(synonym_of(s, source, std::move(value)));
+                if (source != p::source_default || !null_default(s))
+                    c.synonyms.push_back({name, std::move(value), source});
         out.configs.push_back(std::move(c));
     }
     if (*level == config_level::cluster_default) return;

@@ -63,9 +63,12 @@ TEST(dynamic_config, check_refuses_static_unknown_and_bad_values) {
               std::string::npos)
         << ro.err().message;
     EXPECT_NE(ro.err().message.find("restart"), std::string::npos);
-    auto unknown = d.check(config_level::this_broker, {{"no.such", "1"}});
-    ASSERT_FALSE(unknown);
-    EXPECT_EQ(unknown.code(), errc::invalid_config);
+    // A name Sluice does not know is kept, as Kafka keeps it, and only described.
+    EXPECT_TRUE(d.check(config_level::this_broker, {{"no.such", "1"}}));
+    EXPECT_TRUE(d.levels("no.such").empty());
+    d.set(config_level::this_broker, {{"no.such", "1"}});
+    EXPECT_EQ(d.levels("no.such"), (levels_t{{p::source_dynamic_broker, "1"}}));
+    EXPECT_TRUE(d.topic_defaults(config_level::this_broker).empty());
     for (auto [name, value] : {std::pair{"log.retention.ms", "soon"}, {"log.cleanup.policy", "tidy"},
                                {"group.initial.rebalance.delay.ms", "-1"},
                                {"offsets.retention.minutes", "0"},
