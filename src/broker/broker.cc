@@ -23,6 +23,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _loop(loop),
       _catalog(cat),
       _logs(logs),
+      _dynamic(_cfg),
       _topics(cat, logs, _cfg.topic_defaults),
       _groups(_cfg.groups),
       _fetch_sessions(_cfg.fetch_session_cache_slots, _cfg.fetch_session_min_eviction_ms),
@@ -45,6 +46,7 @@ broker::~broker() {
 result<void> broker::load() {
     if (_loaded) return {};
     _topics.load();
+    if (auto r = load_dynamic_configs(); !r) return r;
     if (auto r = load_offsets(); !r) return r;
     _loaded = true;
     return {};

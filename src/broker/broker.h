@@ -13,6 +13,7 @@
 #include "broker/access.h"
 #include "broker/acl_service.h"
 #include "broker/config.h"
+#include "broker/dynamic_config.h"
 #include "broker/expansion_hooks.h"
 #include "broker/fetch_session.h"
 #include "broker/offset_writer.h"
@@ -52,6 +53,12 @@ class broker {
     topic_registry& topics() { return _topics; }
     log::log_manager& logs() { return _logs; }
     group::coordinator& groups() { return _groups; }
+    // Broker settings changed at run time (dynamic_config.h; broker_dynamic.cc).
+    const dynamic_config& dynamic_configs() const { return _dynamic; }
+    // Replaces a level's whole set of dynamic settings: checked, stored in the catalog,
+    // then applied to the topics and groups. Errors: those of dynamic_config::check,
+    // io_error and the catalog's.
+    result<void> set_dynamic_configs(config_level l, config_map values, bool validate_only);
     // Incremental fetch sessions (KIP-227) of the clients that fetch from this broker.
     fetch_session_cache& fetch_sessions() { return _fetch_sessions; }
     // Makes committed-offset changes durable, then runs fn on the loop thread.
@@ -122,6 +129,8 @@ class broker {
     // Arms the loop timer that drives the coordinator's poll() for its earliest deadline.
     void schedule_groups();
     result<void> load_offsets();
+    result<void> load_dynamic_configs();
+    void apply_dynamic_configs();
     void sweep_expired_offsets();
     void finish_waiter(uint64_t id, bool timed_out);
 
@@ -129,6 +138,7 @@ class broker {
     net::event_loop& _loop;
     catalog::catalog& _catalog;
     log::log_manager& _logs;
+    dynamic_config _dynamic;
     topic_registry _topics;
     group::coordinator _groups;
     fetch_session_cache _fetch_sessions;

@@ -12,7 +12,20 @@ namespace sluice::broker {
 
 topic_registry::topic_registry(catalog::catalog& cat, log::log_manager& logs,
                                std::map<std::string, std::string> broker_defaults)
-    : _catalog(cat), _logs(logs), _defaults(std::move(broker_defaults)) {}
+    : _catalog(cat), _logs(logs), _static(broker_defaults), _defaults(std::move(broker_defaults)) {}
+
+void topic_registry::set_dynamic_defaults(std::map<std::string, std::string> cluster_default,
+                                          std::map<std::string, std::string> this_broker) {
+    _dynamic_default = std::move(cluster_default);
+    _dynamic_broker = std::move(this_broker);
+    _defaults = _static;
+    for (const auto* level : {&_dynamic_default, &_dynamic_broker})
+        for (const auto& [k, v] : *level) _defaults[k] = v;
+    for (auto& [name, t] : _by_name) {
+        t->log_cfg = to_log_config(t->info);
+        _logs.add_topic(name, t->info.partitions, t->log_cfg);  // re-configures in place
+    }
+}
 
 namespace {
 int64_t to_int(const std::string& s, int64_t fallback) {
@@ -34,7 +47,9 @@ std::string topic_registry::effective_config(const topic_state& t, std::string_v
 int8_t topic_registry::config_source(const topic_state& t, std::string_view key) const {
     std::string k(key);
     if (t.info.configs.contains(k)) return 1;
-    return _defaults.contains(k) ? 4 : 5;
+    if (_dynamic_broker.contains(k)) return 2;
+    if (_dynamic_default.contains(k)) return 3;
+    return _static.contains(k) ? 4 : 5;
 }
 
 std::vector<std::pair<int8_t, std::string>> topic_registry::config_levels(
@@ -42,7 +57,10 @@ std::vector<std::pair<int8_t, std::string>> topic_registry::config_levels(
     std::vector<std::pair<int8_t, std::string>> out;
     std::string k(key);
     if (auto it = t.info.configs.find(k); it != t.info.configs.end()) out.emplace_back(1, it->second);
-    if (auto it = _defaults.find(k); it != _defaults.end()) out.emplace_back(4, it->second);
+    const std::pair<int8_t, const std::map<std::string, std::string>*> levels[] = {
+        {2, &_dynamic_broker}, {3, &_dynamic_default}, {4, &_static}};
+    for (const auto& [source, values] : levels)
+        if (auto it = values->find(k); it != values->end()) out.emplace_back(source, it->second);
     if (const auto* def = catalog::find_topic_config_def(key))
         out.emplace_back(5, std::string(def->default_value));
     return out;

@@ -51,9 +51,18 @@ public:
     // current count, or above max_partitions_per_topic).
     result<void> add_partitions(const std::string& name, int32_t total, bool validate_only);
 
+    // Broker-level topic defaults set at run time (broker_settings), keyed by topic config
+    // name: this broker's own over the cluster-wide default over the static
+    // --topic-default values. Re-configures the log of every topic at once.
+    void set_dynamic_defaults(std::map<std::string, std::string> cluster_default,
+                              std::map<std::string, std::string> this_broker);
+    // The broker-level default of every topic config that has one, all levels merged.
+    const std::map<std::string, std::string>& defaults() const { return _defaults; }
+
     std::string effective_config(const topic_state& t, std::string_view key) const;
     // Where the value in force comes from, as Kafka's ConfigSource numbers it: 1 set on
-    // the topic, 4 a broker-wide --topic-default, 5 the built-in default.
+    // the topic, 2 this broker's dynamic default, 3 the cluster-wide dynamic default, 4 a
+    // broker-wide --topic-default, 5 the built-in default.
     int8_t config_source(const topic_state& t, std::string_view key) const;
     // Every level that gives key a value, highest precedence first, as (source, value):
     // DescribeConfigs' synonyms.
@@ -67,7 +76,9 @@ private:
 
     catalog::catalog& _catalog;
     log::log_manager& _logs;
-    std::map<std::string, std::string> _defaults;
+    std::map<std::string, std::string> _static;  // --topic-default
+    std::map<std::string, std::string> _dynamic_default, _dynamic_broker;
+    std::map<std::string, std::string> _defaults;  // the three above, merged
     std::unordered_map<std::string, std::unique_ptr<topic_state>> _by_name;
     std::map<catalog::uuid, topic_state*> _by_id;
 };

@@ -34,7 +34,7 @@ class catalog {
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
-    static constexpr int64_t schema_version = 6;
+    static constexpr int64_t schema_version = 7;
 
     // Opens or creates <path> (WAL mode, synchronous=FULL: a created topic survives power
     // loss), creating or migrating the schema. Missing parent directories are created.
@@ -99,6 +99,13 @@ class catalog {
     // no id is ever given twice, across restarts and crashes too (ids start at 0).
     // Errors: io_error, corrupt (the stored counter is not a number).
     result<int64_t> allocate_producer_id();
+
+    // Broker settings changed at run time (broker_config_store.cc). scope "" is the
+    // cluster-wide default, "broker" this broker's own. set_broker_configs replaces the
+    // scope's whole set in one transaction. Errors: io_error; invalid_argument (scope).
+    result<std::map<std::string, std::string>> broker_configs(const std::string& scope) const;
+    result<void> set_broker_configs(const std::string& scope,
+                                    const std::map<std::string, std::string>& configs);
 
     std::vector<topic_info> list_topics() const;  // ordered by name (bytewise)
     std::optional<topic_info> find_topic(const std::string& name) const;

@@ -135,11 +135,25 @@ result<void> migrate_to_6(db& d) {
     )");
 }
 
+// Version 6 -> 7: broker settings changed at run time (AlterConfigs on the BROKER
+// resource), per scope: '' the cluster-wide default, 'broker' this broker's own
+// (docs/formats/catalog.md).
+result<void> migrate_to_7(db& d) {
+    return d.exec(R"(
+        CREATE TABLE broker_configs (
+            scope TEXT NOT NULL CHECK (scope IN ('', 'broker')),
+            key   TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (scope, key)
+        ) WITHOUT ROWID;
+    )");
+}
+
 // migrations[v] takes a file from version v to v + 1. Append only: a released step never
 // changes, because files in the field already ran it.
 using migration = result<void> (*)(db&);
 constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3,
-                                    migrate_to_4, migrate_to_5, migrate_to_6};
+                                    migrate_to_4, migrate_to_5, migrate_to_6, migrate_to_7};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

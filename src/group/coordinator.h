@@ -43,6 +43,9 @@ class coordinator {
     coordinator& operator=(const coordinator&) = delete;
 
     const config& settings() const { return _cfg; }
+    // Settings changed at run time (dynamic broker configs): later joins, sessions and
+    // offset expiry follow them; deadlines already armed keep theirs.
+    void set_settings(const config& c) { _cfg = c; }
 
     // --- durable group state (persistence.cc) ---
     // Where group state is written from now on; nullptr (the default): nowhere, and

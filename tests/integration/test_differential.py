@@ -374,6 +374,28 @@ def config_value(both, name, key, settle=10.0):
             time.sleep(0.2)
 
 
+def test_broker_config_changes(both):
+    """IncrementalAlterConfigs and AlterConfigs on the BROKER resource "" (the cluster-wide
+    default; the brokers' ids differ), validate_only so that Kafka's defaults stay: a
+    dynamic setting, settings read at start, a bad value, a name neither knows, a list
+    APPEND."""
+    ops = [("log.retention.ms", K.OP_SET, "60000"), ("log.dirs", K.OP_SET, "/elsewhere"),
+           ("num.partitions", K.OP_SET, "3"), ("log.retention.ms", K.OP_SET, "soon"),
+           ("no.such.setting", K.OP_SET, "1"), ("log.cleanup.policy", K.OP_APPEND, "compact")]
+    errors = []
+    for op in ops:
+        a = same(both, lambda c: K.incremental_alter_configs(c, 1, [(K.RESOURCE_BROKER, "", [op])], True),
+                 "IncrementalAlterConfigs of broker '' %r" % (op,))
+        errors.append(a[0]["error"])
+    assert errors == [K.NONE, K.INVALID_REQUEST, K.INVALID_REQUEST, K.INVALID_REQUEST, K.NONE, K.NONE], errors
+    # AlterConfigs replaces the level's whole set: Kafka's keeps the min.insync.replicas its
+    # formatting set (removing it is refused while ELR is on).
+    for configs in ([("min.insync.replicas", "1"), ("log.retention.bytes", "1048576")],
+                    [("min.insync.replicas", "1"), ("log.dirs", "/elsewhere")]):
+        same(both, lambda c: K.alter_configs(c, 2, [(K.RESOURCE_BROKER, "", configs)], True),
+             "AlterConfigs of broker '' %r" % (configs,))
+
+
 def test_incremental_alter_configs_list_configs(both):
     name = create(both, fresh("ia"))
     policy = "cleanup.policy"

@@ -24,20 +24,18 @@ std::string join_list(const std::vector<std::string>& items) {
     return out;
 }
 
-struct refusal {
-    error_code code;
-    std::string message;
-};
+}  // namespace
 
-// Applies IncrementalAlterConfigs operations to the topic's current settings. Kafka
-// refuses a malformed operation (no value, unknown operation) as INVALID_REQUEST and an
-// operation a config cannot take as INVALID_CONFIG.
-std::optional<refusal> apply_ops(const std::vector<config_change::op>& ops,
-                                     const topic_registry& topics, const topic_state& t,
-                                     std::map<std::string, std::string>& configs) {
+// Kafka refuses a malformed operation (no value, unknown operation) as INVALID_REQUEST and
+// an operation a config cannot take as INVALID_CONFIG.
+std::optional<config_refusal> apply_config_ops(
+    const std::vector<config_change::op>& ops, const std::function<int8_t(std::string_view)>& type,
+    const std::function<std::string(std::string_view)>& current,
+    std::map<std::string, std::string>& configs) {
     for (const auto& o : ops) {
         if (!o.value && o.operation != protocol::config_op_delete)
-            return refusal{error_code::invalid_request, "null value not supported for '" + o.name + "'"};
+            return config_refusal{error_code::invalid_request,
+                                  "null value not supported for '" + o.name + "'"};
         switch (o.operation) {
             case protocol::config_op_set:
                 configs[o.name] = *o.value;
@@ -47,12 +45,15 @@ std::optional<refusal> apply_ops(const std::vector<config_change::op>& ops,
                 break;
             case protocol::config_op_append:
             case protocol::config_op_subtract: {
-                if (!catalog::find_topic_config_def(o.name))
-                    return refusal{error_code::invalid_config, "unknown config '" + o.name + "'"};
-                if (catalog::topic_config_type(o.name) != catalog::config_type_list)
-                    return refusal{error_code::invalid_config,
-                                   "'" + o.name + "' is not a list; APPEND and SUBTRACT need one"};
-                auto items = split_list(topics.effective_config(t, o.name));
+                const int8_t t = type(o.name);
+                if (t == 0)
+                    return config_refusal{error_code::invalid_config,
+                                          "unknown config '" + o.name + "'"};
+                if (t != catalog::config_type_list)
+                    return config_refusal{error_code::invalid_config,
+                                          "'" + o.name +
+                                              "' is not a list; APPEND and SUBTRACT need one"};
+                auto items = split_list(current(o.name));
                 for (const auto& v : split_list(o.value.value_or(""))) {
                     auto it = std::find(items.begin(), items.end(), v);
                     if (o.operation == protocol::config_op_append && it == items.end())
@@ -64,14 +65,12 @@ std::optional<refusal> apply_ops(const std::vector<config_change::op>& ops,
                 break;
             }
             default:
-                return refusal{error_code::invalid_request,
-                               "unknown config operation " + std::to_string(o.operation)};
+                return config_refusal{error_code::invalid_request,
+                                      "unknown config operation " + std::to_string(o.operation)};
         }
     }
     return std::nullopt;
 }
-
-}  // namespace
 
 void apply_config_change(const request_context& ctx, int8_t resource_type,
                          const std::string& resource_name, const config_change& change,
@@ -91,9 +90,7 @@ void apply_config_change(const request_context& ctx, int8_t resource_type,
         return fail(error_code::topic_authorization_failed,
                     "KafkaAlterConfigs on sluice:topic:" + resource_name + " is needed");
     if (resource_type == protocol::resource_broker)
-        return fail(error_code::invalid_request,
-                    "broker settings are command-line flags of 'sluice serve' and cannot be "
-                    "changed at run time");
+        return change_broker_configs(ctx, resource_name, change, validate_only, out);
     if (resource_type != protocol::resource_topic)
         return fail(error_code::invalid_request, "only topic configs can be altered");
     if (change.duplicate)
@@ -105,7 +102,9 @@ void apply_config_change(const request_context& ctx, int8_t resource_type,
                     "topic '" + resource_name + "' does not exist");
     std::map<std::string, std::string> configs =
         change.replace_all ? change.replace : t->info.configs;
-    if (auto e = apply_ops(change.ops, topics, *t, configs)) return fail(e->code, e->message);
+    auto current = [&](std::string_view name) { return topics.effective_config(*t, name); };
+    if (auto e = apply_config_ops(change.ops, catalog::topic_config_type, current, configs))
+        return fail(e->code, e->message);
     auto r = topics.set_configs(resource_name, configs, validate_only);
     if (r) {
         if (!validate_only)

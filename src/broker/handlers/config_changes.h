@@ -3,6 +3,7 @@
 // What AlterConfigs and IncrementalAlterConfigs share: turning a requested change into a
 // topic's new config set, validating it, and applying it.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,7 +11,9 @@
 #include <vector>
 
 #include "broker/request_context.h"
+#include "protocol/error_code.h"
 #include "protocol/messages/alter_configs.h"
+#include "protocol/messages/describe_configs.h"
 
 namespace sluice::broker {
 
@@ -26,6 +29,28 @@ struct config_change {
     std::set<std::string> seen;
     std::optional<std::string> duplicate;  // a key named twice: INVALID_REQUEST
 };
+
+struct config_refusal {
+    protocol::error_code code;
+    std::string message;
+};
+
+// Applies IncrementalAlterConfigs operations to `configs`, the resource's current set;
+// type(name) is the config's ConfigType (0: unknown), current(name) its value in force
+// (what APPEND and SUBTRACT start from).
+std::optional<config_refusal> apply_config_ops(
+    const std::vector<config_change::op>& ops, const std::function<int8_t(std::string_view)>& type,
+    const std::function<std::string(std::string_view)>& current,
+    std::map<std::string, std::string>& configs);
+
+// The BROKER resource (broker_configs.cc): "" is the cluster-wide default, an id of this
+// broker its own settings.
+void change_broker_configs(const request_context& ctx, const std::string& resource_name,
+                           const config_change& change, bool validate_only,
+                           protocol::alter_configs_response::result& out);
+void describe_broker_configs(const broker& b, const protocol::describe_configs_request& req,
+                             const protocol::describe_configs_request::resource& r,
+                             protocol::describe_configs_response::result& out);
 
 void apply_config_change(const request_context& ctx, int8_t resource_type,
                          const std::string& resource_name, const config_change& change,

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "broker/broker.h"
+#include "broker/handlers/config_changes.h"
 #include "broker/handlers/handlers.h"
 #include "protocol/messages/describe_configs.h"
 
@@ -28,7 +29,7 @@ std::vector<p::describe_configs_response::synonym> synonyms(const topic_registry
     for (auto& [source, value] : topics.config_levels(t, name)) {
         if (source == p::source_topic) {
             out.push_back({std::string(name), std::move(value), source});
-        } else if (source == p::source_static_broker) {
+        } else if (source != p::source_default) {
             // Set by the topic config's name; a key Kafka has no broker name for keeps it.
             std::string_view as = names.broker_name.empty() ? name : names.broker_name;
             out.push_back({std::string(as), std::move(value), source});
@@ -62,45 +63,6 @@ void describe_topic(broker& b, const p::describe_configs_request& req,
     }
 }
 
-// The broker's own settings that clients commonly ask about, read-only at run time.
-void describe_broker(const broker& b, const p::describe_configs_request::resource& r,
-                     result_t& out) {
-    bool known = false;
-    for (size_t id = 0; id < b.broker_count(); ++id)
-        known = known || std::to_string(id) == r.resource_name;
-    if (!known && !r.resource_name.empty()) {
-        out.error_code = code(p::error_code::invalid_request);
-        out.error_message = "no broker with id '" + r.resource_name + "'";
-        return;
-    }
-    const auto& cfg = b.config();
-    std::pair<std::string, std::string> entries[] = {
-        {"auto.create.topics.enable", cfg.auto_create_topics ? "true" : "false"},
-        {"num.partitions", std::to_string(cfg.default_partitions)},
-        // What -1 in CreateTopics stands for: one broker keeps one copy.
-        {"default.replication.factor", "1"},
-        {"log.dirs", cfg.data_dir.string()},
-        {"socket.request.max.bytes", std::to_string(cfg.max_request_bytes)},
-        {"group.initial.rebalance.delay.ms", std::to_string(cfg.groups.initial_rebalance_delay_ms)},
-        {"group.min.session.timeout.ms", std::to_string(cfg.groups.min_session_timeout_ms)},
-        {"group.max.session.timeout.ms", std::to_string(cfg.groups.max_session_timeout_ms)},
-        {"group.max.size", std::to_string(cfg.groups.max_group_size)},
-        {"offsets.retention.minutes", std::to_string(cfg.groups.offsets_retention_ms / 60000)},
-        {"offsets.retention.check.interval.ms",
-         std::to_string(cfg.offsets_retention_check_interval_ms)},
-        {"offset.metadata.max.bytes", std::to_string(cfg.groups.offset_metadata_max_bytes)},
-    };
-    for (auto& [name, value] : entries) {
-        if (!wanted(r, name)) continue;
-        config_t c;
-        c.name = name;
-        c.value = value;
-        c.read_only = true;
-        c.config_source = p::source_static_broker;
-        out.configs.push_back(std::move(c));
-    }
-}
-
 }  // namespace
 
 void handle_describe_configs(const request_context& ctx, request_body body) {
@@ -121,7 +83,7 @@ void handle_describe_configs(const request_context& ctx, request_body body) {
         } else if (topic) {
             describe_topic(ctx.b, req, r, out);
         } else if (r.resource_type == p::resource_broker) {
-            describe_broker(ctx.b, r, out);
+            describe_broker_configs(ctx.b, req, r, out);
         } else {
             out.error_code = code(p::error_code::invalid_request);
             out.error_message = "only topic (2) and broker (4) resources are described";

@@ -13,6 +13,8 @@ inline constexpr int8_t resource_broker = 4;
 
 // Where a config value comes from (DescribeConfigs v1+ ConfigSource).
 inline constexpr int8_t source_topic = 1;
+inline constexpr int8_t source_dynamic_broker = 2;
+inline constexpr int8_t source_dynamic_default_broker = 3;
 inline constexpr int8_t source_static_broker = 4;
 inline constexpr int8_t source_default = 5;
 

@@ -166,6 +166,23 @@ TEST_F(catalog_test, configs_are_replaced_atomically_and_survive_reopen) {
               (std::map<std::string, std::string>{{"segment.bytes", "1048576"}}));
 }
 
+TEST_F(catalog_test, broker_configs_per_scope_are_replaced_and_survive_reopen) {
+    using cfg = std::map<std::string, std::string>;
+    {
+        auto c = open_ok();
+        ASSERT_TRUE(c);
+        EXPECT_EQ(c->broker_configs("").value(), cfg{});
+        ASSERT_TRUE(c->set_broker_configs("", {{"log.retention.ms", "1000"}, {"a", "b"}}).ok());
+        ASSERT_TRUE(c->set_broker_configs("broker", {{"log.retention.ms", "2000"}}).ok());
+        ASSERT_TRUE(c->set_broker_configs("", {{"log.retention.ms", "3000"}}).ok());  // replaces
+        EXPECT_EQ(c->set_broker_configs("7", {}).code(), errc::invalid_argument);
+    }
+    auto c = open_ok();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->broker_configs("").value(), (cfg{{"log.retention.ms", "3000"}}));
+    EXPECT_EQ(c->broker_configs("broker").value(), (cfg{{"log.retention.ms", "2000"}}));
+}
+
 TEST_F(catalog_test, partitions_only_grow_and_survive_reopen) {
     {
         auto c = open_ok();
@@ -347,13 +364,14 @@ TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
         auto c = catalog::open(path);
         ASSERT_TRUE(c.ok()) << c.err().message;
     }
-    // What version 4 left: no counter (and no group state, from version 6).
+    // What version 4 left: no counter (and no group state, from version 6, nor broker
+    // configs, from version 7).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
                            "DELETE FROM meta WHERE key = 'next_producer_id'; "
                            "DROP TABLE group_metadata; DROP TABLE group_members; "
-                           "DROP TABLE group_member_protocols; "
+                           "DROP TABLE group_member_protocols; DROP TABLE broker_configs; "
                            "PRAGMA user_version = 4",
                            nullptr, nullptr, nullptr),
               SQLITE_OK);
