@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <vector>
 
 #include "common/logging.h"
@@ -196,6 +197,11 @@ void sqlite_session::keep_wal_files(const char* schema) {
 outcome<bool> sqlite_session::use_wal(const std::string& schema, const std::string& path) {
     keep_wal_files(schema.c_str());
     const auto q = quote_ident(schema);
+    // Sessions opening at once on a new file would each switch it, and SQLite refuses all
+    // but one of them at once ("database is locked", without waiting: two connections
+    // upgrading their locks would deadlock). One switch at a time, the others see WAL.
+    static std::mutex switching;
+    std::unique_lock lock(switching);
     if (!wal_on_file(path)) {
         auto r = exec_internal(fmt::format("PRAGMA {}.journal_mode=WAL", q));
         if (!r && r.error().kind != failure::disk_full) return r;
@@ -204,6 +210,7 @@ outcome<bool> sqlite_session::use_wal(const std::string& schema, const std::stri
             return true;
         }
     }
+    lock.unlock();
     _internal = true;
     const int rc = sqlite3_exec(
         _db, fmt::format("SELECT count(*) FROM {}.sqlite_master", q).c_str(), nullptr, nullptr,
