@@ -94,7 +94,8 @@ void put_topic_configs(sql::http_server& server, broker::broker& b, const http::
     if (!doc["set"].get(set_obj)) {
         for (auto [k, v] : set_obj) {
             std::string_view s;
-            if (v.get(s)) return (void)resp.send_error(400, "invalid", "config values must be strings");
+            if (v.get(s))
+                return (void)resp.send_error(400, "invalid", "config values must be strings");
             set[std::string(k)] = std::string(s);
         }
     }
@@ -215,7 +216,8 @@ void post_reset_offsets(sql::http_server& server, broker::broker& b, const http:
     std::string_view s;
     if (!doc["to"].get(s)) r.to = s;
     if (r.to != "earliest" && r.to != "latest" && r.to != "timestamp")
-        return (void)resp.send_error(400, "invalid", "\"to\" must be earliest, latest or timestamp");
+        return (void)resp.send_error(400, "invalid",
+                                     "\"to\" must be earliest, latest or timestamp");
     if (r.to == "timestamp" && doc["timestamp_ms"].get(r.timestamp_ms))
         return (void)resp.send_error(400, "invalid", "\"timestamp_ms\" (an integer) is needed");
     if (!doc["topic"].get(s)) r.topic = s;
