@@ -1,7 +1,7 @@
 #pragma once
 
 // The console's files (ui/), embedded into the broker at build time by ui/build.mjs,
-// which generates assets.cc in the build directory.
+// which generates generated/console_assets.cc in the build directory.
 
 #include <string_view>
 #include <vector>
