@@ -27,16 +27,32 @@ export function Security({ me }) {
   };
   const addUser = act((f) => call('POST', '/v1/users', JSON.stringify({ name: f.name, password: f.password })), (f) => `user ${f.name} added`);
   const putPolicy = act((f) => call('PUT', '/v1/policies/' + encodeURIComponent(f.name), f.document), (f) => `policy ${f.name} stored`);
+  // Removing asks first; the broker checks KafkaAlter on sluice:cluster.
+  const remove = async (what, path) => {
+    if (!confirm(`Remove ${what}?`)) return;
+    try {
+      await call('DELETE', path);
+      setError(null);
+      setDone(`${what} removed`);
+      reloadUsers();
+      reloadPolicies();
+    } catch (err) {
+      setError(err);
+      setDone('');
+    }
+  };
   const attach = act((f) => call('POST', `/v1/policies/${encodeURIComponent(f.policy)}/users`, JSON.stringify({ user: f.user })), (f) => `policy ${f.policy} attached to ${f.user}`);
   return html`<section>
     <h1>Users and policies</h1>
     <${ErrorLine} error=${usersError || policiesError} />
     <h2>Users</h2>
-    <${Table} testid="users" rows=${users?.users || []} columns=${['name', { label: 'mechanisms', render: (u) => u.mechanisms.join(', ') }]} />
+    <${Table} testid="users" rows=${users?.users || []} columns=${['name', { label: 'mechanisms', render: (u) => u.mechanisms.join(', ') },
+      { label: '', render: (u) => html`<button class="small" onClick=${() => remove(`user ${u.name}`, '/v1/users/' + encodeURIComponent(u.name))}>remove</button>` }]} />
     <h2>Policies</h2>
     <${Table} testid="policies" rows=${policies?.policies || []} columns=${['name',
       { label: 'users', render: (p) => p.users.join(', ') },
-      { label: 'document', render: (p) => html`<code class="doc">${JSON.stringify(p.document)}</code>` }]} />
+      { label: 'document', render: (p) => html`<code class="doc">${JSON.stringify(p.document)}</code>` },
+      { label: '', render: (p) => html`<button class="small" onClick=${() => remove(`policy ${p.name}`, '/v1/policies/' + encodeURIComponent(p.name))}>remove</button>` }]} />
     ${me.cluster.alter ? '' : html`<p class="note">You may look but not change (KafkaAlter on sluice:cluster is needed).</p>`}
     <${ErrorLine} error=${error} />
     ${done && html`<div class="ok" data-testid="security-done">${done}</div>`}
