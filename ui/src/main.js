@@ -50,8 +50,10 @@ function App() {
   const [login, setLogin] = useState('');
   const [r, setRoute] = useState(route());
   useEffect(() => {
-    whenUnauthorized((message) => { setMe(null); setLogin(message); });
-    call('GET', '/v1/whoami').then(setMe, () => {});
+    // The first answer decides between the pages and the log-in form; a later 401 (the
+    // password changed, the user removed) brings the form back with the broker's reason.
+    call('GET', '/v1/whoami').then(setMe, () => setMe(null))
+      .finally(() => whenUnauthorized((message) => { setMe(null); setLogin(message); }));
     const onHash = () => setRoute(route());
     addEventListener('hashchange', onHash);
     return () => removeEventListener('hashchange', onHash);
