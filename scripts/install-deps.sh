@@ -12,9 +12,10 @@ build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
 client_pkgs=(kcat postgresql-client curl python3 python3-confluent-kafka openssl
              openjdk-17-jdk-headless maven)
 # iproute2: tests/integration/test_docs.py brings up the loopback of its namespaces.
+# chromium: the console's tests (tests/integration/console) drive it headless.
 test_pkgs=("${client_pkgs[@]}" iproute2 python3-pytest python3-kafka
             python3-psycopg2 python3-venv python3-snappy python3-lz4 python3-zstandard
-            postgresql-15 python3-sqlalchemy)
+            postgresql-15 python3-sqlalchemy chromium)
 bench_pkgs=(fio iperf3)
 lint_pkgs=(clang-tidy python3)
 # libFuzzer and the sanitizers' runtimes come with clang's runtime package.
@@ -37,8 +38,9 @@ missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-# Node.js may come from another packager than Debian; only install it when absent.
-if [[ " $* " == *" test "* ]] && ! command -v npm >/dev/null; then
+# Node.js may come from another packager than Debian; only install it when absent. Every
+# group builds the broker, whose console (ui/) npm and esbuild bundle.
+if ! command -v npm >/dev/null; then
   missing+=(nodejs npm)
 fi
 # The sarama test (tests/integration/go) needs Go; only install Debian's when none is

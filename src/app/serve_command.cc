@@ -23,10 +23,11 @@
 #include <tuple>
 #include <utility>
 
+#include "app/broker_admin_http.h"
 #include "app/metrics_endpoint.h"
 #include "app/security_admin.h"
-#include "app/sql_bounds_options.h"
 #include "app/serve_limits.h"
+#include "app/sql_bounds_options.h"
 #include "app/sql_state.h"
 #include "app/version_command.h"
 #include "broker/broker.h"
@@ -34,6 +35,7 @@
 #include "catalog/catalog.h"
 #include "catalog/shm_vfs.h"
 #include "common/logging.h"
+#include "console/console.h"
 #include "expansion/http_api.h"
 #include "expansion/service.h"
 #include "log/log_manager.h"
@@ -403,7 +405,8 @@ int serve(const serve_options& o) {
     reserve_logs_dir = cfg.data_dir / "logs";
     catalog::set_shm_no_space_hook(
         [](void* dir) {
-            return log::log_manager::release_spare_space_in(*static_cast<std::filesystem::path*>(dir));
+            return log::log_manager::release_spare_space_in(
+                *static_cast<std::filesystem::path*>(dir));
         },
         &reserve_logs_dir);
     auto cat = catalog::catalog::open(cfg.data_dir / "catalog.db");
@@ -513,6 +516,8 @@ int serve(const serve_options& o) {
         ho.gate = &b.access();
         // Orchestrators probe health without credentials; /metrics too when asked.
         ho.anonymous_paths.insert(ho.anonymous_paths.end(), {"/healthz", "/readyz"});
+        // The console's files hold no data: its pages log in through the API.
+        ho.anonymous_paths.insert(ho.anonymous_paths.end(), {"/ui", "/ui/*"});
         if (o.metrics.anonymous) ho.anonymous_paths.emplace_back("/metrics");
         auto s = sql::http_server::start(*http_addr, **eng, ho);
         if (!s) {
@@ -525,6 +530,8 @@ int serve(const serve_options& o) {
         expansion::add_http_routes(*http, **expansions);
         add_security_routes(*http, **cat);
         add_metrics_routes(*http, ready, o.metrics);
+        add_broker_admin_routes(*http, b);
+        console::add_console_routes(*http);
         std::printf("listening http %s%s\n", https ? "https://" : "",
                     http->address().to_string().c_str());
     }

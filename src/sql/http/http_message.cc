@@ -492,8 +492,16 @@ const char* reason_phrase(int status) {
             return "Created";
         case 204:
             return "No Content";
+        case 301:
+            return "Moved Permanently";
+        case 304:
+            return "Not Modified";
         case 400:
             return "Bad Request";
+        case 401:
+            return "Unauthorized";
+        case 403:
+            return "Forbidden";
         case 404:
             return "Not Found";
         case 405:

@@ -59,6 +59,13 @@ const char* kind_for_status(int status) {
 // first (RFC 9112 section 9.6; stream_socket::finish).
 constexpr int lingering_close_ms = 2000;
 
+// An entry of http_options::anonymous_paths: exact, or a prefix when it ends in "/*".
+bool anonymous_path_matches(std::string_view entry, std::string_view path) {
+    if (entry.size() >= 2 && entry.ends_with("/*"))
+        return path.starts_with(entry.substr(0, entry.size() - 1));
+    return entry == path;
+}
+
 // The challenge of every 401 (RFC 7617).
 const http::header_list basic_challenge = {{"WWW-Authenticate", "Basic realm=\"sluice\""}};
 
@@ -134,7 +141,8 @@ result<std::unique_ptr<http_server>> http_server::start(const net::host_port& ad
     // round trips), so it is the oldest of hundreds only under a flood of connections.
     bo.evict_within_grace = true;
     auto s = net::blocking_server::start(
-        std::move(bo), [self](net::stream_socket& sock) { self->serve(sock, self->_opts.header_timeout); },
+        std::move(bo),
+        [self](net::stream_socket& sock) { self->serve(sock, self->_opts.header_timeout); },
         [self](net::stream_socket& sock) {
             self->serve(sock, std::min(self->_opts.header_timeout, refused_head_timeout));
         });
@@ -226,11 +234,15 @@ bool http_server::authenticate(http::http_request& req, http::http_response& res
     if (!_opts.gate || !_opts.gate->authentication_required()) return true;  // ANONYMOUS
     // Load balancers probe health without credentials; it tells nothing about the data.
     if ((req.method == "GET" || req.method == "HEAD") &&
-        std::find(_opts.anonymous_paths.begin(), _opts.anonymous_paths.end(), req.path) !=
-            _opts.anonymous_paths.end())
+        std::any_of(_opts.anonymous_paths.begin(), _opts.anonymous_paths.end(),
+                    [&](const std::string& p) { return anonymous_path_matches(p, req.path); }))
         return true;
+    // A script (the console's fetch(), marked X-Requested-With as jQuery and others do)
+    // shows its own login form: without the challenge, browsers ask nothing themselves.
+    const bool script = req.header("x-requested-with").has_value();
     auto refuse = [&](std::string_view message) {
-        resp.send_error(401, kind_for_status(401), message, {}, basic_challenge);
+        resp.send_error(401, kind_for_status(401), message, {},
+                        script ? http::header_list{} : basic_challenge);
         return false;
     };
     if (!tls)

@@ -49,7 +49,8 @@ struct http_options {
     // the server.
     const security::gate* gate = nullptr;
     // GET and HEAD of these paths need no credentials even when the gate requires them
-    // (health probes of load balancers and orchestrators; /metrics when so configured).
+    // (health probes of load balancers and orchestrators; /metrics when so configured;
+    // the console's files). An entry ending in "/*" is a prefix ("/ui/*").
     std::vector<std::string> anonymous_paths{"/v1/health"};
 };
 

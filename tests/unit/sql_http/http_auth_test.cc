@@ -38,9 +38,10 @@ class HttpAuthTest : public ::testing::Test {
         std::filesystem::remove_all(_dir);
     }
 
-    void start(bool https) {
+    void start(bool https, std::vector<std::string> anonymous = {"/v1/health"}) {
         http_options o;
         o.gate = &gate;
+        o.anonymous_paths = std::move(anonymous);
         if (https) o.tls = certs().server_context();
         auto s = http_server::start({"127.0.0.1", 0}, *_eng, std::move(o));
         ASSERT_TRUE(s) << s.err().message;
@@ -141,6 +142,39 @@ TEST_F(HttpAuthTest, PlainHttpIsRefusedWithAHintAndAChallenge) {
     o.auth_password = "wonderland";
     auto call_result = http::http_call(_srv->address(), "GET", "/whoami", "", o);
     EXPECT_TRUE(std::holds_alternative<http::client_error>(call_result));
+}
+
+TEST_F(HttpAuthTest, AnonymousPrefixesAndNoChallengeForScripts) {
+    start(false, {"/ui/*"});
+    auto page = [](const http::http_request& req, http::http_response& r) {
+        r.send(200, "text/plain", req.principal.to_string());
+    };
+    _srv->add_route("GET", "/ui/*", page);
+    _srv->add_route("GET", "/uix", page);
+    test_conn c(_srv->address().port);
+    ASSERT_TRUE(c.connected());
+    // Under the prefix: no credentials asked, as ANONYMOUS.
+    ASSERT_TRUE(c.request("GET", "/ui/app.js", ""));
+    auto r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "User:ANONYMOUS");
+    // A path that only starts like it is not under it; only GET and HEAD are anonymous.
+    ASSERT_TRUE(c.request("GET", "/uix", ""));
+    r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401);
+    EXPECT_EQ(r->header("www-authenticate"), "Basic realm=\"sluice\"");
+    ASSERT_TRUE(c.request("POST", "/ui/app.js", ""));
+    r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401);
+    // A script (X-Requested-With) gets its 401 without the browser's challenge.
+    ASSERT_TRUE(c.request("POST", "/v1/sql", "SELECT 1", "X-Requested-With: sluice-console\r\n"));
+    r = c.read_reply();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401);
+    EXPECT_EQ(r->header("www-authenticate"), "");
 }
 
 TEST_F(HttpAuthTest, BasicCredentialsRoundTrip) {
