@@ -8,13 +8,16 @@
 //       statements (a view, say) and times each query:
 //       one JSON line per query {"name","best_s","median_s","rows","first"}.
 //   sluice-duckbench append [--rows 1000000] [--db :memory:|FILE] [--commit-every 0]
-//                           [--mode rows|chunks]
+//                           [--mode rows|chunks|sqlite]
 //       Inserts typed rows shaped like an expansion target (partition, offset, timestamp
 //       and 16 fields: the 19 columns of bench/expansion_bench.sh) through DuckDB's
 //       appender, one transaction per --commit-every rows (0: one in all). One JSON line
-//       {"rows","seconds","rows_per_s"}.
+//       {"rows","seconds","rows_per_s"}. --mode sqlite: the same rows into SQLite as
+//       expansion targets are written today (a prepared INSERT, WAL, synchronous=NORMAL),
+//       the baseline of the same run.
 
 #include <duckdb.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <chrono>
@@ -171,6 +174,67 @@ int run_scan(int argc, char** argv) {
 // 10-field JSON expanded into 19 typed columns).
 constexpr int field_count = 16;
 const char* const field_types[4] = {"BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN"};
+const std::string texts[4] = {"alpha", "bravo-charlie", "a somewhat longer text value", "x"};
+
+// Today's expansion targets: SQLite, WAL, synchronous=NORMAL (src/expansion/target.cc).
+double sqlite_append(const std::string& path, int64_t rows, int64_t commit_every) {
+    fs::remove(path);
+    fs::remove(path + "-wal");
+    fs::remove(path + "-shm");
+    sqlite3* db = nullptr;
+    if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) die("sqlite3_open " + path);
+    auto run = [&](const std::string& sql) {
+        if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
+            die(sql + ": " + sqlite3_errmsg(db));
+    };
+    run("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384");
+    std::string ddl = "CREATE TABLE target (\"partition\" INTEGER, \"offset\" INTEGER, ts INTEGER";
+    std::string ins = "INSERT INTO target VALUES (?, ?, ?";
+    for (int i = 0; i < field_count; ++i) {
+        ddl += ", f" + std::to_string(i) + " " +
+               (i % 4 == 2   ? "TEXT"
+                : i % 4 == 1 ? "REAL"
+                             : "INTEGER");
+        ins += ", ?";
+    }
+    run(ddl + ")");
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, (ins + ")").c_str(), -1, &st, nullptr) != SQLITE_OK)
+        die(sqlite3_errmsg(db));
+    const auto t0 = clock_type::now();
+    run("BEGIN");
+    for (int64_t r = 0; r < rows; ++r) {
+        sqlite3_bind_int(st, 1, static_cast<int>(r % 4));
+        sqlite3_bind_int64(st, 2, r / 4);
+        sqlite3_bind_int64(st, 3, 1'750'000'000'000 + r);
+        for (int i = 0; i < field_count; ++i) {
+            switch (i % 4) {
+                case 0:
+                    sqlite3_bind_int64(st, 4 + i, r * 7 + i);
+                    break;
+                case 1:
+                    sqlite3_bind_double(st, 4 + i, static_cast<double>(r) * 0.25 + i);
+                    break;
+                case 2: {
+                    const std::string& t = texts[(r + i) % 4];
+                    sqlite3_bind_text(st, 4 + i, t.data(), static_cast<int>(t.size()),
+                                      SQLITE_STATIC);
+                    break;
+                }
+                default:
+                    sqlite3_bind_int(st, 4 + i, static_cast<int>((r + i) & 1));
+            }
+        }
+        if (sqlite3_step(st) != SQLITE_DONE) die(sqlite3_errmsg(db));
+        sqlite3_reset(st);
+        if (commit_every > 0 && (r + 1) % commit_every == 0 && r + 1 < rows) run("COMMIT; BEGIN");
+    }
+    run("COMMIT");
+    const double secs = since(t0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return secs;
+}
 
 int run_append(int argc, char** argv) {
     int64_t rows = 1'000'000, commit_every = 0;
@@ -188,7 +252,14 @@ int run_append(int argc, char** argv) {
             return false;
         return true;
     });
-    if (mode != "rows" && mode != "chunks") die("--mode rows|chunks");
+    if (mode == "sqlite") {
+        if (db_path == ":memory:") die("--mode sqlite wants --db FILE");
+        const double secs = sqlite_append(db_path, rows, commit_every);
+        std::printf("{\"rows\":%lld,\"seconds\":%.3f,\"rows_per_s\":%.0f}\n",
+                    static_cast<long long>(rows), secs, static_cast<double>(rows) / secs);
+        return 0;
+    }
+    if (mode != "rows" && mode != "chunks") die("--mode rows|chunks|sqlite");
     if (db_path != ":memory:") {
         fs::remove(db_path);
         fs::remove(db_path + ".wal");
@@ -201,7 +272,6 @@ int run_append(int argc, char** argv) {
 
     duckdb_appender app;
     if (duckdb_appender_create(h.con, nullptr, "target", &app) != DuckDBSuccess) die("appender");
-    const std::string texts[4] = {"alpha", "bravo-charlie", "a somewhat longer text value", "x"};
     const idx_t cap = duckdb_vector_size();
     std::vector<duckdb_logical_type> types;
     for (idx_t c = 0; c < duckdb_appender_column_count(app); ++c)
