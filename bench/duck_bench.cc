@@ -8,7 +8,7 @@
 //       statements (a view, say) and times each query:
 //       one JSON line per query {"name","best_s","median_s","rows","first"}.
 //   sluice-duckbench append [--rows 1000000] [--db :memory:|FILE] [--commit-every 0]
-//                           [--mode rows|chunks|sqlite]
+//                           [--mode rows|chunks|sqlite] [--setup SQL]...
 //       Inserts typed rows shaped like an expansion target (partition, offset, timestamp
 //       and 16 fields: the 19 columns of bench/expansion_bench.sh) through DuckDB's
 //       appender, one transaction per --commit-every rows (0: one in all). One JSON line
@@ -112,22 +112,23 @@ int run_scan(int argc, char** argv) {
     std::vector<std::pair<std::string, std::string>> queries;
     std::vector<std::string> setup;
     bench::parse_flags(tool, argc, argv, [&](const std::string& f, const std::string& v) {
-        if (f == "--data-dir")
+        if (f == "--data-dir") {
             data_dir = v;
-        else if (f == "--setup")
+        } else if (f == "--setup") {
             setup.push_back(v);
-        else if (f == "--topic")
+        } else if (f == "--topic") {
             topic = v;
-        else if (f == "--threads")
+        } else if (f == "--threads") {
             threads = std::stoi(v);
-        else if (f == "--runs")
+        } else if (f == "--runs") {
             runs = std::stoi(v);
-        else if (f == "--query") {
+        } else if (f == "--query") {
             auto eq = v.find('=');
             if (eq == std::string::npos) die("--query wants NAME=SQL");
             queries.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-        } else
+        } else {
             return false;
+        }
         return true;
     });
     if (data_dir.empty() || topic.empty()) die("scan needs --data-dir and --topic");
@@ -239,17 +240,21 @@ double sqlite_append(const std::string& path, int64_t rows, int64_t commit_every
 int run_append(int argc, char** argv) {
     int64_t rows = 1'000'000, commit_every = 0;
     std::string db_path = ":memory:", mode = "rows";
+    std::vector<std::string> setup;
     bench::parse_flags(tool, argc, argv, [&](const std::string& f, const std::string& v) {
-        if (f == "--rows")
+        if (f == "--rows") {
             rows = std::stoll(v);
-        else if (f == "--db")
+        } else if (f == "--db") {
             db_path = v;
-        else if (f == "--commit-every")
+        } else if (f == "--commit-every") {
             commit_every = std::stoll(v);
-        else if (f == "--mode")
+        } else if (f == "--mode") {
             mode = v;
-        else
+        } else if (f == "--setup") {
+            setup.push_back(v);
+        } else {
             return false;
+        }
         return true;
     });
     if (mode == "sqlite") {
@@ -265,6 +270,7 @@ int run_append(int argc, char** argv) {
         fs::remove(db_path + ".wal");
     }
     db_handle h(db_path, 1);
+    for (const auto& sql : setup) exec(h.con, sql);
     std::string ddl = "CREATE TABLE target (\"partition\" INTEGER, \"offset\" BIGINT, ts TIMESTAMP";
     for (int i = 0; i < field_count; ++i)
         ddl += ", f" + std::to_string(i) + " " + field_types[i % 4];

@@ -260,6 +260,8 @@ def main():
         # expansion commits what arrived while the last commit ran.
         ("file, row by row, a commit per 5,000 rows", ["--mode", "rows", "--db", db, "--commit-every", "5000"]),
         ("file, data chunks, a commit per 5,000 rows", ["--mode", "chunks", "--db", db, "--commit-every", "5000"]),
+        ("file, row by row, a commit per 5,000 rows, no automatic checkpoint",
+         ["--mode", "rows", "--db", db, "--commit-every", "5000", "--setup", "SET checkpoint_threshold = '64GB'"]),
         ("file, row by row, a commit per 500 rows", ["--mode", "rows", "--db", db, "--commit-every", "500"]),
         ("SQLite as expansion targets today (WAL, synchronous=NORMAL), a commit per 5,000 rows",
          ["--mode", "sqlite", "--db", db + ".sqlite", "--commit-every", "5000"]),
