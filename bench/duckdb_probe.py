@@ -7,6 +7,7 @@ bench/.venv-sql-analytical/bin/python bench/duckdb_probe.py (after bench/sql_ana
 has made the venv)."""
 
 import os
+import shutil
 import tempfile
 
 import duckdb
@@ -123,6 +124,8 @@ def main():
     con.execute("SET lock_configuration = true")
     for group, sql in BOUNDS:
         run(con, group, sql.replace("{EXPORTS}", exports))
+    con.close()
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
