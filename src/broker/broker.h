@@ -15,11 +15,13 @@
 #include "broker/config.h"
 #include "broker/dynamic_config.h"
 #include "broker/expansion_hooks.h"
+#include "broker/connection_quotas.h"
 #include "broker/fetch_session.h"
 #include "broker/offset_writer.h"
 #include "broker/periodic_thread.h"
 #include "broker/topic_registry.h"
 #include "catalog/catalog.h"
+#include "net/log_throttle.h"
 #include "group/coordinator.h"
 #include "log/log_manager.h"
 #include "net/byte_budget.h"
@@ -139,6 +141,8 @@ class broker {
     catalog::catalog& _catalog;
     log::log_manager& _logs;
     dynamic_config _dynamic;
+    connection_quotas _connection_quotas;  // of the Kafka listeners, from _dynamic
+    net::log_throttle _refusal_log{std::chrono::seconds(1)};
     topic_registry _topics;
     group::coordinator _groups;
     fetch_session_cache _fetch_sessions;
