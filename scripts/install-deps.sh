@@ -15,7 +15,7 @@ client_pkgs=(kcat postgresql-client curl python3 python3-confluent-kafka openssl
 test_pkgs=("${client_pkgs[@]}" iproute2 python3-pytest python3-kafka
             python3-psycopg2 python3-venv python3-snappy python3-lz4 python3-zstandard
             postgresql-15 python3-sqlalchemy)
-bench_pkgs=(fio iperf3)
+bench_pkgs=(fio iperf3 apache2-utils)
 lint_pkgs=(clang-tidy python3)
 # libFuzzer and the sanitizers' runtimes come with clang's runtime package.
 fuzz_pkgs=(clang libclang-rt-14-dev)
