@@ -13,20 +13,20 @@
 #include "broker/access.h"
 #include "broker/acl_service.h"
 #include "broker/config.h"
+#include "broker/connection_quotas.h"
 #include "broker/dynamic_config.h"
 #include "broker/expansion_hooks.h"
-#include "broker/connection_quotas.h"
 #include "broker/fetch_session.h"
 #include "broker/offset_writer.h"
 #include "broker/periodic_thread.h"
 #include "broker/topic_registry.h"
 #include "catalog/catalog.h"
-#include "net/log_throttle.h"
 #include "group/coordinator.h"
 #include "log/log_manager.h"
 #include "net/byte_budget.h"
 #include "net/event_loop.h"
 #include "net/listener.h"
+#include "net/log_throttle.h"
 
 namespace sluice::broker {
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -61,7 +62,8 @@ std::variant<std::unique_ptr<curl_exchange>, exchange_failure> curl_exchange::st
                          std::max(1L, static_cast<long>(opts.read_timeout_ms / 1000)));
     }
     if (opts.tls) {
-        if (!opts.tls_ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, opts.tls_ca_file.c_str());
+        if (!opts.tls_ca_file.empty())
+            curl_easy_setopt(e, CURLOPT_CAINFO, opts.tls_ca_file.c_str());
         if (!opts.tls_cert_file.empty())
             curl_easy_setopt(e, CURLOPT_SSLCERT, opts.tls_cert_file.c_str());
         if (!opts.tls_key_file.empty())
@@ -79,7 +81,9 @@ std::variant<std::unique_ptr<curl_exchange>, exchange_failure> curl_exchange::st
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->_body_out.data());
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
                          static_cast<curl_off_t>(x->_body_out.size()));
-        if (method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, std::string(method).c_str());
+        // libcurl copies the string.
+        if (method != "POST")
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, std::string(method).c_str());
     }
     // No "Expect: 100-continue" wait on larger bodies: the broker reads them at once.
     x->_headers = curl_slist_append(x->_headers, "Expect:");
