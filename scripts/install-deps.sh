@@ -7,7 +7,7 @@ set -euo pipefail
 
 build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
             libgtest-dev libgmock-dev librdkafka-dev libpq-dev libsimdjson-dev
-            libssl-dev libtomlplusplus-dev
+            libssl-dev libtomlplusplus-dev libcurl4-openssl-dev
             zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev)
 client_pkgs=(kcat postgresql-client curl python3 python3-confluent-kafka openssl
              openjdk-17-jdk-headless maven)
@@ -16,7 +16,7 @@ client_pkgs=(kcat postgresql-client curl python3 python3-confluent-kafka openssl
 test_pkgs=("${client_pkgs[@]}" iproute2 python3-pytest python3-kafka
             python3-psycopg2 python3-venv python3-snappy python3-lz4 python3-zstandard
             postgresql-15 python3-sqlalchemy chromium)
-bench_pkgs=(fio iperf3)
+bench_pkgs=(fio iperf3 apache2-utils)
 lint_pkgs=(clang-tidy python3)
 # libFuzzer and the sanitizers' runtimes come with clang's runtime package.
 fuzz_pkgs=(clang libclang-rt-14-dev)

@@ -15,6 +15,9 @@ CLI::Option* add_server_flags(CLI::App* sub, server_flags& s) {
     sub->add_option("--auth", s.auth_user,
                     "Log in as this user (HTTPS only); the password is read from $SLUICE_PASSWORD");
     sub->add_option("--tls-ca", s.tls_ca, "PEM file of the CA that signed the broker's certificate");
+    sub->add_option("--tls-cert", s.tls_cert,
+                    "PEM file of a client certificate, for a broker that asks for one (mTLS)");
+    sub->add_option("--tls-key", s.tls_key, "PEM file of the --tls-cert certificate's key");
     return server;
 }
 
@@ -22,7 +25,7 @@ std::optional<sql::http::http_reply> admin_call(std::string_view program, const 
                                                 std::string_view method, const std::string& target,
                                                 const std::string& body, int& code) {
     namespace http = sql::http;
-    auto server = http::parse_server_flags(s.server, s.auth_user, s.tls_ca);
+    auto server = http::parse_server_flags(s.server, s.auth_user, s.tls_ca, s.tls_cert, s.tls_key);
     if (!server) {
         std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(),
                      server.err().message.c_str());

@@ -23,9 +23,10 @@ struct server_flags {
     std::string server = "127.0.0.1:8080";
     std::string auth_user;
     std::string tls_ca;
+    std::string tls_cert, tls_key;  // mTLS
 };
 
-// --server, --auth and --tls-ca on a command. Returns the --server option.
+// --server, --auth, --tls-ca, --tls-cert and --tls-key on a command. Returns the --server option.
 CLI::Option* add_server_flags(CLI::App* sub, server_flags& s);
 
 // The reply when its status is 2xx; otherwise prints why and sets `code`.

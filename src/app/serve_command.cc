@@ -63,7 +63,7 @@ struct serve_options {
     int32_t default_partitions = 1;
     std::vector<std::string> topic_defaults;
     size_t max_open_files = 1024;
-    std::string log_level = "info";
+    std::string log_level = "info";  // the root logger's; loggers change at run time
     group::config groups;
     int64_t offsets_retention_minutes = 10080;  // Kafka's default: 7 days
     int64_t offsets_retention_check_interval_ms = 600000;
@@ -350,6 +350,13 @@ int serve(const serve_options& o) {
     cfg.fetch_session_cache_slots = o.limits.fetch_session_cache_slots;
     cfg.fetch_session_min_eviction_ms = o.limits.fetch_session_min_eviction_ms;
     cfg.connections_max_idle_ms = o.limits.connections_max_idle_ms;
+    cfg.max_connections = o.limits.max_connections;
+    cfg.max_connections_per_ip = o.limits.max_connections_per_ip;
+    cfg.max_connections_per_ip_overrides = o.limits.max_connections_per_ip_overrides;
+    if (auto r = broker::parse_ip_overrides(cfg.max_connections_per_ip_overrides); !r) {
+        log_error("app", "--max-connections-per-ip-overrides: {}", r.err().message);
+        return 2;
+    }
     cfg.groups = o.groups;
     if (cfg.groups.min_session_timeout_ms > cfg.groups.max_session_timeout_ms) {
         log_error("app",
@@ -708,7 +715,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Serve GET /metrics without credentials even when the broker requires a "
                   "login (by default a scraper needs Describe on the cluster then)");
     add_connection_limit_flags(*cmd, o->limits);
-    cmd->add_option("--log-level", o->log_level, "trace, debug, info, warn or error")
+    cmd->add_option("--log-level", o->log_level,
+                    "trace, debug, info, warn, error or fatal: the root logger's level at start "
+                    "(each logger changes at run time with kafka-configs --entity-type "
+                    "broker-loggers, not kept over a restart; docs/operations.md)")
         ->capture_default_str();
     cmd->callback([o, &exit_code] { exit_code = serve(*o); });
 }

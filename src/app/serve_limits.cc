@@ -30,6 +30,20 @@ void add_connection_limit_flags(CLI::App& cmd, connection_limits& l) {
                    "written for this long is closed; 0: never")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
         ->capture_default_str();
+    cmd.add_option("--max-connections", l.max_connections,
+                   "Kafka's max.connections: Kafka connections (all listeners) held at once; a "
+                   "new one beyond is closed. Changed at run time with kafka-configs "
+                   "--entity-type brokers (docs/configuration.md)")
+        ->check(CLI::Range(0, INT32_MAX))
+        ->capture_default_str();
+    cmd.add_option("--max-connections-per-ip", l.max_connections_per_ip,
+                   "Kafka's max.connections.per.ip: Kafka connections held at once from one IP "
+                   "address; a new one beyond is closed. Changed at run time as --max-connections")
+        ->check(CLI::Range(0, INT32_MAX))
+        ->capture_default_str();
+    cmd.add_option("--max-connections-per-ip-overrides", l.max_connections_per_ip_overrides,
+                   "Kafka's max.connections.per.ip.overrides: IP:COUNT,IP:COUNT, exceptions to "
+                   "--max-connections-per-ip");
     cmd.add_option("--http-header-timeout-ms", l.http_header_timeout_ms,
                    "An HTTP request head (request line and headers) must be complete within "
                    "this time (from the connection's start, then from each request's first "

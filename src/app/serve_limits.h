@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace sluice::app {
 
@@ -21,6 +22,11 @@ struct connection_limits {
     size_t pg_max_starting_connections = 64;
     // Kafka's max.incremental.fetch.session.cache.slots (KIP-227).
     size_t fetch_session_cache_slots = 1000;
+    // Kafka's max.connections, max.connections.per.ip, max.connections.per.ip.overrides:
+    // the static values of these dynamic broker configs.
+    int32_t max_connections = INT32_MAX;
+    int32_t max_connections_per_ip = INT32_MAX;
+    std::string max_connections_per_ip_overrides;
     // Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS.
     int64_t fetch_session_min_eviction_ms = 120'000;
 };

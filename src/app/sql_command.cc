@@ -7,6 +7,7 @@
 #include <iterator>
 #include <memory>
 
+#include "app/http_admin.h"
 #include "net/listener.h"
 #include "sql/http/result_format.h"
 #include "sql/http/sql_client.h"
@@ -18,9 +19,7 @@ namespace {
 namespace http = sql::http;
 
 struct sql_options {
-    std::string server = "127.0.0.1:8080";
-    std::string auth_user;
-    std::string tls_ca;
+    server_flags server;
     std::string format;  // empty: table on a terminal, csv otherwise
     uint64_t timeout_ms = 0;
     uint64_t max_rows = 0;
@@ -87,7 +86,8 @@ int report(const http::client_error& e) {
 }
 
 int run(const sql_options& o) {
-    auto target = http::parse_server_flags(o.server, o.auth_user, o.tls_ca);
+    auto target = http::parse_server_flags(o.server.server, o.server.auth_user, o.server.tls_ca,
+                                            o.server.tls_cert, o.server.tls_key);
     if (!target) {
         std::cerr << "error: " << target.err().message << "\n";
         return exit_connection;
@@ -132,14 +132,7 @@ void add_sql_command(CLI::App& app, int& exit_code) {
     cmd->add_option("sql", opts->sql,
                     "The statement(s); several separated by ';' give the last one's result. "
                     "Omitted or '-': read from stdin");
-    cmd->add_option("--server,-s", opts->server,
-                    "The broker's HTTP address: HOST:PORT, http://HOST:PORT or https://HOST:PORT")
-        ->capture_default_str();
-    cmd->add_option("--auth", opts->auth_user,
-                    "Log in as this user (HTTPS only); the password is read from $SLUICE_PASSWORD");
-    cmd->add_option("--tls-ca", opts->tls_ca,
-                    "PEM file of the CA that signed the broker's certificate (default: the "
-                    "system's CAs)");
+    add_server_flags(cmd, opts->server);
     cmd->add_option("--format,-f", opts->format,
                     "Output: table, csv, json or ndjson (default: table on a terminal, else csv)")
         ->check(CLI::IsMember({"table", "csv", "json", "ndjson"}));

@@ -213,14 +213,23 @@ void broker::on_accept(size_t listener, int fd, std::string peer) {
         ::close(fd);
         return;
     }
+    if (auto why = _connection_quotas.admit(peer_address(peer))) {
+        if (uint64_t more = 0; _refusal_log.allow(more))
+            log_info("net", "{}: connection refused: {} ({} more refused since the last line)",
+                     peer, *why, more);
+        ::close(fd);
+        return;
+    }
     net::connection::callbacks cb;
     cb.on_frame = [this](const std::shared_ptr<net::connection>& c, std::span<uint8_t> frame) {
         auto it = _sessions.find(c->id());
         if (it != _sessions.end()) it->second->on_frame(frame);
     };
     cb.on_close = [this](const std::shared_ptr<net::connection>& c) {
-        if (auto it = _sessions.find(c->id()); it != _sessions.end())
+        if (auto it = _sessions.find(c->id()); it != _sessions.end()) {
             count_connection(it->second->listener_cfg(), -1);
+            _connection_quotas.release(peer_address(c->peer()));
+        }
         _sessions.erase(c->id());
         check_drained();
     };

@@ -13,6 +13,7 @@
 #include "broker/access.h"
 #include "broker/acl_service.h"
 #include "broker/config.h"
+#include "broker/connection_quotas.h"
 #include "broker/dynamic_config.h"
 #include "broker/expansion_hooks.h"
 #include "broker/fetch_session.h"
@@ -25,6 +26,7 @@
 #include "net/byte_budget.h"
 #include "net/event_loop.h"
 #include "net/listener.h"
+#include "net/log_throttle.h"
 
 namespace sluice::broker {
 
@@ -139,6 +141,8 @@ class broker {
     catalog::catalog& _catalog;
     log::log_manager& _logs;
     dynamic_config _dynamic;
+    connection_quotas _connection_quotas;  // of the Kafka listeners, from _dynamic
+    net::log_throttle _refusal_log{std::chrono::seconds(1)};
     topic_registry _topics;
     group::coordinator _groups;
     fetch_session_cache _fetch_sessions;

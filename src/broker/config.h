@@ -80,6 +80,11 @@ struct broker_config {
     // Kafka's connections.max.idle.ms: a Kafka connection with no byte read or written
     // for this long is closed (net::connection::set_idle_timeout); 0: never.
     int64_t connections_max_idle_ms = 600'000;
+    // Kafka's max.connections, max.connections.per.ip and max.connections.per.ip.overrides
+    // (static values; connection_quotas.h): Kafka connections held at once.
+    int32_t max_connections = INT32_MAX;
+    int32_t max_connections_per_ip = INT32_MAX;
+    std::string max_connections_per_ip_overrides;
     size_t max_open_files = 1024;
     // Requests one connection may have in flight before the broker stops reading from
     // it; librdkafka pipelines up to 1,000,000 by default, so this bounds memory.

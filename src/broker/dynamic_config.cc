@@ -53,12 +53,46 @@ std::optional<int64_t> parse_setting_int(std::string_view v) {
     return out;
 }
 
+// Connection limits (connection_quotas.h), with Kafka's defaults and their static value.
+struct connection_setting {
+    std::string_view name;
+    std::string_view builtin;
+    std::string (*static_of)(const broker_config&);
+};
+const connection_setting connection_settings_table[] = {
+    {"max.connections", "2147483647",
+     [](const broker_config& c) { return std::to_string(c.max_connections); }},
+    {"max.connections.per.ip", "2147483647",
+     [](const broker_config& c) { return std::to_string(c.max_connections_per_ip); }},
+    {"max.connections.per.ip.overrides", "",
+     [](const broker_config& c) { return c.max_connections_per_ip_overrides; }},
+};
+
+const connection_setting* find_connection_setting(std::string_view name) {
+    for (const auto& c : connection_settings_table)
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+std::string check_connection_setting(const connection_setting& c, std::string_view value) {
+    if (c.builtin.empty()) {
+        auto r = parse_ip_overrides(value);
+        return r ? std::string() : r.err().message;
+    }
+    auto v = parse_setting_int(value);
+    if (!v || *v < 0 || *v > std::numeric_limits<int32_t>::max())
+        return fmt::format("invalid value '{}' for '{}': an integer from 0 to {} is needed", value,
+                           c.name, std::numeric_limits<int32_t>::max());
+    return {};
+}
+
 std::string check_setting_value(const dynamic_setting& s, std::string_view value) {
     if (!s.topic_key.empty()) {
         auto r = catalog::validate_topic_config(s.topic_key, value);
         return r ? std::string() : fmt::format("invalid value '{}' for '{}': {}", value, s.name,
                                                 r.err().message);
     }
+    if (const auto* c = find_connection_setting(s.name)) return check_connection_setting(*c, value);
     const auto* g = find_group_setting(s.name);
     auto v = parse_setting_int(value);
     if (!v || *v < g->min || *v > std::numeric_limits<int32_t>::max())
@@ -90,6 +124,12 @@ const std::vector<dynamic_setting>& dynamic_settings() {
              "The default segment.ms of topics without their own."},
             {"log.segment.bytes", type_int, "segment.bytes",
              "The default segment.bytes of topics without their own."},
+            {"max.connections", type_int, "",
+             "The Kafka connections the broker holds at once; a new one beyond is closed."},
+            {"max.connections.per.ip", type_int, "",
+             "The Kafka connections the broker holds at once from one IP address."},
+            {"max.connections.per.ip.overrides", type_string, "",
+             "Per-address exceptions to max.connections.per.ip: IP:COUNT,IP:COUNT."},
             {"message.max.bytes", type_int, "max.message.bytes",
              "The default max.message.bytes of topics without their own."},
             {"offsets.retention.minutes", type_int, "",
@@ -171,6 +211,10 @@ std::string dynamic_config::static_value(const dynamic_setting& s) const {
         auto it = _static.topic_defaults.find(std::string(s.topic_key));
         return it == _static.topic_defaults.end() ? std::string() : it->second;
     }
+    if (const auto* c = find_connection_setting(s.name)) {
+        auto v = c->static_of(_static);
+        return v == c->builtin ? std::string() : v;
+    }
     const auto* g = find_group_setting(s.name);
     const int64_t v = read_group_setting(_static.groups, *g);
     return v == read_group_setting(group::config{}, *g) ? std::string() : std::to_string(v);
@@ -189,6 +233,8 @@ std::vector<std::pair<int8_t, std::string>> dynamic_config::levels(std::string_v
     if (!s->topic_key.empty()) {
         const auto* def = catalog::find_topic_config_def(s->topic_key);
         out.emplace_back(p::source_default, def ? std::string(def->default_value) : "");
+    } else if (const auto* c = find_connection_setting(name)) {
+        out.emplace_back(p::source_default, std::string(c->builtin));
     } else {
         out.emplace_back(p::source_default,
                          std::to_string(read_group_setting(group::config{}, *find_group_setting(name))));
@@ -214,6 +260,16 @@ config_map dynamic_config::topic_defaults(config_level l) const {
     for (const auto& [name, v] : level(l))
         if (const auto* s = find_dynamic_setting(name); s && !s->topic_key.empty())
             out[std::string(s->topic_key)] = v;
+    return out;
+}
+
+connection_limit_settings dynamic_config::connection_limits() const {
+    connection_limit_settings out;
+    // Every value in force was checked when it was set.
+    out.max = parse_setting_int(value("max.connections")).value_or(out.max);
+    out.per_ip = parse_setting_int(value("max.connections.per.ip")).value_or(out.per_ip);
+    if (auto o = parse_ip_overrides(value("max.connections.per.ip.overrides")))
+        out.per_ip_overrides = std::move(*o);
     return out;
 }
 

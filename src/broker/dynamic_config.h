@@ -5,8 +5,8 @@
 // cluster-wide default (resource name "") and this broker's own (its id). The value in
 // force is, highest first: this broker's, the cluster-wide default, the static value
 // (command line or config file), the built-in default. broker_dynamic.cc stores the
-// levels in the catalog and applies them to the live topic registry and group
-// coordinator.
+// levels in the catalog and applies them to the live topic registry, group
+// coordinator and connection limits.
 
 #include <map>
 #include <string>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "broker/config.h"
+#include "broker/connection_quotas.h"
 #include "common/result.h"
 #include "group/types.h"
 
@@ -65,6 +66,8 @@ class dynamic_config {
 
     // The level's topic defaults, keyed by topic config name (retention.ms).
     config_map topic_defaults(config_level l) const;
+    // The connection limits in force.
+    connection_limit_settings connection_limits() const;
     // The group coordinator's settings with every dynamic value in force.
     group::config group_settings() const;
 

@@ -1300,6 +1300,7 @@ INVALID_REQUEST = 42
 # ConfigResource types.
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
 
 # DescribeConfigs config sources.
 SOURCE_TOPIC_CONFIG = 1

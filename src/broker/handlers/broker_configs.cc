@@ -18,8 +18,7 @@ using p::error_code;
 // names this broker's own level.
 std::optional<config_level> level_of(const broker& b, const std::string& name) {
     if (name.empty()) return config_level::cluster_default;
-    for (size_t id = 0; id < b.broker_count(); ++id)
-        if (std::to_string(id) == name) return config_level::this_broker;
+    if (is_this_broker(b, name)) return config_level::this_broker;
     return std::nullopt;
 }
 
@@ -37,6 +36,12 @@ bool null_default(const dynamic_setting* s) {
 }
 
 }  // namespace
+
+bool is_this_broker(const broker& b, std::string_view name) {
+    for (size_t id = 0; id < b.broker_count(); ++id)
+        if (std::to_string(id) == name) return true;
+    return false;
+}
 
 void change_broker_configs(const request_context& ctx, const std::string& resource_name,
                            const config_change& change, bool validate_only,

@@ -81,7 +81,8 @@ void apply_config_change(const request_context& ctx, int8_t resource_type,
                  msg);
         out.error_message = std::move(msg);
     };
-    if (resource_type == protocol::resource_broker &&
+    if ((resource_type == protocol::resource_broker ||
+         resource_type == protocol::resource_broker_logger) &&
         !ctx.allowed(security::resource_kind::cluster))
         return fail(error_code::cluster_authorization_failed,
                     "KafkaAlterConfigs on sluice:cluster is needed");
@@ -91,6 +92,8 @@ void apply_config_change(const request_context& ctx, int8_t resource_type,
                     "KafkaAlterConfigs on sluice:topic:" + resource_name + " is needed");
     if (resource_type == protocol::resource_broker)
         return change_broker_configs(ctx, resource_name, change, validate_only, out);
+    if (resource_type == protocol::resource_broker_logger)
+        return change_broker_loggers(ctx, resource_name, change, validate_only, out);
     if (resource_type != protocol::resource_topic)
         return fail(error_code::invalid_request, "only topic configs can be altered");
     if (change.duplicate)

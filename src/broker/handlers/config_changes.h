@@ -52,6 +52,16 @@ void describe_broker_configs(const broker& b, const protocol::describe_configs_r
                              const protocol::describe_configs_request::resource& r,
                              protocol::describe_configs_response::result& out);
 
+// True when `name` is an id of this broker (every advertised address is one).
+bool is_this_broker(const broker& b, std::string_view name);
+
+// The BROKER_LOGGER resource (broker_loggers.cc): log levels, kept in memory only.
+void change_broker_loggers(const request_context& ctx, const std::string& resource_name,
+                           const config_change& change, bool validate_only,
+                           protocol::alter_configs_response::result& out);
+void describe_broker_loggers(const broker& b, const protocol::describe_configs_request::resource& r,
+                             protocol::describe_configs_response::result& out);
+
 void apply_config_change(const request_context& ctx, int8_t resource_type,
                          const std::string& resource_name, const config_change& change,
                          bool validate_only, protocol::alter_configs_response::result& out);

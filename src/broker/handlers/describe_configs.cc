@@ -74,7 +74,8 @@ void handle_describe_configs(const request_context& ctx, request_body body) {
         out.resource_type = r.resource_type;
         out.resource_name = r.resource_name;
         const bool topic = r.resource_type == p::resource_topic;
-        if ((topic || r.resource_type == p::resource_broker) &&
+        if ((topic || r.resource_type == p::resource_broker ||
+             r.resource_type == p::resource_broker_logger) &&
             !ctx.allowed(topic ? security::resource_kind::topic : security::resource_kind::cluster,
                          topic ? r.resource_name : std::string())) {
             out.error_code = code(topic ? p::error_code::topic_authorization_failed
@@ -84,9 +85,12 @@ void handle_describe_configs(const request_context& ctx, request_body body) {
             describe_topic(ctx.b, req, r, out);
         } else if (r.resource_type == p::resource_broker) {
             describe_broker_configs(ctx.b, req, r, out);
+        } else if (r.resource_type == p::resource_broker_logger) {
+            describe_broker_loggers(ctx.b, r, out);
         } else {
             out.error_code = code(p::error_code::invalid_request);
-            out.error_message = "only topic (2) and broker (4) resources are described";
+            out.error_message =
+                "only topic (2), broker (4) and broker logger (8) resources are described";
         }
     }
     ctx.respond(resp);

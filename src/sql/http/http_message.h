@@ -104,21 +104,6 @@ read_result read_request_head(buffered_reader& in, http_request& req, const pars
 read_result read_request_body(buffered_reader& in, http_request& req, const parse_limits& lim,
                               const std::function<void()>& before_body = {});
 
-// A response head as the client reads it.
-struct http_response_head {
-    int status = 0;
-    std::string reason;
-    header_list headers;  // names lower-cased
-    std::optional<std::string_view> header(std::string_view name) const;
-};
-// Reads a response's status line and headers; an error message, or empty on success.
-std::string read_response_head(buffered_reader& in, http_response_head& out,
-                               size_t max_head = 64 * 1024);
-// A source of a response body's bytes (Content-Length, chunked, or until the end of the
-// stream) as a fill function; `error` receives a message when the framing is broken.
-buffered_reader::fill_fn body_reader(buffered_reader& in, const http_response_head& head,
-                                     std::string& error);
-
 // "404 Not Found" and friends.
 const char* reason_phrase(int status);
 // "HTTP/1.1 <status> <reason>\r\n" + Date, Server, the given headers and either

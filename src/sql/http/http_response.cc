@@ -15,6 +15,8 @@ bool http_response::send(int status, std::string_view content_type, std::string_
     if (_started) return false;
     header_list headers{{"Content-Type", std::string(content_type)}};
     headers.insert(headers.end(), extra.begin(), extra.end());
+    // An HTTP/1.0 client keeps the connection only when told (else it waits for the end).
+    if (!_chunked && _keep_alive) headers.emplace_back("Connection", "keep-alive");
     std::string out = response_head(status, headers, body.size(), !_keep_alive);
     if (!_head_only) out.append(body);
     _started = _finished = true;
@@ -33,6 +35,7 @@ bool http_response::begin_stream(int status, std::string_view content_type,
     headers.insert(headers.end(), extra.begin(), extra.end());
     _started = true;
     if (!_chunked && !_head_only) _keep_alive = false;  // the connection's end ends the body
+    if (!_chunked && _keep_alive) headers.emplace_back("Connection", "keep-alive");
     return put(response_head(status, headers, std::nullopt, !_keep_alive, _chunked));
 }
 

@@ -1,17 +1,13 @@
 #include "sql/http/sql_client.h"
 
-#include <sys/socket.h>
-
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 
-#include "net/blocking_server.h"
-#include "net/tls.h"
+#include "sql/http/curl_exchange.h"
 
 namespace sluice::sql::http {
 namespace {
@@ -283,57 +279,48 @@ client_error connect_error(std::string message) {
     return e;
 }
 
-// A connection to the server, TLS on when asked (its handshake bounded by the connect
-// timeout).
-std::variant<std::unique_ptr<net::stream_socket>, client_error> connect_to(
-    const net::host_port& addr, const client_options& opts) {
-    if (!opts.auth_user.empty() && !opts.tls)
-        return connect_error("Basic credentials are sent over https:// only");
-    std::shared_ptr<net::tls_context> ctx;
-    if (opts.tls) {
-        auto c = net::tls_context::create_client(opts.tls_ca_file);
-        if (!c) return connect_error("TLS: " + c.err().message);
-        ctx = std::move(*c);
-    }
-    auto sock = net::stream_socket::connect(addr, opts.connect_timeout_ms);
-    if (!sock) return connect_error(sock.err().message);
-    if (ctx) {
-        (*sock)->set_read_timeout(std::chrono::milliseconds(opts.connect_timeout_ms));
-        (*sock)->set_write_timeout(std::chrono::milliseconds(opts.connect_timeout_ms));
-        if (auto r = (*sock)->start_tls_client(*ctx, addr.host); !r)
-            return connect_error("TLS handshake with " + addr.to_string() + ": " + r.err().message);
-        (*sock)->set_write_timeout(std::chrono::milliseconds(0));
-    }
-    return std::move(*sock);
+exchange_options exchange_options_of(const client_options& o) {
+    exchange_options x;
+    x.connect_timeout_ms = o.connect_timeout_ms;
+    x.read_timeout_ms = o.read_timeout_ms;
+    x.tls = o.tls;
+    x.tls_ca_file = o.tls_ca_file;
+    x.tls_cert_file = o.tls_cert_file;
+    x.tls_key_file = o.tls_key_file;
+    x.auth_user = o.auth_user;
+    x.auth_password = o.auth_password;
+    return x;
 }
 
-std::string request_head(const net::host_port& server, std::string_view method,
-                         std::string_view target, const client_options& opts) {
-    bool v6 = server.host.find(':') != std::string::npos;
-    std::string host = v6 ? "[" + server.host + "]" : server.host;
-    std::string out = fmt::format("{} {} HTTP/1.1\r\n", method, target);
-    out += "Host: " + host + ":" + std::to_string(server.port) + "\r\n";
-    out += "User-Agent: sluice-cli\r\n";
-    out += "Accept: application/json\r\n";
-    if (!opts.auth_user.empty())
-        out += "Authorization: " + basic_authorization(opts.auth_user, opts.auth_password) + "\r\n";
-    return out;
+// Sends the request and waits for the answer's head.
+std::variant<std::unique_ptr<curl_exchange>, client_error> exchange(
+    const net::host_port& server, std::string_view method, std::string_view target,
+    std::vector<std::string> headers, std::string body, const client_options& opts) {
+    if (!opts.auth_user.empty() && !opts.tls)
+        return connect_error("Basic credentials are sent over https:// only");
+    headers.emplace_back("Accept: application/json");
+    auto x = curl_exchange::start(server, method, target, headers, std::move(body),
+                                  exchange_options_of(opts));
+    if (auto* f = std::get_if<exchange_failure>(&x)) {
+        auto what = server.to_string() + ": " + f->message;
+        return f->connecting ? connect_error(what) : transport_error(what);
+    }
+    return std::get<std::unique_ptr<curl_exchange>>(std::move(x));
+}
+
+std::optional<client_error> body_failure(const curl_exchange& x) {
+    if (!x.failure()) return std::nullopt;
+    return transport_error("reading the answer: " + x.failure()->message);
 }
 
 }  // namespace
 
-std::string build_sql_request(const net::host_port& server, const client_request& req,
-                              const client_options& opts) {
+std::string sql_request_target(const client_request& req) {
     std::string target = "/v1/sql?format=json";
     if (req.timeout_ms) target += "&timeout_ms=" + std::to_string(*req.timeout_ms);
     if (req.max_rows) target += "&max_rows=" + std::to_string(*req.max_rows);
     for (const auto& p : req.params) target += "&param=" + percent_encode(p);
-    std::string out = request_head(server, "POST", target, opts);
-    out += "Content-Type: application/sql\r\n";
-    out += "Content-Length: " + std::to_string(req.sql.size()) + "\r\n";
-    out += "Connection: close\r\n\r\n";
-    out += req.sql;
-    return out;
+    return target;
 }
 
 std::optional<client_error> decode_json_result(buffered_reader& in, result_sink& sink) {
@@ -397,64 +384,31 @@ std::optional<client_error> decode_json_result(buffered_reader& in, result_sink&
     return std::nullopt;
 }
 
-namespace {
-
-// Sends `request` and reads the response head (after any 1xx) into `head`.
-std::optional<client_error> exchange(const net::host_port& server, const std::string& request,
-                                     const client_options& opts,
-                                     std::unique_ptr<net::stream_socket>& sock,
-                                     std::unique_ptr<buffered_reader>& in,
-                                     http_response_head& head) {
-    auto connected = connect_to(server, opts);
-    if (auto* e = std::get_if<client_error>(&connected)) return std::move(*e);
-    sock = std::get<std::unique_ptr<net::stream_socket>>(std::move(connected));
-    sock->set_read_timeout(std::chrono::milliseconds(opts.read_timeout_ms));
-    if (!sock->write_all(request))
-        return transport_error(std::string("sending the request: ") + std::strerror(errno));
-    in = std::make_unique<buffered_reader>(
-        [s = sock.get()](char* buf, size_t n) -> size_t { return s->read_some(buf, n); });
-    do {  // 1xx answers come before the real one
-        if (auto e = read_response_head(*in, head); !e.empty()) return transport_error(e);
-    } while (head.status >= 100 && head.status < 200);
-    return std::nullopt;
-}
-
-}  // namespace
-
 std::variant<http_reply, client_error> http_call(const net::host_port& server,
                                                  std::string_view method, std::string_view target,
                                                  std::string_view body,
                                                  const client_options& opts) {
-    std::string request = request_head(server, method, target, opts);
-    if (!body.empty()) request += "Content-Type: application/json\r\n";
-    request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-    request += "Connection: close\r\n\r\n";
-    request += body;
-    std::unique_ptr<net::stream_socket> sock;
-    std::unique_ptr<buffered_reader> in;
-    http_response_head head;
-    if (auto e = exchange(server, request, opts, sock, in, head)) return *e;
-    std::string framing_error;
-    buffered_reader reader(body_reader(*in, head, framing_error));
+    std::vector<std::string> headers;
+    if (!body.empty()) headers.emplace_back("Content-Type: application/json");
+    auto x = exchange(server, method, target, headers, std::string(body), opts);
+    if (auto* e = std::get_if<client_error>(&x)) return std::move(*e);
+    auto& in = *std::get<std::unique_ptr<curl_exchange>>(x);
     http_reply reply;
-    reply.status = head.status;
+    reply.status = in.status();
     char buf[16384];
-    for (size_t n; (n = reader.read_some(buf, sizeof buf)) > 0;) reply.body.append(buf, n);
-    if (!framing_error.empty()) return transport_error(framing_error);
+    for (size_t n; (n = in.read_some(buf, sizeof buf)) > 0;) reply.body.append(buf, n);
+    if (auto e = body_failure(in)) return *e;
     return reply;
 }
 
 std::optional<client_error> run_sql(const net::host_port& server, const client_request& req,
                                     result_sink& sink, const client_options& opts) {
-    std::unique_ptr<net::stream_socket> sock;
-    std::unique_ptr<buffered_reader> in_ptr;
-    http_response_head head;
-    if (auto e = exchange(server, build_sql_request(server, req, opts), opts, sock, in_ptr, head))
-        return e;
-    buffered_reader& in = *in_ptr;
-    std::string framing_error;
-    buffered_reader body(body_reader(in, head, framing_error));
-    if (head.status != 200) {
+    auto x = exchange(server, "POST", sql_request_target(req),
+                      {"Content-Type: application/sql"}, req.sql, opts);
+    if (auto* e = std::get_if<client_error>(&x)) return std::move(*e);
+    auto& in = *std::get<std::unique_ptr<curl_exchange>>(x);
+    buffered_reader body([&in](char* buf, size_t n) { return in.read_some(buf, n); });
+    if (in.status() != 200) {
         std::string text;
         char buf[4096];
         for (size_t n; text.size() < max_error_body && (n = body.read_some(buf, sizeof buf)) > 0;)
@@ -468,23 +422,24 @@ std::optional<client_error> run_sql(const net::host_port& server, const client_r
         json_pull j(err_in);
         client_error e;
         e.where = client_error::origin::server;
-        e.http_status = head.status;
+        e.http_status = in.status();
         bool parsed = j.object([&](const std::string& key) {
             return key == "error" ? parse_error_object(j, e) : j.skip_value();
         });
         if (!parsed || e.message.empty()) {
             e.kind = "http";
-            e.message = "HTTP " + std::to_string(head.status) + " " + head.reason;
+            e.message = "HTTP " + std::to_string(in.status());
         }
         return e;
     }
     auto e = decode_json_result(body, sink);
-    if (!framing_error.empty()) return transport_error(framing_error);
+    if (auto f = body_failure(in)) return f;
     return e;
 }
 
 result<server_target> parse_server_flags(std::string_view server, const std::string& auth_user,
-                                         const std::string& tls_ca) {
+                                         const std::string& tls_ca, const std::string& tls_cert,
+                                         const std::string& tls_key) {
     auto bad = [](std::string why) { return error{errc::invalid_argument, std::move(why)}; };
     server_target t;
     std::string_view rest = server;
@@ -505,6 +460,15 @@ result<server_target> parse_server_flags(std::string_view server, const std::str
         if (!t.opts.tls)
             return bad("--tls-ca is for an https:// server: --server https://HOST:PORT");
         t.opts.tls_ca_file = tls_ca;
+    }
+    if (!tls_cert.empty() || !tls_key.empty()) {
+        if (!t.opts.tls)
+            return bad("--tls-cert and --tls-key are for an https:// server: --server "
+                       "https://HOST:PORT");
+        if (tls_cert.empty() || tls_key.empty())
+            return bad("--tls-cert and --tls-key go together");
+        t.opts.tls_cert_file = tls_cert;
+        t.opts.tls_key_file = tls_key;
     }
     if (!auth_user.empty()) {
         if (!t.opts.tls)

@@ -1,8 +1,9 @@
 #pragma once
 
-// The client side of POST /v1/sql for `sluice sql`: one request over TCP (HTTP) or TLS
-// (HTTPS), the JSON result decoded as it streams in and handed to a sink row by row, so
-// that a large result piped to CSV never sits in memory whole.
+// The client side of the broker's HTTP API for `sluice sql` and the admin commands: one
+// request through libcurl (curl_exchange.h) over HTTP or HTTPS, the JSON result of
+// POST /v1/sql decoded as it streams in and handed to a sink row by row, so that a large
+// result piped to CSV never sits in memory whole.
 
 #include <cstdint>
 #include <optional>
@@ -72,6 +73,8 @@ struct client_options {
     // when empty) and match the host name or address connected to.
     bool tls = false;
     std::string tls_ca_file;
+    // A client certificate and its key (PEM), for a server that asks for one (mTLS).
+    std::string tls_cert_file, tls_key_file;
     // Basic credentials (sent over HTTPS only) when auth_user is set.
     std::string auth_user;
     std::string auth_password;
@@ -82,6 +85,7 @@ struct client_options {
 //   --auth USER    log in as USER, with the password from $SLUICE_PASSWORD (HTTPS only)
 //   --tls-ca FILE  the CA that signed the broker's certificate (HTTPS only; default:
 //                  the system's CAs)
+//   --tls-cert FILE, --tls-key FILE  a client certificate for mTLS (HTTPS only)
 // Shared by `sluice sql`, `sluice expansion`, `sluice user` and `sluice policy`.
 struct server_target {
     net::host_port address;
@@ -89,7 +93,9 @@ struct server_target {
 };
 // Errors (invalid_argument) say which flag is wrong and what to do.
 result<server_target> parse_server_flags(std::string_view server, const std::string& auth_user,
-                                         const std::string& tls_ca);
+                                         const std::string& tls_ca,
+                                         const std::string& tls_cert = {},
+                                         const std::string& tls_key = {});
 // The variable --auth reads the password from.
 inline constexpr const char* password_env = "SLUICE_PASSWORD";
 
@@ -108,10 +114,8 @@ std::variant<http_reply, client_error> http_call(const net::host_port& server,
 std::optional<client_error> run_sql(const net::host_port& server, const client_request& req,
                                     result_sink& sink, const client_options& opts = {});
 
-// The request bytes run_sql sends (for tests and debugging); with Basic credentials when
-// `opts` has them.
-std::string build_sql_request(const net::host_port& server, const client_request& req,
-                              const client_options& opts = {});
+// The request target run_sql posts the SQL to (path and query).
+std::string sql_request_target(const client_request& req);
 
 // Decodes a JSON result document (as /v1/sql writes it) from `in` into `sink`; an
 // error the document carries, or a decoding failure (origin::transport).

@@ -49,6 +49,24 @@ TEST(dynamic_config, group_settings_follow_the_levels) {
     EXPECT_TRUE(d.topic_defaults(config_level::cluster_default).empty());
 }
 
+TEST(dynamic_config, connection_limits_follow_the_levels) {
+    broker_config cfg;
+    cfg.max_connections_per_ip = 50;  // static, as --max-connections-per-ip
+    dynamic_config d(cfg);
+    EXPECT_EQ(d.levels("max.connections.per.ip"),
+              (levels_t{{p::source_static_broker, "50"}, {p::source_default, "2147483647"}}));
+    EXPECT_EQ(d.levels("max.connections"), (levels_t{{p::source_default, "2147483647"}}));
+    d.set(config_level::cluster_default, {{"max.connections", "10"}});
+    d.set(config_level::this_broker, {{"max.connections.per.ip.overrides", "127.0.0.1:3"}});
+    auto l = d.connection_limits();
+    EXPECT_EQ(l.max, 10);
+    EXPECT_EQ(l.per_ip, 50);
+    EXPECT_EQ(l.per_ip_overrides, (std::map<std::string, int64_t>{{"127.0.0.1", 3}}));
+    EXPECT_FALSE(d.check(config_level::this_broker, {{"max.connections", "-1"}}));
+    EXPECT_FALSE(d.check(config_level::this_broker, {{"max.connections.per.ip.overrides", "a:1"}}));
+    EXPECT_TRUE(d.check(config_level::this_broker, {{"max.connections.per.ip", "0"}}));
+}
+
 TEST(dynamic_config, check_refuses_static_unknown_and_bad_values) {
     broker_config cfg;
     dynamic_config d(cfg);

@@ -38,11 +38,12 @@ class HttpAuthTest : public ::testing::Test {
         std::filesystem::remove_all(_dir);
     }
 
-    void start(bool https, std::vector<std::string> anonymous = {"/v1/health"}) {
+    void start(bool https, std::vector<std::string> anonymous = {"/v1/health"},
+               std::shared_ptr<net::tls_context> tls = nullptr) {
         http_options o;
         o.gate = &gate;
         o.anonymous_paths = std::move(anonymous);
-        if (https) o.tls = certs().server_context();
+        if (https) o.tls = tls ? tls : certs().server_context();
         auto s = http_server::start({"127.0.0.1", 0}, *_eng, std::move(o));
         ASSERT_TRUE(s) << s.err().message;
         _srv = std::move(*s);
@@ -102,6 +103,26 @@ TEST_F(HttpAuthTest, RunSqlOverHttps) {
     e = http::run_sql(_srv->address(), req, sink, o);
     ASSERT_TRUE(e);
     EXPECT_EQ(e->where, http::client_error::origin::connect) << e->message;
+}
+
+TEST_F(HttpAuthTest, ClientCertificateForAServerThatRequiresOne) {
+    net::tls_settings s;
+    s.cert_file = certs().cert();
+    s.key_file = certs().key();
+    s.client_ca_file = certs().ca();
+    s.client_auth = net::tls_settings::client_auth_mode::required;
+    auto ctx = net::tls_context::create_server(s);
+    ASSERT_TRUE(ctx) << ctx.err().message;
+    start(true, {"/v1/health"}, *ctx);
+    auto o = https_as("alice", "wonderland");
+    auto refused = http::http_call(_srv->address(), "GET", "/whoami", "", o);
+    ASSERT_TRUE(std::holds_alternative<http::client_error>(refused));
+    // The CA signed the server's certificate: it serves as a client's too.
+    o.tls_cert_file = certs().cert();
+    o.tls_key_file = certs().key();
+    auto r = call("GET", "/whoami", "", o);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "User:alice");
 }
 
 TEST_F(HttpAuthTest, WrongOrMissingCredentialsAre401) {
@@ -223,6 +244,13 @@ TEST(ServerFlags, SchemesAuthAndCa) {
     ASSERT_TRUE(t) << t.err().message;
     EXPECT_EQ(t->opts.auth_user, "alice");
     EXPECT_EQ(t->opts.auth_password, "wonderland");
+
+    t = http::parse_server_flags("https://h:1", "", "", "/c.pem", "/k.pem");
+    ASSERT_TRUE(t) << t.err().message;
+    EXPECT_EQ(t->opts.tls_cert_file, "/c.pem");
+    EXPECT_EQ(t->opts.tls_key_file, "/k.pem");
+    EXPECT_FALSE(http::parse_server_flags("http://h:1", "", "", "/c.pem", "/k.pem"));
+    EXPECT_FALSE(http::parse_server_flags("https://h:1", "", "", "/c.pem", ""));
 }
 
 }  // namespace

@@ -329,6 +329,19 @@ TEST_F(HttpServerTest, Http10GetsABodyEndedByClose) {
     EXPECT_TRUE(c.closed_within(2000));
 }
 
+TEST_F(HttpServerTest, Http10KeepAliveIsAnsweredKeepAlive) {
+    // An HTTP/1.0 client (ApacheBench -k) keeps the connection only when the answer says
+    // so; without the header it waits for the end of a body it already has.
+    test_conn c(_port);
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_TRUE(c.send("GET /v1/health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));
+        auto r = c.read_reply();
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(r->header("connection"), "keep-alive");
+    }
+}
+
 TEST_F(HttpServerTest, MalformedRequestsAnd404And405) {
     struct bad {
         std::string bytes;
