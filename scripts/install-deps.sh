@@ -7,7 +7,7 @@ set -euo pipefail
 
 build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
             libgtest-dev libgmock-dev librdkafka-dev libpq-dev libsimdjson-dev
-            libssl-dev libtomlplusplus-dev
+            libssl-dev libtomlplusplus-dev libcurl4-openssl-dev
             zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev)
 client_pkgs=(kcat postgresql-client curl python3 python3-confluent-kafka openssl
              openjdk-17-jdk-headless maven)
