@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 BUILD_DIR := build
 
-.PHONY: all build deps test-deps run install test unit integration clean format lint fuzz
+.PHONY: all build deps test-deps run install test unit integration clean format lint fuzz s3proxy
 
 all: build
 
@@ -44,6 +44,13 @@ test-deps:
 	mvn -B -q -f tests/jvm/pom.xml package dependency:build-classpath \
 	    -Dmdep.outputFile=target/classpath.txt
 	scripts/fetch-trino $(TRINO_VERSION) tests/jvm/target
+	$(MAKE) s3proxy
+
+# The S3-compatible server of shared mode's tests and scripts/cluster (s3proxy from Maven
+# Central, tests/s3proxy/pom.xml): its class path in tests/s3proxy/target/classpath.txt.
+s3proxy:
+	mvn -B -q -f tests/s3proxy/pom.xml dependency:build-classpath \
+	    -Dmdep.outputFile=target/classpath.txt
 
 build: deps
 	cmake --preset release >/dev/null

@@ -143,6 +143,25 @@ int pg_command(const std::string& cmd, const std::vector<std::string>& args) {
                                  [&](pg_transaction& tx) { return tx.notify(args[0], args[1]); });
         if (!r) return fail(r.err());
         std::cout << "ok\n";
+    } else if (cmd == "pg-increment" && args.size() == 1) {
+        // Adds 1 to sluice_probe_counter's row ROUNDS times, each a serializable
+        // read-then-write: run at once from two processes, the server aborts some with
+        // 40001 and transact runs them again. Prints how many times the bodies ran.
+        int rounds = std::stoi(args[0]);
+        int runs = 0;
+        for (int i = 0; i < rounds; ++i) {
+            auto r = (*db)->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
+                ++runs;
+                auto v = tx.exec("SELECT v FROM sluice_probe_counter WHERE id = 1");
+                if (!v) return v.err();
+                auto u = tx.exec("UPDATE sluice_probe_counter SET v = $1 WHERE id = 1",
+                                 {std::to_string(v->int64(0, 0) + 1)});
+                if (!u) return u.err();
+                return {};
+            });
+            if (!r) return fail(r.err());
+        }
+        std::cout << "runs " << runs << "\n";
     } else if (cmd == "pg-topic" && args.size() == 3) {
         auto r = create_topic(**db, args[0], args[1], std::stoi(args[2]));
         if (!r) return fail(r.err());
@@ -162,7 +181,7 @@ int pg_command(const std::string& cmd, const std::vector<std::string>& args) {
         for (int64_t base : *r) std::cout << base << "\n";
     } else {
         std::cerr << "usage: pg-schema | pg-exec SQL [PARAM...] | pg-session | pg-notify CHANNEL PAYLOAD | "
-                     "pg-listen CHANNEL TIMEOUT_MS COUNT | pg-topic ID NAME PARTITIONS | "
+                     "pg-listen CHANNEL TIMEOUT_MS COUNT | pg-increment ROUNDS | pg-topic ID NAME PARTITIONS | "
                      "pg-commit KEY TOPIC_ID:PARTITION:RECORDS...\n";
         return 2;
     }
