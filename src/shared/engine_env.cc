@@ -28,6 +28,7 @@ s3_config s3_config_from_env() {
     c.secret_key = env("SLUICE_S3_SECRET_KEY");
     env_ms("SLUICE_S3_RETRY_DEADLINE_MS", c.retry_deadline);
     env_ms("SLUICE_S3_REQUEST_TIMEOUT_MS", c.request_timeout);
+    c.sign_payload = env("SLUICE_S3_SIGN_PAYLOAD", "1") != "0";
     std::string page = env("SLUICE_S3_LIST_PAGE_SIZE");
     if (!page.empty()) c.list_page_size = std::atoi(page.c_str());
     return c;

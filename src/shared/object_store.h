@@ -65,6 +65,10 @@ struct s3_config {
     std::chrono::milliseconds retry_deadline{30000};
     std::chrono::milliseconds backoff_initial{50};
     std::chrono::milliseconds backoff_max{2000};
+    // Sign the body's SHA-256 (x-amz-content-sha256), so that the store checks what it
+    // received; false sends UNSIGNED-PAYLOAD, as AWS's SDKs do over HTTPS, where TLS
+    // protects the body, and saves hashing it on both sides.
+    bool sign_payload = true;
     // ListObjectsV2 page size (S3's maximum is 1000).
     int list_page_size = 1000;
 };

@@ -36,7 +36,11 @@ PGconn* open_connection(const pg_config& config, std::string& failure) {
     const char* keys[] = {"dbname", "connect_timeout", nullptr};
     const char* values[] = {config.url.c_str(), timeout.c_str(), nullptr};
     PGconn* conn = PQconnectdbParams(keys, values, 1);
-    if (conn != nullptr && PQstatus(conn) == CONNECTION_OK) return conn;
+    if (conn != nullptr && PQstatus(conn) == CONNECTION_OK) {
+        // NOTICEs ("relation already exists, skipping") are not errors: not printed.
+        PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+        return conn;
+    }
     failure = conn != nullptr ? one_line(PQerrorMessage(conn)) : "out of memory";
     PQfinish(conn);
     return nullptr;

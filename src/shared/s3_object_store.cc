@@ -279,7 +279,8 @@ private:
         std::string url = _base + req.path_and_query;
         char errbuf[CURL_ERROR_SIZE] = {0};
         curl_slist* headers = nullptr;
-        std::string hash = "x-amz-content-sha256: " + sha256_hex(req.body);
+        std::string hash = "x-amz-content-sha256: " +
+                           (_config.sign_payload || req.body.empty() ? sha256_hex(req.body) : "UNSIGNED-PAYLOAD");
         headers = curl_slist_append(headers, hash.c_str());
         headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
         std::string range;
