@@ -323,3 +323,42 @@ def test_waiter_listens_again_after_a_restart(pg):
     run(env, "pg-notify", "sluice_commits", "after")
     assert lines.get(timeout=10) == "notify sluice_commits after"
     assert proc.wait(timeout=10) == 0
+
+
+# ---------------------------------------------------------------- scripts/cluster
+
+def test_cluster_script_up_kill_start_down(tmp_path):
+    """docs/shared-mode.md's dev cluster: the engines start, cluster.json and env say
+    where, a killed service starts again on its port with its data, down stops all."""
+    import json
+    d = tmp_path / "cluster"
+    script = str(REPO / "scripts" / "cluster")
+    try:
+        up = subprocess.run([script, "up", str(d), "--brokers", "0"], capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stderr
+        state = json.loads((d / "cluster.json").read_text())
+        assert state["brokers"] == [] and state["postgres"].startswith("postgresql://postgres@127.0.0.1:")
+        env = dict(line[len("export "):].split("=", 1) for line in (d / "env").read_text().splitlines())
+        assert env["SLUICE_S3_ENDPOINT"] == state["s3"] and env["SLUICE_PG_URL"] == state["postgres"]
+        run(env, "pg-schema")
+        run(env, "s3-put", "kept", stdin=b"kept")
+
+        for service in ("postgres", "s3"):
+            k = subprocess.run([script, "kill", str(d), service], capture_output=True, text=True, timeout=60)
+            assert k.returncode == 0 and k.stdout == "killed %s\n" % service, k.stderr
+        down_env = dict(env, SLUICE_S3_RETRY_DEADLINE_MS="300", SLUICE_PG_RETRY_DEADLINE_MS="300")
+        assert run(down_env, "s3-get", "kept", check=False).returncode == 1
+        assert run(down_env, "pg-exec", "SELECT 1", check=False).returncode == 1
+        for service in ("postgres", "s3"):
+            s = subprocess.run([script, "start", str(d), service], capture_output=True, text=True, timeout=300)
+            assert s.returncode == 0, s.stderr
+        # Same addresses, same data.
+        assert json.loads((d / "cluster.json").read_text())["s3"] == state["s3"]
+        assert run(env, "s3-get", "kept").stdout == b"kept"
+        assert run(env, "pg-exec", "SELECT version FROM sluice_catalog_version").stdout == b"1\n"
+        unknown = subprocess.run([script, "kill", str(d), "7"], capture_output=True, text=True, timeout=60)
+        assert unknown.returncode != 0 and "no broker or service '7'" in unknown.stderr
+    finally:
+        subprocess.run([script, "down", str(d)], capture_output=True, timeout=120)
+    st = json.loads(subprocess.run([script, "status", str(d)], capture_output=True, text=True, timeout=60).stdout)
+    assert not st["services"]["postgres"]["running"] and not st["services"]["s3"]["running"]
