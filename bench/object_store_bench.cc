@@ -55,7 +55,9 @@ struct stats {
 
 stats summarize(std::vector<double> ms) {
     std::sort(ms.begin(), ms.end());
-    auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))]; };
+    auto at = [&](double q) {
+        return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
+    };
     return {at(0.50), at(0.99), ms.back()};
 }
 
@@ -91,9 +93,10 @@ int bench_s3(const options& o) {
         return 1;
     }
     object_store& s = **store;
-    std::string run_id = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
-    fmt::print("{:>6} {:>7} {:>5} {:>9} {:>9} {:>9} {:>9}\n", "op", "size", "thr", "p50 ms", "p99 ms", "max ms",
-               "MB/s");
+    std::string run_id =
+        std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+    fmt::print("{:>6} {:>7} {:>5} {:>9} {:>9} {:>9} {:>9}\n", "op", "size", "thr", "p50 ms",
+               "p99 ms", "max ms", "MB/s");
     for (int mb : o.sizes_mb) {
         std::string data(static_cast<size_t>(mb) << 20, '\0');
         std::minstd_rand rng(42);
@@ -107,10 +110,12 @@ int bench_s3(const options& o) {
             if (r->size() != data.size()) return error{errc::corrupt, "short object"};
             return {};
         });
-        for (auto [name, lat, secs] : {std::tuple{"PUT", put_lat, put_s}, std::tuple{"GET", get_lat, get_s}}) {
+        for (auto [name, lat, secs] :
+             {std::tuple{"PUT", put_lat, put_s}, std::tuple{"GET", get_lat, get_s}}) {
             stats st = summarize(lat);
-            fmt::print("{:>6} {:>5}MB {:>5} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}\n", name, mb, o.threads, st.p50_ms,
-                       st.p99_ms, st.max_ms, static_cast<double>(count) * mb / secs);
+            fmt::print("{:>6} {:>5}MB {:>5} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}\n", name, mb,
+                       o.threads, st.p50_ms, st.p99_ms, st.max_ms,
+                       static_cast<double>(count) * mb / secs);
         }
         for (int i = 0; i < count; ++i) (void)s.remove(key(i));
     }
@@ -128,9 +133,12 @@ int bench_pg(const options& o) {
         return 1;
     }
     std::vector<std::unique_ptr<pg_database>> conns;
-    for (int t = 0; t < o.threads; ++t) conns.push_back(std::move(pg_database::connect(pg_config_from_env()).value()));
-    std::string run_id = fmt::format("{:016x}", std::chrono::system_clock::now().time_since_epoch().count());
-    fmt::print("{:>10} {:>5} {:>9} {:>9} {:>9} {:>11}\n", "partitions", "thr", "p50 ms", "p99 ms", "max ms", "commits/s");
+    for (int t = 0; t < o.threads; ++t)
+        conns.push_back(std::move(pg_database::connect(pg_config_from_env()).value()));
+    std::string run_id =
+        fmt::format("{:016x}", std::chrono::system_clock::now().time_since_epoch().count());
+    fmt::print("{:>10} {:>5} {:>9} {:>9} {:>9} {:>11}\n", "partitions", "thr", "p50 ms", "p99 ms",
+               "max ms", "commits/s");
     for (int parts : o.partitions) {
         std::string topic = run_id + fmt::format("{:016x}", parts);
         if (auto r = create_topic(**db, topic, "bench-" + topic, parts); !r) {
@@ -153,8 +161,8 @@ int bench_pg(const options& o) {
         });
         my_conn = -1;
         stats st = summarize(lat);
-        fmt::print("{:>10} {:>5} {:>9.2f} {:>9.2f} {:>9.2f} {:>11.0f}\n", parts, o.threads, st.p50_ms, st.p99_ms,
-                   st.max_ms, count / secs);
+        fmt::print("{:>10} {:>5} {:>9.2f} {:>9.2f} {:>9.2f} {:>11.0f}\n", parts, o.threads,
+                   st.p50_ms, st.p99_ms, st.max_ms, count / secs);
     }
     return 0;
 }
@@ -163,17 +171,22 @@ int bench_pg(const options& o) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || (std::string(argv[1]) != "s3" && std::string(argv[1]) != "pg")) {
-        std::fprintf(stderr, "usage: sluice-objstore-bench s3|pg [--sizes-mb 1,8] [--partitions 1,10,100] "
-                             "[--count N] [--threads T]\n");
+        std::fprintf(stderr,
+                     "usage: sluice-objstore-bench s3|pg [--sizes-mb 1,8] [--partitions 1,10,100] "
+                     "[--count N] [--threads T]\n");
         return 2;
     }
     options o;
     for (int i = 2; i + 1 < argc; i += 2) {
         std::string a = argv[i], v = argv[i + 1];
-        if (a == "--sizes-mb") o.sizes_mb = int_list(v);
-        else if (a == "--partitions") o.partitions = int_list(v);
-        else if (a == "--count") o.count = std::atoi(v.c_str());
-        else if (a == "--threads") o.threads = std::max(1, std::atoi(v.c_str()));
+        if (a == "--sizes-mb")
+            o.sizes_mb = int_list(v);
+        else if (a == "--partitions")
+            o.partitions = int_list(v);
+        else if (a == "--count")
+            o.count = std::atoi(v.c_str());
+        else if (a == "--threads")
+            o.threads = std::max(1, std::atoi(v.c_str()));
         else {
             std::fprintf(stderr, "unknown option %s\n", a.c_str());
             return 2;

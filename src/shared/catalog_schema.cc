@@ -128,7 +128,8 @@ result<int> upgrade(pg_database& db) {
     return db.transact<int>(isolation_level::read_committed, [](pg_transaction& tx) -> result<int> {
         auto ins = tx.exec(
             "INSERT INTO sluice_catalog_version (id, version, updated_at) "
-            "SELECT 1, 0, CURRENT_TIMESTAMP WHERE NOT EXISTS (SELECT 1 FROM sluice_catalog_version WHERE id = 1)");
+            "SELECT 1, 0, CURRENT_TIMESTAMP WHERE NOT EXISTS (SELECT 1 FROM sluice_catalog_version "
+            "WHERE id = 1)");
         if (!ins) return ins.err();
         // The row lock serializes brokers upgrading at once: the second sees the result.
         auto row = tx.exec("SELECT version FROM sluice_catalog_version WHERE id = 1 FOR UPDATE");
@@ -136,20 +137,25 @@ result<int> upgrade(pg_database& db) {
         if (row->size() != 1) return error{errc::corrupt, "sluice_catalog_version has no row 1"};
         int found = static_cast<int>(row->int64(0, 0));
         if (found > shared_catalog_version) {
-            return error{errc::unsupported,
-                         fmt::format("the shared catalog is at version {}, newer than this build's {}: "
-                                     "upgrade Sluice",
-                                     found, shared_catalog_version)};
+            return error{
+                errc::unsupported,
+                fmt::format("the shared catalog is at version {}, newer than this build's {}: "
+                            "upgrade Sluice",
+                            found, shared_catalog_version)};
         }
         for (const migration& m : migrations) {
             if (m.version <= found) continue;
             for (size_t i = 0; i < m.count; ++i) {
                 auto s = tx.exec(m.statements[i]);
-                if (!s) return error{s.err().code, fmt::format("shared catalog version {}: {}", m.version, s.err().message)};
+                if (!s)
+                    return error{s.err().code, fmt::format("shared catalog version {}: {}",
+                                                           m.version, s.err().message)};
             }
         }
-        auto up = tx.exec("UPDATE sluice_catalog_version SET version = $1, updated_at = CURRENT_TIMESTAMP WHERE id = 1",
-                          {std::to_string(shared_catalog_version)});
+        auto up = tx.exec(
+            "UPDATE sluice_catalog_version SET version = $1, updated_at = CURRENT_TIMESTAMP WHERE "
+            "id = 1",
+            {std::to_string(shared_catalog_version)});
         if (!up) return up.err();
         return found;
     });

@@ -15,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 class local_object_store final : public object_store {
-public:
+  public:
     explicit local_object_store(fs::path dir) : _dir(std::move(dir)) {}
 
     result<void> put(std::string_view key, std::string_view data) override {
@@ -29,7 +29,9 @@ public:
         {
             std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
             out.write(data.data(), static_cast<std::streamsize>(data.size()));
-            if (!out.flush()) return error{errc::io_error, fmt::format("{}: PUT {}: write failed", describe(), key)};
+            if (!out.flush())
+                return error{errc::io_error,
+                             fmt::format("{}: PUT {}: write failed", describe(), key)};
         }
         fs::rename(tmp, *path, ec);
         if (ec) return io(key, "rename", ec);
@@ -40,15 +42,18 @@ public:
         auto path = checked(key);
         if (!path) return path.err();
         std::ifstream in(*path, std::ios::binary);
-        if (!in) return error{errc::not_found, fmt::format("{}: GET {}: no such object", describe(), key)};
+        if (!in)
+            return error{errc::not_found,
+                         fmt::format("{}: GET {}: no such object", describe(), key)};
         std::error_code ec;
         uint64_t size = fs::file_size(*path, ec);
         if (ec) return io(key, "stat", ec);
         uint64_t offset = range ? range->offset : 0;
         uint64_t length = range ? range->length : size;
         if (range && length > 0 && offset >= size) {
-            return error{errc::out_of_range, fmt::format("{}: GET {}: range starts at {} past the object's {} bytes",
-                                                         describe(), key, offset, size)};
+            return error{errc::out_of_range,
+                         fmt::format("{}: GET {}: range starts at {} past the object's {} bytes",
+                                     describe(), key, offset, size)};
         }
         length = std::min(length, size - std::min(offset, size));
         std::string out(length, '\0');
@@ -65,7 +70,9 @@ public:
         if (!path) return path.err();
         std::error_code ec;
         uint64_t size = fs::file_size(*path, ec);
-        if (ec) return error{errc::not_found, fmt::format("{}: HEAD {}: no such object", describe(), key)};
+        if (ec)
+            return error{errc::not_found,
+                         fmt::format("{}: HEAD {}: no such object", describe(), key)};
         return object_info{std::string(key), size, {}};
     }
 
@@ -82,32 +89,38 @@ public:
         std::vector<object_info> out;
         std::error_code ec;
         if (!fs::exists(_dir, ec)) return out;
-        for (auto it = fs::recursive_directory_iterator(_dir, ec); !ec && it != fs::recursive_directory_iterator();
-             it.increment(ec)) {
+        for (auto it = fs::recursive_directory_iterator(_dir, ec);
+             !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
             if (!it->is_regular_file()) continue;
             std::string key = fs::relative(it->path(), _dir).generic_string();
             if (key.ends_with(".tmp-put") || key.compare(0, prefix.size(), prefix) != 0) continue;
             out.push_back({key, it->file_size(), {}});
         }
-        if (ec) return error{errc::io_error, fmt::format("{}: LIST {}: {}", describe(), prefix, ec.message())};
-        std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+        if (ec)
+            return error{errc::io_error,
+                         fmt::format("{}: LIST {}: {}", describe(), prefix, ec.message())};
+        std::sort(out.begin(), out.end(),
+                  [](const auto& a, const auto& b) { return a.key < b.key; });
         return out;
     }
 
     std::string describe() const override { return "local object store " + _dir.string(); }
 
-private:
+  private:
     // Keys are relative paths without "." or ".." steps, so no key escapes the directory.
     result<fs::path> checked(std::string_view key) const {
         fs::path rel(key);
         bool bad = key.empty() || rel.is_absolute();
         for (const auto& part : rel) bad = bad || part == ".." || part == ".";
-        if (bad) return error{errc::invalid_argument, fmt::format("{}: '{}' is not a valid key", describe(), key)};
+        if (bad)
+            return error{errc::invalid_argument,
+                         fmt::format("{}: '{}' is not a valid key", describe(), key)};
         return _dir / rel;
     }
 
     error io(std::string_view key, std::string_view what, const std::error_code& ec) const {
-        return error{errc::io_error, fmt::format("{}: {} {}: {}", describe(), what, key, ec.message()), ec.value()};
+        return error{errc::io_error,
+                     fmt::format("{}: {} {}: {}", describe(), what, key, ec.message()), ec.value()};
     }
 
     fs::path _dir;
@@ -116,7 +129,8 @@ private:
 }  // namespace
 
 result<std::unique_ptr<object_store>> make_local_object_store(std::string directory) {
-    if (directory.empty()) return error{errc::invalid_config, "no directory given for the local object store"};
+    if (directory.empty())
+        return error{errc::invalid_config, "no directory given for the local object store"};
     return std::unique_ptr<object_store>(new local_object_store(std::move(directory)));
 }
 

@@ -31,7 +31,7 @@ struct byte_range {
 };
 
 class object_store {
-public:
+  public:
     virtual ~object_store() = default;
     // Writes the whole object (replacing one with the same key).
     virtual result<void> put(std::string_view key, std::string_view data) = 0;

@@ -22,7 +22,9 @@ bool connection_state(std::string_view state) {
 }
 
 // The server aborted the transaction so that another could go on: run it again.
-bool retry_state(std::string_view state) { return state == "40001" || state == "40P01"; }
+bool retry_state(std::string_view state) {
+    return state == "40001" || state == "40P01";
+}
 
 std::string one_line(const char* message) {
     std::string s = message != nullptr ? message : "";
@@ -32,13 +34,15 @@ std::string one_line(const char* message) {
 }
 
 PGconn* open_connection(const pg_config& config, std::string& failure) {
-    std::string timeout = std::to_string(std::max<int64_t>(1, config.connect_timeout.count() / 1000));
+    std::string timeout =
+        std::to_string(std::max<int64_t>(1, config.connect_timeout.count() / 1000));
     const char* keys[] = {"dbname", "connect_timeout", nullptr};
     const char* values[] = {config.url.c_str(), timeout.c_str(), nullptr};
     PGconn* conn = PQconnectdbParams(keys, values, 1);
     if (conn != nullptr && PQstatus(conn) == CONNECTION_OK) {
         // NOTICEs ("relation already exists, skipping") are not errors: not printed.
-        PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+        PQsetNoticeProcessor(
+            conn, [](void*, const char*) {}, nullptr);
         return conn;
     }
     failure = conn != nullptr ? one_line(PQerrorMessage(conn)) : "out of memory";
@@ -48,7 +52,8 @@ PGconn* open_connection(const pg_config& config, std::string& failure) {
 
 // Waits before the next attempt (half to all of `backoff`, at random); false when that
 // would pass the deadline.
-bool back_off(std::chrono::milliseconds& backoff, const pg_config& config, steady::time_point deadline) {
+bool back_off(std::chrono::milliseconds& backoff, const pg_config& config,
+              steady::time_point deadline) {
     thread_local std::minstd_rand rng(std::random_device{}());
     auto wait = std::chrono::milliseconds(
         std::uniform_int_distribution<int64_t>(backoff.count() / 2, backoff.count())(rng));
@@ -65,7 +70,8 @@ std::string where(const pg_config& config) {
     size_t at = url.find('@');
     if (scheme != std::string::npos && at != std::string::npos) {
         size_t colon = url.find(':', scheme + 3);
-        if (colon != std::string::npos && colon < at) url = url.substr(0, colon) + ":***" + url.substr(at);
+        if (colon != std::string::npos && colon < at)
+            url = url.substr(0, colon) + ":***" + url.substr(at);
     }
     return url;
 }
@@ -90,18 +96,20 @@ result<pg_rows> pg_transaction::exec(std::string_view sql, const std::vector<pg_
     values.reserve(params.size());
     for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
     std::string query(sql);
-    PGresult* res = PQexecParams(_conn, query.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
-                                 nullptr, nullptr, 0);
+    PGresult* res = PQexecParams(_conn, query.c_str(), static_cast<int>(values.size()), nullptr,
+                                 values.data(), nullptr, nullptr, 0);
     ExecStatusType status = PQresultStatus(res);
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
         const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
         _failed_state = state != nullptr ? state : "";
         _connection_lost = PQstatus(_conn) == CONNECTION_BAD || connection_state(_failed_state);
-        std::string message = one_line(res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(_conn));
+        std::string message =
+            one_line(res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(_conn));
         if (message.empty()) message = one_line(PQerrorMessage(_conn));
         PQclear(res);
         errc code = _failed_state == "23505" ? errc::already_exists : errc::io_error;
-        return error{code, fmt::format("{} [SQLSTATE {}]", message, _failed_state.empty() ? "none" : _failed_state)};
+        return error{code, fmt::format("{} [SQLSTATE {}]", message,
+                                       _failed_state.empty() ? "none" : _failed_state)};
     }
     pg_rows out;
     int ncols = PQnfields(res);
@@ -114,7 +122,8 @@ result<pg_rows> pg_transaction::exec(std::string_view sql, const std::vector<pg_
             if (PQgetisnull(res, r, c)) {
                 out.rows[r].emplace_back(std::nullopt);
             } else {
-                out.rows[r].emplace_back(std::string(PQgetvalue(res, r, c), PQgetlength(res, r, c)));
+                out.rows[r].emplace_back(
+                    std::string(PQgetvalue(res, r, c), PQgetlength(res, r, c)));
             }
         }
     }
@@ -140,7 +149,9 @@ result<std::unique_ptr<pg_database>> pg_database::connect(pg_config config) {
     return db;
 }
 
-pg_database::~pg_database() { PQfinish(_conn); }
+pg_database::~pg_database() {
+    PQfinish(_conn);
+}
 
 result<void> pg_database::ensure_connected(steady::time_point deadline) {
     if (_conn != nullptr && PQstatus(_conn) == CONNECTION_OK) return {};
@@ -156,13 +167,15 @@ result<void> pg_database::ensure_connected(steady::time_point deadline) {
             return {};
         }
         if (!back_off(backoff, _config, deadline)) {
-            return error{errc::io_error, fmt::format("PostgreSQL at {} unreachable after {} attempts: {}",
-                                                     where(_config), attempts, failure)};
+            return error{errc::io_error,
+                         fmt::format("PostgreSQL at {} unreachable after {} attempts: {}",
+                                     where(_config), attempts, failure)};
         }
     }
 }
 
-result<void> pg_database::run(isolation_level level, const std::function<result<void>(pg_transaction&)>& body) {
+result<void> pg_database::run(isolation_level level,
+                              const std::function<result<void>(pg_transaction&)>& body) {
     std::lock_guard lock(_mu);
     static constexpr const char* begin_sql[] = {"START TRANSACTION ISOLATION LEVEL READ COMMITTED",
                                                 "START TRANSACTION ISOLATION LEVEL REPEATABLE READ",
@@ -193,32 +206,37 @@ result<void> pg_database::run(isolation_level level, const std::function<result<
             PQclear(rb);
         }
         if (lost && committing) {
-            return error{errc::io_error, fmt::format("PostgreSQL at {}: connection lost during COMMIT, outcome "
-                                                     "unknown: {}",
-                                                     where(_config), outcome.err().message)};
+            return error{errc::io_error,
+                         fmt::format("PostgreSQL at {}: connection lost during COMMIT, outcome "
+                                     "unknown: {}",
+                                     where(_config), outcome.err().message)};
         }
         bool again = lost || retry_state(tx._failed_state);
         if (!again) {
             if (!outcome) return outcome.err();
             // The body went on after a failed statement and returned success: the server
             // aborted the transaction, so its work is not there.
-            return error{errc::io_error, fmt::format("PostgreSQL at {}: a statement failed [SQLSTATE {}]",
-                                                     where(_config), tx._failed_state)};
+            return error{errc::io_error,
+                         fmt::format("PostgreSQL at {}: a statement failed [SQLSTATE {}]",
+                                     where(_config), tx._failed_state)};
         }
         if (!back_off(backoff, _config, deadline)) {
-            return error{errc::timed_out, fmt::format("PostgreSQL at {}: gave up after {} attempts ({} ms): {}",
-                                                      where(_config), attempts, _config.retry_deadline.count(),
-                                                      outcome ? "transaction aborted" : outcome.err().message)};
+            return error{errc::timed_out,
+                         fmt::format("PostgreSQL at {}: gave up after {} attempts ({} ms): {}",
+                                     where(_config), attempts, _config.retry_deadline.count(),
+                                     outcome ? "transaction aborted" : outcome.err().message)};
         }
     }
 }
 
 result<pg_rows> pg_database::exec(std::string_view sql, const std::vector<pg_param>& params) {
-    return transact<pg_rows>(isolation_level::read_committed,
-                             [&](pg_transaction& tx) -> result<pg_rows> { return tx.exec(sql, params); });
+    return transact<pg_rows>(
+        isolation_level::read_committed,
+        [&](pg_transaction& tx) -> result<pg_rows> { return tx.exec(sql, params); });
 }
 
-result<std::unique_ptr<pg_listener>> pg_listener::connect(pg_config config, std::vector<std::string> channels) {
+result<std::unique_ptr<pg_listener>> pg_listener::connect(pg_config config,
+                                                          std::vector<std::string> channels) {
     if (config.url.empty()) return error{errc::invalid_config, "no PostgreSQL URL given"};
     std::unique_ptr<pg_listener> l(new pg_listener(std::move(config), std::move(channels)));
     auto r = l->open(steady::now() + l->_config.retry_deadline);
@@ -226,7 +244,9 @@ result<std::unique_ptr<pg_listener>> pg_listener::connect(pg_config config, std:
     return l;
 }
 
-pg_listener::~pg_listener() { PQfinish(_conn); }
+pg_listener::~pg_listener() {
+    PQfinish(_conn);
+}
 
 result<void> pg_listener::open(steady::time_point deadline) {
     PQfinish(_conn);
@@ -249,8 +269,9 @@ result<void> pg_listener::open(steady::time_point deadline) {
         PQfinish(_conn);
         _conn = nullptr;
         if (!back_off(backoff, _config, deadline)) {
-            return error{errc::io_error, fmt::format("PostgreSQL at {}: cannot listen after {} attempts: {}",
-                                                     where(_config), attempts, failure)};
+            return error{errc::io_error,
+                         fmt::format("PostgreSQL at {}: cannot listen after {} attempts: {}",
+                                     where(_config), attempts, failure)};
         }
     }
 }

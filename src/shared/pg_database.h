@@ -46,17 +46,17 @@ struct pg_rows {
     size_t size() const { return rows.size(); }
     bool is_null(size_t row, size_t col) const { return !rows.at(row).at(col).has_value(); }
     const std::string& text(size_t row, size_t col) const;  // "" for NULL
-    int64_t int64(size_t row, size_t col) const;  // 0 for NULL
+    int64_t int64(size_t row, size_t col) const;            // 0 for NULL
 };
 
 // A transaction in progress, handed to the body of pg_database::transact.
 class pg_transaction {
-public:
+  public:
     result<pg_rows> exec(std::string_view sql, const std::vector<pg_param>& params = {});
     // Delivered to listeners (pg_listener) when the transaction commits.
     result<void> notify(std::string_view channel, std::string_view payload);
 
-private:
+  private:
     friend class pg_database;
     explicit pg_transaction(pg_conn* conn) : _conn(conn) {}
     pg_conn* _conn;
@@ -68,7 +68,7 @@ private:
 
 // One connection (calls are serialized); make one per thread that talks to the database.
 class pg_database {
-public:
+  public:
     static result<std::unique_ptr<pg_database>> connect(pg_config config);
     ~pg_database();
     pg_database(const pg_database&) = delete;
@@ -77,7 +77,8 @@ public:
     // Runs `body` in one transaction at `level` and commits it. The body may run more than
     // once, so it must do nothing outside the database but compute its result.
     template <typename T>
-    result<T> transact(isolation_level level, const std::function<result<T>(pg_transaction&)>& body) {
+    result<T> transact(isolation_level level,
+                       const std::function<result<T>(pg_transaction&)>& body) {
         std::optional<T> out;
         auto r = run(level, [&](pg_transaction& tx) -> result<void> {
             auto v = body(tx);
@@ -88,7 +89,8 @@ public:
         if (!r) return r.err();
         return std::move(*out);
     }
-    result<void> transact(isolation_level level, const std::function<result<void>(pg_transaction&)>& body) {
+    result<void> transact(isolation_level level,
+                          const std::function<result<void>(pg_transaction&)>& body) {
         return run(level, body);
     }
 
@@ -98,9 +100,10 @@ public:
     // Times a lost connection was made again (for tests and metrics).
     int reconnects() const { return _reconnects; }
 
-private:
+  private:
     explicit pg_database(pg_config config) : _config(std::move(config)) {}
-    result<void> run(isolation_level level, const std::function<result<void>(pg_transaction&)>& body);
+    result<void> run(isolation_level level,
+                     const std::function<result<void>(pg_transaction&)>& body);
     result<void> ensure_connected(std::chrono::steady_clock::time_point deadline);
 
     pg_config _config;
@@ -118,8 +121,9 @@ struct pg_notification {
 // lost it connects again and LISTENs again; notifications sent meanwhile are lost, so
 // a wait that reconnected says so and the caller reads the state it waits on afresh.
 class pg_listener {
-public:
-    static result<std::unique_ptr<pg_listener>> connect(pg_config config, std::vector<std::string> channels);
+  public:
+    static result<std::unique_ptr<pg_listener>> connect(pg_config config,
+                                                        std::vector<std::string> channels);
     ~pg_listener();
     pg_listener(const pg_listener&) = delete;
     pg_listener& operator=(const pg_listener&) = delete;
@@ -132,7 +136,7 @@ public:
     // (then with nothing). Fails when the database cannot be reached within `timeout`.
     result<wait_outcome> wait(std::chrono::milliseconds timeout);
 
-private:
+  private:
     pg_listener(pg_config config, std::vector<std::string> channels)
         : _config(std::move(config)), _channels(std::move(channels)) {}
     result<void> open(std::chrono::steady_clock::time_point deadline);

@@ -41,7 +41,8 @@ std::string sha256_hex(std::string_view data) {
 std::string uri_encode(std::string_view s, bool keep_slash) {
     std::string out;
     for (unsigned char c : s) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+            (keep_slash && c == '/')) {
             out += static_cast<char>(c);
         } else {
             out += fmt::format("%{:02X}", c);
@@ -80,10 +81,13 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
     size_t colon = line.find(':');
     if (colon != std::string_view::npos) {
         std::string name(line.substr(0, colon));
-        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
         std::string_view value = line.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-        while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+            value.remove_prefix(1);
+        while (!value.empty() &&
+               (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
             value.remove_suffix(1);
         }
         static_cast<transfer*>(user)->response->headers[name] = std::string(value);
@@ -113,17 +117,17 @@ struct attempt {
 bool retriable(const attempt& a) {
     if (a.curl != CURLE_OK) {
         switch (a.curl) {
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_COULDNT_RESOLVE_HOST:
-        case CURLE_OPERATION_TIMEDOUT:
-        case CURLE_SEND_ERROR:
-        case CURLE_RECV_ERROR:
-        case CURLE_GOT_NOTHING:
-        case CURLE_PARTIAL_FILE:
-        case CURLE_SSL_CONNECT_ERROR:
-            return true;
-        default:
-            return false;
+            case CURLE_COULDNT_CONNECT:
+            case CURLE_COULDNT_RESOLVE_HOST:
+            case CURLE_OPERATION_TIMEDOUT:
+            case CURLE_SEND_ERROR:
+            case CURLE_RECV_ERROR:
+            case CURLE_GOT_NOTHING:
+            case CURLE_PARTIAL_FILE:
+            case CURLE_SSL_CONNECT_ERROR:
+                return true;
+            default:
+                return false;
         }
     }
     long s = a.response.status;
@@ -141,10 +145,11 @@ std::string describe_status(const http_response& r) {
 }
 
 class s3_object_store final : public object_store {
-public:
+  public:
     explicit s3_object_store(s3_config config) : _config(std::move(config)) {
         std::call_once(curl_init_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-        while (!_config.endpoint.empty() && _config.endpoint.back() == '/') _config.endpoint.pop_back();
+        while (!_config.endpoint.empty() && _config.endpoint.back() == '/')
+            _config.endpoint.pop_back();
         _sigv4 = "aws:amz:" + _config.region + ":s3";
         _userpwd = _config.access_key + ":" + _config.secret_key;
         if (_config.path_style) {
@@ -152,7 +157,8 @@ public:
         } else {
             size_t scheme = _config.endpoint.find("://");
             size_t host_at = scheme == std::string::npos ? 0 : scheme + 3;
-            _base = _config.endpoint.substr(0, host_at) + _config.bucket + "." + _config.endpoint.substr(host_at);
+            _base = _config.endpoint.substr(0, host_at) + _config.bucket + "." +
+                    _config.endpoint.substr(host_at);
         }
     }
 
@@ -177,8 +183,10 @@ public:
         if (!r) return r.err();
         if (range && r->status == 200) {  // a server that ignored Range sent it all
             if (range->offset >= r->body.size()) {
-                return error{errc::out_of_range, fmt::format("{}: GET {}: range starts at {} past the object's {} bytes",
-                                                             describe(), key, range->offset, r->body.size())};
+                return error{
+                    errc::out_of_range,
+                    fmt::format("{}: GET {}: range starts at {} past the object's {} bytes",
+                                describe(), key, range->offset, r->body.size())};
             }
             return r->body.substr(range->offset, range->length);
         }
@@ -239,7 +247,7 @@ public:
         return fmt::format("s3://{}/{} at {}", _config.bucket, _config.prefix, _config.endpoint);
     }
 
-private:
+  private:
     static std::string unquote(std::string s) {
         if (s.size() >= 2 && s.front() == '"' && s.back() == '"') return s.substr(1, s.size() - 2);
         return s;
@@ -279,13 +287,15 @@ private:
         std::string url = _base + req.path_and_query;
         char errbuf[CURL_ERROR_SIZE] = {0};
         curl_slist* headers = nullptr;
-        std::string hash = "x-amz-content-sha256: " +
-                           (_config.sign_payload || req.body.empty() ? sha256_hex(req.body) : "UNSIGNED-PAYLOAD");
+        std::string hash =
+            "x-amz-content-sha256: " +
+            (_config.sign_payload || req.body.empty() ? sha256_hex(req.body) : "UNSIGNED-PAYLOAD");
         headers = curl_slist_append(headers, hash.c_str());
         headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
         std::string range;
         if (req.range) {
-            range = fmt::format("Range: bytes={}-{}", req.range->offset, req.range->offset + req.range->length - 1);
+            range = fmt::format("Range: bytes={}-{}", req.range->offset,
+                                req.range->offset + req.range->length - 1);
             headers = curl_slist_append(headers, range.c_str());
         }
         curl_easy_setopt(h, CURLOPT_URL, url.c_str());
@@ -294,8 +304,10 @@ private:
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(_config.connect_timeout.count()));
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<int64_t>(1, timeout.count())));
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                         static_cast<long>(_config.connect_timeout.count()));
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                         static_cast<long>(std::max<int64_t>(1, timeout.count())));
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -332,20 +344,25 @@ private:
         auto backoff = _config.backoff_initial;
         thread_local std::minstd_rand rng(std::random_device{}());
         for (int attempts = 1;; ++attempts) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
-            attempt a = perform(req, std::min(_config.request_timeout, std::max(left, std::chrono::milliseconds(1))));
+            auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
+            attempt a = perform(req, std::min(_config.request_timeout,
+                                              std::max(left, std::chrono::milliseconds(1))));
             if (a.curl == CURLE_OK && a.response.status >= 200 && a.response.status < 300) {
                 return std::move(a.response);
             }
-            std::string failure = a.curl != CURLE_OK ? std::string("connection failed: ") + a.curl_error
-                                                     : describe_status(a.response);
+            std::string failure = a.curl != CURLE_OK
+                                      ? std::string("connection failed: ") + a.curl_error
+                                      : describe_status(a.response);
             if (a.curl == CURLE_OK && a.response.status == 404) {
                 return error{errc::not_found, fmt::format("{}: {}: {}", describe(), what, failure)};
             }
             if (a.curl == CURLE_OK && a.response.status == 416) {
-                return error{errc::out_of_range, fmt::format("{}: {}: {}", describe(), what, failure)};
+                return error{errc::out_of_range,
+                             fmt::format("{}: {}: {}", describe(), what, failure)};
             }
-            auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
+            auto elapsed =
+                std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - start);
             if (!retriable(a)) {
                 return error{errc::io_error, fmt::format("{}: {}: {}", describe(), what, failure)};
             }
@@ -354,11 +371,13 @@ private:
             auto wait = std::chrono::milliseconds(
                 std::uniform_int_distribution<int64_t>(backoff.count() / 2, backoff.count())(rng));
             if (steady::now() + wait >= deadline) {
-                return error{errc::timed_out,
-                             fmt::format("{}: {}: gave up after {} attempts in {} ms (retry deadline {} ms); "
-                                         "last: {}",
-                                         describe(), what, attempts, elapsed.count(),
-                                         _config.retry_deadline.count(), failure)};
+                return error{
+                    errc::timed_out,
+                    fmt::format(
+                        "{}: {}: gave up after {} attempts in {} ms (retry deadline {} ms); "
+                        "last: {}",
+                        describe(), what, attempts, elapsed.count(), _config.retry_deadline.count(),
+                        failure)};
             }
             std::this_thread::sleep_for(wait);
             backoff = std::min(backoff * 2, _config.backoff_max);
@@ -378,12 +397,14 @@ private:
 result<void> parse_s3_url(std::string_view url, s3_config& config) {
     constexpr std::string_view scheme = "s3://";
     if (url.substr(0, scheme.size()) != scheme) {
-        return error{errc::invalid_config, fmt::format("'{}' is not an s3://BUCKET/PREFIX URL", url)};
+        return error{errc::invalid_config,
+                     fmt::format("'{}' is not an s3://BUCKET/PREFIX URL", url)};
     }
     url.remove_prefix(scheme.size());
     size_t slash = url.find('/');
     config.bucket = std::string(url.substr(0, slash));
-    config.prefix = slash == std::string_view::npos ? std::string() : std::string(url.substr(slash + 1));
+    config.prefix =
+        slash == std::string_view::npos ? std::string() : std::string(url.substr(slash + 1));
     if (config.bucket.empty()) return error{errc::invalid_config, "the s3:// URL names no bucket"};
     if (!config.prefix.empty() && config.prefix.back() != '/') config.prefix += '/';
     return {};
@@ -392,8 +413,9 @@ result<void> parse_s3_url(std::string_view url, s3_config& config) {
 result<std::unique_ptr<object_store>> make_s3_object_store(s3_config config) {
     if (config.endpoint.empty()) return error{errc::invalid_config, "no S3 endpoint given"};
     if (config.endpoint.rfind("http://", 0) != 0 && config.endpoint.rfind("https://", 0) != 0) {
-        return error{errc::invalid_config,
-                     fmt::format("S3 endpoint '{}' must start with http:// or https://", config.endpoint)};
+        return error{
+            errc::invalid_config,
+            fmt::format("S3 endpoint '{}' must start with http:// or https://", config.endpoint)};
     }
     if (config.bucket.empty()) return error{errc::invalid_config, "no S3 bucket given"};
     if (config.access_key.empty() || config.secret_key.empty()) {

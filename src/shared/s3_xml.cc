@@ -77,16 +77,22 @@ std::string decode_entities(std::string_view text) {
             break;
         }
         std::string_view name = text.substr(i + 1, semi - i - 1);
-        if (name == "amp") out += '&';
-        else if (name == "lt") out += '<';
-        else if (name == "gt") out += '>';
-        else if (name == "quot") out += '"';
-        else if (name == "apos") out += '\'';
+        if (name == "amp")
+            out += '&';
+        else if (name == "lt")
+            out += '<';
+        else if (name == "gt")
+            out += '>';
+        else if (name == "quot")
+            out += '"';
+        else if (name == "apos")
+            out += '\'';
         else if (name.size() > 1 && name[0] == '#') {
             uint32_t cp = 0;
             bool hex = name[1] == 'x' || name[1] == 'X';
             std::string_view digits = name.substr(hex ? 2 : 1);
-            auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
+            auto [p, ec] =
+                std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
             if (ec != std::errc() || p != digits.data() + digits.size()) {
                 out += text.substr(i, semi - i + 1);
             } else {

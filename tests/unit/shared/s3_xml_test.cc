@@ -6,7 +6,8 @@ namespace sluice::shared::s3_xml {
 
 TEST(S3Xml, ReadsAListingPage) {
     std::string page =
-        "<?xml version='1.0' encoding='UTF-8'?><ListBucketResult><Name>b</Name><KeyCount>2</KeyCount>"
+        "<?xml version='1.0' "
+        "encoding='UTF-8'?><ListBucketResult><Name>b</Name><KeyCount>2</KeyCount>"
         "<IsTruncated>true</IsTruncated><NextContinuationToken>a/&amp;2</NextContinuationToken>"
         "<Contents><Key>a/1 &lt;x&gt;</Key><Size>6</Size><ETag>&quot;e1&quot;</ETag></Contents>"
         "<Contents><Key>a/&#233;</Key><Size>7</Size></Contents></ListBucketResult>";
@@ -29,7 +30,8 @@ TEST(S3Xml, EmptyAndMissingElements) {
 }
 
 TEST(S3Xml, ErrorBody) {
-    std::string body = "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+    std::string body =
+        "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
     EXPECT_EQ(first_text(body, "Code"), "SlowDown");
     EXPECT_EQ(first_text(body, "Message"), "Please reduce your request rate.");
 }

@@ -22,13 +22,20 @@ using namespace sluice::shared;
 
 const char* code_name(errc c) {
     switch (c) {
-    case errc::not_found: return "not_found";
-    case errc::out_of_range: return "out_of_range";
-    case errc::io_error: return "io_error";
-    case errc::timed_out: return "timed_out";
-    case errc::invalid_config: return "invalid_config";
-    case errc::already_exists: return "already_exists";
-    default: return "other";
+        case errc::not_found:
+            return "not_found";
+        case errc::out_of_range:
+            return "out_of_range";
+        case errc::io_error:
+            return "io_error";
+        case errc::timed_out:
+            return "timed_out";
+        case errc::invalid_config:
+            return "invalid_config";
+        case errc::already_exists:
+            return "already_exists";
+        default:
+            return "other";
     }
 }
 
@@ -40,7 +47,8 @@ int fail(const error& e) {
 void print_rows(const pg_rows& rows) {
     for (const auto& row : rows.rows) {
         std::string line;
-        for (size_t c = 0; c < row.size(); ++c) line += (c ? "\t" : "") + (row[c] ? *row[c] : std::string("NULL"));
+        for (size_t c = 0; c < row.size(); ++c)
+            line += (c ? "\t" : "") + (row[c] ? *row[c] : std::string("NULL"));
         std::cout << line << "\n";
     }
 }
@@ -50,7 +58,8 @@ int s3_command(const std::string& cmd, const std::vector<std::string>& args) {
     if (!store) return fail(store.err());
     object_store& s = **store;
     if (cmd == "s3-put" && args.size() == 1) {
-        std::string data((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        std::string data((std::istreambuf_iterator<char>(std::cin)),
+                         std::istreambuf_iterator<char>());
         auto r = s.put(args[0], data);
         if (!r) return fail(r.err());
         std::cout << "ok " << data.size() << "\n";
@@ -73,7 +82,8 @@ int s3_command(const std::string& cmd, const std::vector<std::string>& args) {
         if (!r) return fail(r.err());
         std::cout << "ok\n";
     } else {
-        std::cerr << "usage: s3-put KEY < DATA | s3-get KEY [OFFSET LENGTH] | s3-head KEY | s3-list PREFIX | "
+        std::cerr << "usage: s3-put KEY < DATA | s3-get KEY [OFFSET LENGTH] | s3-head KEY | "
+                     "s3-list PREFIX | "
                      "s3-delete KEY\n";
         return 2;
     }
@@ -104,7 +114,8 @@ int pg_listen(const std::string& channel, int64_t timeout_ms, int count) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     int got = 0;
     while (got < count) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
             std::cout << "timeout" << std::endl;
             return 3;
@@ -124,7 +135,8 @@ int pg_listen(const std::string& channel, int64_t timeout_ms, int count) {
 }
 
 int pg_command(const std::string& cmd, const std::vector<std::string>& args) {
-    if (cmd == "pg-listen" && args.size() == 3) return pg_listen(args[0], std::stoll(args[1]), std::stoi(args[2]));
+    if (cmd == "pg-listen" && args.size() == 3)
+        return pg_listen(args[0], std::stoll(args[1]), std::stoi(args[2]));
     auto db = pg_database::connect(pg_config_from_env());
     if (!db) return fail(db.err());
     if (cmd == "pg-schema" && args.empty()) {
@@ -150,15 +162,16 @@ int pg_command(const std::string& cmd, const std::vector<std::string>& args) {
         int rounds = std::stoi(args[0]);
         int runs = 0;
         for (int i = 0; i < rounds; ++i) {
-            auto r = (*db)->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
-                ++runs;
-                auto v = tx.exec("SELECT v FROM sluice_probe_counter WHERE id = 1");
-                if (!v) return v.err();
-                auto u = tx.exec("UPDATE sluice_probe_counter SET v = $1 WHERE id = 1",
-                                 {std::to_string(v->int64(0, 0) + 1)});
-                if (!u) return u.err();
-                return {};
-            });
+            auto r = (*db)->transact(
+                isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
+                    ++runs;
+                    auto v = tx.exec("SELECT v FROM sluice_probe_counter WHERE id = 1");
+                    if (!v) return v.err();
+                    auto u = tx.exec("UPDATE sluice_probe_counter SET v = $1 WHERE id = 1",
+                                     {std::to_string(v->int64(0, 0) + 1)});
+                    if (!u) return u.err();
+                    return {};
+                });
             if (!r) return fail(r.err());
         }
         std::cout << "runs " << runs << "\n";
@@ -171,8 +184,12 @@ int pg_command(const std::string& cmd, const std::vector<std::string>& args) {
         object_commit c{args[0], 0, 1, {}};
         for (size_t i = 1; i < args.size(); ++i) {
             size_t a = args[i].find(':'), b = args[i].rfind(':');
-            batch_append ba{args[i].substr(0, a), std::stoi(args[i].substr(a + 1, b - a - 1)),
-                            std::stoi(args[i].substr(b + 1)), c.size, 100, 0};
+            batch_append ba{args[i].substr(0, a),
+                            std::stoi(args[i].substr(a + 1, b - a - 1)),
+                            std::stoi(args[i].substr(b + 1)),
+                            c.size,
+                            100,
+                            0};
             c.size += 100;
             c.batches.push_back(ba);
         }
@@ -180,8 +197,10 @@ int pg_command(const std::string& cmd, const std::vector<std::string>& args) {
         if (!r) return fail(r.err());
         for (int64_t base : *r) std::cout << base << "\n";
     } else {
-        std::cerr << "usage: pg-schema | pg-exec SQL [PARAM...] | pg-session | pg-notify CHANNEL PAYLOAD | "
-                     "pg-listen CHANNEL TIMEOUT_MS COUNT | pg-increment ROUNDS | pg-topic ID NAME PARTITIONS | "
+        std::cerr << "usage: pg-schema | pg-exec SQL [PARAM...] | pg-session | pg-notify CHANNEL "
+                     "PAYLOAD | "
+                     "pg-listen CHANNEL TIMEOUT_MS COUNT | pg-increment ROUNDS | pg-topic ID NAME "
+                     "PARTITIONS | "
                      "pg-commit KEY TOPIC_ID:PARTITION:RECORDS...\n";
         return 2;
     }
