@@ -352,7 +352,7 @@ class s3_object_store final : public object_store {
                 return std::move(a.response);
             }
             std::string failure = a.curl != CURLE_OK
-                                      ? std::string("connection failed: ") + a.curl_error
+                                      ? std::string("no answer: ") + a.curl_error
                                       : describe_status(a.response);
             if (a.curl == CURLE_OK && a.response.status == 404) {
                 return error{errc::not_found, fmt::format("{}: {}: {}", describe(), what, failure)};
