@@ -57,11 +57,11 @@ struct s3_config {
     // virtual-hosted style (BUCKET.HOST/KEY), as AWS prefers.
     bool path_style = true;
     std::chrono::milliseconds connect_timeout{2000};
-    // One attempt of one request; an 8 MB PUT at 10 MB/s takes under a second.
+    // One attempt of one request (an 8 MB PUT at 10 MB/s takes under a second).
     std::chrono::milliseconds request_timeout{30000};
-    // All attempts of one call: a request failing with a retriable error (500, 502, 503,
-    // 504, SlowDown, a connection error, a timed out attempt) is tried again after a
-    // backoff until this much time has passed since the call began.
+    // All attempts of one call: a request failing with a retriable error (429, 500, 502,
+    // 503 SlowDown, 504, 400 RequestTimeout, a connection error, a timed out attempt) is
+    // tried again after a backoff until this much time has passed since the call began.
     std::chrono::milliseconds retry_deadline{30000};
     std::chrono::milliseconds backoff_initial{50};
     std::chrono::milliseconds backoff_max{2000};

@@ -131,7 +131,10 @@ bool retriable(const attempt& a) {
         }
     }
     long s = a.response.status;
-    return s == 500 || s == 502 || s == 503 || s == 504;
+    // 429: stores that throttle as HTTP does (Google Cloud Storage's XML API); 400
+    // RequestTimeout: S3 closed an upload that stalled.
+    return s == 429 || s == 500 || s == 502 || s == 503 || s == 504 ||
+           (s == 400 && s3_xml::first_text(a.response.body, "Code") == "RequestTimeout");
 }
 
 // "503 SlowDown (Please reduce your request rate.)" from an S3 error body.
@@ -351,9 +354,8 @@ class s3_object_store final : public object_store {
             if (a.curl == CURLE_OK && a.response.status >= 200 && a.response.status < 300) {
                 return std::move(a.response);
             }
-            std::string failure = a.curl != CURLE_OK
-                                      ? std::string("no answer: ") + a.curl_error
-                                      : describe_status(a.response);
+            std::string failure = a.curl != CURLE_OK ? std::string("no answer: ") + a.curl_error
+                                                     : describe_status(a.response);
             if (a.curl == CURLE_OK && a.response.status == 404) {
                 return error{errc::not_found, fmt::format("{}: {}: {}", describe(), what, failure)};
             }

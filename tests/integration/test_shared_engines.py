@@ -127,6 +127,15 @@ def test_503_slowdown_is_retried_then_succeeds(s3):
         proxy.fail_next(2, status=500, code="InternalError")
         assert run(env, "s3-get", "after-throttling").stdout == b"payload"
         assert proxy.failed == 5
+        proxy.fail_next(1, status=429, code="TooManyRequests")
+        assert run(env, "s3-head", "after-throttling").stdout.decode().startswith("7 ")
+        proxy.fail_next(1, status=400, code="RequestTimeout")
+        assert run(env, "s3-get", "after-throttling").stdout == b"payload"
+        assert proxy.failed == 7
+        proxy.fail_next(1, status=400, code="InvalidArgument")  # not retried
+        bad = run(env, "s3-get", "after-throttling", check=False)
+        assert bad.returncode == 1 and "400 InvalidArgument" in bad.stderr.decode()
+        assert proxy.failed == 8 and proxy.requests == 12  # every retry was one request
     finally:
         proxy.close()
 
