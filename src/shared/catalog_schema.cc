@@ -1,5 +1,7 @@
 #include "shared/catalog_schema.h"
 
+#include <iterator>
+
 #include <fmt/format.h>
 
 namespace sluice::shared {

@@ -13,7 +13,7 @@ std::string env(const char* name, const char* fallback = "") {
 
 void env_ms(const char* name, std::chrono::milliseconds& out) {
     std::string v = env(name);
-    if (!v.empty()) out = std::chrono::milliseconds(std::atoll(v.c_str()));
+    if (!v.empty()) out = std::chrono::milliseconds(std::strtoll(v.c_str(), nullptr, 10));
 }
 
 }  // namespace
@@ -30,7 +30,7 @@ s3_config s3_config_from_env() {
     env_ms("SLUICE_S3_REQUEST_TIMEOUT_MS", c.request_timeout);
     c.sign_payload = env("SLUICE_S3_SIGN_PAYLOAD", "1") != "0";
     std::string page = env("SLUICE_S3_LIST_PAGE_SIZE");
-    if (!page.empty()) c.list_page_size = std::atoi(page.c_str());
+    if (!page.empty()) c.list_page_size = static_cast<int>(std::strtol(page.c_str(), nullptr, 10));
     return c;
 }
 

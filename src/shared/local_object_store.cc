@@ -1,8 +1,12 @@
 // Objects as files under one directory: a key "a/b" is the file DIR/a/b. Good enough for
 // tests of other parts of shared mode on one machine; S3 is the store that runs.
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 

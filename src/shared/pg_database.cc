@@ -3,7 +3,9 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <random>
 #include <thread>
 

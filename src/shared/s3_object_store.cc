@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <random>
