@@ -91,6 +91,10 @@ class PostgresCluster:
     def start(self):
         if not (self.datadir / "PG_VERSION").exists():
             self.initdb()
+        elif self.ids is not None:
+            # Again at each start: another pytest session of root makes its base
+            # temporary directory private (0700) when it begins.
+            _let_traverse(self.workdir)
         self.port = self.port or _free_port()
         settings = {
             "listen_addresses": "127.0.0.1", "port": str(self.port), "unix_socket_directories": "",
