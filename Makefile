@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 BUILD_DIR := build
 
-.PHONY: all build deps test-deps run install test unit integration clean format lint fuzz
+.PHONY: all build deps test-deps run install test unit integration clean format lint fuzz s3proxy run-cluster
 
 all: build
 
@@ -44,6 +44,13 @@ test-deps:
 	mvn -B -q -f tests/jvm/pom.xml package dependency:build-classpath \
 	    -Dmdep.outputFile=target/classpath.txt
 	scripts/fetch-trino $(TRINO_VERSION) tests/jvm/target
+	$(MAKE) s3proxy
+
+# The S3-compatible server of shared mode's tests and scripts/cluster (s3proxy from Maven
+# Central, tests/s3proxy/pom.xml): its class path in tests/s3proxy/target/classpath.txt.
+s3proxy:
+	mvn -B -q -f tests/s3proxy/pom.xml dependency:build-classpath \
+	    -Dmdep.outputFile=target/classpath.txt
 
 build: deps
 	cmake --preset release >/dev/null
@@ -68,6 +75,15 @@ run: deps
 	@echo "make run: --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS) (the broker's default, as Kafka's, is 3000)"
 	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
 	    --pg $(PG) --http $(HTTP) --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS)
+
+# A shared-mode cluster in CLUSTER_DIR (scripts/cluster, docs/shared-mode.md): PostgreSQL,
+# the S3 server and three brokers once `sluice serve` has shared mode; `scripts/cluster
+# down $(CLUSTER_DIR)` stops it.
+CLUSTER_DIR ?= ./cluster
+run-cluster: deps
+	cmake --preset release >/dev/null
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
+	scripts/cluster up $(CLUSTER_DIR) --brokers 3
 
 # Builds build/sluice alone and copies it into PREFIX/bin (the one file a Sluice
 # installation needs), e.g.

@@ -7,7 +7,8 @@
 under root (as in CI) initdb and the server run as the `postgres` system user, which then
 owns the data directory; the directories above it get the traverse bit only. `stop()`
 (fast shutdown, then SIGKILL) is bounded, and the process is registered with the suite's
-process list, so it is killed at the end whatever happens.
+process list, so it is killed at the end whatever happens (scripts/cluster, whose servers
+outlive it, passes `register=None, detach=True`).
 """
 
 import os
@@ -56,13 +57,15 @@ def _let_traverse(path):
 
 
 class PostgresCluster:
-    def __init__(self, workdir, name="pg"):
+    def __init__(self, workdir, name="pg", port=None, register=H.register_proc, detach=False):
         self.workdir = Path(workdir)
         self.datadir = self.workdir / ("%s-data" % name)
         self.log_file = self.workdir / ("%s.log" % name)
-        self.port = None
+        self.port = port
         self.proc = None
         self.ids = _run_as()
+        self._register = register
+        self._detach = detach
 
     def _popen_args(self):
         if self.ids is None:
@@ -88,6 +91,10 @@ class PostgresCluster:
     def start(self):
         if not (self.datadir / "PG_VERSION").exists():
             self.initdb()
+        elif self.ids is not None:
+            # Again at each start: another pytest session of root makes its base
+            # temporary directory private (0700) when it begins.
+            _let_traverse(self.workdir)
         self.port = self.port or _free_port()
         settings = {
             "listen_addresses": "127.0.0.1", "port": str(self.port), "unix_socket_directories": "",
@@ -100,9 +107,10 @@ class PostgresCluster:
             cmd += ["-c", "%s=%s" % (k, v)]
         log = open(self.log_file, "ab")
         try:
-            self.proc = H.register_proc(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                                         stderr=subprocess.STDOUT, cwd="/",
-                                                         **self._popen_args()))
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         cwd="/", start_new_session=self._detach, **self._popen_args())
+            if self._register:
+                self._register(self.proc)
         finally:
             log.close()
         deadline = time.monotonic() + START_TIMEOUT
@@ -117,6 +125,10 @@ class PostgresCluster:
                     raise AssertionError("postgres not accepting connections after %.0fs:\n%s"
                                          % (START_TIMEOUT, self.log_tail()))
                 time.sleep(0.2)
+
+    @property
+    def url(self):
+        return "postgresql://postgres@127.0.0.1:%d/postgres" % self.port
 
     def connect(self, dbname="postgres"):
         """An autocommit psycopg2 connection as the superuser."""

@@ -47,6 +47,9 @@ PORT_TIMEOUT = 60   # seconds for a background block's ports to accept connectio
 EXEMPT_PAGES = {
     "docs/benchmarks.md": "benchmark runs: minutes of load each, on a quiet dedicated machine",
     "docs/benchmarks-history.md": "the dated record of past benchmark runs and their commands",
+    "docs/shared-mode.md": "starts PostgreSQL (which refuses root, and the test's namespace is root) and "
+                           "s3proxy from Maven Central; test_shared_engines.py runs scripts/cluster and "
+                           "the clients",
 }
 
 NO_ROOT_PG = ("PostgreSQL refuses to run as root, and every command in the test's namespace is root "

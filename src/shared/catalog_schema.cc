@@ -1,0 +1,168 @@
+#include "shared/catalog_schema.h"
+
+#include <iterator>
+
+#include <fmt/format.h>
+
+namespace sluice::shared {
+
+namespace {
+
+// Version 1. Times the database compares (leases) are its own clock's; times that only
+// describe data (record timestamps) are milliseconds since the epoch, as in Kafka.
+constexpr const char* version_1[] = {
+    // Brokers and their leases: a broker renews its row before lease_expires_at, and a
+    // broker whose lease passed is dead for Metadata and for the background work it held.
+    // `incarnation` grows each time a process takes the id, so that writes of a previous
+    // process under the same id can be told apart (fenced).
+    R"(CREATE TABLE sluice_brokers (
+        broker_id INTEGER NOT NULL PRIMARY KEY,
+        incarnation BIGINT NOT NULL,
+        kafka_host VARCHAR(255) NOT NULL,
+        kafka_port INTEGER NOT NULL,
+        rack VARCHAR(255),
+        registered_at TIMESTAMP WITH TIME ZONE NOT NULL,
+        lease_expires_at TIMESTAMP WITH TIME ZONE NOT NULL))",
+    R"(CREATE TABLE sluice_topics (
+        topic_id CHAR(32) NOT NULL PRIMARY KEY,
+        topic_name VARCHAR(249) NOT NULL UNIQUE,
+        partition_count INTEGER NOT NULL,
+        created_at TIMESTAMP WITH TIME ZONE NOT NULL,
+        state VARCHAR(16) NOT NULL))",
+    // One row per partition. Invariant: log_start_offset <= high_watermark. In shared
+    // mode a batch is committed or absent, so the log end offset is the high watermark:
+    // the next offset to assign.
+    R"(CREATE TABLE sluice_partitions (
+        topic_id CHAR(32) NOT NULL REFERENCES sluice_topics (topic_id),
+        partition_id INTEGER NOT NULL,
+        log_start_offset BIGINT NOT NULL,
+        high_watermark BIGINT NOT NULL,
+        leader_epoch INTEGER NOT NULL,
+        PRIMARY KEY (topic_id, partition_id)))",
+    // Every object the catalog knows. state: 'live' (batches point into it) or 'deleting'
+    // (no batch does any more; removed from the store after a grace period that lets
+    // reads in flight finish). An object in the store without a row here was left by a
+    // broker that died between the upload and the commit: cleanup deletes it once it is
+    // older than the longest upload.
+    R"(CREATE TABLE sluice_objects (
+        object_key VARCHAR(1024) NOT NULL PRIMARY KEY,
+        size_bytes BIGINT NOT NULL,
+        created_by INTEGER NOT NULL,
+        created_at TIMESTAMP WITH TIME ZONE NOT NULL,
+        state VARCHAR(16) NOT NULL,
+        state_changed_at TIMESTAMP WITH TIME ZONE NOT NULL))",
+    "CREATE INDEX sluice_objects_state ON sluice_objects (state, state_changed_at)",
+    // The batch index: where each record batch lies. Batches of a partition do not
+    // overlap and follow each other: the next batch's base_offset is last_offset + 1.
+    R"(CREATE TABLE sluice_batches (
+        topic_id CHAR(32) NOT NULL,
+        partition_id INTEGER NOT NULL,
+        base_offset BIGINT NOT NULL,
+        last_offset BIGINT NOT NULL,
+        object_key VARCHAR(1024) NOT NULL REFERENCES sluice_objects (object_key),
+        byte_position BIGINT NOT NULL,
+        byte_size INTEGER NOT NULL,
+        max_timestamp_ms BIGINT NOT NULL,
+        record_count INTEGER NOT NULL,
+        PRIMARY KEY (topic_id, partition_id, base_offset),
+        FOREIGN KEY (topic_id, partition_id) REFERENCES sluice_partitions (topic_id, partition_id)))",
+    "CREATE INDEX sluice_batches_object ON sluice_batches (object_key)",
+    // Idempotent producers: per partition, the producer's epoch and the last five batches
+    // it wrote (Kafka keeps five to answer a retried batch with its first offsets).
+    R"(CREATE TABLE sluice_producer_state (
+        topic_id CHAR(32) NOT NULL,
+        partition_id INTEGER NOT NULL,
+        producer_id BIGINT NOT NULL,
+        producer_epoch SMALLINT NOT NULL,
+        last_sequence INTEGER NOT NULL,
+        last_timestamp_ms BIGINT NOT NULL,
+        PRIMARY KEY (topic_id, partition_id, producer_id)))",
+    R"(CREATE TABLE sluice_producer_batches (
+        topic_id CHAR(32) NOT NULL,
+        partition_id INTEGER NOT NULL,
+        producer_id BIGINT NOT NULL,
+        base_sequence INTEGER NOT NULL,
+        last_sequence INTEGER NOT NULL,
+        base_offset BIGINT NOT NULL,
+        last_offset BIGINT NOT NULL,
+        PRIMARY KEY (topic_id, partition_id, producer_id, base_sequence)))",
+    // Producer ids are handed out in blocks from one counter row.
+    R"(CREATE TABLE sluice_producer_ids (
+        id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+        next_producer_id BIGINT NOT NULL))",
+    "INSERT INTO sluice_producer_ids (id, next_producer_id) VALUES (1, 0)",
+};
+
+struct migration {
+    int version;
+    const char* const* statements;
+    size_t count;
+};
+
+constexpr migration migrations[] = {{1, version_1, std::size(version_1)}};
+
+result<int> upgrade(pg_database& db);
+
+}  // namespace
+
+result<int> ensure_catalog_schema(pg_database& db) {
+    // Brokers starting together may both create the version table; the loser of that
+    // race gets a unique violation (already_exists) and finds the table on a later try.
+    for (int attempt = 0;; ++attempt) {
+        auto r = db.exec(R"(CREATE TABLE IF NOT EXISTS sluice_catalog_version (
+            id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+            version INTEGER NOT NULL,
+            updated_at TIMESTAMP WITH TIME ZONE NOT NULL))");
+        if (r) break;
+        if (r.code() != errc::already_exists || attempt >= 3) return r.err();
+    }
+    // Two brokers inserting the version row at once: the second gets a unique violation
+    // once the first commits, and finds the row on its next try.
+    for (int attempt = 0;; ++attempt) {
+        auto r = upgrade(db);
+        if (r || r.code() != errc::already_exists || attempt >= 3) return r;
+    }
+}
+
+namespace {
+
+result<int> upgrade(pg_database& db) {
+    return db.transact<int>(isolation_level::read_committed, [](pg_transaction& tx) -> result<int> {
+        auto ins = tx.exec(
+            "INSERT INTO sluice_catalog_version (id, version, updated_at) "
+            "SELECT 1, 0, CURRENT_TIMESTAMP WHERE NOT EXISTS (SELECT 1 FROM sluice_catalog_version "
+            "WHERE id = 1)");
+        if (!ins) return ins.err();
+        // The row lock serializes brokers upgrading at once: the second sees the result.
+        auto row = tx.exec("SELECT version FROM sluice_catalog_version WHERE id = 1 FOR UPDATE");
+        if (!row) return row.err();
+        if (row->size() != 1) return error{errc::corrupt, "sluice_catalog_version has no row 1"};
+        int found = static_cast<int>(row->int64(0, 0));
+        if (found > shared_catalog_version) {
+            return error{
+                errc::unsupported,
+                fmt::format("the shared catalog is at version {}, newer than this build's {}: "
+                            "upgrade Sluice",
+                            found, shared_catalog_version)};
+        }
+        for (const migration& m : migrations) {
+            if (m.version <= found) continue;
+            for (size_t i = 0; i < m.count; ++i) {
+                auto s = tx.exec(m.statements[i]);
+                if (!s)
+                    return error{s.err().code, fmt::format("shared catalog version {}: {}",
+                                                           m.version, s.err().message)};
+            }
+        }
+        auto up = tx.exec(
+            "UPDATE sluice_catalog_version SET version = $1, updated_at = CURRENT_TIMESTAMP WHERE "
+            "id = 1",
+            {std::to_string(shared_catalog_version)});
+        if (!up) return up.err();
+        return found;
+    });
+}
+
+}  // namespace
+
+}  // namespace sluice::shared
