@@ -68,7 +68,7 @@ def test_sequence_check_branches(broker, topic_name):
         assert p(1, 8, [v(8)])["error"] == I.OUT_OF_ORDER_SEQUENCE_NUMBER
         assert p(1, 0, [v(8)])["base_offset"] == 8
         assert p(0, 8, [v(9)])["error"] == I.INVALID_PRODUCER_EPOCH
-        # Transactional batches: no transactions here.
+        # A transactional batch without a transactional id in the request (as Kafka).
         assert p(1, 1, [v(9)], transactional=True)["error"] == I.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         # Two batches of one producer in one partition's records.
         two = I.batch(pid, 1, 1, [v(9)], ts) + I.batch(pid, 1, 2, [v(10)], ts)

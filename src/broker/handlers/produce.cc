@@ -78,8 +78,9 @@ std::optional<std::string> idempotence_error(const protocol::batch_header& h, si
 std::optional<std::pair<error_code, std::string>> check_transactional(
     const request_context& ctx, const std::optional<std::string>& txn_id, const topic_partition& tp,
     const protocol::batch_header& h) {
+    // As Kafka: transactional records need a transactional id the producer may write as.
     if (!txn_id || txn_id->empty())
-        return std::pair{error_code::invalid_record,
+        return std::pair{error_code::transactional_id_authorization_failed,
                          fmt::format("a transactional batch of producer {} in a produce request "
                                      "without a transactional id",
                                      h.producer_id)};
@@ -154,7 +155,8 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
         // corrupt or not written (its UNKNOWN_LOG_APPEND_INFO).
         if (plog && e != error_code::message_too_large && e != error_code::record_list_too_large &&
             e != error_code::corrupt_message && e != error_code::kafka_storage_error &&
-            e != error_code::invalid_required_acks && e != error_code::not_enough_replicas)
+            e != error_code::invalid_required_acks && e != error_code::not_enough_replicas &&
+            e != error_code::transactional_id_authorization_failed)
             out.log_start_offset = plog->log_start_offset();
         return nullptr;
     };
