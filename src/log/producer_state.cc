@@ -118,6 +118,14 @@ void producer_state::apply_marker(int64_t producer_id, int16_t epoch, bool commi
     if (!commit) _aborted.push_back({producer_id, first, offset});
 }
 
+bool in_aborted(const std::vector<aborted_txn>& aborted, const protocol::batch_header& h) {
+    if (!h.is_transactional() || h.is_control()) return false;
+    return std::any_of(aborted.begin(), aborted.end(), [&](const aborted_txn& a) {
+        return a.producer_id == h.producer_id && a.first_offset <= h.base_offset &&
+               h.base_offset <= a.last_offset;
+    });
+}
+
 std::optional<offset_t> producer_state::first_unstable_offset() const {
     if (_ongoing.empty()) return std::nullopt;
     return _ongoing.begin()->first;

@@ -78,6 +78,11 @@ struct aborted_txn {
     bool operator==(const aborted_txn&) const = default;
 };
 
+// Whether the batch with this header holds records of one of `aborted`'s transactions,
+// as Kafka's consumer decides it: transactional, not a marker, of the producer, at an
+// offset from the transaction's first to its ABORT marker.
+bool in_aborted(const std::vector<aborted_txn>& aborted, const protocol::batch_header& h);
+
 // What a transaction marker found (producer_state::check_marker / apply_marker).
 struct marker_check {
     enum class kind : uint8_t {
