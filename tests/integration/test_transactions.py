@@ -1,16 +1,17 @@
 """Kafka transactions against Sluice's transaction coordinator (src/txn), with real
 clients: the Java client (kafka-clients 4.3.1, tests/jvm Transactional) on transaction
 version 2 and, with --transaction-version 1, on the original protocol; librdkafka
-through confluent-kafka. Commit and abort are checked in the partition itself: every
+through confluent-kafka. Commit and abort are checked in the partition itself (every
 record the producers sent is there once, and each transaction ends with the COMMIT or
-ABORT control batch its outcome calls for (read through raw Fetch, kproto).
+ABORT control batch its outcome calls for, read through raw Fetch, kproto) and by
+read_committed consumers, which see every committed record once and no aborted one.
 """
 
 import re
 import time
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 import java_client_helpers as JC
 import kproto as K
@@ -52,6 +53,9 @@ def test_java_commit_abort_each_transaction_ends_with_its_marker(broker_factory,
     H.create_topic(b.bootstrap, topic, 1)
     out = JC.run("Transactional", b.bootstrap, "commit-abort", topic, "java-ca-%d" % tv)
     unc = [x for x in JC.by_kind(out, "read") if x["isolation"] == "read_uncommitted"][0]
+    com = [x for x in JC.by_kind(out, "read") if x["isolation"] == "read_committed"][0]
+    # read_committed sees each committed record once and no aborted one.
+    assert com["values"] == ["c1-%d" % i for i in range(10)] + ["c2-%d" % i for i in range(10)], com
     want_all = ["c1-%d" % i for i in range(10)] + ["ab-%d" % i for i in range(10)] + \
         ["c2-%d" % i for i in range(10)]
     assert unc["values"] == want_all, unc
@@ -80,9 +84,9 @@ def test_java_second_instance_fences_the_first(broker_factory):
     zombie = [o for o, v in data.items() if v == "zombie"]
     winner = [o for o, v in data.items() if v == "winner"]
     assert len(zombie) == 1 and len(winner) == 1 and "zombie-2" not in data.values(), data
-    kinds = dict(m)
     assert [k for o, k in m if o > zombie[0] and o < winner[0]] == ["ABORT"], m
-    assert [k for o, k in m if o > winner[0]] == ["COMMIT"], (m, kinds)
+    assert [k for o, k in m if o > winner[0]] == ["COMMIT"], m
+    assert JC.one(out, "read")["values"] == ["winner"], out
 
 
 def test_java_read_process_write_commits_offsets_with_the_transaction(broker_factory):
@@ -112,6 +116,8 @@ def test_java_read_process_write_commits_offsets_with_the_transaction(broker_fac
         start = end + 1
     assert sorted(committed_values) == sorted("V%d" % i for i in range(30)), committed_values
     assert aborts
+    # A read_committed consumer sees exactly those: each input's output once.
+    assert sorted(JC.one(out, "read")["values"]) == sorted(committed_values)
 
 
 def test_librdkafka_transactional_producer_commit_and_abort(broker_factory):
@@ -132,6 +138,16 @@ def test_librdkafka_transactional_producer_commit_and_abort(broker_factory):
     m, data = markers(b.bootstrap, topic)
     assert m == [(5, "COMMIT"), (11, "ABORT"), (17, "COMMIT")], m
     assert [data[o] for o in sorted(data)] == ["%s-%d" % (k, i) for k in ("c1", "ab", "c2") for i in range(5)]
+    c = Consumer(H.consumer_conf(b.bootstrap, **{"group.id": "rdk-reader", "isolation.level": "read_committed"}))
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.monotonic() + 20
+    while len(got) < 10 and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is not None and not msg.error():
+            got.append(msg.value().decode())
+    c.close()
+    assert got == ["c1-%d" % i for i in range(5)] + ["c2-%d" % i for i in range(5)], got
 
 
 def test_timeout_above_the_maximum_is_refused(broker_factory):
