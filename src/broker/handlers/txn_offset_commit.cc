@@ -18,8 +18,11 @@ void handle_txn_offset_commit(const request_context& ctx, request_body body) {
     error_code group_error =
         !ctx.allowed(security::resource_kind::group, req.group_id)
             ? error_code::group_authorization_failed
-        : req.group_id.empty()
-            ? error_code::invalid_group_id
+        : req.group_id.empty() ? error_code::invalid_group_id
+        // As Kafka's doTxnCommitOffsets: without a member id and generation (v0-2, or a
+        // producer outside the group) nothing is checked.
+        : req.member_id.empty() && req.generation_id < 0
+            ? error_code::none
             : b.groups().check_commit(req.group_id,
                                       {req.member_id, req.group_instance_id, req.generation_id});
     const int64_t now = now_ms();
