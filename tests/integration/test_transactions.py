@@ -181,3 +181,26 @@ def test_open_transaction_past_its_timeout_is_aborted(broker_factory):
     assert m == [(1, "ABORT")], m
     with pytest.raises(KafkaException):
         p.commit_transaction(10)
+
+
+def test_open_transaction_survives_kill9_and_is_aborted_at_its_timeout(broker_factory):
+    b = broker_factory(extra_args=["--transaction-abort-check-interval-ms", "200"])
+    topic = "rdk-txn-kill9"
+    H.create_topic(b.bootstrap, topic, 1)
+    p = Producer(H.producer_conf(b.bootstrap, **{"transactional.id": "rdk-kill9", "enable.idempotence": True,
+                                                 "transaction.timeout.ms": 4000,
+                                                 "message.timeout.ms": 4000}))
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce(topic, value=b"open", partition=0)
+    p.flush(10)
+    b.kill9()
+    b.start()
+    # The transaction, restored from the catalog, is still open: nothing committed yet.
+    assert markers(b.bootstrap, topic)[0] == []
+    deadline = time.monotonic() + 20
+    m = []
+    while time.monotonic() < deadline and not m:
+        m, data = markers(b.bootstrap, topic)
+        time.sleep(0.2)
+    assert m == [(1, "ABORT")] and data == {0: "open"}, (m, data)
