@@ -69,6 +69,9 @@ struct serve_options {
     int64_t offsets_retention_check_interval_ms = 600000;
     int64_t log_retention_check_interval_ms = 300000;
     int64_t log_cleaner_backoff_ms = 15000;
+    int32_t transaction_max_timeout_ms = 900000;
+    int64_t transaction_abort_check_interval_ms = 10000;
+    int16_t transaction_version = 2;
     int64_t max_compaction_lag_ms = -1;  // -1: not given (the topic config's default)
     int64_t log_cleaner_io_bytes_per_sec = 32LL << 20;
     int64_t flush_pass_interval_us = 0;
@@ -369,6 +372,9 @@ int serve(const serve_options& o) {
     cfg.offsets_retention_check_interval_ms = o.offsets_retention_check_interval_ms;
     cfg.log_retention_check_interval_ms = o.log_retention_check_interval_ms;
     cfg.log_cleaner_backoff_ms = o.log_cleaner_backoff_ms;
+    cfg.transaction_max_timeout_ms = o.transaction_max_timeout_ms;
+    cfg.transaction_abort_check_interval_ms = o.transaction_abort_check_interval_ms;
+    cfg.transaction_version = o.transaction_version;
 
     // Before SQLite's first use: its allocator then keeps no statistics, which otherwise
     // cost a global mutex on every allocation of every connection (the expander makes
@@ -648,6 +654,21 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--offsets-retention-check-interval-ms", o->offsets_retention_check_interval_ms,
                     "How often expired committed offsets are removed")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--transaction-max-timeout-ms", o->transaction_max_timeout_ms,
+                    "The longest transaction.timeout.ms a transactional producer may ask for "
+                    "(INVALID_TRANSACTION_TIMEOUT above it)")
+        ->check(CLI::Range(1, INT32_MAX))
+        ->capture_default_str();
+    cmd->add_option("--transaction-abort-check-interval-ms",
+                    o->transaction_abort_check_interval_ms,
+                    "How often transactions open longer than their timeout are aborted")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--transaction-version", o->transaction_version,
+                    "The transaction.version feature announced to clients: 2 (KIP-890, "
+                    "Kafka 4.0's default) or 1 (the original transaction protocol)")
+        ->check(CLI::Range(1, 2))
         ->capture_default_str();
     cmd->add_option("--log-retention-check-interval-ms", o->log_retention_check_interval_ms,
                     "How often segments past a topic's retention.ms or retention.bytes are "

@@ -55,6 +55,12 @@ constexpr access_rule rules[] = {
     {api_key::init_producer_id, resource_kind::cluster, action::idempotent_write},
     {api_key::init_producer_id, resource_kind::topic, action::write},
     {api_key::describe_producers, resource_kind::topic, action::read},
+    // Transactions, as Kafka; transactional ids themselves are not a resource here yet.
+    {api_key::add_partitions_to_txn, resource_kind::topic, action::write},
+    {api_key::add_partitions_to_txn, resource_kind::cluster, action::cluster_action},
+    {api_key::add_offsets_to_txn, resource_kind::group, action::read},
+    {api_key::txn_offset_commit, resource_kind::group, action::read},
+    {api_key::txn_offset_commit, resource_kind::topic, action::read},
     // As Kafka: ACLs are read with Describe and changed with Alter on the cluster.
     {api_key::describe_acls, resource_kind::cluster, action::describe},
     {api_key::create_acls, resource_kind::cluster, action::alter},

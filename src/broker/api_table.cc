@@ -10,7 +10,7 @@ using protocol::api_key;
 // Versions: Kafka's clients pick the highest version both sides know; the lower bounds
 // reach back to what librdkafka 2.0, kafka-python 2.0 and kafkajs 2.2 still send.
 constexpr api_def table[] = {
-    {api_key::produce, "Produce", 0, 9, handle_produce},
+    {api_key::produce, "Produce", 0, 12, handle_produce},
     {api_key::fetch, "Fetch", 0, 13, handle_fetch},
     {api_key::list_offsets, "ListOffsets", 0, 8, handle_list_offsets},
     {api_key::metadata, "Metadata", 0, 12, handle_metadata},
@@ -29,6 +29,10 @@ constexpr api_def table[] = {
     {api_key::delete_topics, "DeleteTopics", 0, 6, handle_delete_topics},
     {api_key::delete_records, "DeleteRecords", 0, 2, handle_delete_records},
     {api_key::init_producer_id, "InitProducerId", 0, 5, handle_init_producer_id},
+    {api_key::add_partitions_to_txn, "AddPartitionsToTxn", 0, 5, handle_add_partitions_to_txn},
+    {api_key::add_offsets_to_txn, "AddOffsetsToTxn", 0, 4, handle_add_offsets_to_txn},
+    {api_key::end_txn, "EndTxn", 0, 5, handle_end_txn},
+    {api_key::txn_offset_commit, "TxnOffsetCommit", 0, 5, handle_txn_offset_commit},
     {api_key::describe_acls, "DescribeAcls", 0, 3, handle_describe_acls},
     {api_key::create_acls, "CreateAcls", 0, 3, handle_create_acls},
     {api_key::delete_acls, "DeleteAcls", 0, 3, handle_delete_acls},

@@ -7,6 +7,7 @@
 #include "broker/broker_metrics.h"
 #include "broker/session.h"
 #include "catalog/group_store.h"
+#include "catalog/txn_store.h"
 
 #include "common/clock.h"
 #include "common/logging.h"
@@ -48,6 +49,7 @@ result<void> broker::load() {
     _topics.load();
     if (auto r = load_dynamic_configs(); !r) return r;
     if (auto r = load_offsets(); !r) return r;
+    if (auto r = load_transactions(); !r) return r;
     _loaded = true;
     return {};
 }
@@ -58,9 +60,9 @@ result<std::vector<listener_config>> broker::start() {
         std::chrono::milliseconds(_cfg.log_retention_check_interval_ms),
         [this] { count_retention(_logs.enforce_retention(now_ms())); });
     // Its own thread, so that a long compaction pass never delays retention.
-    _cleaner =
-        std::make_unique<periodic_thread>(std::chrono::milliseconds(_cfg.log_cleaner_backoff_ms),
-                                          [this] { count_compaction(_logs.enforce_compaction(now_ms())); });
+    _cleaner = std::make_unique<periodic_thread>(
+        std::chrono::milliseconds(_cfg.log_cleaner_backoff_ms),
+        [this] { count_compaction(_logs.enforce_compaction(now_ms())); });
     // As often as a failed load may be retried (log_manager options); an empty list costs
     // one lock.
     _reloader = std::make_unique<periodic_thread>(std::chrono::seconds(2),
@@ -158,6 +160,31 @@ result<void> broker::load_offsets() {
     _loop.add_timer(std::chrono::milliseconds(_cfg.offsets_retention_check_interval_ms),
                     [this] { sweep_expired_offsets(); });
     return {};
+}
+
+result<void> broker::load_transactions() {
+    auto store = catalog::txn_store::open(_cfg.data_dir / "catalog.db");
+    if (!store) return store.err();
+    _txn_store = std::move(*store);
+    _txn_participants = std::make_unique<txn_participants>(*this);
+    txn::services svc;
+    svc.store = _txn_store.get();
+    svc.parts = _txn_participants.get();
+    svc.allocate_producer_id = [this] { return _catalog.allocate_producer_id(); };
+    svc.wall_ms = [] { return now_ms(); };
+    _txns = std::make_unique<txn::coordinator>(txn::settings{_cfg.transaction_max_timeout_ms},
+                                               std::move(svc));
+    if (auto r = _txns->recover(); !r) return r;
+    _loop.add_timer(std::chrono::milliseconds(_cfg.transaction_abort_check_interval_ms),
+                    [this] { expire_transactions(); });
+    return {};
+}
+
+void broker::expire_transactions() {
+    if (_shutting_down) return;
+    _txns->expire();
+    _loop.add_timer(std::chrono::milliseconds(_cfg.transaction_abort_check_interval_ms),
+                    [this] { expire_transactions(); });
 }
 
 void broker::sweep_expired_offsets() {

@@ -20,6 +20,7 @@
 #include "broker/offset_writer.h"
 #include "broker/periodic_thread.h"
 #include "broker/topic_registry.h"
+#include "broker/txn_participants.h"
 #include "catalog/catalog.h"
 #include "group/coordinator.h"
 #include "log/log_manager.h"
@@ -27,6 +28,8 @@
 #include "net/event_loop.h"
 #include "net/listener.h"
 #include "net/log_throttle.h"
+#include "txn/coordinator.h"
+#include "txn/state_store.h"
 
 namespace sluice::broker {
 
@@ -55,6 +58,8 @@ class broker {
     topic_registry& topics() { return _topics; }
     log::log_manager& logs() { return _logs; }
     group::coordinator& groups() { return _groups; }
+    // The transaction coordinator (loaded by load(), which completes prepared ones).
+    txn::coordinator& txns() { return *_txns; }
     // Broker settings changed at run time (dynamic_config.h; broker_dynamic.cc).
     const dynamic_config& dynamic_configs() const { return _dynamic; }
     // Replaces a level's whole set of dynamic settings: checked, stored in the catalog,
@@ -131,6 +136,8 @@ class broker {
     // Arms the loop timer that drives the coordinator's poll() for its earliest deadline.
     void schedule_groups();
     result<void> load_offsets();
+    result<void> load_transactions();
+    void expire_transactions();
     result<void> load_dynamic_configs();
     void apply_dynamic_configs();
     void sweep_expired_offsets();
@@ -147,6 +154,9 @@ class broker {
     group::coordinator _groups;
     fetch_session_cache _fetch_sessions;
     std::unique_ptr<offset_writer> _offsets;
+    std::unique_ptr<txn::state_store> _txn_store;
+    std::unique_ptr<txn_participants> _txn_participants;
+    std::unique_ptr<txn::coordinator> _txns;
     std::unique_ptr<periodic_thread> _retention;  // deletes segments by retention
     std::unique_ptr<periodic_thread> _cleaner;    // compacts cleanup.policy=compact topics
     std::unique_ptr<periodic_thread> _reloader;   // partitions out of service, loaded again

@@ -102,6 +102,13 @@ struct broker_config {
     int64_t log_retention_check_interval_ms = 300000;
     // log.cleaner.backoff.ms: pause between compaction passes (Kafka's default).
     int64_t log_cleaner_backoff_ms = 15000;
+    // transaction.max.timeout.ms: the longest transaction.timeout.ms InitProducerId accepts.
+    int32_t transaction_max_timeout_ms = 900000;
+    // transaction.abort.timed.out.transaction.cleanup.interval.ms (Kafka's default).
+    int64_t transaction_abort_check_interval_ms = 10000;
+    // The transaction.version feature finalized in ApiVersions: 2 (Kafka 4.0's default,
+    // KIP-890 part 2) or 1 (the original protocol; clients then never send EndTxn v5).
+    int16_t transaction_version = 2;
 };
 
 }  // namespace sluice::broker

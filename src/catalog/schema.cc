@@ -149,11 +149,57 @@ result<void> migrate_to_7(db& d) {
     )");
 }
 
+// Version 7 -> 8: the transaction coordinator's state, per transactional id, with the
+// partitions, groups and pending offsets of its open transaction (docs/formats/catalog.md).
+result<void> migrate_to_8(db& d) {
+    return d.exec(R"(
+        CREATE TABLE txn_metadata (
+            transactional_id    TEXT PRIMARY KEY,
+            producer_id         INTEGER NOT NULL CHECK (producer_id >= 0),
+            producer_epoch      INTEGER NOT NULL,
+            last_producer_id    INTEGER NOT NULL,
+            last_producer_epoch INTEGER NOT NULL,
+            next_producer_id    INTEGER NOT NULL,
+            timeout_ms          INTEGER NOT NULL CHECK (timeout_ms > 0),
+            state               TEXT NOT NULL
+                                CHECK (state IN ('Empty', 'Ongoing', 'PrepareCommit',
+                                                 'PrepareAbort', 'CompleteCommit',
+                                                 'CompleteAbort')),
+            tv2                 INTEGER NOT NULL CHECK (tv2 IN (0, 1)),
+            start_ms            INTEGER NOT NULL,
+            update_ms           INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE txn_partitions (
+            transactional_id TEXT NOT NULL,
+            topic            TEXT NOT NULL,
+            partition        INTEGER NOT NULL CHECK (partition >= 0),
+            PRIMARY KEY (transactional_id, topic, partition)
+        ) WITHOUT ROWID;
+        CREATE TABLE txn_groups (
+            transactional_id TEXT NOT NULL,
+            group_id         TEXT NOT NULL,
+            PRIMARY KEY (transactional_id, group_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE txn_offsets (
+            transactional_id TEXT NOT NULL,
+            group_id         TEXT NOT NULL,
+            topic            TEXT NOT NULL,
+            partition        INTEGER NOT NULL CHECK (partition >= 0),
+            offset           INTEGER NOT NULL,
+            leader_epoch     INTEGER NOT NULL,
+            metadata         TEXT,
+            commit_ms        INTEGER NOT NULL,
+            PRIMARY KEY (transactional_id, group_id, topic, partition)
+        ) WITHOUT ROWID;
+    )");
+}
+
 // migrations[v] takes a file from version v to v + 1. Append only: a released step never
 // changes, because files in the field already ran it.
 using migration = result<void> (*)(db&);
 constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3,
-                                    migrate_to_4, migrate_to_5, migrate_to_6, migrate_to_7};
+                                    migrate_to_4, migrate_to_5, migrate_to_6, migrate_to_7,
+                                    migrate_to_8};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

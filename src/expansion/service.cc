@@ -121,12 +121,22 @@ void writing_again(running& e) {
     e.busy_since = 0;
 }
 
+// Where expansion stops reading a partition: durable events only (the high watermark
+// runs ahead of the fsync: rows of events a machine crash then loses would outlive
+// them, see catch_up), and committed ones (below the last stable offset: an open
+// transaction's records are written when it commits, an aborted one's never).
+offset_t readable_end(const log::partition_log& plog) {
+    return std::min(plog.durable_offset(), plog.last_stable_offset());
+}
+
 // Inserts the rows of partition p's events in [from, to) inside e's open transaction;
 // returns how many.
 result<int64_t> write_rows(running& e, const log::partition_log* plog, int32_t p, offset_t from,
                            offset_t to) {
     int64_t rows = 0;
-    e.cursor.open(plog, from, to);
+    // Committed records only: `to` is at or below the last stable offset (readable_end).
+    if (auto r = e.cursor.open_committed(plog, from, to); !r)
+        return error{r.code(), fmt::format("{}-{}: {}", e.info.topic, p, r.err().message)};
     for (;;) {
         auto more = e.cursor.next();
         if (!more)
@@ -367,9 +377,7 @@ bool service::expand_live(running& e, const std::vector<int32_t>& parts) {
             // A partition added after the expansion was created starts at 0.
             const auto at = e.progress.find(p);
             partition_progress pp = at == e.progress.end() ? partition_progress{} : at->second;
-            // Durable events only (the high watermark runs ahead of the fsync): rows of
-            // events a machine crash then loses would outlive them (see catch_up).
-            const offset_t hw = plog->durable_offset();
+            const offset_t hw = readable_end(*plog);
             if (pp.next >= hw) continue;
             if (budget <= 0) {
                 left = true;
@@ -581,7 +589,7 @@ result<status> service::create(const create_request& r) {
         auto* plog = _o.logs->partition(*topic, p);
         if (!plog) continue;
         partition_progress pp;
-        pp.next = plog->durable_offset();
+        pp.next = readable_end(*plog);
         pp.backfill_start = pp.backfill_next = r.backfill ? plog->log_start_offset() : pp.next;
         pp.backfill_end = pp.next;
         e.progress[p] = pp;

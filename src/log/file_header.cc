@@ -29,7 +29,7 @@ void encode_file_header(uint8_t* out, const file_header& h) {
     store_be<uint32_t>(out + crc_pos, crc32c(out, crc_pos));
 }
 
-result<file_header> decode_file_header(bytes_view in, file_kind expected) {
+result<file_header> decode_file_header(bytes_view in, file_kind expected, uint16_t max_version) {
     if (in.size() < file_header_size)
         return {errc::corrupt,
                 fmt::format("file header is {} bytes, expected {}", in.size(), file_header_size)};
@@ -43,10 +43,10 @@ result<file_header> decode_file_header(bytes_view in, file_kind expected) {
     file_header h;
     h.kind = expected;
     h.version = load_be<uint16_t>(p + 4);
-    if (h.version != current_format_version)
+    if (h.version < 1 || h.version > max_version)
         return {errc::unsupported,
-                fmt::format("{} format version {} is not supported (know {})",
-                            file_kind_name(expected), h.version, current_format_version)};
+                fmt::format("{} format version {} is not supported (know up to {})",
+                            file_kind_name(expected), h.version, max_version)};
     if (load_be<uint16_t>(p + 6) != 0 || load_be<uint32_t>(p + 24) != 0)
         return {errc::corrupt, "file header has unknown flags set"};
     h.base_offset = load_be<int64_t>(p + 8);

@@ -36,8 +36,10 @@ struct file_header {
 };
 
 void encode_file_header(uint8_t* out, const file_header& h);
+// Accepts versions 1..max_version (files whose kind has later versions pass theirs).
 // Errors: corrupt (short, bad magic, bad CRC, non-zero flags/reserved), unsupported (version).
-result<file_header> decode_file_header(bytes_view in, file_kind expected);
+result<file_header> decode_file_header(bytes_view in, file_kind expected,
+                                       uint16_t max_version = current_format_version);
 
 const char* file_kind_name(file_kind k);
 

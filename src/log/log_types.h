@@ -21,7 +21,7 @@ struct log_config {
     int64_t segment_bytes = 1LL << 30;            // roll when the active segment would exceed this
     int64_t segment_ms = 7LL * 24 * 3600 * 1000;  // roll when the active segment is older
     // Kafka's message.max.bytes default: 1 MiB and a batch header's 12 bytes of log overhead.
-    size_t max_message_bytes = (1 << 20) + 12;    // used by the caller for validation; kept here
+    size_t max_message_bytes = (1 << 20) + 12;  // used by the caller for validation; kept here
     protocol::timestamp_type timestamp_type = protocol::timestamp_type::create_time;
     // CreateTime bounds around the broker's clock (produce checks them, as Kafka 4.x).
     int64_t timestamp_before_max_ms = std::numeric_limits<int64_t>::max();
@@ -47,11 +47,14 @@ struct log_config {
 
 // What the producer-state check found for an idempotent batch (producer_state.h).
 enum class sequence_verdict : uint8_t {
-    append,           // the next batch of the producer (or its first): append it
-    duplicate,        // a retry of one of the last five: answer with its first offsets
-    out_of_order,     // OUT_OF_ORDER_SEQUENCE_NUMBER: a gap, or a new epoch not at 0
-    invalid_epoch,    // INVALID_PRODUCER_EPOCH: older than the producer's epoch
-    unknown_producer  // UNKNOWN_PRODUCER_ID: not known here and not at sequence 0
+    append,            // the next batch of the producer (or its first): append it
+    duplicate,         // a retry of one of the last five: answer with its first offsets
+    out_of_order,      // OUT_OF_ORDER_SEQUENCE_NUMBER: a gap, or a new epoch not at 0
+    invalid_epoch,     // INVALID_PRODUCER_EPOCH: older than the producer's epoch
+    unknown_producer,  // UNKNOWN_PRODUCER_ID: not known here and not at sequence 0
+    // Transaction markers only (partition_log::write_marker):
+    // TRANSACTION_COORDINATOR_FENCED, a marker from an older coordinator epoch.
+    coordinator_fenced
 };
 
 struct append_info {
@@ -67,6 +70,7 @@ struct append_info {
 struct read_result {
     bytes data;  // whole batches, concatenated, as stored
     offset_t high_watermark = 0;
+    offset_t last_stable_offset = 0;
     offset_t log_start_offset = 0;
     offset_t log_end_offset = 0;
 };

@@ -135,7 +135,9 @@ result<void> partition_log::load() const {
         log_at(sum.worth_warning() ? log_level::warn : log_level::info, "storage",
                "{}-{}: repaired on load: {}", _topic->name, _partition, sum.describe());
     settle_log_start(files->log_start);
-    return load_producers();
+    auto r = load_producers();
+    if (r) settle_stable();
+    return r;
 }
 
 // Sets the offsets of a freshly loaded log. Everything found on disk is durable:
@@ -145,7 +147,7 @@ void partition_log::settle_log_start(offset_t from_file) const {
         // Segment files gone but the start known: the log goes on from there, so that no
         // offset is ever handed out twice.
         const offset_t start = std::max<offset_t>(from_file, 0);
-        _lso = _leo = _durable = start;
+        _lso = _leo = _durable = _stable = start;
         return;
     }
     _leo = active()->end_offset();
@@ -241,10 +243,8 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
                                           timestamp_ms now) {
     if (batches.empty()) return {errc::invalid_argument, "append of no batches"};
     const log_config cfg = _topic->config();
-    const bool log_append_time = cfg.timestamp_type == protocol::timestamp_type::log_append_time;
     std::lock_guard lk(_mu);
     if (auto r = ensure_loaded(); !r) return r.err();
-    const offset_t base = _leo.load();
     // The sequence check and the offset assignment are one step under _mu.
     if (auto c = check_producers(batches, now); c.verdict != sequence_verdict::append) {
         append_info out{c.verdict, std::move(c.reason)};
@@ -253,6 +253,43 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
         out.log_start_offset = _lso.load();
         return out;
     }
+    return append_checked(cfg, payload, batches, now, nullptr);
+}
+
+result<append_info> partition_log::write_marker(int64_t producer_id, int16_t producer_epoch,
+                                                bool commit, int32_t coordinator_epoch,
+                                                timestamp_ms now) {
+    bytes batch = protocol::encode_control_batch(
+        producer_id, producer_epoch,
+        commit ? protocol::control_type::commit : protocol::control_type::abort, coordinator_epoch,
+        now);
+    auto h = protocol::read_batch_header(batch);
+    const std::vector<protocol::validated_batch> batches{{0, *h, now}};
+    const protocol::control_record marker{
+        static_cast<int16_t>(commit ? protocol::control_type::commit
+                                    : protocol::control_type::abort),
+        coordinator_epoch};
+    const log_config cfg = _topic->config();
+    std::lock_guard lk(_mu);
+    if (auto r = ensure_loaded(); !r) return r.err();
+    if (auto c = _st->producers.check_marker(producer_id, producer_epoch, coordinator_epoch);
+        c.verdict != marker_check::kind::append) {
+        append_info out{c.verdict == marker_check::kind::invalid_epoch
+                            ? sequence_verdict::invalid_epoch
+                            : sequence_verdict::coordinator_fenced,
+                        std::move(c.reason)};
+        out.log_start_offset = _lso.load();
+        return out;
+    }
+    return append_checked(cfg, std::span<uint8_t>(batch), batches, now, &marker);
+}
+
+result<append_info> partition_log::append_checked(
+    const log_config& cfg, std::span<uint8_t> payload,
+    const std::vector<protocol::validated_batch>& batches, timestamp_ms now,
+    const protocol::control_record* marker) {
+    const bool log_append_time = cfg.timestamp_type == protocol::timestamp_type::log_append_time;
+    const offset_t base = _leo.load();
     offset_t next = base;
     size_t covered = 0;
     for (const auto& b : batches) {
@@ -280,7 +317,13 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     auto w = write_batches(cfg, bytes_view(payload.data(), payload.size()), batches, base, next,
                            now, t, log_append_time ? now : no_timestamp);
     if (!w) return w.err();
-    note_producers(batches, base, t);
+    if (marker) {
+        const auto& h = batches.front().header;
+        _st->producers.apply_marker(h.producer_id, h.producer_epoch, marker->is_commit(),
+                                    marker->coordinator_epoch, base, t);
+    } else {
+        note_producers(batches, base, t);
+    }
     // Small appends go to the journal too, so the flusher need not fsync this partition
     // for them. Without it (too big, no journal, or it failed) the files must be fsynced.
     bool journaled = false;
@@ -293,6 +336,7 @@ result<append_info> partition_log::append(std::span<uint8_t> payload,
     // Readable from here on (the high watermark is the log end), before the producer's
     // answer; the flusher makes it durable.
     _leo.store(next);
+    settle_stable();
     if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
     append_info out;
     out.base_offset = base;
@@ -371,28 +415,33 @@ result<size_t> partition_log::append_replayed(bytes_view data, offset_t base,
                                no_timestamp);
         !r)
         return r.err();
-    note_producers(data.subspan(from));
+    if (auto r = note_producers(data.subspan(from)); !r) return r.err();
     ++_st->unjournaled;  // it is not in the new journal: the files must be fsynced
     _leo.store(next);
+    settle_stable();
     if (!_queued.exchange(true)) _ctx->dirty->enqueue_dirty(this);
     return data.size() - from;
 }
 
-result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_bytes,
-                                                bool min_one) const {
+result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_bytes, bool min_one,
+                                                bool committed) const {
     read_slice out;
     int64_t end = 0;
     {
         std::lock_guard lk(_mu);
         if (auto r = ensure_loaded(); !r) return r.err();
         out.high_watermark = _leo.load();
+        out.last_stable_offset = _stable.load();
         out.log_start_offset = _lso.load();
         out.log_end_offset = _leo.load();
         if (offset < out.log_start_offset || offset > out.log_end_offset)
             return {errc::out_of_range, fmt::format("offset {} is outside [{}, {}] of {}-{}",
                                                     offset, out.log_start_offset,
                                                     out.log_end_offset, _topic->name, _partition)};
-        if (offset >= out.high_watermark) return out;
+        // READ_COMMITTED stops at the last stable offset, a batch's base offset (the
+        // first of an ongoing transaction) or the log end.
+        const offset_t bound = committed ? out.last_stable_offset : out.high_watermark;
+        if (offset >= bound) return out;
         segment* seg = segment_for(offset);
         if (!seg) return {errc::out_of_range, "no segment holds the offset"};
         while (true) {
@@ -403,6 +452,11 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
             // Every byte a segment holds is readable: appends write whole batches under
             // the lock, and the high watermark is the log end.
             end = seg->size();
+            if (bound < out.high_watermark && segment_for(bound) == seg) {
+                auto b = seg->find_position(bound);
+                if (!b) return b.err();
+                end = *b;
+            }
             // Compaction may leave no batch at or after `offset` in a sealed segment: the
             // next segment then holds the first record that follows, so that a consumer
             // never stalls in a gap.
@@ -433,11 +487,13 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
     return out;
 }
 
-result<read_result> partition_log::read(offset_t offset, size_t max_bytes, bool min_one) const {
-    auto s = read_slice_at(offset, max_bytes, min_one);
+result<read_result> partition_log::read(offset_t offset, size_t max_bytes, bool min_one,
+                                        bool committed) const {
+    auto s = read_slice_at(offset, max_bytes, min_one, committed);
     if (!s) return s.err();
     read_result out;
     out.high_watermark = s->high_watermark;
+    out.last_stable_offset = s->last_stable_offset;
     out.log_start_offset = s->log_start_offset;
     out.log_end_offset = s->log_end_offset;
     if (s->size == 0) return out;
@@ -457,6 +513,26 @@ result<read_result> partition_log::read(offset_t offset, size_t max_bytes, bool 
 
 offset_t partition_log::high_watermark() const {
     return log_end_offset();
+}
+
+offset_t partition_log::last_stable_offset() const {
+    if (!loaded()) {
+        std::lock_guard lk(_mu);
+        (void)ensure_loaded();
+    }
+    return _stable.load();
+}
+
+result<std::vector<aborted_txn>> partition_log::aborted_transactions(offset_t from,
+                                                                     offset_t to) const {
+    std::lock_guard lk(_mu);
+    if (auto r = ensure_loaded(); !r) return r.err();
+    return _st->producers.aborted_between(from, to);
+}
+
+void partition_log::settle_stable() const {
+    _stable.store(
+        std::min(_st->producers.first_unstable_offset().value_or(_leo.load()), _leo.load()));
 }
 
 offset_t partition_log::durable_offset() const {

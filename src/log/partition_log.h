@@ -36,6 +36,7 @@
 #include "log/producer_state.h"
 #include "log/recovery.h"
 #include "log/segment.h"
+#include "protocol/control_batch.h"
 
 namespace sluice::log {
 
@@ -90,6 +91,7 @@ struct read_slice {
     int64_t position = 0;
     size_t size = 0;
     offset_t high_watermark = 0;
+    offset_t last_stable_offset = 0;
     offset_t log_start_offset = 0;
     offset_t log_end_offset = 0;
 };
@@ -113,13 +115,33 @@ class partition_log {
                                const std::vector<protocol::validated_batch>& batches,
                                timestamp_ms now);
 
-    // Whole batches from the one holding `offset`, below the high watermark, within
-    // max_bytes (the first batch regardless when min_one). Data from one segment.
-    // offset == high watermark: empty. Outside [log start, log end]: out_of_range.
-    result<read_result> read(offset_t offset, size_t max_bytes, bool min_one) const;
+    // Transaction markers (KIP-98): appends a control batch (protocol/control_batch.h)
+    // ending the producer's ongoing transaction in this partition, through the append
+    // path (journal, flusher): the marker is durable once durable_offset() passes the
+    // returned last_offset (log_manager::when_durable(log, info.last_offset, ...)). An
+    // ABORT adds the transaction to the aborted-transaction index. Verdicts (nothing
+    // appended): invalid_epoch (the producer's epoch here is newer), coordinator_fenced
+    // (an older coordinator epoch than the last marker's). Errors: as append.
+    result<append_info> write_marker(int64_t producer_id, int16_t producer_epoch, bool commit,
+                                     int32_t coordinator_epoch, timestamp_ms now);
+
+    // Whole batches from the one holding `offset`, below the high watermark (the last
+    // stable offset when `committed`: isolation_level READ_COMMITTED), within max_bytes
+    // (the first batch regardless when min_one). Data from one segment. offset at or past
+    // that bound: empty. Outside [log start, log end]: out_of_range.
+    result<read_result> read(offset_t offset, size_t max_bytes, bool min_one,
+                             bool committed = false) const;
     // The same range as a file slice, cut at max_bytes (the first batch whole when
     // min_one) rather than at a batch boundary; what Fetch sends with sendfile.
-    result<read_slice> read_slice_at(offset_t offset, size_t max_bytes, bool min_one) const;
+    result<read_slice> read_slice_at(offset_t offset, size_t max_bytes, bool min_one,
+                                     bool committed = false) const;
+
+    // The first offset of the oldest ongoing transaction, or the high watermark when
+    // none is ongoing: what READ_COMMITTED readers may see (Kafka's last stable offset).
+    offset_t last_stable_offset() const;
+    // The aborted transactions with records in [from, to) (Fetch's aborted_transactions
+    // for a READ_COMMITTED answer), by marker offset. Errors: as available().
+    result<std::vector<aborted_txn>> aborted_transactions(offset_t from, offset_t to) const;
 
     offset_t high_watermark() const;  // first offset not readable: the log end offset
     offset_t log_end_offset() const;  // next offset to assign
@@ -196,9 +218,9 @@ class partition_log {
         bool load_failed = false;
         bool disk_full = false;  // the last append failed with ENOSPC (logged once)
         std::chrono::steady_clock::time_point retry_at;
-        uint64_t created_gen = 0;     // bumped when a segment file or the dir is created
-        uint64_t synced_gen = 0;      // created_gen covered by the last directory fsync
-        bool parent_dirty = false;    // the partition directory itself is new
+        uint64_t created_gen = 0;   // bumped when a segment file or the dir is created
+        uint64_t synced_gen = 0;    // created_gen covered by the last directory fsync
+        bool parent_dirty = false;  // the partition directory itself is new
         // Serializes trims (delete_records, retention) so that the log-start-offset file
         // and the segment list move together; taken before _mu, and held while the file
         // is fsynced so that _mu need not be.
@@ -253,11 +275,18 @@ class partition_log {
                                const std::vector<protocol::validated_batch>& batches, offset_t base,
                                offset_t end, timestamp_ms now, timestamp_ms t,
                                timestamp_ms stamped);
+    // The append after the producer check: offsets, segment, producer state (`marker`:
+    // the control record of a transaction marker), journal, log end. _mu held.
+    result<append_info> append_checked(const log_config& cfg, std::span<uint8_t> payload,
+                                       const std::vector<protocol::validated_batch>& batches,
+                                       timestamp_ms now, const protocol::control_record* marker);
     void fail(const error& e) const;
     // A load failed: out of service until a retry succeeds (ensure_loaded).
     void fail_load(const error& e, bool retrying) const;
     void forget_retry() const;  // out of the manager's retry list
     void settle_log_start(offset_t from_file) const;
+    // Sets the last stable offset from the producer table and the log end. _mu held.
+    void settle_stable() const;
 
     // Scans the batches of `seg` holding offsets in [from, limit); fn returns false to stop.
     template <typename Fn>
@@ -289,7 +318,12 @@ class partition_log {
     // Records appended batches whose offsets start at base. _mu held.
     void note_producers(const std::vector<protocol::validated_batch>& batches, offset_t base,
                         timestamp_ms now);
-    void note_producers(bytes_view data) const;  // batches carrying their offsets
+    // Batches carrying their offsets (replay); markers are decoded. Errors: corrupt.
+    result<void> note_producers(bytes_view data) const;
+    // One batch found in the log (load, replay): its producer's sequence or, for a
+    // transaction marker, the end of its transaction. Errors: corrupt (a marker).
+    result<void> note_logged_batch(const protocol::batch_header& h, bytes_view batch,
+                                   timestamp_ms now) const;
     // Writes the producer snapshot as of the log end (docs/formats/producer-snapshot.md)
     // unless the file is current: at a roll and at shutdown. _mu held.
     result<void> save_producer_snapshot() const;
@@ -311,7 +345,7 @@ class partition_log {
         bool cleaned = false;    // a pass ran (the dirty ratio or max lag called for it)
         double dirty_ratio = 0;  // dirty bytes / cleanable bytes when judged
         int64_t bytes_read = 0;
-        int64_t bytes_written = 0;  // of rewritten segments (data files)
+        int64_t bytes_written = 0;    // of rewritten segments (data files)
         int64_t bytes_reclaimed = 0;  // data files replaced, less their rewrites
         int64_t records_removed = 0;
         size_t segments_rewritten = 0;
@@ -423,7 +457,9 @@ class partition_log {
     mutable std::mutex _mu;
     mutable std::atomic<offset_t> _durable{0};
     mutable std::atomic<offset_t> _leo{0};  // also the high watermark
-    mutable std::atomic<offset_t> _lso{0};
+    mutable std::atomic<offset_t> _lso{0};  // the log START offset
+    // The last stable offset (transactions): <= _leo; set with it under _mu.
+    mutable std::atomic<offset_t> _stable{0};
     mutable std::unique_ptr<state> _st;  // null until first use
 };
 

@@ -36,6 +36,9 @@ struct partition_log::clean_plan {
     // The base offsets of each idempotent producer's last batch: kept whole, so that a
     // rebuild of the producer state from the log finds every producer's last sequence.
     std::set<offset_t> producer_last;
+    // Transactions (KIP-98): the aborted ones, whose records every pass removes, as
+    // Kafka's cleaner does; their markers stay (see filter_segment).
+    std::vector<aborted_txn> aborted;
 };
 
 namespace {
@@ -132,12 +135,15 @@ result<bool> partition_log::plan_clean(const log_config& cfg, timestamp_ms now, 
     plan.log_start = _lso.load();
     for (const auto& [id, e] : _st->producers.entries())
         if (const producer_batch* b = e.last()) plan.producer_last.insert(b->first_offset);
+    plan.aborted = _st->producers.aborted();
     const auto& segs = _st->segments;
     // The active segment is never cleaned (appends go there), nor what a reader may not
-    // see yet, nor segments holding records newer than min.compaction.lag.ms.
+    // see yet, nor what an open transaction may still abort (at or past the last stable
+    // offset, as Kafka), nor segments holding records newer than min.compaction.lag.ms.
+    const offset_t stable = _stable.load();
     for (size_t i = 0; i + 1 < segs.size(); ++i) {
         segment& seg = *segs[i];
-        if (seg.end_offset() > hw) break;
+        if (seg.end_offset() > hw || seg.end_offset() > stable) break;
         if (cfg.min_compaction_lag_ms > 0) {
             auto ts = largest_timestamp(seg);
             if (!ts) return ts.err();
@@ -207,7 +213,10 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
         if (!buf && buf.code() == errc::not_found) continue;  // trimmed meanwhile
         if (!buf) return buf.err();
         out.bytes_read += s.size;
-        auto r = each_batch(*buf, [&](const protocol::batch_header&, bytes_view b, size_t) {
+        auto r = each_batch(*buf, [&](const protocol::batch_header& h, bytes_view b, size_t) {
+            // Markers' keys are control record keys, and aborted records never were
+            // values of their keys: neither supersedes a record.
+            if (h.is_control() || in_aborted(plan.aborted, h)) return result<void>();
             // A compressed batch is decompressed here, and again by filter_batch below.
             protocol::for_each_record(b, [&](const protocol::record_view& rec) {
                 if (rec.offset >= plan.dirty_start && rec.key)
@@ -397,8 +406,14 @@ result<partition_log::kept_batches> partition_log::filter_segment(const clean_pl
         const size_t at = out.data.size();
         // Each idempotent producer's last batch stays whole: the producer state
         // rebuilt from the log needs its sequence range (Kafka keeps its header).
-        if (h.producer_id >= 0 && plan.producer_last.contains(h.base_offset)) {
+        // Transaction markers stay too: a rebuild of the transaction state from the log
+        // needs every one (Kafka removes a marker after delete.retention.ms once its
+        // transaction has no record left; Sluice keeps it). An aborted transaction's
+        // batches go whole.
+        if ((h.producer_id >= 0 && plan.producer_last.contains(h.base_offset)) || h.is_control()) {
             out.data.insert(out.data.end(), b.begin(), b.end());
+        } else if (in_aborted(plan.aborted, h)) {
+            out.removed += h.record_count;
         } else {
             auto d = protocol::filter_batch(b, keep, out.data);
             if (!d) return result<void>(d.err());
@@ -415,8 +430,7 @@ result<partition_log::kept_batches> partition_log::filter_segment(const clean_pl
     return out;
 }
 
-result<void> partition_log::drop_trimmed(std::vector<offset_t>& bases,
-                                         std::vector<int64_t>& sizes,
+result<void> partition_log::drop_trimmed(std::vector<offset_t>& bases, std::vector<int64_t>& sizes,
                                          std::vector<std::vector<offset_t>>& merged) {
     // Retention and DeleteRecords remove segments from the front, so a group whose first
     // segment is still there is whole.
@@ -484,8 +498,8 @@ result<void> partition_log::swap_cleaned(const std::vector<offset_t>& bases,
                 if (m >= segs.end() || (*m)->base_offset() != merged[i][k]) {
                     // Invariant (the segments of a group are consecutive and trimmed
                     // only from the front): broken, the files are still right on disk.
-                    error e{errc::corrupt, fmt::format("segment {} to merge is not in place",
-                                                       merged[i][k])};
+                    error e{errc::corrupt,
+                            fmt::format("segment {} to merge is not in place", merged[i][k])};
                     fail(e);
                     return e;
                 }

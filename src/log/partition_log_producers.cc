@@ -79,7 +79,15 @@ result<void> partition_log::load_producers() const {
                                                    scan.position(), scan.reason())};
             const auto& h = scan.header();
             if (h.base_offset < from || h.producer_id < 0) continue;
-            _st->producers.apply(h, h.base_offset, now);
+            bytes_view whole;
+            if (h.is_control()) {
+                auto b = scan.batch();
+                if (!b) return b.err();
+                whole = *b;
+            }
+            if (auto r = note_logged_batch(h, whole, now); !r)
+                return {errc::corrupt,
+                        fmt::format("{}: {}", seg->data_path().string(), r.err().message)};
             ++scanned;
         }
     }
@@ -118,13 +126,31 @@ void partition_log::note_producers(const std::vector<protocol::validated_batch>&
     }
 }
 
-void partition_log::note_producers(bytes_view data) const {
+result<void> partition_log::note_producers(bytes_view data) const {
     for (size_t pos = 0; pos + protocol::batch_header_size <= data.size();) {
         auto h = protocol::read_batch_header(data.subspan(pos));
-        if (!h) return;
-        if (h->producer_id >= 0) _st->producers.apply(*h, h->base_offset, now_ms());
+        if (!h) return {};
+        if (h->producer_id >= 0)
+            if (auto r = note_logged_batch(*h, data.subspan(pos, h->size_bytes()), now_ms()); !r)
+                return r;
         pos += h->size_bytes();
     }
+    return {};
+}
+
+result<void> partition_log::note_logged_batch(const protocol::batch_header& h, bytes_view batch,
+                                              timestamp_ms now) const {
+    if (!h.is_control()) {
+        _st->producers.apply(h, h.base_offset, now);
+        return {};
+    }
+    auto c = protocol::decode_control_batch(batch);
+    if (!c) return c.err();
+    // Other control records (KRaft's) end no transaction.
+    if (c->is_marker())
+        _st->producers.apply_marker(h.producer_id, h.producer_epoch, c->is_commit(),
+                                    c->coordinator_epoch, h.base_offset, now);
+    return {};
 }
 
 result<void> partition_log::save_producer_snapshot() const {

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -49,8 +51,13 @@ struct producer_entry {
     // expiry goes by: producer timestamps may lie far in the past (replayed history) and
     // would expire a live producer at once.
     timestamp_ms last_seen = -1;
-    // Oldest first, at most producer_batches_kept.
+    // Oldest first, at most producer_batches_kept. Empty for a producer known only from
+    // a transaction marker.
     std::vector<producer_batch> batches;
+    // Transactions (KIP-98): the first offset of the producer's ongoing transaction in
+    // this partition (-1: none), and the coordinator epoch of its last marker.
+    offset_t txn_first_offset = -1;
+    int32_t coordinator_epoch = -1;
 
     const producer_batch* last() const { return batches.empty() ? nullptr : &batches.back(); }
 };
@@ -61,6 +68,32 @@ struct sequence_check {
     std::string reason;       // for the answer and the log, when refused
 };
 
+// A transaction that ended with an ABORT marker: its records lie in
+// [first_offset, last_offset] (last_offset: the marker's). Fetch at read_committed hands
+// these to clients, which drop the producer's records in the range.
+struct aborted_txn {
+    int64_t producer_id = -1;
+    offset_t first_offset = 0;
+    offset_t last_offset = 0;
+    bool operator==(const aborted_txn&) const = default;
+};
+
+// Whether the batch with this header holds records of one of `aborted`'s transactions,
+// as Kafka's consumer decides it: transactional, not a marker, of the producer, at an
+// offset from the transaction's first to its ABORT marker.
+bool in_aborted(const std::vector<aborted_txn>& aborted, const protocol::batch_header& h);
+
+// What a transaction marker found (producer_state::check_marker / apply_marker).
+struct marker_check {
+    enum class kind : uint8_t {
+        append,
+        invalid_epoch,      // INVALID_PRODUCER_EPOCH: older than the producer's epoch
+        coordinator_fenced  // TRANSACTION_COORDINATOR_FENCED: an older coordinator epoch
+    };
+    kind verdict = kind::append;
+    std::string reason;
+};
+
 class producer_state {
   public:
     // What the batch with this header (producer_id >= 0) is, given the table.
@@ -69,21 +102,46 @@ class producer_state {
     // seen at broker time `seen`.
     void apply(const protocol::batch_header& h, offset_t base, timestamp_ms seen);
 
+    // Transaction markers. check_marker: whether a marker of this producer epoch and
+    // coordinator epoch may be written (Kafka's checks). apply_marker: records the marker
+    // at `offset`, ending the producer's ongoing transaction here; an abort is added to
+    // the aborted-transaction index (with first offset = the marker's when no record of
+    // the transaction is here, as Kafka does). The marker's epoch becomes the producer's
+    // (a bumped epoch starts the sequence anew).
+    marker_check check_marker(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch) const;
+    void apply_marker(int64_t producer_id, int16_t epoch, bool commit, int32_t coordinator_epoch,
+                      offset_t offset, timestamp_ms seen);
+
+    // The first offset of the oldest ongoing transaction (nullopt: none): the last stable
+    // offset, unless the high watermark is lower.
+    std::optional<offset_t> first_unstable_offset() const;
+    // Aborted transactions overlapping [from, to): last_offset >= from, first_offset < to,
+    // by marker offset.
+    std::vector<aborted_txn> aborted_between(offset_t from, offset_t to) const;
+    const std::vector<aborted_txn>& aborted() const { return _aborted; }
+    // Ongoing transactions: (first offset, producer id), oldest first.
+    const std::set<std::pair<offset_t, int64_t>>& ongoing() const { return _ongoing; }
+
     // Forgets producers whose last batch lies wholly below the log start (retention,
     // DeleteRecords), as Kafka does; their next batch is then from an unknown producer.
+    // A producer with an ongoing transaction stays. Aborted transactions that end below
+    // the log start go too.
     void evict_below(offset_t log_start);
-    // Forgets producers whose last batch came at least expiration_ms before now.
+    // Forgets producers whose last batch came at least expiration_ms before now, except
+    // those with an ongoing transaction (the coordinator times those out).
     void expire(timestamp_ms now, int64_t expiration_ms);
     // Forgets one producer when it expired (check() then sees it as unknown).
     void expire_one(int64_t producer_id, timestamp_ms now, int64_t expiration_ms);
-    // Forgets every batch at or past `end` (a load that found the log shorter).
+    // Forgets every batch, transaction start and aborted transaction at or past `end` (a
+    // load that found the log shorter).
     void truncate(offset_t end);
 
     const std::map<int64_t, producer_entry>& entries() const { return _entries; }
     bool empty() const { return _entries.empty(); }
     size_t memory_bytes() const;
 
-    // The snapshot file's bytes (docs/formats/producer-snapshot.md): the table as of
+    // The snapshot file's bytes (docs/formats/producer-snapshot.md, version 2): the table,
+    // ongoing transactions and aborted-transaction index as of
     // `offset` (every batch below it applied), written at `now`.
     bytes encode(offset_t offset, timestamp_ms now) const;
     // Decodes a snapshot; returns the offset it covers. Errors: corrupt (magic, version,
@@ -91,7 +149,11 @@ class producer_state {
     static result<std::pair<producer_state, offset_t>> decode(bytes_view data);
 
   private:
+    void rebuild_ongoing();
+
     std::map<int64_t, producer_entry> _entries;
+    std::set<std::pair<offset_t, int64_t>> _ongoing;  // (txn first offset, producer id)
+    std::vector<aborted_txn> _aborted;                // by last_offset
 };
 
 }  // namespace sluice::log

@@ -33,6 +33,15 @@ void record_cursor::open(const partition_log* log, offset_t start, offset_t end)
     }
     _times.reset();
     _time_at = 0;
+    _aborted.clear();
+}
+
+result<void> record_cursor::open_committed(const partition_log* log, offset_t start, offset_t end) {
+    auto aborted = log->aborted_transactions(start, end);
+    if (!aborted) return aborted.err();
+    open(log, start, end);
+    _aborted = std::move(*aborted);
+    return {};
 }
 
 size_t record_cursor::find_buffered(offset_t start) const {
@@ -40,7 +49,8 @@ size_t record_cursor::find_buffered(offset_t start) const {
     // not past `start`.
     size_t at = 0;
     if (_batch_at < _buf_used) {
-        auto h = protocol::read_batch_header(bytes_view(_buf).subspan(_batch_at, _buf_used - _batch_at));
+        auto h =
+            protocol::read_batch_header(bytes_view(_buf).subspan(_batch_at, _buf_used - _batch_at));
         if (h && h->base_offset <= start) at = _batch_at;
     }
     for (bool first = at == 0; at < _buf_used; first = false) {
@@ -103,7 +113,7 @@ result<bool> record_cursor::next_batch() {
         _next_read = h->last_offset() + 1;
         if (h->base_offset >= _end) return false;
         _in_batch = true;
-        if (h->last_offset() < _start || h->is_control()) continue;
+        if (h->last_offset() < _start || h->is_control() || in_aborted(_aborted, *h)) continue;
         // A compressed batch looked up again (a join's next row) is decompressed once.
         const bool decompressed = _header.codec() != protocol::compression::none &&
                                   _plain_of == std::pair{_buf_reads, _batch_at};

@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "log/log_types.h"
+#include "log/producer_state.h"
 #include "protocol/record_reader.h"
 
 namespace sluice::log {
@@ -34,7 +35,12 @@ class record_cursor {
     };
 
     // Reads `log` over [start, end) from now on. The log must outlive the reading.
+    // Control batches (transaction markers) are never returned.
     void open(const partition_log* log, offset_t start, offset_t end);
+    // The same as a READ_COMMITTED consumer sees it: also skips the records of aborted
+    // transactions (the caller keeps `end` at or below the last stable offset).
+    // Errors: as partition_log::aborted_transactions.
+    result<void> open_committed(const partition_log* log, offset_t start, offset_t end);
     // Forgets the range (the buffer stays, for the next one: a range of the same log that
     // it holds is read from it).
     void close();
@@ -80,14 +86,15 @@ class record_cursor {
     size_t _batch_at = 0;  // position of the current batch in _buf
     const file* _last_file = nullptr;
     protocol::batch_header _header;
-    bool _in_batch = false;  // _batch_at is the batch last read
-    bytes _plain;            // a compressed batch's records, decompressed
+    bool _in_batch = false;   // _batch_at is the batch last read
+    bytes _plain;             // a compressed batch's records, decompressed
     uint64_t _buf_reads = 0;  // reads into _buf so far
     // The batch _plain holds: (_buf_reads when read, its position in _buf).
     std::pair<uint64_t, size_t> _plain_of{0, npos};
     std::optional<protocol::record_reader> _records;
     protocol::record_ref _rec;
-    bool _rec_pending = false;  // _rec was read but is past the range: not returned yet
+    bool _rec_pending = false;          // _rec was read but is past the range: not returned yet
+    std::vector<aborted_txn> _aborted;  // of the range (open_committed), by marker offset
     std::optional<std::vector<append_time_run>> _times;
     size_t _time_at = 0;
     counters _stats;

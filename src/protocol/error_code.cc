@@ -6,6 +6,15 @@ std::string_view error_name(error_code e) {
     switch (e) {
         case error_code::unknown_server_error: return "UNKNOWN_SERVER_ERROR";
         case error_code::none: return "NONE";
+        case error_code::not_enough_replicas: return "NOT_ENOUGH_REPLICAS";
+        case error_code::invalid_txn_state: return "INVALID_TXN_STATE";
+        case error_code::invalid_producer_id_mapping: return "INVALID_PRODUCER_ID_MAPPING";
+        case error_code::invalid_transaction_timeout: return "INVALID_TRANSACTION_TIMEOUT";
+        case error_code::concurrent_transactions: return "CONCURRENT_TRANSACTIONS";
+        case error_code::operation_not_attempted: return "OPERATION_NOT_ATTEMPTED";
+        case error_code::unstable_offset_commit: return "UNSTABLE_OFFSET_COMMIT";
+        case error_code::producer_fenced: return "PRODUCER_FENCED";
+        case error_code::transaction_abortable: return "TRANSACTION_ABORTABLE";
         case error_code::offset_out_of_range: return "OFFSET_OUT_OF_RANGE";
         case error_code::corrupt_message: return "CORRUPT_MESSAGE";
         case error_code::unknown_topic_or_partition: return "UNKNOWN_TOPIC_OR_PARTITION";

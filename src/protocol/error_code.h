@@ -53,11 +53,18 @@ enum class error_code : int16_t {
     group_id_not_found = 69,
     fetch_session_id_not_found = 70,   // an incremental fetch of a session not (or no longer) held
     invalid_fetch_session_epoch = 71,  // an incremental fetch out of the session's sequence
+    not_enough_replicas = 19,          // retriable: a transactional produce waits for its coordinator
+    invalid_txn_state = 48,            // not allowed in the transaction's state
+    invalid_producer_id_mapping = 49,  // unknown transactional id or producer id
+    invalid_transaction_timeout = 50,  // above --transaction-max-timeout-ms
+    concurrent_transactions = 51,      // the previous transaction is still completing
     transactional_id_authorization_failed = 53,
+    operation_not_attempted = 55,      // another partition of the request failed
     kafka_storage_error = 56,
     sasl_authentication_failed =
         58,  // wrong password or unknown user      // the log could not be written or synced
     unsupported_compression_type = 76,
+    unstable_offset_commit = 88,  // require_stable: an offset pending in a transaction
     member_id_required = 79,  // JoinGroup v4+: rejoin with the member id given
     group_max_size_reached = 81,
     fenced_instance_id = 82,         // a newer member took over this group.instance.id
@@ -66,9 +73,11 @@ enum class error_code : int16_t {
     resource_not_found = 91,         // DescribeUserScramCredentials of an unknown user
     duplicate_resource = 92,         // one user twice in one AlterUserScramCredentials
     unacceptable_credential = 93,    // iterations out of range, empty salt or password
+    producer_fenced = 90,            // a newer instance of the transactional id took over
     unknown_topic_id = 100,
     inconsistent_topic_id = 103,
-    fetch_session_topic_id_error = 106,  // a session's fetches mix topic names and ids
+    fetch_session_topic_id_error = 106,
+    transaction_abortable = 120,  // the transaction cannot go on: abort it (KIP-890)  // a session's fetches mix topic names and ids
 };
 
 std::string_view error_name(error_code e);

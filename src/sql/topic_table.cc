@@ -238,7 +238,9 @@ result<bool> enter_partition(topic_cursor& c, int32_t p) {
     auto& owner = *c.owner;
     c.log = owner.logs.partition(*c.state, p);
     if (!c.log) return false;
-    const offset_t hw = owner.ctx.snapshot({c.topic, p}, c.log->high_watermark());
+    // What a READ_COMMITTED consumer sees: up to the last stable offset, without the
+    // records of aborted transactions (and never a transaction marker).
+    const offset_t hw = owner.ctx.snapshot({c.topic, p}, c.log->last_stable_offset());
     offset_t start = std::max(c.log->log_start_offset(), c.offsets.lo);
     offset_t end =
         c.offsets.hi == std::numeric_limits<int64_t>::max() ? hw : std::min(hw, c.offsets.hi + 1);
@@ -262,7 +264,7 @@ result<bool> enter_partition(topic_cursor& c, int32_t p) {
         end = std::min(end, *f);
     }
     if (start >= end) return false;
-    c.records.open(c.log, start, end);
+    if (auto r = c.records.open_committed(c.log, start, end); !r) return r.err();
     ++owner.ctx.current_scan().partitions_scanned;
     return true;
 }

@@ -11,7 +11,7 @@ import struct
 import time
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Producer
 
 import idempotence_helpers as I
 import kproto as K
@@ -47,36 +47,20 @@ def test_producing_to_a_missing_topic_is_logged_once_with_the_way_out(b):
     assert len(log_lines(b, r"INFO topics: .*topic '%s'" % re.escape(other))) == 1
 
 
-def test_transactional_librdkafka_producer_fails_at_once_saying_why(b):
-    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "clear-answers-tx",
-                  "broker.address.family": "v4"})
-    started = time.monotonic()
-    with pytest.raises(KafkaException) as e:
-        p.init_transactions(30)
-    elapsed = time.monotonic() - started
-    err = e.value.args[0]
-    assert err.fatal(), err
-    assert "transactions are not supported by this broker yet" in err.str(), err.str()
-    # An answer, not librdkafka's 30 s of retries.
-    assert elapsed < 10, elapsed
-    lines = log_lines(b, r"transactional id 'clear-answers-tx' refused")
-    assert len(lines) == 1 and "INFO producer:" in lines[0], lines
-
-
-def test_raw_find_coordinator_and_init_producer_id_refuse_transactions(b):
+def test_raw_find_coordinator_and_init_producer_id_serve_transactions(b):
     with K.Conn(b.bootstrap) as conn:
         for version in (1, 3, 4):
             (c,) = K.find_coordinator(conn, version, ["raw-tx"], key_type=1)
-            assert c["error"] == I.CLUSTER_AUTHORIZATION_FAILED, (version, c)
-            assert "transactions are not supported by this broker yet" in c["error_message"], c
+            assert (c["error"], c["port"]) == (0, b.port), (version, c)
         t = I.init_producer_id_flexible(conn, 5, transactional_id="raw-tx")
-        assert (t["error"], t["producer_id"]) == (I.CLUSTER_AUTHORIZATION_FAILED, -1), t
+        assert t["error"] == 0 and t["producer_id"] >= 0 and t["epoch"] == 0, t
+        # The same transactional id again: the same producer id, the next epoch.
+        again = I.init_producer_id_flexible(conn, 5, transactional_id="raw-tx")
+        assert (again["error"], again["producer_id"], again["epoch"]) == (0, t["producer_id"], 1), again
         # Groups and idempotent producers are unaffected.
         (g,) = K.find_coordinator(conn, 4, ["some-group"])
         assert g["error"] == 0 and g["port"] == b.port, g
         assert I.init_producer_id_flexible(conn, 5)["error"] == 0
-    # Logged once a minute per client, however often it asks.
-    assert len(log_lines(b, r"transactional id 'raw-tx' refused")) == 1
 
 
 BOOLEANS = [

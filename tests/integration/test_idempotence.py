@@ -33,17 +33,17 @@ def test_init_producer_id_allocates_durable_ids_and_bumps_epochs(broker):
         # as Kafka 4.3 answers (the epoch bump of KIP-360 is for transactional producers).
         again = I.init_producer_id_flexible(conn, 3, producer_id=b["producer_id"], epoch=0)
         assert (again["error"], again["epoch"]) == (0, 0) and again["producer_id"] > b["producer_id"], again
-        # A transactional id: no transactions yet, refused as FindCoordinator refuses a
-        # transaction coordinator (fatal in clients, not retried).
+        # A transactional id keeps its producer id across restarts (the epoch moves on).
         t = I.init_producer_id_flexible(conn, 5, transactional_id="tx-1")
-        assert (t["error"], t["producer_id"]) == (I.CLUSTER_AUTHORIZATION_FAILED, -1)
-    assert "transactional id 'tx-1' refused" in broker.stderr_tail(400)
+        assert (t["error"], t["epoch"]) == (0, 0) and t["producer_id"] > b["producer_id"], t
     # Ids are never handed out twice, also after a kill -9.
     broker.kill9()
     broker.start()
     with K.Conn(broker.bootstrap) as conn:
         c = I.init_producer_id_v1(conn)
-    assert c["error"] == 0 and c["producer_id"] > b["producer_id"]
+        t2 = I.init_producer_id_flexible(conn, 5, transactional_id="tx-1")
+    assert c["error"] == 0 and c["producer_id"] > t["producer_id"]
+    assert (t2["error"], t2["producer_id"], t2["epoch"]) == (0, t["producer_id"], 1), t2
 
 
 def test_sequence_check_branches(broker, topic_name):
@@ -68,7 +68,7 @@ def test_sequence_check_branches(broker, topic_name):
         assert p(1, 8, [v(8)])["error"] == I.OUT_OF_ORDER_SEQUENCE_NUMBER
         assert p(1, 0, [v(8)])["base_offset"] == 8
         assert p(0, 8, [v(9)])["error"] == I.INVALID_PRODUCER_EPOCH
-        # Transactional batches: no transactions here.
+        # A transactional batch without a transactional id in the request (as Kafka).
         assert p(1, 1, [v(9)], transactional=True)["error"] == I.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         # Two batches of one producer in one partition's records.
         two = I.batch(pid, 1, 1, [v(9)], ts) + I.batch(pid, 1, 2, [v(10)], ts)

@@ -9,7 +9,7 @@ sequence, and librdkafka reads the same records. offsetsForTimes and a seek ther
 the first record at or after the time. Consumer groups use group.protocol=classic with
 the range and cooperative-sticky assignors, and static membership (group.instance.id):
 a member that restarts gets its partitions back without the other member rebalancing.
-A transactional producer gets the error Sluice's missing transactions give.
+Transactions: test_transactions.py.
 """
 
 import json
@@ -127,15 +127,6 @@ def test_default_producer_every_codec_record_by_record(broker, tmp_path):
         want = next((o, ts) for o, ts in in_p1 if ts >= query_ts)
         assert (x["offset"], x["timestamp"]) == want, (x, want)
         assert (x["first_offset"], x["first_timestamp"]) == want, x
-
-
-def test_transactional_producer_is_refused_clearly(broker):
-    out = JC.run("Transactional", broker.bootstrap, "java-txn", 20000)
-    init = JC.one(out, "init")
-    assert init["error"] == "KafkaException", init
-    assert "coordinator with type TRANSACTION" in init["message"], init
-    assert "transactions are not supported by this broker" in init["message"], init
-    assert init["elapsed_ms"] < 20000, init  # an answer, not the max.block.ms timeout
 
 
 def produce_values(bootstrap, topic, partitions, per_partition, salt):

@@ -1,6 +1,6 @@
+#include "protocol/messages/api_versions.h"
 #include "broker/api_table.h"
 #include "broker/handlers/handlers.h"
-#include "protocol/messages/api_versions.h"
 
 namespace sluice::broker {
 
@@ -10,6 +10,13 @@ void handle_api_versions(const request_context& ctx, request_body body) {
     protocol::api_versions_response resp;
     for (const auto& a : supported_apis())
         resp.api_keys.push_back({static_cast<int16_t>(a.key), a.min_version, a.max_version});
+    // KIP-584 features: transaction.version 2 (KIP-890 part 2) is what a Kafka 4 client
+    // needs to use EndTxn v5 and Produce v12; --transaction-version 1 turns it down. As
+    // Kafka, v0-3 leave out supported features whose minimum is 0 (KAFKA-17011).
+    const int16_t tv = ctx.b.config().transaction_version;
+    if (ctx.version() >= 4) resp.supported_features.push_back({"transaction.version", 0, 2});
+    resp.finalized_features_epoch = 1;
+    resp.finalized_features.push_back({"transaction.version", tv, tv});
     ctx.respond(resp);
 }
 

@@ -37,6 +37,8 @@ void handle_describe_producers(const request_context& ctx, request_body body) {
                 p.producer_epoch = e.epoch;
                 p.last_sequence = e.last() ? e.last()->last_seq : -1;
                 p.last_timestamp = e.last_timestamp;
+                p.coordinator_epoch = e.coordinator_epoch;
+                p.current_txn_start_offset = e.txn_first_offset;
             }
         }
     }

@@ -34,6 +34,24 @@ bytes downconvert(const log::read_slice& s, int8_t magic, int64_t from_offset) {
     return protocol::downconvert_batches(raw, magic, from_offset);
 }
 
+// READ_COMMITTED: the aborted transactions with records from the fetch offset up to the
+// last stable offset, which the client drops (as Kafka, the list may name transactions
+// past the records returned). False (the partition answered in error) when the log
+// fails.
+bool add_aborted(const log::partition_log& plog, int64_t from, const log::read_slice& r,
+                 fetch_response::partition& op) {
+    auto aborted = plog.aborted_transactions(from, r.last_stable_offset);
+    if (!aborted) {
+        op.error_code = code(error_code::kafka_storage_error);
+        op.high_watermark = op.last_stable_offset = op.log_start_offset = -1;
+        op.records.data = bytes{};
+        return false;
+    }
+    for (const auto& a : *aborted)
+        op.aborted_transactions->push_back({a.producer_id, a.first_offset});
+    return true;
+}
+
 struct fetch_outcome {
     fetch_response resp;
     size_t bytes = 0;
@@ -72,18 +90,20 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
                 o.error = true;
                 continue;
             }
-            // Kafka answers null at read_uncommitted and a list (never aborted
-            // transactions here) at read_committed.
-            if (req.isolation_level == 1) op.aborted_transactions.emplace();
+            // Kafka answers null at read_uncommitted and a list at read_committed.
+            const bool committed = req.isolation_level == 1;
+            if (committed) op.aborted_transactions.emplace();
             size_t limit = std::min(budget - std::min(budget, o.bytes),
                                     static_cast<size_t>(std::max(rp.partition_max_bytes, 0)));
             // Fetch v0-v2 have a hard limit (KIP-74 came with v3): a first batch above
-            // it returns nothing, as in Kafka.
-            auto r = plog->read_slice_at(rp.fetch_offset, limit, o.bytes == 0 && !hard_limit);
+            // it returns nothing, as in Kafka. READ_COMMITTED stops at the last stable
+            // offset.
+            auto r =
+                plog->read_slice_at(rp.fetch_offset, limit, o.bytes == 0 && !hard_limit, committed);
             if (!r) {
-                op.error_code = code(r.code() == errc::out_of_range
-                                         ? error_code::offset_out_of_range
-                                         : error_code::kafka_storage_error);
+                op.error_code =
+                    code(r.code() == errc::out_of_range ? error_code::offset_out_of_range
+                                                        : error_code::kafka_storage_error);
                 // Kafka's answer for a partition in error carries no offsets (-1): a
                 // client that is out of range looks them up with ListOffsets.
                 op.high_watermark = -1;
@@ -94,8 +114,12 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
                 continue;
             }
             op.high_watermark = r->high_watermark;
-            op.last_stable_offset = r->high_watermark;
+            op.last_stable_offset = r->last_stable_offset;
             op.log_start_offset = r->log_start_offset;
+            if (committed && r->size > 0 && !add_aborted(*plog, rp.fetch_offset, *r, op)) {
+                o.error = true;
+                continue;
+            }
             o.bytes += r->size;
             if (r->size > 0) o.sent.emplace_back(t, r->size);
             op.records.data = bytes{};
@@ -156,18 +180,20 @@ void handle_fetch(const request_context& ctx, request_body body) {
     std::vector<topic_partition> tps;
     for (const auto& rt : req.topics) {
         const topic_state* t = by_id ? b.topics().find(rt.topic_id) : b.topics().find(rt.name);
-        for (const auto& rp : rt.partitions) tps.push_back({t ? t->info.name : rt.name, rp.partition});
+        for (const auto& rp : rt.partitions)
+            tps.push_back({t ? t->info.name : rt.name, rp.partition});
     }
     auto p = std::make_shared<parked_fetch>(
         parked_fetch{ctx, std::move(req), std::move(session), std::move(denied)});
-    b.wait_for_data(tps, std::chrono::milliseconds(p->req.max_wait_ms), [p, min_bytes](bool timed_out) {
-        if (p->ctx.sess->closed()) return true;
-        auto again = read_all(p->ctx.b, p->req, p->ctx.version(), p->denied);
-        if (!timed_out && again.bytes < min_bytes && !again.error) return false;
-        count_fetched(again.sent);
-        answer(p->ctx, p->req, p->session, again.resp);
-        return true;
-    });
+    b.wait_for_data(tps, std::chrono::milliseconds(p->req.max_wait_ms),
+                    [p, min_bytes](bool timed_out) {
+                        if (p->ctx.sess->closed()) return true;
+                        auto again = read_all(p->ctx.b, p->req, p->ctx.version(), p->denied);
+                        if (!timed_out && again.bytes < min_bytes && !again.error) return false;
+                        count_fetched(again.sent);
+                        answer(p->ctx, p->req, p->session, again.resp);
+                        return true;
+                    });
 }
 
 }  // namespace sluice::broker

@@ -4,22 +4,22 @@
 
 namespace sluice::broker {
 
-// Every group is coordinated here. With several advertised addresses, groups are spread
-// across them as partitions are, so clients see the load shared.
+// Every group and every transactional id is coordinated here. With several advertised
+// addresses, keys are spread across them as partitions are, so clients see the load
+// shared.
 void handle_find_coordinator(const request_context& ctx, request_body body) {
     protocol::find_coordinator_request req;
     if (!decode_request(ctx, body, req)) return;
     auto answer = [&](const std::string& key, protocol::find_coordinator_response::coordinator& c) {
         c.key = key;
-        if (req.key_type != protocol::coordinator_key_group) {
-            // Transactions are not offered yet (docs/compatibility.md).
-            const auto& refusal = transactions_refused();
-            log_transactions_refused(ctx, "FindCoordinator", key);
-            c.error_code = code(refusal.code);
-            c.error_message = refusal.message;
+        if (req.key_type != protocol::coordinator_key_group &&
+            req.key_type != protocol::coordinator_key_transaction) {
+            c.error_code = code(protocol::error_code::invalid_request);
+            c.error_message = "unknown key type " + std::to_string(req.key_type);
             return;
         }
-        if (!ctx.allowed(security::resource_kind::group, key)) {
+        if (req.key_type == protocol::coordinator_key_group &&
+            !ctx.allowed(security::resource_kind::group, key)) {
             c.error_code = code(protocol::error_code::group_authorization_failed);
             c.error_message = "KafkaDescribe on sluice:group:" + key + " is needed";
             return;

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "protocol/error_code.h"
 #include "security/policy.h"
+#include "txn/coordinator.h"
 
 namespace sluice::broker {
 
@@ -43,6 +44,10 @@ void handle_sasl_handshake(const request_context& ctx, request_body body);
 void handle_sasl_authenticate(const request_context& ctx, request_body body);
 void handle_describe_user_scram_credentials(const request_context& ctx, request_body body);
 void handle_alter_user_scram_credentials(const request_context& ctx, request_body body);
+void handle_add_partitions_to_txn(const request_context& ctx, request_body body);
+void handle_add_offsets_to_txn(const request_context& ctx, request_body body);
+void handle_end_txn(const request_context& ctx, request_body body);
+void handle_txn_offset_commit(const request_context& ctx, request_body body);
 void handle_describe_acls(const request_context& ctx, request_body body);
 void handle_create_acls(const request_context& ctx, request_body body);
 void handle_delete_acls(const request_context& ctx, request_body body);
@@ -73,17 +78,12 @@ std::optional<std::string> replication_factor_error(int32_t factor);
 // than the bound, an id given twice, or an id no broker announces (ids are 0..brokers-1).
 std::optional<std::string> replica_list_error(std::span<const int32_t> ids, size_t brokers);
 
-// Transactions are not offered yet: what FindCoordinator for a transaction coordinator
-// and InitProducerId with a transactional id answer (refusals.cc says why this code).
-// The one place to change when transactions land.
-struct transactions_refusal {
-    protocol::error_code code;
-    std::string message;
-};
-const transactions_refusal& transactions_refused();
-// Logs the refusal at info, once a minute per client.
-void log_transactions_refused(const request_context& ctx, std::string_view api,
-                              const std::string& transactional_id);
+// The wire code of a transaction coordinator outcome (txn_common.cc);
+// producer_fenced_known: the API version knows PRODUCER_FENCED (KIP-588).
+protocol::error_code txn_error_code(txn::txn_error e, bool producer_fenced_known);
+// Logs a refused transaction request (CONCURRENT_TRANSACTIONS at debug: a retry).
+void log_txn_refusal(const request_context& ctx, std::string_view api, const std::string& id,
+                     txn::txn_error e);
 // With auto-creation off, logs at info (once a minute per topic) that a client asked
 // for a topic that does not exist, and how to create it.
 void log_unknown_topic(const request_context& ctx, std::string_view api, const std::string& topic);
@@ -101,6 +101,8 @@ bool decode_request(const request_context& ctx, request_body body, R& out) {
     return false;
 }
 
-inline int16_t code(protocol::error_code e) { return static_cast<int16_t>(e); }
+inline int16_t code(protocol::error_code e) {
+    return static_cast<int16_t>(e);
+}
 
 }  // namespace sluice::broker

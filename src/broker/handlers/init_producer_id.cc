@@ -15,20 +15,31 @@ bool may_init(const request_context& ctx) {
 
 }  // namespace
 
-// Idempotent producers only: ids come from the catalog's durable counter, epoch 0. A
-// v3+ request naming its current id and epoch gets a new id too, as Kafka 4.3 answers
-// one without a transactional id (test_differential): KIP-360's epoch bump is for
-// transactional producers. Transactions are not offered yet: a transactional id gets
-// the refusal FindCoordinator gives (transactions_refused()).
+// Without a transactional id: an idempotent producer, a new id from the catalog's
+// durable counter, epoch 0. A v3+ request naming its current id and epoch gets a new id
+// too, as Kafka 4.3 answers one without a transactional id (test_differential): KIP-360's
+// epoch bump is for transactional producers. With one: the transaction coordinator
+// keeps the id and bumps its epoch, fencing the previous instance.
 void handle_init_producer_id(const request_context& ctx, request_body body) {
     protocol::init_producer_id_request req;
     if (!decode_request(ctx, body, req)) return;
     protocol::init_producer_id_response resp;
     using protocol::error_code;
     if (req.transactional_id && !req.transactional_id->empty()) {
-        log_transactions_refused(ctx, "InitProducerId", *req.transactional_id);
-        resp.error_code = code(transactions_refused().code);
-    } else if (!may_init(ctx)) {
+        const std::string id = *req.transactional_id;
+        ctx.b.txns().init_producer_id(id, req.transaction_timeout_ms, req.producer_id,
+                                      req.producer_epoch, [ctx, id](const txn::producer_answer& a) {
+                                          log_txn_refusal(ctx, "InitProducerId", id, a.error);
+                                          protocol::init_producer_id_response r;
+                                          r.error_code =
+                                              code(txn_error_code(a.error, ctx.version() >= 4));
+                                          r.producer_id = a.producer_id;
+                                          r.producer_epoch = a.producer_epoch;
+                                          ctx.respond(r);
+                                      });
+        return;
+    }
+    if (!may_init(ctx)) {
         resp.error_code = code(error_code::cluster_authorization_failed);
     } else if (auto id = ctx.b.access().catalog().allocate_producer_id(); !id) {
         log_error("producer", "{}: no producer id: {}", ctx.client(), id.err().message);

@@ -11,28 +11,33 @@ namespace {
 using protocol::error_code;
 using protocol::list_offsets_response;
 
-void lookup(const log::partition_log& plog, int64_t ts, list_offsets_response::partition& out) {
+// READ_COMMITTED (isolation_level 1) sees up to the last stable offset: LATEST is it,
+// and a timestamp lookup finds no record at or past it, as in Kafka.
+void lookup(const log::partition_log& plog, int64_t ts, bool committed,
+            list_offsets_response::partition& out) {
+    const int64_t fetchable = committed ? plog.last_stable_offset() : plog.high_watermark();
     if (ts == protocol::latest_timestamp) {
-        out.offset = plog.high_watermark();
+        out.offset = fetchable;
         return;
     }
     if (ts == protocol::earliest_timestamp || ts == protocol::earliest_local_timestamp) {
         out.offset = plog.log_start_offset();
         return;
     }
-    auto found = ts == protocol::max_timestamp ? plog.max_timestamp_offset()
-                                               : plog.offset_for_timestamp(ts);
+    auto found =
+        ts == protocol::max_timestamp ? plog.max_timestamp_offset() : plog.offset_for_timestamp(ts);
     if (!found) {
         out.error_code = code(found.code() == errc::io_error ? error_code::kafka_storage_error
                                                              : error_code::unknown_server_error);
         log_error("list_offsets", "lookup failed: {}", found.err().message);
         return;
     }
-    if (*found) {
+    if (*found && (*found)->offset < fetchable) {
         out.offset = (*found)->offset;
         out.timestamp = (*found)->timestamp;
     } else {
-        out.leader_epoch = -1;  // no record at or after ts: offset, timestamp and epoch -1, as Kafka
+        out.leader_epoch =
+            -1;  // no record at or after ts: offset, timestamp and epoch -1, as Kafka
     }
 }
 
@@ -47,7 +52,8 @@ bool timestamp_known(int64_t ts, int16_t version) {
 }
 
 // Kafka refuses a partition named twice in one request: one INVALID_REQUEST entry for it.
-bool named_twice(const std::vector<protocol::list_offsets_request::partition>& parts, int32_t index) {
+bool named_twice(const std::vector<protocol::list_offsets_request::partition>& parts,
+                 int32_t index) {
     return std::count_if(parts.begin(), parts.end(),
                          [&](const auto& p) { return p.partition_index == index; }) > 1;
 }
@@ -86,15 +92,15 @@ void handle_list_offsets(const request_context& ctx, request_body body) {
             // An out-of-service partition has no offsets to tell; 0 would mislead consumers
             // and lag tools. Kafka answers KAFKA_STORAGE_ERROR for an offline log (retriable).
             if (auto a = plog->available(); !a) {
-                op.error_code = code(a.code() == errc::not_found
-                                         ? error_code::unknown_topic_or_partition
-                                         : error_code::kafka_storage_error);
-                log_warn("list_offsets", "{}: {}-{}: {}", ctx.client(), rt.name,
-                         rp.partition_index, a.err().message);
+                op.error_code =
+                    code(a.code() == errc::not_found ? error_code::unknown_topic_or_partition
+                                                     : error_code::kafka_storage_error);
+                log_warn("list_offsets", "{}: {}-{}: {}", ctx.client(), rt.name, rp.partition_index,
+                         a.err().message);
                 continue;
             }
             op.leader_epoch = 0;
-            lookup(*plog, rp.timestamp, op);
+            lookup(*plog, rp.timestamp, req.isolation_level == 1, op);
             if (ctx.version() == 0 && op.offset >= 0) op.old_style_offsets = {op.offset};
         }
     }

@@ -13,10 +13,15 @@ using protocol::error_code;
 // One group's answer: the partitions asked for (an uncommitted one gets offset -1), or
 // with topics null every partition the group has committed. Topics the principal may
 // not describe are left out of "every", and answer TOPIC_AUTHORIZATION_FAILED when named.
+// require_stable (v7+): a partition whose offset is pending in an open transaction
+// answers UNSTABLE_OFFSET_COMMIT, as Kafka does, so the consumer waits for it.
 std::vector<offset_fetch_response::topic> fetch_group(
     const request_context& ctx, const std::string& group_id,
-    const std::optional<std::vector<offset_fetch_request::topic>>& topics) {
+    const std::optional<std::vector<offset_fetch_request::topic>>& topics, bool require_stable) {
     const auto& groups = ctx.b.groups();
+    auto unstable = [&](const topic_partition& tp) {
+        return require_stable && ctx.b.txns().has_pending_offset(group_id, tp);
+    };
     std::vector<offset_fetch_response::topic> out;
     auto fill = [](offset_fetch_response::partition& p, const group::committed_offset& v) {
         p.committed_offset = v.offset;
@@ -30,7 +35,10 @@ std::vector<offset_fetch_response::topic> fetch_group(
             if (out.empty() || out.back().name != e.tp.topic) out.push_back({e.tp.topic, {}});
             auto& p = out.back().partitions.emplace_back();
             p.partition_index = e.tp.partition;
-            fill(p, e.value);
+            if (unstable(e.tp))
+                p.error_code = code(error_code::unstable_offset_commit);
+            else
+                fill(p, e.value);
         }
         return out;
     }
@@ -44,6 +52,8 @@ std::vector<offset_fetch_response::topic> fetch_group(
             p.metadata = "";
             if (denied)
                 p.error_code = code(error_code::topic_authorization_failed);
+            else if (unstable({t.name, idx}))
+                p.error_code = code(error_code::unstable_offset_commit);
             else if (auto v = groups.committed(group_id, {t.name, idx}))
                 fill(p, *v);
         }
@@ -66,7 +76,8 @@ void handle_offset_fetch(const request_context& ctx, request_body body) {
             if (denied(g.group_id))
                 resp.groups.push_back({g.group_id, {}, group_denied});
             else
-                resp.groups.push_back({g.group_id, fetch_group(ctx, g.group_id, g.topics), 0});
+                resp.groups.push_back(
+                    {g.group_id, fetch_group(ctx, g.group_id, g.topics, req.require_stable), 0});
         }
     } else if (denied(req.group_id)) {
         // v2-7 carry the error for the group; v0-1 only have the partitions' codes.
@@ -84,7 +95,7 @@ void handle_offset_fetch(const request_context& ctx, request_body body) {
             }
         }
     } else {
-        resp.topics = fetch_group(ctx, req.group_id, req.topics);
+        resp.topics = fetch_group(ctx, req.group_id, req.topics, req.require_stable);
     }
     ctx.respond(resp);
 }

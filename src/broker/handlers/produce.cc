@@ -16,13 +16,20 @@ using protocol::produce_response;
 
 error_code to_error(errc e) {
     switch (e) {
-        case errc::too_large: return error_code::message_too_large;
-        case errc::invalid_record: return error_code::invalid_record;
-        case errc::invalid_timestamp: return error_code::invalid_timestamp;
-        case errc::corrupt: return error_code::corrupt_message;
-        case errc::unsupported: return error_code::unsupported_compression_type;
-        case errc::io_error: return error_code::kafka_storage_error;
-        default: return error_code::unknown_server_error;
+        case errc::too_large:
+            return error_code::message_too_large;
+        case errc::invalid_record:
+            return error_code::invalid_record;
+        case errc::invalid_timestamp:
+            return error_code::invalid_timestamp;
+        case errc::corrupt:
+            return error_code::corrupt_message;
+        case errc::unsupported:
+            return error_code::unsupported_compression_type;
+        case errc::io_error:
+            return error_code::kafka_storage_error;
+        default:
+            return error_code::unknown_server_error;
     }
 }
 
@@ -35,10 +42,14 @@ bool needs_codec(const std::vector<protocol::validated_batch>& batches, protocol
 
 error_code sequence_error(log::sequence_verdict v) {
     switch (v) {
-        case log::sequence_verdict::out_of_order: return error_code::out_of_order_sequence_number;
-        case log::sequence_verdict::invalid_epoch: return error_code::invalid_producer_epoch;
-        case log::sequence_verdict::unknown_producer: return error_code::unknown_producer_id;
-        default: return error_code::unknown_server_error;
+        case log::sequence_verdict::out_of_order:
+            return error_code::out_of_order_sequence_number;
+        case log::sequence_verdict::invalid_epoch:
+            return error_code::invalid_producer_epoch;
+        case log::sequence_verdict::unknown_producer:
+            return error_code::unknown_producer_id;
+        default:
+            return error_code::unknown_server_error;
     }
 }
 
@@ -48,14 +59,54 @@ error_code sequence_error(log::sequence_verdict v) {
 std::optional<std::string> idempotence_error(const protocol::batch_header& h, size_t batches) {
     if (h.producer_id < 0) return std::nullopt;
     if (batches != 1)
-        return fmt::format("a produce from idempotent producer {} carries {} batches for one "
-                           "partition; exactly one is allowed",
-                           h.producer_id, batches);
+        return fmt::format(
+            "a produce from idempotent producer {} carries {} batches for one "
+            "partition; exactly one is allowed",
+            h.producer_id, batches);
     if (h.producer_epoch < 0 || h.base_sequence < 0)
-        return fmt::format("idempotent batch of producer {} has epoch {} and sequence {}; "
-                           "neither may be negative",
-                           h.producer_id, h.producer_epoch, h.base_sequence);
+        return fmt::format(
+            "idempotent batch of producer {} has epoch {} and sequence {}; "
+            "neither may be negative",
+            h.producer_id, h.producer_epoch, h.base_sequence);
     return std::nullopt;
+}
+
+// A transactional batch may go only to a partition of its producer's ongoing
+// transaction: Produce v12 (transaction version 2) adds the partition itself, older
+// versions must have added it with AddPartitionsToTxn (KIP-890 part 1's verification;
+// INVALID_TXN_STATE otherwise). Returns the refusal, if any.
+std::optional<std::pair<error_code, std::string>> check_transactional(
+    const request_context& ctx, const std::optional<std::string>& txn_id, const topic_partition& tp,
+    const protocol::batch_header& h) {
+    // As Kafka: transactional records need a transactional id the producer may write as.
+    if (!txn_id || txn_id->empty())
+        return std::pair{error_code::transactional_id_authorization_failed,
+                         fmt::format("a transactional batch of producer {} in a produce request "
+                                     "without a transactional id",
+                                     h.producer_id)};
+    auto& txns = ctx.b.txns();
+    auto e = ctx.version() >= 12
+                 ? txns.add_partitions(*txn_id, h.producer_id, h.producer_epoch, {tp}, true)
+                 : txns.verify_partitions(*txn_id, h.producer_id, h.producer_epoch, {tp});
+    if (e == txn::txn_error::none) return std::nullopt;
+    error_code c = error_code::invalid_txn_state;
+    switch (e) {
+        case txn::txn_error::producer_fenced:
+            c = error_code::invalid_producer_epoch;
+            break;
+        case txn::txn_error::invalid_producer_id_mapping:
+            c = error_code::invalid_producer_id_mapping;
+            break;
+        // Retriable for every client, as Kafka answers while the coordinator is busy.
+        case txn::txn_error::concurrent_transactions:
+        case txn::txn_error::not_available:
+            c = error_code::not_enough_replicas;
+            break;
+        default:
+            break;
+    }
+    return std::pair{c, fmt::format("transactional id '{}', producer {} epoch {}: {}", *txn_id,
+                                    h.producer_id, h.producer_epoch, txn::error_text(e))};
 }
 
 // Shared by the durability and expansion callbacks and the timeout of one request.
@@ -91,7 +142,7 @@ void refuse(const request_context& ctx, const std::string& topic, int32_t partit
 // Validates and appends one partition's batches; fills `out`. Returns the partition
 // log when something was appended.
 log::partition_log* append_one(const request_context& ctx, request_body body,
-                               const std::string& topic,
+                               const std::optional<std::string>& txn_id, const std::string& topic,
                                const protocol::produce_request::partition_data& pd,
                                produce_response::partition& out, offset_t& last_offset) {
     auto& b = ctx.b;
@@ -104,7 +155,7 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
         // corrupt or not written (its UNKNOWN_LOG_APPEND_INFO).
         if (plog && e != error_code::message_too_large && e != error_code::record_list_too_large &&
             e != error_code::corrupt_message && e != error_code::kafka_storage_error &&
-            e != error_code::invalid_required_acks &&
+            e != error_code::invalid_required_acks && e != error_code::not_enough_replicas &&
             e != error_code::transactional_id_authorization_failed)
             out.log_start_offset = plog->log_start_offset();
         return nullptr;
@@ -125,7 +176,8 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
         constexpr int64_t top = std::numeric_limits<int64_t>::max();
         const auto& c = t->log_cfg;
         lim.min_timestamp = now - std::min(c.timestamp_before_max_ms, top);
-        lim.max_timestamp = c.timestamp_after_max_ms > top - now ? top : now + c.timestamp_after_max_ms;
+        lim.max_timestamp =
+            c.timestamp_after_max_ms > top - now ? top : now + c.timestamp_after_max_ms;
     }
     // Produce v0-v2 may carry message formats v0/v1: stored as v2 batches (Kafka's
     // up-conversion), which the append then patches in this buffer.
@@ -134,14 +186,14 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     if (auto m = protocol::first_magic(records); ctx.version() < 3 && m && *m < 2) {
         auto c = protocol::upconvert_message_set(records, lim.max_decompressed_bytes);
         if (!c)
-            return fail(to_error(c.code()), fmt::format("message set v{}: {}", *m, c.err().message));
+            return fail(to_error(c.code()),
+                        fmt::format("message set v{}: {}", *m, c.err().message));
         converted = std::move(*c);
         records = converted;
     }
     protocol::batch_fault fault;
     auto batches = protocol::validate_batches(records, lim, &fault);
-    if (!batches)
-        return fail(to_error(batches.code()), batches.err().message, fault.record_index);
+    if (!batches) return fail(to_error(batches.code()), batches.err().message, fault.record_index);
     for (const auto& vb : *batches) {
         // As Kafka: a batch must fit in one segment.
         if (static_cast<int64_t>(vb.header.size_bytes()) > t->log_cfg.segment_bytes)
@@ -149,9 +201,10 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
                         fmt::format("batch of {} bytes is larger than the topic's segment.bytes "
                                     "({})",
                                     vb.header.size_bytes(), t->log_cfg.segment_bytes));
-        if (vb.header.is_transactional())
-            return fail(error_code::transactional_id_authorization_failed,
-                        "transactions are not supported by this broker");
+        if (vb.header.is_transactional()) {
+            if (auto refusal = check_transactional(ctx, txn_id, {topic, pd.index}, vb.header))
+                return fail(refusal->first, refusal->second);
+        }
         if (auto why = idempotence_error(vb.header, batches->size()))
             return fail(error_code::invalid_record, *why);
     }
@@ -216,8 +269,9 @@ void answer_when_ready(const std::shared_ptr<pending_produce>& p,
         for (auto* part : p->not_durable) {
             if (!part) continue;
             part->error_code = code(error_code::request_timed_out);
-            part->error_message = "the records were appended but not yet durable (acks=-1) or "
-                                  "expanded within the request's timeout";
+            part->error_message =
+                "the records were appended but not yet durable (acks=-1) or "
+                "expanded within the request's timeout";
         }
         p->answer();
     };
@@ -255,9 +309,6 @@ void handle_produce(const request_context& ctx, request_body body) {
     auto p = std::make_shared<pending_produce>(pending_produce{ctx, {}});
     bool bad_acks = req.acks != -1 && req.acks != 0 && req.acks != 1;
     if (bad_acks) log_warn("produce", "{}: acks={} is not -1, 0 or 1", ctx.client(), req.acks);
-    if (req.transactional_id)
-        log_warn("produce", "{}: transactional id '{}' refused: no transactions", ctx.client(),
-                 *req.transactional_id);
 
     std::vector<ack_wait> waits;
     std::vector<topic_partition> appended;
@@ -282,14 +333,8 @@ void handle_produce(const request_context& ctx, request_body body) {
                        fmt::format("acks={} is not -1, 0 or 1", req.acks));
                 continue;
             }
-            if (req.transactional_id) {
-                refuse(ctx, td.name, pd.index, out,
-                       error_code::transactional_id_authorization_failed,
-                       "transactions are not supported by this broker");
-                continue;
-            }
             offset_t last = -1;
-            auto* plog = append_one(ctx, body, td.name, pd, out, last);
+            auto* plog = append_one(ctx, body, req.transactional_id, td.name, pd, out, last);
             if (plog) appended.push_back({td.name, pd.index});
             if (plog && (req.acks == -1 || expanded))
                 waits.push_back({plog, last, &out, {td.name, pd.index}, req.acks == -1, expanded});

@@ -33,8 +33,8 @@ struct describe_producers_response {
         int32_t producer_epoch = -1;
         int32_t last_sequence = -1;
         int64_t last_timestamp = -1;
-        int32_t coordinator_epoch = -1;         // no transactions: always -1
-        int64_t current_txn_start_offset = -1;  // no transactions: always -1
+        int32_t coordinator_epoch = -1;         // of the last marker; -1: none
+        int64_t current_txn_start_offset = -1;  // the open transaction's first offset
         template <typename F>
         void serde(F& f) {
             f(producer_id);

@@ -36,7 +36,7 @@ TEST(codec, produce_all_versions) {
     req.timeout_ms = 30000;
     const bytes batches{1, 2, 3};  // records are a view: the bytes outlive the request
     req.topics.push_back({"orders", {{0, bytes_view(batches)}, {3, std::nullopt}}});
-    expect_round_trip(api_key::produce, 0, 9, req);
+    expect_round_trip(api_key::produce, 0, 12, req);
 
     produce_response resp;
     produce_response::partition p;
@@ -49,7 +49,7 @@ TEST(codec, produce_all_versions) {
     p.error_message = "value too large";
     resp.responses.push_back({"orders", {p}});
     resp.throttle_time_ms = 5;
-    expect_round_trip(api_key::produce, 0, 9, resp);
+    expect_round_trip(api_key::produce, 0, 12, resp);
 }
 
 // Produce payloads are not copied out of the request: the handler patches offsets into

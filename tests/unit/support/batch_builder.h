@@ -32,6 +32,7 @@ struct batch_options {
     int16_t producer_epoch = -1;
     int32_t base_sequence = -1;
     int32_t partition_leader_epoch = -1;
+    bool transactional = false;  // attributes bit 4 (isTransactional)
 };
 
 namespace detail {
@@ -85,7 +86,8 @@ inline bytes build_batch(const std::vector<test_record>& records, const batch_op
     put_be<int32_t>(out, opt.partition_leader_epoch);
     out.push_back(2);          // magic
     put_be<uint32_t>(out, 0);  // crc, filled below
-    put_be<int16_t>(out, static_cast<int16_t>(opt.log_append_time ? 0x8 : 0));
+    put_be<int16_t>(out, static_cast<int16_t>((opt.log_append_time ? 0x8 : 0) |
+                                              (opt.transactional ? 0x10 : 0)));
     put_be<int32_t>(out, static_cast<int32_t>(records.size() - 1));
     put_be<int64_t>(out, base_ts);
     put_be<int64_t>(out, opt.max_timestamp.value_or(max_ts));

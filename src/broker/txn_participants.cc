@@ -1,0 +1,82 @@
+#include "broker/txn_participants.h"
+
+#include <map>
+
+#include "broker/broker.h"
+#include "common/clock.h"
+#include "common/logging.h"
+
+namespace sluice::broker {
+
+void txn_participants::complete(const txn::txn_metadata& t, bool commit, done_fn done) {
+    // Counts the markers not yet durable, plus one for the loop below; the first
+    // failure is what done gets.
+    struct waiting {
+        size_t left = 1;
+        result<void> outcome;
+        std::function<void(result<void>)> then;
+    };
+    auto w = std::make_shared<waiting>();
+    const bool offsets = commit && !t.offsets.empty();
+    w->then = [this, t = offsets ? t : txn::txn_metadata{}, offsets,
+               done = std::move(done)](result<void> r) mutable {
+        if (!r || !offsets) return done(std::move(r));
+        commit_offsets(t, std::move(done));
+    };
+    auto one_done = [w](result<void> r) {
+        if (!r && w->outcome) w->outcome = std::move(r);
+        if (--w->left == 0) w->then(std::move(w->outcome));
+    };
+    const int64_t now = now_ms();
+    std::vector<topic_partition> written;
+    for (const auto& tp : t.partitions) {
+        auto* plog = _b.logs().get(tp.topic, tp.partition);
+        if (!plog) continue;
+        auto r = plog->write_marker(t.producer_id, t.producer_epoch, commit, 0, now);
+        if (!r) {
+            ++w->left;
+            one_done(r.err());
+            continue;
+        }
+        if (r->verdict != log::sequence_verdict::append) {
+            // The partition has seen a newer epoch of this producer: a marker written
+            // before a restart, or the transaction already ended there.
+            log_info("txn", "{}-{}: {} marker of producer {} epoch {} not written: {}", tp.topic,
+                     tp.partition, commit ? "COMMIT" : "ABORT", t.producer_id, t.producer_epoch,
+                     r->reason);
+            continue;
+        }
+        ++w->left;
+        written.push_back(tp);
+        _b.when_durable(plog, r->last_offset, one_done);
+    }
+    if (!written.empty()) _b.notify_data(written);
+    one_done(result<void>{});
+}
+
+void txn_participants::commit_offsets(const txn::txn_metadata& t, done_fn done) {
+    std::vector<catalog::offset_write> writes;
+    std::map<std::string, std::vector<group::offset_entry>> by_group;
+    for (const auto& o : t.offsets) {
+        group::committed_offset v{o.offset, o.leader_epoch, o.metadata, o.commit_ms, -1};
+        writes.push_back({catalog::offset_write::kind::commit,
+                          {o.group_id, o.tp.topic, o.tp.partition, v.offset, v.leader_epoch,
+                           v.metadata, v.commit_ms, v.expire_ms}});
+        by_group[o.group_id].push_back({o.tp, std::move(v)});
+    }
+    _b.store_offsets(std::move(writes), [this, by_group = std::move(by_group),
+                                         done = std::move(done)](const result<void>& r) {
+        if (r) {
+            for (const auto& [g, entries] : by_group) {
+                // Topics deleted while the write was queued were skipped by the store.
+                std::vector<group::offset_entry> live;
+                for (const auto& e : entries)
+                    if (_b.topics().find(e.tp.topic)) live.push_back(e);
+                _b.groups().store_offsets(g, live);
+            }
+        }
+        done(r);
+    });
+}
+
+}  // namespace sluice::broker

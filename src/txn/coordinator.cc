@@ -1,0 +1,248 @@
+#include "txn/coordinator.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+
+namespace sluice::txn {
+
+std::string_view error_text(txn_error e) {
+    switch (e) {
+        case txn_error::none:
+            return "none";
+        case txn_error::invalid_producer_id_mapping:
+            return "unknown transactional id or producer id";
+        case txn_error::producer_fenced:
+            return "the producer epoch is not the current one";
+        case txn_error::concurrent_transactions:
+            return "the previous transaction is completing";
+        case txn_error::invalid_txn_state:
+            return "not allowed in the transaction's state";
+        case txn_error::invalid_transaction_timeout:
+            return "transaction timeout out of range";
+        case txn_error::not_available:
+            return "transaction state could not be stored";
+    }
+    return "unknown";
+}
+
+coordinator::coordinator(settings cfg, services svc) : _cfg(cfg), _svc(std::move(svc)) {}
+
+result<void> coordinator::recover() {
+    auto rows = _svc.store->load();
+    if (!rows) return rows.err();
+    std::vector<std::string> prepared;
+    for (auto& t : *rows) {
+        if (is_prepare(t.state)) prepared.push_back(t.transactional_id);
+        _txns[t.transactional_id] = std::move(t);
+    }
+    log_info("txn", "loaded {} transactional ids; completing {} prepared transactions",
+             _txns.size(), prepared.size());
+    for (const auto& id : prepared) {
+        _completing[id];
+        run_completion(id);
+    }
+    return {};
+}
+
+const txn_metadata* coordinator::find(const std::string& id) const {
+    auto it = _txns.find(id);
+    return it == _txns.end() ? nullptr : &it->second;
+}
+
+std::vector<txn_metadata> coordinator::all() const {
+    std::vector<txn_metadata> out;
+    out.reserve(_txns.size());
+    for (const auto& [_, t] : _txns) out.push_back(t);
+    return out;
+}
+
+bool coordinator::save(txn_metadata next) {
+    next.update_ms = _svc.wall_ms();
+    if (auto r = _svc.store->put(next); !r) {
+        log_error("txn", "storing transactional id '{}': {}", next.transactional_id,
+                  r.err().message);
+        return false;
+    }
+    _txns[next.transactional_id] = std::move(next);
+    return true;
+}
+
+txn_error coordinator::check_producer(const txn_metadata* t, int64_t producer_id,
+                                      int16_t epoch) const {
+    if (!t || t->producer_id != producer_id) return txn_error::invalid_producer_id_mapping;
+    if (t->producer_epoch != epoch) return txn_error::producer_fenced;
+    if (_completing.contains(t->transactional_id) || is_prepare(t->state))
+        return txn_error::concurrent_transactions;
+    return txn_error::none;
+}
+
+void coordinator::init_producer_id(const std::string& id, int32_t timeout_ms, int64_t producer_id,
+                                   int16_t producer_epoch, answer_fn cb) {
+    if (timeout_ms <= 0 || timeout_ms > _cfg.max_timeout_ms)
+        return cb({txn_error::invalid_transaction_timeout});
+    const txn_metadata* cur = find(id);
+    txn_metadata next;
+    if (!cur) {
+        auto pid = _svc.allocate_producer_id();
+        if (!pid) return cb({txn_error::not_available});
+        next.transactional_id = id;
+        next.producer_id = *pid;
+        next.producer_epoch = 0;
+    } else {
+        if (_completing.contains(id) || is_prepare(cur->state))
+            return cb({txn_error::concurrent_transactions});
+        // KIP-360 (Kafka's isValidProducerId): the current id, or the previous one after
+        // a rotation that the producer's exhausted epoch caused.
+        if (producer_id >= 0 && cur->producer_epoch >= 0 && producer_id != cur->producer_id &&
+            !(producer_id == cur->last_producer_id && epoch_exhausted(producer_epoch)))
+            return cb({txn_error::producer_fenced});
+        if (cur->state == txn_state::ongoing) {
+            // Abort the previous instance's transaction with a bumped epoch (fencing it);
+            // the retry bumps again and gets its own epoch.
+            begin_end(*cur, false, end_mode::fence, nullptr);
+            return cb({txn_error::concurrent_transactions});
+        }
+        next = *cur;
+        if (producer_id >= 0 && producer_id == cur->last_producer_id &&
+            producer_id != cur->producer_id) {
+            // A retry after the rotation it caused: the answer it missed.
+            return cb({txn_error::none, cur->producer_id, cur->producer_epoch});
+        }
+        if (epoch_exhausted(cur->producer_epoch) &&
+            (producer_id < 0 || producer_epoch == cur->producer_epoch)) {
+            auto pid = _svc.allocate_producer_id();
+            if (!pid) return cb({txn_error::not_available});
+            next.last_producer_id = cur->producer_id;
+            next.last_producer_epoch = producer_id >= 0 ? cur->producer_epoch : int16_t{-1};
+            next.producer_id = *pid;
+            next.producer_epoch = 0;
+        } else if (producer_id < 0) {
+            next.producer_epoch = static_cast<int16_t>(cur->producer_epoch + 1);
+            next.last_producer_epoch = -1;
+        } else if (producer_epoch == cur->producer_epoch) {
+            next.last_producer_id = cur->producer_id;
+            next.last_producer_epoch = cur->producer_epoch;
+            next.producer_epoch = static_cast<int16_t>(cur->producer_epoch + 1);
+        } else if (producer_epoch == cur->last_producer_epoch) {
+            // A retry of the bump that already happened (KAFKA-19367: no second bump).
+            return cb({txn_error::none, cur->producer_id, cur->producer_epoch});
+        } else {
+            return cb({txn_error::producer_fenced});
+        }
+        next.state = txn_state::empty;
+    }
+    next.timeout_ms = timeout_ms;
+    next.partitions.clear();
+    next.groups.clear();
+    next.offsets.clear();
+    next.start_ms = -1;
+    next.tv2 = false;
+    if (!save(next)) return cb({txn_error::not_available});
+    const auto& t = _txns[id];
+    log_info("txn", "transactional id '{}': producer id {} epoch {}", id, t.producer_id,
+             t.producer_epoch);
+    cb({txn_error::none, t.producer_id, t.producer_epoch});
+}
+
+txn_error coordinator::add_partitions(const std::string& id, int64_t producer_id,
+                                      int16_t producer_epoch,
+                                      const std::vector<topic_partition>& tps, bool tv2) {
+    const txn_metadata* cur = find(id);
+    if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
+    bool ongoing = cur->state == txn_state::ongoing;
+    if (ongoing &&
+        std::all_of(tps.begin(), tps.end(), [&](const auto& tp) { return cur->has_partition(tp); }))
+        return txn_error::none;
+    txn_metadata next = *cur;
+    if (!ongoing) {
+        next.state = txn_state::ongoing;
+        next.start_ms = _svc.wall_ms();
+        next.tv2 = tv2;
+    }
+    for (const auto& tp : tps) next.add_partition(tp);
+    return save(std::move(next)) ? txn_error::none : txn_error::not_available;
+}
+
+txn_error coordinator::verify_partitions(const std::string& id, int64_t producer_id,
+                                         int16_t producer_epoch,
+                                         const std::vector<topic_partition>& tps) const {
+    const txn_metadata* cur = find(id);
+    if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
+    if (cur->state != txn_state::ongoing) return txn_error::invalid_txn_state;
+    for (const auto& tp : tps)
+        if (!cur->has_partition(tp)) return txn_error::invalid_txn_state;
+    return txn_error::none;
+}
+
+txn_error coordinator::add_group(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+                                 const std::string& group_id) {
+    const txn_metadata* cur = find(id);
+    if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
+    if (cur->state == txn_state::ongoing && cur->has_group(group_id)) return txn_error::none;
+    txn_metadata next = *cur;
+    if (cur->state != txn_state::ongoing) {
+        next.state = txn_state::ongoing;
+        next.start_ms = _svc.wall_ms();
+    }
+    next.add_group(group_id);
+    return save(std::move(next)) ? txn_error::none : txn_error::not_available;
+}
+
+txn_error coordinator::commit_offsets(const std::string& id, int64_t producer_id,
+                                      int16_t producer_epoch, const std::string& group_id,
+                                      std::vector<pending_offset> offsets, bool add_group) {
+    const txn_metadata* cur = find(id);
+    if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
+    txn_metadata next = *cur;
+    if (cur->state != txn_state::ongoing || !cur->has_group(group_id)) {
+        if (!add_group) return txn_error::invalid_txn_state;
+        if (cur->state != txn_state::ongoing) {
+            next.state = txn_state::ongoing;
+            next.start_ms = _svc.wall_ms();
+            next.tv2 = true;
+        }
+        next.add_group(group_id);
+    }
+    for (auto& o : offsets) {
+        o.group_id = group_id;
+        next.put_offset(std::move(o));
+    }
+    return save(std::move(next)) ? txn_error::none : txn_error::not_available;
+}
+
+bool coordinator::has_pending_offset(const std::string& group_id, const topic_partition& tp) const {
+    for (const auto& [_, t] : _txns) {
+        if (t.state != txn_state::ongoing && !is_prepare(t.state)) continue;
+        for (const auto& o : t.offsets)
+            if (o.group_id == group_id && o.tp == tp) return true;
+    }
+    return false;
+}
+
+size_t coordinator::expire() {
+    const int64_t now = _svc.wall_ms();
+    std::vector<std::string> timed_out;
+    for (const auto& [id, t] : _txns) {
+        if (_completing.contains(id)) continue;
+        if (is_prepare(t.state)) {
+            // A completion that failed (a marker not written): try again.
+            _completing[id];
+            run_completion(id);
+        } else if (t.state == txn_state::ongoing && t.start_ms >= 0 &&
+                   now - t.start_ms > t.timeout_ms) {
+            timed_out.push_back(id);
+        }
+    }
+    for (const auto& id : timed_out) {
+        const auto& t = _txns[id];
+        log_info("txn",
+                 "transactional id '{}': transaction open for {} ms, longer than its timeout "
+                 "({} ms): aborting it and fencing producer {} epoch {}",
+                 id, now - t.start_ms, t.timeout_ms, t.producer_id, t.producer_epoch);
+        begin_end(t, false, end_mode::fence, nullptr);
+    }
+    return timed_out.size();
+}
+
+}  // namespace sluice::txn

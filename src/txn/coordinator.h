@@ -1,0 +1,137 @@
+#pragma once
+
+// The transaction coordinator: Kafka's transactions (KIP-98, KIP-447, KIP-360, KIP-890)
+// for every transactional id, on one thread (the broker's loop).
+//
+// It knows nothing of sockets, logs or SQLite. State goes to a state_store before each
+// answer that depends on it; the markers that end a transaction are written by a
+// `participants` (the broker writes them to the partition logs and makes the pending
+// offsets the groups' committed offsets). Ending a transaction:
+//   Ongoing --EndTxn--> PrepareCommit/PrepareAbort (durable) --markers and offsets
+//   durable--> CompleteCommit/CompleteAbort (durable) --> the EndTxn is answered.
+// A transaction found in a prepare state at start-up (recover()) is completed the same
+// way; one open past its timeout is aborted by expire() with its producer fenced.
+//
+// Transaction version 2 (EndTxn v5+, Produce v12, TxnOffsetCommit v5): every end bumps
+// the producer epoch, and an exhausted epoch moves the producer to a new producer id.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "txn/state_store.h"
+#include "txn/types.h"
+
+namespace sluice::txn {
+
+// Outcomes, mapped to Kafka's error codes by the handlers (which also pick
+// INVALID_PRODUCER_EPOCH over PRODUCER_FENCED for the versions before KIP-588).
+enum class txn_error : uint8_t {
+    none,
+    invalid_producer_id_mapping,  // no such transactional id, or another producer id
+    producer_fenced,              // an older epoch: a newer instance took over
+    concurrent_transactions,      // the previous transaction is still being completed
+    invalid_txn_state,            // not allowed in the transaction's state
+    invalid_transaction_timeout,  // outside 1..max_timeout_ms
+    not_available,                // the state could not be stored or ids allocated
+};
+std::string_view error_text(txn_error e);
+
+struct producer_answer {
+    txn_error error = txn_error::none;
+    int64_t producer_id = -1;
+    int16_t producer_epoch = -1;
+};
+
+// What ending a transaction needs from the rest of the broker.
+class participants {
+  public:
+    using done_fn = std::function<void(result<void>)>;
+    virtual ~participants() = default;
+    // Writes a COMMIT or ABORT marker with producer_id and producer_epoch to every
+    // partition of t and, at commit, makes t's pending offsets the groups' committed
+    // offsets; done runs on the coordinator's thread once all of it is durable.
+    virtual void complete(const txn_metadata& t, bool commit, done_fn done) = 0;
+};
+
+struct settings {
+    int32_t max_timeout_ms = 900000;  // --transaction-max-timeout-ms (Kafka's default)
+};
+
+struct services {
+    state_store* store = nullptr;
+    participants* parts = nullptr;
+    std::function<result<int64_t>()> allocate_producer_id;
+    std::function<int64_t()> wall_ms;
+};
+
+class coordinator {
+  public:
+    using answer_fn = std::function<void(producer_answer)>;
+
+    coordinator(settings cfg, services svc);
+    coordinator(const coordinator&) = delete;
+    coordinator& operator=(const coordinator&) = delete;
+
+    // At start-up: loads every stored id and completes the transactions found in a
+    // prepare state (their markers are written again; a partition ignores a repeat).
+    result<void> recover();
+
+    // InitProducerId with a transactional id. producer_id/epoch: KIP-360's current ones
+    // (-1 for none). An ongoing transaction is aborted (its producer fenced) and the
+    // answer is CONCURRENT_TRANSACTIONS: the client retries and gets the next epoch.
+    void init_producer_id(const std::string& id, int32_t timeout_ms, int64_t producer_id,
+                          int16_t producer_epoch, answer_fn cb);
+    // AddPartitionsToTxn (and Produce v12's implicit add, tv2 = true).
+    txn_error add_partitions(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+                             const std::vector<topic_partition>& tps, bool tv2 = false);
+    // Whether every tp is in the ongoing transaction of this producer (KIP-890 part 1:
+    // a transactional Produce below v12, and AddPartitionsToTxn v4+ verify_only).
+    txn_error verify_partitions(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+                                const std::vector<topic_partition>& tps) const;
+    // AddOffsetsToTxn.
+    txn_error add_group(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+                        const std::string& group_id);
+    // TxnOffsetCommit: offsets pending with the transaction. add_group (TxnOffsetCommit
+    // v5, transaction version 2) adds the group implicitly; otherwise it must have been
+    // added (INVALID_TXN_STATE).
+    txn_error commit_offsets(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+                             const std::string& group_id, std::vector<pending_offset> offsets,
+                             bool add_group);
+    // EndTxn; tv2 for v5+. Answers once the transaction is complete (or refused).
+    void end_txn(const std::string& id, int64_t producer_id, int16_t producer_epoch, bool commit,
+                 bool tv2, answer_fn cb);
+
+    // OffsetFetch require_stable: whether an open transaction holds an offset for tp.
+    bool has_pending_offset(const std::string& group_id, const topic_partition& tp) const;
+    // Aborts every transaction open longer than its timeout, and retries completions
+    // that failed. Returns how many it aborted.
+    size_t expire();
+
+    const txn_metadata* find(const std::string& id) const;
+    std::vector<txn_metadata> all() const;
+
+  private:
+    enum class end_mode : uint8_t { client_tv1, client_tv2, fence };
+    txn_error check_producer(const txn_metadata* t, int64_t producer_id, int16_t epoch) const;
+    // Stores next and makes it the id's state.
+    bool save(txn_metadata next);
+    // Ongoing -> Prepare*: durable, then markers; cb (optional) once complete.
+    void begin_end(const txn_metadata& t, bool commit, end_mode mode, answer_fn cb);
+    void run_completion(const std::string& id);
+    void finish(const std::string& id, const result<void>& r);
+    // TV2: ends an empty transaction with only an epoch bump (KAFKA-18401).
+    producer_answer bump_empty(const txn_metadata& t, bool commit);
+
+    settings _cfg;
+    services _svc;
+    std::map<std::string, txn_metadata> _txns;
+    // Ids whose markers are being written, with the EndTxn answers waiting for them.
+    std::map<std::string, std::vector<answer_fn>> _completing;
+};
+
+}  // namespace sluice::txn

@@ -1,0 +1,29 @@
+#pragma once
+
+// Durable transaction state: every transactional id's producer id and epoch, its
+// transaction's state, partitions, groups and pending offsets. The coordinator decides
+// what to write and when (before each answer that depends on it); a store only keeps it.
+// Implementations: catalog::txn_store (the embedded catalog, docs/formats/catalog.md,
+// schema version 8); the shared mode keeps the same records in its database.
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "txn/types.h"
+
+namespace sluice::txn {
+
+// Not thread-safe: one caller at a time (the coordinator, on the broker's loop thread).
+class state_store {
+  public:
+    virtual ~state_store() = default;
+    // Every stored transactional id, at start-up.
+    virtual result<std::vector<txn_metadata>> load() = 0;
+    // Replaces the id's whole record (partitions, groups and offsets too) in one
+    // transaction, durable when it returns.
+    virtual result<void> put(const txn_metadata& t) = 0;
+    virtual result<void> erase(const std::string& transactional_id) = 0;
+};
+
+}  // namespace sluice::txn

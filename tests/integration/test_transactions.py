@@ -1,0 +1,206 @@
+"""Kafka transactions against Sluice's transaction coordinator (src/txn), with real
+clients: the Java client (kafka-clients 4.3.1, tests/jvm Transactional) on transaction
+version 2 and, with --transaction-version 1, on the original protocol; librdkafka
+through confluent-kafka. Commit and abort are checked in the partition itself (every
+record the producers sent is there once, and each transaction ends with the COMMIT or
+ABORT control batch its outcome calls for, read through raw Fetch, kproto) and by
+read_committed consumers, which see every committed record once and no aborted one.
+"""
+
+import re
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+import java_client_helpers as JC
+import kproto as K
+import sluice_helpers as H
+
+
+def markers(bootstrap, topic):
+    """[(offset, 'COMMIT' | 'ABORT')] of the partition's control batches, and the
+    values of its data records by offset."""
+    recs, batches, raw = K.stored_batches(bootstrap, topic)
+    out = []
+    for b, data in zip(batches, raw):
+        if not b["control"]:
+            continue
+        # The control record's key: version (int16), type (int16: 0 ABORT, 1 COMMIT);
+        # the batch header is 61 bytes.
+        r = K.Reader(data[61:])
+        r.varint()  # record length
+        r.i8()  # attributes
+        r.varint()  # timestamp delta
+        r.varint()  # offset delta
+        key = r.take(r.varint())
+        out.append((b["base_offset"], "COMMIT" if int.from_bytes(key[2:4], "big") == 1 else "ABORT"))
+    return out, {r.offset: r.value.decode() for r in recs}
+
+
+def debug_broker(broker_factory, *extra):
+    return broker_factory(extra_args=["--log-level", "debug", *extra])
+
+
+def end_txn_versions(b):
+    return {int(v) for v in re.findall(r"EndTxn v(\d+) for", H.tail(b.stderr_paths[-1], 10_000_000))}
+
+
+@pytest.mark.parametrize("tv", [2, 1])
+def test_java_commit_abort_each_transaction_ends_with_its_marker(broker_factory, tv):
+    b = debug_broker(broker_factory, "--transaction-version", str(tv))
+    topic = "java-txn-tv%d" % tv
+    H.create_topic(b.bootstrap, topic, 1)
+    out = JC.run("Transactional", b.bootstrap, "commit-abort", topic, "java-ca-%d" % tv)
+    unc = [x for x in JC.by_kind(out, "read") if x["isolation"] == "read_uncommitted"][0]
+    com = [x for x in JC.by_kind(out, "read") if x["isolation"] == "read_committed"][0]
+    # read_committed sees each committed record once and no aborted one.
+    assert com["values"] == ["c1-%d" % i for i in range(10)] + ["c2-%d" % i for i in range(10)], com
+    want_all = ["c1-%d" % i for i in range(10)] + ["ab-%d" % i for i in range(10)] + \
+        ["c2-%d" % i for i in range(10)]
+    assert unc["values"] == want_all, unc
+    m, data = markers(b.bootstrap, topic)
+    # Ten records, then the transaction's marker, three times.
+    assert m == [(10, "COMMIT"), (21, "ABORT"), (32, "COMMIT")], m
+    assert [data[o] for o in sorted(data)] == want_all
+    # TV2 ends every transaction with EndTxn v5 (epoch bump); TV1 never sends v5.
+    versions = end_txn_versions(b)
+    if tv == 2:
+        assert versions == {5}, versions
+    else:
+        assert versions and max(versions) < 5, versions
+
+
+def test_java_second_instance_fences_the_first(broker_factory):
+    b = debug_broker(broker_factory)
+    topic = "java-txn-fence"
+    H.create_topic(b.bootstrap, topic, 1)
+    out = JC.run("Transactional", b.bootstrap, "fence", topic, "java-fence")
+    fenced = JC.one(out, "fenced")
+    assert fenced["error"] in ("ProducerFencedException", "InvalidProducerEpochException"), fenced
+    m, data = markers(b.bootstrap, topic)
+    # The zombie's open transaction was aborted when the second instance started; the
+    # winner's committed.
+    zombie = [o for o, v in data.items() if v == "zombie"]
+    winner = [o for o, v in data.items() if v == "winner"]
+    assert len(zombie) == 1 and len(winner) == 1 and "zombie-2" not in data.values(), data
+    assert [k for o, k in m if o > zombie[0] and o < winner[0]] == ["ABORT"], m
+    assert [k for o, k in m if o > winner[0]] == ["COMMIT"], m
+    assert JC.one(out, "read")["values"] == ["winner"], out
+
+
+def test_java_read_process_write_commits_offsets_with_the_transaction(broker_factory):
+    b = debug_broker(broker_factory)
+    H.create_topic(b.bootstrap, "rpw-in", 1)
+    H.create_topic(b.bootstrap, "rpw-out", 1)
+    p = Producer(H.producer_conf(b.bootstrap))
+    for i in range(30):
+        p.produce("rpw-in", value=b"v%d" % i, partition=0)
+        p.flush(10)  # one record per batch: several polls, several transactions
+    out = JC.run("Transactional", b.bootstrap, "rpw", "rpw-out", "java-rpw", "rpw-in", "rpw-group", 30)
+    committed = JC.one(out, "committed")
+    assert committed["rpw-in-0"] == 30, committed
+    assert committed["transactions"] >= 3, committed  # the third was aborted
+    m, data = markers(b.bootstrap, "rpw-out")
+    assert "ABORT" in [k for _, k in m] and m[-1][1] == "COMMIT", m
+    # Every input's output is there; the aborted transaction's copies lie before its
+    # ABORT marker, and the committed copies are exactly one per input.
+    aborts = [o for o, k in m if k == "ABORT"]
+    committed_values = []
+    ends = sorted(o for o, _ in m)
+    start = 0
+    for end in ends:
+        vals = [data[o] for o in sorted(data) if start <= o < end]
+        if dict(m)[end] == "COMMIT":
+            committed_values += vals
+        start = end + 1
+    assert sorted(committed_values) == sorted("V%d" % i for i in range(30)), committed_values
+    assert aborts
+    # A read_committed consumer sees exactly those: each input's output once.
+    assert sorted(JC.one(out, "read")["values"]) == sorted(committed_values)
+
+
+def test_librdkafka_transactional_producer_commit_and_abort(broker_factory):
+    b = debug_broker(broker_factory)
+    topic = "rdk-txn"
+    H.create_topic(b.bootstrap, topic, 1)
+    p = Producer(H.producer_conf(b.bootstrap, **{"transactional.id": "rdk-1", "enable.idempotence": True}))
+    p.init_transactions(20)
+    for kind, commit in (("c1", True), ("ab", False), ("c2", True)):
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(topic, value=("%s-%d" % (kind, i)).encode(), partition=0)
+        if commit:
+            p.commit_transaction(20)
+        else:
+            p.flush(20)
+            p.abort_transaction(20)
+    m, data = markers(b.bootstrap, topic)
+    assert m == [(5, "COMMIT"), (11, "ABORT"), (17, "COMMIT")], m
+    assert [data[o] for o in sorted(data)] == ["%s-%d" % (k, i) for k in ("c1", "ab", "c2") for i in range(5)]
+    c = Consumer(H.consumer_conf(b.bootstrap, **{"group.id": "rdk-reader", "isolation.level": "read_committed"}))
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.monotonic() + 20
+    while len(got) < 10 and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is not None and not msg.error():
+            got.append(msg.value().decode())
+    c.close()
+    assert got == ["c1-%d" % i for i in range(5)] + ["c2-%d" % i for i in range(5)], got
+
+
+def test_timeout_above_the_maximum_is_refused(broker_factory):
+    b = broker_factory(extra_args=["--transaction-max-timeout-ms", "5000"])
+    p = Producer(H.producer_conf(b.bootstrap, **{"transactional.id": "rdk-timeout", "enable.idempotence": True,
+                                                 "transaction.timeout.ms": 10000,
+                                                 "message.timeout.ms": 5000}))
+    with pytest.raises(KafkaException) as e:
+        p.init_transactions(10)
+    assert "INVALID_TRANSACTION_TIMEOUT" in e.value.args[0].name() or \
+        "timeout" in e.value.args[0].str().lower(), e.value.args[0]
+
+
+def test_open_transaction_past_its_timeout_is_aborted(broker_factory):
+    b = broker_factory(extra_args=["--transaction-abort-check-interval-ms", "200"])
+    topic = "rdk-txn-timeout"
+    H.create_topic(b.bootstrap, topic, 1)
+    p = Producer(H.producer_conf(b.bootstrap, **{"transactional.id": "rdk-slow", "enable.idempotence": True,
+                                                 "transaction.timeout.ms": 1000,
+                                                 "message.timeout.ms": 1000}))
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce(topic, value=b"late", partition=0)
+    p.flush(10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        m, _ = markers(b.bootstrap, topic)
+        if m:
+            break
+        time.sleep(0.2)
+    assert m == [(1, "ABORT")], m
+    with pytest.raises(KafkaException):
+        p.commit_transaction(10)
+
+
+def test_open_transaction_survives_kill9_and_is_aborted_at_its_timeout(broker_factory):
+    b = broker_factory(extra_args=["--transaction-abort-check-interval-ms", "200"])
+    topic = "rdk-txn-kill9"
+    H.create_topic(b.bootstrap, topic, 1)
+    p = Producer(H.producer_conf(b.bootstrap, **{"transactional.id": "rdk-kill9", "enable.idempotence": True,
+                                                 "transaction.timeout.ms": 4000,
+                                                 "message.timeout.ms": 4000}))
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce(topic, value=b"open", partition=0)
+    p.flush(10)
+    b.kill9()
+    b.start()
+    # The transaction, restored from the catalog, is still open: nothing committed yet.
+    assert markers(b.bootstrap, topic)[0] == []
+    deadline = time.monotonic() + 20
+    m = []
+    while time.monotonic() < deadline and not m:
+        m, data = markers(b.bootstrap, topic)
+        time.sleep(0.2)
+    assert m == [(1, "ABORT")] and data == {0: "open"}, (m, data)
