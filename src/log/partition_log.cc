@@ -452,7 +452,9 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
             // Every byte a segment holds is readable: appends write whole batches under
             // the lock, and the high watermark is the log end.
             end = seg->size();
-            if (bound < out.high_watermark && segment_for(bound) == seg) {
+            // READ_COMMITTED: the last stable offset in this segment ends the read here.
+            const bool bounded = bound < out.high_watermark && segment_for(bound) == seg;
+            if (bounded) {
                 auto b = seg->find_position(bound);
                 if (!b) return b.err();
                 end = *b;
@@ -460,8 +462,9 @@ result<read_slice> partition_log::read_slice_at(offset_t offset, size_t max_byte
             // Compaction may leave no batch at or after `offset` in a sealed segment: the
             // next segment then holds the first record that follows, so that a consumer
             // never stalls in a gap.
-            segment* next =
-                out.position < end || seg == active() ? nullptr : segment_for(seg->end_offset());
+            segment* next = out.position < end || bounded || seg == active()
+                                ? nullptr
+                                : segment_for(seg->end_offset());
             if (!next || next == seg) break;
             seg = next;
         }
