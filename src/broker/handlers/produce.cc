@@ -336,8 +336,14 @@ void handle_produce(const request_context& ctx, request_body body) {
             offset_t last = -1;
             auto* plog = append_one(ctx, body, req.transactional_id, td.name, pd, out, last);
             if (plog) appended.push_back({td.name, pd.index});
-            if (plog && (req.acks == -1 || expanded))
-                waits.push_back({plog, last, &out, {td.name, pd.index}, req.acks == -1, expanded});
+            // Expansions read committed data only (up to the last stable offset): records
+            // of a transaction, or behind another producer's open one, are expanded when it
+            // ends, which this answer cannot wait for (EndTxn comes after it).
+            const bool wait_expanded = expanded && plog && !req.transactional_id &&
+                                       plog->last_stable_offset() > last;
+            if (plog && (req.acks == -1 || wait_expanded))
+                waits.push_back(
+                    {plog, last, &out, {td.name, pd.index}, req.acks == -1, wait_expanded});
         }
     }
     // Readable from the append on (partition_log.h): parked fetches need not wait for the
