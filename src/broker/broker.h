@@ -20,6 +20,7 @@
 #include "broker/periodic_thread.h"
 #include "broker/topic_registry.h"
 #include "catalog/catalog.h"
+#include "group/consumer/coordinator.h"
 #include "group/coordinator.h"
 #include "log/log_manager.h"
 #include "net/byte_budget.h"
@@ -53,6 +54,8 @@ class broker {
     topic_registry& topics() { return _topics; }
     log::log_manager& logs() { return _logs; }
     group::coordinator& groups() { return _groups; }
+    // Consumer groups of the KIP-848 protocol; offsets of every group stay in groups().
+    group::consumer::coordinator& consumer_groups() { return _consumer_groups; }
     // Broker settings changed at run time (dynamic_config.h; broker_dynamic.cc).
     const dynamic_config& dynamic_configs() const { return _dynamic; }
     // Replaces a level's whole set of dynamic settings: checked, stored in the catalog,
@@ -108,6 +111,24 @@ class broker {
     void when_expanded(const topic_partition& tp, offset_t last_offset, std::function<void()> fn);
 
   private:
+    // The topics as the consumer coordinator sees them.
+    class registry_topic_view final : public group::consumer::topic_view {
+      public:
+        explicit registry_topic_view(const topic_registry& t) : _t(t) {}
+        std::optional<int32_t> partitions(const std::string& topic) const override {
+            const topic_state* s = _t.find(topic);
+            if (!s) return std::nullopt;
+            return s->info.partitions;
+        }
+        std::vector<std::string> names() const override {
+            std::vector<std::string> out;
+            for (const topic_state* s : _t.all()) out.push_back(s->info.name);
+            return out;
+        }
+
+      private:
+        const topic_registry& _t;
+    };
     struct waiter {
         std::vector<topic_partition> tps;
         net::event_loop::timer_id timer = 0;
@@ -141,6 +162,8 @@ class broker {
     dynamic_config _dynamic;
     topic_registry _topics;
     group::coordinator _groups;
+    registry_topic_view _topic_view{_topics};
+    group::consumer::coordinator _consumer_groups;
     fetch_session_cache _fetch_sessions;
     std::unique_ptr<offset_writer> _offsets;
     std::unique_ptr<periodic_thread> _retention;  // deletes segments by retention

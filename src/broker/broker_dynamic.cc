@@ -34,6 +34,7 @@ void broker::apply_dynamic_configs() {
     _topics.set_dynamic_defaults(_dynamic.topic_defaults(config_level::cluster_default),
                                  _dynamic.topic_defaults(config_level::this_broker));
     _groups.set_settings(_dynamic.group_settings());
+    _consumer_groups.set_settings(_dynamic.group_settings());
 }
 
 result<void> broker::set_dynamic_configs(config_level l, config_map values, bool validate_only) {
