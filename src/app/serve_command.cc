@@ -361,6 +361,14 @@ int serve(const serve_options& o) {
         return 2;
     }
     cfg.groups = o.groups;
+    if (cfg.groups.consumer_heartbeat_interval_ms >= cfg.groups.consumer_session_timeout_ms) {
+        log_error("app",
+                  "--group-consumer-heartbeat-interval-ms ({}) must be below "
+                  "--group-consumer-session-timeout-ms ({})",
+                  cfg.groups.consumer_heartbeat_interval_ms,
+                  cfg.groups.consumer_session_timeout_ms);
+        return 2;
+    }
     if (cfg.groups.min_session_timeout_ms > cfg.groups.max_session_timeout_ms) {
         log_error("app",
                   "--group-min-session-timeout-ms ({}) is above "
@@ -642,6 +650,23 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--group-max-session-timeout-ms", o->groups.max_session_timeout_ms,
                     "Largest session timeout a group member may ask for")
         ->check(CLI::Range(1, 86400000))
+        ->capture_default_str();
+    cmd->add_option("--group-consumer-session-timeout-ms", o->groups.consumer_session_timeout_ms,
+                    "Consumer groups (group.protocol=consumer): how long a member may go "
+                    "without a heartbeat before it is removed (group.consumer.session.timeout.ms)")
+        ->check(CLI::Range(1, 86400000))
+        ->capture_default_str();
+    cmd->add_option("--group-consumer-heartbeat-interval-ms",
+                    o->groups.consumer_heartbeat_interval_ms,
+                    "Consumer groups: the heartbeat interval members are told to keep "
+                    "(group.consumer.heartbeat.interval.ms)")
+        ->check(CLI::Range(1, 86400000))
+        ->capture_default_str();
+    cmd->add_option("--group-consumer-assignors", o->groups.consumer_assignors,
+                    "Consumer groups: the server-side assignors offered, the first being the "
+                    "default (group.consumer.assignors; uniform, range)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"uniform", "range"}))
         ->capture_default_str();
     cmd->add_option("--group-max-size", o->groups.max_group_size,
                     "Members a group may have; a join beyond gets GROUP_MAX_SIZE_REACHED")

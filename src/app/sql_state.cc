@@ -10,10 +10,73 @@ std::vector<sql::broker_state::committed_offset> sql_state::group_offsets() {
     return on_loop<std::vector<committed_offset>>(_b, [this] { return read_group_offsets(_b); });
 }
 
-std::vector<sql::broker_state::group> sql_state::read_groups(broker::broker& b) {
-    std::vector<group> out;
+std::vector<sql::broker_state::group_member> sql_state::group_members() {
+    return on_loop<std::vector<group_member>>(_b, [this] { return read_group_members(_b); });
+}
+
+std::vector<sql::broker_state::group_member> sql_state::read_group_members(broker::broker& b) {
+    std::vector<group_member> out;
+    auto& cg = b.consumer_groups();
+    for (const auto& l : cg.list()) {
+        auto d = cg.describe(l.group_id);
+        if (!d) continue;
+        for (const auto& m : d->members) {
+            group_member r;
+            r.group_id = d->group_id;
+            r.type = "consumer";
+            r.member_id = m.member_id;
+            r.instance_id = m.instance_id;
+            r.client_id = m.client_id;
+            r.client_host = m.client_host;
+            r.epoch = m.member_epoch;
+            std::string topics;
+            for (const auto& t : m.subscribed_topics) topics += (topics.empty() ? "" : ",") + t;
+            r.subscribed_topics = topics;
+            r.subscribed_regex = m.subscribed_regex;
+            r.assigned = ::sluice::group::format_partitions(m.assigned);
+            r.target = ::sluice::group::format_partitions(m.target);
+            out.push_back(std::move(r));
+        }
+    }
     auto& c = b.groups();
     for (const auto& l : c.list()) {
+        if (cg.is_consumer_group(l.group_id)) continue;
+        auto d = c.describe(l.group_id);
+        if (!d) continue;
+        for (const auto& m : d->members) {
+            group_member r;
+            r.group_id = d->group_id;
+            r.type = "classic";
+            r.member_id = m.member_id;
+            r.instance_id = m.instance_id;
+            r.client_id = m.client_id;
+            r.client_host = m.client_host;
+            r.epoch = d->generation;
+            out.push_back(std::move(r));
+        }
+    }
+    return out;
+}
+
+std::vector<sql::broker_state::group> sql_state::read_groups(broker::broker& b) {
+    std::vector<group> out;
+    auto& cg = b.consumer_groups();
+    for (const auto& l : cg.list()) {
+        auto d = cg.describe(l.group_id);
+        if (!d) continue;
+        group g;
+        g.group_id = d->group_id;
+        g.state = d->state;
+        g.protocol_type = "consumer";
+        g.protocol = d->assignor;
+        g.members = static_cast<int32_t>(d->members.size());
+        g.generation = d->group_epoch;
+        g.type = "consumer";
+        out.push_back(std::move(g));
+    }
+    auto& c = b.groups();
+    for (const auto& l : c.list()) {
+        if (cg.is_consumer_group(l.group_id)) continue;
         group g;
         g.group_id = l.group_id;
         g.state = std::string(::sluice::group::state_name(l.state));

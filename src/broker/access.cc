@@ -35,6 +35,8 @@ constexpr access_rule rules[] = {
     {api_key::describe_groups, resource_kind::group, action::describe},
     {api_key::list_groups, resource_kind::cluster, action::describe},
     {api_key::list_groups, resource_kind::group, action::describe},
+    {api_key::consumer_group_heartbeat, resource_kind::group, action::read},
+    {api_key::consumer_group_describe, resource_kind::group, action::describe},
     {api_key::describe_configs, resource_kind::topic, action::describe_configs},
     {api_key::describe_configs, resource_kind::cluster, action::describe_configs},
     {api_key::create_topics, resource_kind::cluster, action::create},

@@ -14,8 +14,8 @@ constexpr api_def table[] = {
     {api_key::fetch, "Fetch", 0, 13, handle_fetch},
     {api_key::list_offsets, "ListOffsets", 0, 8, handle_list_offsets},
     {api_key::metadata, "Metadata", 0, 12, handle_metadata},
-    {api_key::offset_commit, "OffsetCommit", 0, 8, handle_offset_commit},
-    {api_key::offset_fetch, "OffsetFetch", 0, 8, handle_offset_fetch},
+    {api_key::offset_commit, "OffsetCommit", 0, 9, handle_offset_commit},
+    {api_key::offset_fetch, "OffsetFetch", 0, 9, handle_offset_fetch},
     {api_key::find_coordinator, "FindCoordinator", 0, 4, handle_find_coordinator},
     {api_key::join_group, "JoinGroup", 0, 9, handle_join_group},
     {api_key::heartbeat, "Heartbeat", 0, 4, handle_heartbeat},
@@ -50,6 +50,10 @@ constexpr api_def table[] = {
      handle_describe_user_scram_credentials},
     {api_key::alter_user_scram_credentials, "AlterUserScramCredentials", 0, 0,
      handle_alter_user_scram_credentials},
+    {api_key::consumer_group_heartbeat, "ConsumerGroupHeartbeat", 0, 1,
+     handle_consumer_group_heartbeat},
+    {api_key::consumer_group_describe, "ConsumerGroupDescribe", 0, 1,
+     handle_consumer_group_describe},
 };
 
 }  // namespace

@@ -27,12 +27,19 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _dynamic(_cfg),
       _topics(cat, logs, _cfg.topic_defaults),
       _groups(_cfg.groups),
+      _consumer_groups(_cfg.groups, _topic_view),
       _fetch_sessions(_cfg.fetch_session_cache_slots, _cfg.fetch_session_min_eviction_ms),
       _access(cat, _cfg.authorization, _cfg.authenticate),
       _acls(cat),
       _request_budget(std::make_shared<net::byte_budget>(_cfg.queued_max_request_bytes)) {
     _cluster_id = _catalog.cluster_id();
     _groups.on_earlier_deadline([this] { schedule_groups(); });
+    _consumer_groups.on_earlier_deadline([this] { schedule_groups(); });
+    // No online migration: a consumer member may not take over a classic group in use.
+    _consumer_groups.set_classic_in_use([this](const std::string& id) {
+        auto d = _groups.describe(id);
+        return d && !d->members.empty();
+    });
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
         if (auto* h = _expansions.load()) h->on_high_watermark(tps);
         _loop.post([this, tps] { notify_data(tps); });
@@ -41,6 +48,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
 
 broker::~broker() {
     _groups.set_state_writer(nullptr);  // _offsets goes first
+    _consumer_groups.set_state_writer(nullptr);
     _logs.set_high_watermark_listener(nullptr);
 }
 
@@ -155,8 +163,13 @@ result<void> broker::load_offsets() {
         members += g.members.size();
     }
     log_info("group", "restored {} groups with {} members", stored->size(), members);
+    auto consumer = (*gstore)->load_consumer();
+    if (!consumer) return consumer.err();
+    for (const auto& g : *consumer) _consumer_groups.restore(g);
+    log_info("group", "restored {} consumer groups", consumer->size());
     _offsets = std::make_unique<offset_writer>(std::move(*store), std::move(*gstore), _loop);
     _groups.set_state_writer(_offsets.get());
+    _consumer_groups.set_state_writer(_offsets.get());
     _loop.add_timer(std::chrono::milliseconds(_cfg.offsets_retention_check_interval_ms),
                     [this] { sweep_expired_offsets(); });
     return {};
@@ -192,6 +205,8 @@ void broker::sweep_expired_offsets() {
     if (size_t n = _groups.drop_idle_groups())
         log_info("group", "forgot {} empty groups without committed offsets", n);
     auto expired = _groups.expired_offsets();
+    // A consumer group with members keeps its offsets, as Kafka keeps a non-empty group's.
+    std::erase_if(expired, [this](const auto& e) { return _consumer_groups.has_members(e.first); });
     if (!expired.empty()) {
         std::vector<catalog::offset_write> writes;
         writes.reserve(expired.size());
@@ -223,6 +238,7 @@ void broker::store_offsets(std::vector<catalog::offset_write> writes,
 
 void broker::schedule_groups() {
     auto next = _groups.next_deadline();
+    if (auto c = _consumer_groups.next_deadline(); c && (!next || *c < *next)) next = c;
     if (!next || (_group_timer != 0 && _group_timer_at <= *next)) return;
     if (_group_timer != 0) _loop.cancel_timer(_group_timer);
     int64_t now = group::steady_now_ms();
@@ -231,6 +247,7 @@ void broker::schedule_groups() {
         _loop.add_timer(std::chrono::milliseconds(std::max<int64_t>(0, *next - now)), [this] {
             _group_timer = 0;
             _groups.poll();
+            _consumer_groups.poll();
             schedule_groups();
         });
 }

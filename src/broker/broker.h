@@ -22,6 +22,7 @@
 #include "broker/topic_registry.h"
 #include "broker/txn_participants.h"
 #include "catalog/catalog.h"
+#include "group/consumer/coordinator.h"
 #include "group/coordinator.h"
 #include "log/log_manager.h"
 #include "net/byte_budget.h"
@@ -60,6 +61,8 @@ class broker {
     group::coordinator& groups() { return _groups; }
     // The transaction coordinator (loaded by load(), which completes prepared ones).
     txn::coordinator& txns() { return *_txns; }
+    // Consumer groups of the KIP-848 protocol; offsets of every group stay in groups().
+    group::consumer::coordinator& consumer_groups() { return _consumer_groups; }
     // Broker settings changed at run time (dynamic_config.h; broker_dynamic.cc).
     const dynamic_config& dynamic_configs() const { return _dynamic; }
     // Replaces a level's whole set of dynamic settings: checked, stored in the catalog,
@@ -115,6 +118,24 @@ class broker {
     void when_expanded(const topic_partition& tp, offset_t last_offset, std::function<void()> fn);
 
   private:
+    // The topics as the consumer coordinator sees them.
+    class registry_topic_view final : public group::consumer::topic_view {
+      public:
+        explicit registry_topic_view(const topic_registry& t) : _t(t) {}
+        std::optional<int32_t> partitions(const std::string& topic) const override {
+            const topic_state* s = _t.find(topic);
+            if (!s) return std::nullopt;
+            return s->info.partitions;
+        }
+        std::vector<std::string> names() const override {
+            std::vector<std::string> out;
+            for (const topic_state* s : _t.all()) out.push_back(s->info.name);
+            return out;
+        }
+
+      private:
+        const topic_registry& _t;
+    };
     struct waiter {
         std::vector<topic_partition> tps;
         net::event_loop::timer_id timer = 0;
@@ -152,6 +173,8 @@ class broker {
     net::log_throttle _refusal_log{std::chrono::seconds(1)};
     topic_registry _topics;
     group::coordinator _groups;
+    registry_topic_view _topic_view{_topics};
+    group::consumer::coordinator _consumer_groups;
     fetch_session_cache _fetch_sessions;
     std::unique_ptr<offset_writer> _offsets;
     std::unique_ptr<txn::state_store> _txn_store;

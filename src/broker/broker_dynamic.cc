@@ -35,6 +35,7 @@ void broker::apply_dynamic_configs() {
                                  _dynamic.topic_defaults(config_level::this_broker));
     _groups.set_settings(_dynamic.group_settings());
     _connection_quotas.set(_dynamic.connection_limits());
+    _consumer_groups.set_settings(_dynamic.group_settings());
 }
 
 result<void> broker::set_dynamic_configs(config_level l, config_map values, bool validate_only) {

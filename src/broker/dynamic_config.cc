@@ -1,6 +1,7 @@
 #include "broker/dynamic_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -153,6 +154,12 @@ std::vector<std::pair<std::string, std::string>> static_settings(const broker_co
         {"connections.max.idle.ms", std::to_string(cfg.connections_max_idle_ms)},
         // What -1 in CreateTopics stands for: one broker keeps one copy.
         {"default.replication.factor", "1"},
+        {"group.consumer.assignors",
+         fmt::format("{}", fmt::join(cfg.groups.consumer_assignors, ","))},
+        {"group.consumer.heartbeat.interval.ms",
+         std::to_string(cfg.groups.consumer_heartbeat_interval_ms)},
+        {"group.consumer.session.timeout.ms",
+         std::to_string(cfg.groups.consumer_session_timeout_ms)},
         {"group.max.size", std::to_string(cfg.groups.max_group_size)},
         {"log.cleaner.backoff.ms", std::to_string(cfg.log_cleaner_backoff_ms)},
         {"log.dirs", cfg.data_dir.string()},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <string_view>
 
 #include "catalog/sqlite_db.h"
 
@@ -32,6 +33,25 @@ std::span<const uint8_t> blob(const bytes& b) {
 
 bytes to_bytes(std::span<const uint8_t> b) {
     return bytes(b.begin(), b.end());
+}
+
+std::string join_topics(const std::vector<std::string>& topics) {
+    std::string out;
+    for (const auto& t : topics) {
+        if (!out.empty()) out += ',';
+        out += t;
+    }
+    return out;
+}
+
+std::vector<std::string> split_topics(std::string_view s) {
+    std::vector<std::string> out;
+    while (!s.empty()) {
+        auto comma = s.find(',');
+        out.emplace_back(s.substr(0, comma));
+        s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
+    }
+    return out;
 }
 
 }  // namespace
@@ -118,6 +138,114 @@ result<std::vector<group::stored_group>> group_store::load() {
     return out;
 }
 
+result<std::vector<group::stored_consumer_group>> group_store::load_consumer() {
+    auto groups = _db->prepare(
+        "SELECT group_id, group_epoch, assignment_epoch, assignor, state_ms FROM consumer_groups "
+        "ORDER BY group_id");
+    if (!groups) return groups.err();
+    std::vector<group::stored_consumer_group> out;
+    std::map<std::string, size_t> index;
+    for (;;) {
+        auto row = groups->step();
+        if (!row) return row.err();
+        if (!*row) break;
+        group::stored_consumer_group g;
+        g.group_id = groups->column_text(0);
+        g.group_epoch = static_cast<int32_t>(groups->column_int64(1));
+        g.assignment_epoch = static_cast<int32_t>(groups->column_int64(2));
+        g.assignor = groups->column_text(3);
+        g.state_ms = groups->column_int64(4);
+        index[g.group_id] = out.size();
+        out.push_back(std::move(g));
+    }
+    auto members = _db->prepare(
+        "SELECT group_id, member_id, instance_id, instance_id IS NULL, rack_id, rack_id IS NULL, "
+        "client_id, client_host, member_epoch, previous_epoch, rebalance_timeout_ms, "
+        "server_assignor, server_assignor IS NULL, subscribed_topics, subscribed_regex, "
+        "subscribed_regex IS NULL, assigned, pending_revocation, target "
+        "FROM consumer_group_members ORDER BY group_id, member_id");
+    if (!members) return members.err();
+    for (;;) {
+        auto row = members->step();
+        if (!row) return row.err();
+        if (!*row) break;
+        auto it = index.find(members->column_text(0));
+        if (it == index.end()) continue;
+        group::stored_consumer_member m;
+        m.member_id = members->column_text(1);
+        if (members->column_int64(3) == 0) m.instance_id = members->column_text(2);
+        if (members->column_int64(5) == 0) m.rack_id = members->column_text(4);
+        m.client_id = members->column_text(6);
+        m.client_host = members->column_text(7);
+        m.member_epoch = static_cast<int32_t>(members->column_int64(8));
+        m.previous_epoch = static_cast<int32_t>(members->column_int64(9));
+        m.rebalance_timeout_ms = static_cast<int32_t>(members->column_int64(10));
+        if (members->column_int64(12) == 0) m.server_assignor = members->column_text(11);
+        m.subscribed_topics = split_topics(members->column_text(13));
+        if (members->column_int64(15) == 0) m.subscribed_regex = members->column_text(14);
+        for (auto [col, dst] : {std::pair{16, &m.assigned}, std::pair{17, &m.pending_revocation},
+                                std::pair{18, &m.target}}) {
+            auto ps = group::parse_partitions(members->column_text(col));
+            if (!ps)
+                return error{
+                    errc::corrupt,
+                    fmt::format("consumer group '{}' member '{}': bad stored partitions "
+                                "'{}'",
+                                out[it->second].group_id, m.member_id, members->column_text(col))};
+            *dst = std::move(*ps);
+        }
+        out[it->second].members.push_back(std::move(m));
+    }
+    return out;
+}
+
+// A consumer group's record replaced (or erased) within the caller's transaction.
+static result<void> apply_consumer(detail::db& d, const group::group_write& w) {
+    const auto& g = w.consumer;
+    for (const char* sql : {"DELETE FROM consumer_group_members WHERE group_id = ?1",
+                            "DELETE FROM consumer_groups WHERE group_id = ?1"}) {
+        auto st = d.prepare(sql);
+        if (!st) return st.err();
+        if (auto r = st->bind(1, g.group_id).run(); !r) return r;
+    }
+    if (w.op == group::group_write::kind::erase_consumer) return {};
+    auto put_group = d.prepare(
+        "INSERT INTO consumer_groups (group_id, group_epoch, assignment_epoch, assignor, "
+        "state_ms) VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (!put_group) return put_group.err();
+    put_group->bind(1, g.group_id).bind(2, int64_t{g.group_epoch});
+    put_group->bind(3, int64_t{g.assignment_epoch}).bind(4, g.assignor).bind(5, g.state_ms);
+    if (auto r = put_group->run(); !r) return r;
+    auto put_member = d.prepare(
+        "INSERT INTO consumer_group_members (group_id, member_id, instance_id, rack_id, "
+        "client_id, client_host, member_epoch, previous_epoch, rebalance_timeout_ms, "
+        "server_assignor, subscribed_topics, subscribed_regex, assigned, pending_revocation, "
+        "target) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    if (!put_member) return put_member.err();
+    auto text_or_null = [](detail::statement& st, int i, const std::optional<std::string>& v) {
+        if (v)
+            st.bind(i, *v);
+        else
+            st.bind_null(i);
+    };
+    for (const auto& m : g.members) {
+        auto& st = *put_member;
+        st.reset().bind(1, g.group_id).bind(2, m.member_id);
+        text_or_null(st, 3, m.instance_id);
+        text_or_null(st, 4, m.rack_id);
+        st.bind(5, m.client_id).bind(6, m.client_host).bind(7, int64_t{m.member_epoch});
+        st.bind(8, int64_t{m.previous_epoch}).bind(9, int64_t{m.rebalance_timeout_ms});
+        text_or_null(st, 10, m.server_assignor);
+        st.bind(11, join_topics(m.subscribed_topics));
+        text_or_null(st, 12, m.subscribed_regex);
+        st.bind(13, group::format_partitions(m.assigned))
+            .bind(14, group::format_partitions(m.pending_revocation));
+        st.bind(15, group::format_partitions(m.target));
+        if (auto r = st.run(); !r) return r;
+    }
+    return {};
+}
+
 result<void> group_store::apply(std::span<const group::group_write> writes) {
     if (writes.empty()) return {};
     auto txn = detail::write_txn::begin(*_db);
@@ -145,6 +273,11 @@ result<void> group_store::apply(std::span<const group::group_write> writes) {
             st.bind_null(i);
     };
     for (const auto& w : writes) {
+        if (w.op == group::group_write::kind::put_consumer ||
+            w.op == group::group_write::kind::erase_consumer) {
+            if (auto r = apply_consumer(*_db, w); !r) return r;
+            continue;
+        }
         const auto& g = w.group;
         // A put replaces everything of the group, so both start by erasing it.
         for (auto* st : {&erase_protocols, &erase_members, &erase_group})

@@ -1,8 +1,9 @@
 #pragma once
 
 // The group coordinator's durable state (group/state_store.h) in the catalog file's
-// group_metadata, group_members and group_member_protocols tables
-// (docs/formats/catalog.md, schema version 6).
+// group_metadata, group_members and group_member_protocols tables (schema version 6), and
+// consumer groups (KIP-848) in consumer_groups and consumer_group_members (version 8);
+// docs/formats/catalog.md.
 
 #include <filesystem>
 #include <memory>
@@ -29,6 +30,7 @@ class group_store final : public group::state_store {
     ~group_store() override;
 
     result<std::vector<group::stored_group>> load() override;
+    result<std::vector<group::stored_consumer_group>> load_consumer() override;
     result<void> apply(std::span<const group::group_write> writes) override;
 
   private:

@@ -194,12 +194,45 @@ result<void> migrate_to_8(db& d) {
     )");
 }
 
+// Version 8 -> 9: consumer groups of the KIP-848 protocol (group/consumer/): the group's
+// epochs and assignor, and per member its subscription, epochs and partitions
+// (docs/formats/catalog.md).
+result<void> migrate_to_9(db& d) {
+    return d.exec(R"(
+        CREATE TABLE consumer_groups (
+            group_id         TEXT PRIMARY KEY,
+            group_epoch      INTEGER NOT NULL CHECK (group_epoch >= 0),
+            assignment_epoch INTEGER NOT NULL CHECK (assignment_epoch >= 0),
+            assignor         TEXT NOT NULL,
+            state_ms         INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE consumer_group_members (
+            group_id             TEXT NOT NULL REFERENCES consumer_groups (group_id),
+            member_id            TEXT NOT NULL,
+            instance_id          TEXT,
+            rack_id              TEXT,
+            client_id            TEXT NOT NULL,
+            client_host          TEXT NOT NULL,
+            member_epoch         INTEGER NOT NULL CHECK (member_epoch >= -2),
+            previous_epoch       INTEGER NOT NULL,
+            rebalance_timeout_ms INTEGER NOT NULL,
+            server_assignor      TEXT,
+            subscribed_topics    TEXT NOT NULL,
+            subscribed_regex     TEXT,
+            assigned             TEXT NOT NULL,
+            pending_revocation   TEXT NOT NULL,
+            target               TEXT NOT NULL,
+            PRIMARY KEY (group_id, member_id)
+        ) WITHOUT ROWID;
+    )");
+}
+
 // migrations[v] takes a file from version v to v + 1. Append only: a released step never
 // changes, because files in the field already ran it.
 using migration = result<void> (*)(db&);
 constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3,
-                                    migrate_to_4, migrate_to_5, migrate_to_6, migrate_to_7,
-                                    migrate_to_8};
+                                    migrate_to_4, migrate_to_5, migrate_to_6,
+                                    migrate_to_7, migrate_to_8, migrate_to_9};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

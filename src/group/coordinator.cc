@@ -109,29 +109,22 @@ std::string coordinator::new_member_id(const std::string& client_id) {
 
 void coordinator::arm(timer_kind k, group_data& g, const std::string& member, int64_t& slot,
                       int64_t at) {
-    disarm(k, g, member, slot);
-    slot = at;
-    auto it = _timers.insert({at, k, g.id, member}).first;
-    if (it == _timers.begin() && _on_earlier) _on_earlier();
+    _timers.arm(k, g.id, member, slot, at);
 }
 
 void coordinator::disarm(timer_kind k, const group_data& g, const std::string& member,
                          int64_t& slot) {
-    if (slot == 0) return;
-    _timers.erase({slot, k, g.id, member});
-    slot = 0;
+    _timers.disarm(k, g.id, member, slot);
 }
 
 std::optional<int64_t> coordinator::next_deadline() const {
-    if (_timers.empty()) return std::nullopt;
-    return _timers.begin()->at;
+    return _timers.next();
 }
 
 void coordinator::poll() {
     int64_t now = _clock.steady_ms();
-    while (!_timers.empty() && _timers.begin()->at <= now) {
-        timer_key k = *_timers.begin();
-        _timers.erase(_timers.begin());
+    while (auto due = _timers.pop_due(now)) {
+        const auto& k = *due;
         group_data* g = find(k.group);
         if (!g) continue;
         switch (k.kind) {

@@ -22,6 +22,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "group/deadlines.h"
 #include "group/state_store.h"
 #include "group/types.h"
 
@@ -107,7 +108,7 @@ class coordinator {
     std::optional<int64_t> next_deadline() const;
     // Called whenever a new deadline becomes the earliest, so the owner can re-arm the
     // one timer that drives poll().
-    void on_earlier_deadline(std::function<void()> fn) { _on_earlier = std::move(fn); }
+    void on_earlier_deadline(std::function<void()> fn) { _timers.on_earlier(std::move(fn)); }
     void poll();
     // Answers every parked join and sync with NOT_COORDINATOR (broker shutdown).
     void shutdown();
@@ -117,13 +118,6 @@ class coordinator {
 
   private:
     enum class timer_kind : uint8_t { group, member, pending };
-    struct timer_key {
-        int64_t at;
-        timer_kind kind;
-        std::string group;
-        std::string member;
-        auto operator<=>(const timer_key&) const = default;  // NOLINT(modernize-use-nullptr)
-    };
 
     group_data* find(const std::string& id) const;
     group_data& get_or_create(const std::string& id);
@@ -170,8 +164,7 @@ class coordinator {
     config _cfg;
     clock_source _clock;
     std::unordered_map<std::string, std::unique_ptr<group_data>> _groups;
-    std::set<timer_key> _timers;
-    std::function<void()> _on_earlier;
+    deadline_set<timer_kind> _timers;
     uint64_t _join_seq = 0;
     uint64_t _store_seq = 0;
     state_writer* _writer = nullptr;

@@ -14,12 +14,55 @@
 // previous record, and members with an unknown id join again, as in Kafka.
 
 #include <algorithm>
+#include <charconv>
 
 #include "common/logging.h"
 #include "group/coordinator.h"
 #include "group/group_data.h"
 
 namespace sluice::group {
+
+std::string format_partitions(const partition_map& m) {
+    std::string out;
+    for (const auto& [t, ps] : m) {
+        if (ps.empty()) continue;
+        if (!out.empty()) out += ';';
+        out += t;
+        out += ':';
+        bool first = true;
+        for (int32_t p : ps) {
+            if (!first) out += ',';
+            out += std::to_string(p);
+            first = false;
+        }
+    }
+    return out;
+}
+
+std::optional<partition_map> parse_partitions(std::string_view s) {
+    partition_map out;
+    // Splits off the text up to sep (or all of it).
+    auto next = [](std::string_view& rest, char sep) {
+        auto at = rest.find(sep);
+        std::string_view head = rest.substr(0, at);
+        rest = at == std::string_view::npos ? std::string_view{} : rest.substr(at + 1);
+        return head;
+    };
+    while (!s.empty()) {
+        std::string_view list = next(s, ';');
+        std::string_view topic = next(list, ':');
+        if (topic.empty() || list.empty()) return std::nullopt;
+        auto& ps = out[std::string(topic)];
+        while (!list.empty()) {
+            std::string_view num = next(list, ',');
+            int32_t p = 0;
+            auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), p);
+            if (ec != std::errc() || ptr != num.data() + num.size() || p < 0) return std::nullopt;
+            ps.insert(p);
+        }
+    }
+    return out;
+}
 
 stored_group coordinator::snapshot(const group_data& g) const {
     stored_group s;

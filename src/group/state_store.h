@@ -10,9 +10,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -46,22 +49,65 @@ struct stored_group {
     bool operator==(const stored_group&) const = default;
 };
 
+// Partitions by topic name (a consumer group's assignments, KIP-848).
+using partition_map = std::map<std::string, std::set<int32_t>>;
+// As the catalog stores and SQL shows them: "topic:0,1,2;other:3", topics in name order
+// (topic names never hold ':', ';' or ','); "" for none.
+std::string format_partitions(const partition_map& m);
+// nullopt when s is not in that form.
+std::optional<partition_map> parse_partitions(std::string_view s);
+
+// A member of a consumer group (KIP-848, group/consumer/): what it subscribes to, its
+// epochs and the partitions it owns, is revoking and is meant to get.
+struct stored_consumer_member {
+    std::string member_id;
+    std::optional<std::string> instance_id;
+    std::optional<std::string> rack_id;
+    std::string client_id;
+    std::string client_host;
+    int32_t member_epoch = 0;  // -2: a static member that left for now, keeping its place
+    int32_t previous_epoch = 0;
+    int32_t rebalance_timeout_ms = 0;
+    std::optional<std::string> server_assignor;
+    std::vector<std::string> subscribed_topics;  // sorted
+    std::optional<std::string> subscribed_regex;
+    partition_map assigned;            // owned now
+    partition_map pending_revocation;  // owned, being given up
+    partition_map target;              // the group's target assignment for the member
+    bool operator==(const stored_consumer_member&) const = default;
+};
+
+struct stored_consumer_group {
+    std::string group_id;
+    int32_t group_epoch = 0;
+    int32_t assignment_epoch = 0;
+    std::string assignor;                         // the assignor of the target assignment
+    int64_t state_ms = 0;                         // wall clock of the last change
+    std::vector<stored_consumer_member> members;  // ordered by member id
+    bool operator==(const stored_consumer_group&) const = default;
+};
+
 struct group_write {
     enum class kind : uint8_t {
-        put,    // replace the group's record (and every member) with `group`
-        erase,  // forget group.group_id
+        put,             // replace the group's record (and every member) with `group`
+        erase,           // forget group.group_id
+        put_consumer,    // replace the consumer group's record with `consumer`
+        erase_consumer,  // forget consumer.group_id
     };
     kind op = kind::put;
     stored_group group;
+    stored_consumer_group consumer;
 };
 
-// Where group state is kept. Not thread-safe: one caller at a time (the broker runs it
-// on its catalog writer thread, off the event loop).
+// Where group state is kept (classic and consumer groups alike). Not thread-safe: one caller at a
+// time (the broker runs it on its catalog writer thread, off the event loop).
 class state_store {
   public:
     virtual ~state_store() = default;
     // Every stored group, at start-up.
     virtual result<std::vector<stored_group>> load() = 0;
+    // Every stored consumer group (KIP-848), at start-up.
+    virtual result<std::vector<stored_consumer_group>> load_consumer() = 0;
     // All writes in one transaction, in order, durable when it returns.
     virtual result<void> apply(std::span<const group_write> writes) = 0;
 };

@@ -32,6 +32,11 @@ struct config {
     int32_t max_group_size = std::numeric_limits<int32_t>::max();  // group.max.size
     int64_t offsets_retention_ms = int64_t{7} * 24 * 3600 * 1000;  // offsets.retention.minutes
     size_t offset_metadata_max_bytes = 4096;                       // offset.metadata.max.bytes
+    // Consumer groups (KIP-848, group/consumer/):
+    int32_t consumer_session_timeout_ms = 45000;    // group.consumer.session.timeout.ms
+    int32_t consumer_heartbeat_interval_ms = 5000;  // group.consumer.heartbeat.interval.ms
+    // group.consumer.assignors: the server-side assignors offered; the first is the default.
+    std::vector<std::string> consumer_assignors = {"uniform", "range"};
 };
 
 enum class group_state { empty, preparing_rebalance, completing_rebalance, stable, dead };

@@ -43,6 +43,8 @@ constexpr std::pair<api_key, int16_t> first_flexible[] = {
     {api_key::sasl_authenticate, 2},
     {api_key::describe_user_scram_credentials, 0},
     {api_key::alter_user_scram_credentials, 0},
+    {api_key::consumer_group_heartbeat, 0},
+    {api_key::consumer_group_describe, 0},
 };
 
 }  // namespace

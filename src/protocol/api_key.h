@@ -46,6 +46,8 @@ enum class api_key : int16_t {
     alter_user_scram_credentials = 51,
     describe_cluster = 60,
     describe_producers = 61,
+    consumer_group_heartbeat = 68,
+    consumer_group_describe = 69,
 };
 
 // The first version of each API that uses flexible encoding (compact types and tagged

@@ -78,6 +78,11 @@ std::string_view error_name(error_code e) {
         case error_code::fetch_session_id_not_found: return "FETCH_SESSION_ID_NOT_FOUND";
         case error_code::invalid_fetch_session_epoch: return "INVALID_FETCH_SESSION_EPOCH";
         case error_code::fetch_session_topic_id_error: return "FETCH_SESSION_TOPIC_ID_ERROR";
+        case error_code::fenced_member_epoch: return "FENCED_MEMBER_EPOCH";
+        case error_code::unreleased_instance_id: return "UNRELEASED_INSTANCE_ID";
+        case error_code::unsupported_assignor: return "UNSUPPORTED_ASSIGNOR";
+        case error_code::stale_member_epoch: return "STALE_MEMBER_EPOCH";
+        case error_code::invalid_regular_expression: return "INVALID_REGULAR_EXPRESSION";
         case error_code::member_id_required: return "MEMBER_ID_REQUIRED";
         case error_code::group_max_size_reached: return "GROUP_MAX_SIZE_REACHED";
         case error_code::fenced_instance_id: return "FENCED_INSTANCE_ID";

@@ -76,8 +76,13 @@ enum class error_code : int16_t {
     producer_fenced = 90,            // a newer instance of the transactional id took over
     unknown_topic_id = 100,
     inconsistent_topic_id = 103,
-    fetch_session_topic_id_error = 106,
-    transaction_abortable = 120,  // the transaction cannot go on: abort it (KIP-890)  // a session's fetches mix topic names and ids
+    fetch_session_topic_id_error = 106,  // a session's fetches mix topic names and ids
+    fenced_member_epoch = 110,           // KIP-848: the member must rejoin with epoch 0
+    unreleased_instance_id = 111,        // KIP-848: the instance id is still in use
+    unsupported_assignor = 112,          // KIP-848: not in group.consumer.assignors
+    stale_member_epoch = 113,            // KIP-848: a commit or fetch with an older epoch
+    transaction_abortable = 120,         // the transaction cannot go on: abort it (KIP-890)
+    invalid_regular_expression = 128,    // KIP-848: a subscribed_topic_regex that does not parse
 };
 
 std::string_view error_name(error_code e);

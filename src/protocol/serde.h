@@ -14,7 +14,8 @@
 // and the field's C++ type picks its wire type: intN_t, bool, double, uuid, std::string
 // (STRING / COMPACT_STRING), std::optional<std::string> (nullable), bytes and
 // std::optional<bytes> (BYTES / RECORDS), std::vector<T> (ARRAY / COMPACT_ARRAY),
-// std::optional<std::vector<T>> (nullable array), nested structs with their own serde.
+// std::optional<std::vector<T>> (nullable array), nested structs with their own serde,
+// std::optional<S> of such a struct (a nullable struct: an int8 -1 or 1, then the struct).
 // An optional is nullable in every version it is present unless its field names the
 // narrower range (Kafka's nullableVersions). In flexible versions every struct ends with a
 // tagged-field section.
@@ -60,7 +61,7 @@ template <typename T>
 struct is_optional : std::false_type {};
 template <typename T>
 struct is_optional<std::optional<T>> : std::true_type {};
-// An optional nested struct: only tagged fields use it (present or absent).
+// An optional nested struct: a tagged field (present or absent) or a nullable struct.
 template <typename T>
 struct is_optional_struct : std::false_type {};
 template <typename T>
@@ -141,6 +142,14 @@ public:
             v.data = _r.nullable_bytes(_flexible);
         } else if constexpr (detail::is_vector<T>::value) {
             read_array(v);
+        } else if constexpr (detail::is_optional_struct<T>::value) {
+            // A nullable struct outside the tag section: an int8, -1 for null.
+            if (_r.i8() < 0) {
+                v.reset();
+            } else {
+                v.emplace();
+                read_struct(*v);
+            }
         } else if constexpr (detail::is_optional<T>::value) {
             int64_t n = _r.array_length(_flexible);
             if (n < 0) {
@@ -281,6 +290,9 @@ public:
         } else if constexpr (detail::is_vector<T>::value) {
             _w.length(static_cast<int64_t>(v.size()), _flexible, true);
             for (const auto& e : v) write(e);
+        } else if constexpr (detail::is_optional_struct<T>::value) {
+            _w.i8(v ? 1 : -1);
+            if (v) write_struct(*v);
         } else if constexpr (detail::is_optional<T>::value) {
             if (!v) {
                 _w.length(-1, _flexible, true);

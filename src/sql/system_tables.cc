@@ -89,7 +89,18 @@ outcome<row_list> groups_rows(const system_sources& src) {
     for (auto& g : src.state->groups())
         if (may_describe_group(src, g.group_id))
             out.push_back({g.group_id, g.state, g.protocol_type, g.protocol, int64_t{g.members},
-                           int64_t{g.generation}});
+                           int64_t{g.generation}, g.type});
+    return out;
+}
+
+outcome<row_list> group_members_rows(const system_sources& src) {
+    row_list out;
+    for (auto& m : src.state->group_members())
+        if (may_describe_group(src, m.group_id))
+            out.push_back({m.group_id, m.type, m.member_id, text_or_null(m.instance_id),
+                           m.client_id, m.client_host, int64_t{m.epoch},
+                           text_or_null(m.subscribed_topics), text_or_null(m.subscribed_regex),
+                           text_or_null(m.assigned), text_or_null(m.target)});
     return out;
 }
 
@@ -180,8 +191,13 @@ outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
     if (src.state) {
         specs["groups"] = {
             "CREATE TABLE x(group_id TEXT, state TEXT, protocol_type TEXT, protocol TEXT, "
-            "members INTEGER, generation INTEGER)",
+            "members INTEGER, generation INTEGER, type TEXT)",
             [src] { return groups_rows(src); }};
+        specs["group_members"] = {
+            "CREATE TABLE x(group_id TEXT, type TEXT, member_id TEXT, instance_id TEXT, "
+            "client_id TEXT, client_host TEXT, epoch INTEGER, subscribed_topics TEXT, "
+            "subscribed_regex TEXT, assigned TEXT, target TEXT)",
+            [src] { return group_members_rows(src); }};
         specs["group_offsets"] = {
             "CREATE TABLE x(group_id TEXT, topic TEXT, partition INTEGER, committed_offset "
             "INTEGER, "

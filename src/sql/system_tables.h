@@ -35,11 +35,29 @@ class broker_state {
   public:
     struct group {
         std::string group_id;
-        std::string state;  // Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+        // Classic: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead.
+        // Consumer (KIP-848): Empty, Assigning, Reconciling, Stable.
+        std::string state;
         std::string protocol_type;
-        std::string protocol;
+        std::string protocol;  // a consumer group's: its assignor
         int32_t members = 0;
-        int32_t generation = 0;  // the coordinator's generation id
+        int32_t generation = 0;        // the generation id; a consumer group's: its group epoch
+        std::string type = "classic";  // or "consumer"
+    };
+    struct group_member {
+        std::string group_id;
+        std::string type;  // classic or consumer
+        std::string member_id;
+        std::optional<std::string> instance_id;
+        std::string client_id;
+        std::string client_host;
+        int32_t epoch = 0;  // the member epoch; a classic member's: the group's generation
+        // Consumer groups only (nullopt for classic members): subscribed topic names
+        // (comma-separated), regex, and partitions owned and targeted ("t:0,1;u:2").
+        std::optional<std::string> subscribed_topics;
+        std::optional<std::string> subscribed_regex;
+        std::optional<std::string> assigned;
+        std::optional<std::string> target;
     };
     struct committed_offset {
         std::string group_id;
@@ -51,6 +69,7 @@ class broker_state {
     };
     virtual std::vector<group> groups() = 0;
     virtual std::vector<committed_offset> group_offsets() = 0;
+    virtual std::vector<group_member> group_members() = 0;
     // Broker-wide topic defaults (--topic-default), keyed by topic config name.
     virtual std::map<std::string, std::string> topic_defaults() = 0;
 

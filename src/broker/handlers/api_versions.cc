@@ -10,12 +10,19 @@ void handle_api_versions(const request_context& ctx, request_body body) {
     protocol::api_versions_response resp;
     for (const auto& a : supported_apis())
         resp.api_keys.push_back({static_cast<int16_t>(a.key), a.min_version, a.max_version});
-    // KIP-584 features: transaction.version 2 (KIP-890 part 2) is what a Kafka 4 client
-    // needs to use EndTxn v5 and Produce v12; --transaction-version 1 turns it down. As
-    // Kafka, v0-3 leave out supported features whose minimum is 0 (KAFKA-17011).
+    // KIP-584 features. transaction.version 2 (KIP-890 part 2) is what a Kafka 4 client
+    // needs to use EndTxn v5 and Produce v12; --transaction-version 1 turns it down.
+    // group.version 1: the consumer rebalance protocol (KIP-848) is on, which clients such
+    // as franz-go look for before they use ConsumerGroupHeartbeat. Finalized once and for
+    // all in this single-broker cluster, so the epoch never moves. As Kafka, v0-3 leave
+    // out supported features whose minimum is 0 (KAFKA-17011).
     const int16_t tv = ctx.b.config().transaction_version;
-    if (ctx.version() >= 4) resp.supported_features.push_back({"transaction.version", 0, 2});
+    if (ctx.version() >= 4) {
+        resp.supported_features.push_back({"group.version", 0, 1});
+        resp.supported_features.push_back({"transaction.version", 0, 2});
+    }
     resp.finalized_features_epoch = 1;
+    resp.finalized_features.push_back({"group.version", 1, 1});
     resp.finalized_features.push_back({"transaction.version", tv, tv});
     ctx.respond(resp);
 }

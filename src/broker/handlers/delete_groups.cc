@@ -14,10 +14,13 @@ void handle_delete_groups(const request_context& ctx, request_body body) {
     std::vector<catalog::offset_write> writes;
     std::vector<std::string> deleted;
     for (const auto& id : req.groups_names) {
+        auto& consumer = b.consumer_groups();
         error_code e = !ctx.allowed(security::resource_kind::group, id)
                            ? error_code::group_authorization_failed
-                       : id.empty() ? error_code::invalid_group_id
-                                    : b.groups().check_delete_group(id);
+                       : id.empty()                     ? error_code::invalid_group_id
+                       : consumer.has_members(id)       ? error_code::non_empty_group
+                       : consumer.is_consumer_group(id) ? error_code::none
+                                                        : b.groups().check_delete_group(id);
         resp->results.push_back({id, code(e)});
         if (e != error_code::none) continue;
         catalog::stored_offset row;
@@ -26,17 +29,19 @@ void handle_delete_groups(const request_context& ctx, request_body body) {
         deleted.push_back(id);
     }
     if (writes.empty()) return ctx.respond(*resp);
-    b.store_offsets(std::move(writes), [ctx, resp, deleted = std::move(deleted)](const result<void>& r) {
-        for (auto& res : resp->results) {
-            if (res.error_code != 0) continue;
-            if (r)
-                ctx.b.groups().delete_group(res.group_id);
-            else
-                res.error_code = code(error_code::kafka_storage_error);
-        }
-        if (r) log_info("group", "{}: deleted {} groups", ctx.client(), deleted.size());
-        ctx.respond(*resp);
-    });
+    b.store_offsets(
+        std::move(writes), [ctx, resp, deleted = std::move(deleted)](const result<void>& r) {
+            for (auto& res : resp->results) {
+                if (res.error_code != 0) continue;
+                if (r) {
+                    ctx.b.groups().delete_group(res.group_id);
+                    ctx.b.consumer_groups().erase_group(res.group_id);
+                } else
+                    res.error_code = code(error_code::kafka_storage_error);
+            }
+            if (r) log_info("group", "{}: deleted {} groups", ctx.client(), deleted.size());
+            ctx.respond(*resp);
+        });
 }
 
 }  // namespace sluice::broker

@@ -18,6 +18,20 @@ void handle_describe_groups(const request_context& ctx, request_body body) {
         if (req.include_authorized_operations)
             out.authorized_operations = authorized_operations(ctx, {security::resource_kind::group, id});
         auto d = ctx.b.groups().describe(id);
+        if (auto c = ctx.b.consumer_groups().describe(id)) {
+            // As Kafka describes a consumer group to the classic API: its state and type;
+            // members are described by ConsumerGroupDescribe.
+            out.group_state = c->state;
+            out.protocol_type = "consumer";
+            for (auto& m : c->members)
+                out.members.push_back({std::move(m.member_id),
+                                       std::move(m.instance_id),
+                                       std::move(m.client_id),
+                                       std::move(m.client_host),
+                                       {},
+                                       {}});
+            continue;
+        }
         if (!d) {
             // v0-v5 describe a group that does not exist as Dead, without an error.
             out.group_state = group::state_name(group::group_state::dead);

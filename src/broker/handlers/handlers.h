@@ -51,6 +51,8 @@ void handle_txn_offset_commit(const request_context& ctx, request_body body);
 void handle_describe_acls(const request_context& ctx, request_body body);
 void handle_create_acls(const request_context& ctx, request_body body);
 void handle_delete_acls(const request_context& ctx, request_body body);
+void handle_consumer_group_heartbeat(const request_context& ctx, request_body body);
+void handle_consumer_group_describe(const request_context& ctx, request_body body);
 
 // A write the broker could not make (storage failed or full: io_error) is answered
 // KAFKA_STORAGE_ERROR, retriable as in Kafka, not UNKNOWN_SERVER_ERROR; other failures

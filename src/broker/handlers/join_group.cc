@@ -14,6 +14,17 @@ void handle_join_group(const request_context& ctx, request_body body) {
         ctx.respond(resp);
         return;
     }
+    // No online migration from consumer groups (KIP-848): a classic member may not join
+    // one that has members; an empty one gives its id back to the classic protocol.
+    auto& consumer = ctx.b.consumer_groups();
+    if (consumer.has_members(req.group_id)) {
+        protocol::join_group_response resp;
+        resp.error_code = code(protocol::error_code::group_id_not_found);
+        resp.member_id = req.member_id;
+        ctx.respond(resp);
+        return;
+    }
+    consumer.erase_group(req.group_id);
     group::join_request j;
     j.group_id = std::move(req.group_id);
     j.member_id = std::move(req.member_id);

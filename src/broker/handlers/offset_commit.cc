@@ -15,13 +15,18 @@ void handle_offset_commit(const request_context& ctx, request_body body) {
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
     auto& groups = b.groups();
-    error_code group_error =
-        !ctx.allowed(security::resource_kind::group, req.group_id)
-            ? error_code::group_authorization_failed
-        : req.group_id.empty()
-            ? error_code::invalid_group_id
-            : groups.check_commit(req.group_id,
-                                  {req.member_id, req.group_instance_id, req.generation_id});
+    // A consumer group (KIP-848) checks the member epoch; a classic one the generation.
+    error_code group_error = error_code::none;
+    if (!ctx.allowed(security::resource_kind::group, req.group_id))
+        group_error = error_code::group_authorization_failed;
+    else if (req.group_id.empty())
+        group_error = error_code::invalid_group_id;
+    else if (auto c = b.consumer_groups().check_commit(req.group_id, req.member_id,
+                                                       req.generation_id, ctx.version()))
+        group_error = *c;
+    else
+        group_error = groups.check_commit(
+            req.group_id, {req.member_id, req.group_instance_id, req.generation_id});
     int64_t now = now_ms();
     auto resp = std::make_shared<offset_commit_response>();
     std::vector<catalog::offset_write> writes;

@@ -73,8 +73,15 @@ void handle_offset_fetch(const request_context& ctx, request_body body) {
     const auto group_denied = code(error_code::group_authorization_failed);
     if (ctx.version() >= 8) {
         for (const auto& g : req.groups) {
-            if (denied(g.group_id))
+            if (denied(g.group_id)) {
                 resp.groups.push_back({g.group_id, {}, group_denied});
+                continue;
+            }
+            // v9+: a consumer-group member must name its current epoch (KIP-848).
+            auto member =
+                ctx.b.consumer_groups().check_fetch(g.group_id, g.member_id, g.member_epoch);
+            if (member != error_code::none)
+                resp.groups.push_back({g.group_id, {}, code(member)});
             else
                 resp.groups.push_back(
                     {g.group_id, fetch_group(ctx, g.group_id, g.topics, req.require_stable), 0});

@@ -30,7 +30,8 @@ struct api_versions_response {
             f(max_version);
         }
     };
-    // v3+ tagged fields (KIP-584): the features this broker supports and those in force.
+    // v3+ tagged fields: the features the broker supports and those finalized in the
+    // cluster (group.version 1 tells clients the KIP-848 consumer protocol is on).
     struct supported_feature {
         std::string name;
         int16_t min_version = 0;
@@ -57,7 +58,7 @@ struct api_versions_response {
     std::vector<api_version> api_keys;
     int32_t throttle_time_ms = 0;
     std::vector<supported_feature> supported_features;
-    int64_t finalized_features_epoch = -1;  // written only when not 0 (tagged)
+    int64_t finalized_features_epoch = -1;
     std::vector<finalized_feature> finalized_features;
 
     template <typename F>

@@ -23,7 +23,7 @@ struct list_groups_response {
         std::string group_id;
         std::string protocol_type;  // "consumer", or "" for offsets-only groups
         std::string group_state;    // e.g. "Stable", "Empty"
-        std::string group_type = "classic";  // v5+: every Sluice group is a classic one
+        std::string group_type = "classic";  // v5+: "classic" or "consumer" (KIP-848)
         template <typename F>
         void serde(F& f) {
             f(group_id);

@@ -20,10 +20,15 @@ struct offset_fetch_request {
     };
     struct group {
         std::string group_id;
+        // v9+ (KIP-848): the consumer-group member asking, checked against its epoch.
+        std::optional<std::string> member_id;
+        int32_t member_epoch = -1;
         std::optional<std::vector<topic>> topics;  // null: every topic the group committed
         template <typename F>
         void serde(F& f) {
             f(group_id);
+            f(member_id, since(9));
+            f(member_epoch, since(9));
             f(topics);
         }
     };

@@ -365,7 +365,8 @@ TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
         ASSERT_TRUE(c.ok()) << c.err().message;
     }
     // What version 4 left: no counter (and no group state, from version 6, nor broker
-    // configs, from version 7, nor transaction state, from version 8).
+    // configs, from version 7, nor transaction state, from version 8, nor consumer groups,
+    // from version 9).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
@@ -374,6 +375,7 @@ TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
                            "DROP TABLE group_member_protocols; DROP TABLE broker_configs; "
                            "DROP TABLE txn_metadata; DROP TABLE txn_partitions; "
                            "DROP TABLE txn_groups; DROP TABLE txn_offsets; "
+                           "DROP TABLE consumer_group_members; DROP TABLE consumer_groups; "
                            "PRAGMA user_version = 4",
                            nullptr, nullptr, nullptr),
               SQLITE_OK);

@@ -94,7 +94,7 @@ offset_fetch_request sample_offset_fetch() {
     offset_fetch_request req;
     req.group_id = "group-a";
     req.topics = std::vector<offset_fetch_request::topic>{{"orders", {0, 1, 2}}};
-    req.groups.push_back({"group-a", std::vector<offset_fetch_request::topic>{{"t", {3}}}});
+    req.groups.push_back({"group-a", std::nullopt, -1, std::vector<offset_fetch_request::topic>{{"t", {3}}}});
     req.groups.push_back({"group-b", std::nullopt});
     req.require_stable = true;
     return req;
@@ -370,7 +370,7 @@ TEST(group_codec, offset_fetch_v8_request_bytes) {
     req.group_id = "old";
     req.topics = std::vector<offset_fetch_request::topic>{{"x", {1}}};
     req.groups.push_back({"g1", std::nullopt});
-    req.groups.push_back({"g2", std::vector<offset_fetch_request::topic>{{"t", {0, 2}}}});
+    req.groups.push_back({"g2", std::nullopt, -1, std::vector<offset_fetch_request::topic>{{"t", {0, 2}}}});
     req.require_stable = true;
     const bytes wire = {
         0x03,                    // groups: 2

@@ -17,7 +17,8 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * One member of a consumer group (group.protocol=classic), subscribed to TOPIC, until a
+ * One member of a consumer group (group.protocol=classic unless a KEY=VALUE says
+ * group.protocol=consumer), subscribed to TOPIC, until a
  * line "stop" (or the end of stdin) arrives:
  * GroupMember BOOTSTRAP GROUP TOPIC NAME [KEY=VALUE]...
  *
@@ -85,6 +86,8 @@ public final class GroupMember {
                     var n = Out.line("committed");
                     n.put("member", name);
                     n.put("count", records.count());
+                    // The generation, or with group.protocol=consumer the member epoch.
+                    n.put("generation", consumer.groupMetadata().generationId());
                     Out.emit(n);
                 }
             }
