@@ -161,7 +161,7 @@ def test_every_page_shows_the_data(env):
     assert first[:2] == ["0", "0"] and first[3] == "order-0" and json.loads(first[4]) == {"n": 0, "amount": 0}
     assert first[5] == "source: web"
     assert len(out["messages"]) == N
-    assert [GROUP_APP, "Empty"] == out["groups"][0][:2] and out["groups"][0][5] == "0"
+    assert [GROUP_APP, "classic", "Empty"] == out["groups"][0][:3] and out["groups"][0][6] == "0"
     assert [r[:5] for r in out["group_offsets"]] == [
         [TOPIC, str(p), str(N // PARTITIONS), str(N // PARTITIONS), "0"] for p in range(PARTITIONS)]
     amounts = [sum(10 * i for i in range(N) if i % PARTITIONS == p) for p in range(PARTITIONS)]
@@ -192,6 +192,8 @@ def test_group_lag_falls_to_zero_as_the_consumer_catches_up(env):
     assert out["consumed"] >= env.lag
     assert out["lag_after"] == 0
     assert out["chart_points"] >= 2
+    # The kafkajs consumer was listed as the group's one member while it ran.
+    assert len(out["members"]) == 1 and "console-test" in out["members"][0], out["members"]
 
 
 def test_restricted_user_sees_and_does_only_what_it_may(env):

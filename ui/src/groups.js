@@ -8,14 +8,14 @@ import { Table, ErrorLine, useLoad } from './ui.js';
 
 export function Groups({ group }) {
   const [list, error] = useLoad(() => rows(
-    `SELECT g.group_id, g.state, g.members, g.protocol, g.generation,
+    `SELECT g.group_id, g.type, g.state, g.members, g.protocol, g.generation,
             (SELECT coalesce(sum(lag),0) FROM system.group_offsets o WHERE o.group_id = g.group_id) AS lag
        FROM system.groups g ORDER BY g.group_id`), [], 3000);
   return html`<section>
     <h1>Consumer groups</h1>
     <${ErrorLine} error=${error} />
     <${Table} testid="groups" rows=${list || []} onRow=${(r) => { location.hash = '#/groups/' + encodeURIComponent(r.group_id); }}
-      columns=${['group_id', 'state', 'members', 'protocol', 'generation', 'lag']} />
+      columns=${['group_id', 'type', 'state', 'members', 'protocol', 'generation', 'lag']} />
     ${group && html`<${GroupDetail} group=${group} key=${group} />`}
   </section>`;
 }
@@ -24,6 +24,7 @@ const KEEP = 300;
 
 function GroupDetail({ group }) {
   const [offsets, setOffsets] = useState([]);
+  const [members, setMembers] = useState([]);
   const [hist, setHist] = useState({ t: [], byPart: {} });
   const [error, setError] = useState(null);
   useEffect(() => {
@@ -33,6 +34,9 @@ function GroupDetail({ group }) {
           `SELECT topic, partition, committed_offset, high_watermark, lag, commit_timestamp
              FROM system.group_offsets WHERE group_id = $1 ORDER BY topic, partition`, [group]);
         setOffsets(r);
+        setMembers(await rows(
+          `SELECT member_id, instance_id, client_id, client_host, epoch, assigned
+             FROM system.group_members WHERE group_id = $1 ORDER BY member_id`, [group]));
         setError(null);
         setHist((h) => {
           const byPart = { ...h.byPart };
@@ -69,6 +73,9 @@ function GroupDetail({ group }) {
   return html`<div class="detail" data-testid="group-detail">
     <h2>${group}</h2>
     <${ErrorLine} error=${error} />
+    <h3>Members</h3>
+    <${Table} testid="group-members" rows=${members}
+      columns=${['member_id', 'instance_id', 'client_id', 'client_host', 'epoch', 'assigned']} />
     <p>Total lag: <b data-testid="group-lag">${total}</b></p>
     <${Table} testid="group-offsets" rows=${offsets}
       columns=${['topic', 'partition', 'committed_offset', 'high_watermark', 'lag',

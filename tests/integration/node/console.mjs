@@ -52,7 +52,10 @@ try {
   if (scenario === 'pages') {
     // Without credentials a secured console shows only the log-in form.
     await page.goto(args.url + '/ui/');
-    out.login_form = args.user ? await page.getByTestId('login').isVisible().catch(() => false) : null;
+    // (The form appears once the app has asked who is logged in: wait for it.)
+    out.login_form = args.user
+      ? await page.getByTestId('login').waitFor({ timeout: WAIT }).then(() => true, () => false)
+      : null;
     if (args.user) await shot('login');
     await open('#/overview');
     out.who = (await texts('[data-testid=who]'))[0];
@@ -135,6 +138,9 @@ try {
       consumer.run({ autoCommitInterval: 100, eachMessage: async () => { if (++seen >= args.lag) resolve(); } });
     });
     await Promise.race([caught, new Promise((_, rej) => setTimeout(() => rej(new Error(`consumed ${seen} of ${args.lag}`)), WAIT))]);
+    // While it is in the group, the page lists it among the members.
+    await page.locator('[data-testid=group-members] tbody tr', { hasText: 'console-test' }).first().waitFor({ timeout: WAIT });
+    out.members = await rowsOf('group-members');
     await consumer.commitOffsets([]).catch(() => {});
     await consumer.disconnect();
     out.consumed = seen;
