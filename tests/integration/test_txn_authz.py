@@ -4,7 +4,7 @@ no right on its transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED from
 librdkafka's init_transactions() (and from raw FindCoordinator and InitProducerId, so it
 cannot fence another principal's producer); once a policy, or Kafka's `kafka-acls
 --transactional-id`, grants Write on the id, it commits a transaction that a
-read_committed consumer reads.
+read_committed consumer reads. A right revoked mid-transaction fails its commit.
 """
 
 import subprocess
@@ -80,7 +80,7 @@ def commit_three(env, user, txn_id, tag):
     return values
 
 
-def read_committed(env, prefix, n):
+def read_committed(env, prefix, n, topic=TOPIC):
     """The values starting with `prefix` that a read_committed consumer reads, once it has
     read `n` of them (or after 15 s)."""
     c = Consumer(dict(H.BASE_CONF, **S.confluent_conf(creds("admin")), **{
@@ -89,7 +89,7 @@ def read_committed(env, prefix, n):
         "isolation.level": "read_committed"}))
     got = []
     try:
-        c.subscribe([TOPIC])
+        c.subscribe([topic])
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and len(got) < n:
             got += [m.value().decode() for m in c.consume(100, 0.5)
@@ -159,3 +159,23 @@ def test_kafka_acls_transactional_id_grants_write(env):
     kafka_acls(env, "--remove", "--force", "--allow-principal", "User:acl-writer", "--operation", "Write",
                "--transactional-id", "acl-tx-", "--resource-pattern-type", "prefixed")
     assert init_error(env, "acl-writer", "acl-tx-1") == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def test_a_right_revoked_mid_transaction_stops_it(env):
+    # Its own topic: the transaction stays open until it times out, holding the LSO back.
+    topic = TOPIC + "-revoked"
+    S.create_topic(env.kafka, creds("admin"), topic, 1)
+    S.policy_put(env.admin, "revoked-txn", S.policy_doc(
+        S.allow("KafkaWrite", ["sluice:transactional-id:tx-revoked", "sluice:topic:" + topic])))
+    S.policy_attach(env.admin, "revoked-txn", "other")
+    p = producer(env, "other", "tx-revoked")
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"revoked-0")
+    assert p.flush(10) == 0
+    S.policy_detach(env.admin, "revoked-txn", "other")
+    with pytest.raises(KafkaException) as e:
+        p.commit_transaction(30)
+    assert e.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, e.value
+    # Never committed: a read_committed consumer does not see the record.
+    assert read_committed(env, "revoked-", 1, topic) == []
