@@ -20,6 +20,7 @@ using security::resource_kind;
 // the action on the cluster.
 constexpr access_rule rules[] = {
     {api_key::produce, resource_kind::topic, action::write},
+    {api_key::produce, resource_kind::transactional_id, action::write},  // transactional batches
     {api_key::fetch, resource_kind::topic, action::read},
     {api_key::list_offsets, resource_kind::topic, action::describe},
     {api_key::metadata, resource_kind::topic, action::describe},
@@ -28,6 +29,7 @@ constexpr access_rule rules[] = {
     {api_key::offset_fetch, resource_kind::group, action::describe},
     {api_key::offset_fetch, resource_kind::topic, action::describe},
     {api_key::find_coordinator, resource_kind::group, action::describe},
+    {api_key::find_coordinator, resource_kind::transactional_id, action::describe},
     {api_key::join_group, resource_kind::group, action::read},
     {api_key::heartbeat, resource_kind::group, action::read},
     {api_key::leave_group, resource_kind::group, action::read},
@@ -56,11 +58,18 @@ constexpr access_rule rules[] = {
     // As Kafka (KIP-679): IdempotentWrite on the cluster, or Write on any topic.
     {api_key::init_producer_id, resource_kind::cluster, action::idempotent_write},
     {api_key::init_producer_id, resource_kind::topic, action::write},
+    // With a transactional id: Write on it, and nothing else.
+    {api_key::init_producer_id, resource_kind::transactional_id, action::write},
     {api_key::describe_producers, resource_kind::topic, action::read},
-    // Transactions, as Kafka; transactional ids themselves are not a resource here yet.
+    // Transactions, as Kafka: Write on the transactional id first (AddPartitionsToTxn v4+,
+    // a broker's request, needs ClusterAction instead).
+    {api_key::add_partitions_to_txn, resource_kind::transactional_id, action::write},
     {api_key::add_partitions_to_txn, resource_kind::topic, action::write},
     {api_key::add_partitions_to_txn, resource_kind::cluster, action::cluster_action},
+    {api_key::add_offsets_to_txn, resource_kind::transactional_id, action::write},
     {api_key::add_offsets_to_txn, resource_kind::group, action::read},
+    {api_key::end_txn, resource_kind::transactional_id, action::write},
+    {api_key::txn_offset_commit, resource_kind::transactional_id, action::write},
     {api_key::txn_offset_commit, resource_kind::group, action::read},
     {api_key::txn_offset_commit, resource_kind::topic, action::read},
     // As Kafka: ACLs are read with Describe and changed with Alter on the cluster.

@@ -48,6 +48,18 @@ error refuse(std::string what) {
     return {errc::invalid_argument, std::move(what)};
 }
 
+// The kinds with names, and their policy resource prefixes.
+struct named_kind {
+    resource_type type;
+    std::string_view prefix;
+    std::string_view noun;
+};
+constexpr std::array<named_kind, 3> named_kinds = {{
+    {resource_type::topic, "sluice:topic:", "topic"},
+    {resource_type::group, "sluice:group:", "group"},
+    {resource_type::transactional_id, "sluice:transactional-id:", "transactional id"},
+}};
+
 // The resource pattern of a binding, checked; "sluice:topic:orders-*" for PREFIXED orders-.
 result<std::string> resource_of(const binding& b) {
     if (b.name.empty()) return refuse("the resource name must not be empty");
@@ -59,13 +71,15 @@ result<std::string> resource_of(const binding& b) {
             return refuse("the CLUSTER resource takes a LITERAL pattern");
         return std::string("sluice:cluster");
     }
-    std::string prefix = b.type == resource_type::topic ? "sluice:topic:" : "sluice:group:";
+    const auto& kind = *std::find_if(named_kinds.begin(), named_kinds.end(),
+                                     [&](const auto& k) { return k.type == b.type; });
+    std::string prefix(kind.prefix);
     if (b.pattern == pattern_type::literal && b.name == "*") return prefix + "*";
     if (has_wildcard(b.name))
         return refuse(fmt::format(
             "the resource name '{}' contains '*' or '?', which Sluice policies read as "
             "wildcards; only the whole name \"*\" (LITERAL) means every {}",
-            b.name, b.type == resource_type::topic ? "topic" : "group"));
+            b.name, kind.noun));
     return b.pattern == pattern_type::prefixed ? prefix + b.name + "*" : prefix + b.name;
 }
 
@@ -81,18 +95,18 @@ std::vector<resource_pattern> patterns_of(std::string_view r) {
     if (r == "*" || r == "sluice:*")
         return {{resource_type::topic, "*", pattern_type::literal},
                 {resource_type::group, "*", pattern_type::literal},
+                {resource_type::transactional_id, "*", pattern_type::literal},
                 {resource_type::cluster, std::string(cluster_name), pattern_type::literal}};
     if (r == "sluice:cluster")
         return {{resource_type::cluster, std::string(cluster_name), pattern_type::literal}};
-    for (auto [kind, type] : {std::pair{std::string_view("sluice:topic:"), resource_type::topic},
-                              std::pair{std::string_view("sluice:group:"), resource_type::group}}) {
-        if (!r.starts_with(kind)) continue;
-        std::string_view rest = r.substr(kind.size());
+    for (const auto& k : named_kinds) {
+        if (!r.starts_with(k.prefix)) continue;
+        std::string_view rest = r.substr(k.prefix.size());
         if (rest == "*" || !has_wildcard(rest))
-            return {{type, std::string(rest), pattern_type::literal}};
+            return {{k.type, std::string(rest), pattern_type::literal}};
         std::string_view stem = rest.substr(0, rest.size() - 1);
         if (rest.back() == '*' && !stem.empty() && !has_wildcard(stem))
-            return {{type, std::string(stem), pattern_type::prefixed}};
+            return {{k.type, std::string(stem), pattern_type::prefixed}};
         return {};
     }
     return {};
@@ -172,12 +186,13 @@ result<mapped> to_statement(const binding& b) {
         case resource_type::topic:
         case resource_type::group:
         case resource_type::cluster:
-            break;
         case resource_type::transactional_id:
+            break;
         case resource_type::delegation_token:
         case resource_type::user:
             return refuse(fmt::format("ACLs on {} resources cannot be expressed as Sluice "
-                                      "policies, which cover topics, groups and the cluster",
+                                      "policies, which cover topics, groups, transactional "
+                                      "ids and the cluster",
                                       name_of(b.type)));
         default:
             return refuse(fmt::format("invalid resource type {} for an ACL", name_of(b.type)));
@@ -197,7 +212,7 @@ result<mapped> to_statement(const binding& b) {
             act = action_name(static_cast<action>(it - operation_by_action.begin()));
         else if (known(operation_names, static_cast<int8_t>(b.op)) && b.op != operation::any)
             return refuse(fmt::format("operation {} has no Sluice action (Sluice has no "
-                                      "delegation tokens or transactions)",
+                                      "delegation tokens or two-phase commit)",
                                       name_of(b.op)));
         else
             return refuse(fmt::format("invalid operation {} for an ACL", name_of(b.op)));

@@ -67,7 +67,8 @@ result<void> check_action(const std::string& where, std::string_view a) {
     return bad(where, fmt::format("pattern '{}' matches no action", a));
 }
 
-// "*", or "sluice:" then a kind: "cluster", "topic:<pattern>", "group:<pattern>". A kind
+// "*", or "sluice:" then a kind: "cluster", "topic:<pattern>", "group:<pattern>",
+// "transactional-id:<pattern>". A kind
 // spelled with a wildcard ("sluice:*") is taken as is; a misspelt literal kind is an
 // error, since it would silently never match.
 result<void> check_resource(const std::string& where, std::string_view r) {
@@ -81,14 +82,15 @@ result<void> check_resource(const std::string& where, std::string_view r) {
         if (rest == "cluster") return {};
         return bad(where, fmt::format("resource '{}': the cluster is \"sluice:cluster\"", r));
     }
-    if (kind == "topic" || kind == "group") {
+    if (kind == "topic" || kind == "group" || kind == "transactional-id") {
         if (rest.size() > kind.size() + 1) return {};
         return bad(where, fmt::format("resource '{}' needs a name or pattern after "
                                       "\"sluice:{}:\"",
                                       r, kind));
     }
-    return bad(where,
-               fmt::format("resource '{}': unknown kind '{}' (topic, group or cluster)", r, kind));
+    return bad(where, fmt::format("resource '{}': unknown kind '{}' (topic, group, "
+                                  "transactional-id or cluster)",
+                                  r, kind));
 }
 
 result<statement> parse_statement(simdjson::dom::element v, const std::string& where) {
@@ -156,6 +158,8 @@ std::string resource_name(const resource& r) {
             return "sluice:topic:" + r.name;
         case resource_kind::group:
             return "sluice:group:" + r.name;
+        case resource_kind::transactional_id:
+            return "sluice:transactional-id:" + r.name;
         case resource_kind::cluster:
             break;
     }

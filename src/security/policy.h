@@ -32,12 +32,13 @@ inline constexpr size_t action_count = 10;
 std::string_view action_name(action a);  // "KafkaRead", ...
 std::optional<action> parse_action(std::string_view name);
 
-enum class resource_kind : uint8_t { topic, group, cluster };
+enum class resource_kind : uint8_t { topic, group, cluster, transactional_id };
 struct resource {
     resource_kind kind = resource_kind::cluster;
     std::string name;  // empty for the cluster
 };
-// "sluice:topic:NAME", "sluice:group:NAME", "sluice:cluster".
+// "sluice:topic:NAME", "sluice:group:NAME", "sluice:cluster",
+// "sluice:transactional-id:NAME".
 std::string resource_name(const resource& r);
 
 enum class effect : uint8_t { allow, deny };

@@ -238,10 +238,12 @@ def test_user_written_policies_are_listed_but_not_removed(env):
     assert listing(out) == {("TOPIC", "reports-", "PREFIXED"): {allow("User:ops", "READ"),
                                                                 allow("User:ops", "DESCRIBE")},
                             ("TOPIC", "*", "LITERAL"): {allow("User:admin", "ALL")}}, out
-    # The admin's "*" on "sluice:*" reads as ALL on every topic, every group and the cluster.
+    # The admin's "*" on "sluice:*" reads as ALL on every topic, group and transactional id
+    # and the cluster.
     _, out = acls(env, "--list", "--principal", "User:admin")
     assert listing(out) == {("TOPIC", "*", "LITERAL"): {allow("User:admin", "ALL")},
                             ("GROUP", "*", "LITERAL"): {allow("User:admin", "ALL")},
+                            ("TRANSACTIONAL_ID", "*", "LITERAL"): {allow("User:admin", "ALL")},
                             ("CLUSTER", "kafka-cluster", "LITERAL"): {allow("User:admin", "ALL")}}, out
     before = S.policy_get(env.admin, "ops-policy")
     rc, out = acls(env, "--remove", "--force", "--allow-principal", "User:ops", "--operation", "Read",
@@ -283,9 +285,6 @@ def test_the_wildcard_principal_is_a_policy_every_user_has(env):
 @pytest.mark.parametrize("args, message", [
     (["--allow-principal", "User:alice", "--allow-host", "10.0.0.1", "--operation", "Read", "--topic", "t"],
      "host '10.0.0.1' cannot be expressed: Sluice policies do not restrict hosts, so an ACL's host must be '*'"),
-    (["--allow-principal", "User:alice", "--operation", "Write", "--transactional-id", "tx"],
-     "ACLs on TRANSACTIONAL_ID resources cannot be expressed as Sluice policies, which cover topics, groups "
-     "and the cluster"),
     (["--allow-principal", "User:alice", "--operation", "Describe", "--delegation-token", "tok"],
      "ACLs on DELEGATION_TOKEN resources cannot be expressed as Sluice policies"),
     (["--allow-principal", "Group:ops", "--operation", "Read", "--topic", "t"],
@@ -295,7 +294,7 @@ def test_the_wildcard_principal_is_a_policy_every_user_has(env):
     (["--allow-principal", "User:alice", "--operation", "Read", "--group", "g?", "--resource-pattern-type",
       "prefixed"],
      "the resource name 'g?' contains '*' or '?', which Sluice policies read as wildcards"),
-], ids=["host", "transactional-id", "delegation-token", "group-principal", "literal-star",
+], ids=["host", "delegation-token", "group-principal", "literal-star",
         "prefixed-question-mark"])
 def test_what_policies_cannot_express_is_refused_naming_why(env, args, message):
     rc, out = acls(env, "--add", *args, check=False)

@@ -27,7 +27,7 @@ import sluice_helpers as H
 ADMIN_PW = "admin-pw-authz"
 TOPIC, BROKER = K.RESOURCE_TOPIC, K.RESOURCE_BROKER
 CODE = {"topic": S.TOPIC_AUTHORIZATION_FAILED, "group": S.GROUP_AUTHORIZATION_FAILED,
-        "cluster": S.CLUSTER_AUTHORIZATION_FAILED}
+        "cluster": S.CLUSTER_AUTHORIZATION_FAILED, "transactional-id": I.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
 
 
 def pw(user):
@@ -48,6 +48,10 @@ def topic_res(name):
 
 def group_res(name):
     return "sluice:group:" + name
+
+
+def txn_res(name):
+    return "sluice:transactional-id:" + name
 
 
 CLUSTER = "sluice:cluster"
@@ -84,6 +88,9 @@ ROWS = {
     "initproducerid": [("KafkaIdempotentWrite", CLUSTER)],
     "initproducerid-topic": [("KafkaWrite", topic_res(t("initproducerid-topic")))],
     "describeproducers": [("KafkaRead", topic_res(t("describeproducers")))],
+    # With a transactional id: Write on it (Describe to find its coordinator), nothing else.
+    "initproducerid-txn": [("KafkaWrite", txn_res(t("initproducerid-txn")))],
+    "findcoordinator-txn": [("KafkaDescribe", txn_res(t("findcoordinator-txn")))],
 }
 # CreateTopics answers TOPIC_AUTHORIZATION_FAILED per topic even when the grant in
 # question is Create on the cluster (as Kafka does).
@@ -526,8 +533,37 @@ def chk_describeproducers(c, user, expect):
     assert r["error"] == (expect or 0) and r["producers"] == [], r
 
 
+def chk_initproducerid_txn(c, user, expect):
+    txn = t("initproducerid-txn")
+    with c.admin() as a:
+        before = I.init_producer_id_v1(a, txn)
+    with c.conn(user) as conn:
+        r = I.init_producer_id_v1(conn, txn)
+    with c.admin() as a:
+        after = I.init_producer_id_v1(a, txn)
+    assert before["error"] == 0 and after["error"] == 0, (before, after)
+    assert after["producer_id"] == before["producer_id"], (before, after)
+    if expect:
+        assert (r["error"], r["producer_id"]) == (expect, -1), r
+        # Refused: the id's epoch was not bumped, so its producer was not fenced.
+        assert after["epoch"] == before["epoch"] + 1, (before, after)
+    else:
+        assert (r["error"], r["producer_id"], r["epoch"]) == (0, before["producer_id"], before["epoch"] + 1), r
+        assert after["epoch"] == before["epoch"] + 2, (before, after)
+
+
+def chk_findcoordinator_txn(c, user, expect):
+    with c.conn(user) as conn:
+        (r,) = K.find_coordinator(conn, 4, [t("findcoordinator-txn")], key_type=1)
+    if expect:
+        assert r["error"] == expect and "sluice:transactional-id:" in r["error_message"], r
+    else:
+        assert r["error"] == 0 and r["port"] == c.sasl_port, r
+
+
 CHECKS = {
     "initproducerid": chk_initproducerid, "initproducerid-topic": chk_initproducerid,
+    "initproducerid-txn": chk_initproducerid_txn, "findcoordinator-txn": chk_findcoordinator_txn,
     "describeproducers": chk_describeproducers,
     "produce": chk_produce, "fetch": chk_fetch, "listoffsets": chk_listoffsets, "metadata": chk_metadata,
     "offsetcommit": chk_offsetcommit, "offsetfetch": chk_offsetfetch, "findcoordinator": chk_findcoordinator,

@@ -9,6 +9,10 @@ void handle_add_offsets_to_txn(const request_context& ctx, request_body body) {
     protocol::add_offsets_to_txn_request req;
     if (!decode_request(ctx, body, req)) return;
     protocol::add_offsets_to_txn_response resp;
+    if (!ctx.allowed(security::resource_kind::transactional_id, req.transactional_id)) {
+        resp.error_code = code(protocol::error_code::transactional_id_authorization_failed);
+        return ctx.respond(resp);
+    }
     if (!ctx.allowed(security::resource_kind::group, req.group_id)) {
         resp.error_code = code(protocol::error_code::group_authorization_failed);
         return ctx.respond(resp);

@@ -54,14 +54,27 @@ std::vector<add_partitions_to_txn_response::topic_result> add_one(
 
 }  // namespace
 
-// v0-3 come from a transactional producer; v4+ from a partition leader verifying or
-// adding for its producers (KIP-890), which needs ClusterAction on the cluster as in
-// Kafka. Both are answered from the one coordinator here.
+// v0-3 come from a transactional producer, which needs Write on its transactional id;
+// v4+ from a partition leader verifying or adding for its producers (KIP-890), which
+// needs ClusterAction on the cluster instead, as in Kafka. Both are answered from the one
+// coordinator here.
 void handle_add_partitions_to_txn(const request_context& ctx, request_body body) {
     add_partitions_to_txn_request req;
     if (!decode_request(ctx, body, req)) return;
     add_partitions_to_txn_response resp;
     if (ctx.version() < 4) {
+        // As Kafka: a client needs Write on its transactional id, else every partition is
+        // refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+        if (!ctx.allowed(security::resource_kind::transactional_id, req.transactional_id)) {
+            for (const auto& t : req.topics) {
+                auto& tr = resp.results_by_topic.emplace_back();
+                tr.name = t.name;
+                for (int32_t p : t.partitions)
+                    tr.results.push_back(
+                        {p, code(error_code::transactional_id_authorization_failed)});
+            }
+            return ctx.respond(resp);
+        }
         resp.results_by_topic = add_one(ctx, req.transactional_id, req.producer_id,
                                         req.producer_epoch, false, req.topics);
         return ctx.respond(resp);

@@ -35,6 +35,7 @@ constexpr action topic_ops[] = {action::read,     action::write,           actio
                                 action::delete_,  action::alter,           action::describe,
                                 action::describe_configs, action::alter_configs};
 constexpr action group_ops[] = {action::read, action::delete_, action::describe};
+constexpr action transactional_id_ops[] = {action::write, action::describe};
 constexpr action cluster_ops[] = {action::create,           action::alter,
                                   action::describe,         action::cluster_action,
                                   action::describe_configs, action::alter_configs,
@@ -46,6 +47,8 @@ std::span<const action> operations_on(security::resource_kind kind) {
             return topic_ops;
         case security::resource_kind::group:
             return group_ops;
+        case security::resource_kind::transactional_id:
+            return transactional_id_ops;
         case security::resource_kind::cluster:
             break;
     }

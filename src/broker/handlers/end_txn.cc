@@ -11,6 +11,11 @@ void handle_end_txn(const request_context& ctx, request_body body) {
     protocol::end_txn_request req;
     if (!decode_request(ctx, body, req)) return;
     const std::string id = req.transactional_id;
+    if (!ctx.allowed(security::resource_kind::transactional_id, id)) {
+        protocol::end_txn_response r;
+        r.error_code = code(protocol::error_code::transactional_id_authorization_failed);
+        return ctx.respond(r);
+    }
     // The version says which transaction protocol the client runs (v5: TV2).
     log_debug("txn", "{}: EndTxn v{} for '{}' producer {} epoch {}: {}", ctx.client(),
               ctx.version(), id, req.producer_id, req.producer_epoch,

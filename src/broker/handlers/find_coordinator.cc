@@ -24,6 +24,12 @@ void handle_find_coordinator(const request_context& ctx, request_body body) {
             c.error_message = "KafkaDescribe on sluice:group:" + key + " is needed";
             return;
         }
+        if (req.key_type == protocol::coordinator_key_transaction &&
+            !ctx.allowed(security::resource_kind::transactional_id, key)) {
+            c.error_code = code(protocol::error_code::transactional_id_authorization_failed);
+            c.error_message = "KafkaDescribe on sluice:transactional-id:" + key + " is needed";
+            return;
+        }
         const auto& brokers = ctx.brokers();
         const auto& broker = brokers[std::hash<std::string>{}(key) % brokers.size()];
         c.node_id = broker.node_id;

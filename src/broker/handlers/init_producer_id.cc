@@ -27,6 +27,10 @@ void handle_init_producer_id(const request_context& ctx, request_body body) {
     using protocol::error_code;
     if (req.transactional_id && !req.transactional_id->empty()) {
         const std::string id = *req.transactional_id;
+        if (!ctx.allowed(security::resource_kind::transactional_id, id)) {
+            resp.error_code = code(error_code::transactional_id_authorization_failed);
+            return ctx.respond(resp);
+        }
         ctx.b.txns().init_producer_id(id, req.transaction_timeout_ms, req.producer_id,
                                       req.producer_epoch, [ctx, id](const txn::producer_answer& a) {
                                           log_txn_refusal(ctx, "InitProducerId", id, a.error);

@@ -84,6 +84,10 @@ std::optional<std::pair<error_code, std::string>> check_transactional(
                          fmt::format("a transactional batch of producer {} in a produce request "
                                      "without a transactional id",
                                      h.producer_id)};
+    if (!ctx.allowed(security::resource_kind::transactional_id, *txn_id))
+        return std::pair{
+            error_code::transactional_id_authorization_failed,
+            fmt::format("KafkaWrite on sluice:transactional-id:{} is needed", *txn_id)};
     auto& txns = ctx.b.txns();
     auto e = ctx.version() >= 12
                  ? txns.add_partitions(*txn_id, h.producer_id, h.producer_epoch, {tp}, true)

@@ -15,8 +15,12 @@ void handle_txn_offset_commit(const request_context& ctx, request_body body) {
     protocol::txn_offset_commit_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
+    // As Kafka: the transactional id first, then the group, then each topic.
+    const bool id_denied =
+        !ctx.allowed(security::resource_kind::transactional_id, req.transactional_id);
     error_code group_error =
-        !ctx.allowed(security::resource_kind::group, req.group_id)
+        id_denied ? error_code::transactional_id_authorization_failed
+        : !ctx.allowed(security::resource_kind::group, req.group_id)
             ? error_code::group_authorization_failed
         : req.group_id.empty() ? error_code::invalid_group_id
         // As Kafka's doTxnCommitOffsets: without a member id and generation (v0-2, or a
@@ -29,6 +33,7 @@ void handle_txn_offset_commit(const request_context& ctx, request_body body) {
     std::vector<txn::pending_offset> offsets;
     std::map<topic_partition, error_code> refused;
     for (const auto& t : req.topics) {
+        if (id_denied) break;  // every partition gets the transactional id's refusal
         const topic_state* ts = b.topics().find(t.name);
         const bool denied = !ctx.allowed(security::resource_kind::topic, t.name);
         for (const auto& p : t.partitions) {

@@ -47,6 +47,15 @@ TEST(access_rules, kafka_mapping) {
     EXPECT_EQ(required_action(api_key::alter_user_scram_credentials, resource_kind::cluster),
               action::alter);
     EXPECT_FALSE(required_action(api_key::produce, resource_kind::group));
+    // Transactions: Write on the transactional id (Describe to find its coordinator).
+    for (auto api : {api_key::produce, api_key::init_producer_id, api_key::add_partitions_to_txn,
+                     api_key::add_offsets_to_txn, api_key::end_txn, api_key::txn_offset_commit})
+        EXPECT_EQ(required_action(api, resource_kind::transactional_id), action::write)
+            << static_cast<int>(api);
+    EXPECT_EQ(required_action(api_key::find_coordinator, resource_kind::transactional_id),
+              action::describe);
+    EXPECT_EQ(required_action(api_key::add_partitions_to_txn, resource_kind::cluster),
+              action::cluster_action);
 }
 
 class access_control_test : public ::testing::Test {

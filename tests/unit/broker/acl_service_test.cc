@@ -92,6 +92,27 @@ TEST_F(acl_service_test, creations_make_one_attached_managed_policy_per_principa
     EXPECT_FALSE(_cat->find_policy("kafka-acl:User:*"));
 }
 
+TEST_F(acl_service_test, a_transactional_id_acl_is_a_policy_statement_on_that_id) {
+    // kafka-acls --transactional-id pay- --resource-pattern-type prefixed --operation Write
+    const acl::binding b{resource_type::transactional_id, "pay-", pattern_type::prefixed,
+                         "User:alice", "*", operation::write, permission::allow};
+    auto r = _acls->create({b});
+    ASSERT_TRUE(r.at(0)) << r[0].err().message;
+    auto alice = _cat->find_policy("kafka-acl:User:alice");
+    ASSERT_TRUE(alice);
+    EXPECT_EQ(alice->document,
+              "{\"Version\": \"1\", \"Statement\": [\n"
+              "  {\"Effect\": \"Allow\", \"Action\": \"KafkaWrite\", \"Resource\": "
+              "\"sluice:transactional-id:pay-*\"}\n]}\n");
+    acl::filter f;
+    f.type = resource_type::transactional_id;
+    EXPECT_EQ(_acls->describe(f), std::vector<acl::binding>{b});
+    auto removed = _acls->remove(f);
+    ASSERT_EQ(removed.size(), 1u);
+    EXPECT_FALSE(removed[0].refused) << *removed[0].refused;
+    EXPECT_FALSE(_cat->find_policy("kafka-acl:User:alice"));
+}
+
 TEST_F(acl_service_test, describe_reads_user_policies_and_delete_leaves_them) {
     ASSERT_TRUE(_cat->put_policy("ops", R"({"Statement": [
         {"Effect": "Allow", "Action": "KafkaRead", "Resource": "sluice:topic:orders"},

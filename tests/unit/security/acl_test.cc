@@ -72,6 +72,9 @@ TEST(acl, each_binding_round_trips_through_its_statement) {
         make(resource_type::topic, "orders-", pattern_type::prefixed, operation::all,
              permission::deny),
         make(resource_type::group, "g", pattern_type::prefixed, operation::delete_),
+        make(resource_type::transactional_id, "payments", pattern_type::literal,
+             operation::write),
+        make(resource_type::transactional_id, "app-", pattern_type::prefixed, operation::describe),
         make(resource_type::cluster, "kafka-cluster", pattern_type::literal, operation::alter),
         make(resource_type::cluster, "kafka-cluster", pattern_type::literal, operation::all),
     };
@@ -97,16 +100,19 @@ TEST(acl, user_statements_read_as_bindings_where_kafka_can_say_them) {
     std::sort(want.begin(), want.end());
     EXPECT_EQ(bs, want);
 
-    // "*" (and "sluice:*") is every topic, every group and the cluster; "*" actions are ALL.
+    // "*" (and "sluice:*") is every topic, group and transactional id and the cluster; "*"
+    // actions are ALL.
     auto all = to_bindings({effect::deny, {"*"}, {"*"}}, "admin");
-    ASSERT_EQ(all.size(), 3u);
+    ASSERT_EQ(all.size(), 4u);
     EXPECT_EQ(all[0], make(resource_type::topic, "*", pattern_type::literal, operation::all,
                            permission::deny, "User:admin"));
     EXPECT_EQ(all[1], make(resource_type::group, "*", pattern_type::literal, operation::all,
                            permission::deny, "User:admin"));
     EXPECT_EQ(all[2], make(resource_type::cluster, "kafka-cluster", pattern_type::literal,
                            operation::all, permission::deny, "User:admin"));
-    EXPECT_EQ(to_bindings({effect::allow, {"Kafka*"}, {"sluice:*"}}, "admin").size(), 3u);
+    EXPECT_EQ(all[3], make(resource_type::transactional_id, "*", pattern_type::literal,
+                           operation::all, permission::deny, "User:admin"));
+    EXPECT_EQ(to_bindings({effect::allow, {"Kafka*"}, {"sluice:*"}}, "admin").size(), 4u);
     EXPECT_TRUE(to_bindings({effect::allow, {"KafkaRead"}, {"sluice:cl*"}}, "x").empty());
 }
 
@@ -137,11 +143,10 @@ TEST(acl, refuses_what_policies_cannot_express_naming_why) {
               "written User:NAME");
     EXPECT_EQ(with([](binding& b) { b.principal = "User:"; }),
               "the principal 'User:' has an empty user name");
-    for (auto t : {resource_type::transactional_id, resource_type::delegation_token,
-                   resource_type::user}) {
+    for (auto t : {resource_type::delegation_token, resource_type::user}) {
         EXPECT_EQ(with([&](binding& b) { b.type = t; }),
                   fmt::format("ACLs on {} resources cannot be expressed as Sluice policies, "
-                              "which cover topics, groups and the cluster",
+                              "which cover topics, groups, transactional ids and the cluster",
                               name_of(t)));
     }
     EXPECT_EQ(with([](binding& b) { b.type = resource_type::any; }),
@@ -185,7 +190,7 @@ TEST(acl, refuses_what_policies_cannot_express_naming_why) {
                     operation::two_phase_commit}) {
         EXPECT_EQ(with([&](binding& b) { b.op = op; }),
                   fmt::format("operation {} has no Sluice action (Sluice has no delegation "
-                              "tokens or transactions)",
+                              "tokens or two-phase commit)",
                               name_of(op)));
     }
     EXPECT_EQ(with([](binding& b) { b.op = operation::any; }), "invalid operation ANY for an ACL");

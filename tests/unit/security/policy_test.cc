@@ -12,6 +12,7 @@ namespace {
 
 using test::group;
 using test::topic;
+using test::transactional_id;
 
 policy parse_ok(std::string_view json) {
     auto p = parse_policy("p", json);
@@ -38,7 +39,23 @@ TEST(policy, action_and_resource_names) {
     EXPECT_EQ(parse_action("kafkaread"), std::nullopt);
     EXPECT_EQ(resource_name(topic("orders")), "sluice:topic:orders");
     EXPECT_EQ(resource_name(group("g1")), "sluice:group:g1");
+    EXPECT_EQ(resource_name(transactional_id("payments")), "sluice:transactional-id:payments");
     EXPECT_EQ(resource_name(resource{}), "sluice:cluster");
+}
+
+TEST(policy, transactional_ids_are_a_resource_kind) {
+    auto p = parse_ok(R"({"Statement": [
+        {"Effect": "Allow", "Action": "KafkaWrite", "Resource": "sluice:transactional-id:pay-*"},
+        {"Effect": "Deny", "Action": "KafkaWrite", "Resource": "sluice:transactional-id:pay-x"}]})");
+    EXPECT_EQ(evaluate(p, action::write, transactional_id("pay-1")), decision::allow);
+    EXPECT_EQ(evaluate(p, action::write, transactional_id("pay-x")), decision::deny);
+    EXPECT_EQ(evaluate(p, action::write, transactional_id("other")), decision::no_match);
+    // A topic of the same name is another resource.
+    EXPECT_EQ(evaluate(p, action::write, topic("pay-1")), decision::no_match);
+    EXPECT_EQ(error_of(R"({"Statement": [{"Effect": "Allow", "Action": "KafkaWrite",
+                                          "Resource": "sluice:transactional-id:"}]})"),
+              "Statement[0].Resource: resource 'sluice:transactional-id:' needs a name or "
+              "pattern after \"sluice:transactional-id:\"");
 }
 
 TEST(policy, parses_list_forms) {
@@ -123,7 +140,7 @@ TEST(policy, rejects_bad_documents_naming_the_place) {
         {R"({"Statement": [{"Effect": "Allow", "Action": "KafkaRead",
                             "Resource": "sluice:topc:orders"}]})",
          "Statement[0].Resource: resource 'sluice:topc:orders': unknown kind 'topc' (topic, "
-         "group or cluster)"},
+         "group, transactional-id or cluster)"},
         {R"({"Statement": [{"Effect": "Allow", "Action": "KafkaRead",
                             "Resource": "sluice:topic:"}]})",
          "Statement[0].Resource: resource 'sluice:topic:' needs a name or pattern after "

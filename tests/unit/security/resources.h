@@ -15,5 +15,8 @@ inline resource topic(std::string name) {
 inline resource group(std::string name) {
     return {resource_kind::group, std::move(name)};
 }
+inline resource transactional_id(std::string name) {
+    return {resource_kind::transactional_id, std::move(name)};
+}
 
 }  // namespace sluice::security::test
