@@ -161,6 +161,11 @@ def test_every_page_shows_the_data(env):
     assert first[:2] == ["0", "0"] and first[3] == "order-0" and json.loads(first[4]) == {"n": 0, "amount": 0}
     assert first[5] == "source: web"
     assert len(out["messages"]) == N
+    assert out["download_name"] == TOPIC + ".jsonl" and len(out["download"]) == N
+    rec = out["download"][0]
+    assert (rec["topic"], rec["partition"], rec["offset"], rec["key"]) == (TOPIC, 0, 0, "order-0")
+    assert json.loads(rec["value"]) == {"n": 0, "amount": 0}
+    assert rec["headers"] == [{"key": "source", "value": "web"}], rec["headers"]
     assert [GROUP_APP, "classic", "Empty"] == out["groups"][0][:3] and out["groups"][0][6] == "0"
     assert [r[:5] for r in out["group_offsets"]] == [
         [TOPIC, str(p), str(N // PARTITIONS), str(N // PARTITIONS), "0"] for p in range(PARTITIONS)]

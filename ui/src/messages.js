@@ -1,5 +1,6 @@
 // The message browser: a topic's records from a partition and offset, or from a time,
-// with key, value and headers (SQL over kafka_topics).
+// with key, value (shown indented when they are JSON) and headers (SQL over
+// kafka_topics); the records found download as JSON lines.
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { rows, ident } from './api.js';
@@ -50,14 +51,39 @@ export function Messages({ topic }) {
       <button type="submit">Search</button>
     </form>
     <${ErrorLine} error=${error} />
-    ${result && html`<p>${result.length} record(s)</p>
+    ${result && html`<p class="bar">${result.length} record(s)
+        <button data-testid="messages-download" onClick=${() => download(chosen, result)}>Download JSON lines</button></p>
       <${Table} testid="messages" rows=${result} columns=${['partition', 'offset',
         { label: 'timestamp', render: (r) => new Date(r.timestamp_producer).toISOString() },
-        'key', 'value', { label: 'headers', render: (r) => headers(r.headers) }]} />`}
+        { label: 'key', render: (r) => asJson(r.key) }, { label: 'value', render: (r) => asJson(r.value) },
+        { label: 'headers', render: (r) => headers(r.headers) }]} />`}
   </section>`;
 }
 
 function headers(json) {
   const list = JSON.parse(json || '[]');
   return list.map((h) => html`<div class="header">${h.key}: ${cell(h.value)}</div>`);
+}
+
+// A key or value that is a JSON object or array, indented; anything else as it is.
+function asJson(v) {
+  if (typeof v !== 'string' || !/^\s*[[{]/.test(v)) return v;
+  try {
+    return html`<pre class="json">${JSON.stringify(JSON.parse(v), null, 2)}</pre>`;
+  } catch {
+    return v;
+  }
+}
+
+// One JSON object per record, as `sluice consume --format json` writes them.
+function download(topic, records) {
+  const lines = records.map((r) => JSON.stringify({
+    topic, partition: r.partition, offset: r.offset, timestamp: r.timestamp_producer,
+    key: r.key, value: r.value, headers: JSON.parse(r.headers || '[]'),
+  }));
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([lines.join('\n') + '\n'], { type: 'application/x-ndjson' }));
+  a.download = `${topic}.jsonl`;
+  a.click();
+  URL.revokeObjectURL(a.href);
 }

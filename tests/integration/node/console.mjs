@@ -5,6 +5,7 @@
 // Prints one JSON line: what the pages showed.
 import { chromium } from 'playwright-core';
 import { createRequire } from 'node:module';
+import { readFile } from 'node:fs/promises';
 
 const require = createRequire(import.meta.url);
 const [scenario, json] = process.argv.slice(2);
@@ -78,6 +79,11 @@ try {
     await page.locator('form[data-testid=message-form] button').click();
     await page.locator('[data-testid=messages] tbody tr').first().waitFor({ timeout: WAIT });
     out.messages = await rowsOf('messages');
+    // The records found, downloaded as JSON lines.
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }),
+      page.getByTestId('messages-download').click()]);
+    out.download_name = dl.suggestedFilename();
+    out.download = (await readFile(await dl.path(), 'utf8')).split('\n').filter((l) => l).map((l) => JSON.parse(l));
     await shot('messages');
     await goto(`#/groups/${encodeURIComponent(args.group)}`);
     await page.locator('[data-testid=group-offsets] tbody tr').first().waitFor({ timeout: WAIT });
