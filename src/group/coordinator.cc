@@ -46,7 +46,8 @@ clock_source system_clocks() {
     return {steady_now_ms, [] { return now_ms(); }};
 }
 
-coordinator::coordinator(config cfg, clock_source clock) : _cfg(cfg), _clock(std::move(clock)) {
+coordinator::coordinator(config cfg, clock_source clock)
+    : _cfg(std::move(cfg)), _clock(std::move(clock)) {
     std::random_device rd;
     _id_state[0] = (uint64_t{rd()} << 32) | rd();
     _id_state[1] = (uint64_t{rd()} << 32) | rd();

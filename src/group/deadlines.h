@@ -17,7 +17,7 @@ template <typename Kind>
 class deadline_set {
   public:
     struct key {
-        int64_t at;
+        int64_t at = 0;
         Kind kind;
         std::string group;
         std::string member;

@@ -78,7 +78,7 @@ txn_error coordinator::check_producer(const txn_metadata* t, int64_t producer_id
 }
 
 void coordinator::init_producer_id(const std::string& id, int32_t timeout_ms, int64_t producer_id,
-                                   int16_t producer_epoch, answer_fn cb) {
+                                   int16_t producer_epoch, const answer_fn& cb) {
     if (timeout_ms <= 0 || timeout_ms > _cfg.max_timeout_ms)
         return cb({txn_error::invalid_transaction_timeout});
     const txn_metadata* cur = find(id);

@@ -85,7 +85,7 @@ class coordinator {
     // (-1 for none). An ongoing transaction is aborted (its producer fenced) and the
     // answer is CONCURRENT_TRANSACTIONS: the client retries and gets the next epoch.
     void init_producer_id(const std::string& id, int32_t timeout_ms, int64_t producer_id,
-                          int16_t producer_epoch, answer_fn cb);
+                          int16_t producer_epoch, const answer_fn& cb);
     // AddPartitionsToTxn (and Produce v12's implicit add, tv2 = true).
     txn_error add_partitions(const std::string& id, int64_t producer_id, int16_t producer_epoch,
                              const std::vector<topic_partition>& tps, bool tv2 = false);

@@ -1,5 +1,6 @@
 #include "protocol/messages/api_versions.h"
 #include "broker/api_table.h"
+#include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 
 namespace sluice::broker {

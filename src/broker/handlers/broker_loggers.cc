@@ -7,6 +7,7 @@
 
 #include "broker/broker.h"
 #include "broker/handlers/config_changes.h"
+#include "broker/handlers/handlers.h"
 #include "common/logging.h"
 #include "protocol/messages/incremental_alter_configs.h"
 
@@ -38,10 +39,13 @@ std::optional<log_level> kafka_level(const std::optional<std::string>& v) {
 }
 
 std::optional<config_refusal> check_op(const config_change::op& o) {
-    auto bad_request = [](std::string m) { return config_refusal{error_code::invalid_request, m}; };
+    auto bad_request = [](std::string m) {
+        return config_refusal{error_code::invalid_request, std::move(m)};
+    };
     switch (o.operation) {
         case p::config_op_set:
-        case p::config_op_delete: break;
+        case p::config_op_delete:
+            break;
         case p::config_op_append:
             return bad_request("APPEND operation is not allowed for the BROKER_LOGGER resource");
         case p::config_op_subtract:

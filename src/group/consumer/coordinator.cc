@@ -49,7 +49,9 @@ coordinator::group_data* coordinator::find(const std::string& id) const {
 
 // Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid.
 std::optional<heartbeat_result> coordinator::validate(heartbeat_request& req) const {
-    auto invalid = [&](std::string m) { return failure(error_code::invalid_request, m, req); };
+    auto invalid = [&](const std::string& m) {
+        return failure(error_code::invalid_request, m, req);
+    };
     if (req.group_id.empty()) return invalid("GroupId can't be empty.");
     if (req.instance_id && req.instance_id->empty()) return invalid("InstanceId can't be empty.");
     if (req.rack_id && req.rack_id->empty()) return invalid("RackId can't be empty.");
