@@ -116,7 +116,8 @@ def serve_flags():
     "list", "int" or "text"; default the text after '=' (None without one)."""
     proc = subprocess.run([conftest.require_binary(), "serve", "--help"], stdout=subprocess.PIPE, timeout=TIMEOUT)
     flags = []
-    for m in re.finditer(r"^\s+(?:-\w,)?--([a-z0-9-]+)(?: ([A-Z]+)(?::[A-Z]+ in \[[^\]\n]*\])?(?:=(\S+))?( \.\.\.)?)?",
+    # A type may carry its check: ":INT in [1 - 10]" (a range) or ":{uniform,range}" (a set).
+    for m in re.finditer(r"^\s+(?:-\w,)?--([a-z0-9-]+)(?: ([A-Z]+)(?::(?:[A-Z]+ in \[[^\]\n]*\]|\{[^}\n]*\}))?(?:=(\S+))?( \.\.\.)?)?",
                          proc.stdout.decode(), re.M):
         name, type_, default, many = m.groups()
         if name in ("help", "config"):
