@@ -74,12 +74,13 @@ def test_list_tables_views_indexes_functions(b):
         " shop         | items         | table | sluice",
         " system       | acls          | table | sluice",
         " system       | configs       | table | sluice",
+        " system       | group_members | table | sluice",
         " system       | group_offsets | table | sluice",
         " system       | groups        | table | sluice",
         " system       | partitions    | table | sluice",
         " system       | policies      | table | sluice",
         " system       | topics        | table | sluice",
-        "(10 rows)",
+        "(11 rows)",
     ]
     assert lines(meta(b.pg, r"\dt shop.*")) == [
         "        List of relations",
@@ -293,7 +294,8 @@ def test_jdbc_database_metadata(b):
         ["information_schema", "kafka_topics", "main", "pg_catalog", "shop", "system"]
     assert [r[1:] for r in rows if r[0] == "table"] == [
         ["kafka_topics", "orders", "TABLE"], ["main", "users", "TABLE"], ["shop", "items", "TABLE"],
-        ["system", "acls", "TABLE"], ["system", "configs", "TABLE"], ["system", "group_offsets", "TABLE"],
+        ["system", "acls", "TABLE"], ["system", "configs", "TABLE"], ["system", "group_members", "TABLE"],
+        ["system", "group_offsets", "TABLE"],
         ["system", "groups", "TABLE"], ["system", "partitions", "TABLE"], ["system", "policies", "TABLE"],
         ["system", "topics", "TABLE"], ["main", "big_scores", "VIEW"]]
     # java.sql.Types: VARCHAR 12, BIGINT -5, BINARY -2.

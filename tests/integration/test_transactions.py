@@ -170,7 +170,9 @@ def test_open_transaction_past_its_timeout_is_aborted(broker_factory):
                                                  "message.timeout.ms": 1000}))
     p.init_transactions(10)
     p.begin_transaction()
-    p.produce(topic, value=b"late", partition=0)
+    delivered = []
+    p.produce(topic, value=b"late", partition=0,
+              on_delivery=lambda err, msg: delivered.append(err is None))
     p.flush(10)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -178,7 +180,10 @@ def test_open_transaction_past_its_timeout_is_aborted(broker_factory):
         if m:
             break
         time.sleep(0.2)
-    assert m == [(1, "ABORT")], m
+    # The record is at 0 and the marker after it; on a loaded machine the second may pass
+    # before the record arrives: then the abort comes first and the record is refused.
+    assert delivered in ([True], [False]), delivered
+    assert m == [(1 if delivered == [True] else 0, "ABORT")], (m, delivered)
     with pytest.raises(KafkaException):
         p.commit_transaction(10)
 
