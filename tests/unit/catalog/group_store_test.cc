@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "catalog/catalog.h"
+#include "store_fixture.h"
 
 namespace sluice::catalog {
 namespace {
@@ -20,33 +21,8 @@ using group::group_write;
 using group::stored_group;
 using group::stored_member;
 
-class group_store_test : public ::testing::Test {
+class group_store_test : public store_fixture<group_store> {
   protected:
-    void SetUp() override {
-        std::string tmpl = (fs::path(::testing::TempDir()) / "group_store_test.XXXXXX").string();
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-        _dir = tmpl;
-        auto c = catalog::open(_dir / "catalog.db");
-        ASSERT_TRUE(c.ok()) << c.err().message;
-        _cat = std::move(*c);
-        reopen();
-    }
-    void TearDown() override {
-        _store.reset();
-        _cat.reset();
-        fs::remove_all(_dir);
-    }
-    void reopen() {
-        _store.reset();
-        auto s = group_store::open(_dir / "catalog.db");
-        ASSERT_TRUE(s.ok()) << s.err().message;
-        _store = std::move(*s);
-    }
-    std::vector<stored_group> load() {
-        auto rows = _store->load();
-        EXPECT_TRUE(rows.ok()) << rows.err().message;
-        return rows.ok() ? *rows : std::vector<stored_group>{};
-    }
     void apply(std::vector<group_write> w) {
         auto r = _store->apply(w);
         ASSERT_TRUE(r.ok()) << r.err().message;
@@ -84,9 +60,6 @@ class group_store_test : public ::testing::Test {
         return g;
     }
 
-    fs::path _dir;
-    std::unique_ptr<catalog> _cat;
-    std::unique_ptr<group_store> _store;
 };
 
 TEST_F(group_store_test, a_fresh_catalog_has_no_groups) {

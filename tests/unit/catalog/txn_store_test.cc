@@ -10,44 +10,14 @@
 #include <filesystem>
 
 #include "catalog/catalog.h"
+#include "store_fixture.h"
 
 namespace sluice::catalog {
 namespace {
 
 namespace fs = std::filesystem;
 
-class txn_store_test : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        std::string tmpl = (fs::path(::testing::TempDir()) / "txn_store_test.XXXXXX").string();
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-        _dir = tmpl;
-        auto c = catalog::open(_dir / "catalog.db");
-        ASSERT_TRUE(c.ok()) << c.err().message;
-        _cat = std::move(*c);
-        reopen();
-    }
-    void TearDown() override {
-        _store.reset();
-        _cat.reset();
-        fs::remove_all(_dir);
-    }
-    void reopen() {
-        _store.reset();
-        auto s = txn_store::open(_dir / "catalog.db");
-        ASSERT_TRUE(s.ok()) << s.err().message;
-        _store = std::move(*s);
-    }
-    std::vector<txn::txn_metadata> load() {
-        auto r = _store->load();
-        EXPECT_TRUE(r.ok()) << r.err().message;
-        return r.ok() ? *r : std::vector<txn::txn_metadata>{};
-    }
-
-    fs::path _dir;
-    std::unique_ptr<catalog> _cat;
-    std::unique_ptr<txn_store> _store;
-};
+using txn_store_test = store_fixture<txn_store>;
 
 txn::txn_metadata sample() {
     txn::txn_metadata t;
