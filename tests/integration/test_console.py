@@ -158,6 +158,11 @@ def test_files_served_with_caching_and_gzip_without_login(env):
         "cluster": {"describe": False, "alter": False}}
     status, _, body = https_call(env, "GET", "/v1/whoami", user="alice", password=ALICE_PW, client=env.carol)
     assert status == 200 and json.loads(body)["user"] == "alice", body
+    # `sluice sql` presents one the same way, and sees only what carol may describe.
+    out = S.sluice_ok(["sql", "--server", "https://" + env.https, "--tls-ca", env.pki.ca_cert,
+                       "--tls-cert", env.carol.cert, "--tls-key", env.carol.key, "--format", "csv",
+                       "SELECT topic FROM system.topics ORDER BY topic"])
+    assert out.split() == ["topic", TOPIC], out
     # A certificate the CA did not sign fails the handshake.
     with pytest.raises((ssl.SSLError, ConnectionError, urllib.error.URLError)):
         https_call(env, "GET", "/v1/whoami", user=None, client=env.pki.self_signed_client("mallory"))
