@@ -56,6 +56,7 @@ struct serve_options {
     std::vector<std::string> advertise;
     std::string tls_cert, tls_key, tls_client_ca;
     std::string tls_client_auth = "none";
+    std::string http_tls_client_auth = "none";
     std::string sasl_mechanisms = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512";
     int64_t sasl_session_lifetime_ms = 0;
     std::string authorization;  // empty: required when a listener authenticates
@@ -192,18 +193,24 @@ result<void> configure_security(const serve_options& o, broker::broker_config& c
     ts.key_file = o.tls_key;
     ts.client_ca_file = o.tls_client_ca;
     using mode = net::tls_settings::client_auth_mode;
-    if (o.tls_client_auth == "none")
-        ts.client_auth = mode::none;
-    else if (o.tls_client_auth == "requested")
-        ts.client_auth = mode::requested;
-    else if (o.tls_client_auth == "required")
-        ts.client_auth = mode::required;
-    else
-        return {errc::invalid_argument, "--tls-client-auth wants required, requested or none"};
-    if (ts.client_auth != mode::none && ts.client_ca_file.empty())
-        return {errc::invalid_argument,
-                "--tls-client-auth " + o.tls_client_auth +
-                    " needs --tls-client-ca (the CA of client certificates)"};
+    mode http_auth = mode::none;
+    for (auto [flag, text, out] :
+         {std::tuple{"--tls-client-auth", &o.tls_client_auth, &ts.client_auth},
+          std::tuple{"--http-tls-client-auth", &o.http_tls_client_auth, &http_auth}}) {
+        if (*text == "none")
+            *out = mode::none;
+        else if (*text == "requested")
+            *out = mode::requested;
+        else if (*text == "required")
+            *out = mode::required;
+        else
+            return {errc::invalid_argument,
+                    std::string(flag) + " wants required, requested or none"};
+        if (*out != mode::none && ts.client_ca_file.empty())
+            return {errc::invalid_argument, std::string(flag) + " " + *text +
+                                                " needs --tls-client-ca (the CA of client "
+                                                "certificates)"};
+    }
     if (tls && (ts.cert_file.empty() || ts.key_file.empty()))
         return {errc::invalid_argument,
                 "an SSL or SASL_SSL listener needs --tls-cert and --tls-key"};
@@ -223,11 +230,22 @@ result<void> configure_security(const serve_options& o, broker::broker_config& c
             if (!ctx) return ctx.err();
             cfg.tls = *ctx;
         }
-        // Mutual TLS authenticates the SSL listeners' clients.
+        cfg.http_tls = http_auth == mode::none ? cfg.tls : cfg.ssl_listener_tls;
+        if (http_auth != mode::none && http_auth != ts.client_auth) {
+            net::tls_settings h = ts;
+            h.client_auth = http_auth;
+            auto ctx = net::tls_context::create_server(h);
+            if (!ctx) return ctx.err();
+            cfg.http_tls = *ctx;
+        }
+        // Mutual TLS authenticates the SSL listeners' clients, and HTTPS's.
         for (const auto& lc : cfg.listeners)
             authenticates = authenticates || (lc.protocol == broker::security_protocol::ssl &&
                                               ts.client_auth == mode::required);
+        authenticates = authenticates || http_auth == mode::required;
     }
+    if (http_auth != mode::none && o.http.rfind("https://", 0) != 0)
+        return {errc::invalid_argument, "--http-tls-client-auth needs --http https://HOST:PORT"};
     cfg.sasl_mechanisms.clear();
     const auto known = security::supported_mechanisms();
     std::string_view list = o.sasl_mechanisms;
@@ -533,7 +551,7 @@ int serve(const serve_options& o) {
         sql::http_options ho;
         ho.max_connections = o.sql_max_connections;
         ho.header_timeout = std::chrono::milliseconds(o.limits.http_header_timeout_ms);
-        if (https) ho.tls = cfg.tls;
+        if (https) ho.tls = cfg.http_tls;
         ho.gate = &b.access();
         // Orchestrators probe health without credentials; /metrics too when asked.
         ho.anonymous_paths.insert(ho.anonymous_paths.end(), {"/healthz", "/readyz"});
@@ -615,6 +633,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "Client certificates on TLS listeners: required, requested or none; on an "
                     "SSL listener the principal is the certificate's common name")
         ->capture_default_str();
+    cmd->add_option("--http-tls-client-auth", o->http_tls_client_auth,
+                    "Client certificates on the HTTPS listener (--http https://...): required, "
+                    "requested or none; a verified certificate's common name is the user of "
+                    "requests without Basic credentials")
+        ->capture_default_str();
     cmd->add_option("--sasl-mechanisms", o->sasl_mechanisms,
                     "SASL mechanisms of the SASL listeners, comma-separated")
         ->capture_default_str();
@@ -685,8 +708,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "(INVALID_TRANSACTION_TIMEOUT above it)")
         ->check(CLI::Range(1, INT32_MAX))
         ->capture_default_str();
-    cmd->add_option("--transaction-abort-check-interval-ms",
-                    o->transaction_abort_check_interval_ms,
+    cmd->add_option("--transaction-abort-check-interval-ms", o->transaction_abort_check_interval_ms,
                     "How often transactions open longer than their timeout are aborted")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
         ->capture_default_str();

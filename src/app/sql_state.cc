@@ -1,6 +1,18 @@
 #include "app/sql_state.h"
 
+#include "group/consumer_protocol.h"
+
 namespace sluice::app {
+namespace {
+
+// "orders,payments", as system.group_members shows subscriptions.
+std::string join_topics(const std::vector<std::string>& topics) {
+    std::string out;
+    for (const auto& t : topics) out += (out.empty() ? "" : ",") + t;
+    return out;
+}
+
+}  // namespace
 
 std::vector<sql::broker_state::group> sql_state::groups() {
     return on_loop<std::vector<group>>(_b, [this] { return read_groups(_b); });
@@ -29,9 +41,7 @@ std::vector<sql::broker_state::group_member> sql_state::read_group_members(broke
             r.client_id = m.client_id;
             r.client_host = m.client_host;
             r.epoch = m.member_epoch;
-            std::string topics;
-            for (const auto& t : m.subscribed_topics) topics += (topics.empty() ? "" : ",") + t;
-            r.subscribed_topics = topics;
+            r.subscribed_topics = join_topics(m.subscribed_topics);
             r.subscribed_regex = m.subscribed_regex;
             r.assigned = ::sluice::group::format_partitions(m.assigned);
             r.target = ::sluice::group::format_partitions(m.target);
@@ -52,6 +62,14 @@ std::vector<sql::broker_state::group_member> sql_state::read_group_members(broke
             r.client_id = m.client_id;
             r.client_host = m.client_host;
             r.epoch = d->generation;
+            // A consumer's subscription and assignment are ConsumerProtocol bytes; other
+            // protocol types (Connect, ...) stay opaque.
+            if (d->protocol_type == "consumer") {
+                if (auto topics = ::sluice::group::subscribed_topics(m.metadata))
+                    r.subscribed_topics = join_topics(*topics);
+                if (auto parts = ::sluice::group::assigned_partitions(m.assignment))
+                    r.assigned = ::sluice::group::format_partitions(*parts);
+            }
             out.push_back(std::move(r));
         }
     }
@@ -109,6 +127,8 @@ std::vector<sql::broker_state::committed_offset> sql_state::read_group_offsets(b
     return out;
 }
 
-std::map<std::string, std::string> sql_state::topic_defaults() { return _b.config().topic_defaults; }
+std::map<std::string, std::string> sql_state::topic_defaults() {
+    return _b.config().topic_defaults;
+}
 
 }  // namespace sluice::app

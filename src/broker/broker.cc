@@ -107,7 +107,7 @@ result<std::vector<listener_config>> broker::start() {
 
 std::vector<net::tls_context*> broker::tls_contexts() const {
     std::vector<net::tls_context*> out;
-    for (const auto& c : {_cfg.tls, _cfg.ssl_listener_tls})
+    for (const auto& c : {_cfg.tls, _cfg.ssl_listener_tls, _cfg.http_tls})
         if (c && std::find(out.begin(), out.end(), c.get()) == out.end()) out.push_back(c.get());
     return out;
 }

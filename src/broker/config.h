@@ -54,6 +54,9 @@ struct broker_config {
     // TLS of the SSL listeners: asks for client certificates per --tls-client-auth (the
     // same context as `tls` when it is `none`).
     std::shared_ptr<net::tls_context> ssl_listener_tls;
+    // TLS of HTTPS (--http https://...): asks for client certificates per
+    // --http-tls-client-auth (the same context as `tls` when it is `none`).
+    std::shared_ptr<net::tls_context> http_tls;
     net::tls_settings tls_settings;
     // Enabled SASL mechanisms, in the order announced.
     std::vector<std::string> sasl_mechanisms{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};

@@ -57,8 +57,9 @@ void serve_asset(const http::http_request& req, http::http_response& resp) {
     }
 }
 
-// {"user":"alice","authenticated":true,"security":true,
-//  "cluster":{"describe":true,"alter":false}}
+// {"user":"alice","authenticated":true,"certificate":false,"security":true,
+//  "cluster":{"describe":true,"alter":false}}; "certificate": the user is the client
+// certificate's name (mutual TLS), so there is nothing to log out of.
 void whoami(const sql::http_server& server, const http::http_request& req,
             http::http_response& resp) {
     const security::gate* gate = server.gate();
@@ -70,10 +71,10 @@ void whoami(const sql::http_server& server, const http::http_request& req,
     std::string user;
     sql::append_json_string(user, req.principal.user);
     resp.send(200, "application/json",
-              fmt::format("{{\"user\":{},\"authenticated\":{},\"security\":{},"
-                          "\"cluster\":{{\"describe\":{},\"alter\":{}}}}}\n",
-                          user, req.principal.authenticated, secured,
-                          may(security::action::describe), may(security::action::alter)));
+              fmt::format("{{\"user\":{},\"authenticated\":{},\"certificate\":{},"
+                          "\"security\":{},\"cluster\":{{\"describe\":{},\"alter\":{}}}}}\n",
+                          user, req.principal.authenticated, req.principal_from_certificate,
+                          secured, may(security::action::describe), may(security::action::alter)));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@ policies, HTTPS, and real data:
   admin  everything: every page loads and shows the data produced here
   alice  KafkaRead on sluice:topic:co-orders and KafkaDescribe on sluice:group:co-*,
          nothing on the cluster: no admin page, other topics refused
+  carol  alice's rights, no password: a client certificate (CN=carol) on the HTTPS
+         listener, which asks for one (--http-tls-client-auth requested)
 With SCREENSHOTS=DIR in the environment the pages' screenshots go there (docs/console/).
 """
 
@@ -59,8 +61,10 @@ class Env:
     pass
 
 
-def https_call(e, method, path, body=None, user="admin", password=ADMIN_PW, headers=None):
+def https_call(e, method, path, body=None, user="admin", password=ADMIN_PW, headers=None, client=None):
     ctx = ssl.create_default_context(cafile=str(e.pki.ca_cert))
+    if client is not None:
+        ctx.load_cert_chain(str(client.cert), str(client.key))
     req = urllib.request.Request("https://%s%s" % (e.https, path), data=body, method=method,
                                  headers=dict(headers or {}))
     if user:
@@ -79,14 +83,19 @@ def env(module_secure_broker_factory, tmp_path_factory):
     pki = S.Pki(work / "pki")
     server = pki.server()
     b = module_secure_broker_factory(
-        LISTENS, extra_args=S.tls_flags(pki, server) + ["--http", "https://127.0.0.1:0"], start=False)
+        LISTENS, extra_args=S.tls_flags(pki, server) + [
+            "--http", "https://127.0.0.1:0", "--tls-client-ca", str(pki.ca_cert),
+            "--http-tls-client-auth", "requested"], start=False)
     t = S.Target.offline(b.data_dir, workdir=work / "policies", init=True)
     S.grant(t, "admin", [S.allow("*", "sluice:*")], password=ADMIN_PW)
-    S.grant(t, "alice", [S.allow(["KafkaRead"], ["sluice:topic:co-orders"]),
-                         S.allow(["KafkaRead", "KafkaDescribe"], ["sluice:group:co-*"])], password=ALICE_PW)
+    restricted = [S.allow(["KafkaRead"], ["sluice:topic:co-orders"]),
+                  S.allow(["KafkaRead", "KafkaDescribe"], ["sluice:group:co-*"])]
+    S.grant(t, "alice", restricted, password=ALICE_PW)
+    S.grant(t, "carol", restricted)  # --external: a certificate's name
     b.start()
     e = Env()
     e.broker, e.pki = b, pki
+    e.carol = pki.client("carol")
     e.https = b.http.split("://", 1)[-1]
     e.kafka = b.addr("SASL_PLAINTEXT")
     admin = S.Creds("SASL_PLAINTEXT", "SCRAM-SHA-256", "admin", ADMIN_PW)
@@ -140,8 +149,23 @@ def test_files_served_with_caching_and_gzip_without_login(env):
     assert status == 401 and headers["WWW-Authenticate"].startswith("Basic")
     status, _, body = https_call(env, "GET", "/v1/whoami", user="alice", password=ALICE_PW)
     assert status == 200 and json.loads(body) == {
-        "user": "alice", "authenticated": True, "security": True,
+        "user": "alice", "authenticated": True, "certificate": False, "security": True,
         "cluster": {"describe": False, "alter": False}}
+    # Mutual TLS: the client certificate names the user, unless Basic credentials are sent.
+    status, _, body = https_call(env, "GET", "/v1/whoami", user=None, client=env.carol)
+    assert status == 200 and json.loads(body) == {
+        "user": "carol", "authenticated": True, "certificate": True, "security": True,
+        "cluster": {"describe": False, "alter": False}}
+    status, _, body = https_call(env, "GET", "/v1/whoami", user="alice", password=ALICE_PW, client=env.carol)
+    assert status == 200 and json.loads(body)["user"] == "alice", body
+    # `sluice sql` presents one the same way, and sees only what carol may describe.
+    out = S.sluice_ok(["sql", "--server", "https://" + env.https, "--tls-ca", env.pki.ca_cert,
+                       "--tls-cert", env.carol.cert, "--tls-key", env.carol.key, "--format", "csv",
+                       "SELECT topic FROM system.topics ORDER BY topic"])
+    assert out.split() == ["topic", TOPIC], out
+    # A certificate the CA did not sign fails the handshake.
+    with pytest.raises((ssl.SSLError, ConnectionError, urllib.error.URLError)):
+        https_call(env, "GET", "/v1/whoami", user=None, client=env.pki.self_signed_client("mallory"))
 
 
 def test_every_page_shows_the_data(env):
@@ -177,7 +201,7 @@ def test_every_page_shows_the_data(env):
     assert ["admin", "SCRAM-SHA-256, SCRAM-SHA-512"] in [r[:2] for r in out["users"]] or \
         any(r[0] == "admin" for r in out["users"]), out["users"]
     assert any(r[0] == "alice" for r in out["users"])
-    assert len(out["policies"]) == 2
+    assert len(out["policies"]) == 3  # admin, alice, carol
 
 
 def test_find_a_record_by_time(env):
@@ -197,8 +221,10 @@ def test_group_lag_falls_to_zero_as_the_consumer_catches_up(env):
     assert out["consumed"] >= env.lag
     assert out["lag_after"] == 0
     assert out["chart_points"] >= 2
-    # The kafkajs consumer was listed as the group's one member while it ran.
+    # The kafkajs consumer (a classic group's member) was listed as the group's one member
+    # while it ran, with the partitions its group's leader (itself) assigned it.
     assert len(out["members"]) == 1 and "console-test" in out["members"][0], out["members"]
+    assert out["members"][0][5] == "%s:0,1,2" % TOPIC, out["members"]
 
 
 def test_restricted_user_sees_and_does_only_what_it_may(env):
@@ -213,6 +239,19 @@ def test_restricted_user_sees_and_does_only_what_it_may(env):
     status, _, body = https_call(env, "POST", "/v1/sql", b"SELECT count(*) FROM system.configs "
                                  b"WHERE topic = 'co-orders' AND source = 'topic'")
     assert status == 200 and json.loads(body)["rows"] == [[0]], body
+
+
+def test_client_certificate_user_needs_no_password_and_gets_its_rights(env):
+    # Chromium presents carol's certificate (mutual TLS): no log-in form, carol's policies.
+    out = run_console("restricted", dict(base_args(env, None, None), topic=TOPIC,
+                                         client_cert={"cert": str(env.carol.cert), "key": str(env.carol.key)},
+                                         sql='SELECT * FROM kafka_topics."co-secret"'))
+    assert out["login_form"] == 0
+    assert out["who"].startswith("carol") and "(client certificate)" in out["who"], out["who"]
+    assert "Users & policies" not in out["nav"]
+    assert "User:carol may not KafkaDescribe sluice:cluster" in out["security_error"], out
+    assert out["topics"] == [TOPIC]
+    assert out["config_error"] == "User:carol may not KafkaAlterConfigs sluice:topic:co-orders", out
 
 
 def test_topic_config_set_from_the_topics_page(env):
@@ -252,6 +291,11 @@ def test_group_offsets_reset_to_a_time_from_the_groups_page(env):
     try:
         c.subscribe([TOPIC])
         H.wait_until("co-live has its partitions", lambda: c.poll(0.2) is not None or c.assignment(), timeout=30)
+        # librdkafka's classic member: its ConsumerProtocol subscription and assignment.
+        status, _, body = https_call(env, "POST", "/v1/sql", b"SELECT type, subscribed_topics, assigned, "
+                                     b"target FROM system.group_members WHERE group_id = 'co-live'")
+        assert status == 200 and json.loads(body)["rows"] == [
+            ["classic", TOPIC, "%s:0,1,2" % TOPIC, None]], body
         status, _, body = https_call(env, "POST", "/v1/groups/co-live/reset-offsets", b'{"to": "earliest"}')
         assert status == 409 and "active members" in json.loads(body)["error"]["message"], body
     finally:

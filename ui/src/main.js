@@ -50,8 +50,10 @@ function App() {
   const [login, setLogin] = useState('');
   const [r, setRoute] = useState(route());
   useEffect(() => {
-    // The first answer decides between the pages and the log-in form; a later 401 (the
-    // password changed, the user removed) brings the form back with the broker's reason.
+    // The first answer decides between the pages and the log-in form (none when the
+    // browser presented a client certificate the broker verified: its name is the user);
+    // a later 401 (the password changed, the user removed) brings the form back with the
+    // broker's reason.
     call('GET', '/v1/whoami').then(setMe, () => setMe(null))
       .finally(() => whenUnauthorized((message) => { setMe(null); setLogin(message); }));
     const onHash = () => setRoute(route());
@@ -76,7 +78,9 @@ function App() {
     <nav>
       <div class="brand">Sluice</div>
       ${pages.map(([p, label]) => html`<a href=${'#/' + p} class=${r.page === p ? 'active' : ''}>${label}</a>`)}
-      <div class="who" data-testid="who">${me.user}${me.security && html` <button class="link" onClick=${logout}>log out</button>`}</div>
+      <div class="who" data-testid="who">${me.user}${me.certificate
+        ? html` <span class="note" data-testid="who-certificate">(client certificate)</span>`
+        : me.security && html` <button class="link" onClick=${logout}>log out</button>`}</div>
     </nav>
     <main>${body}</main>
   </div>`;

@@ -70,8 +70,12 @@ struct http_request {
     // Set by the router for a prefix route ("/v1/expansions/*"): the rest of the path.
     std::string path_suffix;
     // Who is asking, set by the server before the route runs: the user whose Basic
-    // credentials it verified, or ANONYMOUS when the broker requires no login.
+    // credentials it verified, else the common name of the client certificate verified
+    // on an HTTPS listener asking for one (--http-tls-client-auth), else ANONYMOUS when
+    // the broker requires no login.
     security::principal principal;
+    // Whether `principal` is the client certificate's name.
+    bool principal_from_certificate = false;
 
     // The first header of that (lower-case) name.
     std::optional<std::string_view> header(std::string_view name) const;

@@ -174,6 +174,8 @@ void http_server::serve(net::stream_socket& sock, std::chrono::milliseconds firs
             return;
         }
     }
+    // Mutual TLS: the client certificate verified in the handshake, if any.
+    const std::optional<std::string> cert_user = sock.peer_common_name();
     http::buffered_reader in(std::ref(read));
     auto write = [&sock](std::string_view d) { return sock.write_all(d); };
     auto closed = [&sock] { return sock.peer_closed(); };
@@ -219,7 +221,7 @@ void http_server::serve(net::stream_socket& sock, std::chrono::milliseconds firs
         }
         http::http_response resp(write, closed, req.keep_alive(), req.minor_version >= 1);
         if (req.method == "HEAD") resp.set_head_only();
-        dispatch(req, resp, sock.is_tls());
+        dispatch(req, resp, sock.is_tls(), cert_user);
         if (!resp.finished()) {
             // A handler that answered nothing is a bug; one that started a stream and
             // did not end it leaves the framing open, so the connection must end.
@@ -230,7 +232,16 @@ void http_server::serve(net::stream_socket& sock, std::chrono::milliseconds firs
     }
 }
 
-bool http_server::authenticate(http::http_request& req, http::http_response& resp, bool tls) const {
+bool http_server::authenticate(http::http_request& req, http::http_response& resp, bool tls,
+                               const std::optional<std::string>& cert_user) const {
+    // A verified client certificate names the principal, as on an SSL listener, unless
+    // the request sends Basic credentials (checked below when logins are required).
+    auto header = req.header("authorization");
+    if (cert_user && !header) {
+        req.principal = security::principal{*cert_user, true};
+        req.principal_from_certificate = true;
+        return true;
+    }
     if (!_opts.gate || !_opts.gate->authentication_required()) return true;  // ANONYMOUS
     // Load balancers probe health without credentials; it tells nothing about the data.
     if ((req.method == "GET" || req.method == "HEAD") &&
@@ -249,8 +260,11 @@ bool http_server::authenticate(http::http_request& req, http::http_response& res
         return refuse(
             "this broker requires authentication, accepted over TLS only: use https:// with "
             "Basic credentials");
-    auto header = req.header("authorization");
-    if (!header) return refuse("authentication required: send Basic credentials");
+    if (!header)
+        return refuse(_opts.tls->settings().client_auth == net::tls_settings::client_auth_mode::none
+                          ? "authentication required: send Basic credentials"
+                          : "authentication required: send Basic credentials or a client "
+                            "certificate");
     auto creds = http::parse_basic_authorization(*header);
     if (!creds) return refuse("the Authorization header must hold Basic credentials");
     if (auto why =
@@ -265,8 +279,9 @@ bool http_server::authenticate(http::http_request& req, http::http_response& res
     return true;
 }
 
-void http_server::dispatch(http::http_request& req, http::http_response& resp, bool tls) {
-    if (!authenticate(req, resp, tls)) return;
+void http_server::dispatch(http::http_request& req, http::http_response& resp, bool tls,
+                           const std::optional<std::string>& cert_user) {
+    if (!authenticate(req, resp, tls, cert_user)) return;
     auto m = _router.find(req.method, req.path);
     // HEAD is GET without the body (RFC 9110 section 9.3.2) unless a route says otherwise.
     if (!m.handler && req.method == "HEAD") {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,12 +42,14 @@ struct http_options {
     std::chrono::milliseconds header_timeout{10'000};
     http::parse_limits limits;
     http::sql_endpoint_options sql;
-    // Set: HTTPS, a TLS handshake on every connection before its first request.
+    // Set: HTTPS, a TLS handshake on every connection before its first request. When
+    // the context asks for client certificates (mutual TLS), a verified certificate's
+    // common name is the principal of requests that send no Basic credentials.
     std::shared_ptr<net::tls_context> tls;
     // Set: the broker's users and policies. When it requires authentication, every
-    // request but GET /v1/health needs Basic credentials, accepted over HTTPS only (401
-    // otherwise); routes read the principal from http_request::principal. Must outlive
-    // the server.
+    // request but GET /v1/health needs Basic credentials or a client certificate, both
+    // accepted over HTTPS only (401 otherwise); routes read the principal from
+    // http_request::principal. Must outlive the server.
     const security::gate* gate = nullptr;
     // GET and HEAD of these paths need no credentials even when the gate requires them
     // (health probes of load balancers and orchestrators; /metrics when so configured;
@@ -77,10 +80,13 @@ class http_server {
     // `first_head_timeout`: the first request head's deadline (shorter for a client
     // that came over the limit of starting connections).
     void serve(net::stream_socket& sock, std::chrono::milliseconds first_head_timeout);
-    void dispatch(http::http_request& req, http::http_response& resp, bool tls);
-    // Sets req.principal from the request's credentials when the gate requires a login;
-    // false after answering 401.
-    bool authenticate(http::http_request& req, http::http_response& resp, bool tls) const;
+    // `cert_user`: the connection's verified client certificate's common name.
+    void dispatch(http::http_request& req, http::http_response& resp, bool tls,
+                  const std::optional<std::string>& cert_user);
+    // Sets req.principal from the request's credentials or the client certificate; false
+    // after answering 401 when the gate requires a login and neither is valid.
+    bool authenticate(http::http_request& req, http::http_response& resp, bool tls,
+                      const std::optional<std::string>& cert_user) const;
 
     engine& _eng;
     http_options _opts;

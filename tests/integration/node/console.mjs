@@ -1,7 +1,8 @@
 // Drives the broker's web console (/ui/) in headless Chromium (Debian's, through
 // playwright-core) for tests/integration/test_console.py. Usage:
 //   node console.mjs SCENARIO JSON
-// JSON: {"url": "http[s]://HOST:PORT", "user", "password", ...scenario's own fields}.
+// JSON: {"url": "http[s]://HOST:PORT", "user", "password" (no user: no log-in form
+// expected), "client_cert", ...scenario's own fields}.
 // Prints one JSON line: what the pages showed.
 import { chromium } from 'playwright-core';
 import { createRequire } from 'node:module';
@@ -17,7 +18,13 @@ const browser = await chromium.launch({
   headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
 });
-const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, ignoreHTTPSErrors: true });
+// args.client_cert {cert, key} (PEM files): presented to the broker's HTTPS listener
+// (mutual TLS) through playwright's client certificates.
+const page = await browser.newPage({
+  viewport: { width: 1280, height: 800 },
+  ignoreHTTPSErrors: true,
+  clientCertificates: args.client_cert ? [{ origin: args.url, certPath: args.client_cert.cert, keyPath: args.client_cert.key }] : [],
+});
 const consoleErrors = [];
 page.on('pageerror', (e) => consoleErrors.push(String(e)));
 
@@ -157,6 +164,8 @@ try {
     // A user without rights on the cluster: no admin page, and what it may not do refused.
     await open('#/overview');
     out.nav = await texts('nav a');
+    out.who = (await texts('[data-testid=who]'))[0];
+    out.login_form = await page.getByTestId('login').count();
     await goto('#/security');
     await page.locator('[role=alert]').first().waitFor({ timeout: WAIT });
     out.security_error = (await texts('[role=alert]'))[0];
