@@ -95,15 +95,17 @@ install: deps
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD_DIR)/sluice $(DESTDIR)$(PREFIX)/bin/sluice
 
-# Unit tests and the real-client integration tests, all through ctest.
+# Unit tests and the real-client integration tests, all through ctest. Integration tests
+# run two at a time where tests/integration/tests.cmake lets them (its two "slots").
+CTEST_SLOTS = --resource-spec-file $(CURDIR)/tests/integration/ctest-resources.json
 test: test-deps build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900 $(CTEST_SLOTS)
 
 unit: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L unit
 
 integration: test-deps build
-	cd $(BUILD_DIR) && ctest --output-on-failure -L integration
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L integration $(CTEST_SLOTS)
 
 format:
 	find src tests bench -name '*.h' -o -name '*.cc' | xargs clang-format -i

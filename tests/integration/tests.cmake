@@ -1,5 +1,37 @@
 # Real-client integration tests: each pytest file is one ctest test, labelled
 # `integration`, run with Debian's interpreter (the one with the Kafka client packages).
+# Integration tests share the machine two at a time (`make test` gives ctest
+# ctest-resources.json: two slots). A test that is timing- or load-sensitive, kills
+# brokers in cycles, binds fixed ports or is new and not yet classified takes both slots
+# and runs alone; the tests listed below take one, so a short Python test shares the
+# machine with another, or with one JVM test (never two JVMs at once: a Connect worker
+# or Kafka's tools start in seconds on a free core and in tens of them on a shared one).
+set(integration_pairable
+  test_admin_answers test_batch_header test_clear_answers test_cli test_cli_command_config
+  test_compaction test_compaction_lag test_config_file test_confluent test_connect_topics
+  test_expansion_keys test_expansions test_flexible test_go_clients test_groups_admin
+  test_groups_clients test_groups_confluent test_groups_protocol test_groups_restart
+  test_idempotence test_journal test_kafka_python test_kafka_python_pypi test_kafkajs test_kcat
+  test_legacy_formats test_produce_errors test_restart test_retention test_security_auth
+  test_security_authz test_security_cli test_security_scram_mechanisms test_security_sql
+  test_semantics test_shared_engines test_sql_clients test_sql_dialect test_sql_errors
+  test_sql_joins test_sql_paths test_sql_semantics test_sql_topic_names test_topic_configs
+  test_version)
+set(integration_jvm
+  test_broker_configs test_broker_loggers test_cli_groups test_connect_cluster
+  test_connect_restart test_connect_security test_console test_consumer_groups test_debezium
+  test_differential test_fetch_sessions test_java_admin test_java_client test_kafka_acls
+  test_kafka_tools test_sql_catalog test_sql_tools test_transactions test_trino test_txn_authz)
+function(sluice_integration_slots test suite)
+  if(suite IN_LIST integration_pairable)
+    set_tests_properties(${test} PROPERTIES RESOURCE_GROUPS "slots:1")
+  elseif(suite IN_LIST integration_jvm)
+    set_tests_properties(${test} PROPERTIES RESOURCE_GROUPS "slots:1" RESOURCE_LOCK jvm)
+  else()
+    set_tests_properties(${test} PROPERTIES RESOURCE_GROUPS "slots:2")
+  endif()
+endfunction()
+
 file(GLOB integration_tests ${CMAKE_CURRENT_LIST_DIR}/test_*.py)
 foreach(test_file ${integration_tests})
   get_filename_component(name ${test_file} NAME_WE)
@@ -9,9 +41,8 @@ foreach(test_file ${integration_tests})
   set_tests_properties(integration.${name} PROPERTIES
     LABELS integration
     ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice"
-    TIMEOUT 600
-    # Brokers and clients are CPU-heavy on a 2-core machine: one such test at a time.
-    RESOURCE_LOCK broker)
+    TIMEOUT 600)
+  sluice_integration_slots(integration.${name} ${name})
 endforeach()
 
 # The librdkafka suites again under confluent-kafka 2.x from PyPI (each bundles its own
@@ -31,7 +62,7 @@ foreach(version ${confluent_kafka_versions})
     set_tests_properties(integration.ck-${short}.${suite} PROPERTIES
       LABELS integration
       ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_EXPECT_CONFLUENT_KAFKA=${version}"
-      TIMEOUT 600
-      RESOURCE_LOCK broker)
+      TIMEOUT 600)
+    sluice_integration_slots(integration.ck-${short}.${suite} ${suite})
   endforeach()
 endforeach()
