@@ -11,7 +11,7 @@ import json
 import subprocess
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 import sluice_helpers as H
 import sql_helpers as S
@@ -56,14 +56,7 @@ def assert_committed_view(b, topic, partitions, want, absent=()):
 
 def test_franz_go_group_transact_session_outputs_each_input_once(b, tmp_path):
     n, parts = 300, 3
-    H.create_topic(b.bootstrap, "gts-in", parts)
-    H.create_topic(b.bootstrap, "gts-out", parts)
-    p = Producer(H.producer_conf(b.bootstrap, **{"enable.idempotence": True}))
-    for i in range(n):
-        p.produce("gts-in", value=b"in-%d" % i, partition=i % parts)
-        if i % 25 == 24:
-            p.flush(10)  # several fetches, so several transactions
-    assert p.flush(10) == 0
+    V.inputs(b.bootstrap, "gts-in", "gts-out", n, parts, 25)
     exe = tmp_path / "franztxn"
     r = subprocess.run(["go", "build", "-o", str(exe), "./cmd/franztxn"], cwd=GO_DIR, capture_output=True,
                        text=True, timeout=300)

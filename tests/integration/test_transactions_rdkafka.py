@@ -36,14 +36,7 @@ def rewind(c):
 
 def test_read_process_write_each_input_once(b):
     n, parts = 120, 2
-    H.create_topic(b.bootstrap, "rdk-rpw-in", parts)
-    H.create_topic(b.bootstrap, "rdk-rpw-out", parts)
-    src = Producer(H.producer_conf(b.bootstrap, **{"enable.idempotence": True}))
-    for i in range(n):
-        src.produce("rdk-rpw-in", value=b"in-%d" % i, partition=i % parts)
-        if i % 10 == 9:
-            src.flush(10)
-    assert src.flush(10) == 0
+    V.inputs(b.bootstrap, "rdk-rpw-in", "rdk-rpw-out", n, parts, 10)
     c = Consumer(H.consumer_conf(b.bootstrap, **{
         "group.id": "rdk-rpw", "isolation.level": "read_committed", "enable.partition.eof": False,
         "auto.offset.reset": "earliest"}))

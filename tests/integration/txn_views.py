@@ -4,7 +4,7 @@ test_transactions_clients.py)."""
 
 import time
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 import sluice_helpers as H
 import sql_helpers as S
@@ -21,8 +21,11 @@ def read(bootstrap, topic, partitions, committed=True, timeout=30.0):
     deadline = time.monotonic() + timeout
     try:
         while len(at_end) < partitions:
-            assert time.monotonic() < deadline, "read of %s stopped: at end %r, %d records" % (
-                topic, sorted(at_end), len(got))
+            if time.monotonic() > deadline:
+                marks = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
+                         for p in range(partitions)}
+                raise AssertionError("read of %s stopped: at end %r, %d records, positions %r, watermarks %r" % (
+                    topic, sorted(at_end), len(got), c.position(c.assignment()), marks))
             m = c.poll(0.5)
             if m is None:
                 continue
@@ -43,6 +46,20 @@ def sql(b, topic):
     rows = S.http_rows(b.http, 'SELECT partition, "offset", CAST(value AS TEXT) FROM %s' %
                        S.topic_table(topic))
     return sorted((p, o, v) for p, o, v in rows)
+
+
+def inputs(bootstrap, topic, out_topic, n, partitions, per_flush):
+    """Creates the input and output topics of a read-process-write test and writes n
+    records "in-I" to the input, record I to partition I % partitions, flushed every
+    per_flush records (several fetches, so several transactions)."""
+    H.create_topic(bootstrap, topic, partitions)
+    H.create_topic(bootstrap, out_topic, partitions)
+    p = Producer(H.producer_conf(bootstrap, **{"enable.idempotence": True}))
+    for i in range(n):
+        p.produce(topic, value=b"in-%d" % i, partition=i % partitions)
+        if i % per_flush == per_flush - 1:
+            p.flush(10)
+    assert p.flush(10) == 0
 
 
 def values(view):
