@@ -8,8 +8,10 @@ no SQL query (kafka_topics."T") sees a record of a transaction that did not comm
 every committed transaction is whole. One broker (fixed port, SQL on) serves the file.
 """
 
+import json
 import random
 import socket
+import subprocess
 import threading
 import time
 
@@ -18,7 +20,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 import sluice_helpers as H
 import sql_helpers as S
+import kproto as K
 import txn_views as V
+from test_go_clients import GO_DIR
 
 
 def free_port():
@@ -105,7 +109,26 @@ def test_ended_transaction_survives_kill9_right_after_its_answer(b):
     assert_views(b, topic, parts, committed, aborted)
 
 
+def kill9_at_markers(b, parts, start_commit, nth=1):
+    """Starts the commit (start_commit()), kills the broker as soon as it logs that it is
+    writing the markers to the `parts` partitions for the nth time from now, starts it
+    again; whether the kill came before the commit completed."""
+    log = b.stderr_paths[-1]
+    line = b"markers to %d partitions" % parts
+    seen_before = log.read_bytes().count(line)
+    start_commit()
+    deadline = time.monotonic() + 30
+    while log.read_bytes().count(line) < seen_before + nth:
+        assert time.monotonic() < deadline, H.tail(log)
+        time.sleep(0.001)
+    b.kill9()
+    mid_way = "transaction committed" not in log.read_text(errors="replace").split(line.decode())[-1]
+    b.start()
+    return mid_way
+
+
 def test_kill9_while_markers_are_written_completes_the_commit(b):
+    """librdkafka (transaction version 1)."""
     topic, parts = "crash-markers", 100
     H.create_topic(b.bootstrap, topic, parts)
     caught_mid_way = 0
@@ -113,24 +136,52 @@ def test_kill9_while_markers_are_written_completes_the_commit(b):
     for rnd in range(3):
         p = txn_producer(b, "crash-markers-%d" % rnd)
         recs = one_txn(p, topic, parts, "m%d" % rnd, n=1, end=None)
-        log = b.stderr_paths[-1]
-        seen_before = log.read_bytes().count(b"markers to %d partitions" % parts)
         t = threading.Thread(target=lambda: _ignore(lambda: p.commit_transaction(30)), daemon=True)
-        t.start()
-        deadline = time.monotonic() + 30
-        while log.read_bytes().count(b"markers to %d partitions" % parts) == seen_before:
-            assert time.monotonic() < deadline, H.tail(log)
-            time.sleep(0.001)
-        b.kill9()
-        killed_log = log.read_text(errors="replace")
-        if "'crash-markers-%d': transaction committed" % rnd not in killed_log:
-            caught_mid_way += 1
-        b.start()
+        caught_mid_way += kill9_at_markers(b, parts, t.start)
         t.join(40)
         # PrepareCommit was stored before the first marker: the restart completes it.
         committed += recs
         assert_views(b, topic, parts, committed, [])
     print("killed before the commit completed in %d of 3 rounds" % caught_mid_way)
+
+
+def raw(bootstrap, api_key, version, body):
+    """One flexible request on a new connection; the Reader of its answer's body."""
+    with K.Conn(bootstrap) as c:
+        return c.roundtrip(api_key, version, body + K.uvarint(0), header_version=2, response_header_version=1)
+
+
+def test_kill9_while_markers_are_written_tv2_retry_is_not_fenced(b):
+    """Transaction version 2 (raw InitProducerId v4, AddPartitionsToTxn v3, EndTxn v5): an
+    EndTxn retried after the restart while the broker completes that commit gets
+    CONCURRENT_TRANSACTIONS, as in Kafka, then the commit's answer (the bumped epoch) --
+    it was once answered PRODUCER_FENCED, and a client gave up on a transaction that
+    committed (found by test_random_transactions_with_kill9[franz-go])."""
+    topic, parts, tid = "crash-markers-tv2", 200, "raw-tv2"
+    H.create_topic(b.bootstrap, topic, parts)
+    r = raw(b.bootstrap, 22, 4, K.compact_string(tid) + K.i32(10000) + K.i64(-1) + K.i16(-1))
+    r.i32()
+    assert r.i16() == 0
+    pid, epoch = r.i64(), r.i16()
+    r = raw(b.bootstrap, 24, 3, K.compact_string(tid) + K.i64(pid) + K.i16(epoch) + K.uvarint(2) +
+            K.compact_string(topic) + K.uvarint(parts + 1) + b"".join(K.i32(p) for p in range(parts)) + K.uvarint(0))
+    end_body = K.compact_string(tid) + K.i64(pid) + K.i16(epoch) + K.i8(1)
+    with K.Conn(b.bootstrap) as c:
+        mid_way = kill9_at_markers(b, parts, lambda: c.send_request(26, 5, end_body + K.uvarint(0), 2))
+    answers = []
+    deadline = time.monotonic() + 30
+    while not answers or answers[-1][0] == 51:  # CONCURRENT_TRANSACTIONS: retry
+        assert time.monotonic() < deadline, answers[-5:]
+        try:
+            r = raw(b.bootstrap, 26, 5, end_body)
+        except OSError:
+            continue
+        r.i32()
+        answers.append((r.i16(), r.i64(), r.i16()))
+    assert answers[-1] == (0, pid, epoch + 1), (answers, mid_way)
+    assert all(a[0] in (0, 51) for a in answers), answers
+    print("killed before the commit completed: %s; answers after the restart: %r" % (
+        mid_way, sorted(set(a[0] for a in answers))))
 
 
 def _ignore(fn):
@@ -236,32 +287,72 @@ class LiveReader(threading.Thread):
         self.c.close()
 
 
-def test_random_transactions_with_kill9(b):
-    topic, parts = "jepsen", 3
+class GoWriters:
+    """franz-go's writers (go/cmd/franzjepsen, transaction version 2) in one process,
+    with the same outcomes as TxnWriter's."""
+
+    def __init__(self, b, topic, parts, seconds, tmp_path):
+        exe = tmp_path / "franzjepsen"
+        r = subprocess.run(["go", "build", "-o", str(exe), "./cmd/franzjepsen"], cwd=GO_DIR, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        self.out = tmp_path / "franzjepsen.out"
+        with open(self.out, "wb") as out:
+            self.proc = H.register_proc(subprocess.Popen(
+                [str(exe), "-bootstrap", b.bootstrap, "-topic", topic, "-partitions", "3",
+                 "-per-codec", str(seconds)], stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+
+    def finish(self):
+        self.proc.wait(90)
+        lines = [json.loads(x) for x in self.out.read_text().splitlines() if x.startswith("{")]
+        assert self.proc.returncode == 0 and lines[-1]["kind"] == "done", lines[-5:]
+        txns = [x for x in lines if x["kind"] == "txn"]
+        self.errors = [x["error"] for x in txns if x["error"]]
+        return {v: (x["outcome"], ("go", x["writer"], x["n"])) for x in txns for v in x["values"]}
+
+
+@pytest.mark.parametrize("client", ["librdkafka", "franz-go"])
+def test_random_transactions_with_kill9(b, client, tmp_path):
+    """TxnWriter's or GoWriters' transactions and two LiveReaders while the broker is
+    killed five times; then the read_committed view, SQL and each reader are checked."""
+    topic, parts = "jepsen-" + client, 3
     H.create_topic(b.bootstrap, topic, parts)
     stop = threading.Event()
-    writers = [TxnWriter(b, topic, parts, k, stop) for k in range(3)]
+    rng = random.Random(34)
+    pauses = [rng.uniform(4, 7) for _ in range(5)]
+    go, writers = None, []
+    if client == "librdkafka":
+        writers = [TxnWriter(b, topic, parts, k, stop) for k in range(3)]
+    else:
+        go = GoWriters(b, topic, parts, int(sum(pauses)) + 6, tmp_path)
     readers = [LiveReader(b, topic, parts, stop) for _ in range(2)]
     for t in writers + readers:
         t.start()
     t0 = time.monotonic()
-    rng = random.Random(34)
     kills = 0
-    for _ in range(5):
-        time.sleep(rng.uniform(4, 7))
+    for pause in pauses:
+        time.sleep(pause)
         restart(b)
         kills += 1
     time.sleep(6)
+    outcome = go.finish() if go else {}
     stop.set()
     for t in writers + readers:
         t.join(60)
         assert not t.is_alive(), "a client thread did not stop"
     # Transactions the writers never ended are aborted at their timeout at the latest.
-    outcome = {}
     for w in writers:
         for n, (o, vals) in w.outcomes.items():
             for v in vals:
                 outcome[v] = (o, (w.k, n))
+    if go:
+        # Each writer has its own transactional id: only a timeout may fence one. A retried
+        # EndTxn that came while a restarted broker was still writing its markers was once
+        # fenced, and the client gave up on a transaction that committed.
+        fenced = [e for e in go.errors if "PRODUCER_FENCED" in e]
+        timeouts = [ln for p in b.stderr_paths for ln in p.read_text(errors="replace").splitlines()
+                    if "'jepsen-go-" in ln and "longer than its timeout" in ln]
+        assert not fenced or timeouts, fenced[:3]
     committed = {v for v, (o, _) in outcome.items() if o == "committed"}
     aborted = {v for v, (o, _) in outcome.items() if o == "aborted"}
     assert len(committed) > 50 and aborted, (len(committed), len(aborted))
@@ -299,4 +390,4 @@ def test_random_transactions_with_kill9(b):
     print("%d kills in %.0f s; %d committed records, %d aborted, %d unknown transactions (%d of them visible); "
           "client errors: %d" % (kills, time.monotonic() - t0, len(committed), len(aborted), len(by_txn),
                                  sum(1 for xs in by_txn.values() if all(xs)),
-                                 sum(len(w.errors) for w in writers)))
+                                 sum(len(w.errors) for w in writers) + (len(go.errors) if go else 0)))
