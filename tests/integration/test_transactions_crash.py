@@ -1,11 +1,13 @@
 """Transactions across a broker killed with kill -9 (issue 34), with librdkafka's
-transactional producer (Debian's confluent-kafka 1.7 under /usr/bin/python3, 2.x in the
-ck venvs): in each phase of a transaction -- open (records written, no EndTxn), after
-EndTxn was answered, and while the markers of a transaction over many partitions are
-being written -- and, in test_random_transactions_with_kill9, in a randomized check in
-the spirit of Jepsen's Kafka workload. After each restart no read_committed consumer and
-no SQL query (kafka_topics."T") sees a record of a transaction that did not commit, and
-every committed transaction is whole. One broker (fixed port, SQL on) serves the file.
+transactional producer (Debian's confluent-kafka 1.7, the original protocol): in each
+phase of a transaction -- open (records written, no EndTxn), after EndTxn was answered,
+and while the markers of a transaction over many partitions are being written (also with
+raw transaction version 2 requests, whose EndTxn retry must not be fenced) -- and, in
+test_random_transactions_with_kill9, in a randomized check in the spirit of Jepsen's
+Kafka workload, with librdkafka and with franz-go (go/cmd/franzjepsen, TV2) writers.
+After each restart no read_committed consumer and no SQL query (kafka_topics."T") sees
+a record of a transaction that did not commit, and every committed transaction is
+whole. One broker (fixed port, SQL on) serves the file.
 """
 
 import json
