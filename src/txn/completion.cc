@@ -27,6 +27,13 @@ void coordinator::end_txn(const std::string& id, int64_t producer_id, int16_t pr
         if (cur->state != completed(commit)) return cb({txn_error::invalid_txn_state});
         return cb({txn_error::none, cur->producer_id, cur->producer_epoch});
     }
+    // TV2: a retry of an EndTxn whose markers are still being written (the epoch is
+    // already bumped; e.g. the broker was killed mid-way and is completing it after the
+    // restart) waits, as in Kafka, and then gets the answer above. Fencing it would make
+    // the client give up on a transaction that commits.
+    if (tv2 && producer_id == cur->last_producer_id && producer_epoch == cur->last_producer_epoch &&
+        cur->state == (commit ? txn_state::prepare_commit : txn_state::prepare_abort))
+        return cb({txn_error::concurrent_transactions});
     if (cur->producer_id != producer_id) return cb({txn_error::invalid_producer_id_mapping});
     if (cur->producer_epoch != producer_epoch) return cb({txn_error::producer_fenced});
     if (_completing.contains(id) || is_prepare(cur->state)) {

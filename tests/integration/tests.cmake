@@ -51,7 +51,8 @@ endforeach()
 # clients) runs the files below; conftest.py fails the run when the venv holds another
 # version than the one named here.
 set(confluent_kafka_versions 2.4.0 2.8.2 2.16.1)
-set(confluent_kafka_suites test_confluent test_groups_confluent test_admin_answers test_idempotence)
+set(confluent_kafka_suites test_confluent test_groups_confluent test_admin_answers test_idempotence
+    test_transactions_rdkafka)
 foreach(version ${confluent_kafka_versions})
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" short ${version})
   foreach(suite ${confluent_kafka_suites})
