@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace sluice::bench {
 
@@ -23,6 +24,18 @@ inline void parse_flags(
         if (i + 1 >= argc) die(tool, flag + " needs a value");
         if (!on_flag(flag, argv[++i])) die(tool, "unknown argument " + flag);
     }
+}
+
+// "1,10,100" as numbers.
+inline std::vector<int> int_list(const std::string& s) {
+    std::vector<int> out;
+    for (size_t from = 0; from <= s.size();) {
+        size_t comma = s.find(',', from);
+        out.push_back(std::atoi(s.substr(from, comma - from).c_str()));
+        if (comma == std::string::npos) break;
+        from = comma + 1;
+    }
+    return out;
 }
 
 }  // namespace sluice::bench

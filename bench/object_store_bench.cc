@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_cli.h"
 #include "shared/batch_index.h"
 #include "shared/catalog_schema.h"
 #include "shared/engine_env.h"
@@ -29,18 +30,6 @@ namespace {
 using namespace sluice;
 using namespace sluice::shared;
 using steady = std::chrono::steady_clock;
-
-std::vector<int> int_list(const std::string& s) {
-    std::vector<int> out;
-    size_t from = 0;
-    while (from <= s.size()) {
-        size_t comma = s.find(',', from);
-        out.push_back(std::atoi(s.substr(from, comma - from).c_str()));
-        if (comma == std::string::npos) break;
-        from = comma + 1;
-    }
-    return out;
-}
 
 struct options {
     std::vector<int> sizes_mb{1, 8};
@@ -180,9 +169,9 @@ int main(int argc, char** argv) {
     for (int i = 2; i + 1 < argc; i += 2) {
         std::string a = argv[i], v = argv[i + 1];
         if (a == "--sizes-mb")
-            o.sizes_mb = int_list(v);
+            o.sizes_mb = bench::int_list(v);
         else if (a == "--partitions")
-            o.partitions = int_list(v);
+            o.partitions = bench::int_list(v);
         else if (a == "--count")
             o.count = std::atoi(v.c_str());
         else if (a == "--threads")

@@ -141,7 +141,7 @@ struct reset_request {
 };
 
 // The offset a reset moves a partition to.
-result<int64_t> target_offset(const log::partition_log& plog, const reset_request& r) {
+result<int64_t> target_offset(const log::partition_store& plog, const reset_request& r) {
     if (r.to == "earliest") return plog.log_start_offset();
     if (r.to == "latest") return plog.high_watermark();
     auto found = plog.offset_for_timestamp(r.timestamp_ms);

@@ -238,6 +238,12 @@ result<void> partition_log::add_segment(timestamp_ms now) {
     return {};
 }
 
+void partition_log::submit_append(std::span<uint8_t> payload,
+                                  const std::vector<protocol::validated_batch>& batches,
+                                  timestamp_ms now, append_done done) {
+    done(append(payload, batches, now));
+}
+
 result<append_info> partition_log::append(std::span<uint8_t> payload,
                                           const std::vector<protocol::validated_batch>& batches,
                                           timestamp_ms now) {

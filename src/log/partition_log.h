@@ -33,6 +33,7 @@
 #include "log/io_throttle.h"
 #include "log/journal.h"
 #include "log/log_types.h"
+#include "log/partition_store.h"
 #include "log/producer_state.h"
 #include "log/recovery.h"
 #include "log/segment.h"
@@ -96,13 +97,20 @@ struct read_slice {
     offset_t log_end_offset = 0;
 };
 
-class partition_log {
+// The local implementation of partition_store (partition_store.h), whose comments say
+// what its methods do; what is here is local-only or how this one does it.
+class partition_log final : public partition_store {
   public:
     partition_log(topic_state* topic, int32_t partition, log_context* ctx)
         : _topic(topic), _ctx(ctx), _partition(partition) {}
     partition_log(const partition_log&) = delete;
     partition_log& operator=(const partition_log&) = delete;
     ~partition_log();
+
+    // partition_store: append, then `done` at once, on this thread.
+    void submit_append(std::span<uint8_t> payload,
+                       const std::vector<protocol::validated_batch>& batches, timestamp_ms now,
+                       append_done done) override;
 
     // `payload` holds the batches protocol::validate_batches returned. Assigns offsets
     // from log_end_offset() (rewriting each base offset) and, for LogAppendTime topics,
@@ -130,7 +138,7 @@ class partition_log {
     // (the first batch regardless when min_one). Data from one segment. offset at or past
     // that bound: empty. Outside [log start, log end]: out_of_range.
     result<read_result> read(offset_t offset, size_t max_bytes, bool min_one,
-                             bool committed = false) const;
+                             bool committed = false) const override;
     // The same range as a file slice, cut at max_bytes (the first batch whole when
     // min_one) rather than at a batch boundary; what Fetch sends with sendfile.
     result<read_slice> read_slice_at(offset_t offset, size_t max_bytes, bool min_one,
@@ -138,20 +146,21 @@ class partition_log {
 
     // The first offset of the oldest ongoing transaction, or the high watermark when
     // none is ongoing: what READ_COMMITTED readers may see (Kafka's last stable offset).
-    offset_t last_stable_offset() const;
+    offset_t last_stable_offset() const override;
     // The aborted transactions with records in [from, to) (Fetch's aborted_transactions
     // for a READ_COMMITTED answer), by marker offset. Errors: as available().
-    result<std::vector<aborted_txn>> aborted_transactions(offset_t from, offset_t to) const;
+    result<std::vector<aborted_txn>> aborted_transactions(offset_t from,
+                                                          offset_t to) const override;
 
-    offset_t high_watermark() const;  // first offset not readable: the log end offset
-    offset_t log_end_offset() const;  // next offset to assign
+    offset_t high_watermark() const override;  // first offset not readable: the log end offset
+    offset_t log_end_offset() const override;  // next offset to assign
     // First offset not yet on stable storage: what a crash of the machine (not of the
     // process: appended bytes are in the page cache) may lose from.
     offset_t durable_offset() const;
     // First readable offset (ListOffsets EARLIEST). It may lie inside a segment after
     // delete_records; reads starting in that segment may still return the whole batch
     // holding it, as Kafka's do (clients skip records below their fetch offset).
-    offset_t log_start_offset() const;
+    offset_t log_start_offset() const override;
 
     // DeleteRecords: makes `before` the log start offset (-1: the high watermark) unless
     // the log already starts later (it never moves back), then deletes the segments
@@ -169,9 +178,9 @@ class partition_log {
 
     // First record at or below the high watermark, at or above the log start, with
     // timestamp >= ts.
-    result<std::optional<offset_and_time>> offset_for_timestamp(timestamp_ms ts) const;
+    result<std::optional<offset_and_time>> offset_for_timestamp(timestamp_ms ts) const override;
     // The (first) record with the largest timestamp, in [log start, high watermark).
-    result<std::optional<offset_and_time>> max_timestamp_offset() const;
+    result<std::optional<offset_and_time>> max_timestamp_offset() const override;
 
     // Broker append times (docs/formats/append-time-index.md) for the records in
     // [from, limit), `from` raised to the log start and `limit` lowered to the high
@@ -199,7 +208,7 @@ class partition_log {
     };
     result<summary> describe() const;
 
-    topic_partition id() const;
+    topic_partition id() const override;
     int32_t partition() const { return _partition; }
     const topic_state* topic() const { return _topic; }
     bool loaded() const { return _loaded.load(std::memory_order_acquire); }

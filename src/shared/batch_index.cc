@@ -1,21 +1,164 @@
 #include "shared/batch_index.h"
 
 #include <map>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "log/producer_state.h"
 
 namespace sluice::shared {
 
 using partition_key = std::pair<std::string, int32_t>;
 
-result<std::vector<int64_t>> commit_object(pg_database& db, const object_commit& commit) {
+namespace {
+
+using producer_key = std::pair<partition_key, int64_t>;  // partition, producer id
+
+// The idempotent producers of the commit's partitions, as the local log keeps them
+// (log::producer_state), so that both modes check sequences by the same code. Built from
+// the database's rows by applying each stored batch again.
+struct producers {
+    std::map<partition_key, log::producer_state> by_partition;
+    std::set<producer_key> wanted;   // producers of the commit's batches
+    std::set<producer_key> changed;  // to write back
+};
+
+protocol::batch_header header_of(int64_t producer_id, int16_t epoch, int32_t base_sequence,
+                                 int32_t last_offset_delta, int64_t max_timestamp) {
+    protocol::batch_header h;
+    h.producer_id = producer_id;
+    h.producer_epoch = epoch;
+    h.base_sequence = base_sequence;
+    h.last_offset_delta = last_offset_delta;
+    h.max_timestamp = max_timestamp;
+    return h;
+}
+
+// "(($1, CAST($2 AS INTEGER), CAST($3 AS BIGINT)), ...)" over the producers, for IN.
+std::string producer_tuples(const std::set<producer_key>& keys, std::vector<pg_param>& params) {
+    std::string rows;
+    for (const auto& [tp, id] : keys) {
+        size_t n = params.size();
+        rows += fmt::format("{}(${}, CAST(${} AS INTEGER), CAST(${} AS BIGINT))",
+                            rows.empty() ? "" : ", ", n + 1, n + 2, n + 3);
+        params.emplace_back(tp.first);
+        params.emplace_back(std::to_string(tp.second));
+        params.emplace_back(std::to_string(id));
+    }
+    return rows;
+}
+
+result<void> load_producers(pg_transaction& tx, producers& ps) {
+    if (ps.wanted.empty()) return {};
+    std::vector<pg_param> params;
+    const std::string in = producer_tuples(ps.wanted, params);
+    auto bt = tx.exec(
+        "SELECT b.topic_id, b.partition_id, b.producer_id, s.producer_epoch, b.base_sequence, "
+        "b.base_offset, b.last_offset, s.last_timestamp_ms "
+        "FROM sluice_producer_batches b JOIN sluice_producer_state s "
+        "ON s.topic_id = b.topic_id AND s.partition_id = b.partition_id "
+        "AND s.producer_id = b.producer_id "
+        "WHERE (b.topic_id, b.partition_id, b.producer_id) IN (" +
+            in + ") ORDER BY b.base_offset",
+        params);
+    if (!bt) return bt.err();
+    for (size_t r = 0; r < bt->size(); ++r) {
+        const int64_t base = bt->int64(r, 5);
+        ps.by_partition[{bt->text(r, 0), static_cast<int32_t>(bt->int64(r, 1))}].apply(
+            header_of(bt->int64(r, 2), static_cast<int16_t>(bt->int64(r, 3)),
+                      static_cast<int32_t>(bt->int64(r, 4)),
+                      static_cast<int32_t>(bt->int64(r, 6) - base), bt->int64(r, 7)),
+            base, 0);
+    }
+    return {};
+}
+
+batch_verdict to_verdict(log::sequence_verdict v) {
+    switch (v) {
+        case log::sequence_verdict::append:
+            return batch_verdict::appended;
+        case log::sequence_verdict::duplicate:
+            return batch_verdict::duplicate;
+        case log::sequence_verdict::invalid_epoch:
+            return batch_verdict::invalid_epoch;
+        case log::sequence_verdict::unknown_producer:
+            return batch_verdict::unknown_producer;
+        default:
+            return batch_verdict::out_of_order;
+    }
+}
+
+// Writes back the producers the commit changed: their state row (upserted) and their
+// last batches (replaced).
+result<void> save_producers(pg_transaction& tx, const producers& ps) {
+    if (ps.changed.empty()) return {};
+    std::vector<pg_param> sp;
+    std::string states;
+    std::vector<pg_param> bp;
+    std::string batches;
+    for (const auto& [tp, id] : ps.changed) {
+        const auto& e = ps.by_partition.at(tp).entries().at(id);
+        size_t n = sp.size();
+        states += fmt::format("{}(${}, ${}, ${}, ${}, ${}, ${})", states.empty() ? "" : ", ", n + 1,
+                              n + 2, n + 3, n + 4, n + 5, n + 6);
+        for (auto v :
+             {tp.first, std::to_string(tp.second), std::to_string(id), std::to_string(e.epoch),
+              std::to_string(e.last() ? e.last()->last_seq : -1), std::to_string(e.last_timestamp)})
+            sp.emplace_back(std::move(v));
+        for (const auto& r : e.batches) {
+            size_t m = bp.size();
+            batches +=
+                fmt::format("{}(${}, ${}, ${}, ${}, ${}, ${}, ${})", batches.empty() ? "" : ", ",
+                            m + 1, m + 2, m + 3, m + 4, m + 5, m + 6, m + 7);
+            for (auto v : {tp.first, std::to_string(tp.second), std::to_string(id),
+                           std::to_string(r.first_seq), std::to_string(r.last_seq),
+                           std::to_string(r.first_offset), std::to_string(r.last_offset)})
+                bp.emplace_back(std::move(v));
+        }
+    }
+    auto up = tx.exec(
+        "INSERT INTO sluice_producer_state (topic_id, partition_id, producer_id, producer_epoch, "
+        "last_sequence, last_timestamp_ms) VALUES " +
+            states +
+            " ON CONFLICT (topic_id, partition_id, producer_id) DO UPDATE SET "
+            "producer_epoch = EXCLUDED.producer_epoch, last_sequence = EXCLUDED.last_sequence, "
+            "last_timestamp_ms = EXCLUDED.last_timestamp_ms",
+        sp);
+    if (!up) return up.err();
+    std::vector<pg_param> dp;
+    auto del = tx.exec(
+        "DELETE FROM sluice_producer_batches WHERE (topic_id, partition_id, "
+        "producer_id) IN (" +
+            producer_tuples(ps.changed, dp) + ")",
+        dp);
+    if (!del) return del.err();
+    if (batches.empty()) return {};
+    auto ins = tx.exec(
+        "INSERT INTO sluice_producer_batches (topic_id, partition_id, producer_id, "
+        "base_sequence, last_sequence, base_offset, last_offset) VALUES " +
+            batches,
+        bp);
+    if (!ins) return ins.err();
+    return {};
+}
+
+}  // namespace
+
+result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_commit& commit) {
     if (commit.batches.empty())
         return error{errc::invalid_argument, "an object commit with no batches"};
-    std::map<partition_key, int64_t> next;  // ordered: the lock order
-    for (const auto& b : commit.batches) next.emplace(partition_key{b.topic_id, b.partition}, 0);
-    return db.transact<std::vector<int64_t>>(
-        isolation_level::read_committed, [&](pg_transaction& tx) -> result<std::vector<int64_t>> {
+    return db.transact<std::vector<batch_outcome>>(
+        isolation_level::read_committed,
+        [&](pg_transaction& tx) -> result<std::vector<batch_outcome>> {
+            std::map<partition_key, int64_t> next;  // ordered: the lock order
+            producers ps;
+            for (const auto& b : commit.batches) {
+                next.emplace(partition_key{b.topic_id, b.partition}, 0);
+                if (b.producer_id >= 0)
+                    ps.wanted.insert({partition_key{b.topic_id, b.partition}, b.producer_id});
+            }
             std::vector<pg_param> params;
             std::string rows;
             for (const auto& [key, _] : next) {
@@ -41,18 +184,39 @@ result<std::vector<int64_t>> commit_object(pg_database& db, const object_commit&
                 next[{locked->text(r, 0), static_cast<int32_t>(locked->int64(r, 1))}] =
                     locked->int64(r, 2);
             }
+            if (auto r = load_producers(tx, ps); !r) return r.err();
             auto obj = tx.exec(
                 "INSERT INTO sluice_objects (object_key, size_bytes, created_by, created_at, "
                 "state, state_changed_at) "
                 "VALUES ($1, $2, $3, CURRENT_TIMESTAMP, 'live', CURRENT_TIMESTAMP)",
                 {commit.object_key, std::to_string(commit.size), std::to_string(commit.broker_id)});
             if (!obj) return obj.err();
-            std::vector<int64_t> bases;
+            std::vector<batch_outcome> out;
             std::vector<pg_param> bp;
             std::string values;
             for (const auto& b : commit.batches) {
-                int64_t& hw = next[{b.topic_id, b.partition}];
-                bases.push_back(hw);
+                const partition_key tp{b.topic_id, b.partition};
+                int64_t& hw = next[tp];
+                if (b.producer_id >= 0) {
+                    auto h = header_of(b.producer_id, b.producer_epoch, b.base_sequence,
+                                       b.record_count - 1, b.max_timestamp_ms);
+                    auto& state = ps.by_partition[tp];
+                    auto c = state.check(h);
+                    if (c.verdict == log::sequence_verdict::duplicate) {
+                        out.push_back({batch_verdict::duplicate,
+                                       c.original.first_offset,
+                                       c.original.last_offset,
+                                       {}});
+                        continue;
+                    }
+                    if (c.verdict != log::sequence_verdict::append) {
+                        out.push_back({to_verdict(c.verdict), -1, -1, std::move(c.reason)});
+                        continue;
+                    }
+                    state.apply(h, hw, 0);
+                    ps.changed.insert({tp, b.producer_id});
+                }
+                out.push_back({batch_verdict::appended, hw, hw + b.record_count - 1, {}});
                 size_t n = bp.size();
                 values += fmt::format("{}(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
                                       values.empty() ? "" : ", ", n + 1, n + 2, n + 3, n + 4, n + 5,
@@ -66,14 +230,17 @@ result<std::vector<int64_t>> commit_object(pg_database& db, const object_commit&
                 }
                 hw += b.record_count;
             }
+            if (values.empty()) return out;  // every batch refused: the object stays unreferenced
             auto ins = tx.exec(
                 "INSERT INTO sluice_batches (topic_id, partition_id, base_offset, last_offset, "
                 "object_key, byte_position, byte_size, max_timestamp_ms, record_count) VALUES " +
                     values,
                 bp);
             if (!ins) return ins.err();
+            if (auto r = save_producers(tx, ps); !r) return r.err();
             std::vector<pg_param> up;
             std::string hws;
+            std::string note;
             for (const auto& [key, hw] : next) {
                 size_t n = up.size();
                 hws += fmt::format("{}(${}, CAST(${} AS INTEGER), CAST(${} AS BIGINT))",
@@ -81,6 +248,7 @@ result<std::vector<int64_t>> commit_object(pg_database& db, const object_commit&
                 up.emplace_back(key.first);
                 up.emplace_back(std::to_string(key.second));
                 up.emplace_back(std::to_string(hw));
+                note += fmt::format("{}:{}:{}\n", key.first, key.second, hw);
             }
             auto moved =
                 tx.exec("UPDATE sluice_partitions SET high_watermark = v.hw FROM (VALUES " + hws +
@@ -89,7 +257,9 @@ result<std::vector<int64_t>> commit_object(pg_database& db, const object_commit&
                             "AND sluice_partitions.partition_id = v.partition_id",
                         up);
             if (!moved) return moved.err();
-            return bases;
+            if (note.size() >= 8000) note.clear();
+            if (auto r = tx.notify(commit_channel, note); !r) return r.err();
+            return out;
         });
 }
 

@@ -20,6 +20,27 @@ struct batch_append {
     uint64_t byte_position = 0;  // in the object
     uint32_t byte_size = 0;
     int64_t max_timestamp_ms = 0;
+    // Idempotent producers (producer_id >= 0): the batch's producer fields, checked in the
+    // commit against sluice_producer_state as Kafka checks them.
+    int64_t producer_id = -1;
+    int16_t producer_epoch = -1;
+    int32_t base_sequence = -1;
+};
+
+// What the commit did with one batch.
+enum class batch_verdict : uint8_t {
+    appended,
+    duplicate,         // a retry of one of the producer's last five: its first offsets
+    out_of_order,      // a gap in the sequences, or a new epoch not at sequence 0
+    invalid_epoch,     // older than the producer's epoch
+    unknown_producer,  // (not given today: an unknown producer starts anywhere, as Kafka 4.3)
+};
+
+struct batch_outcome {
+    batch_verdict verdict = batch_verdict::appended;
+    int64_t base_offset = -1;  // appended or duplicate; -1 when refused
+    int64_t last_offset = -1;
+    std::string reason;  // when refused
 };
 
 struct object_commit {
@@ -31,10 +52,18 @@ struct object_commit {
 
 // One transaction (read committed): locks the rows of the partitions concerned in key
 // order (so that two brokers' commits over the same partitions queue rather than
-// deadlock), gives each batch the offsets after its partition's high watermark, inserts
-// the object and the batch rows and moves the high watermarks. Returns each batch's base
-// offset, in the order given. A partition that does not exist fails it all (not_found).
-result<std::vector<int64_t>> commit_object(pg_database& db, const object_commit& commit);
+// deadlock), checks idempotent batches against their producers' state (the partition's
+// row lock serializes that too), gives each accepted batch the offsets after its
+// partition's high watermark, inserts the object, the batch rows and the producers'
+// state, moves the high watermarks and NOTIFYs commit_channel. Returns what became of
+// each batch, in the order given; refused batches stay in the object unreferenced. A
+// partition that does not exist fails it all (not_found).
+result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_commit& commit);
+
+// The channel commit_object notifies; the payload is "TOPIC_ID:PARTITION:HIGH_WATERMARK"
+// lines for the partitions it moved, or empty when they do not fit NOTIFY's 8000 bytes
+// (then listeners read every partition they wait on afresh).
+inline constexpr const char* commit_channel = "sluice_commits";
 
 // Adds a topic and its partitions (empty, offsets from 0).
 result<void> create_topic(pg_database& db, const std::string& topic_id, const std::string& name,

@@ -38,7 +38,7 @@ bytes downconvert(const log::read_slice& s, int8_t magic, int64_t from_offset) {
 // last stable offset, which the client drops (as Kafka, the list may name transactions
 // past the records returned). False (the partition answered in error) when the log
 // fails.
-bool add_aborted(const log::partition_log& plog, int64_t from, const log::read_slice& r,
+bool add_aborted(const log::partition_store& plog, int64_t from, const log::read_slice& r,
                  fetch_response::partition& op) {
     auto aborted = plog.aborted_transactions(from, r.last_stable_offset);
     if (!aborted) {

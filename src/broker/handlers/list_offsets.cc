@@ -13,7 +13,7 @@ using protocol::list_offsets_response;
 
 // READ_COMMITTED (isolation_level 1) sees up to the last stable offset: LATEST is it,
 // and a timestamp lookup finds no record at or past it, as in Kafka.
-void lookup(const log::partition_log& plog, int64_t ts, bool committed,
+void lookup(const log::partition_store& plog, int64_t ts, bool committed,
             list_offsets_response::partition& out) {
     const int64_t fetchable = committed ? plog.last_stable_offset() : plog.high_watermark();
     if (ts == protocol::latest_timestamp) {

@@ -15,6 +15,12 @@
 #include "shared/catalog_schema.h"
 #include "shared/engine_env.h"
 
+namespace sluice::shared {
+// shared_log_probe.cc
+int log_command(const std::string& cmd, const std::vector<std::string>& args);
+int fail(const error& e);
+}  // namespace sluice::shared
+
 namespace {
 
 using namespace sluice;
@@ -39,10 +45,14 @@ const char* code_name(errc c) {
     }
 }
 
-int fail(const error& e) {
+}  // namespace
+
+int sluice::shared::fail(const error& e) {
     std::cerr << "error " << code_name(e.code) << ": " << e.message << "\n";
     return 1;
 }
+
+namespace {
 
 void print_rows(const pg_rows& rows) {
     for (const auto& row : rows.rows) {
@@ -195,7 +205,7 @@ int pg_command(const std::string& cmd, const std::vector<std::string>& args) {
         }
         auto r = commit_object(**db, c);
         if (!r) return fail(r.err());
-        for (int64_t base : *r) std::cout << base << "\n";
+        for (const auto& o : *r) std::cout << o.base_offset << "\n";
     } else {
         std::cerr << "usage: pg-schema | pg-exec SQL [PARAM...] | pg-session | pg-notify CHANNEL "
                      "PAYLOAD | "
@@ -216,5 +226,6 @@ int main(int argc, char** argv) {
     }
     std::string cmd = argv[1];
     std::vector<std::string> args(argv + 2, argv + argc);
+    if (cmd.rfind("log-", 0) == 0) return log_command(cmd, args);
     return cmd.rfind("s3-", 0) == 0 ? s3_command(cmd, args) : pg_command(cmd, args);
 }

@@ -1,0 +1,256 @@
+#include "shared/shared_log.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "shared/batch_index.h"
+
+namespace sluice::shared {
+
+namespace {
+
+log::sequence_verdict to_log_verdict(batch_verdict v) {
+    switch (v) {
+        case batch_verdict::appended:
+            return log::sequence_verdict::append;
+        case batch_verdict::duplicate:
+            return log::sequence_verdict::duplicate;
+        case batch_verdict::out_of_order:
+            return log::sequence_verdict::out_of_order;
+        case batch_verdict::invalid_epoch:
+            return log::sequence_verdict::invalid_epoch;
+        case batch_verdict::unknown_producer:
+            return log::sequence_verdict::unknown_producer;
+    }
+    return log::sequence_verdict::out_of_order;
+}
+
+void raise_to(std::atomic<offset_t>& a, offset_t v) {
+    offset_t cur = a.load(std::memory_order_relaxed);
+    while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_acq_rel)) {
+    }
+}
+
+}  // namespace
+
+shared_log::shared_log(object_store& store, shared_log_config config)
+    : _store(store), _config(std::move(config)), _cache(store, _config.cache_bytes) {}
+
+result<std::unique_ptr<shared_log>> shared_log::open(object_store& store, const pg_config& db,
+                                                     shared_log_config config) {
+    std::unique_ptr<shared_log> l(new shared_log(store, std::move(config)));
+    auto commits = pg_database::connect(db);
+    if (!commits) return commits.err();
+    l->_commit_db = std::move(*commits);
+    auto reads = pg_database::connect(db);
+    if (!reads) return reads.err();
+    l->_read_db = std::move(*reads);
+    auto listener = pg_listener::connect(db, {commit_channel});
+    if (!listener) return listener.err();
+    l->_listener = std::move(*listener);
+    l->_window_thread = std::thread([p = l.get()] { p->run_window(); });
+    l->_listener_thread = std::thread([p = l.get()] { p->run_listener(); });
+    return l;
+}
+
+shared_log::~shared_log() {
+    {
+        std::lock_guard lk(_mu);
+        _stopping = true;
+    }
+    _window_cv.notify_all();
+    if (_window_thread.joinable()) _window_thread.join();
+    if (_listener_thread.joinable()) _listener_thread.join();
+}
+
+shared_partition& shared_log::partition(const std::string& topic_id, const topic_partition& name) {
+    std::lock_guard lk(_mu);
+    auto& p = _partitions[{topic_id, name.partition}];
+    if (!p) p = std::make_unique<shared_partition>(*this, topic_id, name);
+    return *p;
+}
+
+shared_log::stats shared_log::counters() const {
+    std::lock_guard lk(_mu);
+    return _stats;
+}
+
+void shared_log::enqueue(pending p) {
+    bool wake = false;
+    {
+        std::lock_guard lk(_mu);
+        if (_stopping) {
+            auto done = std::move(p.done);
+            done(error{errc::io_error, "the shared log is closing"});
+            return;
+        }
+        if (_waiting.empty()) {
+            _window_opened = std::chrono::steady_clock::now();
+            wake = true;
+        }
+        _waiting_bytes += p.data.size();
+        wake = wake || _waiting_bytes >= _config.window_max_bytes;
+        _waiting.push_back(std::move(p));
+    }
+    if (wake) _window_cv.notify_one();
+}
+
+// One window at a time: a partition's appends are committed in the order they arrived.
+void shared_log::run_window() {
+    std::unique_lock lk(_mu);
+    for (;;) {
+        if (_waiting.empty()) {
+            if (_stopping) return;
+            _window_cv.wait(lk);
+            continue;
+        }
+        const auto due = _window_opened + _config.produce_window;
+        if (!_stopping && _waiting_bytes < _config.window_max_bytes &&
+            std::chrono::steady_clock::now() < due) {
+            _window_cv.wait_until(lk, due);
+            continue;
+        }
+        std::vector<pending> taken;
+        taken.swap(_waiting);
+        _waiting_bytes = 0;
+        lk.unlock();
+        write_window(taken);
+        lk.lock();
+    }
+}
+
+void shared_log::write_window(std::vector<pending>& taken) {
+    // Each partition's batches together, partitions in the order they first arrived.
+    std::vector<shared_partition*> order;
+    std::map<shared_partition*, std::vector<size_t>> by_part;
+    for (size_t i = 0; i < taken.size(); ++i) {
+        auto& v = by_part[taken[i].part];
+        if (v.empty()) order.push_back(taken[i].part);
+        v.push_back(i);
+    }
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    const int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    object_commit commit{fmt::format("{}/{}/{}-{}-{:08x}", _config.object_prefix, _config.broker_id,
+                                     unix_ms, _object_seq++, static_cast<uint32_t>(rng())),
+                         0,
+                         _config.broker_id,
+                         {}};
+    std::string object;
+    std::vector<std::pair<shared_partition*, std::pair<uint64_t, uint64_t>>> spans;
+    for (auto* part : order) {
+        const uint64_t from = object.size();
+        for (size_t i : by_part[part]) {
+            for (const auto& b : taken[i].batches) {
+                const size_t size = b.header.size_bytes();
+                commit.batches.push_back(
+                    {part->_topic_id, part->_name.partition, b.header.last_offset_delta + 1,
+                     object.size(), static_cast<uint32_t>(size),
+                     std::max(b.max_record_timestamp, b.header.max_timestamp), b.header.producer_id,
+                     b.header.producer_epoch, b.header.base_sequence});
+                object.append(taken[i].data, b.position, size);
+            }
+        }
+        spans.push_back({part, {from, object.size() - from}});
+    }
+    commit.size = object.size();
+    auto fail_all = [&](const error& e) {
+        {
+            std::lock_guard lk(_mu);
+            ++_stats.failed_windows;
+        }
+        for (auto& p : taken) p.done(e);
+    };
+    if (auto put = _store.put(commit.object_key, object); !put) return fail_all(put.err());
+    auto outcomes = commit_object(*_commit_db, commit);
+    if (!outcomes) return fail_all(outcomes.err());
+    for (const auto& [part, span] : spans) {
+        _cache.put(commit.object_key, span.first,
+                   std::make_shared<const std::string>(object, span.first, span.second));
+    }
+    // Outcomes follow commit.batches: by partition, then by arrival.
+    std::vector<log::append_info> infos(taken.size());
+    size_t k = 0;
+    for (auto* part : order) {
+        for (size_t i : by_part[part]) {
+            auto& info = infos[i];
+            for (size_t j = 0; j < taken[i].batches.size(); ++j, ++k) {
+                const auto& o = (*outcomes)[k];
+                if (o.verdict != batch_verdict::appended &&
+                    info.verdict == log::sequence_verdict::append) {
+                    info.verdict = to_log_verdict(o.verdict);
+                    info.reason = o.reason;
+                }
+                if (o.base_offset >= 0) {
+                    if (info.base_offset < 0) info.base_offset = o.base_offset;
+                    info.last_offset = o.last_offset;
+                }
+                if (o.verdict == batch_verdict::appended) raise_to(part->_hw, o.last_offset + 1);
+            }
+            info.log_start_offset = part->_start.load(std::memory_order_acquire);
+        }
+    }
+    {
+        std::lock_guard lk(_mu);
+        ++_stats.objects;
+        _stats.batches += commit.batches.size();
+        _stats.bytes += object.size();
+    }
+    {
+        std::lock_guard lk(_data_mu);
+        ++_data_gen;
+    }
+    _data_cv.notify_all();
+    for (size_t i = 0; i < taken.size(); ++i) taken[i].done(std::move(infos[i]));
+}
+
+void shared_log::run_listener() {
+    for (;;) {
+        {
+            std::lock_guard lk(_mu);
+            if (_stopping) return;
+        }
+        auto w = _listener->wait(std::chrono::milliseconds(200));
+        if (!w) {
+            log_warn("shared", "LISTEN {}: {}", commit_channel, w.err().message);
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            note_commit("");
+            continue;
+        }
+        if (w->reconnected) note_commit("");
+        for (const auto& n : w->notifications) note_commit(n.payload);
+    }
+}
+
+void shared_log::note_commit(const std::string& payload) {
+    bool refresh = payload.empty();
+    size_t at = 0;
+    while (at < payload.size()) {
+        size_t end = payload.find('\n', at);
+        if (end == std::string::npos) end = payload.size();
+        std::string_view line(payload.data() + at, end - at);
+        at = end + 1;
+        size_t a = line.find(':');
+        size_t b = line.rfind(':');
+        if (a == std::string_view::npos || a == b) continue;
+        std::string topic(line.substr(0, a));
+        int32_t part = std::stoi(std::string(line.substr(a + 1, b - a - 1)));
+        offset_t hw = std::stoll(std::string(line.substr(b + 1)));
+        std::lock_guard lk(_mu);
+        if (auto it = _partitions.find({topic, part}); it != _partitions.end())
+            raise_to(it->second->_hw, hw);
+    }
+    {
+        std::lock_guard lk(_data_mu);
+        ++_data_gen;
+        if (refresh) ++_refresh_gen;
+    }
+    _data_cv.notify_all();
+}
+
+}  // namespace sluice::shared

@@ -1,0 +1,175 @@
+#pragma once
+
+// Shared mode's partition logs (docs/shared-mode.md, "Partition logs"): one shared_log
+// per broker holds
+//   - the produce window: appends to any of its partitions wait up to `produce_window`
+//     (or until `window_max_bytes` wait), then all of them go into one object, uploaded
+//     to the object store, and one database transaction (batch_index.h's commit_object)
+//     assigns their offsets, records where they lie and checks idempotent producers'
+//     sequences; only then do the appends complete;
+//   - the read path: the batch index says which object and byte range hold an offset;
+//     ranges are read through an in-memory cache (object_cache.h);
+//   - a LISTEN on batch_index.h's commit_channel, so that a wait for new data in a
+//     partition wakes when any broker commits to it.
+// shared_partition is the log::partition_store of one partition.
+//
+// Objects are named OBJECT_PREFIX/BROKER/UNIX_MS-SEQ-RANDOM; inside, each partition's
+// batches lie together in the order they arrived, with the base offsets the producers
+// sent (a read writes the assigned ones in, as the batch format's CRC does not cover
+// them).
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "log/partition_store.h"
+#include "shared/object_cache.h"
+#include "shared/object_store.h"
+#include "shared/pg_database.h"
+
+namespace sluice::shared {
+
+struct shared_log_config {
+    int32_t broker_id = 0;
+    // How long the first append waits for others before the window's object is written.
+    std::chrono::milliseconds produce_window{20};
+    size_t window_max_bytes = 8u << 20;  // write the object early once this much waits
+    size_t cache_bytes = 256u << 20;     // the read-through cache's budget
+    std::string object_prefix = "data";
+};
+
+class shared_partition;
+
+class shared_log {
+  public:
+    // Connects twice to the database (commits, reads) and once more to LISTEN.
+    static result<std::unique_ptr<shared_log>> open(object_store& store, const pg_config& db,
+                                                    shared_log_config config);
+    // Writes what the window holds, then stops.
+    ~shared_log();
+    shared_log(const shared_log&) = delete;
+    shared_log& operator=(const shared_log&) = delete;
+
+    // Partition `name.partition` of the catalog's topic `topic_id` (32 hex digits), which
+    // must exist there; valid as long as this.
+    shared_partition& partition(const std::string& topic_id, const topic_partition& name);
+
+    struct stats {
+        uint64_t objects = 0;  // uploaded and committed
+        uint64_t batches = 0;
+        uint64_t bytes = 0;
+        uint64_t failed_windows = 0;
+    };
+    stats counters() const;
+    object_cache::stats cache_counters() const { return _cache.counters(); }
+
+  private:
+    friend class shared_partition;
+    struct pending {
+        shared_partition* part;
+        std::string data;  // the batches, as validated
+        std::vector<protocol::validated_batch> batches;
+        log::partition_store::append_done done;
+    };
+
+    shared_log(object_store& store, shared_log_config config);
+    void enqueue(pending p);
+    void run_window();
+    void write_window(std::vector<pending>& taken);
+    void run_listener();
+    // A commit moved partitions' high watermarks (payload lines), or everything must be
+    // read afresh (empty payload, a reconnected listener).
+    void note_commit(const std::string& payload);
+
+    object_store& _store;
+    const shared_log_config _config;
+    object_cache _cache;
+    std::unique_ptr<pg_database> _commit_db;  // the window thread's
+    std::unique_ptr<pg_database> _read_db;    // readers' (calls serialized)
+    std::unique_ptr<pg_listener> _listener;
+
+    mutable std::mutex _mu;
+    std::condition_variable _window_cv;
+    std::vector<pending> _waiting;
+    size_t _waiting_bytes = 0;
+    std::chrono::steady_clock::time_point _window_opened;
+    bool _stopping = false;
+    uint64_t _object_seq = 0;
+    stats _stats;
+    std::map<std::pair<std::string, int32_t>, std::unique_ptr<shared_partition>> _partitions;
+
+    // Waits for new data: generation bumps at each commit notification.
+    std::mutex _data_mu;
+    std::condition_variable _data_cv;
+    uint64_t _data_gen = 0;
+    uint64_t _refresh_gen = 0;  // bumps when the high watermarks must be read afresh
+
+    std::thread _window_thread;
+    std::thread _listener_thread;
+};
+
+// One partition of shared mode: log::partition_store over the batch index and the
+// object store. Offsets come from the database at each call (a broker holds no state):
+// log end == high watermark (a batch is committed or absent). Transactions are not in
+// shared mode yet: no markers are written, so the last stable offset is the high
+// watermark and no transaction is aborted.
+class shared_partition final : public log::partition_store {
+  public:
+    shared_partition(shared_log& owner, std::string topic_id, topic_partition name)
+        : _owner(owner), _topic_id(std::move(topic_id)), _name(std::move(name)) {}
+
+    topic_partition id() const override { return _name; }
+    // The batches go into the broker's produce window; `done` runs on the window's
+    // thread after the commit. Errors: the store's or the database's (the append then
+    // did not happen, unless the database lost the connection during COMMIT: then the
+    // outcome is unknown and says so; an idempotent producer's retry is safe).
+    void submit_append(std::span<uint8_t> payload,
+                       const std::vector<protocol::validated_batch>& batches, timestamp_ms now,
+                       append_done done) override;
+    result<log::read_result> read(offset_t offset, size_t max_bytes, bool min_one,
+                                  bool committed = false) const override;
+    // These read the database; when it cannot be reached they answer the last value seen.
+    offset_t high_watermark() const override;
+    offset_t log_end_offset() const override { return high_watermark(); }
+    offset_t last_stable_offset() const override { return high_watermark(); }
+    offset_t log_start_offset() const override;
+    result<std::vector<log::aborted_txn>> aborted_transactions(offset_t from,
+                                                               offset_t to) const override;
+    result<std::optional<log::offset_and_time>> offset_for_timestamp(
+        timestamp_ms ts) const override;
+    result<std::optional<log::offset_and_time>> max_timestamp_offset() const override;
+
+    // Waits until the high watermark passes `offset` or `timeout` passes (long polls);
+    // woken by other brokers' commits (NOTIFY). Returns the high watermark.
+    offset_t wait_for_data(offset_t offset, std::chrono::milliseconds timeout) const;
+
+    const std::string& topic_id() const { return _topic_id; }
+
+  private:
+    friend class shared_log;
+    struct bounds {
+        offset_t log_start = 0;
+        offset_t high_watermark = 0;
+    };
+    result<bounds> load_bounds() const;
+    // The first record with timestamp >= ts in the batch starting at `base` (nullopt: none).
+    result<std::optional<log::offset_and_time>> find_in_batch(offset_t base, timestamp_ms ts,
+                                                              bool largest) const;
+
+    shared_log& _owner;
+    const std::string _topic_id;
+    const topic_partition _name;
+    mutable std::atomic<offset_t> _hw{0};
+    mutable std::atomic<offset_t> _start{0};
+};
+
+}  // namespace sluice::shared
