@@ -437,6 +437,9 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
     d::idx_t n = 0;
     while (n < STANDARD_VECTOR_SIZE && advance(b, g, l)) {
         const auto& rec = l.records.record();
+        // Producer times need not grow along a partition, so the range cannot end the scan
+        // early; a record outside it is dropped before any column is built.
+        if (rec.timestamp < b.ts_producer.lo || rec.timestamp > b.ts_producer.hi) continue;
         for (size_t i = 0; i < g.columns.size(); ++i) {
             auto& v = out.data[i];
             switch (g.columns[i]) {
