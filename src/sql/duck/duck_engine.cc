@@ -30,6 +30,7 @@ struct session::impl {
     engine::impl* owner = nullptr;
     std::unique_ptr<d::Connection> con;
     scan_counters counters;
+    std::mutex mu;  // guards the session's statement_context against DuckDB's threads
 };
 
 namespace {
@@ -113,7 +114,7 @@ session::session(std::unique_ptr<impl> i, const security::gate* gate, security::
     : _impl(std::move(i)) {
     _ctx.set_access(gate, std::move(who));
     std::lock_guard lk(_impl->owner->mu);
-    _impl->owner->sessions[_impl->con->context.get()] = {&_ctx, &_impl->counters};
+    _impl->owner->sessions[_impl->con->context.get()] = {&_ctx, &_impl->mu, &_impl->counters};
 }
 
 session::~session() {
@@ -125,7 +126,10 @@ session::~session() {
 }
 
 outcome<result_set> session::query(std::string_view sql) {
-    _ctx.begin_statement();
+    {
+        std::lock_guard lk(_impl->mu);
+        _ctx.begin_statement();
+    }
     auto& n = _impl->counters;
     n.partitions_scanned = n.segments_read = n.batches_read = n.records_read = n.bytes_read = 0;
     auto r = _impl->con->Query(std::string(sql));

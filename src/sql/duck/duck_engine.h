@@ -13,8 +13,9 @@
 //   virtual table does) and decodes only the columns a query reads;
 // - sees what a READ_COMMITTED consumer sees, up to each partition's last stable offset
 //   as the statement first saw it (one cut per statement, for every reference to a
-//   topic in it);
-// - refuses a topic the session's principal may not read, when the statement binds.
+//   topic in it; a prepared statement takes a new one each time it runs);
+// - refuses a topic the session's principal may not read, when the statement binds and
+//   again when it runs.
 //
 // DuckDB's headers stay out of this one: callers include only this.
 

@@ -50,23 +50,23 @@ struct range {
     bool operator==(const range&) const = default;
 };
 
-// What a reference to a topic in a statement reads: the topic, its partitions' cut as
-// the statement first saw it, and the ranges the WHERE clause allows (narrowed by
-// pushdown_filters before the scan starts).
+// What a reference to a topic in a statement reads: the topic, the session it was bound
+// on, and the ranges the WHERE clause allows (narrowed by pushdown_filters before the
+// scan starts). A prepared statement keeps it across executions: the cut is taken when
+// the scan starts (global_state).
 struct bind_data final : d::TableFunctionData {
     std::string topic;
     log::log_manager* logs = nullptr;
     // Held for the scan: the partitions stay valid even if the topic is deleted
     // meanwhile (they then answer not_found).
     std::shared_ptr<log::topic_state> state;
-    std::vector<offset_t> cut;  // per partition: the last stable offset the statement sees
-    scan_counters* counters = nullptr;
+    scan_session session;
     range partitions, offsets, ts_producer, ts_broker;
 
     d::unique_ptr<d::FunctionData> Copy() const override { return d::make_uniq<bind_data>(*this); }
     bool Equals(const d::FunctionData& other) const override {
         const auto& o = other.Cast<bind_data>();
-        return topic == o.topic && state == o.state && cut == o.cut && partitions == o.partitions &&
+        return topic == o.topic && state == o.state && partitions == o.partitions &&
                offsets == o.offsets && ts_producer == o.ts_producer && ts_broker == o.ts_broker;
     }
 };
@@ -77,6 +77,7 @@ struct global_state final : d::GlobalTableFunctionState {
     int32_t next_partition = 0;
     int32_t last_partition = -1;
     std::vector<d::column_t> columns;  // the projected columns, in output order
+    std::vector<offset_t> cut;         // per partition: the last stable offset the statement sees
     d::idx_t MaxThreads() const override {
         return static_cast<d::idx_t>(std::max(1, last_partition - next_partition + 1));
     }
@@ -106,20 +107,15 @@ d::unique_ptr<d::FunctionData> bind(d::ClientContext& context, d::TableFunctionB
     b->topic = input.inputs[0].GetValue<std::string>();
     // Authorization first: a topic the principal may not read is refused whether or not
     // it exists, as Kafka's Fetch does.
-    if (auto why = s.ctx->check_topic_read(b->topic)) throw d::PermissionException(*why);
+    {
+        std::lock_guard lk(*s.mu);
+        if (auto why = s.ctx->check_topic_read(b->topic)) throw d::PermissionException(*why);
+    }
     b->logs = &logs;
-    b->counters = s.counters;
+    b->session = s;
     b->state = logs.topic(b->topic);
     if (!b->state || b->state->removed.load())
         throw d::CatalogException(fmt::format("no such topic: {}", b->topic));
-    // The statement's cut, taken when it binds: every reference to the topic in one
-    // statement sees the same one (statement_context::snapshot), and only what a
-    // READ_COMMITTED consumer may see (up to the last stable offset).
-    for (int32_t p = 0;; ++p) {
-        auto* pl = logs.partition(*b->state, p);
-        if (!pl) break;
-        b->cut.push_back(s.ctx->snapshot({b->topic, p}, pl->last_stable_offset()));
-    }
     types = {d::LogicalType::INTEGER, d::LogicalType::BIGINT,  d::LogicalType::BIGINT,
              d::LogicalType::BIGINT,  d::LogicalType::BLOB,    d::LogicalType::BLOB,
              d::LogicalType::VARCHAR, d::LogicalType::VARCHAR, d::LogicalType::VARCHAR};
@@ -284,10 +280,11 @@ void pushdown_filters(d::ClientContext&, d::LogicalGet& get, d::FunctionData* da
 d::unique_ptr<d::NodeStatistics> cardinality(d::ClientContext&, const d::FunctionData* data) {
     const auto& b = data->Cast<bind_data>();
     d::idx_t rows = 0;
-    for (size_t p = 0; p < b.cut.size(); ++p) {
-        auto* pl = b.logs->partition(*b.state, static_cast<int32_t>(p));
-        if (pl)
-            rows += static_cast<d::idx_t>(std::max<offset_t>(0, b.cut[p] - pl->log_start_offset()));
+    for (int32_t p = 0;; ++p) {
+        auto* pl = b.logs->partition(*b.state, p);
+        if (!pl) break;
+        rows += static_cast<d::idx_t>(
+            std::max<offset_t>(0, pl->last_stable_offset() - pl->log_start_offset()));
     }
     return d::make_uniq<d::NodeStatistics>(rows, rows);
 }
@@ -299,11 +296,26 @@ d::unique_ptr<d::GlobalTableFunctionState> init_global(d::ClientContext&,
     const auto& b = input.bind_data->Cast<bind_data>();
     auto g = d::make_uniq<global_state>();
     g->columns = input.column_ids;
+    {
+        // Checked again when the statement runs: a prepared statement may outlive the
+        // policy that allowed it.
+        const auto& s = b.session;
+        std::lock_guard lk(*s.mu);
+        if (auto why = s.ctx->check_topic_read(b.topic)) throw d::PermissionException(*why);
+        // The statement's cut: every reference to the topic in one statement sees the
+        // same one (statement_context::snapshot), and only what a READ_COMMITTED
+        // consumer may see (up to the last stable offset).
+        for (int32_t p = 0;; ++p) {
+            auto* pl = b.logs->partition(*b.state, p);
+            if (!pl) break;
+            g->cut.push_back(s.ctx->snapshot({b.topic, p}, pl->last_stable_offset()));
+        }
+    }
     if (b.partitions.empty() || b.offsets.empty() || b.ts_producer.empty() || b.ts_broker.empty())
         return g;  // nothing to read
     g->next_partition = static_cast<int32_t>(std::max<int64_t>(b.partitions.lo, 0));
     g->last_partition = static_cast<int32_t>(
-        std::min<int64_t>(b.partitions.hi, static_cast<int64_t>(b.cut.size()) - 1));
+        std::min<int64_t>(b.partitions.hi, static_cast<int64_t>(g->cut.size()) - 1));
     return g;
 }
 
@@ -315,11 +327,11 @@ d::unique_ptr<d::LocalTableFunctionState> init_local(d::ExecutionContext&,
 
 // Positions l on partition p: where its records start and end under the ranges. false
 // (with no error) when the partition has nothing to return.
-result<bool> enter_partition(const bind_data& b, local_state& l, int32_t p) {
+result<bool> enter_partition(const bind_data& b, const global_state& g, local_state& l, int32_t p) {
     l.log = b.logs->partition(*b.state, p);
     if (!l.log) return false;
     l.partition = p;
-    const offset_t cut = b.cut[static_cast<size_t>(p)];
+    const offset_t cut = g.cut[static_cast<size_t>(p)];
     offset_t start = std::max(l.log->log_start_offset(), b.offsets.lo);
     offset_t end =
         b.offsets.hi == std::numeric_limits<int64_t>::max() ? cut : std::min(cut, b.offsets.hi + 1);
@@ -344,7 +356,7 @@ result<bool> enter_partition(const bind_data& b, local_state& l, int32_t p) {
     }
     if (start >= end) return false;
     if (auto r = l.records.open_committed(l.log, start, end); !r) return r.err();
-    if (b.counters) ++b.counters->partitions_scanned;
+    ++b.session.counters->partitions_scanned;
     return true;
 }
 
@@ -364,7 +376,7 @@ bool advance(const bind_data& b, global_state& g, local_state& l) {
             if (g.next_partition > g.last_partition) return false;
             p = g.next_partition++;
         }
-        auto entered = enter_partition(b, l, p);
+        auto entered = enter_partition(b, g, l, p);
         if (!entered) scan_error(b, p, entered.err());
         if (!*entered) l.log = nullptr;
     }
@@ -421,12 +433,11 @@ void set_headers(const bind_data& b, const local_state& l, d::Vector& v, d::idx_
 
 void count_reads(const bind_data& b, local_state& l) {
     auto& from = l.records.stats();
-    if (b.counters) {
-        b.counters->segments_read += from.segments_read;
-        b.counters->batches_read += from.batches_read;
-        b.counters->bytes_read += from.bytes_read;
-        b.counters->records_read += from.records_read;
-    }
+    auto& to = *b.session.counters;
+    to.segments_read += from.segments_read;
+    to.batches_read += from.batches_read;
+    to.bytes_read += from.bytes_read;
+    to.records_read += from.records_read;
     from = {};
 }
 

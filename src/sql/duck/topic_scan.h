@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 
 #include "sql/statement_context.h"
 
@@ -40,9 +41,11 @@ struct scan_counters {
     }
 };
 
-// The session a statement runs on: its principal and cut (ctx), and its counters.
+// The session a statement runs on: its principal and cut (ctx, used under mu: DuckDB
+// may start a scan on one of its threads), and its counters.
 struct scan_session {
     statement_context* ctx = nullptr;
+    std::mutex* mu = nullptr;
     scan_counters* counters = nullptr;
 };
 // Finds the session of a DuckDB connection; ctx null when the connection is not a session's.

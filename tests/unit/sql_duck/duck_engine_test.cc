@@ -290,6 +290,13 @@ TEST_F(authz_fixture, reading_a_topic_needs_kafka_read_at_bind) {
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message.find("User:bob"), std::string::npos) << r.error().message;
     EXPECT_EQ(query("SELECT count(*) FROM kafka_topic('secret')"), (rows{{"1"}}));
+    // A prepared statement takes a new cut and is checked again each time it runs.
+    EXPECT_EQ(query("PREPARE q AS SELECT count(*) FROM kafka_topic('secret')"), rows{});
+    EXPECT_EQ(query("EXECUTE q"), (rows{{"1"}}));
+    produce("secret", 0, {{"k", "s2", 2, {}}});
+    EXPECT_EQ(query("EXECUTE q"), (rows{{"2"}}));
+    gate.revoke_all();
+    EXPECT_EQ(failure_of("EXECUTE q").kind, failure::not_authorized);
     // An unknown topic the principal may read is an unknown table.
     gate.allow("alice", action::read, "sluice:topic:nosuch");
     EXPECT_EQ(failure_of("SELECT * FROM kafka_topic('nosuch')").kind, failure::undefined_table);
