@@ -67,7 +67,9 @@ class engine {
     engine& operator=(const engine&) = delete;
 
     // A session reading as `who`, authorized through `gate` (nullptr: everything allowed,
-    // as without a gate in src/sql). The gate must outlive the session.
+    // as without a gate in src/sql). The gate must outlive the session, and the session
+    // must end before the engine. One statement at a time per session; sessions may run
+    // on different threads at once.
     std::unique_ptr<session> open_session(const security::gate* gate, security::principal who);
 
     struct impl;
