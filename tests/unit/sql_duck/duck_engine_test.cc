@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <thread>
 
 #include "log/log_manager.h"
 #include "sql/sql_security_util.h"
@@ -253,6 +255,29 @@ TEST_F(duck_fixture, read_committed_and_one_cut_per_statement) {
     EXPECT_EQ(query("SELECT count(*) FROM kafka_topic('tx') a JOIN kafka_topic('tx') b "
                     "USING (\"offset\")"),
               (rows{{"6"}}));
+}
+
+TEST_F(duck_fixture, sessions_run_at_once_each_with_its_own_counters) {
+    create_topic("t", 2);
+    produce("t", 0, {{"k", "a", 1, {}}, {"k", "b", 2, {}}});
+    produce("t", 1, {{"k", "c", 3, {}}});
+    auto other = eng->open_session(nullptr, {"bob", true});
+    std::atomic<int> wrong{0};
+    auto run = [&](session& s, const std::string& sql, const std::string& want,
+                   int64_t partitions) {
+        for (int i = 0; i < 20; ++i) {
+            auto r = s.query(sql);
+            if (!r || r->rows.size() != 1 || r->rows[0][0] != want ||
+                s.last_scan().partitions_scanned != partitions)
+                ++wrong;
+        }
+    };
+    std::thread a([&] { run(*sess, "SELECT count(*) FROM kafka_topic('t')", "3", 2); });
+    std::thread b(
+        [&] { run(*other, "SELECT count(*) FROM kafka_topic('t') WHERE partition = 1", "1", 1); });
+    a.join();
+    b.join();
+    EXPECT_EQ(wrong.load(), 0);
 }
 
 struct authz_fixture : duck_fixture {
