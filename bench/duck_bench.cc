@@ -7,6 +7,9 @@
 //       does), registers kafka_topic('T') (duck_topic_scan.h), runs the --setup
 //       statements (a view, say) and times each query:
 //       one JSON line per query {"name","best_s","median_s","rows","first"}.
+//       --engine sluice: the same through src/sql/duck (duck_engine.h: the C++ API's
+//       kafka_topic with filter pushdown, key/value BLOB and key_text/value_text) instead
+//       of the C API prototype; queries then read value_text.
 //   sluice-duckbench append [--rows 1000000] [--db :memory:|FILE] [--commit-every 0]
 //                           [--mode rows|chunks|sqlite] [--setup SQL]...
 //       Inserts typed rows shaped like an expansion target (partition, offset, timestamp
@@ -23,13 +26,17 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench_cli.h"
 #include "duck_topic_scan.h"
 #include "log/log_manager.h"
+#include "sql/duck/duck_engine.h"
 #include "sql/json_text.h"
 
 using namespace sluice;
@@ -107,7 +114,7 @@ std::string first_row(duckdb_result& res) {
 }
 
 int run_scan(int argc, char** argv) {
-    std::string data_dir, topic;
+    std::string data_dir, topic, engine = "capi";
     int threads = 2, runs = 3;
     std::vector<std::pair<std::string, std::string>> queries;
     std::vector<std::string> setup;
@@ -120,6 +127,8 @@ int run_scan(int argc, char** argv) {
             topic = v;
         } else if (f == "--threads") {
             threads = std::stoi(v);
+        } else if (f == "--engine") {
+            engine = v;
         } else if (f == "--runs") {
             runs = std::stoi(v);
         } else if (f == "--query") {
@@ -138,25 +147,53 @@ int run_scan(int argc, char** argv) {
     logs.add_topic(topic, parts, {});
     if (auto r = logs.open(); !r) die(r.err().message);
 
-    db_handle h(":memory:", threads);
-    if (!bench::register_kafka_topic(h.con, &logs)) die("registering kafka_topic failed");
-    for (const auto& sql : setup) exec(h.con, sql);
+    // Runs one statement: (rows, first row as text).
+    std::function<std::pair<size_t, std::string>(const std::string&)> run;
+    std::unique_ptr<db_handle> h;
+    std::unique_ptr<sql::duck::engine> eng;
+    std::unique_ptr<sql::duck::session> sess;
+    if (engine == "sluice") {
+        sql::duck::options o;
+        o.data_dir = data_dir;
+        o.logs = &logs;
+        o.threads = threads;
+        auto e = sql::duck::engine::open(o);
+        if (!e) die(e.error().message);
+        eng = std::move(*e);
+        sess = eng->open_session(nullptr, {});
+        run = [&](const std::string& sql) -> std::pair<size_t, std::string> {
+            auto r = sess->query(sql);
+            if (!r) die(sql + ": " + r.error().message);
+            std::string first;
+            if (!r->rows.empty())
+                for (size_t c = 0; c < r->rows[0].size(); ++c)
+                    first += (c ? "|" : "") + r->rows[0][c].value_or("NULL");
+            return {r->rows.size(), first};
+        };
+    } else {
+        h = std::make_unique<db_handle>(":memory:", threads);
+        if (!bench::register_kafka_topic(h->con, &logs)) die("registering kafka_topic failed");
+        run = [&](const std::string& sql) -> std::pair<size_t, std::string> {
+            duckdb_result res;
+            if (duckdb_query(h->con, sql.c_str(), &res) != DuckDBSuccess) {
+                std::string err = duckdb_result_error(&res);
+                duckdb_destroy_result(&res);
+                die(sql + ": " + err);
+            }
+            std::pair<size_t, std::string> out{duckdb_row_count(&res), first_row(res)};
+            duckdb_destroy_result(&res);
+            return out;
+        };
+    }
+    for (const auto& sql : setup) run(sql);
     for (const auto& [name, sql] : queries) {
         std::vector<double> times;
         std::string first;
-        idx_t rows = 0;
+        size_t rows = 0;
         for (int i = 0; i < runs; ++i) {
-            duckdb_result res;
             const auto t0 = clock_type::now();
-            if (duckdb_query(h.con, sql.c_str(), &res) != DuckDBSuccess) {
-                std::string err = duckdb_result_error(&res);
-                duckdb_destroy_result(&res);
-                die(name + ": " + err);
-            }
+            std::tie(rows, first) = run(sql);
             times.push_back(since(t0));
-            rows = duckdb_row_count(&res);
-            first = first_row(res);
-            duckdb_destroy_result(&res);
         }
         std::sort(times.begin(), times.end());
         std::string line = "{\"name\":";

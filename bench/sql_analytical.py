@@ -2,6 +2,9 @@
   (a) Sluice's SQL over HTTP (SQLite over the topic),
   (b) DuckDB's kafka_topic() table function over the broker's partition logs
       (bench/duck_topic_scan.cc, run by sluice-duckbench once the broker has stopped),
+  (e) src/sql/duck's kafka_topic (DuckDB's C++ API: filter pushdown on partition,
+      offset and the timestamps; value as BLOB, read as value_text), also by
+      sluice-duckbench (--engine sluice) over the stopped broker's logs,
   (c) DuckDB over the raw NDJSON file of the events,
   (d) DuckDB over its own table of them (typed columns),
 in one run; then the expansion-target question: rows/s of DuckDB's appender for 19
@@ -115,6 +118,12 @@ def queries(n):
              "GROUP BY 1)" % src["c"],
         "d": "SELECT count(*), sum(a) FROM (SELECT \"user\", arg_max(amount, ts) AS a FROM events "
              "GROUP BY 1)"}
+    # (e): (b)'s statements through src/sql/duck, whose value is a BLOB and value_text its
+    # checked text; the WHERE on timestamp_producer is pushed into the scan there.
+    for per in q.values():
+        if "b" in per and "from_timestamp" not in per["b"]:
+            per["e"] = per["b"].replace("value ->>", "value_text ->>").replace(
+                "json_extract_string(value,", "json_extract_string(value_text,")
     return q
 
 
@@ -172,6 +181,7 @@ def main():
     ap.add_argument("--sluice", default="build/sluice")
     ap.add_argument("--duckbench", default="build/bench/sluice-duckbench")
     ap.add_argument("--keep", help="keep the data directory and NDJSON file here")
+    ap.add_argument("--no-append", action="store_true", help="skip the appender measurements")
     args = ap.parse_args()
 
     work = args.keep or tempfile.mkdtemp(prefix="sluice-sql-analytical-")
@@ -215,6 +225,20 @@ def main():
         times[r["name"]]["b"] = r["best_s"]
         results[r["name"]]["b"] = [r["first"].split("|")] if r["first"] else []
 
+    # (e) src/sql/duck's kafka_topic over the same logs.
+    cmd = [args.duckbench, "scan", "--engine", "sluice", "--data-dir", data, "--topic", "events",
+           "--threads", str(args.threads), "--runs", str(args.runs), "--setup",
+           "CREATE SCHEMA kafka_topics", "--setup",
+           "CREATE VIEW kafka_topics.events AS SELECT * FROM kafka_topic('events')"]
+    for name, per in qs.items():
+        if "e" in per:
+            cmd += ["--query", "%s=%s" % (name, per["e"])]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        r = json.loads(line)
+        times[r["name"]]["e"] = r["best_s"]
+        results[r["name"]]["e"] = [r["first"].split("|")] if r["first"] else []
+
     # (c) and (d): DuckDB over the NDJSON file and over its own table.
     con = duckdb.connect(config={"threads": args.threads})
     for name, per in qs.items():
@@ -234,9 +258,9 @@ def main():
         if len({tuple(v) for v in firsts.values()}) != 1:
             sys.exit("results differ for %s: %s" % (name, firsts))
 
-    print("\n| query | (a) Sluice HTTP | (b) kafka_topic | (c) DuckDB NDJSON | (d) DuckDB table "
-          "| a/c | b/c | b/d | a/b |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| query | (a) Sluice HTTP | (b) kafka_topic, C API | (e) src/sql/duck | (c) DuckDB NDJSON "
+          "| (d) DuckDB table | a/c | b/c | e/c | e/d | a/e | b/e |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
     def cell(v):
         return "%.4f s" % v if v is not None else "-"
@@ -246,11 +270,16 @@ def main():
 
     for name in qs:
         tm = times[name]
-        a, b, c, d = (tm.get(e) for e in "abcd")
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            name, cell(a), cell(b), cell(c), cell(d), ratio(a, c), ratio(b, c), ratio(b, d), ratio(a, b)))
+        a, b, c, d, e = (tm.get(k) for k in "abcde")
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            name, cell(a), cell(b), cell(e), cell(c), cell(d), ratio(a, c), ratio(b, c),
+            ratio(e, c), ratio(e, d), ratio(a, e), ratio(b, e)))
     print("\n(d)'s table was loaded from the NDJSON in %.2f s. Results agree across engines." % load_s)
 
+    if args.no_append:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     # The expansion-target question: DuckDB's appender for 19 typed columns.
     print("\n| DuckDB appender, %d rows of 19 typed columns | rows/s |" % args.append_rows)
     print("|---|---:|")

@@ -5,7 +5,8 @@
 # Python, openssl for test certificates, Java and Maven for scripts/kafka-tool).
 set -euo pipefail
 
-build_pkgs=(g++ cmake make pkg-config libsqlite3-dev libfmt-dev libcli11-dev
+# curl: scripts/fetch-duckdb, which configuring with -DSLUICE_DUCKDB=ON (make test, make unit) runs.
+build_pkgs=(g++ cmake make pkg-config curl libsqlite3-dev libfmt-dev libcli11-dev
             libgtest-dev libgmock-dev librdkafka-dev libpq-dev libsimdjson-dev
             libssl-dev libtomlplusplus-dev libcurl4-openssl-dev
             zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev)

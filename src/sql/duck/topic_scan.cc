@@ -1,0 +1,530 @@
+#include "sql/duck/topic_scan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <string>
+
+#include "duckdb.hpp"
+#include "duckdb/function/table_function.hpp"
+#include "duckdb/main/extension/extension_loader.hpp"
+#include "duckdb/planner/expression/bound_between_expression.hpp"
+#include "duckdb/planner/expression/bound_columnref_expression.hpp"
+#include "duckdb/planner/expression/bound_comparison_expression.hpp"
+#include "duckdb/planner/expression/bound_constant_expression.hpp"
+#include "duckdb/planner/expression/bound_operator_expression.hpp"
+#include "duckdb/planner/operator/logical_get.hpp"
+#include "duckdb/storage/statistics/node_statistics.hpp"
+#include "log/log_manager.h"
+#include "log/partition_log.h"
+#include "log/record_cursor.h"
+#include "protocol/record_reader.h"
+#include "sql/json_text.h"
+
+namespace sluice::sql::duck {
+
+namespace {
+
+namespace d = ::duckdb;
+
+enum col : d::idx_t {
+    c_partition,
+    c_offset,
+    c_ts_producer,
+    c_ts_broker,
+    c_key,
+    c_value,
+    c_headers,
+    c_key_text,
+    c_value_text,
+};
+
+// An inclusive range of an integer column.
+struct range {
+    int64_t lo = std::numeric_limits<int64_t>::min();
+    int64_t hi = std::numeric_limits<int64_t>::max();
+    bool empty() const { return lo > hi; }
+    bool operator==(const range&) const = default;
+};
+
+// What a reference to a topic in a statement reads: the topic, the session it was bound
+// on, and the ranges the WHERE clause allows (narrowed by pushdown_filters before the
+// scan starts). A prepared statement keeps it across executions: the cut is taken when
+// the scan starts (global_state).
+struct bind_data final : d::TableFunctionData {
+    std::string topic;
+    log::log_manager* logs = nullptr;
+    // Held for the scan: the partitions stay valid even if the topic is deleted
+    // meanwhile (they then answer not_found).
+    std::shared_ptr<log::topic_state> state;
+    scan_session session;
+    range partitions, offsets, ts_producer, ts_broker;
+
+    d::unique_ptr<d::FunctionData> Copy() const override { return d::make_uniq<bind_data>(*this); }
+    bool Equals(const d::FunctionData& other) const override {
+        const auto& o = other.Cast<bind_data>();
+        return topic == o.topic && state == o.state && partitions == o.partitions &&
+               offsets == o.offsets && ts_producer == o.ts_producer && ts_broker == o.ts_broker;
+    }
+};
+
+// Partitions handed out to DuckDB's threads, one at a time.
+struct global_state final : d::GlobalTableFunctionState {
+    std::mutex mu;
+    int32_t next_partition = 0;
+    int32_t last_partition = -1;
+    std::vector<d::column_t> columns;  // the projected columns, in output order
+    std::vector<offset_t> cut;         // per partition: the last stable offset the statement sees
+    d::idx_t MaxThreads() const override {
+        return static_cast<d::idx_t>(std::max(1, last_partition - next_partition + 1));
+    }
+};
+
+struct local_state final : d::LocalTableFunctionState {
+    int32_t partition = -1;
+    log::partition_log* log = nullptr;  // null between partitions
+    log::record_cursor records;
+};
+
+[[noreturn]] void scan_error(const bind_data& b, int32_t p, const error& e) {
+    if (b.state->removed.load())
+        throw d::CatalogException(
+            fmt::format("no such topic: {} (the topic was deleted during the query)", b.topic));
+    throw d::IOException(fmt::format("{}-{}: {}", b.topic, p, e.message));
+}
+
+d::unique_ptr<d::FunctionData> bind(d::ClientContext& context, d::TableFunctionBindInput& input,
+                                    d::vector<d::LogicalType>& types, d::vector<d::string>& names,
+                                    log::log_manager& logs, const session_finder& find) {
+    const auto s = find(context);
+    if (!s.ctx) throw d::PermissionException("kafka_topic: only a Sluice SQL session reads topics");
+    if (input.inputs.empty() || input.inputs[0].IsNull())
+        throw d::InvalidInputException("kafka_topic: the topic's name is required");
+    auto b = d::make_uniq<bind_data>();
+    b->topic = input.inputs[0].GetValue<std::string>();
+    // Authorization first: a topic the principal may not read is refused whether or not
+    // it exists, as Kafka's Fetch does.
+    {
+        std::lock_guard lk(*s.mu);
+        if (auto why = s.ctx->check_topic_read(b->topic)) throw d::PermissionException(*why);
+    }
+    b->logs = &logs;
+    b->session = s;
+    b->state = logs.topic(b->topic);
+    if (!b->state || b->state->removed.load())
+        throw d::CatalogException(fmt::format("no such topic: {}", b->topic));
+    types = {d::LogicalType::INTEGER, d::LogicalType::BIGINT,  d::LogicalType::BIGINT,
+             d::LogicalType::BIGINT,  d::LogicalType::BLOB,    d::LogicalType::BLOB,
+             d::LogicalType::VARCHAR, d::LogicalType::VARCHAR, d::LogicalType::VARCHAR};
+    names = {"partition", "offset",  "timestamp_producer", "timestamp_broker", "key",
+             "value",     "headers", "key_text",           "value_text"};
+    return b;
+}
+
+// ---- Filter pushdown ----
+
+// The table column `e` reads, when it is a plain reference to one of get's columns.
+std::optional<d::column_t> column_of(const d::LogicalGet& get, const d::Expression& e) {
+    if (e.GetExpressionClass() != d::ExpressionClass::BOUND_COLUMN_REF) return std::nullopt;
+    const auto& ref = e.Cast<d::BoundColumnRefExpression>();
+    if (ref.binding.table_index != get.table_index || ref.depth != 0) return std::nullopt;
+    const auto& ids = get.GetColumnIds();
+    if (ref.binding.column_index >= ids.size()) return std::nullopt;
+    return ids[ref.binding.column_index].GetPrimaryIndex();
+}
+
+const d::Value* constant_of(const d::Expression& e) {
+    if (e.GetExpressionClass() != d::ExpressionClass::BOUND_CONSTANT) return nullptr;
+    return &e.Cast<d::BoundConstantExpression>().value;
+}
+
+range* range_of(bind_data& b, d::column_t c) {
+    switch (c) {
+        case c_partition:
+            return &b.partitions;
+        case c_offset:
+            return &b.offsets;
+        case c_ts_producer:
+            return &b.ts_producer;
+        case c_ts_broker:
+            return &b.ts_broker;
+        default:
+            return nullptr;
+    }
+}
+
+// Narrows r by "column <op> v". A value that is not a number narrows nothing (DuckDB's
+// own filter decides); NULL empties the range, as it matches no row.
+void narrow(range& r, d::ExpressionType op, const d::Value& v) {
+    if (v.IsNull()) {
+        r = {1, 0};
+        return;
+    }
+    const auto& t = v.type();
+    if (!t.IsNumeric()) return;
+    const bool integral = t.IsIntegral() && t.id() != d::LogicalTypeId::UHUGEINT &&
+                          t.id() != d::LogicalTypeId::HUGEINT &&
+                          t.id() != d::LogicalTypeId::UBIGINT;
+    int64_t floor_i = 0;
+    int64_t ceil_i = 0;
+    if (integral) {
+        floor_i = ceil_i = v.GetValue<int64_t>();
+    } else {
+        const double x = v.GetValue<double>();
+        if (std::isnan(x) || std::fabs(x) > 9e18) return;
+        floor_i = static_cast<int64_t>(std::floor(x));
+        ceil_i = static_cast<int64_t>(std::ceil(x));
+    }
+    constexpr auto max = std::numeric_limits<int64_t>::max();
+    constexpr auto min = std::numeric_limits<int64_t>::min();
+    switch (op) {
+        case d::ExpressionType::COMPARE_EQUAL:
+            if (floor_i != ceil_i) {
+                r = {1, 0};
+                return;
+            }
+            r.lo = std::max(r.lo, floor_i);
+            r.hi = std::min(r.hi, floor_i);
+            break;
+        case d::ExpressionType::COMPARE_GREATERTHAN:
+            r.lo = std::max(r.lo, floor_i == max ? floor_i : floor_i + 1);
+            break;
+        case d::ExpressionType::COMPARE_GREATERTHANOREQUALTO:
+            r.lo = std::max(r.lo, ceil_i);
+            break;
+        case d::ExpressionType::COMPARE_LESSTHAN:
+            r.hi = std::min(r.hi, ceil_i == min ? ceil_i : ceil_i - 1);
+            break;
+        case d::ExpressionType::COMPARE_LESSTHANOREQUALTO:
+            r.hi = std::min(r.hi, floor_i);
+            break;
+        default:
+            break;
+    }
+}
+
+// Narrows the scan's ranges by the comparisons of a WHERE clause on partition, offset and
+// the timestamps: column <op> constant (either side), BETWEEN, IN. Every filter stays in
+// `filters`, so DuckDB still checks each row: the scan may read more than a predicate
+// needs, but never returns a row it should not.
+void pushdown_filters(d::ClientContext&, d::LogicalGet& get, d::FunctionData* data,
+                      d::vector<d::unique_ptr<d::Expression>>& filters) {
+    auto& b = data->Cast<bind_data>();
+    for (const auto& f : filters) {
+        switch (f->GetExpressionClass()) {
+            case d::ExpressionClass::BOUND_COMPARISON: {
+                const auto& cmp = f->Cast<d::BoundComparisonExpression>();
+                auto op = f->GetExpressionType();
+                auto c = column_of(get, *cmp.left);
+                const auto* v = constant_of(*cmp.right);
+                if (!c || !v) {
+                    c = column_of(get, *cmp.right);
+                    v = constant_of(*cmp.left);
+                    op = d::FlipComparisonExpression(op);
+                }
+                range* r = c && v ? range_of(b, *c) : nullptr;
+                if (r) narrow(*r, op, *v);
+                break;
+            }
+            case d::ExpressionClass::BOUND_BETWEEN: {
+                const auto& bt = f->Cast<d::BoundBetweenExpression>();
+                const auto c = column_of(get, *bt.input);
+                range* r = c ? range_of(b, *c) : nullptr;
+                if (!r) break;
+                if (const auto* lo = constant_of(*bt.lower))
+                    narrow(*r,
+                           bt.lower_inclusive ? d::ExpressionType::COMPARE_GREATERTHANOREQUALTO
+                                              : d::ExpressionType::COMPARE_GREATERTHAN,
+                           *lo);
+                if (const auto* hi = constant_of(*bt.upper))
+                    narrow(*r,
+                           bt.upper_inclusive ? d::ExpressionType::COMPARE_LESSTHANOREQUALTO
+                                              : d::ExpressionType::COMPARE_LESSTHAN,
+                           *hi);
+                break;
+            }
+            case d::ExpressionClass::BOUND_OPERATOR: {
+                if (f->GetExpressionType() != d::ExpressionType::COMPARE_IN) break;
+                const auto& in = f->Cast<d::BoundOperatorExpression>();
+                const auto c = column_of(get, *in.children[0]);
+                range* r = c ? range_of(b, *c) : nullptr;
+                if (!r) break;
+                // The smallest range holding every listed value.
+                range hull{1, 0};
+                for (size_t i = 1; i < in.children.size(); ++i) {
+                    const auto* v = constant_of(*in.children[i]);
+                    if (!v) {
+                        hull = {};
+                        break;
+                    }
+                    range one;
+                    narrow(one, d::ExpressionType::COMPARE_EQUAL, *v);
+                    if (one.empty()) continue;
+                    hull = hull.empty()
+                               ? one
+                               : range{std::min(hull.lo, one.lo), std::max(hull.hi, one.hi)};
+                }
+                r->lo = std::max(r->lo, hull.lo);
+                r->hi = std::min(r->hi, hull.hi);
+                break;
+            }
+            default:
+                break;
+        }
+    }
+}
+
+d::unique_ptr<d::NodeStatistics> cardinality(d::ClientContext&, const d::FunctionData* data) {
+    const auto& b = data->Cast<bind_data>();
+    d::idx_t rows = 0;
+    for (int32_t p = 0;; ++p) {
+        auto* pl = b.logs->partition(*b.state, p);
+        if (!pl) break;
+        rows += static_cast<d::idx_t>(
+            std::max<offset_t>(0, pl->last_stable_offset() - pl->log_start_offset()));
+    }
+    return d::make_uniq<d::NodeStatistics>(rows, rows);
+}
+
+// ---- Scan ----
+
+d::unique_ptr<d::GlobalTableFunctionState> init_global(d::ClientContext&,
+                                                       d::TableFunctionInitInput& input) {
+    const auto& b = input.bind_data->Cast<bind_data>();
+    auto g = d::make_uniq<global_state>();
+    g->columns = input.column_ids;
+    {
+        // Checked again when the statement runs: a prepared statement may outlive the
+        // policy that allowed it.
+        const auto& s = b.session;
+        std::lock_guard lk(*s.mu);
+        if (auto why = s.ctx->check_topic_read(b.topic)) throw d::PermissionException(*why);
+        // The statement's cut: every reference to the topic in one statement sees the
+        // same one (statement_context::snapshot), and only what a READ_COMMITTED
+        // consumer may see (up to the last stable offset).
+        for (int32_t p = 0;; ++p) {
+            auto* pl = b.logs->partition(*b.state, p);
+            if (!pl) break;
+            g->cut.push_back(s.ctx->snapshot({b.topic, p}, pl->last_stable_offset()));
+        }
+    }
+    if (b.partitions.empty() || b.offsets.empty() || b.ts_producer.empty() || b.ts_broker.empty())
+        return g;  // nothing to read
+    g->next_partition = static_cast<int32_t>(std::max<int64_t>(b.partitions.lo, 0));
+    g->last_partition = static_cast<int32_t>(
+        std::min<int64_t>(b.partitions.hi, static_cast<int64_t>(g->cut.size()) - 1));
+    return g;
+}
+
+d::unique_ptr<d::LocalTableFunctionState> init_local(d::ExecutionContext&,
+                                                     d::TableFunctionInitInput&,
+                                                     d::GlobalTableFunctionState*) {
+    return d::make_uniq<local_state>();
+}
+
+// Positions l on partition p: where its records start and end under the ranges. false
+// (with no error) when the partition has nothing to return.
+result<bool> enter_partition(const bind_data& b, const global_state& g, local_state& l, int32_t p) {
+    l.log = b.logs->partition(*b.state, p);
+    if (!l.log) return false;
+    l.partition = p;
+    const offset_t cut = g.cut[static_cast<size_t>(p)];
+    offset_t start = std::max(l.log->log_start_offset(), b.offsets.lo);
+    offset_t end =
+        b.offsets.hi == std::numeric_limits<int64_t>::max() ? cut : std::min(cut, b.offsets.hi + 1);
+    if (b.ts_producer.lo != std::numeric_limits<int64_t>::min() && start < end) {
+        // The first record stamped at or after the bound: every earlier one is older.
+        auto f = l.log->offset_for_timestamp(b.ts_producer.lo);
+        if (!f) return f.err();
+        if (!*f) return false;
+        start = std::max(start, (*f)->offset);
+    }
+    if (b.ts_broker.lo != std::numeric_limits<int64_t>::min() && start < end) {
+        auto f = l.log->offset_for_append_time(b.ts_broker.lo);
+        if (!f) return f.err();
+        start = std::max(start, *f);
+    }
+    if (b.ts_broker.hi != std::numeric_limits<int64_t>::max() && start < end) {
+        // Append times never decrease along a partition: the first record appended after
+        // the bound ends the range.
+        auto f = l.log->offset_for_append_time(b.ts_broker.hi + 1);
+        if (!f) return f.err();
+        end = std::min(end, *f);
+    }
+    if (start >= end) return false;
+    if (auto r = l.records.open_committed(l.log, start, end); !r) return r.err();
+    ++b.session.counters->partitions_scanned;
+    return true;
+}
+
+// The next record of the scan into l.records.record(); false at the end.
+bool advance(const bind_data& b, global_state& g, local_state& l) {
+    for (;;) {
+        if (l.log) {
+            auto more = l.records.next();
+            if (!more) scan_error(b, l.partition, more.err());
+            if (*more) return true;
+            l.log = nullptr;
+            l.records.close();
+        }
+        int32_t p = 0;
+        {
+            std::lock_guard lk(g.mu);
+            if (g.next_partition > g.last_partition) return false;
+            p = g.next_partition++;
+        }
+        auto entered = enter_partition(b, g, l, p);
+        if (!entered) scan_error(b, p, entered.err());
+        if (!*entered) l.log = nullptr;
+    }
+}
+
+void set_bytes(d::Vector& v, d::idx_t row, const std::optional<bytes_view>& x) {
+    if (!x) {
+        d::FlatVector::SetNull(v, row, true);
+        return;
+    }
+    d::FlatVector::GetData<d::string_t>(v)[row] =
+        d::StringVector::AddStringOrBlob(v, reinterpret_cast<const char*>(x->data()), x->size());
+}
+
+// Text only when the bytes are valid UTF-8 (DuckDB requires it of every VARCHAR).
+void set_text(d::Vector& v, d::idx_t row, const std::optional<bytes_view>& x) {
+    if (x) {
+        const std::string_view s(reinterpret_cast<const char*>(x->data()), x->size());
+        if (is_valid_utf8(s)) {
+            d::FlatVector::GetData<d::string_t>(v)[row] =
+                d::StringVector::AddString(v, s.data(), s.size());
+            return;
+        }
+    }
+    d::FlatVector::SetNull(v, row, true);
+}
+
+void set_headers(const bind_data& b, const local_state& l, d::Vector& v, d::idx_t row) {
+    const auto& rec = l.records.record();
+    if (rec.header_count == 0) {
+        d::FlatVector::GetData<d::string_t>(v)[row] = d::string_t("[]");
+        return;
+    }
+    std::string json = "[";
+    const bool ok = protocol::record_reader::for_each_header(
+        rec, [&](bytes_view k, const std::optional<bytes_view>& val) {
+            if (json.size() > 1) json += ',';
+            json += "{\"key\":";
+            append_json_bytes(json, k);
+            json += ",\"value\":";
+            if (val)
+                append_json_bytes(json, *val);
+            else
+                json += "null";
+            json += '}';
+        });
+    if (!ok)
+        throw d::IOException(
+            fmt::format("{}-{} offset {}: malformed headers", b.topic, l.partition, rec.offset));
+    json += ']';
+    d::FlatVector::GetData<d::string_t>(v)[row] =
+        d::StringVector::AddString(v, json.data(), json.size());
+}
+
+void count_reads(const bind_data& b, local_state& l) {
+    auto& from = l.records.stats();
+    auto& to = *b.session.counters;
+    to.segments_read += from.segments_read;
+    to.batches_read += from.batches_read;
+    to.bytes_read += from.bytes_read;
+    to.records_read += from.records_read;
+    from = {};
+}
+
+void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
+    const auto& b = input.bind_data->Cast<bind_data>();
+    auto& g = input.global_state->Cast<global_state>();
+    auto& l = input.local_state->Cast<local_state>();
+    d::idx_t n = 0;
+    while (n < STANDARD_VECTOR_SIZE && advance(b, g, l)) {
+        const auto& rec = l.records.record();
+        // Producer times need not grow along a partition, so the range cannot end the scan
+        // early; a record outside it is dropped before any column is built.
+        if (rec.timestamp < b.ts_producer.lo || rec.timestamp > b.ts_producer.hi) continue;
+        for (size_t i = 0; i < g.columns.size(); ++i) {
+            auto& v = out.data[i];
+            switch (g.columns[i]) {
+                case c_partition:
+                    d::FlatVector::GetData<int32_t>(v)[n] = l.partition;
+                    break;
+                case c_offset:
+                    d::FlatVector::GetData<int64_t>(v)[n] = rec.offset;
+                    break;
+                case c_ts_producer:
+                    d::FlatVector::GetData<int64_t>(v)[n] = rec.timestamp;
+                    break;
+                case c_ts_broker: {
+                    auto t = l.records.append_time();
+                    if (!t) scan_error(b, l.partition, t.err());
+                    d::FlatVector::GetData<int64_t>(v)[n] = *t;
+                    break;
+                }
+                case c_key:
+                    set_bytes(v, n, rec.key);
+                    break;
+                case c_value:
+                    set_bytes(v, n, rec.value);
+                    break;
+                case c_headers:
+                    set_headers(b, l, v, n);
+                    break;
+                case c_key_text:
+                    set_text(v, n, rec.key);
+                    break;
+                case c_value_text:
+                    set_text(v, n, rec.value);
+                    break;
+                default:  // the row id: unique within the topic
+                    if (v.GetType().id() == d::LogicalTypeId::BIGINT)
+                        d::FlatVector::GetData<int64_t>(v)[n] =
+                            (static_cast<int64_t>(l.partition) << 47) ^ rec.offset;
+                    break;
+            }
+        }
+        ++n;
+    }
+    count_reads(b, l);
+    out.SetCardinality(n);
+}
+
+}  // namespace
+
+void register_topic_scan(duckdb::DatabaseInstance& db, log::log_manager& logs,
+                         session_finder find) {
+    // DuckDB's callbacks are plain function pointers: the log manager and the session
+    // finder reach bind through the function's info.
+    struct info final : d::TableFunctionInfo {
+        log::log_manager* logs = nullptr;
+        session_finder find;
+    };
+    auto i = d::make_shared_ptr<info>();
+    i->logs = &logs;
+    i->find = std::move(find);
+    d::TableFunction f(
+        "kafka_topic", {d::LogicalType::VARCHAR}, scan,
+        [](d::ClientContext& context, d::TableFunctionBindInput& input,
+           d::vector<d::LogicalType>& types, d::vector<d::string>& names) {
+            const auto& self = input.info->Cast<info>();
+            return bind(context, input, types, names, *self.logs, self.find);
+        },
+        init_global, init_local);
+    f.function_info = std::move(i);
+    f.projection_pushdown = true;
+    f.filter_pushdown = false;  // the filters stay DuckDB's; pushdown_filters narrows the scan
+    f.pushdown_complex_filter = pushdown_filters;
+    f.cardinality = cardinality;
+    d::ExtensionLoader loader(db, "sluice");
+    loader.RegisterFunction(std::move(f));
+}
+
+}  // namespace sluice::sql::duck

@@ -1,0 +1,57 @@
+#pragma once
+
+// kafka_topic('name'): a topic as a DuckDB table function over its partition logs
+// (duck_engine.h says what it sees). Columns, in order:
+//   partition INTEGER, offset BIGINT, timestamp_producer BIGINT, timestamp_broker BIGINT,
+//   key BLOB, value BLOB, headers VARCHAR (a JSON array, as in src/sql),
+//   key_text VARCHAR, value_text VARCHAR (key and value as text when they are valid UTF-8,
+//   NULL otherwise: invalid UTF-8 never becomes a VARCHAR).
+// Internal to src/sql/duck: it includes DuckDB's C++ headers' types by name only.
+//
+// The logs are read through log::log_manager, partition_log and record_cursor, all in
+// topic_scan.cc: the partition-log interface of shared mode replaces them there.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+
+#include "sql/statement_context.h"
+
+namespace duckdb {
+class DatabaseInstance;
+class ClientContext;
+}  // namespace duckdb
+namespace sluice::log {
+class log_manager;
+}
+
+namespace sluice::sql::duck {
+
+// What a statement's scans read, added to from DuckDB's threads.
+struct scan_counters {
+    std::atomic<int64_t> partitions_scanned{0};
+    std::atomic<int64_t> segments_read{0};
+    std::atomic<int64_t> batches_read{0};
+    std::atomic<int64_t> records_read{0};
+    std::atomic<int64_t> bytes_read{0};
+    scan_stats load() const {
+        return {partitions_scanned.load(), segments_read.load(), batches_read.load(),
+                records_read.load(), bytes_read.load()};
+    }
+};
+
+// The session a statement runs on: its principal and cut (ctx, used under mu: DuckDB
+// may start a scan on one of its threads), and its counters.
+struct scan_session {
+    statement_context* ctx = nullptr;
+    std::mutex* mu = nullptr;
+    scan_counters* counters = nullptr;
+};
+// Finds the session of a DuckDB connection; ctx null when the connection is not a session's.
+using session_finder = std::function<scan_session(duckdb::ClientContext&)>;
+
+// Registers kafka_topic in db's system catalog. logs must outlive db.
+void register_topic_scan(duckdb::DatabaseInstance& db, log::log_manager& logs, session_finder find);
+
+}  // namespace sluice::sql::duck
