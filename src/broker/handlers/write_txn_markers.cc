@@ -47,7 +47,7 @@ void handle_write_txn_markers(const request_context& ctx, request_body body) {
         std::vector<topic_partition> written;
     };
     auto p = std::make_shared<pending>();
-    auto one_done = [ctx, p](int16_t* code_slot, result<void> r) {
+    auto one_done = [ctx, p](int16_t* code_slot, const result<void>& r) {
         if (code_slot && !r)
             *code_slot = code(storage_error_or(r.err().code, error_code::unknown_server_error));
         if (--p->left > 0) return;
@@ -104,7 +104,7 @@ void handle_write_txn_markers(const request_context& ctx, request_body body) {
                 p->written.push_back({ot.name, op.partition_index});
                 int16_t* slot = &op.error_code;
                 ctx.b.when_durable(plog, r->last_offset,
-                                   [one_done, slot](result<void> d) { one_done(slot, d); });
+                                   [one_done, slot](const result<void>& d) { one_done(slot, d); });
             }
         }
     }
