@@ -72,6 +72,7 @@ struct serve_options {
     int64_t log_cleaner_backoff_ms = 15000;
     int32_t transaction_max_timeout_ms = 900000;
     int64_t transaction_abort_check_interval_ms = 10000;
+    int64_t transactional_id_expiration_ms = 604800000;
     int16_t transaction_version = 2;
     int64_t max_compaction_lag_ms = -1;  // -1: not given (the topic config's default)
     int64_t log_cleaner_io_bytes_per_sec = 32LL << 20;
@@ -400,6 +401,7 @@ int serve(const serve_options& o) {
     cfg.log_cleaner_backoff_ms = o.log_cleaner_backoff_ms;
     cfg.transaction_max_timeout_ms = o.transaction_max_timeout_ms;
     cfg.transaction_abort_check_interval_ms = o.transaction_abort_check_interval_ms;
+    cfg.transactional_id_expiration_ms = o.transactional_id_expiration_ms;
     cfg.transaction_version = o.transaction_version;
 
     // Before SQLite's first use: its allocator then keeps no statistics, which otherwise
@@ -710,6 +712,12 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     cmd->add_option("--transaction-abort-check-interval-ms", o->transaction_abort_check_interval_ms,
                     "How often transactions open longer than their timeout are aborted")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+        ->capture_default_str();
+    cmd->add_option("--transactional-id-expiration-ms", o->transactional_id_expiration_ms,
+                    "How long a transactional id with no open transaction may go unused before "
+                    "it and its producer id are forgotten (checked every "
+                    "--transaction-abort-check-interval-ms)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
         ->capture_default_str();
     cmd->add_option("--transaction-version", o->transaction_version,

@@ -127,6 +127,30 @@ std::vector<sql::broker_state::committed_offset> sql_state::read_group_offsets(b
     return out;
 }
 
+std::vector<sql::broker_state::transaction> sql_state::transactions() {
+    return on_loop<std::vector<transaction>>(_b, [this] { return read_transactions(_b); });
+}
+
+std::vector<sql::broker_state::transaction> sql_state::read_transactions(broker::broker& b) {
+    std::vector<transaction> out;
+    for (const auto& t : b.txns().all()) {
+        transaction r;
+        r.transactional_id = t.transactional_id;
+        r.producer_id = t.producer_id;
+        r.producer_epoch = t.producer_epoch;
+        r.state = std::string(txn::state_name(t.state));
+        ::sluice::group::partition_map parts;
+        for (const auto& tp : t.partitions) parts[tp.topic].insert(tp.partition);
+        r.partitions = ::sluice::group::format_partitions(parts);
+        for (const auto& g : t.groups) r.groups += (r.groups.empty() ? "" : ",") + g;
+        r.timeout_ms = t.timeout_ms;
+        r.start_ms = t.start_ms;
+        r.update_ms = t.update_ms;
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 std::map<std::string, std::string> sql_state::topic_defaults() {
     return _b.config().topic_defaults;
 }

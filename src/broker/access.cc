@@ -72,6 +72,13 @@ constexpr access_rule rules[] = {
     {api_key::txn_offset_commit, resource_kind::transactional_id, action::write},
     {api_key::txn_offset_commit, resource_kind::group, action::read},
     {api_key::txn_offset_commit, resource_kind::topic, action::read},
+    // As Kafka: Describe on the transactional id (ListTransactions lists the ids the
+    // principal may describe; DescribeTransactions leaves out the topics it may not),
+    // and WriteTxnMarkers, a coordinator's request, needs ClusterAction.
+    {api_key::describe_transactions, resource_kind::transactional_id, action::describe},
+    {api_key::describe_transactions, resource_kind::topic, action::describe},
+    {api_key::list_transactions, resource_kind::transactional_id, action::describe},
+    {api_key::write_txn_markers, resource_kind::cluster, action::cluster_action},
     // As Kafka: ACLs are read with Describe and changed with Alter on the cluster.
     {api_key::describe_acls, resource_kind::cluster, action::describe},
     {api_key::create_acls, resource_kind::cluster, action::alter},

@@ -185,8 +185,9 @@ result<void> broker::load_transactions() {
     svc.parts = _txn_participants.get();
     svc.allocate_producer_id = [this] { return _catalog.allocate_producer_id(); };
     svc.wall_ms = [] { return now_ms(); };
-    _txns = std::make_unique<txn::coordinator>(txn::settings{_cfg.transaction_max_timeout_ms},
-                                               std::move(svc));
+    _txns = std::make_unique<txn::coordinator>(
+        txn::settings{_cfg.transaction_max_timeout_ms, _cfg.transactional_id_expiration_ms},
+        std::move(svc));
     if (auto r = _txns->recover(); !r) return r;
     _loop.add_timer(std::chrono::milliseconds(_cfg.transaction_abort_check_interval_ms),
                     [this] { expire_transactions(); });
@@ -196,6 +197,7 @@ result<void> broker::load_transactions() {
 void broker::expire_transactions() {
     if (_shutting_down) return;
     _txns->expire();
+    _txns->remove_expired_ids();
     _loop.add_timer(std::chrono::milliseconds(_cfg.transaction_abort_check_interval_ms),
                     [this] { expire_transactions(); });
 }

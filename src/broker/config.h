@@ -109,6 +109,9 @@ struct broker_config {
     int32_t transaction_max_timeout_ms = 900000;
     // transaction.abort.timed.out.transaction.cleanup.interval.ms (Kafka's default).
     int64_t transaction_abort_check_interval_ms = 10000;
+    // transactional.id.expiration.ms (Kafka's default, 7 days): ids idle longer are
+    // forgotten, checked at transaction_abort_check_interval_ms.
+    int64_t transactional_id_expiration_ms = 604800000;
     // The transaction.version feature finalized in ApiVersions: 2 (Kafka 4.0's default,
     // KIP-890 part 2) or 1 (the original protocol; clients then never send EndTxn v5).
     int16_t transaction_version = 2;

@@ -32,6 +32,7 @@ enum class api_key : int16_t {
     add_partitions_to_txn = 24,
     add_offsets_to_txn = 25,
     end_txn = 26,
+    write_txn_markers = 27,
     txn_offset_commit = 28,
     describe_acls = 29,
     create_acls = 30,
@@ -46,6 +47,8 @@ enum class api_key : int16_t {
     alter_user_scram_credentials = 51,
     describe_cluster = 60,
     describe_producers = 61,
+    describe_transactions = 65,
+    list_transactions = 66,
     consumer_group_heartbeat = 68,
     consumer_group_describe = 69,
 };

@@ -11,6 +11,8 @@ std::string_view error_name(error_code e) {
         case error_code::invalid_producer_id_mapping: return "INVALID_PRODUCER_ID_MAPPING";
         case error_code::invalid_transaction_timeout: return "INVALID_TRANSACTION_TIMEOUT";
         case error_code::concurrent_transactions: return "CONCURRENT_TRANSACTIONS";
+        case error_code::transaction_coordinator_fenced: return "TRANSACTION_COORDINATOR_FENCED";
+        case error_code::transactional_id_not_found: return "TRANSACTIONAL_ID_NOT_FOUND";
         case error_code::operation_not_attempted: return "OPERATION_NOT_ATTEMPTED";
         case error_code::unstable_offset_commit: return "UNSTABLE_OFFSET_COMMIT";
         case error_code::producer_fenced: return "PRODUCER_FENCED";

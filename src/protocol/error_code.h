@@ -58,6 +58,7 @@ enum class error_code : int16_t {
     invalid_producer_id_mapping = 49,  // unknown transactional id or producer id
     invalid_transaction_timeout = 50,  // above --transaction-max-timeout-ms
     concurrent_transactions = 51,      // the previous transaction is still completing
+    transaction_coordinator_fenced = 52,  // a marker from an older coordinator epoch
     transactional_id_authorization_failed = 53,
     operation_not_attempted = 55,      // another partition of the request failed
     kafka_storage_error = 56,
@@ -76,6 +77,7 @@ enum class error_code : int16_t {
     producer_fenced = 90,            // a newer instance of the transactional id took over
     unknown_topic_id = 100,
     inconsistent_topic_id = 103,
+    transactional_id_not_found = 105,    // DescribeTransactions of an id the coordinator lacks
     fetch_session_topic_id_error = 106,  // a session's fetches mix topic names and ids
     fenced_member_epoch = 110,           // KIP-848: the member must rejoin with epoch 0
     unreleased_instance_id = 111,        // KIP-848: the instance id is still in use

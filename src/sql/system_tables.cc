@@ -4,6 +4,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/topic_config.h"
+#include "common/clock.h"
 #include "log/log_manager.h"
 #include "security/acl.h"
 #include "sql/json_text.h"
@@ -101,6 +102,23 @@ outcome<row_list> group_members_rows(const system_sources& src) {
                            m.client_id, m.client_host, int64_t{m.epoch},
                            text_or_null(m.subscribed_topics), text_or_null(m.subscribed_regex),
                            text_or_null(m.assigned), text_or_null(m.target)});
+    return out;
+}
+
+// Describe on the transactional id, as Kafka's DescribeTransactions and ListTransactions.
+outcome<row_list> transactions_rows(const system_sources& src) {
+    row_list out;
+    const int64_t now = now_ms();
+    for (auto& t : src.state->transactions()) {
+        if (!may(src, security::action::describe, security::resource_kind::transactional_id,
+                 t.transactional_id))
+            continue;
+        const bool open = t.start_ms >= 0;
+        out.push_back({t.transactional_id, t.producer_id, int64_t{t.producer_epoch}, t.state,
+                       t.partitions, t.groups, int64_t{t.timeout_ms},
+                       open ? value(t.start_ms) : value(std::monostate{}),
+                       open ? value(now - t.start_ms) : value(std::monostate{}), t.update_ms});
+    }
     return out;
 }
 
@@ -203,6 +221,11 @@ outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
             "INTEGER, "
             "metadata TEXT, commit_timestamp INTEGER, high_watermark INTEGER, lag INTEGER)",
             [src] { return group_offsets_rows(src); }};
+        specs["transactions"] = {
+            "CREATE TABLE x(transactional_id TEXT, producer_id INTEGER, producer_epoch INTEGER, "
+            "state TEXT, partitions TEXT, group_ids TEXT, timeout_ms INTEGER, start_timestamp "
+            "INTEGER, age_ms INTEGER, last_update_timestamp INTEGER)",
+            [src] { return transactions_rows(src); }};
     }
     if (specs.empty()) return true;
     return create_row_tables(db, "system", std::move(specs));

@@ -6,6 +6,7 @@
 //   system.configs       every topic config in force, with its source
 //   system.groups        consumer groups: state, protocol type, protocol, members
 //   system.group_offsets committed offsets, with the partition's high watermark and lag
+//   system.transactions  transactional ids: producer, state, partitions, groups, age
 //   system.policies      identity policies: name, attached users (JSON), document
 //   system.acls          policy statements as Kafka ACL bindings (security/acl.h)
 // Each query reads the state afresh; none of these is a copy that can go stale.
@@ -67,7 +68,21 @@ class broker_state {
         std::optional<std::string> metadata;
         int64_t commit_ms = 0;
     };
+    // A transactional id as the transaction coordinator holds it: its open transaction,
+    // or the last one's outcome.
+    struct transaction {
+        std::string transactional_id;
+        int64_t producer_id = -1;
+        int32_t producer_epoch = -1;
+        std::string state;       // Kafka's names: Empty, Ongoing, PrepareCommit, ...
+        std::string partitions;  // "topic:0,1;other:3" (group::format_partitions)
+        std::string groups;      // comma-separated, AddOffsetsToTxn's
+        int32_t timeout_ms = 0;
+        int64_t start_ms = -1;  // when the open transaction began; -1: none open
+        int64_t update_ms = 0;  // the last change of the id's state
+    };
     virtual std::vector<group> groups() = 0;
+    virtual std::vector<transaction> transactions() = 0;
     virtual std::vector<committed_offset> group_offsets() = 0;
     virtual std::vector<group_member> group_members() = 0;
     // Broker-wide topic defaults (--topic-default), keyed by topic config name.

@@ -60,6 +60,18 @@ class participants {
 
 struct settings {
     int32_t max_timeout_ms = 900000;  // --transaction-max-timeout-ms (Kafka's default)
+    // --transactional-id-expiration-ms (Kafka's transactional.id.expiration.ms, 7 days):
+    // an id with no open transaction and no change for longer is forgotten.
+    int64_t id_expiration_ms = 604800000;
+};
+
+// ListTransactions' filters (Kafka's TransactionStateManager.listTransactionStates);
+// an empty list or a negative duration does not filter.
+struct list_filter {
+    std::vector<txn_state> states;
+    std::vector<int64_t> producer_ids;
+    // Only transactions open for longer than this (ms); ids without one are left out.
+    int64_t min_duration_ms = -1;
 };
 
 struct services {
@@ -112,8 +124,14 @@ class coordinator {
     // that failed. Returns how many it aborted.
     size_t expire();
 
+    // Forgets (durably) every id with no open transaction that has not changed for
+    // longer than id_expiration_ms, and with it its producer id. Returns how many.
+    size_t remove_expired_ids();
+
     const txn_metadata* find(const std::string& id) const;
     std::vector<txn_metadata> all() const;
+    // The ids that pass f, in id order (ListTransactions).
+    std::vector<txn_metadata> list(const list_filter& f) const;
 
   private:
     enum class end_mode : uint8_t { client_tv1, client_tv2, fence };

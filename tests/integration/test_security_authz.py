@@ -91,6 +91,10 @@ ROWS = {
     # With a transactional id: Write on it (Describe to find its coordinator), nothing else.
     "initproducerid-txn": [("KafkaWrite", txn_res(t("initproducerid-txn")))],
     "findcoordinator-txn": [("KafkaDescribe", txn_res(t("findcoordinator-txn")))],
+    # Operators' transaction APIs (kafka-transactions): Describe on the id; the markers
+    # `abort` writes need ClusterAction.
+    "describetransactions": [("KafkaDescribe", txn_res(t("describetransactions")))],
+    "writetxnmarkers": [("KafkaClusterAction", CLUSTER)],
 }
 # CreateTopics answers TOPIC_AUTHORIZATION_FAILED per topic even when the grant in
 # question is Create on the cluster (as Kafka does).
@@ -128,6 +132,7 @@ MATRIX_USERS = matrix_users()
 EXTRA_USERS = {
     "lg-cluster": [S.allow("KafkaDescribe", CLUSTER)],
     "lg-one": [S.allow("KafkaDescribe", group_res("mg-listgroups-a"))],
+    "lt-one": [S.allow("KafkaDescribe", txn_res("mx-lt-a"))],
     "lg-none": [],
     "lg-deny": [S.allow("KafkaDescribe", [CLUSTER, group_res("mg-listgroups-*")]), S.deny("KafkaDescribe", CLUSTER)],
     "md-wild": [S.allow("KafkaDescribe", topic_res("mx-meta-*"))],
@@ -218,7 +223,7 @@ def c(b):
     admin = ctx.admin_creds()
     for name in ["produce", "fetch", "listoffsets", "metadata", "offsetcommit", "offsetfetch", "offsetdelete",
                  "describeconfigs", "alterconfigs", "deletetopics", "deleterecords", "createpartitions",
-                 "initproducerid-topic", "describeproducers"]:
+                 "initproducerid-topic", "describeproducers", "writetxnmarkers"]:
         S.create_topic(ctx.sasl, admin, t(name), 1)
     for name in ["mx-meta-a", "mx-meta-b", "mx-meta-c", "mx-meta-long", "mx-dyn"]:
         S.create_topic(ctx.sasl, admin, name, 1)
@@ -561,7 +566,36 @@ def chk_findcoordinator_txn(c, user, expect):
         assert r["error"] == 0 and r["port"] == c.sasl_port, r
 
 
+def chk_describetransactions(c, user, expect):
+    txn = t("describetransactions")
+    with c.admin() as a:
+        assert I.init_producer_id_v1(a, txn)["error"] == 0
+    with c.conn(user) as conn:
+        r = I.describe_transactions(conn, [txn])[txn]
+    if expect:
+        assert r["error"] == expect and r["state"] == "" and r["producer_id"] == -1, r
+    else:
+        assert r["error"] == 0 and r["state"] == "Empty" and r["producer_id"] >= 0, r
+
+
+def chk_writetxnmarkers(c, user, expect):
+    topic = t("writetxnmarkers")
+
+    def end():
+        with c.admin() as a:
+            return K.list_offsets(a, topic, {0: K.LATEST_TIMESTAMP})[0]["offset"]
+
+    before = end()
+    with c.conn(user) as conn:
+        r = I.write_txn_markers(conn, 987654, 0, False, topic, [0])
+    if expect:
+        assert r == {0: expect} and end() == before, (r, before)
+    else:
+        assert r == {0: 0} and end() == before + 1, (r, before)
+
+
 CHECKS = {
+    "describetransactions": chk_describetransactions, "writetxnmarkers": chk_writetxnmarkers,
     "initproducerid": chk_initproducerid, "initproducerid-topic": chk_initproducerid,
     "initproducerid-txn": chk_initproducerid_txn, "findcoordinator-txn": chk_findcoordinator_txn,
     "describeproducers": chk_describeproducers,
@@ -595,6 +629,21 @@ def test_api_matrix(c, row):
 # --------------------------------------------------------------------------
 # Filtering: Metadata and ListGroups
 # --------------------------------------------------------------------------
+
+
+def test_list_transactions_lists_only_describable_ids(c):
+    with c.admin() as a:
+        for txn in ("mx-lt-a", "mx-lt-b"):
+            assert I.init_producer_id_v1(a, txn)["error"] == 0
+        everything = I.list_transactions(a)["txns"]
+    assert {"mx-lt-a", "mx-lt-b"} <= set(everything), everything
+    with c.conn("lt-one") as conn:
+        r = I.list_transactions(conn, version=2, pattern="mx-lt-.*")
+        assert r["error"] == 0 and set(r["txns"]) == {"mx-lt-a"}, r
+        r = I.list_transactions(conn, version=0, states=["Empty", "Bogus"])
+        assert r["unknown_states"] == ["Bogus"] and set(r["txns"]) == {"mx-lt-a"}, r
+    with c.conn("md-none") as conn:
+        assert I.list_transactions(conn)["txns"] == {}
 
 
 def metadata_topics(c, user, topics=None):

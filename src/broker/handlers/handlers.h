@@ -48,6 +48,9 @@ void handle_add_partitions_to_txn(const request_context& ctx, request_body body)
 void handle_add_offsets_to_txn(const request_context& ctx, request_body body);
 void handle_end_txn(const request_context& ctx, request_body body);
 void handle_txn_offset_commit(const request_context& ctx, request_body body);
+void handle_describe_transactions(const request_context& ctx, request_body body);
+void handle_list_transactions(const request_context& ctx, request_body body);
+void handle_write_txn_markers(const request_context& ctx, request_body body);
 void handle_describe_acls(const request_context& ctx, request_body body);
 void handle_create_acls(const request_context& ctx, request_body body);
 void handle_delete_acls(const request_context& ctx, request_body body);

@@ -56,6 +56,13 @@ TEST(access_rules, kafka_mapping) {
               action::describe);
     EXPECT_EQ(required_action(api_key::add_partitions_to_txn, resource_kind::cluster),
               action::cluster_action);
+    // Operators' transaction APIs (kafka-transactions), as Kafka.
+    EXPECT_EQ(required_action(api_key::describe_transactions, resource_kind::transactional_id),
+              action::describe);
+    EXPECT_EQ(required_action(api_key::list_transactions, resource_kind::transactional_id),
+              action::describe);
+    EXPECT_EQ(required_action(api_key::write_txn_markers, resource_kind::cluster),
+              action::cluster_action);
 }
 
 class access_control_test : public ::testing::Test {

@@ -24,11 +24,13 @@ class memory_store final : public state_store {
         return {};
     }
     result<void> erase(const std::string& id) override {
+        if (fail_erase) return error{errc::io_error, "disk gone"};
         rows.erase(id);
         return {};
     }
     std::map<std::string, txn_metadata> rows;
     bool fail = false;
+    bool fail_erase = false;
     int puts = 0;
 };
 
@@ -61,6 +63,7 @@ struct fixture : ::testing::Test {
     recording_participants parts;
     int64_t now = 1'000'000;
     int64_t next_id = 100;
+    int64_t id_expiration_ms = 604800000;
     std::unique_ptr<coordinator> coord = make();
 
     std::unique_ptr<coordinator> make() {
@@ -69,7 +72,7 @@ struct fixture : ::testing::Test {
         svc.parts = &parts;
         svc.allocate_producer_id = [this]() -> result<int64_t> { return next_id++; };
         svc.wall_ms = [this] { return now; };
-        return std::make_unique<coordinator>(settings{60000}, std::move(svc));
+        return std::make_unique<coordinator>(settings{60000, id_expiration_ms}, std::move(svc));
     }
     producer_answer init(const std::string& id, int64_t pid = -1, int16_t epoch = -1,
                          int32_t timeout = 10000) {
