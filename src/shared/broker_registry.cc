@@ -150,7 +150,7 @@ void broker_registry::start_renewing(std::function<void(const error&)> on_lost) 
     std::lock_guard lock(_mu);
     if (_renewer.joinable()) return;
     _stop = false;
-    _renewer = std::thread([this, f = std::move(on_lost)]() mutable { renew_loop(std::move(f)); });
+    _renewer = std::thread([this, f = std::move(on_lost)] { renew_loop(f); });
 }
 
 void broker_registry::stop_renewing() {
@@ -162,7 +162,7 @@ void broker_registry::stop_renewing() {
     if (_renewer.joinable() && _renewer.get_id() != std::this_thread::get_id()) _renewer.join();
 }
 
-void broker_registry::renew_loop(std::function<void(const error&)> on_lost) {
+void broker_registry::renew_loop(const std::function<void(const error&)>& on_lost) {
     const auto every = std::max(_lease / 3, std::chrono::milliseconds(10));
     // The lease was last extended no later than now (registration or the last renewal);
     // counting from before the call keeps the estimate on the safe side.

@@ -80,7 +80,7 @@ class broker_registry {
           _address(std::move(address)),
           _lease(lease),
           _incarnation(incarnation) {}
-    void renew_loop(std::function<void(const error&)> on_lost);
+    void renew_loop(const std::function<void(const error&)>& on_lost);
 
     std::unique_ptr<pg_database> _db;  // pg_database serializes its calls
     const broker_address _address;
