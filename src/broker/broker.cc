@@ -16,7 +16,7 @@ namespace {
 constexpr std::chrono::seconds tls_check_interval{5};
 }  // namespace
 
-broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
+broker::broker(const broker_config& cfg, net::event_loop& loop, catalog::catalog& cat,
                log::log_manager& logs)
     : broker(cfg, loop, cat, logs, local_metadata_stores(cat, cfg.data_dir / "catalog.db")) {}
 

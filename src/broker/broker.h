@@ -44,7 +44,8 @@ class broker {
     // The metadata stores are the catalog's (local_metadata_stores of the catalog file in
     // cfg.data_dir) unless `stores` is given; `cat` still holds users, policies,
     // expansions and the cluster id.
-    broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat, log::log_manager& logs);
+    broker(const broker_config& cfg, net::event_loop& loop, catalog::catalog& cat,
+           log::log_manager& logs);
     broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat, log::log_manager& logs,
            metadata_stores stores);
     ~broker();
