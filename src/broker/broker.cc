@@ -6,8 +6,6 @@
 
 #include "broker/broker_metrics.h"
 #include "broker/session.h"
-#include "catalog/group_store.h"
-#include "catalog/txn_store.h"
 
 #include "common/clock.h"
 #include "common/logging.h"
@@ -18,14 +16,19 @@ namespace {
 constexpr std::chrono::seconds tls_check_interval{5};
 }  // namespace
 
-broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
+broker::broker(const broker_config& cfg, net::event_loop& loop, catalog::catalog& cat,
                log::log_manager& logs)
+    : broker(cfg, loop, cat, logs, local_metadata_stores(cat, cfg.data_dir / "catalog.db")) {}
+
+broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
+               log::log_manager& logs, metadata_stores stores)
     : _cfg(std::move(cfg)),
       _loop(loop),
       _catalog(cat),
+      _stores(std::move(stores)),
       _logs(logs),
       _dynamic(_cfg),
-      _topics(cat, logs, _cfg.topic_defaults),
+      _topics(*_stores.topics, logs, _cfg.topic_defaults),
       _groups(_cfg.groups),
       _consumer_groups(_cfg.groups, _topic_view),
       _fetch_sessions(_cfg.fetch_session_cache_slots, _cfg.fetch_session_min_eviction_ms),
@@ -140,7 +143,7 @@ void broker::check_tls_files() {
 }
 
 result<void> broker::load_offsets() {
-    auto store = catalog::offset_store::open(_cfg.data_dir / "catalog.db");
+    auto store = _stores.open_offsets();
     if (!store) return store.err();
     auto rows = (*store)->load();
     if (!rows) return rows.err();
@@ -153,7 +156,7 @@ result<void> broker::load_offsets() {
     for (const auto& [g, entries] : by_group) _groups.restore(g, entries);
     log_info("group", "loaded {} committed offsets of {} groups", rows->size(), by_group.size());
     // Group state after the offsets: an Empty group's age comes from both.
-    auto gstore = catalog::group_store::open(_cfg.data_dir / "catalog.db");
+    auto gstore = _stores.open_groups();
     if (!gstore) return gstore.err();
     auto stored = (*gstore)->load();
     if (!stored) return stored.err();
@@ -176,14 +179,14 @@ result<void> broker::load_offsets() {
 }
 
 result<void> broker::load_transactions() {
-    auto store = catalog::txn_store::open(_cfg.data_dir / "catalog.db");
+    auto store = _stores.open_transactions();
     if (!store) return store.err();
     _txn_store = std::move(*store);
     _txn_participants = std::make_unique<txn_participants>(*this);
     txn::services svc;
     svc.store = _txn_store.get();
     svc.parts = _txn_participants.get();
-    svc.allocate_producer_id = [this] { return _catalog.allocate_producer_id(); };
+    svc.allocate_producer_id = [this] { return _stores.producer_ids->allocate_producer_id(); };
     svc.wall_ms = [] { return now_ms(); };
     _txns = std::make_unique<txn::coordinator>(
         txn::settings{_cfg.transaction_max_timeout_ms, _cfg.transactional_id_expiration_ms},

@@ -17,6 +17,7 @@
 #include "broker/dynamic_config.h"
 #include "broker/expansion_hooks.h"
 #include "broker/fetch_session.h"
+#include "broker/metadata_stores.h"
 #include "broker/offset_writer.h"
 #include "broker/periodic_thread.h"
 #include "broker/topic_registry.h"
@@ -40,7 +41,13 @@ class session;
 // thread; the log manager's flusher reports back through event_loop::post.
 class broker {
   public:
-    broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat, log::log_manager& logs);
+    // The metadata stores are the catalog's (local_metadata_stores of the catalog file in
+    // cfg.data_dir) unless `stores` is given; `cat` still holds users, policies,
+    // expansions and the cluster id.
+    broker(const broker_config& cfg, net::event_loop& loop, catalog::catalog& cat,
+           log::log_manager& logs);
+    broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat, log::log_manager& logs,
+           metadata_stores stores);
     ~broker();
 
     // Declares the catalog's topics to the log manager and loads committed offsets;
@@ -87,6 +94,7 @@ class broker {
     }
     size_t broker_count() const { return _broker_count; }
     access_control& access() { return _access; }
+    catalog::producer_id_allocator& producer_ids() { return *_stores.producer_ids; }
     acl_service& acls() { return _acls; }
     // Re-reads the TLS certificate and key (SIGHUP); errors are logged and the previous
     // ones stay in use.
@@ -167,6 +175,7 @@ class broker {
     broker_config _cfg;
     net::event_loop& _loop;
     catalog::catalog& _catalog;
+    metadata_stores _stores;  // before _topics, which uses it
     log::log_manager& _logs;
     dynamic_config _dynamic;
     connection_quotas _connection_quotas;  // of the Kafka listeners, from _dynamic

@@ -6,12 +6,14 @@
 
 namespace sluice::broker {
 namespace {
-std::string scope_of(config_level l) { return l == config_level::this_broker ? "broker" : ""; }
+std::string scope_of(config_level l) {
+    return l == config_level::this_broker ? "broker" : "";
+}
 }  // namespace
 
 result<void> broker::load_dynamic_configs() {
     for (auto l : {config_level::cluster_default, config_level::this_broker}) {
-        auto stored = _catalog.broker_configs(scope_of(l));
+        auto stored = _stores.broker_configs->broker_configs(scope_of(l));
         if (!stored) return stored.err();
         // A value stored by an older build that this one refuses is left out, not fatal.
         config_map kept;
@@ -41,7 +43,7 @@ void broker::apply_dynamic_configs() {
 result<void> broker::set_dynamic_configs(config_level l, config_map values, bool validate_only) {
     if (auto r = _dynamic.check(l, values); !r) return r;
     if (validate_only) return {};
-    if (auto r = _catalog.set_broker_configs(scope_of(l), values); !r) return r;
+    if (auto r = _stores.broker_configs->set_broker_configs(scope_of(l), values); !r) return r;
     _dynamic.set(l, std::move(values));
     apply_dynamic_configs();
     return {};

@@ -10,7 +10,7 @@
 
 namespace sluice::broker {
 
-topic_registry::topic_registry(catalog::catalog& cat, log::log_manager& logs,
+topic_registry::topic_registry(catalog::topic_store& cat, log::log_manager& logs,
                                std::map<std::string, std::string> broker_defaults)
     : _catalog(cat), _logs(logs), _static(broker_defaults), _defaults(std::move(broker_defaults)) {}
 
@@ -56,7 +56,8 @@ std::vector<std::pair<int8_t, std::string>> topic_registry::config_levels(
     const topic_state& t, std::string_view key) const {
     std::vector<std::pair<int8_t, std::string>> out;
     std::string k(key);
-    if (auto it = t.info.configs.find(k); it != t.info.configs.end()) out.emplace_back(1, it->second);
+    if (auto it = t.info.configs.find(k); it != t.info.configs.end())
+        out.emplace_back(1, it->second);
     const std::pair<int8_t, const std::map<std::string, std::string>*> levels[] = {
         {2, &_dynamic_broker}, {3, &_dynamic_default}, {4, &_static}};
     for (const auto& [source, values] : levels)
@@ -66,7 +67,8 @@ std::vector<std::pair<int8_t, std::string>> topic_registry::config_levels(
     return out;
 }
 
-result<void> topic_registry::check_configs(const std::map<std::string, std::string>& configs) const {
+result<void> topic_registry::check_configs(
+    const std::map<std::string, std::string>& configs) const {
     auto r = catalog::validate_topic_configs(configs);
     if (r) r = catalog::validate_compaction_lags(configs, _defaults);
     if (!r) return {errc::invalid_config, r.err().message};
@@ -103,7 +105,8 @@ log::log_config topic_registry::to_log_config(const catalog::topic_info& t) cons
     }
     c.timestamp_before_max_ms =
         to_int(get("message.timestamp.before.max.ms"), c.timestamp_before_max_ms);
-    c.timestamp_after_max_ms = to_int(get("message.timestamp.after.max.ms"), c.timestamp_after_max_ms);
+    c.timestamp_after_max_ms =
+        to_int(get("message.timestamp.after.max.ms"), c.timestamp_after_max_ms);
     c.timestamp_type = get("message.timestamp.type") == "LogAppendTime"
                            ? protocol::timestamp_type::log_append_time
                            : protocol::timestamp_type::create_time;
@@ -135,14 +138,13 @@ std::vector<const topic_state*> topic_registry::all() const {
     std::vector<const topic_state*> out;
     out.reserve(_by_name.size());
     for (auto& [_, t] : _by_name) out.push_back(t.get());
-    std::sort(out.begin(), out.end(),
-              [](auto* a, auto* b) { return a->info.name < b->info.name; });
+    std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->info.name < b->info.name; });
     return out;
 }
 
-result<topic_state> topic_registry::create(
-    const std::string& name, int32_t partitions,
-    const std::map<std::string, std::string>& configs, bool validate_only) {
+result<topic_state> topic_registry::create(const std::string& name, int32_t partitions,
+                                           const std::map<std::string, std::string>& configs,
+                                           bool validate_only) {
     if (auto r = catalog::validate_topic_name(name); !r)
         return {errc::invalid_argument, r.err().message};
     if (partitions < 1 || partitions > max_partitions_per_topic)

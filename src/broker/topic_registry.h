@@ -24,8 +24,8 @@ struct topic_state {
 // The topics the broker serves, kept in memory for the request path. The catalog is
 // the durable record; the log manager holds the data. Changes go to the catalog first.
 class topic_registry {
-public:
-    topic_registry(catalog::catalog& cat, log::log_manager& logs,
+  public:
+    topic_registry(catalog::topic_store& cat, log::log_manager& logs,
                    std::map<std::string, std::string> broker_defaults);
 
     // Loads every topic from the catalog into memory and declares it to the log manager.
@@ -69,12 +69,12 @@ public:
     std::vector<std::pair<int8_t, std::string>> config_levels(const topic_state& t,
                                                               std::string_view key) const;
 
-private:
+  private:
     log::log_config to_log_config(const catalog::topic_info& t) const;
     // Each value, then the pair min/max.compaction.lag.ms; errc::invalid_config.
     result<void> check_configs(const std::map<std::string, std::string>& configs) const;
 
-    catalog::catalog& _catalog;
+    catalog::topic_store& _catalog;
     log::log_manager& _logs;
     std::map<std::string, std::string> _static;  // --topic-default
     std::map<std::string, std::string> _dynamic_default, _dynamic_broker;

@@ -7,15 +7,13 @@
 #include "common/logging.h"
 
 namespace sluice::catalog {
-namespace {
-result<void> check_scope(const std::string& scope) {
+result<void> check_broker_config_scope(const std::string& scope) {
     if (scope.empty() || scope == "broker") return {};
     return {errc::invalid_argument, fmt::format("unknown broker config scope '{}'", scope)};
 }
-}  // namespace
 
 result<std::map<std::string, std::string>> catalog::broker_configs(const std::string& scope) const {
-    if (auto r = check_scope(scope); !r) return r.err();
+    if (auto r = check_broker_config_scope(scope); !r) return r.err();
     std::lock_guard lock(_mu);
     auto st = _db->prepare("SELECT key, value FROM broker_configs WHERE scope = ?1 ORDER BY key");
     if (!st) return st.err();
@@ -32,7 +30,7 @@ result<std::map<std::string, std::string>> catalog::broker_configs(const std::st
 
 result<void> catalog::set_broker_configs(const std::string& scope,
                                          const std::map<std::string, std::string>& configs) {
-    if (auto r = check_scope(scope); !r) return r;
+    if (auto r = check_broker_config_scope(scope); !r) return r;
     std::lock_guard lock(_mu);
     auto txn = detail::write_txn::begin(*_db);
     if (!txn) return txn.err();

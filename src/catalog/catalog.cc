@@ -39,7 +39,9 @@ bool is_zero(const uuid& u) {
     return std::all_of(u.begin(), u.end(), [](uint8_t b) { return b == 0; });
 }
 
-result<void> check_new_topic(const topic_info& t) {
+}  // namespace
+
+result<void> validate_new_topic(const topic_info& t) {
     if (auto r = validate_topic_name(t.name); !r) return r;
     if (t.partitions < 1) {
         return {errc::invalid_argument,
@@ -55,8 +57,6 @@ result<void> check_new_topic(const topic_info& t) {
     }
     return {};
 }
-
-}  // namespace
 
 catalog::catalog(std::unique_ptr<detail::db> d) : _db(std::move(d)) {}
 
@@ -225,7 +225,7 @@ std::vector<expansion_info> catalog::list_expansions() const {
 }
 
 result<void> catalog::create_topic(const topic_info& in) {
-    if (auto r = check_new_topic(in); !r) return r;
+    if (auto r = validate_new_topic(in); !r) return r;
     topic_info t = in;
     if (t.created_ms == 0) t.created_ms = now_ms();
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "catalog/expansion_info.h"
+#include "catalog/metadata_store.h"
 #include "catalog/security_info.h"
 #include "catalog/topic_config.h"
 #include "catalog/topic_info.h"
@@ -30,7 +31,7 @@ class db;
 // writes go to the database first and reach memory only after their commit.
 // Invariant: this object is the only writer of the topic tables of its file, so the
 // in-memory copy equals the committed database state.
-class catalog {
+class catalog final : public topic_store, public producer_id_allocator, public broker_config_store {
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
@@ -44,24 +45,24 @@ class catalog {
 
     catalog(const catalog&) = delete;
     catalog& operator=(const catalog&) = delete;
-    ~catalog();
+    ~catalog() override;
 
     // Validates t (name rules, partitions >= 1, a non-zero id, known configs with valid
     // values; errc::invalid_argument otherwise) and stores it durably. A created_ms of 0 is
     // replaced by the current time. errc::already_exists if the name or the id is taken.
-    result<void> create_topic(const topic_info& t);
+    result<void> create_topic(const topic_info& t) override;
     // errc::not_found if no topic has that name; errc::in_use, naming them, while the
     // topic has expansions. The topic's committed group offsets go in the same
     // transaction.
-    result<void> delete_topic(const std::string& name);
+    result<void> delete_topic(const std::string& name) override;
 
     // Replaces every config the topic sets with `configs` (validated first; nothing
     // changes on error). errc::not_found, errc::invalid_argument.
     result<void> set_topic_configs(const std::string& name,
-                                   const std::map<std::string, std::string>& configs);
+                                   const std::map<std::string, std::string>& configs) override;
     // Raises the partition count (partitions are only ever added, as in Kafka).
     // errc::not_found, errc::invalid_argument when not above the current count.
-    result<void> set_partitions(const std::string& name, int32_t partitions);
+    result<void> set_partitions(const std::string& name, int32_t partitions) override;
 
     // Expansions (the definitions; their progress lives with their target tables).
     // errc::not_found without the topic, errc::already_exists for a taken target.
@@ -98,24 +99,25 @@ class catalog {
     // Idempotent producers: a new producer id, committed before it is returned, so that
     // no id is ever given twice, across restarts and crashes too (ids start at 0).
     // Errors: io_error, corrupt (the stored counter is not a number).
-    result<int64_t> allocate_producer_id();
+    result<int64_t> allocate_producer_id() override;
 
     // Broker settings changed at run time (broker_config_store.cc). scope "" is the
     // cluster-wide default, "broker" this broker's own. set_broker_configs replaces the
     // scope's whole set in one transaction. Errors: io_error; invalid_argument (scope).
-    result<std::map<std::string, std::string>> broker_configs(const std::string& scope) const;
+    result<std::map<std::string, std::string>> broker_configs(
+        const std::string& scope) const override;
     result<void> set_broker_configs(const std::string& scope,
-                                    const std::map<std::string, std::string>& configs);
+                                    const std::map<std::string, std::string>& configs) override;
 
-    std::vector<topic_info> list_topics() const;  // ordered by name (bytewise)
-    std::optional<topic_info> find_topic(const std::string& name) const;
-    std::optional<topic_info> find_topic(const uuid& id) const;
+    std::vector<topic_info> list_topics() const override;  // ordered by name (bytewise)
+    std::optional<topic_info> find_topic(const std::string& name) const override;
+    std::optional<topic_info> find_topic(const uuid& id) const override;
 
     // Generated at first open, in Kafka's 22-character form, and kept in the database.
     std::string cluster_id() const { return _cluster_id; }
     // Changes whenever a topic is created or deleted (SQL sessions re-list the topic
     // tables then).
-    uint64_t generation() const { return _generation.load(); }
+    uint64_t generation() const override { return _generation.load(); }
 
   private:
     explicit catalog(std::unique_ptr<detail::db> d);
@@ -125,8 +127,8 @@ class catalog {
     std::string _cluster_id;  // immutable after open()
 
     mutable std::mutex _mu;
-    std::map<std::string, topic_info> _by_name;  // guarded by _mu
-    std::map<uuid, std::string> _name_by_id;     // guarded by _mu
+    std::map<std::string, topic_info> _by_name;         // guarded by _mu
+    std::map<uuid, std::string> _name_by_id;            // guarded by _mu
     std::map<std::string, expansion_info> _expansions;  // by target; guarded by _mu
     std::atomic<uint64_t> _generation{1};
     // Users and policies; guarded by _mu.

@@ -10,21 +10,6 @@
 namespace sluice::catalog {
 namespace {
 
-// The stored names of the states a record may hold (docs/formats/catalog.md).
-const char* state_text(group::group_state s) {
-    switch (s) {
-        case group::group_state::stable:
-            return "Stable";
-        case group::group_state::preparing_rebalance:
-        case group::group_state::completing_rebalance:
-            return "PreparingRebalance";
-        case group::group_state::empty:
-        case group::group_state::dead:
-            break;
-    }
-    return "Empty";
-}
-
 std::span<const uint8_t> blob(const bytes& b) {
     // A zero-length blob needs a non-null pointer, or SQLite binds NULL.
     static const uint8_t nothing = 0;
@@ -33,25 +18,6 @@ std::span<const uint8_t> blob(const bytes& b) {
 
 bytes to_bytes(std::span<const uint8_t> b) {
     return bytes(b.begin(), b.end());
-}
-
-std::string join_topics(const std::vector<std::string>& topics) {
-    std::string out;
-    for (const auto& t : topics) {
-        if (!out.empty()) out += ',';
-        out += t;
-    }
-    return out;
-}
-
-std::vector<std::string> split_topics(std::string_view s) {
-    std::vector<std::string> out;
-    while (!s.empty()) {
-        auto comma = s.find(',');
-        out.emplace_back(s.substr(0, comma));
-        s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
-    }
-    return out;
 }
 
 }  // namespace
@@ -181,7 +147,7 @@ result<std::vector<group::stored_consumer_group>> group_store::load_consumer() {
         m.previous_epoch = static_cast<int32_t>(members->column_int64(9));
         m.rebalance_timeout_ms = static_cast<int32_t>(members->column_int64(10));
         if (members->column_int64(12) == 0) m.server_assignor = members->column_text(11);
-        m.subscribed_topics = split_topics(members->column_text(13));
+        m.subscribed_topics = group::parse_topics(members->column_text(13));
         if (members->column_int64(15) == 0) m.subscribed_regex = members->column_text(14);
         for (auto [col, dst] : {std::pair{16, &m.assigned}, std::pair{17, &m.pending_revocation},
                                 std::pair{18, &m.target}}) {
@@ -236,7 +202,7 @@ static result<void> apply_consumer(detail::db& d, const group::group_write& w) {
         st.bind(5, m.client_id).bind(6, m.client_host).bind(7, int64_t{m.member_epoch});
         st.bind(8, int64_t{m.previous_epoch}).bind(9, int64_t{m.rebalance_timeout_ms});
         text_or_null(st, 10, m.server_assignor);
-        st.bind(11, join_topics(m.subscribed_topics));
+        st.bind(11, group::format_topics(m.subscribed_topics));
         text_or_null(st, 12, m.subscribed_regex);
         st.bind(13, group::format_partitions(m.assigned))
             .bind(14, group::format_partitions(m.pending_revocation));
@@ -283,7 +249,9 @@ result<void> group_store::apply(std::span<const group::group_write> writes) {
         for (auto* st : {&erase_protocols, &erase_members, &erase_group})
             if (auto r = (*st)->reset().bind(1, g.group_id).run(); !r) return r;
         if (w.op == group::group_write::kind::erase) continue;
-        put_group->reset().bind(1, g.group_id).bind(2, state_text(g.state));
+        put_group->reset()
+            .bind(1, g.group_id)
+            .bind(2, std::string(group::stored_state_name(g.state)));
         text_or_null(*put_group, 3, g.protocol_type);
         text_or_null(*put_group, 4, g.protocol_name);
         put_group->bind(5, int64_t{g.generation}).bind(6, g.leader).bind(7, g.state_ms);

@@ -6,20 +6,21 @@
 
 namespace sluice::catalog {
 
-offset_store::offset_store(std::unique_ptr<detail::db> d) : _db(std::move(d)) {}
-offset_store::~offset_store() = default;
+local_offset_store::local_offset_store(std::unique_ptr<detail::db> d) : _db(std::move(d)) {}
+local_offset_store::~local_offset_store() = default;
 
-result<std::unique_ptr<offset_store>> offset_store::open(const std::filesystem::path& path) {
+result<std::unique_ptr<local_offset_store>> local_offset_store::open(
+    const std::filesystem::path& path) {
     auto d = detail::db::open(path);
     if (!d) return d.err();
     // The same settings as the catalog's connection: FULL makes a commit survive power
     // loss; the busy timeout covers a topic change holding the write lock.
     if (auto r = (*d)->exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = FULL"); !r)
         return r.err();
-    return std::unique_ptr<offset_store>(new offset_store(std::move(*d)));
+    return std::unique_ptr<local_offset_store>(new local_offset_store(std::move(*d)));
 }
 
-result<std::vector<stored_offset>> offset_store::load() {
+result<std::vector<stored_offset>> local_offset_store::load() {
     auto st = _db->prepare(
         "SELECT group_id, topic, partition, offset, leader_epoch, metadata, commit_ms, "
         "expire_ms, metadata IS NULL FROM group_offsets");
@@ -43,7 +44,7 @@ result<std::vector<stored_offset>> offset_store::load() {
     return out;
 }
 
-result<void> offset_store::apply(std::span<const offset_write> writes) {
+result<void> local_offset_store::apply(std::span<const offset_write> writes) {
     if (writes.empty()) return {};
     auto txn = detail::write_txn::begin(*_db);
     if (!txn) return txn.err();

@@ -1,8 +1,9 @@
 #pragma once
 
-// Committed offsets of consumer groups, in the catalog file's group_offsets table
-// (docs/formats/catalog.md). The group coordinator keeps the live copy in memory; this
-// store is what survives a restart.
+// Committed offsets of consumer groups. The group coordinator keeps the live copy in
+// memory; a store is what survives a restart. Implementations: local_offset_store (the
+// catalog file's group_offsets table, docs/formats/catalog.md) and shared::pg_offset_store
+// (the shared catalog, docs/formats/shared-catalog.md).
 
 #include <filesystem>
 #include <memory>
@@ -41,24 +42,34 @@ struct offset_write {
     stored_offset row;
 };
 
-// Not thread-safe: one thread at a time (the broker's offset writer).
+// Where committed offsets are kept. Not thread-safe: one caller at a time (the broker's
+// offset writer).
 class offset_store {
+  public:
+    virtual ~offset_store() = default;
+    // Every stored offset, at start-up.
+    virtual result<std::vector<stored_offset>> load() = 0;
+    // All writes in one transaction, in order, durable when it returns. A commit for a
+    // topic the catalog no longer has is dropped: a topic deleted while the commit was
+    // queued leaves no offsets behind.
+    virtual result<void> apply(std::span<const offset_write> writes) = 0;
+};
+
+// In the catalog file.
+class local_offset_store final : public offset_store {
   public:
     // Opens a second connection to a catalog file that catalog::open() has already
     // created and migrated.
-    static result<std::unique_ptr<offset_store>> open(const std::filesystem::path& path);
-    offset_store(const offset_store&) = delete;
-    offset_store& operator=(const offset_store&) = delete;
-    ~offset_store();
+    static result<std::unique_ptr<local_offset_store>> open(const std::filesystem::path& path);
+    local_offset_store(const local_offset_store&) = delete;
+    local_offset_store& operator=(const local_offset_store&) = delete;
+    ~local_offset_store() override;
 
-    result<std::vector<stored_offset>> load();
-    // All writes in one transaction, durable when it returns. A commit for a topic the
-    // catalog no longer has is dropped: a topic deleted while the commit was queued
-    // leaves no offsets behind.
-    result<void> apply(std::span<const offset_write> writes);
+    result<std::vector<stored_offset>> load() override;
+    result<void> apply(std::span<const offset_write> writes) override;
 
   private:
-    explicit offset_store(std::unique_ptr<detail::db> d);
+    explicit local_offset_store(std::unique_ptr<detail::db> d);
     std::unique_ptr<detail::db> _db;
 };
 

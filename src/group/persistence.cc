@@ -22,6 +22,39 @@
 
 namespace sluice::group {
 
+std::string format_topics(const std::vector<std::string>& topics) {
+    std::string out;
+    for (const auto& t : topics) {
+        if (!out.empty()) out += ',';
+        out += t;
+    }
+    return out;
+}
+
+std::vector<std::string> parse_topics(std::string_view s) {
+    std::vector<std::string> out;
+    while (!s.empty()) {
+        auto comma = s.find(',');
+        out.emplace_back(s.substr(0, comma));
+        s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
+    }
+    return out;
+}
+
+std::string_view stored_state_name(group_state s) {
+    switch (s) {
+        case group_state::stable:
+            return "Stable";
+        case group_state::preparing_rebalance:
+        case group_state::completing_rebalance:
+            return "PreparingRebalance";
+        case group_state::empty:
+        case group_state::dead:
+            break;
+    }
+    return "Empty";
+}
+
 std::string format_partitions(const partition_map& m) {
     std::string out;
     for (const auto& [t, ps] : m) {

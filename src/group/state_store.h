@@ -43,8 +43,8 @@ struct stored_group {
     std::optional<std::string> protocol_type;
     std::optional<std::string> protocol_name;
     int32_t generation = 0;
-    std::string leader;  // a member id; empty without members
-    int64_t state_ms = 0;  // wall clock when the group entered this state
+    std::string leader;                  // a member id; empty without members
+    int64_t state_ms = 0;                // wall clock when the group entered this state
     std::vector<stored_member> members;  // in the order they joined
     bool operator==(const stored_group&) const = default;
 };
@@ -56,6 +56,13 @@ using partition_map = std::map<std::string, std::set<int32_t>>;
 std::string format_partitions(const partition_map& m);
 // nullopt when s is not in that form.
 std::optional<partition_map> parse_partitions(std::string_view s);
+// A consumer member's subscribed topics as stores keep them: "a,b,c" ("" for none).
+std::string format_topics(const std::vector<std::string>& topics);
+std::vector<std::string> parse_topics(std::string_view s);
+// The name a store keeps for a group's state: "Stable", "PreparingRebalance" (a group
+// completing a rebalance too) or "Empty" (a dead group too); group/types.h parse_state
+// reads it back.
+std::string_view stored_state_name(group_state s);
 
 // A member of a consumer group (KIP-848, group/consumer/): what it subscribes to, its
 // epochs and the partitions it owns, is revoking and is meant to get.

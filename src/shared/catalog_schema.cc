@@ -93,13 +93,129 @@ constexpr const char* version_1[] = {
     "INSERT INTO sluice_producer_ids (id, next_producer_id) VALUES (1, 0)",
 };
 
+// Version 2: the metadata stores (topics' configs, committed offsets, group and
+// transaction state, broker configs, the cluster id) and the brokers' other ports.
+// Strings that clients choose (group ids, member ids, transactional ids, config values)
+// are TEXT; bytes the broker does not read (group protocol metadata, assignments) are
+// BYTEA; flags are INTEGER 0/1.
+constexpr const char* version_2[] = {
+    "ALTER TABLE sluice_brokers ADD COLUMN sql_port INTEGER",
+    "ALTER TABLE sluice_brokers ADD COLUMN http_port INTEGER",
+    "ALTER TABLE sluice_topics ADD COLUMN created_ms BIGINT NOT NULL DEFAULT 0",
+    R"(CREATE TABLE sluice_cluster (
+        id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+        cluster_id VARCHAR(22) NOT NULL))",
+    R"(CREATE TABLE sluice_topic_configs (
+        topic_id CHAR(32) NOT NULL REFERENCES sluice_topics (topic_id),
+        config_key VARCHAR(255) NOT NULL,
+        config_value TEXT NOT NULL,
+        PRIMARY KEY (topic_id, config_key)))",
+    R"(CREATE TABLE sluice_broker_configs (
+        config_scope VARCHAR(32) NOT NULL,
+        config_key VARCHAR(255) NOT NULL,
+        config_value TEXT NOT NULL,
+        PRIMARY KEY (config_scope, config_key)))",
+    R"(CREATE TABLE sluice_group_offsets (
+        group_id TEXT NOT NULL,
+        topic_name VARCHAR(249) NOT NULL,
+        partition_id INTEGER NOT NULL,
+        committed_offset BIGINT NOT NULL,
+        leader_epoch INTEGER NOT NULL,
+        metadata TEXT,
+        commit_ms BIGINT NOT NULL,
+        expire_ms BIGINT NOT NULL,
+        PRIMARY KEY (group_id, topic_name, partition_id)))",
+    "CREATE INDEX sluice_group_offsets_topic ON sluice_group_offsets (topic_name)",
+    R"(CREATE TABLE sluice_groups (
+        group_id TEXT NOT NULL PRIMARY KEY,
+        state VARCHAR(32) NOT NULL,
+        protocol_type TEXT,
+        protocol_name TEXT,
+        generation INTEGER NOT NULL,
+        leader TEXT NOT NULL,
+        state_ms BIGINT NOT NULL))",
+    R"(CREATE TABLE sluice_group_members (
+        group_id TEXT NOT NULL,
+        member_id TEXT NOT NULL,
+        join_order INTEGER NOT NULL,
+        instance_id TEXT,
+        client_id TEXT NOT NULL,
+        client_host TEXT NOT NULL,
+        session_timeout_ms INTEGER NOT NULL,
+        rebalance_timeout_ms INTEGER NOT NULL,
+        assignment BYTEA NOT NULL,
+        PRIMARY KEY (group_id, member_id)))",
+    R"(CREATE TABLE sluice_group_member_protocols (
+        group_id TEXT NOT NULL,
+        member_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        protocol_name TEXT NOT NULL,
+        metadata BYTEA NOT NULL,
+        PRIMARY KEY (group_id, member_id, position)))",
+    R"(CREATE TABLE sluice_consumer_groups (
+        group_id TEXT NOT NULL PRIMARY KEY,
+        group_epoch INTEGER NOT NULL,
+        assignment_epoch INTEGER NOT NULL,
+        assignor TEXT NOT NULL,
+        state_ms BIGINT NOT NULL))",
+    R"(CREATE TABLE sluice_consumer_group_members (
+        group_id TEXT NOT NULL,
+        member_id TEXT NOT NULL,
+        instance_id TEXT,
+        rack_id TEXT,
+        client_id TEXT NOT NULL,
+        client_host TEXT NOT NULL,
+        member_epoch INTEGER NOT NULL,
+        previous_epoch INTEGER NOT NULL,
+        rebalance_timeout_ms INTEGER NOT NULL,
+        server_assignor TEXT,
+        subscribed_topics TEXT NOT NULL,
+        subscribed_regex TEXT,
+        assigned TEXT NOT NULL,
+        pending_revocation TEXT NOT NULL,
+        target TEXT NOT NULL,
+        PRIMARY KEY (group_id, member_id)))",
+    R"(CREATE TABLE sluice_txn_metadata (
+        transactional_id TEXT NOT NULL PRIMARY KEY,
+        producer_id BIGINT NOT NULL,
+        producer_epoch SMALLINT NOT NULL,
+        last_producer_id BIGINT NOT NULL,
+        last_producer_epoch SMALLINT NOT NULL,
+        next_producer_id BIGINT NOT NULL,
+        timeout_ms INTEGER NOT NULL,
+        state VARCHAR(32) NOT NULL,
+        tv2 INTEGER NOT NULL,
+        start_ms BIGINT NOT NULL,
+        update_ms BIGINT NOT NULL))",
+    R"(CREATE TABLE sluice_txn_partitions (
+        transactional_id TEXT NOT NULL,
+        topic_name VARCHAR(249) NOT NULL,
+        partition_id INTEGER NOT NULL,
+        PRIMARY KEY (transactional_id, topic_name, partition_id)))",
+    R"(CREATE TABLE sluice_txn_groups (
+        transactional_id TEXT NOT NULL,
+        group_id TEXT NOT NULL,
+        PRIMARY KEY (transactional_id, group_id)))",
+    R"(CREATE TABLE sluice_txn_offsets (
+        transactional_id TEXT NOT NULL,
+        group_id TEXT NOT NULL,
+        topic_name VARCHAR(249) NOT NULL,
+        partition_id INTEGER NOT NULL,
+        committed_offset BIGINT NOT NULL,
+        leader_epoch INTEGER NOT NULL,
+        metadata TEXT,
+        commit_ms BIGINT NOT NULL,
+        PRIMARY KEY (transactional_id, group_id, topic_name, partition_id)))",
+};
+
 struct migration {
     int version;
     const char* const* statements;
     size_t count;
 };
 
-constexpr migration migrations[] = {{1, version_1, std::size(version_1)}};
+constexpr migration migrations[] = {{1, version_1, std::size(version_1)},
+                                    {2, version_2, std::size(version_2)}};
 
 result<int> upgrade(pg_database& db);
 

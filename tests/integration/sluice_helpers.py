@@ -73,6 +73,22 @@ def kill_all_procs():
 atexit.register(kill_all_procs)
 
 
+def built_binary(env_name, relative):
+    """A program of the build next to $SLUICE_BIN (build/sluice by default), at RELATIVE
+    below the build directory, or the path in $ENV_NAME; the test fails when it is not
+    there."""
+    import pytest
+    path = os.environ.get(env_name)
+    if not path:
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        sluice = os.environ.get("SLUICE_BIN") or os.path.join(repo, "build", "sluice")
+        path = os.path.join(os.path.dirname(sluice), relative)
+    if not os.access(path, os.X_OK):
+        pytest.fail("%s not found at %s (build it, or set %s)" % (os.path.basename(relative), path, env_name),
+                    pytrace=False)
+    return path
+
+
 def tail(path, n=60):
     try:
         with open(path, "rb") as f:

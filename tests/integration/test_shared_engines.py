@@ -22,14 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def probe_bin():
-    path = os.environ.get("SLUICE_SHARED_PROBE")
-    if not path:
-        sluice = Path(os.environ.get("SLUICE_BIN") or REPO / "build" / "sluice")
-        path = sluice.parent / "tests" / "unit" / "shared" / "sluice-shared-probe"
-    if not os.access(str(path), os.X_OK):
-        pytest.fail("sluice-shared-probe not found at %s (build it, or set SLUICE_SHARED_PROBE)" % path,
-                    pytrace=False)
-    return str(path)
+    return P.H.built_binary("SLUICE_SHARED_PROBE", "tests/unit/shared/sluice-shared-probe")
 
 
 @pytest.fixture(scope="module")
@@ -190,8 +183,8 @@ def test_unreachable_endpoint_gives_up(s3):
 
 def test_catalog_schema_and_produce_commits(pg):
     env = pg_env(pg)
-    assert run(env, "pg-schema").stdout == b"found 0 now 1\n"
-    assert run(env, "pg-schema").stdout == b"found 1 now 1\n"  # idempotent
+    assert run(env, "pg-schema").stdout == b"found 0 now 2\n"
+    assert run(env, "pg-schema").stdout == b"found 2 now 2\n"  # idempotent
     topic = "0123456789abcdef0123456789abcdef"
     assert run(env, "pg-topic", topic, "orders", "3").stdout == b"ok\n"
     dup = run(env, "pg-topic", topic, "orders", "3", check=False)
@@ -235,9 +228,9 @@ def test_newer_catalog_is_refused(pg):
     pg.execute("UPDATE sluice_catalog_version SET version = 99")
     try:
         r = run(env, "pg-schema", check=False)
-        assert r.returncode == 1 and "at version 99, newer than this build's 1" in r.stderr.decode()
+        assert r.returncode == 1 and "at version 99, newer than this build's 2" in r.stderr.decode()
     finally:
-        pg.execute("UPDATE sluice_catalog_version SET version = 1")
+        pg.execute("UPDATE sluice_catalog_version SET version = 2")
 
 
 def test_serialization_failures_are_retried(pg):

@@ -45,7 +45,7 @@ void handle_init_producer_id(const request_context& ctx, request_body body) {
     }
     if (!may_init(ctx)) {
         resp.error_code = code(error_code::cluster_authorization_failed);
-    } else if (auto id = ctx.b.access().catalog().allocate_producer_id(); !id) {
+    } else if (auto id = ctx.b.producer_ids().allocate_producer_id(); !id) {
         log_error("producer", "{}: no producer id: {}", ctx.client(), id.err().message);
         resp.error_code = code(error_code::coordinator_not_available);
     } else {

@@ -31,7 +31,7 @@ class offset_store_test : public ::testing::Test {
             t.id = random_uuid();
             ASSERT_TRUE(_cat->create_topic(t).ok());
         }
-        auto s = offset_store::open(_dir / "catalog.db");
+        auto s = local_offset_store::open(_dir / "catalog.db");
         ASSERT_TRUE(s.ok()) << s.err().message;
         _store = std::move(*s);
     }
@@ -61,7 +61,7 @@ class offset_store_test : public ::testing::Test {
 
     fs::path _dir;
     std::unique_ptr<catalog> _cat;
-    std::unique_ptr<offset_store> _store;
+    std::unique_ptr<local_offset_store> _store;
 };
 
 TEST_F(offset_store_test, applied_commits_load_back_with_every_field) {
@@ -146,7 +146,7 @@ TEST_F(offset_store_test, offsets_survive_reopening) {
     _cat.reset();
     auto c = catalog::open(_dir / "catalog.db");
     ASSERT_TRUE(c.ok());
-    auto s = offset_store::open(_dir / "catalog.db");
+    auto s = local_offset_store::open(_dir / "catalog.db");
     ASSERT_TRUE(s.ok());
     _store = std::move(*s);
     auto rows = load();

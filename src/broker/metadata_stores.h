@@ -1,0 +1,37 @@
+#pragma once
+
+// The durable metadata a broker is handed: topics, producer ids, dynamic broker configs,
+// committed offsets, group state and transaction state, each behind its interface
+// (catalog/metadata_store.h, catalog/offset_store.h, group/state_store.h,
+// txn/state_store.h). local_metadata_stores() is single-node mode's set, all in the
+// catalog file; shared mode builds its set from src/shared's implementations
+// (docs/shared-mode.md#the-metadata-stores).
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+
+#include "catalog/catalog.h"
+#include "catalog/offset_store.h"
+#include "common/result.h"
+#include "group/state_store.h"
+#include "txn/state_store.h"
+
+namespace sluice::broker {
+
+struct metadata_stores {
+    // Outlive the broker.
+    catalog::topic_store* topics = nullptr;
+    catalog::producer_id_allocator* producer_ids = nullptr;
+    catalog::broker_config_store* broker_configs = nullptr;
+    // Each called once, at load(): the stores get their own connections, used from the
+    // broker's writer threads.
+    std::function<result<std::unique_ptr<catalog::offset_store>>()> open_offsets;
+    std::function<result<std::unique_ptr<group::state_store>>()> open_groups;
+    std::function<result<std::unique_ptr<txn::state_store>>()> open_transactions;
+};
+
+// Everything in the catalog `cat` opened from `file`.
+metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesystem::path& file);
+
+}  // namespace sluice::broker

@@ -1,0 +1,96 @@
+#pragma once
+
+// Brokers' registration with a lease in the shared catalog's sluice_brokers table
+// (docs/formats/shared-catalog.md, docs/shared-mode.md#broker-leases). A broker takes its
+// id with a lease that it renews before it passes; the live brokers are those whose lease
+// has not passed, on the database's clock (brokers' clocks need not agree). A broker that
+// stops renewing (killed, cut off) drops out of the list when its lease passes, and its
+// partitions and groups move (placement.h).
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "shared/pg_database.h"
+
+namespace sluice::shared {
+
+struct broker_address {
+    int32_t broker_id = 0;
+    std::string host;  // as clients reach it
+    int32_t kafka_port = 0;
+    std::optional<int32_t> sql_port;   // the PostgreSQL-protocol SQL listener
+    std::optional<int32_t> http_port;  // the HTTP API
+    std::optional<std::string> rack;
+    bool operator==(const broker_address&) const = default;
+};
+
+struct live_broker {
+    broker_address address;
+    // Grows each time a process takes the id: a process's writes can be fenced by it.
+    int64_t incarnation = 0;
+    bool operator==(const live_broker&) const = default;
+};
+
+// The brokers whose lease has not passed, by id (any broker may ask; no registration
+// needed).
+result<std::vector<live_broker>> live_brokers(pg_database& db);
+
+// One broker's registration. Thread-safe.
+class broker_registry {
+  public:
+    // Takes address.broker_id with a lease of `lease` (at least 100 ms). Refused with
+    // errc::in_use while another process holds the id with a lease that has not passed
+    // (a broker restarted after kill -9 gets its id back once the old lease passes). Owns
+    // its connection.
+    static result<std::unique_ptr<broker_registry>> register_broker(
+        const pg_config& config, broker_address address, std::chrono::milliseconds lease);
+    ~broker_registry();  // stops renewing; the lease is left to pass (release() ends it)
+    broker_registry(const broker_registry&) = delete;
+    broker_registry& operator=(const broker_registry&) = delete;
+
+    // Extends the lease by `lease` from now. errc::in_use when another process took the
+    // id since (this one was fenced: it must stop serving).
+    result<void> renew();
+    // Ends the lease now (a clean shutdown): the others stop counting this broker at once.
+    result<void> release();
+    result<std::vector<live_broker>> live();
+
+    int64_t incarnation() const { return _incarnation; }
+    const broker_address& address() const { return _address; }
+
+    // Renews every lease/3 on a thread of its own. `on_lost` runs once, on that thread,
+    // when this broker was fenced or could not renew before its lease passed (then it
+    // must stop serving as a member of the cluster), and renewing stops.
+    void start_renewing(std::function<void(const error&)> on_lost);
+    void stop_renewing();
+
+  private:
+    broker_registry(std::unique_ptr<pg_database> db, broker_address address,
+                    std::chrono::milliseconds lease, int64_t incarnation)
+        : _db(std::move(db)),
+          _address(std::move(address)),
+          _lease(lease),
+          _incarnation(incarnation) {}
+    void renew_loop(const std::function<void(const error&)>& on_lost);
+
+    std::unique_ptr<pg_database> _db;  // pg_database serializes its calls
+    const broker_address _address;
+    const std::chrono::milliseconds _lease;
+    const int64_t _incarnation;
+
+    std::mutex _mu;
+    std::condition_variable _cv;
+    bool _stop = false;  // guarded by _mu
+    std::thread _renewer;
+};
+
+}  // namespace sluice::shared

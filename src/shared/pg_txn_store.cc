@@ -1,0 +1,161 @@
+#include "shared/pg_txn_store.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "shared/pg_codec.h"
+
+namespace sluice::shared {
+
+using txn::txn_metadata;
+
+result<std::unique_ptr<pg_txn_store>> pg_txn_store::open(const pg_config& config) {
+    auto db = pg_database::connect(config);
+    if (!db) return db.err();
+    return std::make_unique<pg_txn_store>(std::move(*db));
+}
+
+namespace {
+
+// The children of the ids in `out`, in key order (partitions and groups come back sorted).
+result<void> load_children(pg_transaction& tx, std::vector<txn_metadata>& out,
+                           const std::map<std::string, size_t>& index) {
+    auto parts = tx.exec(
+        "SELECT transactional_id, topic_name, partition_id FROM sluice_txn_partitions "
+        "ORDER BY transactional_id, topic_name, partition_id");
+    if (!parts) return parts.err();
+    for (size_t r = 0; r < parts->size(); ++r)
+        if (auto it = index.find(parts->text(r, 0)); it != index.end())
+            out[it->second].partitions.push_back(
+                {parts->text(r, 1), static_cast<int32_t>(parts->int64(r, 2))});
+    auto groups = tx.exec(
+        "SELECT transactional_id, group_id FROM sluice_txn_groups "
+        "ORDER BY transactional_id, group_id");
+    if (!groups) return groups.err();
+    for (size_t r = 0; r < groups->size(); ++r)
+        if (auto it = index.find(groups->text(r, 0)); it != index.end())
+            out[it->second].groups.push_back(groups->text(r, 1));
+    auto offsets = tx.exec(
+        "SELECT transactional_id, group_id, topic_name, partition_id, committed_offset, "
+        "leader_epoch, metadata, commit_ms FROM sluice_txn_offsets "
+        "ORDER BY transactional_id, group_id, topic_name, partition_id");
+    if (!offsets) return offsets.err();
+    for (size_t r = 0; r < offsets->size(); ++r) {
+        auto it = index.find(offsets->text(r, 0));
+        if (it == index.end()) continue;
+        txn::pending_offset o;
+        o.group_id = offsets->text(r, 1);
+        o.tp = {offsets->text(r, 2), static_cast<int32_t>(offsets->int64(r, 3))};
+        o.offset = offsets->int64(r, 4);
+        o.leader_epoch = static_cast<int32_t>(offsets->int64(r, 5));
+        o.metadata = optional_text(*offsets, r, 6);
+        o.commit_ms = offsets->int64(r, 7);
+        out[it->second].offsets.push_back(std::move(o));
+    }
+    return {};
+}
+
+result<void> erase_rows(pg_transaction& tx, const std::string& id) {
+    for (const char* sql : {"DELETE FROM sluice_txn_offsets WHERE transactional_id = $1",
+                            "DELETE FROM sluice_txn_groups WHERE transactional_id = $1",
+                            "DELETE FROM sluice_txn_partitions WHERE transactional_id = $1",
+                            "DELETE FROM sluice_txn_metadata WHERE transactional_id = $1"})
+        if (auto r = tx.exec(sql, {id}); !r) return r.err();
+    return {};
+}
+
+result<void> put_rows(pg_transaction& tx, const txn_metadata& t) {
+    auto meta = tx.exec(
+        "INSERT INTO sluice_txn_metadata (transactional_id, producer_id, producer_epoch, "
+        "last_producer_id, last_producer_epoch, next_producer_id, timeout_ms, state, tv2, "
+        "start_ms, update_ms) VALUES ($1, CAST($2 AS BIGINT), CAST($3 AS SMALLINT), "
+        "CAST($4 AS BIGINT), CAST($5 AS SMALLINT), CAST($6 AS BIGINT), CAST($7 AS INTEGER), $8, "
+        "CAST($9 AS INTEGER), CAST($10 AS BIGINT), CAST($11 AS BIGINT))",
+        {t.transactional_id, std::to_string(t.producer_id), std::to_string(t.producer_epoch),
+         std::to_string(t.last_producer_id), std::to_string(t.last_producer_epoch),
+         std::to_string(t.next_producer_id), std::to_string(t.timeout_ms),
+         std::string(txn::state_name(t.state)), t.tv2 ? "1" : "0", std::to_string(t.start_ms),
+         std::to_string(t.update_ms)});
+    if (!meta) return meta.err();
+    for (const auto& tp : t.partitions) {
+        auto r = tx.exec(
+            "INSERT INTO sluice_txn_partitions (transactional_id, topic_name, partition_id) "
+            "VALUES ($1, $2, CAST($3 AS INTEGER))",
+            {t.transactional_id, tp.topic, std::to_string(tp.partition)});
+        if (!r) return r.err();
+    }
+    for (const auto& g : t.groups) {
+        auto r =
+            tx.exec("INSERT INTO sluice_txn_groups (transactional_id, group_id) VALUES ($1, $2)",
+                    {t.transactional_id, g});
+        if (!r) return r.err();
+    }
+    for (const auto& o : t.offsets) {
+        auto r = tx.exec(
+            "INSERT INTO sluice_txn_offsets (transactional_id, group_id, topic_name, "
+            "partition_id, committed_offset, leader_epoch, metadata, commit_ms) VALUES ($1, $2, "
+            "$3, CAST($4 AS INTEGER), CAST($5 AS BIGINT), CAST($6 AS INTEGER), $7, "
+            "CAST($8 AS BIGINT))",
+            {t.transactional_id, o.group_id, o.tp.topic, std::to_string(o.tp.partition),
+             std::to_string(o.offset), std::to_string(o.leader_epoch), text_or_null(o.metadata),
+             std::to_string(o.commit_ms)});
+        if (!r) return r.err();
+    }
+    return {};
+}
+
+}  // namespace
+
+result<std::vector<txn_metadata>> pg_txn_store::load() {
+    return _db->transact<std::vector<txn_metadata>>(
+        isolation_level::repeatable_read,
+        [](pg_transaction& tx) -> result<std::vector<txn_metadata>> {
+            auto rows = tx.exec(
+                "SELECT transactional_id, producer_id, producer_epoch, last_producer_id, "
+                "last_producer_epoch, next_producer_id, timeout_ms, state, tv2, start_ms, "
+                "update_ms FROM sluice_txn_metadata ORDER BY transactional_id");
+            if (!rows) return rows.err();
+            std::vector<txn_metadata> out;
+            std::map<std::string, size_t> index;
+            for (size_t r = 0; r < rows->size(); ++r) {
+                txn_metadata t;
+                t.transactional_id = rows->text(r, 0);
+                t.producer_id = rows->int64(r, 1);
+                t.producer_epoch = static_cast<int16_t>(rows->int64(r, 2));
+                t.last_producer_id = rows->int64(r, 3);
+                t.last_producer_epoch = static_cast<int16_t>(rows->int64(r, 4));
+                t.next_producer_id = rows->int64(r, 5);
+                t.timeout_ms = static_cast<int32_t>(rows->int64(r, 6));
+                auto state = txn::parse_state(rows->text(r, 7));
+                if (!state)
+                    return error{errc::corrupt,
+                                 fmt::format("transactional id '{}' has an unknown stored "
+                                             "state '{}'",
+                                             t.transactional_id, rows->text(r, 7))};
+                t.state = *state;
+                t.tv2 = rows->int64(r, 8) != 0;
+                t.start_ms = rows->int64(r, 9);
+                t.update_ms = rows->int64(r, 10);
+                index[t.transactional_id] = out.size();
+                out.push_back(std::move(t));
+            }
+            if (auto c = load_children(tx, out, index); !c) return c.err();
+            return out;
+        });
+}
+
+result<void> pg_txn_store::put(const txn_metadata& t) {
+    return _db->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
+        if (auto r = erase_rows(tx, t.transactional_id); !r) return r;
+        return put_rows(tx, t);
+    });
+}
+
+result<void> pg_txn_store::erase(const std::string& transactional_id) {
+    return _db->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
+        return erase_rows(tx, transactional_id);
+    });
+}
+
+}  // namespace sluice::shared
