@@ -668,6 +668,13 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->delimiter(',')
         ->check(CLI::IsMember({"uniform", "range"}))
         ->capture_default_str();
+    cmd->add_option("--group-consumer-migration-policy", o->groups.consumer_migration_policy,
+                    "Online migration between classic and consumer groups: a classic group "
+                    "becomes a consumer group when a group.protocol=consumer member joins "
+                    "(upgrade) and back when the last one leaves (downgrade) "
+                    "(group.consumer.migration.policy)")
+        ->check(CLI::IsMember({"bidirectional", "upgrade", "downgrade", "disabled"}))
+        ->capture_default_str();
     cmd->add_option("--group-max-size", o->groups.max_group_size,
                     "Members a group may have; a join beyond gets GROUP_MAX_SIZE_REACHED")
         ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()))
@@ -685,8 +692,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "(INVALID_TRANSACTION_TIMEOUT above it)")
         ->check(CLI::Range(1, INT32_MAX))
         ->capture_default_str();
-    cmd->add_option("--transaction-abort-check-interval-ms",
-                    o->transaction_abort_check_interval_ms,
+    cmd->add_option("--transaction-abort-check-interval-ms", o->transaction_abort_check_interval_ms,
                     "How often transactions open longer than their timeout are aborted")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
         ->capture_default_str();
