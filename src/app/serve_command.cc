@@ -693,6 +693,13 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->delimiter(',')
         ->check(CLI::IsMember({"uniform", "range"}))
         ->capture_default_str();
+    cmd->add_option("--group-consumer-migration-policy", o->groups.consumer_migration_policy,
+                    "Online migration between classic and consumer groups: a classic group "
+                    "becomes a consumer group when a group.protocol=consumer member joins "
+                    "(upgrade) and back when the last one leaves (downgrade) "
+                    "(group.consumer.migration.policy)")
+        ->check(CLI::IsMember({"bidirectional", "upgrade", "downgrade", "disabled"}))
+        ->capture_default_str();
     cmd->add_option("--group-max-size", o->groups.max_group_size,
                     "Members a group may have; a join beyond gets GROUP_MAX_SIZE_REACHED")
         ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()))

@@ -38,11 +38,8 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
     _cluster_id = _catalog.cluster_id();
     _groups.on_earlier_deadline([this] { schedule_groups(); });
     _consumer_groups.on_earlier_deadline([this] { schedule_groups(); });
-    // No online migration: a consumer member may not take over a classic group in use.
-    _consumer_groups.set_classic_in_use([this](const std::string& id) {
-        auto d = _groups.describe(id);
-        return d && !d->members.empty();
-    });
+    // Online migration between the protocols (group.consumer.migration.policy).
+    _consumer_groups.set_classic(&_groups);
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
         if (auto* h = _expansions.load()) h->on_high_watermark(tps);
         _loop.post([this, tps] { notify_data(tps); });

@@ -158,6 +158,7 @@ std::vector<std::pair<std::string, std::string>> static_settings(const broker_co
          fmt::format("{}", fmt::join(cfg.groups.consumer_assignors, ","))},
         {"group.consumer.heartbeat.interval.ms",
          std::to_string(cfg.groups.consumer_heartbeat_interval_ms)},
+        {"group.consumer.migration.policy", cfg.groups.consumer_migration_policy},
         {"group.consumer.session.timeout.ms",
          std::to_string(cfg.groups.consumer_session_timeout_ms)},
         {"group.max.size", std::to_string(cfg.groups.max_group_size)},

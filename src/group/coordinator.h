@@ -95,6 +95,16 @@ class coordinator {
     std::vector<std::pair<std::string, offset_entry>> expired_offsets() const;
     void erase_expired(const std::vector<std::pair<std::string, offset_entry>>& expired);
 
+    // --- online migration to and from consumer groups (migration.cc, KIP-848) ---
+    // The group as it stands, if it has members, with each member's last assignment.
+    std::optional<stored_group> members_of(const std::string& group_id) const;
+    // Its members move to a consumer group: parked joins and syncs are answered
+    // REBALANCE_IN_PROGRESS, and the group stays Empty with its offsets.
+    void release_members(const std::string& group_id);
+    // A consumer group whose members all use the classic protocol becomes a classic
+    // group again, at the given generation, rebalancing (every member rejoins).
+    void adopt(const stored_group& s);
+
     // --- administration ---
     std::vector<group_listing> list() const;
     // Forgets Empty groups that hold no offsets, as Kafka's periodic cleanup does (until

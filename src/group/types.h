@@ -37,6 +37,18 @@ struct config {
     int32_t consumer_heartbeat_interval_ms = 5000;  // group.consumer.heartbeat.interval.ms
     // group.consumer.assignors: the server-side assignors offered; the first is the default.
     std::vector<std::string> consumer_assignors = {"uniform", "range"};
+    // group.consumer.migration.policy: whether a classic group becomes a consumer group
+    // when a consumer-protocol member joins it (upgrade), and back when the last one
+    // leaves (downgrade): bidirectional, upgrade, downgrade or disabled.
+    std::string consumer_migration_policy = "bidirectional";
+    bool migration_upgrade() const {
+        return consumer_migration_policy == "bidirectional" ||
+               consumer_migration_policy == "upgrade";
+    }
+    bool migration_downgrade() const {
+        return consumer_migration_policy == "bidirectional" ||
+               consumer_migration_policy == "downgrade";
+    }
 };
 
 enum class group_state { empty, preparing_rebalance, completing_rebalance, stable, dead };

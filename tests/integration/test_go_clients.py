@@ -34,9 +34,9 @@ def programs(tmp_path_factory):
     return built
 
 
-def run(program, b, topic, group, per):
+def run(program, b, topic, group, per, extra=()):
     r = subprocess.run([str(program), "-bootstrap", b.bootstrap, "-topic", topic, "-group", group,
-                        "-partitions", str(PARTITIONS), "-per-codec", str(per)],
+                        "-partitions", str(PARTITIONS), "-per-codec", str(per), *extra],
                        capture_output=True, text=True, timeout=200)
     lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
     assert r.returncode == 0, (r.stderr[-3000:], lines[-3:], b.stderr_tail())
@@ -58,10 +58,15 @@ def expected_records(per, modulus):
     return want
 
 
-@pytest.mark.parametrize("client,per,modulus", [("franz", 200, 17), ("kafkago", 100, 13), ("saramagroup", 100, 11)])
+# franz-next-gen: franz-go's group members with kgo.ServerSideBalancer(), its opt-in to
+# KIP-848 consumer groups (v1.22 keeps the classic protocol by default).
+@pytest.mark.parametrize("client,per,modulus", [("franz", 200, 17), ("franz-next-gen", 200, 17),
+                                                ("kafkago", 100, 13), ("saramagroup", 100, 11)])
 def test_go_client(programs, broker, topic_name, client, per, modulus):
     topic, group = topic_name.replace("_", "-"), "group-" + topic_name
-    out = run(programs[client], broker, topic, group, per)
+    next_gen = client.endswith("-next-gen")
+    client = client.split("-")[0]
+    out = run(programs[client], broker, topic, group, per, ["-next-gen"] if next_gen else [])
     assert out["created"][0]["err"] is None
     # Each client words TOPIC_ALREADY_EXISTS its own way.
     assert "already exists" in (out["created-again"][0]["err"] or "").lower(), out["created-again"]
@@ -125,6 +130,14 @@ def test_go_client(programs, broker, topic_name, client, per, modulus):
         assert committed[p] == hw_late[p] - n_late, (p, committed, hw_late)
     assert all(o >= committed[p] for p, o, _ in late)
 
+    if next_gen:
+        # While both members were in: a consumer group of two consumer-protocol members
+        # (ConsumerGroupDescribe member type 1) splitting the partitions.
+        cg = out["consumer-group"][0]
+        assert cg["err"] is None and cg["assignor"] == "uniform" and len(cg["members"]) == 2, cg
+        assert all(m["type"] == 1 and m["epoch"] == cg["epoch"] for m in cg["members"]), cg
+        split = [set(m["partitions"] or []) for m in cg["members"]]
+        assert not (split[0] & split[1]) and split[0] | split[1] == set(range(PARTITIONS)), cg
     g = out["group"][0]
     assert (g["group"], g["state"], g["members"], g["err"]) == (group, "Empty", 0, None), g
     assert group in out["groups"][0]["names"]

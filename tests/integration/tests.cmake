@@ -67,3 +67,15 @@ foreach(version ${confluent_kafka_versions})
     sluice_integration_slots(integration.ck-${short}.${suite} ${suite})
   endforeach()
 endforeach()
+
+# KIP-848 consumer groups (group.protocol=consumer) need librdkafka 2.12+: this suite runs
+# under the newest venv only (under Debian's interpreter it skips).
+add_test(NAME integration.ck-2.16.test_groups_kip848_confluent
+  COMMAND ${CMAKE_CURRENT_LIST_DIR}/.venv-ck-2.16/bin/python -m pytest -q -p no:cacheprovider
+          ${CMAKE_CURRENT_LIST_DIR}/test_groups_kip848_confluent.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+set_tests_properties(integration.ck-2.16.test_groups_kip848_confluent PROPERTIES
+  LABELS integration
+  ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_EXPECT_CONFLUENT_KAFKA=2.16.1"
+  TIMEOUT 600
+  RESOURCE_LOCK broker)

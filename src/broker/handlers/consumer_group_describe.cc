@@ -51,6 +51,7 @@ void handle_consumer_group_describe(const request_context& ctx, request_body bod
             om.instance_id = std::move(m.instance_id);
             om.rack_id = std::move(m.rack_id);
             om.member_epoch = m.member_epoch;
+            om.member_type = m.classic ? 0 : 1;  // v1+: 0 a classic member, 1 a consumer one
             om.client_id = std::move(m.client_id);
             om.client_host = std::move(m.client_host);
             om.subscribed_topic_names = std::move(m.subscribed_topics);

@@ -10,9 +10,12 @@ void handle_heartbeat(const request_context& ctx, request_body body) {
     group::member_ref m{std::move(req.member_id), std::move(req.group_instance_id),
                         req.generation_id};
     protocol::heartbeat_response resp;
-    resp.error_code = ctx.allowed(security::resource_kind::group, req.group_id)
-                          ? code(ctx.b.groups().heartbeat(req.group_id, m))
-                          : code(protocol::error_code::group_authorization_failed);
+    auto& consumer = ctx.b.consumer_groups();
+    resp.error_code = !ctx.allowed(security::resource_kind::group, req.group_id)
+                          ? code(protocol::error_code::group_authorization_failed)
+                      : consumer.has_members(req.group_id)
+                          ? code(consumer.classic_heartbeat(req.group_id, m))
+                          : code(ctx.b.groups().heartbeat(req.group_id, m));
     ctx.respond(resp);
 }
 

@@ -14,17 +14,11 @@ void handle_join_group(const request_context& ctx, request_body body) {
         ctx.respond(resp);
         return;
     }
-    // No online migration from consumer groups (KIP-848): a classic member may not join
-    // one that has members; an empty one gives its id back to the classic protocol.
+    // A consumer group with members takes classic members too (KIP-848's online
+    // migration); an empty one gives its id back to the classic protocol.
     auto& consumer = ctx.b.consumer_groups();
-    if (consumer.has_members(req.group_id)) {
-        protocol::join_group_response resp;
-        resp.error_code = code(protocol::error_code::group_id_not_found);
-        resp.member_id = req.member_id;
-        ctx.respond(resp);
-        return;
-    }
-    consumer.erase_group(req.group_id);
+    const bool to_consumer = consumer.has_members(req.group_id);
+    if (!to_consumer) consumer.erase_group(req.group_id);
     group::join_request j;
     j.group_id = std::move(req.group_id);
     j.member_id = std::move(req.member_id);
@@ -37,7 +31,7 @@ void handle_join_group(const request_context& ctx, request_body body) {
     for (auto& p : req.protocols) j.protocols.push_back({std::move(p.name), std::move(p.metadata)});
     j.require_known_member_id = ctx.version() >= 4;
     j.supports_skip_assignment = ctx.version() >= 9;
-    ctx.b.groups().join(std::move(j), [ctx](const group::join_result& r) {
+    auto answer = [ctx](const group::join_result& r) {
         protocol::join_group_response resp;
         resp.error_code = code(r.error);
         resp.generation_id = r.generation;
@@ -49,7 +43,11 @@ void handle_join_group(const request_context& ctx, request_body body) {
         for (const auto& m : r.members)
             resp.members.push_back({m.member_id, m.instance_id, m.metadata});
         ctx.respond(resp);
-    });
+    };
+    if (to_consumer)
+        consumer.classic_join(std::move(j), std::move(answer));
+    else
+        ctx.b.groups().join(std::move(j), std::move(answer));
 }
 
 }  // namespace sluice::broker

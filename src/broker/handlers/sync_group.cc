@@ -32,14 +32,18 @@ void handle_sync_group(const request_context& ctx, request_body body) {
     s.protocol_name = std::move(req.protocol_name);
     for (auto& a : req.assignments)
         s.assignments.emplace_back(std::move(a.member_id), std::move(a.assignment));
-    ctx.b.groups().sync(s, [ctx](const group::sync_result& r) {
+    auto answer = [ctx](const group::sync_result& r) {
         protocol::sync_group_response resp;
         resp.error_code = code(r.error);
         resp.protocol_type = r.protocol_type;
         resp.protocol_name = r.protocol_name;
         resp.assignment = r.assignment;
         ctx.respond(resp);
-    });
+    };
+    if (ctx.b.consumer_groups().has_members(s.group_id))
+        ctx.b.consumer_groups().classic_sync(s, std::move(answer));
+    else
+        ctx.b.groups().sync(s, std::move(answer));
 }
 
 }  // namespace sluice::broker

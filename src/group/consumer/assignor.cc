@@ -1,6 +1,7 @@
 #include "group/consumer/assignor.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace sluice::group::consumer {
@@ -47,13 +48,26 @@ target_assignment assign_uniform(const std::vector<assignor_member>& members,
     }
     if (members.empty()) return out;
     std::map<std::pair<std::string, int32_t>, std::string> owner;
+    // When every member subscribes to the same topics, each keeps at most its quota of
+    // its previous partitions, the lowest numbered first (as Kafka's homogeneous uniform
+    // assignor): P / M each, one more for the first P % M members in member-id order.
+    bool homogeneous = true;
+    size_t total = 0;
+    for (const auto& m : members) homogeneous = homogeneous && m.topics == members.front().topics;
+    for (const auto& t : members.front().topics)
+        if (auto it = topics.find(t); it != topics.end()) total += static_cast<size_t>(it->second);
+    size_t extra = total % members.size();
     // Sticky part, in member-id order so a partition two members claim goes to one.
     for (const auto& [id, m] : by_id) {
+        size_t quota = total / members.size() + (extra > 0 ? 1 : 0);
+        if (extra > 0) --extra;
+        if (!homogeneous) quota = std::numeric_limits<size_t>::max();
         for (const auto& [topic, ps] : m->previous) {
             auto size = topics.find(topic);
             if (size == topics.end() || !m->topics.count(topic)) continue;
             for (int32_t p : ps) {
                 if (p >= size->second || owner.count({topic, p})) continue;
+                if (count(out[id]) >= quota) break;
                 owner[{topic, p}] = id;
                 out[id][topic].insert(p);
             }

@@ -101,12 +101,14 @@ void coordinator::heartbeat(heartbeat_request req, heartbeat_callback cb) {
         if (req.member_epoch != 0)
             return cb(failure(error_code::group_id_not_found,
                               fmt::format("Consumer group {} not found.", req.group_id), req));
-        if (_classic_in_use && _classic_in_use(req.group_id))
-            return cb(failure(error_code::group_id_not_found,
-                              fmt::format("Group {} is a classic group with members; Sluice does "
-                                          "not convert it to a consumer group.",
-                                          req.group_id),
-                              req));
+        if (auto classic = _classic ? _classic->members_of(req.group_id) : std::nullopt) {
+            // Online upgrade (KIP-848): the classic members carry on in a consumer group.
+            std::string why;
+            existing = upgrade(*classic, why);
+            if (!existing) return cb(failure(error_code::group_id_not_found, why, req));
+        }
+    }
+    if (!existing) {
         auto& slot = _groups[req.group_id];
         slot = std::make_unique<group_data>();
         slot->id = req.group_id;
@@ -150,11 +152,11 @@ void coordinator::heartbeat(heartbeat_request req, heartbeat_callback cb) {
     r.member_id = m.id;
     r.member_epoch = m.current.member_epoch;
     r.heartbeat_interval_ms = _cfg.consumer_heartbeat_interval_ms;
-    // The assignment travels when it changed, on a join, or when the member's view of
-    // what it owns differs from the coordinator's.
-    if (created || req.member_epoch == 0 || !(m.current.assigned == before.assigned) ||
-        m.current.member_epoch != before.member_epoch ||
-        (req.owned && !(*req.owned == m.current.assigned)))
+    // The assignment travels on a full request (a join, or one carrying the rebalance
+    // timeout, the subscription and what it owns) or when it changed, as Kafka sends it.
+    const bool full = req.member_epoch == 0 ||
+                      (req.rebalance_timeout_ms != -1 && req.subscribed_topic_names && req.owned);
+    if (created || full || !(m.current.assigned == before.assigned))
         r.assignment = m.current.assigned;
     if (!changed) return cb(r);
     g.state_ms = _clock.wall_ms();
@@ -348,7 +350,8 @@ void coordinator::reconcile_member(group_data& g, member_data& m,
     m.current = std::move(next);
     if (m.current.state == member_state::unrevoked_partitions) {
         // A member that does not revoke within its rebalance timeout is removed.
-        if (!was_revoking && m.rebalance_timeout_ms > 0)
+        // (A classic member revokes by joining again; its session covers it.)
+        if (!was_revoking && m.rebalance_timeout_ms > 0 && !m.classic)
             arm(timer_kind::revocation, g, m.id, m.revocation_deadline,
                 _clock.steady_ms() + m.rebalance_timeout_ms);
     } else {
@@ -379,6 +382,7 @@ void coordinator::leave(group_data& g, const heartbeat_request& req, heartbeat_c
         refresh_session(g, m);
         log_info("group", "consumer group '{}': static member {} leaves for now", g.id, member_id);
     } else {
+        if (maybe_downgrade(g, member_id)) return cb(r);
         remove_member(g, member_id, "left the group");
     }
     g.state_ms = _clock.wall_ms();
@@ -405,7 +409,8 @@ void coordinator::remove_member(group_data& g, const std::string& member_id, con
 
 void coordinator::refresh_session(group_data& g, member_data& m) {
     arm(timer_kind::session, g, m.id, m.session_deadline,
-        _clock.steady_ms() + _cfg.consumer_session_timeout_ms);
+        _clock.steady_ms() +
+            (m.classic ? m.classic->session_timeout_ms : _cfg.consumer_session_timeout_ms));
 }
 
 }  // namespace sluice::group::consumer

@@ -77,6 +77,7 @@ struct member_description {
     std::optional<std::string> instance_id;
     std::optional<std::string> rack_id;
     int32_t member_epoch = 0;
+    bool classic = false;  // speaks the classic protocol (after an online upgrade)
     std::string client_id;
     std::string client_host;
     std::vector<std::string> subscribed_topics;
@@ -109,16 +110,26 @@ class coordinator {
     void set_settings(const config& c) { _cfg = c; }
     // Where changes are written; nullptr: nowhere (each write counts as durable at once).
     void set_state_writer(state_writer* w) { _writer = w; }
-    // Whether the classic coordinator holds a group with members under an id: a
-    // consumer member may not join it (no online migration: GROUP_ID_NOT_FOUND).
-    void set_classic_in_use(std::function<bool(const std::string&)> fn) {
-        _classic_in_use = std::move(fn);
-    }
+    // The classic coordinator, for online migration (KIP-848): a consumer member joining
+    // a classic group with members converts it, and the group goes back to it when the
+    // last consumer member leaves (group.consumer.migration.policy). nullptr: a consumer
+    // member may not join a classic group in use (GROUP_ID_NOT_FOUND).
+    void set_classic(group::coordinator* classic) { _classic = classic; }
     // At start-up, before serving.
     void restore(const stored_consumer_group& s);
 
     // cb runs once, when what the heartbeat changed is durable.
     void heartbeat(heartbeat_request req, heartbeat_callback cb);
+
+    // Members speaking the classic protocol in a consumer group with members (after an
+    // online upgrade; classic_members.cc, Kafka's classicGroup*ToConsumerGroup). The
+    // broker assigns them: JoinGroup answers at once with the member's epoch as the
+    // generation and no leader, SyncGroup with its partitions, Heartbeat with
+    // REBALANCE_IN_PROGRESS when it must join again to move towards its target.
+    void classic_join(join_request req, join_callback cb);
+    void classic_sync(const sync_request& req, sync_callback cb);
+    error_code classic_heartbeat(const std::string& group_id, const member_ref& ref);
+    error_code classic_leave(const std::string& group_id, const member_ref& ref);
 
     bool is_consumer_group(const std::string& group_id) const;
     bool has_members(const std::string& group_id) const;
@@ -159,6 +170,14 @@ class coordinator {
     void compute_target(group_data& g);
     void reconcile_member(group_data& g, member_data& m, const std::optional<partition_map>& owned);
     void remove_member(group_data& g, const std::string& member_id, const char* reason);
+    // classic_members.cc: online migration.
+    group_data* upgrade(const stored_group& classic, std::string& why);
+    // When the member leaving is the last one using the consumer protocol: the group
+    // goes back to the classic coordinator (g is gone) and true is returned.
+    bool maybe_downgrade(group_data& g, const std::string& leaving);
+    member_data* classic_member(group_data& g, const member_ref& ref, error_code& err);
+    // Answers the join once what it changed is durable.
+    void finish_classic_join(group_data& g, member_data& m, bool changed, join_callback cb);
     void refresh_session(group_data& g, member_data& m);
     void arm(timer_kind k, group_data& g, const std::string& member, int64_t& slot, int64_t at);
     void disarm(timer_kind k, const group_data& g, const std::string& member, int64_t& slot);
@@ -170,7 +189,7 @@ class coordinator {
     clock_source _clock;
     std::map<std::string, std::unique_ptr<group_data>> _groups;
     deadline_set<timer_kind> _timers;
-    std::function<bool(const std::string&)> _classic_in_use;
+    group::coordinator* _classic = nullptr;
     state_writer* _writer = nullptr;
 };
 

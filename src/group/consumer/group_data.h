@@ -17,6 +17,13 @@ struct coordinator::member_data {
     std::vector<std::string> subscribed_topics;  // sorted
     std::optional<std::string> subscribed_regex;
     member_assignment current;
+    // Set for a member speaking the classic protocol (JoinGroup, SyncGroup, Heartbeat).
+    struct classic_metadata {
+        int32_t session_timeout_ms = 0;
+        std::vector<protocol_entry> protocols;  // in its order of preference
+        int16_t subscription_version = 0;
+    };
+    std::optional<classic_metadata> classic;
     int64_t session_deadline = 0;     // steady ms; 0: not armed
     int64_t revocation_deadline = 0;  // steady ms while revoking; 0: not armed
 };

@@ -42,8 +42,11 @@ std::optional<error_code> coordinator::check_commit(const std::string& group_id,
     if (member_epoch < 0 && g->members.empty()) return error_code::none;
     auto it = g->members.find(member_id);
     if (it == g->members.end()) return error_code::unknown_member_id;
-    if (api_version < 9) return error_code::unsupported_version;
     int32_t expected = it->second.current.member_epoch;
+    // A classic member commits with its generation, at any version.
+    if (it->second.classic)
+        return member_epoch == expected ? error_code::none : error_code::illegal_generation;
+    if (api_version < 9) return error_code::unsupported_version;
     if (member_epoch > expected) return error_code::fenced_member_epoch;
     if (member_epoch < expected) return error_code::stale_member_epoch;
     return error_code::none;
@@ -82,6 +85,7 @@ std::optional<group_description> coordinator::describe(const std::string& group_
         md.instance_id = m.instance_id;
         md.rack_id = m.rack_id;
         md.member_epoch = m.current.member_epoch;
+        md.classic = m.classic.has_value();
         md.client_id = m.client_id;
         md.client_host = m.client_host;
         md.subscribed_topics = m.subscribed_topics;
@@ -118,10 +122,12 @@ void coordinator::poll() {
         if (it == g->members.end()) continue;
         if (k.kind == timer_kind::session) {
             it->second.session_deadline = 0;
-            remove_member(*g, k.member, "expired (group.consumer.session.timeout.ms)");
+            if (maybe_downgrade(*g, k.member)) continue;
+            remove_member(*g, k.member, "expired (its session timeout)");
         } else {
             it->second.revocation_deadline = 0;
             if (it->second.current.state != member_state::unrevoked_partitions) continue;
+            if (maybe_downgrade(*g, k.member)) continue;
             remove_member(*g, k.member,
                           "did not revoke its partitions within its rebalance timeout");
         }

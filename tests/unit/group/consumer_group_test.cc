@@ -347,10 +347,5 @@ TEST_F(ConsumerGroup, RestartRestoresEpochsAndAssignments) {
     EXPECT_EQ(after->members.size(), 2u);
 }
 
-TEST_F(ConsumerGroup, ClassicGroupInUseIsNotTaken) {
-    co->set_classic_in_use([](const std::string& id) { return id == "g"; });
-    EXPECT_EQ(join("a").error, ec::group_id_not_found);
-}
-
 }  // namespace
 }  // namespace sluice::group::consumer

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"sluice/tests/integration/go/internal/jsonl"
 	"sort"
@@ -23,6 +24,19 @@ func toRec(r *kgo.Record) jsonl.Rec {
 		h[x.Key] = string(x.Value)
 	}
 	return jsonl.Rec{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value), Headers: h}
+}
+
+// -next-gen: the group members opt into KIP-848 consumer groups (kgo.ServerSideBalancer;
+// franz-go v1.22 keeps the classic protocol unless asked, even when the broker offers it).
+var nextGen = flag.Bool("next-gen", false, "group members use the KIP-848 consumer group protocol")
+
+// groupOpts: the options every group member of the program gets.
+func groupOpts(a jsonl.Args, extra ...kgo.Opt) []kgo.Opt {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(a.Bootstrap), kgo.ConsumerGroup(a.Group), kgo.ConsumeTopics(a.Topic)}, extra...)
+	if *nextGen {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	return opts
 }
 
 func main() {
@@ -90,8 +104,7 @@ func main() {
 	seen := map[string][]jsonl.Rec{}
 	members := make([]*kgo.Client, 2)
 	for m := range members {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap), kgo.ConsumerGroup(a.Group), kgo.ConsumeTopics(a.Topic),
-			kgo.ClientID(fmt.Sprintf("franz-member-%d", m)), kgo.DisableAutoCommit())
+		cl, err := kgo.NewClient(groupOpts(a, kgo.ClientID(fmt.Sprintf("franz-member-%d", m)), kgo.DisableAutoCommit())...)
 		if err != nil {
 			jsonl.Fail("member", err)
 		}
@@ -126,6 +139,29 @@ func main() {
 		}(fmt.Sprint(m), cl)
 	}
 	jsonl.WaitFor(&mu, func() int { return len(seen["0"]) + len(seen["1"]) }, total, 90*time.Second)
+	if *nextGen {
+		// ConsumerGroupDescribe while both members are in: a consumer group, each member
+		// a consumer-protocol one (type 1) with its partitions.
+		described, err := adm.DescribeConsumerGroups(ctx, a.Group)
+		if err != nil {
+			jsonl.Fail("describe consumer groups", err)
+		}
+		for _, g := range described {
+			var ms []map[string]any
+			for _, m := range g.Members {
+				var parts []int32
+				for _, ps := range m.Assignment {
+					for p := range ps {
+						parts = append(parts, p)
+					}
+				}
+				sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+				ms = append(ms, map[string]any{"epoch": m.MemberEpoch, "type": m.MemberType, "partitions": parts})
+			}
+			jsonl.Emit("consumer-group", map[string]any{"group": g.Group, "state": g.State, "epoch": g.Epoch,
+				"assignor": g.AssignorName, "members": ms, "err": jsonl.Err(g.Err)})
+		}
+	}
 	// Both members hold part of the group once all is read (it was read by two).
 	close(stop)
 	wg.Wait()
@@ -153,7 +189,7 @@ func main() {
 		}
 	}
 	p.Close()
-	third, _ := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap), kgo.ConsumerGroup(a.Group), kgo.ConsumeTopics(a.Topic))
+	third, _ := kgo.NewClient(groupOpts(a)...)
 	var late []jsonl.Rec
 	for len(late) < 5 && ctx.Err() == nil {
 		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)

@@ -1,0 +1,140 @@
+"""KIP-848 consumer groups through librdkafka (confluent-kafka 2.16.1 from PyPI, which
+bundles librdkafka 2.16; group.protocol=consumer needs 2.12 or newer): tests.cmake runs
+this file under .venv-ck-2.16, and it skips under an older librdkafka.
+
+Members join and leave (two, a third, one closes): the broker moves partitions between
+them incrementally, and every record produced is consumed exactly once (commits after
+each batch, group_helpers.GroupMember). A broker kill -9 with consumer-protocol members:
+they carry on with their partitions after the restart, the group keeps its epoch (no
+rebalance), and nothing is consumed twice (every batch was committed before the kill).
+"""
+
+import socket
+
+import confluent_kafka
+import pytest
+from confluent_kafka import Producer
+
+import group_helpers as G
+import sluice_helpers as H
+import sql_helpers as S
+
+if tuple(int(x) for x in confluent_kafka.libversion()[0].split(".")[:2]) < (2, 12):
+    pytest.skip("group.protocol=consumer needs librdkafka 2.12+ (have %s)" % confluent_kafka.libversion()[0],
+                allow_module_level=True)
+
+PARTITIONS = 6
+
+
+def consumer_conf(bootstrap, group):
+    conf = G.group_consumer_conf(bootstrap, group, **{"group.protocol": "consumer"})
+    # Classic-protocol settings: with group.protocol=consumer the broker decides them
+    # (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
+    for key in ("session.timeout.ms", "heartbeat.interval.ms"):
+        conf.pop(key, None)
+    return conf
+
+
+def produce(bootstrap, topic, salt, per=20):
+    p = Producer(H.producer_conf(bootstrap))
+    want = set()
+    for part in range(PARTITIONS):
+        for i in range(per):
+            v = "%s-%d-%d" % (salt, part, i)
+            p.produce(topic, value=v.encode(), partition=part)
+            want.add(v)
+    assert p.flush(30) == 0
+    return want
+
+
+def values(members):
+    return [v.decode() for m in members for (_, _, _, v) in m.handled()]
+
+
+def split(members, each=None):
+    owned = [m.assignment() for m in members]
+    ok = set().union(*owned) == set(range(PARTITIONS)) and sum(len(o) for o in owned) == PARTITIONS
+    return ok and (each is None or all(len(o) == each for o in owned))
+
+
+def no_errors(members):
+    for m in members:
+        assert not m.errors_snapshot() and not m.commit_failures, (m.name, m.errors_snapshot(), m.commit_failures)
+
+
+def test_members_join_and_leave(broker, topic_name):
+    H.create_topic(broker.bootstrap, topic_name, PARTITIONS)
+    group = "ck848-" + topic_name
+    view = G.GroupView()
+    conf = consumer_conf(broker.bootstrap, group)
+    want = produce(broker.bootstrap, topic_name, "first")
+    everyone = []
+    try:
+        a, b = (G.GroupMember(view, n, conf, topic_name) for n in "AB")
+        everyone += [a, b]
+        G.wait_for(lambda: split([a, b], 3), 60, lambda: "A and B to split the partitions: %r" % (
+            [sorted(m.assignment()) for m in everyone]))
+        G.wait_for(lambda: set(values(everyone)) >= want, 60, "the first records")
+
+        c = G.GroupMember(view, "C", conf, topic_name)
+        everyone.append(c)
+        G.wait_for(lambda: split([a, b, c], 2), 60, lambda: "C to get its share: %r" % (
+            [sorted(m.assignment()) for m in everyone]))
+        want |= produce(broker.bootstrap, topic_name, "three")
+        G.wait_for(lambda: set(values(everyone)) >= want, 60, "the records read by three")
+
+        b.close()  # ConsumerGroupHeartbeat with epoch -1: its partitions go to A and C
+        G.wait_for(lambda: split([a, c], 3), 60, lambda: "A and C to take B's partitions: %r" % (
+            [sorted(m.assignment()) for m in (a, c)]))
+        want |= produce(broker.bootstrap, topic_name, "two")
+        G.wait_for(lambda: set(values(everyone)) >= want, 60, "the records after B left")
+    finally:
+        G.close_all(everyone)
+    no_errors(everyone)
+    got = values(everyone)
+    assert sorted(got) == sorted(want), "each record exactly once"
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def group_row(b, group):
+    rows = S.http_rows(b.http, "SELECT type, state, members, generation FROM system.groups "
+                       "WHERE group_id = '%s'" % group)
+    return rows[0] if rows else None
+
+
+def test_broker_kill9_keeps_the_group(broker_factory, topic_name):
+    b = broker_factory(listen="127.0.0.1:%d" % free_port(), extra_args=S.SQL_ARGS)
+    H.create_topic(b.bootstrap, topic_name, PARTITIONS)
+    group = "ck848-kill-" + topic_name
+    view = G.GroupView()
+    conf = consumer_conf(b.bootstrap, group)
+    want = produce(b.bootstrap, topic_name, "before")
+    members = []
+    try:
+        members = [G.GroupMember(view, n, conf, topic_name) for n in "AB"]
+        G.wait_for(lambda: split(members, 3), 60, "A and B to split the partitions")
+        G.wait_for(lambda: set(values(members)) >= want, 60, "the first records")
+        G.wait_for(lambda: all(not m.pending for m in members) and (group_row(b, group) or [0, ""])[1] == "Stable",
+                   30, lambda: "every batch committed and the group stable: %r" % (group_row(b, group),))
+        before = group_row(b, group)
+        assert before[0] == "consumer" and before[2] == 2, before
+        owned = [m.assignment() for m in members]
+
+        b.kill9()
+        b.start()
+        want |= produce(b.bootstrap, topic_name, "after")
+        G.wait_for(lambda: set(values(members)) >= want, 90, "the records produced after the restart")
+        after = group_row(b, group)
+        assert after == before, (before, after)  # the same epoch: no rebalance
+        assert [m.assignment() for m in members] == owned
+    finally:
+        G.close_all(members)
+    no_errors(members)
+    assert sorted(values(members)) == sorted(want), "each record exactly once"
