@@ -48,6 +48,10 @@ enum class api_key : int16_t {
     describe_producers = 61,
     consumer_group_heartbeat = 68,
     consumer_group_describe = 69,
+    share_group_heartbeat = 76,
+    share_group_describe = 77,
+    share_fetch = 78,
+    share_acknowledge = 79,
 };
 
 // The first version of each API that uses flexible encoding (compact types and tagged

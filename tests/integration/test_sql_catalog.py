@@ -79,8 +79,9 @@ def test_list_tables_views_indexes_functions(b):
         " system       | groups        | table | sluice",
         " system       | partitions    | table | sluice",
         " system       | policies      | table | sluice",
+        " system       | share_groups  | table | sluice",
         " system       | topics        | table | sluice",
-        "(11 rows)",
+        "(12 rows)",
     ]
     assert lines(meta(b.pg, r"\dt shop.*")) == [
         "        List of relations",
@@ -297,7 +298,7 @@ def test_jdbc_database_metadata(b):
         ["system", "acls", "TABLE"], ["system", "configs", "TABLE"], ["system", "group_members", "TABLE"],
         ["system", "group_offsets", "TABLE"],
         ["system", "groups", "TABLE"], ["system", "partitions", "TABLE"], ["system", "policies", "TABLE"],
-        ["system", "topics", "TABLE"], ["main", "big_scores", "VIEW"]]
+        ["system", "share_groups", "TABLE"], ["system", "topics", "TABLE"], ["main", "big_scores", "VIEW"]]
     # java.sql.Types: VARCHAR 12, BIGINT -5, BINARY -2.
     assert [r[1:] for r in rows if r[0] == "column"] == [
         ["sku", "12", "text", "1", "YES"], ["qty", "-5", "int8", "2", "YES"], ["note", "-2", "bytea", "3", "YES"]]
