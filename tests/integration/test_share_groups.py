@@ -13,6 +13,7 @@ import collections
 import time
 
 import java_client_helpers as JC
+import kproto as K
 import sluice_helpers as H
 import sql_helpers as S
 from confluent_kafka import Producer
@@ -67,6 +68,9 @@ def test_three_consumers_share_one_partition(broker_factory, topic_name, procs):
     assert len(by_member) >= 2, ("one partition, shared by several consumers", by_member)
     assert all(c == 1 for (_, c, _, _) in deliveries(members)), "no redelivery was needed"
     assert commit_failures(members) == []
+    with K.Conn(b.bootstrap) as conn:  # ListGroups v4 lists every type of group
+        err, groups = K.list_groups(conn, 4)
+    assert err == 0 and groups[group] == {"protocol_type": "share", "state": "Stable"}, groups
     for m in members:
         m.stop()
 
