@@ -27,6 +27,7 @@
 #include "app/metrics_endpoint.h"
 #include "app/security_admin.h"
 #include "app/serve_limits.h"
+#include "app/share_group_options.h"
 #include "app/sql_bounds_options.h"
 #include "app/sql_state.h"
 #include "app/version_command.h"
@@ -66,6 +67,7 @@ struct serve_options {
     size_t max_open_files = 1024;
     std::string log_level = "info";  // the root logger's; loggers change at run time
     group::config groups;
+    group::share::config share_groups;
     int64_t offsets_retention_minutes = 10080;  // Kafka's default: 7 days
     int64_t offsets_retention_check_interval_ms = 600000;
     int64_t log_retention_check_interval_ms = 300000;
@@ -380,6 +382,7 @@ int serve(const serve_options& o) {
         return 2;
     }
     cfg.groups = o.groups;
+    cfg.share_groups = o.share_groups;
     if (cfg.groups.consumer_heartbeat_interval_ms >= cfg.groups.consumer_session_timeout_ms) {
         log_error("app",
                   "--group-consumer-heartbeat-interval-ms ({}) must be below "
@@ -787,6 +790,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         ->check(CLI::Range(size_t{1}, size_t{100000}))
         ->capture_default_str();
     add_sql_bound_options(*cmd, o->sql_bounds);
+    add_share_group_options(*cmd, o->share_groups);
     cmd->add_option("--metrics-max-partition-series", o->metrics.max_partition_series,
                     "Per-partition series (kafka_topic_partition_*_offset, "
                     "kafka_consumergroup_current_offset and _lag) GET /metrics shows at most in "

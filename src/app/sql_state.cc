@@ -26,6 +26,40 @@ std::vector<sql::broker_state::group_member> sql_state::group_members() {
     return on_loop<std::vector<group_member>>(_b, [this] { return read_group_members(_b); });
 }
 
+std::vector<sql::broker_state::share_partition> sql_state::share_groups() {
+    return on_loop<std::vector<share_partition>>(_b, [this] { return read_share_groups(_b); });
+}
+
+std::vector<sql::broker_state::share_partition> sql_state::read_share_groups(broker::broker& b) {
+    std::vector<share_partition> out;
+    auto& sg = b.share_groups();
+    auto parts = sg.partitions();
+    for (const auto& id : sg.list()) {
+        auto d = sg.describe(id);
+        if (!d) continue;
+        share_partition base;
+        base.group_id = id;
+        base.state = d->state;
+        base.members = static_cast<int32_t>(d->members.size());
+        base.group_epoch = d->group_epoch;
+        bool any = false;
+        for (const auto& p : parts) {
+            if (p.group_id != id) continue;
+            share_partition r = base;
+            r.topic = p.partition.first;
+            r.partition = p.partition.second;
+            r.start_offset = p.start_offset;
+            r.end_offset = p.end_offset;
+            r.in_flight = static_cast<int64_t>(p.in_flight);
+            r.acquired = static_cast<int64_t>(p.acquired);
+            out.push_back(std::move(r));
+            any = true;
+        }
+        if (!any) out.push_back(std::move(base));
+    }
+    return out;
+}
+
 std::vector<sql::broker_state::group_member> sql_state::read_group_members(broker::broker& b) {
     std::vector<group_member> out;
     auto& cg = b.consumer_groups();

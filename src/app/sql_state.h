@@ -33,12 +33,14 @@ class sql_state final : public sql::broker_state {
     std::vector<committed_offset> group_offsets() override;
     std::vector<group_member> group_members() override;
     std::vector<transaction> transactions() override;
+    std::vector<share_partition> share_groups() override;
     std::map<std::string, std::string> topic_defaults() override;
     // The same, on the loop thread (the callers above hop there).
     static std::vector<group> read_groups(broker::broker& b);
     static std::vector<committed_offset> read_group_offsets(broker::broker& b);
     static std::vector<group_member> read_group_members(broker::broker& b);
     static std::vector<transaction> read_transactions(broker::broker& b);
+    static std::vector<share_partition> read_share_groups(broker::broker& b);
 
   private:
     broker::broker& _b;

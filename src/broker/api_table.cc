@@ -57,6 +57,11 @@ constexpr api_def table[] = {
      handle_consumer_group_heartbeat},
     {api_key::consumer_group_describe, "ConsumerGroupDescribe", 0, 1,
      handle_consumer_group_describe},
+    // Share groups (KIP-932) at the versions Kafka 4.2+'s KafkaShareConsumer sends.
+    {api_key::share_group_heartbeat, "ShareGroupHeartbeat", 1, 1, handle_share_group_heartbeat},
+    {api_key::share_group_describe, "ShareGroupDescribe", 1, 1, handle_share_group_describe},
+    {api_key::share_fetch, "ShareFetch", 1, 2, handle_share_fetch},
+    {api_key::share_acknowledge, "ShareAcknowledge", 1, 2, handle_share_acknowledge},
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "broker/broker_metrics.h"
 #include "broker/session.h"
+#include "catalog/share_store.h"
 
 #include "common/clock.h"
 #include "common/logging.h"
@@ -31,6 +32,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _topics(*_stores.topics, logs, _cfg.topic_defaults),
       _groups(_cfg.groups),
       _consumer_groups(_cfg.groups, _topic_view),
+      _share_groups(_cfg.share_groups, _topic_view),
       _fetch_sessions(_cfg.fetch_session_cache_slots, _cfg.fetch_session_min_eviction_ms),
       _access(cat, _cfg.authorization, _cfg.authenticate),
       _acls(cat),
@@ -40,6 +42,9 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
     _consumer_groups.on_earlier_deadline([this] { schedule_groups(); });
     // Online migration between the protocols (group.consumer.migration.policy).
     _consumer_groups.set_classic(&_groups);
+    _share_groups.set_other_group([this](const std::string& id) {
+        return _consumer_groups.is_consumer_group(id) || _groups.describe(id).has_value();
+    });
     _logs.set_high_watermark_listener([this](const std::vector<topic_partition>& tps) {
         if (auto* h = _expansions.load()) h->on_high_watermark(tps);
         _loop.post([this, tps] { notify_data(tps); });
@@ -49,6 +54,7 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
 broker::~broker() {
     _groups.set_state_writer(nullptr);  // _offsets goes first
     _consumer_groups.set_state_writer(nullptr);
+    _share_groups.set_store(nullptr);
     _logs.set_high_watermark_listener(nullptr);
 }
 
@@ -58,6 +64,7 @@ result<void> broker::load() {
     if (auto r = load_dynamic_configs(); !r) return r;
     if (auto r = load_offsets(); !r) return r;
     if (auto r = load_transactions(); !r) return r;
+    if (auto r = load_share_groups(); !r) return r;
     _loaded = true;
     return {};
 }
@@ -191,6 +198,19 @@ result<void> broker::load_transactions() {
     if (auto r = _txns->recover(); !r) return r;
     _loop.add_timer(std::chrono::milliseconds(_cfg.transaction_abort_check_interval_ms),
                     [this] { expire_transactions(); });
+    return {};
+}
+
+result<void> broker::load_share_groups() {
+    auto store = catalog::share_store::open(_cfg.data_dir / "catalog.db");
+    if (!store) return store.err();
+    auto stored = (*store)->load();
+    if (!stored) return stored.err();
+    const size_t n = stored->size();
+    for (auto& s : *stored) _share_groups.restore(std::move(s));
+    _share_store = std::move(*store);
+    _share_groups.set_store(_share_store.get());
+    log_info("group", "restored {} share-partitions of share groups", n);
     return {};
 }
 

@@ -25,6 +25,7 @@
 #include "catalog/catalog.h"
 #include "group/consumer/coordinator.h"
 #include "group/coordinator.h"
+#include "group/share/coordinator.h"
 #include "log/log_manager.h"
 #include "net/byte_budget.h"
 #include "net/event_loop.h"
@@ -70,6 +71,8 @@ class broker {
     txn::coordinator& txns() { return *_txns; }
     // Consumer groups of the KIP-848 protocol; offsets of every group stay in groups().
     group::consumer::coordinator& consumer_groups() { return _consumer_groups; }
+    // Share groups (KIP-932) and their share-partition state.
+    group::share::coordinator& share_groups() { return _share_groups; }
     // Broker settings changed at run time (dynamic_config.h; broker_dynamic.cc).
     const dynamic_config& dynamic_configs() const { return _dynamic; }
     // Replaces a level's whole set of dynamic settings: checked, stored in the catalog,
@@ -166,6 +169,7 @@ class broker {
     void schedule_groups();
     result<void> load_offsets();
     result<void> load_transactions();
+    result<void> load_share_groups();
     void expire_transactions();
     result<void> load_dynamic_configs();
     void apply_dynamic_configs();
@@ -184,6 +188,8 @@ class broker {
     group::coordinator _groups;
     registry_topic_view _topic_view{_topics};
     group::consumer::coordinator _consumer_groups;
+    group::share::coordinator _share_groups;
+    std::unique_ptr<group::share::partition_store> _share_store;
     fetch_session_cache _fetch_sessions;
     std::unique_ptr<offset_writer> _offsets;
     std::unique_ptr<txn::state_store> _txn_store;

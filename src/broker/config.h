@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "group/share/coordinator.h"
 #include "group/types.h"
 #include "net/listener.h"
 #include "net/tls.h"
@@ -99,6 +100,7 @@ struct broker_config {
     // session may take its place.
     int64_t fetch_session_min_eviction_ms = 120'000;
     group::config groups;
+    group::share::config share_groups;  // share groups (KIP-932)
     // offsets.retention.check.interval.ms: how often expired offsets are swept.
     int64_t offsets_retention_check_interval_ms = 600000;
     // log.retention.check.interval.ms: how often segments are deleted by retention.

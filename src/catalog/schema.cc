@@ -227,12 +227,30 @@ result<void> migrate_to_9(db& d) {
     )");
 }
 
+// Version 9 -> 10: share groups (KIP-932, group/share/): each share-partition's
+// in-flight window, so acknowledged records stay acknowledged across a crash
+// (docs/formats/catalog.md).
+result<void> migrate_to_10(db& d) {
+    return d.exec(R"(
+        CREATE TABLE share_partitions (
+            group_id     TEXT NOT NULL,
+            topic        TEXT NOT NULL,
+            partition    INTEGER NOT NULL CHECK (partition >= 0),
+            start_offset INTEGER NOT NULL CHECK (start_offset >= 0),
+            end_offset   INTEGER NOT NULL CHECK (end_offset >= start_offset),
+            records      TEXT NOT NULL,
+            PRIMARY KEY (group_id, topic, partition)
+        ) WITHOUT ROWID;
+    )");
+}
+
 // migrations[v] takes a file from version v to v + 1. Append only: a released step never
 // changes, because files in the field already ran it.
 using migration = result<void> (*)(db&);
 constexpr migration migrations[] = {migrate_to_1, migrate_to_2, migrate_to_3,
                                     migrate_to_4, migrate_to_5, migrate_to_6,
-                                    migrate_to_7, migrate_to_8, migrate_to_9};
+                                    migrate_to_7, migrate_to_8, migrate_to_9,
+                                    migrate_to_10};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

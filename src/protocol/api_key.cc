@@ -48,6 +48,10 @@ constexpr std::pair<api_key, int16_t> first_flexible[] = {
     {api_key::alter_user_scram_credentials, 0},
     {api_key::consumer_group_heartbeat, 0},
     {api_key::consumer_group_describe, 0},
+    {api_key::share_group_heartbeat, 0},
+    {api_key::share_group_describe, 0},
+    {api_key::share_fetch, 0},
+    {api_key::share_acknowledge, 0},
 };
 
 }  // namespace

@@ -51,6 +51,10 @@ enum class api_key : int16_t {
     list_transactions = 66,
     consumer_group_heartbeat = 68,
     consumer_group_describe = 69,
+    share_group_heartbeat = 76,
+    share_group_describe = 77,
+    share_fetch = 78,
+    share_acknowledge = 79,
 };
 
 // The first version of each API that uses flexible encoding (compact types and tagged

@@ -84,6 +84,9 @@ std::string_view error_name(error_code e) {
         case error_code::unreleased_instance_id: return "UNRELEASED_INSTANCE_ID";
         case error_code::unsupported_assignor: return "UNSUPPORTED_ASSIGNOR";
         case error_code::stale_member_epoch: return "STALE_MEMBER_EPOCH";
+        case error_code::invalid_record_state: return "INVALID_RECORD_STATE";
+        case error_code::share_session_not_found: return "SHARE_SESSION_NOT_FOUND";
+        case error_code::invalid_share_session_epoch: return "INVALID_SHARE_SESSION_EPOCH";
         case error_code::invalid_regular_expression: return "INVALID_REGULAR_EXPRESSION";
         case error_code::member_id_required: return "MEMBER_ID_REQUIRED";
         case error_code::group_max_size_reached: return "GROUP_MAX_SIZE_REACHED";

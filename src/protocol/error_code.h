@@ -84,6 +84,9 @@ enum class error_code : int16_t {
     unsupported_assignor = 112,          // KIP-848: not in group.consumer.assignors
     stale_member_epoch = 113,            // KIP-848: a commit or fetch with an older epoch
     transaction_abortable = 120,         // the transaction cannot go on: abort it (KIP-890)
+    invalid_record_state = 121,          // KIP-932: acknowledging a record this member does not hold
+    share_session_not_found = 122,       // KIP-932: no share session for the member
+    invalid_share_session_epoch = 123,   // KIP-932: not the share session's next epoch
     invalid_regular_expression = 128,    // KIP-848: a subscribed_topic_regex that does not parse
 };
 

@@ -122,6 +122,22 @@ outcome<row_list> transactions_rows(const system_sources& src) {
     return out;
 }
 
+template <typename T>
+value int_or_null(const std::optional<T>& v) {
+    return v ? value(int64_t{*v}) : value(std::monostate{});
+}
+
+outcome<row_list> share_groups_rows(const system_sources& src) {
+    row_list out;
+    for (auto& g : src.state->share_groups())
+        if (may_describe_group(src, g.group_id))
+            out.push_back({g.group_id, g.state, int64_t{g.members}, int64_t{g.group_epoch},
+                           text_or_null(g.topic), int_or_null(g.partition),
+                           int_or_null(g.start_offset), int_or_null(g.end_offset),
+                           int_or_null(g.in_flight), int_or_null(g.acquired)});
+    return out;
+}
+
 outcome<row_list> group_offsets_rows(const system_sources& src) {
     row_list out;
     for (auto& o : src.state->group_offsets()) {
@@ -216,6 +232,11 @@ outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
             "client_id TEXT, client_host TEXT, epoch INTEGER, subscribed_topics TEXT, "
             "subscribed_regex TEXT, assigned TEXT, target TEXT)",
             [src] { return group_members_rows(src); }};
+        specs["share_groups"] = {
+            "CREATE TABLE x(group_id TEXT, state TEXT, members INTEGER, group_epoch INTEGER, "
+            "topic TEXT, partition INTEGER, start_offset INTEGER, end_offset INTEGER, "
+            "in_flight INTEGER, acquired INTEGER)",
+            [src] { return share_groups_rows(src); }};
         specs["group_offsets"] = {
             "CREATE TABLE x(group_id TEXT, topic TEXT, partition INTEGER, committed_offset "
             "INTEGER, "

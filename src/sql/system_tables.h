@@ -81,8 +81,23 @@ class broker_state {
         int64_t start_ms = -1;  // when the open transaction began; -1: none open
         int64_t update_ms = 0;  // the last change of the id's state
     };
+    // A share group's share-partition (KIP-932): one row per (group, topic partition) it
+    // has read; a group that has read nothing yet has one row without a partition.
+    struct share_partition {
+        std::string group_id;
+        std::string state;  // Empty or Stable
+        int32_t members = 0;
+        int32_t group_epoch = 0;
+        std::optional<std::string> topic;
+        std::optional<int32_t> partition;
+        std::optional<int64_t> start_offset;  // below: every record acknowledged or archived
+        std::optional<int64_t> end_offset;    // from here: never handed out
+        std::optional<int64_t> in_flight;     // available or acquired in the window
+        std::optional<int64_t> acquired;      // held under a lock now
+    };
     virtual std::vector<group> groups() = 0;
     virtual std::vector<transaction> transactions() = 0;
+    virtual std::vector<share_partition> share_groups() = 0;
     virtual std::vector<committed_offset> group_offsets() = 0;
     virtual std::vector<group_member> group_members() = 0;
     // Broker-wide topic defaults (--topic-default), keyed by topic config name.

@@ -37,12 +37,12 @@ def one(out, kind):
 class Member:
     """A GroupMember process: `events` grows as it prints; stop() ends it (bounded)."""
 
-    def __init__(self, procs, bootstrap, group, topic, name, *props):
+    def __init__(self, procs, bootstrap, group, topic, name, *props, main="GroupMember"):
         self.name = name
         self.events = []
         self._lock = threading.Lock()
         self.proc = subprocess.Popen(
-            J.java_command(PKG + "GroupMember", bootstrap, group, topic, name, *props),
+            J.java_command(PKG + main, bootstrap, group, topic, name, *props),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(self.proc)
         H.register_proc(self.proc)

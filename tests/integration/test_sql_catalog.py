@@ -79,9 +79,10 @@ def test_list_tables_views_indexes_functions(b):
         " system       | groups        | table | sluice",
         " system       | partitions    | table | sluice",
         " system       | policies      | table | sluice",
+        " system       | share_groups  | table | sluice",
         " system       | topics        | table | sluice",
         " system       | transactions  | table | sluice",
-        "(12 rows)",
+        "(13 rows)",
     ]
     assert lines(meta(b.pg, r"\dt shop.*")) == [
         "        List of relations",
@@ -298,7 +299,7 @@ def test_jdbc_database_metadata(b):
         ["system", "acls", "TABLE"], ["system", "configs", "TABLE"], ["system", "group_members", "TABLE"],
         ["system", "group_offsets", "TABLE"],
         ["system", "groups", "TABLE"], ["system", "partitions", "TABLE"], ["system", "policies", "TABLE"],
-        ["system", "topics", "TABLE"], ["system", "transactions", "TABLE"],
+        ["system", "share_groups", "TABLE"], ["system", "topics", "TABLE"], ["system", "transactions", "TABLE"],
         ["main", "big_scores", "VIEW"]]
     # java.sql.Types: VARCHAR 12, BIGINT -5, BINARY -2.
     assert [r[1:] for r in rows if r[0] == "column"] == [

@@ -39,6 +39,14 @@ void handle_list_groups(const request_context& ctx, request_body body) {
             resp.groups.push_back({g.group_id, g.protocol_type, std::move(state), "classic"});
         }
     }
+    if (wanted(req.types_filter, "share")) {
+        auto& share = ctx.b.share_groups();
+        for (const auto& id : share.list()) {
+            auto d = share.describe(id);
+            if (!d || !wanted(req.states_filter, d->state) || !visible(id)) continue;
+            resp.groups.push_back({id, "share", d->state, "share"});
+        }
+    }
     ctx.respond(resp);
 }
 

@@ -1,0 +1,179 @@
+#include <algorithm>
+
+#include "broker/broker_metrics.h"
+#include "broker/handlers/handlers.h"
+#include "broker/handlers/share_common.h"
+#include "broker/session.h"
+
+namespace sluice::broker {
+namespace {
+
+using protocol::error_code;
+using protocol::share_fetch_request;
+using protocol::share_fetch_response;
+
+// Kafka's share consumer asks for up to 500 records (max.poll.records) and 50 MiB; one
+// partition's read is kept to this much memory, the first batch whole.
+constexpr size_t max_read_bytes = size_t{1} << 20;
+constexpr int32_t default_max_records = 500;
+
+struct share_read {
+    share_key key;
+    error_code error = error_code::none;
+    bytes records;
+    std::vector<group::share::acquired_range> acquired;
+};
+
+// The last offset of the whole batches in `data` (v2 batches: base offset at 0, last
+// offset delta at byte 23); -1 when none is whole.
+int64_t last_offset_of(const bytes& data) {
+    constexpr size_t header = 27;  // up to and including lastOffsetDelta
+    int64_t last = -1;
+    size_t pos = 0;
+    while (data.size() - pos >= header) {
+        protocol::reader r(std::span<const uint8_t>(data).subspan(pos));
+        const auto base = r.fixed<int64_t>();
+        const auto length = r.fixed<int32_t>();
+        if (length <= 0 || data.size() - pos - 12 < static_cast<size_t>(length)) break;
+        r.fixed<int32_t>();  // partition leader epoch
+        r.fixed<int8_t>();   // magic
+        r.fixed<int32_t>();  // crc
+        r.fixed<int16_t>();  // attributes
+        last = base + r.fixed<int32_t>();
+        pos += 12 + static_cast<size_t>(length);
+    }
+    return last;
+}
+
+// Reads every partition of the member's share session from where the group's window
+// says and acquires what was read, up to max_records in all.
+std::vector<share_read> acquire_all(broker& b, const std::string& group, const std::string& member,
+                                    const std::vector<group::share::tp>& parts, int32_t max_records,
+                                    int32_t max_bytes) {
+    std::vector<share_read> out;
+    int32_t budget = max_records > 0 ? max_records : default_max_records;
+    auto bytes_left = static_cast<size_t>(std::max(max_bytes, 0));
+    for (const auto& p : parts) {
+        if (budget <= 0 || bytes_left == 0) break;
+        const topic_state* ts = b.topics().find(p.first);
+        log::partition_log* plog = ts ? b.logs().get(p.first, p.second) : nullptr;
+        if (!plog) {
+            out.push_back({{{}, p.second}, error_code::unknown_topic_or_partition, {}, {}});
+            continue;
+        }
+        const share_key key{ts->info.id, p.second};
+        auto& sg = b.share_groups();
+        int64_t at = sg.fetch_position(group, p, plog->log_start_offset(), plog->high_watermark());
+        if (at < 0) continue;
+        auto r = plog->read(at, std::min(bytes_left, max_read_bytes), true);
+        if (!r) {
+            out.push_back(
+                {key, storage_error_or(r.code(), error_code::offset_out_of_range), {}, {}});
+            continue;
+        }
+        const int64_t last = last_offset_of(r->data);
+        if (last < at) continue;
+        auto got = sg.acquire(group, member, p, at, last, budget);
+        if (!got) {
+            out.push_back({key, error_code::kafka_storage_error, {}, {}});
+            continue;
+        }
+        if (got->empty()) continue;
+        for (const auto& a : *got) budget -= static_cast<int32_t>(a.last - a.first + 1);
+        bytes_left -= std::min(bytes_left, r->data.size());
+        out.push_back({key, error_code::none, std::move(r->data), std::move(*got)});
+    }
+    return out;
+}
+
+share_fetch_response respond_with(broker& b, const std::map<share_key, error_code>& acks,
+                                  std::vector<share_read> reads) {
+    share_fetch_response resp;
+    resp.acquisition_lock_timeout_ms = b.share_groups().settings().record_lock_duration_ms;
+    std::map<share_key, share_fetch_response::partition> parts;
+    auto entry = [&](const share_key& k) -> share_fetch_response::partition& {
+        auto& p = parts[k];
+        p.partition_index = k.second;
+        p.current_leader = {b.leader_for(k.second), 0};
+        p.records.data = bytes{};
+        return p;
+    };
+    for (const auto& [k, e] : acks) entry(k).acknowledge_error_code = code(e);
+    for (auto& r : reads) {
+        auto& p = entry(r.key);
+        p.error_code = code(r.error);
+        p.records.data = std::move(r.records);
+        for (const auto& a : r.acquired) p.acquired.push_back({a.first, a.last, a.delivery_count});
+    }
+    for (auto& [k, p] : parts) {
+        if (resp.responses.empty() || resp.responses.back().topic_id != k.first)
+            resp.responses.push_back({k.first, {}});
+        resp.responses.back().partitions.push_back(std::move(p));
+    }
+    return resp;
+}
+
+bool acquired_any(const std::vector<share_read>& reads) {
+    return std::any_of(reads.begin(), reads.end(), [](const auto& r) {
+        return !r.acquired.empty() || r.error != error_code::none;
+    });
+}
+
+}  // namespace
+
+void handle_share_fetch(const request_context& ctx, request_body body) {
+    share_fetch_request req;
+    if (!decode_request(ctx, body, req)) return;
+    auto& b = ctx.b;
+    const std::string group = req.group_id.value_or("");
+    const std::string member = req.member_id.value_or("");
+    if (!ctx.allowed(security::resource_kind::group, group)) {
+        share_fetch_response resp;
+        resp.error_code = code(error_code::group_authorization_failed);
+        ctx.respond(resp);
+        return;
+    }
+    std::vector<group::share::tp> added, forgotten;
+    for (const auto& t : req.topics)
+        if (const topic_state* ts = b.topics().find(catalog::uuid(t.topic_id)))
+            if (ctx.allowed(security::resource_kind::topic, ts->info.name))
+                for (const auto& p : t.partitions)
+                    added.emplace_back(ts->info.name, p.partition_index);
+    for (const auto& t : req.forgotten_topics_data)
+        if (const topic_state* ts = b.topics().find(catalog::uuid(t.topic_id)))
+            for (int32_t p : t.partitions) forgotten.emplace_back(ts->info.name, p);
+    auto s = b.share_groups().use_session(group, member, req.share_session_epoch, added, forgotten);
+    if (s.error != error_code::none) {
+        share_fetch_response resp;
+        resp.error_code = code(s.error);
+        ctx.respond(resp);
+        return;
+    }
+    auto acks = apply_acks(b, group, member, req.topics);
+    if (req.share_session_epoch == -1) {
+        // The last request of a closing consumer: acknowledgements only.
+        b.share_groups().close_session(group, member);
+        ctx.respond(respond_with(b, acks, {}));
+        return;
+    }
+    auto reads = acquire_all(b, group, member, s.partitions, req.max_records, req.max_bytes);
+    if (req.max_wait_ms <= 0 || acquired_any(reads) || s.partitions.empty() || b.shutting_down()) {
+        ctx.respond(respond_with(b, acks, std::move(reads)));
+        return;
+    }
+    // Long poll until a session partition's high watermark moves or max_wait passes.
+    std::vector<topic_partition> tps;
+    for (const auto& p : s.partitions) tps.push_back({p.first, p.second});
+    b.wait_for_data(tps, std::chrono::milliseconds(req.max_wait_ms),
+                    [ctx, group, member, acks, parts = s.partitions, max_records = req.max_records,
+                     max_bytes = req.max_bytes](bool timed_out) {
+                        if (ctx.sess->closed()) return true;
+                        auto again =
+                            acquire_all(ctx.b, group, member, parts, max_records, max_bytes);
+                        if (!timed_out && !acquired_any(again)) return false;
+                        ctx.respond(respond_with(ctx.b, acks, std::move(again)));
+                        return true;
+                    });
+}
+
+}  // namespace sluice::broker

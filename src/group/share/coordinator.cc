@@ -1,0 +1,296 @@
+#include "group/share/coordinator.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+
+namespace sluice::group::share {
+
+struct coordinator::member_data {
+    std::string id;
+    int32_t epoch = 0;
+    std::optional<std::string> rack_id;
+    std::string client_id;
+    std::string client_host;
+    std::vector<std::string> subscribed;  // sorted
+    partition_map assigned;
+    int64_t last_seen_ms = 0;
+};
+
+struct coordinator::group_data {
+    std::string id;
+    int32_t epoch = 0;
+    int32_t assignment_epoch = 0;
+    std::map<std::string, int32_t> sizes;  // subscribed topics' partition counts
+    std::map<std::string, member_data> members;
+};
+
+coordinator::coordinator(config cfg, const consumer::topic_view& topics, clock_source clock)
+    : _cfg(std::move(cfg)), _topics(topics), _clock(std::move(clock)) {}
+
+coordinator::~coordinator() = default;
+
+coordinator::group_data* coordinator::find(const std::string& id) const {
+    auto it = _groups.find(id);
+    return it == _groups.end() ? nullptr : it->second.get();
+}
+
+partition_limits coordinator::limits() const {
+    return {_cfg.record_lock_duration_ms, _cfg.delivery_count_limit,
+            _cfg.partition_max_record_locks};
+}
+
+void coordinator::restore(stored_share_partition s) {
+    _groups.try_emplace(s.group, std::make_unique<group_data>(group_data{s.group}));
+    _partitions[{s.group, s.partition}] = std::move(s.state);
+}
+
+bool coordinator::is_share_group(const std::string& group_id) const {
+    return find(group_id) != nullptr;
+}
+
+std::map<std::string, int32_t> coordinator::subscribed_sizes(const group_data& g) const {
+    std::map<std::string, int32_t> out;
+    for (const auto& [id, m] : g.members)
+        for (const auto& t : m.subscribed)
+            if (auto n = _topics.partitions(t)) out[t] = *n;
+    return out;
+}
+
+// Kafka's simple assignor for share groups: every partition of a subscribed topic goes
+// to at least one of its subscribers. With fewer subscribers than partitions they are
+// dealt out in turn; with more, each subscriber gets one partition and several share
+// it, so that nobody idles.
+void coordinator::assign(group_data& g) {
+    for (auto& [id, m] : g.members) m.assigned.clear();
+    for (const auto& [topic, n] : g.sizes) {
+        std::vector<member_data*> subs;
+        for (auto& [id, m] : g.members)
+            if (std::binary_search(m.subscribed.begin(), m.subscribed.end(), topic))
+                subs.push_back(&m);
+        if (subs.empty() || n <= 0) continue;
+        const auto count = static_cast<int32_t>(subs.size());
+        if (n >= count) {
+            for (int32_t p = 0; p < n; ++p) subs[p % count]->assigned[topic].insert(p);
+        } else {
+            for (int32_t i = 0; i < count; ++i) subs[i]->assigned[topic].insert(i % n);
+        }
+    }
+    g.assignment_epoch = g.epoch;
+}
+
+void coordinator::remove_member(group_data& g, const std::string& member_id, const char* reason) {
+    for (auto& [key, sp] : _partitions)
+        if (key.first == g.id && sp.release_member(member_id, _clock.steady_ms(), limits()))
+            (void)save(g.id, key.second, sp);
+    g.members.erase(member_id);
+    ++g.epoch;
+    g.sizes = subscribed_sizes(g);
+    assign(g);
+    log_info("group", "share group {}: member {} removed ({}), epoch {}", g.id, member_id, reason,
+             g.epoch);
+}
+
+void coordinator::expire_members(int64_t now) {
+    for (auto& [id, g] : _groups) {
+        std::vector<std::string> gone;
+        for (const auto& [mid, m] : g->members)
+            if (now - m.last_seen_ms > _cfg.session_timeout_ms) gone.push_back(mid);
+        for (const auto& mid : gone) remove_member(*g, mid, "session timed out");
+    }
+}
+
+heartbeat_result coordinator::heartbeat(heartbeat_request req) {
+    heartbeat_result r;
+    const int64_t now = _clock.steady_ms();
+    expire_members(now);
+    auto fail = [&](error_code e, std::string msg) {
+        r.error = e;
+        r.message = std::move(msg);
+        return r;
+    };
+    if (req.group_id.empty()) return fail(error_code::invalid_group_id, "the group id is empty");
+    if (req.member_id.empty()) return fail(error_code::invalid_request, "the member id is empty");
+    if (!find(req.group_id) && _other && _other(req.group_id))
+        return fail(error_code::group_id_not_found,
+                    "group " + req.group_id + " is not a share group");
+    auto& slot = _groups[req.group_id];
+    if (!slot) slot = std::make_unique<group_data>(group_data{req.group_id});
+    group_data& g = *slot;
+    r.member_id = req.member_id;
+    r.heartbeat_interval_ms = _cfg.heartbeat_interval_ms;
+    auto it = g.members.find(req.member_id);
+    if (req.member_epoch == -1) {
+        if (it != g.members.end()) remove_member(g, req.member_id, "left");
+        r.member_epoch = -1;
+        return r;
+    }
+    if (req.member_epoch == 0) {
+        if (!req.subscribed_topic_names || req.subscribed_topic_names->empty())
+            return fail(error_code::invalid_request, "a joining member subscribes to topics");
+        if (it == g.members.end()) {
+            it = g.members.emplace(req.member_id, member_data{req.member_id}).first;
+            ++g.epoch;
+        }
+        it->second.epoch = 0;
+    } else if (it == g.members.end()) {
+        return fail(error_code::unknown_member_id, "no such member in the share group");
+    } else if (req.member_epoch != it->second.epoch) {
+        return fail(error_code::fenced_member_epoch, "the member epoch is not the member's");
+    }
+    member_data& m = it->second;
+    m.last_seen_ms = now;
+    m.client_id = req.client_id;
+    m.client_host = req.client_host;
+    if (req.rack_id) m.rack_id = req.rack_id;
+    if (req.subscribed_topic_names) {
+        auto subs = *req.subscribed_topic_names;
+        std::sort(subs.begin(), subs.end());
+        subs.erase(std::unique(subs.begin(), subs.end()), subs.end());
+        if (subs != m.subscribed) {
+            m.subscribed = std::move(subs);
+            if (m.epoch != 0) ++g.epoch;
+        }
+    }
+    // A subscribed topic created, deleted or grown moves the epoch as well.
+    if (auto sizes = subscribed_sizes(g); sizes != g.sizes) {
+        g.sizes = std::move(sizes);
+        if (g.assignment_epoch == g.epoch) ++g.epoch;
+    }
+    if (g.assignment_epoch != g.epoch) assign(g);
+    if (m.epoch != g.epoch) {
+        m.epoch = g.epoch;
+        r.assignment = m.assigned;
+    }
+    r.member_epoch = m.epoch;
+    return r;
+}
+
+std::vector<std::string> coordinator::list() const {
+    std::vector<std::string> out;
+    for (const auto& [id, g] : _groups) out.push_back(id);
+    return out;
+}
+
+std::optional<group_description> coordinator::describe(const std::string& group_id) {
+    expire_members(_clock.steady_ms());
+    const group_data* g = find(group_id);
+    if (!g) return std::nullopt;
+    group_description d{
+        g->id, g->members.empty() ? "Empty" : "Stable", g->epoch, g->assignment_epoch, {}};
+    for (const auto& [id, m] : g->members)
+        d.members.push_back(
+            {m.id, m.rack_id, m.epoch, m.client_id, m.client_host, m.subscribed, m.assigned});
+    return d;
+}
+
+std::vector<partition_description> coordinator::partitions() const {
+    std::vector<partition_description> out;
+    for (const auto& [key, sp] : _partitions) {
+        size_t in_flight = 0;
+        for (const auto& [off, r] : sp.records())
+            if (r.state == record_state::available || r.state == record_state::acquired)
+                ++in_flight;
+        out.push_back(
+            {key.first, key.second, sp.start(), sp.end(), sp.acquired_count(), in_flight});
+    }
+    return out;
+}
+
+session_result coordinator::use_session(const std::string& group, const std::string& member,
+                                        int32_t epoch, const std::vector<tp>& added,
+                                        const std::vector<tp>& forgotten) {
+    session_result r;
+    if (member.empty()) {
+        r.error = error_code::unknown_member_id;
+        return r;
+    }
+    const auto key = std::make_pair(group, member);
+    auto it = _sessions.find(key);
+    if (epoch == 0) {
+        it = _sessions.insert_or_assign(key, share_session{}).first;
+    } else if (it == _sessions.end()) {
+        r.error = error_code::share_session_not_found;
+        return r;
+    } else if (epoch != -1 && epoch != it->second.next_epoch) {
+        r.error = error_code::invalid_share_session_epoch;
+        return r;
+    }
+    share_session& s = it->second;
+    if (epoch != -1) s.next_epoch = epoch == INT32_MAX ? 1 : epoch + 1;
+    s.partitions.insert(added.begin(), added.end());
+    for (const auto& p : forgotten) s.partitions.erase(p);
+    r.partitions.assign(s.partitions.begin(), s.partitions.end());
+    return r;
+}
+
+void coordinator::close_session(const std::string& group, const std::string& member) {
+    _sessions.erase({group, member});
+    const int64_t now = _clock.steady_ms();
+    for (auto& [key, sp] : _partitions)
+        if (key.first == group && sp.release_member(member, now, limits()))
+            (void)save(group, key.second, sp);
+}
+
+share_partition* coordinator::partition(const std::string& group, const tp& p) {
+    auto it = _partitions.find({group, p});
+    return it == _partitions.end() ? nullptr : &it->second;
+}
+
+error_code coordinator::save(const std::string& group, const tp& p, const share_partition& s) {
+    if (!_store) return error_code::none;
+    if (auto r = _store->save(group, p, s); !r) {
+        log_warn("group", "share group {}: state of {}-{} not saved: {}", group, p.first, p.second,
+                 r.err().message);
+        return error_code::kafka_storage_error;
+    }
+    return error_code::none;
+}
+
+int64_t coordinator::fetch_position(const std::string& group, const tp& p, int64_t log_start,
+                                    int64_t high_watermark) {
+    auto [it, created] = _partitions.try_emplace({group, p});
+    share_partition& sp = it->second;
+    if (created) {
+        const int64_t at = _cfg.auto_offset_reset == "earliest" ? log_start : high_watermark;
+        sp = share_partition(at, at, {});
+        if (save(group, p, sp) != error_code::none) {
+            _partitions.erase(it);
+            return -1;
+        }
+    }
+    if (sp.settle(_clock.steady_ms(), log_start, limits())) (void)save(group, p, sp);
+    return sp.fetch_position(high_watermark, limits());
+}
+
+result<std::vector<acquired_range>> coordinator::acquire(const std::string& group,
+                                                         const std::string& member, const tp& p,
+                                                         int64_t first, int64_t last,
+                                                         int32_t max_records) {
+    share_partition* sp = partition(group, p);
+    if (!sp) return std::vector<acquired_range>{};
+    share_partition before = *sp;
+    auto out = sp->acquire(member, first, last, max_records, _clock.steady_ms(), limits());
+    if (!out.empty() && save(group, p, *sp) != error_code::none) {
+        *sp = std::move(before);  // nothing handed out that is not on disk
+        return error{errc::io_error, "share-partition state not saved"};
+    }
+    return out;
+}
+
+error_code coordinator::acknowledge(const std::string& group, const std::string& member,
+                                    const tp& p, int64_t first, int64_t last,
+                                    const std::vector<int8_t>& types) {
+    share_partition* sp = partition(group, p);
+    if (!sp) return error_code::invalid_record_state;
+    share_partition before = *sp;
+    auto e = sp->acknowledge(member, first, last, types, _clock.steady_ms(), limits());
+    if (e != error_code::none) return e;
+    if (auto s = save(group, p, *sp); s != error_code::none) {
+        *sp = std::move(before);
+        return s;
+    }
+    return error_code::none;
+}
+
+}  // namespace sluice::group::share

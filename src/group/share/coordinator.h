@@ -1,0 +1,186 @@
+#pragma once
+
+// Share groups (KIP-932): the one interface the broker's handlers use for
+// ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge.
+//
+// Membership: members join with epoch 0 and a subscription; the group epoch moves when
+// a member joins, leaves, changes its subscription or a subscribed topic grows, and the
+// broker's simple assignor then gives every subscribed partition to at least one
+// member (several members share a partition when there are more members than
+// partitions). Share groups have no revocation: a member gets its new assignment in
+// the heartbeat that sees the new epoch.
+//
+// Records: each (group, topic partition) keeps a share_partition (partition.h), the
+// in-flight window with acquisition locks and delivery counts. ShareFetch asks where to
+// read, reads the log itself, then acquires what it read; acknowledgements change the
+// records' states. Every change of a window is saved through the partition_store
+// before the request that made it is answered, so acknowledged records stay
+// acknowledged across a crash; locks are not kept (a restarted broker offers what was
+// acquired again). Membership and share sessions live in memory: after a restart
+// members rejoin (UNKNOWN_MEMBER_ID, SHARE_SESSION_NOT_FOUND). Runs on one thread.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "group/consumer/coordinator.h"
+#include "group/share/partition.h"
+#include "group/state_store.h"
+
+namespace sluice::group::share {
+
+// Broker settings (docs/configuration.md), Kafka's names in comments.
+struct config {
+    int32_t session_timeout_ms = 45000;         // group.share.session.timeout.ms
+    int32_t heartbeat_interval_ms = 5000;       // group.share.heartbeat.interval.ms
+    int32_t record_lock_duration_ms = 30000;    // group.share.record.lock.duration.ms
+    int16_t delivery_count_limit = 5;           // group.share.delivery.count.limit
+    int32_t partition_max_record_locks = 2000;  // group.share.partition.max.record.locks
+    // share.auto.offset.reset, the group config's default: where a share group starts
+    // reading a partition it has no state for ("latest" or "earliest").
+    std::string auto_offset_reset = "latest";
+};
+
+using tp = std::pair<std::string, int32_t>;
+
+// Where share-partition state is kept (catalog::share_store; docs/formats/catalog.md).
+class partition_store {
+  public:
+    virtual ~partition_store() = default;
+    virtual result<void> save(const std::string& group, const tp& p, const share_partition& s) = 0;
+};
+
+struct stored_share_partition {
+    std::string group;
+    tp partition;
+    share_partition state;
+};
+
+struct heartbeat_request {
+    std::string group_id;
+    std::string member_id;
+    int32_t member_epoch = 0;
+    std::optional<std::string> rack_id;
+    std::optional<std::vector<std::string>> subscribed_topic_names;  // nullopt: unchanged
+    std::string client_id;
+    std::string client_host;
+};
+
+struct heartbeat_result {
+    error_code error = error_code::none;
+    std::optional<std::string> message;
+    std::string member_id;
+    int32_t member_epoch = 0;
+    int32_t heartbeat_interval_ms = 0;
+    std::optional<partition_map> assignment;  // nullopt: unchanged
+};
+
+struct member_description {
+    std::string member_id;
+    std::optional<std::string> rack_id;
+    int32_t member_epoch = 0;
+    std::string client_id;
+    std::string client_host;
+    std::vector<std::string> subscribed_topics;
+    partition_map assigned;
+};
+
+struct group_description {
+    std::string group_id;
+    std::string state;  // Empty or Stable
+    int32_t group_epoch = 0;
+    int32_t assignment_epoch = 0;
+    std::vector<member_description> members;
+};
+
+struct partition_description {
+    std::string group_id;
+    tp partition;
+    int64_t start_offset = 0;
+    int64_t end_offset = 0;
+    size_t acquired = 0;
+    size_t in_flight = 0;
+};
+
+struct session_result {
+    error_code error = error_code::none;
+    std::vector<tp> partitions;  // the session's partitions after the request
+};
+
+class coordinator {
+  public:
+    coordinator(config cfg, const consumer::topic_view& topics,
+                clock_source clock = system_clocks());
+    ~coordinator();
+    coordinator(const coordinator&) = delete;
+    coordinator& operator=(const coordinator&) = delete;
+
+    void set_settings(const config& c) { _cfg = c; }
+    const config& settings() const { return _cfg; }
+    void set_store(partition_store* s) { _store = s; }
+    // Whether another coordinator (classic or consumer) holds the group id.
+    void set_other_group(std::function<bool(const std::string&)> fn) { _other = std::move(fn); }
+    // At start-up, before serving.
+    void restore(stored_share_partition s);
+
+    heartbeat_result heartbeat(heartbeat_request req);
+    bool is_share_group(const std::string& group_id) const;
+    std::vector<std::string> list() const;
+    std::optional<group_description> describe(const std::string& group_id);
+    std::vector<partition_description> partitions() const;
+
+    // A ShareFetch or ShareAcknowledge's session: epoch 0 opens one (replacing any),
+    // -1 closes it after this request (close_session), others must be the next epoch.
+    // Errors: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, UNKNOWN_MEMBER_ID (no
+    // member id).
+    session_result use_session(const std::string& group, const std::string& member, int32_t epoch,
+                               const std::vector<tp>& added, const std::vector<tp>& forgotten);
+    // Ends the session and gives back what the member still holds.
+    void close_session(const std::string& group, const std::string& member);
+
+    // Where to read the partition for the group (-1: nothing to acquire now). A
+    // partition the group has no state for starts at share.auto.offset.reset.
+    int64_t fetch_position(const std::string& group, const tp& p, int64_t log_start,
+                           int64_t high_watermark);
+    // Acquires what the fetch read ([first, last]) for the member; saved before return.
+    result<std::vector<acquired_range>> acquire(const std::string& group, const std::string& member,
+                                                const tp& p, int64_t first, int64_t last,
+                                                int32_t max_records);
+    error_code acknowledge(const std::string& group, const std::string& member, const tp& p,
+                           int64_t first, int64_t last, const std::vector<int8_t>& types);
+
+    struct member_data;
+    struct group_data;
+
+  private:
+    group_data* find(const std::string& id) const;
+    void expire_members(int64_t now);
+    void remove_member(group_data& g, const std::string& member_id, const char* reason);
+    void assign(group_data& g);
+    std::map<std::string, int32_t> subscribed_sizes(const group_data& g) const;
+    partition_limits limits() const;
+    share_partition* partition(const std::string& group, const tp& p);
+    error_code save(const std::string& group, const tp& p, const share_partition& s);
+
+    config _cfg;
+    const consumer::topic_view& _topics;
+    clock_source _clock;
+    std::map<std::string, std::unique_ptr<group_data>> _groups;
+    std::map<std::pair<std::string, tp>, share_partition> _partitions;  // by (group, tp)
+    // Share sessions of ShareFetch/ShareAcknowledge, by (group, member id). Kept apart
+    // from membership: a member fetches with the session it has, as in Kafka.
+    struct share_session {
+        int32_t next_epoch = 1;
+        std::set<tp> partitions;
+    };
+    std::map<std::pair<std::string, std::string>, share_session> _sessions;
+    std::function<bool(const std::string&)> _other;
+    partition_store* _store = nullptr;
+};
+
+}  // namespace sluice::group::share
