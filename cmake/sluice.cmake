@@ -42,7 +42,7 @@ endfunction()
 # sluice_add_test(<name> SOURCES ... DEPS ... LABELS ...): a GoogleTest binary whose
 # tests ctest discovers one by one.
 function(sluice_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TEST_FILTER" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE ${SLUICE_WARNINGS}
     $<$<BOOL:${SLUICE_WERROR}>:-Werror>)
@@ -52,5 +52,9 @@ function(sluice_add_test name)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
-  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+  if(NOT ARG_TEST_FILTER)
+    set(ARG_TEST_FILTER "*")
+  endif()
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60
+    TEST_FILTER "${ARG_TEST_FILTER}")
 endfunction()

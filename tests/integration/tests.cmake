@@ -14,14 +14,16 @@ set(integration_pairable
   test_idempotence test_journal test_kafka_python test_kafka_python_pypi test_kafkajs test_kcat
   test_legacy_formats test_produce_errors test_restart test_retention test_security_auth
   test_security_authz test_security_cli test_security_scram_mechanisms test_security_sql
-  test_semantics test_shared_engines test_sql_clients test_sql_dialect test_sql_errors
+  test_semantics test_shared_engines test_shared_log test_shared_stores test_sql_clients test_sql_dialect test_sql_errors
   test_sql_joins test_sql_paths test_sql_semantics test_sql_topic_names test_topic_configs
-  test_version)
+  test_version test_groups_kip848_confluent test_transactions_clients test_transactions_rdkafka)
 set(integration_jvm
   test_broker_configs test_broker_loggers test_cli_groups test_connect_cluster
   test_connect_restart test_connect_security test_console test_consumer_groups test_debezium
   test_differential test_fetch_sessions test_java_admin test_java_client test_kafka_acls
-  test_kafka_tools test_sql_catalog test_sql_tools test_transactions test_trino test_txn_authz)
+  test_kafka_tools test_sql_catalog test_sql_tools test_transactions test_trino test_txn_authz
+  test_connect_eos test_differential_consumer_groups test_group_migration test_share_groups
+  test_streams_eos test_transactions_admin)
 function(sluice_integration_slots test suite)
   if(suite IN_LIST integration_pairable)
     set_tests_properties(${test} PROPERTIES RESOURCE_GROUPS "slots:1")
