@@ -375,7 +375,7 @@ def test_cluster_script_up_kill_start_down(tmp_path):
         # Same addresses, same data.
         assert json.loads((d / "cluster.json").read_text())["s3"] == state["s3"]
         assert run(env, "s3-get", "kept").stdout == b"kept"
-        assert run(env, "pg-exec", "SELECT version FROM sluice_catalog_version").stdout == b"1\n"
+        assert run(env, "pg-exec", "SELECT version FROM sluice_catalog_version").stdout == b"2\n"
         unknown = subprocess.run([script, "kill", str(d), "7"], capture_output=True, text=True, timeout=60)
         assert unknown.returncode != 0 and "no broker or service '7'" in unknown.stderr
     finally:

@@ -283,7 +283,7 @@ void coordinator::finish_classic_join(group_data& g, member_data& m, bool change
     });
 }
 
-void coordinator::classic_sync(const sync_request& req, sync_callback cb) {
+void coordinator::classic_sync(const sync_request& req, const sync_callback& cb) {
     sync_result r;
     group_data* g = find(req.group_id);
     error_code e = error_code::unknown_member_id;

@@ -127,7 +127,7 @@ class coordinator {
     // generation and no leader, SyncGroup with its partitions, Heartbeat with
     // REBALANCE_IN_PROGRESS when it must join again to move towards its target.
     void classic_join(join_request req, join_callback cb);
-    void classic_sync(const sync_request& req, sync_callback cb);
+    void classic_sync(const sync_request& req, const sync_callback& cb);
     error_code classic_heartbeat(const std::string& group_id, const member_ref& ref);
     error_code classic_leave(const std::string& group_id, const member_ref& ref);
 

@@ -1,7 +1,8 @@
 #include "group/share/partition.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
+#include <cstdint>
 
 namespace sluice::group::share {
 
@@ -187,19 +188,28 @@ std::optional<std::map<int64_t, in_flight_record>> parse_records(std::string_vie
         auto semi = s.find(';');
         std::string run(s.substr(0, semi));
         s = semi == std::string_view::npos ? std::string_view{} : s.substr(semi + 1);
-        long long first = 0, last = 0;
-        char state = 0;
+        // FIRST-LAST:STATE:COUNT, every field whole.
+        int64_t first = 0, last = 0;
         int count = 0;
-        int used = 0;
-        if (std::sscanf(run.c_str(), "%lld-%lld:%c:%d%n", &first, &last, &state, &count, &used) !=
-                4 ||
-            used != static_cast<int>(run.size()) || first < 0 || last < first || count < 0 ||
+        const char* p = run.data();
+        const char* end = p + run.size();
+        auto num = [&](auto& v) {
+            auto [q, ec] = std::from_chars(p, end, v);
+            if (ec != std::errc{} || q == p) return false;
+            p = q;
+            return true;
+        };
+        auto sep = [&](char c) { return p < end && *p++ == c; };
+        char state = 0;
+        if (!num(first) || !sep('-') || !num(last) || !sep(':') || p == end) return std::nullopt;
+        state = *p++;
+        if (!sep(':') || !num(count) || p != end || first < 0 || last < first || count < 0 ||
             count > INT16_MAX || (state != 'a' && state != 'k' && state != 'x'))
             return std::nullopt;
         const record_state st = state == 'k'   ? record_state::acknowledged
                                 : state == 'x' ? record_state::archived
                                                : record_state::available;
-        for (long long o = first; o <= last; ++o)
+        for (int64_t o = first; o <= last; ++o)
             out[o] = in_flight_record{st, static_cast<int16_t>(count), {}, 0};
     }
     return out;
