@@ -1,5 +1,9 @@
 # Real-client integration tests: each pytest file is one ctest test, labelled
 # `integration`, run with Debian's interpreter (the one with the Kafka client packages).
+# Each test has its own pytest base directory (--basetemp under the build dir): a pytest
+# starting takes o+x off the shared /tmp/pytest-of-USER, which a PostgreSQL started by
+# another test (as user postgres, below that directory) must traverse.
+#
 # Integration tests share the machine two at a time (`make test` gives ctest
 # ctest-resources.json: two slots). A test that is timing- or load-sensitive, kills
 # brokers in cycles, binds fixed ports or is new and not yet classified takes both slots
@@ -34,6 +38,7 @@ function(sluice_integration_slots test suite)
   endif()
 endfunction()
 
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/pytest)  # pytest makes the --basetemp, not its parent
 file(GLOB integration_tests ${CMAKE_CURRENT_LIST_DIR}/test_*.py)
 # Suites that need a newer librdkafka than Debian's run only in their venv (below).
 list(FILTER integration_tests EXCLUDE REGEX "/test_groups_kip848_confluent[.]py$")
@@ -41,6 +46,7 @@ foreach(test_file ${integration_tests})
   get_filename_component(name ${test_file} NAME_WE)
   add_test(NAME integration.${name}
     COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${test_file}
+            --basetemp=${PROJECT_BINARY_DIR}/pytest/${name}
     WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
   set_tests_properties(integration.${name} PROPERTIES
     LABELS integration
@@ -62,6 +68,7 @@ foreach(version ${confluent_kafka_versions})
   foreach(suite ${confluent_kafka_suites})
     add_test(NAME integration.ck-${short}.${suite}
       COMMAND ${CMAKE_CURRENT_LIST_DIR}/.venv-ck-${short}/bin/python -m pytest -q -p no:cacheprovider
+              --basetemp=${PROJECT_BINARY_DIR}/pytest/ck-${short}.${suite}
               ${CMAKE_CURRENT_LIST_DIR}/${suite}.py
       WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
     set_tests_properties(integration.ck-${short}.${suite} PROPERTIES
@@ -76,6 +83,7 @@ endforeach()
 # under the newest venv only (it is left out of the Debian interpreter's list above).
 add_test(NAME integration.ck-2.16.test_groups_kip848_confluent
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/.venv-ck-2.16/bin/python -m pytest -q -p no:cacheprovider
+          --basetemp=${PROJECT_BINARY_DIR}/pytest/ck-2.16.test_groups_kip848_confluent
           ${CMAKE_CURRENT_LIST_DIR}/test_groups_kip848_confluent.py
   WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
 set_tests_properties(integration.ck-2.16.test_groups_kip848_confluent PROPERTIES
