@@ -65,13 +65,20 @@ class Trino:
                     self.proc.returncode, self.log_path.read_text(errors="replace")[-4000:]))
             try:
                 info = json.load(urllib.request.urlopen("http://127.0.0.1:%d/v1/info" % self.port, timeout=5))
-                if info.get("starting") is False:
+                # Serving is not scheduling: a query that reads a table fails with "No nodes
+                # available to run query" until the node manager has seen this node's own
+                # announcement (seconds later on a busy machine).
+                if info.get("starting") is False and self._active_nodes() > 0:
                     return self
-            except OSError:
+            except (OSError, ValueError, AssertionError):
                 pass
             time.sleep(1)
         raise AssertionError("Trino did not start within %d s:\n%s" % (
             START_TIMEOUT, self.log_path.read_text(errors="replace")[-4000:]))
+
+    def _active_nodes(self):
+        _, rows = self.query("SELECT count(*) FROM system.runtime.nodes WHERE state = 'active'", timeout=10)
+        return rows[0][0] if rows else 0
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
