@@ -16,6 +16,7 @@
 #include "sql/sql_text.h"
 #include "sql/time_text.h"
 #include "sql/topic_names.h"
+#include "sql/topic_scan_range.h"
 
 namespace sluice::sql {
 
@@ -40,13 +41,6 @@ enum col : int {
 // Planner estimates: a topic is assumed large, and each pushed-down constraint is assumed
 // to cut it down; only the order of the estimates matters to SQLite.
 constexpr double full_scan_rows = 1e7;
-
-// An inclusive range of an integer column.
-struct range {
-    int64_t lo = std::numeric_limits<int64_t>::min();
-    int64_t hi = std::numeric_limits<int64_t>::max();
-    bool empty() const { return lo > hi; }
-};
 
 struct topic_vtab {
     sqlite3_vtab base{};
@@ -241,30 +235,11 @@ result<bool> enter_partition(topic_cursor& c, int32_t p) {
     // What a READ_COMMITTED consumer sees: up to the last stable offset, without the
     // records of aborted transactions (and never a transaction marker).
     const offset_t hw = owner.ctx.snapshot({c.topic, p}, c.log->last_stable_offset());
-    offset_t start = std::max(c.log->log_start_offset(), c.offsets.lo);
-    offset_t end =
-        c.offsets.hi == std::numeric_limits<int64_t>::max() ? hw : std::min(hw, c.offsets.hi + 1);
-    if (c.ts_producer.lo != std::numeric_limits<int64_t>::min() && start < end) {
-        // The first record stamped at or after the bound: every earlier one is older.
-        auto f = c.log->offset_for_timestamp(c.ts_producer.lo);
-        if (!f) return f.err();
-        if (!*f) return false;
-        start = std::max(start, (*f)->offset);
-    }
-    if (c.ts_broker.lo != std::numeric_limits<int64_t>::min() && start < end) {
-        auto f = c.log->offset_for_append_time(c.ts_broker.lo);
-        if (!f) return f.err();
-        start = std::max(start, *f);
-    }
-    if (c.ts_broker.hi != std::numeric_limits<int64_t>::max() && start < end) {
-        // Append times never decrease along a partition: the first record appended
-        // after the bound ends the range.
-        auto f = c.log->offset_for_append_time(c.ts_broker.hi + 1);
-        if (!f) return f.err();
-        end = std::min(end, *f);
-    }
-    if (start >= end) return false;
-    if (auto r = c.records.open_committed(c.log, start, end); !r) return r.err();
+    auto span = partition_span(*c.log, hw, c.offsets, c.ts_producer, c.ts_broker);
+    if (!span) return span.err();
+    if (!*span) return false;
+    if (auto r = c.records.open_committed(c.log, (*span)->first, (*span)->second); !r)
+        return r.err();
     ++owner.ctx.current_scan().partitions_scanned;
     return true;
 }
@@ -398,23 +373,11 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
                 sqlite3_result_text(ctx, "[]", 2, SQLITE_STATIC);
                 break;
             }
-            std::string json = "[";
-            bool ok = protocol::record_reader::for_each_header(
-                c.rec(), [&](bytes_view k, const std::optional<bytes_view>& v) {
-                    if (json.size() > 1) json += ',';
-                    json += "{\"key\":";
-                    append_json_bytes(json, k);
-                    json += ",\"value\":";
-                    if (v)
-                        append_json_bytes(json, *v);
-                    else
-                        json += "null";
-                    json += '}';
-                });
+            std::string json;
+            const bool ok = append_headers_json(json, c.rec());
             if (!ok)
                 return set_error(cur->pVtab, fmt::format("{}-{} offset {}: malformed headers",
                                                          c.topic, c.partition, c.rec().offset));
-            json += ']';
             sqlite3_result_text64(ctx, json.data(), json.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
             break;
         }

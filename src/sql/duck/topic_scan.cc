@@ -23,6 +23,7 @@
 #include "log/record_cursor.h"
 #include "protocol/record_reader.h"
 #include "sql/json_text.h"
+#include "sql/topic_scan_range.h"
 
 namespace sluice::sql::duck {
 
@@ -40,14 +41,6 @@ enum col : d::idx_t {
     c_headers,
     c_key_text,
     c_value_text,
-};
-
-// An inclusive range of an integer column.
-struct range {
-    int64_t lo = std::numeric_limits<int64_t>::min();
-    int64_t hi = std::numeric_limits<int64_t>::max();
-    bool empty() const { return lo > hi; }
-    bool operator==(const range&) const = default;
 };
 
 // What a reference to a topic in a statement reads: the topic, the session it was bound
@@ -332,30 +325,11 @@ result<bool> enter_partition(const bind_data& b, const global_state& g, local_st
     if (!l.log) return false;
     l.partition = p;
     const offset_t cut = g.cut[static_cast<size_t>(p)];
-    offset_t start = std::max(l.log->log_start_offset(), b.offsets.lo);
-    offset_t end =
-        b.offsets.hi == std::numeric_limits<int64_t>::max() ? cut : std::min(cut, b.offsets.hi + 1);
-    if (b.ts_producer.lo != std::numeric_limits<int64_t>::min() && start < end) {
-        // The first record stamped at or after the bound: every earlier one is older.
-        auto f = l.log->offset_for_timestamp(b.ts_producer.lo);
-        if (!f) return f.err();
-        if (!*f) return false;
-        start = std::max(start, (*f)->offset);
-    }
-    if (b.ts_broker.lo != std::numeric_limits<int64_t>::min() && start < end) {
-        auto f = l.log->offset_for_append_time(b.ts_broker.lo);
-        if (!f) return f.err();
-        start = std::max(start, *f);
-    }
-    if (b.ts_broker.hi != std::numeric_limits<int64_t>::max() && start < end) {
-        // Append times never decrease along a partition: the first record appended after
-        // the bound ends the range.
-        auto f = l.log->offset_for_append_time(b.ts_broker.hi + 1);
-        if (!f) return f.err();
-        end = std::min(end, *f);
-    }
-    if (start >= end) return false;
-    if (auto r = l.records.open_committed(l.log, start, end); !r) return r.err();
+    auto span = partition_span(*l.log, cut, b.offsets, b.ts_producer, b.ts_broker);
+    if (!span) return span.err();
+    if (!*span) return false;
+    if (auto r = l.records.open_committed(l.log, (*span)->first, (*span)->second); !r)
+        return r.err();
     ++b.session.counters->partitions_scanned;
     return true;
 }
@@ -410,23 +384,11 @@ void set_headers(const bind_data& b, const local_state& l, d::Vector& v, d::idx_
         d::FlatVector::GetData<d::string_t>(v)[row] = d::string_t("[]");
         return;
     }
-    std::string json = "[";
-    const bool ok = protocol::record_reader::for_each_header(
-        rec, [&](bytes_view k, const std::optional<bytes_view>& val) {
-            if (json.size() > 1) json += ',';
-            json += "{\"key\":";
-            append_json_bytes(json, k);
-            json += ",\"value\":";
-            if (val)
-                append_json_bytes(json, *val);
-            else
-                json += "null";
-            json += '}';
-        });
+    std::string json;
+    const bool ok = append_headers_json(json, rec);
     if (!ok)
         throw d::IOException(
             fmt::format("{}-{} offset {}: malformed headers", b.topic, l.partition, rec.offset));
-    json += ']';
     d::FlatVector::GetData<d::string_t>(v)[row] =
         d::StringVector::AddString(v, json.data(), json.size());
 }
