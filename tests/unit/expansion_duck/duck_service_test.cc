@@ -5,87 +5,37 @@
 
 #include <fmt/format.h>
 
-#include <future>
-
-#include "../sql/sql_test_util.h"
-#include "catalog/catalog.h"
+#include "../expansion/service_harness.h"
 #include "expansion/duck/duck_target.h"
-#include "expansion/service.h"
-#include "log/log_manager.h"
-#include "sql/schemas.h"
-#include "support/batch_builder.h"
 
 namespace sluice::expansion {
 namespace {
 
-using sluice::testing::build_batch;
 using sluice::testing::test_record;
 
 constexpr const char* service_schema_json = R"({"fields": [{"name": "id", "type": "int64"},
     {"name": "after", "type": "struct", "fields": [{"name": "name", "type": "string"}]}],
     "key": {"type": "string"}})";
 
-struct duck_service_fixture : ::testing::Test {
+struct duck_service_fixture : ::testing::Test, test::service_harness {
     void SetUp() override { open(); }
     void TearDown() override { close(); }
 
     void open() {
-        auto c = catalog::catalog::open(dir.path / "catalog.db");
-        ASSERT_TRUE(c) << c.err().message;
-        cat = std::move(*c);
-        logs = std::make_unique<log::log_manager>(log::log_manager::options{dir.path});
-        ASSERT_TRUE(logs->open());
-        for (const auto& t : cat->list_topics()) logs->add_topic(t.name, t.partitions, {});
-        auto s = sql::schema_registry::open(dir.path / "sql");
-        ASSERT_TRUE(s) << s.error().message;
-        auto b = duck_targets::open({.file = dir.path / "expansions.duckdb"});
-        ASSERT_TRUE(b) << b.err().message;
-        duck = *b;
-        service_options o{cat.get(), logs.get(), std::move(*s)};
-        o.targets = duck;
-        auto svc_or = service::open(std::move(o));
-        ASSERT_TRUE(svc_or) << svc_or.err().message;
-        svc = std::move(*svc_or);
-        logs->set_high_watermark_listener(
-            [this](const std::vector<topic_partition>& tps) { svc->on_high_watermark(tps); });
-        svc->start();
+        make_targets = [this] {
+            auto b = duck_targets::open({.file = dir.path / "expansions.duckdb"});
+            EXPECT_TRUE(b) << b.err().message;
+            duck = b ? *b : nullptr;
+            return duck;
+        };
+        open_service();
     }
     void close() {
-        logs->set_high_watermark_listener(nullptr);
-        if (svc) svc->stop();
-        logs->close();
-        svc.reset();
-        duck.reset();
-        logs.reset();
-        cat.reset();
+        close_service();
+        duck.reset();  // DuckDB lets one database of a process hold the file
     }
-
-    void create_topic(const std::string& name, int32_t partitions) {
-        catalog::topic_info t;
-        t.name = name;
-        t.id = catalog::random_uuid();
-        t.partitions = partitions;
-        ASSERT_TRUE(cat->create_topic(t));
-        logs->add_topic(name, partitions, {});
-    }
-
     void produce(int32_t p, std::vector<test_record> recs, bool expanded = true) {
-        auto* pl = logs->get("cdc", p);
-        ASSERT_NE(pl, nullptr);
-        bytes payload = build_batch(recs);
-        auto v = protocol::validate_batches(payload, {});
-        ASSERT_TRUE(v);
-        auto r = pl->append(std::span<uint8_t>(payload), *v, 1000);
-        ASSERT_TRUE(r) << r.err().message;
-        auto durable = std::make_shared<std::promise<void>>();
-        auto fut = durable->get_future();
-        logs->when_durable(pl, r->last_offset, [durable](result<void>) { durable->set_value(); });
-        ASSERT_EQ(fut.wait_for(std::chrono::seconds(5)), std::future_status::ready);
-        if (!expanded) return;
-        auto done = std::make_shared<std::promise<void>>();
-        auto exp = done->get_future();
-        svc->when_expanded({"cdc", p}, r->last_offset, [done] { done->set_value(); });
-        ASSERT_EQ(exp.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+        service_harness::produce("cdc", p, std::move(recs), expanded);
     }
 
     result<status> create(const std::string& target, bool backfill = false) {
@@ -115,11 +65,7 @@ struct duck_service_fixture : ::testing::Test {
                 fmt::format(R"({{"id": {}, "after": {{"name": "{}"}}}})", id, name)};
     }
 
-    sql::test::temp_dir dir;
-    std::unique_ptr<catalog::catalog> cat;
-    std::unique_ptr<log::log_manager> logs;
     std::shared_ptr<duck_targets> duck;
-    std::unique_ptr<service> svc;
 };
 
 TEST_F(duck_service_fixture, rows_are_in_duckdb_when_the_events_are_answered) {
