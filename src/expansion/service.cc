@@ -31,7 +31,7 @@ struct running {
 
     // The expander's (or a drop's) while it holds work_mu.
     std::mutex work_mu;
-    std::unique_ptr<target_table> target;  // null until opened
+    std::unique_ptr<target_store> target;  // null until opened
     progress_map progress;                 // as committed
     log::record_cursor cursor;
     bool dropped = false;
@@ -159,7 +159,9 @@ result<int64_t> write_rows(running& e, const log::partition_log* plog, int32_t p
 }  // namespace
 
 service::service(service_options o)
-    : _o(std::move(o)), _checkpoints(std::make_unique<checkpointer>()) {}
+    : _o(std::move(o)), _checkpoints(std::make_unique<checkpointer>()), _targets(_o.targets) {
+    if (!_targets) _targets = std::make_shared<sqlite_targets>(_o.schemas, _checkpoints.get());
+}
 
 service::~service() {
     stop();
@@ -190,8 +192,7 @@ result<std::unique_ptr<service>> service::open(service_options o) {
 
 result<void> service::catch_up(running& e) {
     if (!e.target) {
-        auto t = target_table::open(_o.schemas->path_of(e.schema_name), e.schema_name, e.table,
-                                    *e.columns, false, _checkpoints.get());
+        auto t = _targets->open(e.schema_name, e.table, *e.columns, false);
         if (!t) return t.err();
         e.target = std::move(*t);
     }
@@ -575,13 +576,7 @@ result<status> service::create(const create_request& r) {
                          fmt::format("{} is already the target of an expansion of topic '{}'",
                                      it->second->info.target, it->second->info.topic)};
     }
-    if (name->schema != "main") {
-        auto made = _o.schemas->create(name->schema);
-        if (!made) return error{errc::io_error, made.error().message};
-        if (*made) log_info("expansion", "created schema {} for {}", name->schema, info.target);
-    }
-    auto target = target_table::open(_o.schemas->path_of(name->schema), name->schema, name->table,
-                                     *e.columns, true, _checkpoints.get());
+    auto target = _targets->open(name->schema, name->table, *e.columns, true);
     if (!target) return target.err();
     // Live expansion starts at each partition's high watermark now; a backfill covers
     // what lies below it.
@@ -649,8 +644,7 @@ result<void> service::drop(const std::string& target, bool drop_table) {
     }
     publish(*e);  // producers waiting for it alone go on
     if (!e->target) {
-        auto t = target_table::open(_o.schemas->path_of(e->schema_name), e->schema_name, e->table,
-                                    *e->columns, false);
+        auto t = _targets->open(e->schema_name, e->table, *e->columns, false);
         if (t) e->target = std::move(*t);
     }
     if (e->target) {
@@ -689,7 +683,7 @@ void service::count_target_rows(status& s) const {
     // expanders need the lock meanwhile.
     const auto name = parse_target(s.info.target);
     if (!name) return;
-    auto rows = count_rows(_o.schemas->path_of(name->schema), name->table);
+    auto rows = _targets->count_rows(name->schema, name->table);
     if (rows)
         s.rows = *rows;
     else

@@ -27,6 +27,7 @@
 #include "common/types.h"
 #include "expansion/checkpointer.h"
 #include "expansion/schema.h"
+#include "expansion/target_store.h"
 #include "sql/sqlite_engine.h"
 
 namespace sluice::catalog {
@@ -69,6 +70,9 @@ struct service_options {
     catalog::catalog* catalog = nullptr;
     log::log_manager* logs = nullptr;
     std::shared_ptr<sql::schema_registry> schemas;
+    // Where targets are stored; null: SQLite, in the files of `schemas`
+    // (expansion/target_store.h). Must be the same across restarts of one data directory.
+    std::shared_ptr<target_backend> targets;
     // Events per transaction at most; a larger backlog takes several.
     int64_t max_rows_per_commit = 50'000;
     // How long a failed expansion waits before it is tried again.
@@ -137,6 +141,7 @@ class service final : public sql::table_guard {
 
     service_options _o;
     std::unique_ptr<checkpointer> _checkpoints;
+    std::shared_ptr<target_backend> _targets;
     std::mutex _create_mu;  // one create or drop at a time
     mutable std::mutex _mu;
     std::condition_variable _cv;

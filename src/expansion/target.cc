@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "metrics/registry.h"
 #include "sql/json_text.h"
+#include "sql/schemas.h"
 #include "sql/sql_text.h"
 
 namespace sluice::expansion {
@@ -54,11 +55,12 @@ bool compatible(const char* ours, std::string_view theirs) {
 result<int64_t> count_rows(const std::filesystem::path& file, const std::string& table) {
     sqlite3* db = nullptr;
     sqlite3_stmt* st = nullptr;
-    int rc = sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+    int rc =
+        sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(db, busy_timeout_ms);
-        rc = sqlite3_prepare_v2(db, ("SELECT count(*) FROM main." + quote_ident(table)).c_str(),
-                                -1, &st, nullptr);
+        rc = sqlite3_prepare_v2(db, ("SELECT count(*) FROM main." + quote_ident(table)).c_str(), -1,
+                                &st, nullptr);
     }
     if (rc == SQLITE_OK) rc = sqlite3_step(st);
     const int64_t rows = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
@@ -273,14 +275,14 @@ result<void> target_table::ensure_position_index() {
     // partition of the index (a skip-scan) instead of scanning the table. The figures
     // are only proportions; a user's ANALYZE replaces them with measured ones.
     // 1,000,000 rows, 100,000 per partition, 1 per position.
-    if (auto r = exec(fmt::format(
-            "BEGIN; CREATE INDEX IF NOT EXISTS main.{0} ON {1} (_partition, _offset); "
-            "ANALYZE main.sqlite_schema; "
-            "DELETE FROM main.sqlite_stat1 WHERE idx = {2}; "
-            "INSERT INTO main.sqlite_stat1 (tbl, idx, stat) VALUES ({3}, {2}, "
-            "'1000000 100000 1'); COMMIT",
-            quote_ident(index), quote_ident(_table), sql::quote_literal(index),
-            sql::quote_literal(_table)));
+    if (auto r = exec(
+            fmt::format("BEGIN; CREATE INDEX IF NOT EXISTS main.{0} ON {1} (_partition, _offset); "
+                        "ANALYZE main.sqlite_schema; "
+                        "DELETE FROM main.sqlite_stat1 WHERE idx = {2}; "
+                        "INSERT INTO main.sqlite_stat1 (tbl, idx, stat) VALUES ({3}, {2}, "
+                        "'1000000 100000 1'); COMMIT",
+                        quote_ident(index), quote_ident(_table), sql::quote_literal(index),
+                        sql::quote_literal(_table)));
         !r) {
         sqlite3_exec(_db, "ROLLBACK", nullptr, nullptr, nullptr);
         return r;
@@ -362,16 +364,18 @@ const error_counters& expansion_errors() {
     return c;
 }
 
+}  // namespace
+
+void declare_metrics() {
+    (void)expansion_errors();
+}
+
 // Events expanded with an error flagged in their row (docs/operations.md). A transaction
 // rolled back and written again counts its rows again.
 void count_expansion_errors(bool parse_error, int64_t type_errors) {
     if (parse_error) expansion_errors().parse.inc();
     if (type_errors > 0) expansion_errors().types.inc(static_cast<uint64_t>(type_errors));
 }
-
-}  // namespace
-
-void declare_metrics() { (void)expansion_errors(); }
 
 void target_table::hold_bytes(cell::kind k, std::string_view bytes) {
     _held.push_back({k, 0, 0, _arena.size(), bytes.size()});
@@ -497,14 +501,6 @@ result<int64_t> target_table::delete_from(int32_t partition, offset_t from) {
     return static_cast<int64_t>(sqlite3_changes64(_db));
 }
 
-result<void> target_table::in_transaction(const std::function<result<void>()>& body) {
-    if (auto r = begin(); !r) return r;
-    auto r = body();
-    if (r) r = commit();
-    if (!r && _in_txn) rollback();
-    return r;
-}
-
 result<void> target_table::reset_progress(const progress_map& progress) {
     return in_transaction([&]() -> result<void> {
         if (auto r = exec(fmt::format("DELETE FROM {} WHERE target = {}", progress_table,
@@ -526,6 +522,23 @@ result<void> target_table::remove(bool drop_table) {
         if (drop_table) return exec("DROP TABLE IF EXISTS main." + quote_ident(_table));
         return {};
     });
+}
+
+result<std::unique_ptr<target_store>> sqlite_targets::open(const std::string& schema,
+                                                           const std::string& table,
+                                                           const layout& l, bool create) {
+    if (create && schema != "main") {
+        auto made = _schemas->create(schema);
+        if (!made) return error{errc::io_error, made.error().message};
+        if (*made) log_info("expansion", "created schema {} for {}.{}", schema, schema, table);
+    }
+    auto t = target_table::open(_schemas->path_of(schema), schema, table, l, create, _checkpoints);
+    if (!t) return t.err();
+    return std::unique_ptr<target_store>(std::move(*t));
+}
+
+result<int64_t> sqlite_targets::count_rows(const std::string& schema, const std::string& table) {
+    return expansion::count_rows(_schemas->path_of(schema), table);
 }
 
 }  // namespace sluice::expansion

@@ -24,31 +24,19 @@
 #include "expansion/checkpointer.h"
 #include "expansion/row_builder.h"
 #include "expansion/schema.h"
+#include "expansion/target_store.h"
+
+namespace sluice::sql {
+class schema_registry;
+}
 
 namespace sluice::expansion {
-
-// Where one partition stands. Live expansion reads on from `next`; a backfill expands
-// [backfill_next, backfill_end) in the background, having started at backfill_start.
-struct partition_progress {
-    offset_t next = 0;
-    offset_t backfill_start = 0;  // for reporting how far the backfill is
-    offset_t backfill_next = 0;
-    offset_t backfill_end = 0;
-    bool backfilling() const { return backfill_next < backfill_end; }
-    bool operator==(const partition_progress&) const = default;
-};
-using progress_map = std::map<int32_t, partition_progress>;
-
-// The bookkeeping table every schema file holding a target gets.
-inline constexpr const char* progress_table = "_sluice_expansion_progress";
-inline constexpr const char* meta_table = "_sluice_meta";
-inline constexpr int progress_format_version = 1;
 
 // The rows of `table` in the schema file `file` now, read on a connection of its own
 // (WAL: no writer waits for it).
 result<int64_t> count_rows(const std::filesystem::path& file, const std::string& table);
 
-class target_table {
+class target_table final : public target_store {
   public:
     // Opens the schema's file (`schema` names it in messages). With `create`, makes the
     // table when absent, or checks that an existing one is compatible: every column of
@@ -61,33 +49,25 @@ class target_table {
                                                       const std::string& table, const layout& l,
                                                       bool create,
                                                       checkpointer* checkpoints = nullptr);
-    ~target_table();
+    ~target_table() override;
     target_table(const target_table&) = delete;
     target_table& operator=(const target_table&) = delete;
 
-    // The stored progress of this target.
-    result<progress_map> load_progress();
-
-    // A write transaction: begin(), rows and progress, commit() (or rollback()).
-    result<void> begin();
-    // Rows are written in groups; an error may surface at a later insert or at commit.
-    // `source`: the bytes expanded (for _source); `key`: the record key (for _key).
+    result<progress_map> load_progress() override;
+    result<void> begin() override;
+    // Rows are written in groups of rows_per_insert.
     result<void> insert(int32_t partition, offset_t offset, timestamp_ms broker_time,
                         const expanded_row& row, std::optional<bytes_view> source,
-                        std::optional<bytes_view> key);
-    result<void> save_progress(int32_t partition, const partition_progress& p);
-    result<void> commit();
-    void rollback();
-    // begin(), body, commit(); rolled back when either fails.
-    result<void> in_transaction(const std::function<result<void>()>& body);
-    // Deletes the rows of a partition at or past `from` (events the log no longer has).
-    result<int64_t> delete_from(int32_t partition, offset_t from);
-    // Replaces the whole stored progress (at creation), in one transaction.
-    result<void> reset_progress(const progress_map& p);
-    // Removes the progress, and with drop_table the table itself, in one transaction.
-    result<void> remove(bool drop_table);
+                        std::optional<bytes_view> key) override;
+    result<void> save_progress(int32_t partition, const partition_progress& p) override;
+    result<void> commit() override;
+    void rollback() override;
+    bool in_txn() const override { return _in_txn; }
+    result<int64_t> delete_from(int32_t partition, offset_t from) override;
+    result<void> reset_progress(const progress_map& p) override;
+    result<void> remove(bool drop_table) override;
 
-    const std::string& name() const { return _qualified; }
+    const std::string& name() const override { return _qualified; }
 
   private:
     target_table() = default;
@@ -124,7 +104,20 @@ class target_table {
     bool _in_txn = false;
 };
 
-// Makes the expansion error families known (shown at 0) before the first row.
-void declare_metrics();
+// The SQLite targets: each in the file of its schema (sql::schema_registry), the WAL
+// checkpointed by `checkpoints` (null: by SQLite itself).
+class sqlite_targets final : public target_backend {
+  public:
+    sqlite_targets(std::shared_ptr<sql::schema_registry> schemas, checkpointer* checkpoints)
+        : _schemas(std::move(schemas)), _checkpoints(checkpoints) {}
+    const char* kind() const override { return "sqlite"; }
+    result<std::unique_ptr<target_store>> open(const std::string& schema, const std::string& table,
+                                               const layout& l, bool create) override;
+    result<int64_t> count_rows(const std::string& schema, const std::string& table) override;
+
+  private:
+    std::shared_ptr<sql::schema_registry> _schemas;
+    checkpointer* _checkpoints;
+};
 
 }  // namespace sluice::expansion

@@ -14,6 +14,7 @@
 #include "expansion/service.h"
 #include "expansion/target.h"
 #include "log/log_manager.h"
+#include "service_harness.h"
 #include "sql/schemas.h"
 #include "support/batch_builder.h"
 
@@ -21,7 +22,6 @@ namespace sluice::expansion {
 namespace {
 
 using rows = std::vector<std::vector<std::string>>;
-using sluice::testing::build_batch;
 using sluice::testing::test_record;
 using sql::test::failure_of;
 using sql::test::query;
@@ -29,26 +29,12 @@ using sql::test::query;
 constexpr const char* schema_json = R"({"fields": [{"name": "id", "type": "int64"},
     {"name": "after", "type": "struct", "fields": [{"name": "name", "type": "string"}]}]})";
 
-struct service_fixture : ::testing::Test {
+struct service_fixture : ::testing::Test, test::service_harness {
     void SetUp() override { open(); }
     void TearDown() override { close(); }
 
     void open() {
-        auto c = catalog::catalog::open(dir.path / "catalog.db");
-        ASSERT_TRUE(c) << c.err().message;
-        cat = std::move(*c);
-        logs = std::make_unique<log::log_manager>(log::log_manager::options{dir.path});
-        ASSERT_TRUE(logs->open());
-        for (const auto& t : cat->list_topics()) logs->add_topic(t.name, t.partitions, {});
-        auto s = sql::schema_registry::open(dir.path / "sql");
-        ASSERT_TRUE(s) << s.error().message;
-        schemas = std::move(*s);
-        auto svc_or = service::open({cat.get(), logs.get(), schemas});
-        ASSERT_TRUE(svc_or) << svc_or.err().message;
-        svc = std::move(*svc_or);
-        logs->set_high_watermark_listener(
-            [this](const std::vector<topic_partition>& tps) { svc->on_high_watermark(tps); });
-        svc->start();
+        open_service();
         auto e = sql::open_engine(engine_options());
         ASSERT_TRUE(e) << e.error().message;
         eng = std::move(*e);
@@ -69,45 +55,7 @@ struct service_fixture : ::testing::Test {
     void close() {
         sess.reset();
         eng.reset();
-        logs->set_high_watermark_listener(nullptr);
-        if (svc) svc->stop();
-        // The flusher may be inside a call of the listener it copied before it was
-        // cleared: only once the logs are closed (the flusher joined) may svc go.
-        logs->close();
-        svc.reset();
-        logs.reset();
-        cat.reset();
-    }
-
-    void create_topic(const std::string& name, int32_t partitions) {
-        catalog::topic_info t;
-        t.name = name;
-        t.id = catalog::random_uuid();
-        t.partitions = partitions;
-        ASSERT_TRUE(cat->create_topic(t));
-        logs->add_topic(name, partitions, {});
-    }
-
-    // Appends one batch, waits until it is durable and, with `expanded`, until the
-    // topic's expansions have it, as a producer's answer does.
-    void produce(const std::string& topic, int32_t p, std::vector<test_record> recs,
-                 bool expanded = true) {
-        auto* pl = logs->get(topic, p);
-        ASSERT_NE(pl, nullptr);
-        bytes payload = build_batch(recs);
-        auto v = protocol::validate_batches(payload, {});
-        ASSERT_TRUE(v);
-        auto r = pl->append(std::span<uint8_t>(payload), *v, 1000);
-        ASSERT_TRUE(r) << r.err().message;
-        auto durable = std::make_shared<std::promise<void>>();
-        auto fut = durable->get_future();
-        logs->when_durable(pl, r->last_offset, [durable](result<void>) { durable->set_value(); });
-        ASSERT_EQ(fut.wait_for(std::chrono::seconds(5)), std::future_status::ready);
-        if (!expanded) return;
-        auto done = std::make_shared<std::promise<void>>();
-        auto exp = done->get_future();
-        svc->when_expanded({topic, p}, r->last_offset, [done] { done->set_value(); });
-        ASSERT_EQ(exp.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+        close_service();
     }
 
     result<status> create(const std::string& target, bool backfill = false, bool flatten = true) {
@@ -137,11 +85,6 @@ struct service_fixture : ::testing::Test {
                 fmt::format(R"({{"id": {}, "after": {{"name": "{}"}}, "extra": 1}})", id, name)};
     }
 
-    sql::test::temp_dir dir;
-    std::unique_ptr<catalog::catalog> cat;
-    std::unique_ptr<log::log_manager> logs;
-    std::shared_ptr<sql::schema_registry> schemas;
-    std::unique_ptr<service> svc;
     std::unique_ptr<sql::engine> eng;
     std::unique_ptr<sql::session> sess;
 };

@@ -1,0 +1,240 @@
+// sluice-expansion-duckbench: expansion into a columnar DuckDB target against today's
+// SQLite target, in one run and one process (docs/benchmarks.md, "Columnar expansion
+// targets"). The JSON events are those of sluice-loadgen --value-json10 (10 fields, one
+// a struct of 3, flattened: 19 columns), expanded with the broker's own row builder and
+// written through the broker's own target stores, in transactions of --per-commit
+// events, each with the progress row, as the expander writes them.
+//
+// Then a GROUP BY of one field with the sum of another over each target, against DuckDB
+// over its own table of the same rows (CREATE TABLE AS from the target, checkpointed):
+// the best of --runs.
+//
+//   build/bench/sluice-expansion-duckbench --dir /tmp/xdb [--events 2000000]
+//       [--per-commit 5000] [--repeats 2] [--runs 5]
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "expansion/duck/duck_target.h"
+#include "expansion/row_builder.h"
+#include "expansion/target.h"
+
+using namespace sluice;
+using namespace sluice::expansion;
+
+namespace {
+
+constexpr const char* schema_json = R"({"fields": [
+  {"name": "id", "type": "int64"}, {"name": "ts", "type": "timestamp_ms"},
+  {"name": "user", "type": "string"}, {"name": "amount", "type": "float64"},
+  {"name": "qty", "type": "int64"}, {"name": "active", "type": "bool"},
+  {"name": "country", "type": "string"}, {"name": "tags", "type": "json"},
+  {"name": "address", "type": "struct", "fields": [{"name": "city", "type": "string"},
+    {"name": "zip", "type": "int64"}, {"name": "street", "type": "string"}]},
+  {"name": "note", "type": "string"}]})";
+
+// The shape of sluice-loadgen --value-json10 (bench/loadgen_produce.cc).
+std::string event(int64_t i) {
+    static constexpr const char* countries[] = {"DE", "FR", "PT", "US", "JP", "BR", "IN", "NG"};
+    static constexpr const char* cities[] = {"Lisbon", "Berlin", "Osaka",  "Lagos", "Recife",
+                                             "Pune",   "Lyon",   "Denver", "Porto", "Kyoto"};
+    const uint64_t h = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    return fmt::format(
+        R"({{"id":{},"ts":{},"user":"user-{}","amount":{}.{:02},"qty":{},"active":{},)"
+        R"("country":"{}","tags":["beta","gamma"],"address":{{"city":"{}","zip":{},)"
+        R"("street":"{} Harbour Road"}},"note":"the quick brown fox jumps over the lazy dog"}})",
+        i, 1764460800000 + i, h % 1000000, (h >> 8) % 10000, (h >> 20) % 100, (h >> 28) % 100,
+        (h >> 36) % 2 ? "true" : "false", countries[(h >> 40) % 8], cities[(h >> 44) % 10],
+        10000 + (h >> 48) % 90000, (h >> 52) % 200);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+[[noreturn]] void die(const std::string& what) {
+    std::fprintf(stderr, "sluice-expansion-duckbench: %s\n", what.c_str());
+    std::exit(1);
+}
+
+// Expands every event into `t` (partition 0) in transactions of per_commit; events/s.
+double expand(target_store& t, row_builder& rb, const std::vector<std::string>& events,
+              int64_t per_commit) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto n = static_cast<int64_t>(events.size());
+    for (int64_t at = 0; at < n;) {
+        const int64_t end = std::min(n, at + per_commit);
+        auto r = t.in_transaction([&]() -> result<void> {
+            for (int64_t i = at; i < end; ++i) {
+                const auto& e = events[static_cast<size_t>(i)];
+                const bytes_view v(reinterpret_cast<const uint8_t*>(e.data()), e.size());
+                if (auto w = t.insert(0, i, 1764460800000 + i, rb.build(v), v, std::nullopt); !w)
+                    return w;
+            }
+            return t.save_progress(0, {.next = end});
+        });
+        if (!r) die(r.err().message);
+        at = end;
+    }
+    return static_cast<double>(n) / seconds_since(start);
+}
+
+// The best time of `runs` of a statement on the DuckDB file.
+double best_duck(duck_targets& db, const std::string& sql, int runs, std::string& answer) {
+    double best = 1e9;
+    for (int r = 0; r < runs; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        auto q = db.query(sql);
+        const double s = seconds_since(start);
+        if (!q) die(q.err().message);
+        answer = q->empty() ? "" : q->at(0).at(1).value_or("NULL");
+        best = std::min(best, s);
+    }
+    return best;
+}
+
+double best_sqlite(const std::filesystem::path& file, const std::string& sql, int runs,
+                   std::string& answer) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+        die("cannot open " + file.string());
+    double best = 1e9;
+    for (int r = 0; r < runs; ++r) {
+        sqlite3_stmt* st = nullptr;
+        const auto start = std::chrono::steady_clock::now();
+        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
+            die(sqlite3_errmsg(db));
+        bool first = true;
+        while (sqlite3_step(st) == SQLITE_ROW)
+            if (first) {
+                answer = fmt::format("{:.2f}", sqlite3_column_double(st, 1));
+                first = false;
+            }
+        sqlite3_finalize(st);
+        best = std::min(best, seconds_since(start));
+    }
+    sqlite3_close(db);
+    return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::filesystem::path dir;
+    int64_t events_n = 2'000'000, per_commit = 5'000;
+    int repeats = 2, runs = 5;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) die("missing value of " + a);
+            return argv[++i];
+        };
+        if (a == "--dir")
+            dir = next();
+        else if (a == "--events")
+            events_n = std::stoll(next());
+        else if (a == "--per-commit")
+            per_commit = std::stoll(next());
+        else if (a == "--repeats")
+            repeats = std::stoi(next());
+        else if (a == "--runs")
+            runs = std::stoi(next());
+        else
+            die("usage: sluice-expansion-duckbench --dir DIR [--events N] [--per-commit N] "
+                "[--repeats N] [--runs N]");
+    }
+    if (dir.empty()) die("--dir is required");
+    auto fields = parse_schema(schema_json);
+    if (!fields) die(fields.err().message);
+    auto cols = layout::make(*fields, {.flatten = true, .copy_source = false});
+    if (!cols) die(cols.err().message);
+    row_builder rb(*fields, *cols);
+    std::vector<std::string> events;
+    events.reserve(static_cast<size_t>(events_n));
+    for (int64_t i = 0; i < events_n; ++i) events.push_back(event(i));
+    std::printf("%lld events of %zu bytes (about), %zu columns, a commit per %lld events\n",
+                static_cast<long long>(events_n), events[0].size(), cols->columns().size(),
+                static_cast<long long>(per_commit));
+
+    std::vector<double> sqlite_rates, duck_rates;
+    std::filesystem::path sqlite_file, duck_file;
+    for (int rep = 0; rep < repeats; ++rep) {
+        std::filesystem::remove_all(dir);
+        std::filesystem::create_directories(dir);
+        sqlite_file = dir / "main.db";
+        duck_file = dir / "expansions.duckdb";
+        // The order alternates from one repeat to the next.
+        for (int k = 0; k < 2; ++k) {
+            const bool duck = (k + rep) % 2 == 0;
+            if (duck) {
+                auto b = duck_targets::open({.file = duck_file});
+                if (!b) die(b.err().message);
+                auto t = (*b)->open("main", "events", *cols, true);
+                if (!t) die(t.err().message);
+                const double rate = expand(**t, rb, events, per_commit);
+                duck_rates.push_back(rate);
+                const auto c = (*b)->checkpoints();
+                std::error_code ec;
+                const auto wal = std::filesystem::file_size(duck_file.string() + ".wal", ec);
+                std::printf(
+                    "repeat %d  DuckDB target: %.0f events/s (checkpoints %lld, refused "
+                    "%lld; WAL now %.1f MiB)\n",
+                    rep + 1, rate, static_cast<long long>(c.done),
+                    static_cast<long long>(c.refused), ec ? 0.0 : wal / 1048576.0);
+            } else {
+                checkpointer cp;
+                auto t = target_table::open(sqlite_file, "main", "events", *cols, true, &cp);
+                if (!t) die(t.err().message);
+                const double rate = expand(**t, rb, events, per_commit);
+                sqlite_rates.push_back(rate);
+                std::printf("repeat %d  SQLite target: %.0f events/s\n", rep + 1, rate);
+            }
+            std::fflush(stdout);
+        }
+    }
+
+    // The query over the last repeat's targets.
+    const std::string group =
+        "SELECT country, sum(amount) AS s FROM {} GROUP BY country ORDER BY country";
+    auto b = duck_targets::open({.file = duck_file});
+    if (!b) die(b.err().message);
+    if (auto r = (*b)->query("CREATE TABLE own AS SELECT * FROM main.events"); !r)
+        die(r.err().message);
+    if (auto r = (*b)->checkpoint(); !r) die(r.err().message);
+    std::string a_target, a_own, a_sqlite;
+    const double t_target =
+        best_duck(**b, fmt::format(fmt::runtime(group), "main.events"), runs, a_target);
+    const double t_own = best_duck(**b, fmt::format(fmt::runtime(group), "own"), runs, a_own);
+    const double t_sqlite =
+        best_sqlite(sqlite_file, fmt::format(fmt::runtime(group), "events"), runs, a_sqlite);
+    auto rowgroups = (*b)->query(
+        "SELECT table_name, count(DISTINCT row_group_id) FROM pragma_storage_info('main.events') "
+        "GROUP BY ALL UNION ALL SELECT 'own', count(DISTINCT row_group_id) FROM "
+        "pragma_storage_info('own')");
+
+    std::printf("\nexpansion rate, events/s (JSON parsing, rows and progress per commit):\n");
+    for (size_t i = 0; i < duck_rates.size(); ++i)
+        std::printf("  repeat %zu: DuckDB %.0f, SQLite %.0f, DuckDB/SQLite %.2f\n", i + 1,
+                    duck_rates[i], sqlite_rates[i], duck_rates[i] / sqlite_rates[i]);
+    std::printf("GROUP BY country, sum(amount), best of %d:\n", runs);
+    std::printf(
+        "  DuckDB target %.4f s, DuckDB's own table %.4f s (target/own %.2f), "
+        "SQLite target %.4f s (SQLite/DuckDB target %.1f)\n",
+        t_target, t_own, t_target / t_own, t_sqlite, t_sqlite / t_target);
+    std::printf("  first group's sum: target %s, own %s, SQLite %s\n", a_target.c_str(),
+                a_own.c_str(), a_sqlite.c_str());
+    if (rowgroups)
+        for (const auto& r : *rowgroups)
+            std::printf("  row groups: %s %s\n", r.at(0).value_or("?").c_str(),
+                        r.at(1).value_or("?").c_str());
+    std::filesystem::remove_all(dir);
+    return 0;
+}

@@ -1,0 +1,543 @@
+#include "expansion/duck/duck_target.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "common/logging.h"
+#include "duckdb.hpp"
+#include "sql/json_text.h"
+#include "sql/sql_text.h"
+
+namespace sluice::expansion {
+
+namespace d = ::duckdb;
+using sql::quote_ident;
+using sql::quote_literal;
+
+namespace {
+
+// The format of the file (docs/formats/expansion-duckdb.md); progress_format_version is
+// the progress table's, as in the SQLite files.
+constexpr const char* format_name = "sluice-expansion-duckdb";
+constexpr int format_version = 1;
+
+// DuckDB's column type for a layout column: SQLite's declared types as DuckDB's, except
+// _source, which holds any bytes (DuckDB's VARCHAR must be UTF-8).
+d::LogicalType duck_type(const column& c) {
+    const std::string_view t = c.decl_type;
+    if (c.name == "_source") return d::LogicalType::BLOB;
+    if (t == "INTEGER") return d::LogicalType::BIGINT;
+    if (t == "REAL") return d::LogicalType::DOUBLE;
+    if (t == "BOOLEAN") return d::LogicalType::BOOLEAN;
+    if (t == "BLOB") return d::LogicalType::BLOB;
+    return d::LogicalType::VARCHAR;
+}
+
+std::string message_of(const std::exception& e) {
+    return d::ErrorData(e).Message();
+}
+
+// A statement's first value as an integer (row counts of DML, count(*)).
+int64_t first_int(d::QueryResult& r) {
+    auto chunk = r.Fetch();
+    if (!chunk || chunk->size() == 0) return 0;
+    return chunk->GetValue(0, 0).GetValue<int64_t>();
+}
+
+void check(d::QueryResult& r) {
+    if (r.HasError()) r.ThrowError();
+}
+
+}  // namespace
+
+struct duck_targets::impl {
+    duck_options o;
+    std::unique_ptr<d::DuckDB> db;
+    mutable std::mutex mu;  // the checkpoint thread's state
+    std::condition_variable cv;
+    bool stop = false;
+    checkpoint_counts counts;
+    std::thread thread;
+
+    void run_checkpoints() {
+        const std::filesystem::path wal = o.file.string() + ".wal";
+        std::unique_lock lk(mu);
+        while (!stop) {
+            cv.wait_for(lk, std::chrono::milliseconds(200));
+            if (stop) break;
+            std::error_code ec;
+            const auto size = std::filesystem::file_size(wal, ec);
+            if (ec || size < o.checkpoint_wal_bytes) continue;
+            lk.unlock();
+            try {
+                d::Connection con(*db);
+                auto r = con.Query("CHECKPOINT");
+                const bool ok = !r->HasError();
+                if (!ok)
+                    log_debug("expansion", "checkpoint of {}: {} (tried again)", o.file.string(),
+                              r->GetError());
+                std::lock_guard count(mu);
+                ++(ok ? counts.done : counts.refused);
+            } catch (const std::exception& e) {
+                log_warn("expansion", "checkpoint of {}: {}", o.file.string(), message_of(e));
+            }
+            lk.lock();
+        }
+    }
+};
+
+// One target: its own connection, appender and prepared progress statements.
+class duck_target final : public target_store {
+  public:
+    duck_target(d::DuckDB& db, std::string schema, std::string table, const layout& l)
+        : _con(db),
+          _schema(std::move(schema)),
+          _table(std::move(table)),
+          _qualified(_schema + "." + _table),
+          _key(sql::to_lower(_table)),
+          _layout(l) {
+        for (const auto& c : l.columns()) _types.push_back(duck_type(c));
+    }
+    ~duck_target() override {
+        try {
+            if (_in_txn) rollback();
+            _appender.reset();
+        } catch (...) {  // a destructor must not throw; DuckDB rolls back on close
+        }
+    }
+
+    // Makes the schema and table (with create), checks an existing table, prepares.
+    result<void> prepare(bool create) {
+        return guarded("opening", [&]() -> result<void> {
+            if (auto r = ensure_table(create); !r) return r;
+            _appender = std::make_unique<d::Appender>(_con, _schema, _table);
+            _appender->ClearColumns();
+            for (const auto& c : _layout.columns()) _appender->AddColumn(c.name);
+            _chunk.Initialize(d::Allocator::DefaultAllocator(), _types);
+            _update = _con.Prepare(fmt::format(
+                "UPDATE main.{} SET next_offset = $3, backfill_start = $4, backfill_next = $5, "
+                "backfill_end = $6 WHERE target = $1 AND \"partition\" = $2",
+                progress_table));
+            _insert = _con.Prepare(
+                fmt::format("INSERT INTO main.{} VALUES ($1, $2, $3, $4, $5, $6)", progress_table));
+            if (_update->HasError()) _update->error.Throw();
+            if (_insert->HasError()) _insert->error.Throw();
+            return {};
+        });
+    }
+
+    result<progress_map> load_progress() override {
+        progress_map out;
+        auto r = guarded("reading progress", [&]() -> result<void> {
+            auto q = _con.Query(fmt::format(
+                "SELECT \"partition\", next_offset, backfill_start, backfill_next, backfill_end "
+                "FROM main.{} WHERE target = {}",
+                progress_table, quote_literal(_key)));
+            check(*q);
+            for (auto& row : *q) {
+                partition_progress p;
+                p.next = row.GetValue<int64_t>(1);
+                p.backfill_start = row.GetValue<int64_t>(2);
+                p.backfill_next = row.GetValue<int64_t>(3);
+                p.backfill_end = row.GetValue<int64_t>(4);
+                out[row.GetValue<int32_t>(0)] = p;
+            }
+            return {};
+        });
+        if (!r) return r.err();
+        return out;
+    }
+
+    result<void> begin() override {
+        return guarded("beginning a transaction", [&]() -> result<void> {
+            _con.BeginTransaction();
+            _in_txn = true;
+            return {};
+        });
+    }
+
+    result<void> insert(int32_t partition, offset_t offset, timestamp_ms broker_time,
+                        const expanded_row& row, std::optional<bytes_view> source,
+                        std::optional<bytes_view> key) override {
+        const auto n = _chunk.size();
+        size_t c = 0;
+        set_int(c++, n, partition);
+        set_int(c++, n, offset);
+        set_int(c++, n, broker_time);
+        for (const auto& f : row.fields) set_cell(c++, n, f);
+        const std::string_view key_bytes =
+            key ? std::string_view(reinterpret_cast<const char*>(key->data()), key->size())
+                : std::string_view();
+        const bool key_not_text =
+            key && _layout.key() == field_type::string && !sql::is_valid_utf8(key_bytes);
+        const int64_t type_errors = row.type_errors + (key_not_text ? 1 : 0);
+        set_int(c++, n, row.missing);
+        set_int(c++, n, row.excess);
+        set_int(c++, n, type_errors);
+        set_int(c++, n, row.parse_error ? 1 : 0);
+        count_expansion_errors(row.parse_error, type_errors);
+        if (_layout.copy_source()) {
+            if (source)
+                set_bytes(c++, n, {reinterpret_cast<const char*>(source->data()), source->size()});
+            else
+                set_null(c++, n);
+        }
+        if (_layout.key()) {
+            if (!key || key_not_text)
+                set_null(c++, n);
+            else
+                set_bytes(c++, n, key_bytes);
+        }
+        _chunk.SetCardinality(n + 1);
+        if (_chunk.size() == STANDARD_VECTOR_SIZE) return flush_chunk();
+        return {};
+    }
+
+    result<void> save_progress(int32_t partition, const partition_progress& p) override {
+        return guarded("saving progress", [&]() -> result<void> {
+            d::vector<d::Value> args{d::Value(_key),
+                                     d::Value::INTEGER(partition),
+                                     d::Value::BIGINT(p.next),
+                                     d::Value::BIGINT(p.backfill_start),
+                                     d::Value::BIGINT(p.backfill_next),
+                                     d::Value::BIGINT(p.backfill_end)};
+            auto u = _update->Execute(args, false);
+            check(*u);
+            if (first_int(*u) == 0) {
+                auto i = _insert->Execute(args, false);
+                check(*i);
+            }
+            return {};
+        });
+    }
+
+    result<void> commit() override {
+        auto r = guarded("committing", [&]() -> result<void> {
+            if (auto f = flush_chunk(); !f) return f;
+            if (_appender) _appender->Flush();
+            _con.Commit();
+            _in_txn = false;
+            return {};
+        });
+        if (!r && _in_txn) rollback();
+        return r;
+    }
+
+    void rollback() override {
+        _chunk.Reset();
+        try {
+            if (_appender) _appender->Clear();
+            if (_con.HasActiveTransaction()) _con.Rollback();
+        } catch (const std::exception& e) {
+            log_warn("expansion", "{}: rolling back: {}", _qualified, message_of(e));
+        }
+        _in_txn = false;
+    }
+
+    bool in_txn() const override { return _in_txn; }
+
+    result<int64_t> delete_from(int32_t partition, offset_t from) override {
+        int64_t n = 0;
+        auto r = guarded("deleting rows", [&]() -> result<void> {
+            auto q =
+                _con.Query(fmt::format("DELETE FROM {} WHERE _partition = {} AND _offset >= {}",
+                                       table_ref(), partition, from));
+            check(*q);
+            n = first_int(*q);
+            return {};
+        });
+        if (!r) return r.err();
+        return n;
+    }
+
+    result<void> reset_progress(const progress_map& progress) override {
+        return in_transaction([&]() -> result<void> {
+            if (auto r = exec(fmt::format("DELETE FROM main.{} WHERE target = {}", progress_table,
+                                          quote_literal(_key)));
+                !r)
+                return r;
+            for (const auto& [p, pp] : progress)
+                if (auto r = save_progress(p, pp); !r) return r;
+            return {};
+        });
+    }
+
+    result<void> remove(bool drop_table) override {
+        _appender.reset();  // holds the table's description
+        return in_transaction([&]() -> result<void> {
+            if (auto r = exec(fmt::format("DELETE FROM main.{} WHERE target = {}", progress_table,
+                                          quote_literal(_key)));
+                !r)
+                return r;
+            if (drop_table) return exec("DROP TABLE IF EXISTS " + table_ref());
+            return {};
+        });
+    }
+
+    const std::string& name() const override { return _qualified; }
+
+  private:
+    std::string table_ref() const { return quote_ident(_schema) + "." + quote_ident(_table); }
+
+    template <class F>
+    result<void> guarded(const char* what, F&& f) {
+        try {
+            return f();
+        } catch (const std::exception& e) {
+            return error{errc::io_error,
+                         fmt::format("{}: {}: {}", _qualified, what, message_of(e))};
+        }
+    }
+
+    result<void> exec(const std::string& sql) {
+        return guarded("running a statement", [&]() -> result<void> {
+            auto q = _con.Query(sql);
+            check(*q);
+            return {};
+        });
+    }
+
+    result<void> flush_chunk() {
+        if (_chunk.size() == 0) return {};
+        return guarded("appending rows", [&]() -> result<void> {
+            _appender->AppendDataChunk(_chunk);
+            _chunk.Reset();
+            return {};
+        });
+    }
+
+    void set_null(size_t c, d::idx_t row) { d::FlatVector::SetNull(_chunk.data[c], row, true); }
+    void set_int(size_t c, d::idx_t row, int64_t v) {
+        auto& vec = _chunk.data[c];
+        switch (_types[c].id()) {
+            case d::LogicalTypeId::BOOLEAN:
+                d::FlatVector::GetData<bool>(vec)[row] = v != 0;
+                break;
+            case d::LogicalTypeId::DOUBLE:
+                d::FlatVector::GetData<double>(vec)[row] = static_cast<double>(v);
+                break;
+            case d::LogicalTypeId::BIGINT:
+                d::FlatVector::GetData<int64_t>(vec)[row] = v;
+                break;
+            default:  // text or bytes: the number as text
+                set_bytes(c, row, std::to_string(v));
+        }
+    }
+    void set_real(size_t c, d::idx_t row, double v) {
+        if (_types[c].id() == d::LogicalTypeId::DOUBLE)
+            d::FlatVector::GetData<double>(_chunk.data[c])[row] = v;
+        else
+            set_int(c, row, static_cast<int64_t>(v));
+    }
+    void set_bytes(size_t c, d::idx_t row, std::string_view s) {
+        auto& vec = _chunk.data[c];
+        d::FlatVector::GetData<d::string_t>(vec)[row] =
+            d::StringVector::AddStringOrBlob(vec, s.data(), s.size());
+    }
+    void set_cell(size_t c, d::idx_t row, const cell& v) {
+        switch (v.k) {
+            case cell::kind::null:
+                set_null(c, row);
+                break;
+            case cell::kind::integer:
+                set_int(c, row, v.i);
+                break;
+            case cell::kind::real:
+                set_real(c, row, v.d);
+                break;
+            case cell::kind::text:
+            case cell::kind::blob:
+                set_bytes(c, row, v.s);
+                break;
+        }
+    }
+
+    result<void> ensure_table(bool create) {
+        if (create && _schema != "main") {
+            if (auto r = exec("CREATE SCHEMA IF NOT EXISTS " + quote_ident(_schema)); !r) return r;
+        }
+        auto q = _con.Query(
+            fmt::format("SELECT column_name, data_type, is_nullable, column_default IS NOT NULL "
+                        "FROM information_schema.columns WHERE lower(table_schema) = lower({}) "
+                        "AND lower(table_name) = lower({}) AND table_catalog = current_database()",
+                        quote_literal(_schema), quote_literal(_table)));
+        check(*q);
+        struct existing {
+            std::string name, type;
+            bool nullable, has_default;
+        };
+        std::map<std::string, existing> have;
+        for (auto& row : *q)
+            have[sql::to_lower(row.GetValue<std::string>(0))] = {
+                row.GetValue<std::string>(0), row.GetValue<std::string>(1),
+                row.GetValue<std::string>(2) == "YES", row.GetValue<bool>(3)};
+        const auto& cols = _layout.columns();
+        if (have.empty()) {
+            if (!create)
+                return error{errc::not_found, fmt::format("table {} does not exist", _qualified)};
+            std::string ddl = "CREATE TABLE " + table_ref() + " (";
+            for (size_t i = 0; i < cols.size(); ++i) {
+                const bool nullable = _layout.expanded(i) ||
+                                      (_layout.copy_source() && i == _layout.source_column()) ||
+                                      (_layout.key() && i == _layout.key_column());
+                ddl += fmt::format("{}{} {}{}", i ? ", " : "", quote_ident(cols[i].name),
+                                   _types[i].ToString(), nullable ? "" : " NOT NULL");
+            }
+            if (auto r = exec(ddl + ")"); !r) return r;
+            log_info("expansion", "created table {} (DuckDB)", _qualified);
+            return {};
+        }
+        if (!create) return {};
+        for (size_t i = 0; i < cols.size(); ++i) {
+            auto it = have.find(sql::to_lower(cols[i].name));
+            if (it == have.end())
+                return error{errc::invalid_argument,
+                             fmt::format("table {} exists but has no column {} ({})", _qualified,
+                                         cols[i].name, _types[i].ToString())};
+            if (it->second.type != _types[i].ToString())
+                return error{
+                    errc::invalid_argument,
+                    fmt::format("table {}: column {} is {}, not the {} its values need", _qualified,
+                                it->second.name, it->second.type, _types[i].ToString())};
+            have.erase(it);
+        }
+        for (const auto& [_, c] : have)
+            if (!c.nullable && !c.has_default)
+                return error{errc::invalid_argument,
+                             fmt::format("table {}: column {} is NOT NULL without a default, and "
+                                         "the expansion does not fill it",
+                                         _qualified, c.name)};
+        return {};
+    }
+
+    d::Connection _con;
+    std::string _schema, _table, _qualified, _key;
+    layout _layout;
+    d::vector<d::LogicalType> _types;
+    std::unique_ptr<d::Appender> _appender;
+    d::DataChunk _chunk;
+    d::unique_ptr<d::PreparedStatement> _update, _insert;
+    bool _in_txn = false;
+};
+
+duck_targets::duck_targets(std::unique_ptr<impl> i) : _impl(std::move(i)) {}
+
+duck_targets::~duck_targets() {
+    {
+        std::lock_guard lk(_impl->mu);
+        _impl->stop = true;
+    }
+    _impl->cv.notify_all();
+    if (_impl->thread.joinable()) _impl->thread.join();
+}
+
+result<std::shared_ptr<duck_targets>> duck_targets::open(const duck_options& o) {
+    auto i = std::make_unique<impl>();
+    i->o = o;
+    try {
+        d::DBConfig config;
+        config.SetOptionByName(
+            "memory_limit",
+            d::Value(fmt::format("{}KiB", std::max<uint64_t>(o.memory_limit_bytes / 1024, 1))));
+        config.SetOptionByName("threads", d::Value::BIGINT(std::max(1, o.threads)));
+        // The backend's thread checkpoints; commits never do (see the header).
+        config.SetOptionByName("checkpoint_threshold", d::Value("1000TiB"));
+        config.SetOptionByName("autoinstall_known_extensions", d::Value::BOOLEAN(false));
+        config.SetOptionByName("autoload_known_extensions", d::Value::BOOLEAN(false));
+        i->db = std::make_unique<d::DuckDB>(o.file.string(), &config);
+        d::Connection con(*i->db);
+        auto q = con.Query(fmt::format(
+            "CREATE TABLE IF NOT EXISTS main.{0} (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);"
+            "INSERT OR IGNORE INTO main.{0} VALUES ('format', '{1}'), ('format_version', '{2}'), "
+            "('expansion_progress_format', '{3}');"
+            "CREATE TABLE IF NOT EXISTS main.{4} (target VARCHAR NOT NULL, "
+            "\"partition\" INTEGER NOT NULL, next_offset BIGINT NOT NULL, "
+            "backfill_start BIGINT NOT NULL, backfill_next BIGINT NOT NULL, "
+            "backfill_end BIGINT NOT NULL)",
+            meta_table, format_name, format_version, progress_format_version, progress_table));
+        check(*q);
+        auto v =
+            con.Query(fmt::format("SELECT (SELECT value FROM main.{0} WHERE key = 'format'), "
+                                  "(SELECT value FROM main.{0} WHERE key = 'format_version')",
+                                  meta_table));
+        check(*v);
+        auto chunk = v->Fetch();
+        const auto name = chunk->GetValue(0, 0).ToString();
+        const auto version = chunk->GetValue(1, 0).ToString();
+        if (name != format_name || version != std::to_string(format_version))
+            return error{errc::unsupported,
+                         fmt::format("{}: format {} version {} is not the one this build knows "
+                                     "({} version {})",
+                                     o.file.string(), name, version, format_name, format_version)};
+    } catch (const std::exception& e) {
+        return error{errc::io_error, fmt::format("opening {}: {}", o.file.string(), message_of(e))};
+    }
+    auto* self = i.get();
+    i->thread = std::thread([self] { self->run_checkpoints(); });
+    return std::shared_ptr<duck_targets>(new duck_targets(std::move(i)));
+}
+
+result<std::unique_ptr<target_store>> duck_targets::open(const std::string& schema,
+                                                         const std::string& table, const layout& l,
+                                                         bool create) {
+    std::unique_ptr<duck_target> t;
+    try {
+        t = std::make_unique<duck_target>(*_impl->db, schema, table, l);
+    } catch (const std::exception& e) {
+        return error{errc::io_error, fmt::format("{}.{}: {}", schema, table, message_of(e))};
+    }
+    if (auto r = t->prepare(create); !r) return r.err();
+    return std::unique_ptr<target_store>(std::move(t));
+}
+
+result<int64_t> duck_targets::count_rows(const std::string& schema, const std::string& table) {
+    auto r =
+        query(fmt::format("SELECT count(*) FROM {}.{}", quote_ident(schema), quote_ident(table)));
+    if (!r) return r.err();
+    return std::stoll(*(*r).at(0).at(0));
+}
+
+result<duck_rows> duck_targets::query(const std::string& sql) {
+    try {
+        d::Connection con(*_impl->db);
+        auto q = con.Query(sql);
+        if (q->HasError()) return error{errc::invalid_argument, q->GetError()};
+        duck_rows out;
+        for (d::idx_t r = 0; r < q->RowCount(); ++r) {
+            auto& row = out.emplace_back();
+            for (d::idx_t c = 0; c < q->ColumnCount(); ++c) {
+                auto v = q->GetValue(c, r);
+                if (v.IsNull())
+                    row.emplace_back(std::nullopt);
+                else
+                    row.emplace_back(v.ToString());
+            }
+        }
+        return out;
+    } catch (const std::exception& e) {
+        return error{errc::io_error, message_of(e)};
+    }
+}
+
+result<void> duck_targets::checkpoint() {
+    auto r = query("CHECKPOINT");
+    if (!r) return r.err();
+    return {};
+}
+
+duck_targets::checkpoint_counts duck_targets::checkpoints() const {
+    std::lock_guard lk(_impl->mu);
+    return _impl->counts;
+}
+
+duckdb::DuckDB& duck_targets::database() {
+    return *_impl->db;
+}
+
+}  // namespace sluice::expansion

@@ -1,0 +1,80 @@
+#pragma once
+
+// Columnar expansion targets in one DuckDB database file (issue 36; the format:
+// docs/formats/expansion-duckdb.md). Each target is a DuckDB table, appended through
+// DuckDB's appender in data chunks; its progress is a row per partition in the file's
+// _sluice_expansion_progress, written in the same DuckDB transaction as the rows, so a
+// crash at any moment leaves exactly the events below the stored progress (DuckDB's WAL
+// replays committed transactions when the file opens again).
+//
+// DuckDB syncs its WAL at every commit and, left to itself, checkpoints inside the
+// commit that pushes the WAL past checkpoint_threshold: that would sit in the producers'
+// acknowledgement path. Here the automatic checkpoint is off and a thread of the backend
+// runs CHECKPOINT, on a connection of its own, once the WAL passes checkpoint_wal_bytes.
+//
+// DuckDB lets one process open a file: readers in the broker's process (the DuckDB SQL
+// engine, tests, benchmarks) use database(). DuckDB's headers stay out of this one.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "expansion/target_store.h"
+
+namespace duckdb {
+class DuckDB;
+}
+
+namespace sluice::expansion {
+
+struct duck_options {
+    // The database file, e.g. <data_dir>/expansions.duckdb (made when absent).
+    std::filesystem::path file;
+    uint64_t memory_limit_bytes = uint64_t{512} << 20;
+    int threads = 1;
+    // The WAL size past which the backend's thread checkpoints the file.
+    uint64_t checkpoint_wal_bytes = uint64_t{64} << 20;
+};
+
+// A result read back, each value as DuckDB's text (NULL as nullopt).
+using duck_rows = std::vector<std::vector<std::optional<std::string>>>;
+
+class duck_targets final : public target_backend {
+  public:
+    // Opens (or makes) the file, checks its format version, starts the checkpoint
+    // thread. Errors: io_error (DuckDB cannot open the file: in use by another process,
+    // damaged), unsupported (a format or version this build does not know).
+    static result<std::shared_ptr<duck_targets>> open(const duck_options& o);
+    ~duck_targets() override;  // stops the thread; DuckDB checkpoints at close
+    duck_targets(const duck_targets&) = delete;
+    duck_targets& operator=(const duck_targets&) = delete;
+
+    const char* kind() const override { return "duckdb"; }
+    result<std::unique_ptr<target_store>> open(const std::string& schema, const std::string& table,
+                                               const layout& l, bool create) override;
+    result<int64_t> count_rows(const std::string& schema, const std::string& table) override;
+
+    // Runs one read statement on a connection of its own (tests, benchmarks, operators'
+    // tools). Errors: invalid_argument (DuckDB refused the statement), io_error.
+    result<duck_rows> query(const std::string& sql);
+    // Checkpoints now (what the thread does past checkpoint_wal_bytes).
+    result<void> checkpoint();
+    // Checkpoints the thread ran, and those DuckDB refused (tried again 200 ms later).
+    struct checkpoint_counts {
+        int64_t done = 0, refused = 0;
+    };
+    checkpoint_counts checkpoints() const;
+    // The database, for connections of readers in this process.
+    duckdb::DuckDB& database();
+
+    struct impl;
+
+  private:
+    explicit duck_targets(std::unique_ptr<impl> i);
+    std::unique_ptr<impl> _impl;
+};
+
+}  // namespace sluice::expansion
