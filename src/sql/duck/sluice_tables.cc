@@ -81,11 +81,16 @@ d::unique_ptr<d::TableRef> system_table(const std::string& name) {
 d::unique_ptr<d::TableRef> resolve(d::ClientContext&, d::ReplacementScanInput& in,
                                    d::optional_ptr<d::ReplacementScanData> data) {
     const auto& src = data->Cast<names_data>().src;
-    if (!in.catalog_name.empty()) return nullptr;
-    if (same_ignoring_case(in.schema_name, "system"))
+    // The qualifier as written: DuckDB may take `system.x` for its catalog "system".
+    std::string_view qualifier = in.schema_name;
+    if (!in.catalog_name.empty()) {
+        if (!in.schema_name.empty() && !same_ignoring_case(in.schema_name, "main")) return nullptr;
+        qualifier = in.catalog_name;
+    }
+    if (same_ignoring_case(qualifier, "system"))
         return src.catalog ? system_table(in.table_name) : nullptr;
-    const bool qualified = same_ignoring_case(in.schema_name, "kafka_topics");
-    if (!qualified && !in.schema_name.empty()) return nullptr;
+    const bool qualified = same_ignoring_case(qualifier, "kafka_topics");
+    if (!qualified && !qualifier.empty()) return nullptr;
     const auto topic = topic_named(src, in.table_name);
     if (topic.empty()) return nullptr;
     return topic_table(topic, in.table_name);
