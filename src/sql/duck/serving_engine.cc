@@ -6,6 +6,7 @@
 
 #include "sql/duck/serving.h"
 #include "sql/duck/serving_session.h"
+#include "sql/duck/sluice_tables.h"
 
 namespace sluice::sql::duck {
 
@@ -49,6 +50,11 @@ outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& 
     o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     auto e = engine::open(o);
     if (!e) return e.error();
+    try {
+        register_blob_text_cast(*(*e)->internals().db->instance);
+    } catch (const std::exception& x) {
+        return query_error{failure::internal, fmt::format("duckdb engine: {}", x.what())};
+    }
     return std::unique_ptr<sql::engine>(std::make_unique<serving_engine>(opts, std::move(*e)));
 }
 

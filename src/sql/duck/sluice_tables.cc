@@ -6,6 +6,8 @@
 #include <string>
 
 #include "catalog/catalog.h"
+#include "duckdb/common/vector_operations/unary_executor.hpp"
+#include "duckdb/function/cast/cast_function_set.hpp"
 #include "duckdb/function/replacement_scan.hpp"
 #include "duckdb/function/table_function.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
@@ -16,6 +18,7 @@
 #include "duckdb/parser/tableref/subqueryref.hpp"
 #include "duckdb/parser/tableref/table_function_ref.hpp"
 #include "log/log_manager.h"
+#include "sql/json_text.h"
 #include "sql/system_tables.h"
 
 namespace sluice::sql::duck {
@@ -185,7 +188,32 @@ void system_scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& 
     out.SetCardinality(n);
 }
 
+// BLOB to VARCHAR as SQLite's CAST(value AS TEXT): the bytes as UTF-8 text, NULL when
+// they are not UTF-8 (never DuckDB's escaped form).
+bool blob_to_text(d::Vector& source, d::Vector& result, d::idx_t count, d::CastParameters&) {
+    d::UnaryExecutor::ExecuteWithNulls<d::string_t, d::string_t>(
+        source, result, count, [&](d::string_t b, d::ValidityMask& mask, d::idx_t idx) {
+            if (!is_valid_utf8(std::string_view(b.GetData(), b.GetSize()))) {
+                mask.SetInvalid(idx);
+                return d::string_t();
+            }
+            return d::StringVector::AddString(result, b);
+        });
+    return true;
+}
+
 }  // namespace
+
+void register_blob_text_cast(duckdb::DatabaseInstance& db) {
+    // Implicit, so that the JSON functions read a BLOB value as SQLite's do
+    // (value ->> '$.op').
+    auto& casts = d::DBConfig::GetConfig(db).GetCastFunctions();
+    casts.RegisterCastFunction(d::LogicalType::BLOB, d::LogicalType::VARCHAR,
+                               d::BoundCastInfo(blob_to_text), 120);
+    // The JSON functions take JSON first: the same bytes, as JSON text.
+    casts.RegisterCastFunction(d::LogicalType::BLOB, d::LogicalType::JSON(),
+                               d::BoundCastInfo(blob_to_text), 100);
+}
 
 void add_sluice_names(duckdb::DBConfig& config, const table_sources& src) {
     auto data = d::make_uniq<names_data>();

@@ -37,6 +37,10 @@ struct table_sources {
 // outlive the database.
 void add_sluice_names(duckdb::DBConfig& config, const table_sources& src);
 
+// Casts BLOB to VARCHAR as UTF-8 text (NULL when not UTF-8), implicitly: `value ->> '$.op'`
+// and CAST(value AS TEXT) read a topic's bytes as with SQLite.
+void register_blob_text_cast(duckdb::DatabaseInstance& db);
+
 // Registers sluice_system('name') in db's system catalog.
 void register_system_scan(duckdb::DatabaseInstance& db, const table_sources& src,
                           session_finder find);

@@ -117,6 +117,10 @@ TEST_F(serving_fixture, topics_read_as_kafka_topics_with_the_sqlite_engines_colu
               (rows{{"c", "1", "1"}, {"u", "2", "1"}}));
     EXPECT_EQ(cols[1].decl_type, "INTEGER");
     EXPECT_EQ(cols[2].decl_type, "BOOLEAN");
+    // CAST of the BLOB value to text reads it as UTF-8, as SQLite's does.
+    EXPECT_EQ(run("SELECT CAST(value AS TEXT) ->> '$.op', CAST(value AS TEXT), CAST(key AS TEXT) "
+                  "FROM kafka_topics.orders ORDER BY partition"),
+              (rows{{"c", R"({"op":"c","id":1})", "k1"}, {"u", R"({"op":"u","id":2})", "k2"}}));
     EXPECT_EQ(run("SELECT count(*) FROM orders WHERE partition = 1"), (rows{{"1"}}));
     EXPECT_EQ(run("SELECT * FROM kafka_topics.nosuch"), (rows{{"ERROR undefined_table"}}));
 }
