@@ -5,6 +5,9 @@
   (e) src/sql/duck's kafka_topic (DuckDB's C++ API: filter pushdown on partition,
       offset and the timestamps; value as BLOB, read as value_text), also by
       sluice-duckbench (--engine sluice) over the stopped broker's logs,
+  (f) Sluice's SQL over HTTP on the DuckDB engine (`--sql-engine duckdb`, the same
+      broker's data restarted): (e)'s statements, kafka_topics.events read through
+      decode(value),
   (c) DuckDB over the raw NDJSON file of the events,
   (d) DuckDB over its own table of them (typed columns),
 in one run; then the expansion-target question: rows/s of DuckDB's appender for 19
@@ -124,6 +127,14 @@ def queries(n):
         if "b" in per and "from_timestamp" not in per["b"]:
             per["e"] = per["b"].replace("value ->>", "value_text ->>").replace(
                 "json_extract_string(value,", "json_extract_string(value_text,")
+    # (f): the same through the broker's DuckDB engine; its kafka_topics.T has the SQLite
+    # engine's columns (value a BLOB, read as text with decode()).
+    for per in q.values():
+        if "e" in per:
+            f = per["e"]
+            if "kafka_topics.events" in f:
+                f = f.replace("value_text ->>", "decode(value) ->>")
+            per["f"] = f
     return q
 
 
@@ -155,9 +166,10 @@ def http_sql(url, sql):
     return body["rows"]
 
 
-def start_broker(binary, data):
+def start_broker(binary, data, engine="sqlite"):
     proc = subprocess.Popen([binary, "serve", "--data-dir", data, "--listen", "127.0.0.1:0",
-                             "--http", "127.0.0.1:0", "--sql-timeout-ms", "600000"],
+                             "--http", "127.0.0.1:0", "--sql-timeout-ms", "600000",
+                             "--sql-engine", engine],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     kafka = http = None
     deadline = time.monotonic() + 60
@@ -212,6 +224,17 @@ def main():
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
 
+    # (f) the same broker's data, served by its DuckDB engine.
+    proc, kafka, http = start_broker(args.sluice, data, "duckdb")
+    try:
+        for name, per in qs.items():
+            if "f" in per:
+                t, rows = best_of(args.runs, lambda: http_sql(http, per["f"]))
+                times[name]["f"], results[name]["f"] = t, rows
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+
     # (b) kafka_topic over the stopped broker's partition logs.
     cmd = [args.duckbench, "scan", "--data-dir", data, "--topic", "events", "--threads",
            str(args.threads), "--runs", str(args.runs), "--setup", "CREATE SCHEMA kafka_topics",
@@ -258,9 +281,10 @@ def main():
         if len({tuple(v) for v in firsts.values()}) != 1:
             sys.exit("results differ for %s: %s" % (name, firsts))
 
-    print("\n| query | (a) Sluice HTTP | (b) kafka_topic, C API | (e) src/sql/duck | (c) DuckDB NDJSON "
-          "| (d) DuckDB table | a/c | b/c | e/c | e/d | a/e | b/e |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| query | (a) Sluice HTTP, SQLite | (f) Sluice HTTP, DuckDB | (b) kafka_topic, C API "
+          "| (e) src/sql/duck | (c) DuckDB NDJSON | (d) DuckDB table | a/f | f/c | a/c | b/c | e/c "
+          "| e/d | a/e | b/e |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
     def cell(v):
         return "%.4f s" % v if v is not None else "-"
@@ -270,10 +294,10 @@ def main():
 
     for name in qs:
         tm = times[name]
-        a, b, c, d, e = (tm.get(k) for k in "abcde")
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            name, cell(a), cell(b), cell(e), cell(c), cell(d), ratio(a, c), ratio(b, c),
-            ratio(e, c), ratio(e, d), ratio(a, e), ratio(b, e)))
+        a, b, c, d, e, f = (tm.get(k) for k in "abcdef")
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            name, cell(a), cell(f), cell(b), cell(e), cell(c), cell(d), ratio(a, f), ratio(f, c),
+            ratio(a, c), ratio(b, c), ratio(e, c), ratio(e, d), ratio(a, e), ratio(b, e)))
     print("\n(d)'s table was loaded from the NDJSON in %.2f s. Results agree across engines." % load_s)
 
     if args.no_append:

@@ -46,9 +46,25 @@
 #include "sql/pg/pg_server.h"
 #include "sql/schemas.h"
 #include "sql/sqlite_engine.h"
+#ifdef SLUICE_HAS_DUCKDB
+#include "sql/duck/serving.h"
+#endif
 
 namespace sluice::app {
 namespace {
+
+// The SQL engine --sql-engine names (docs/sql.md, Engines).
+sql::outcome<std::unique_ptr<sql::engine>> open_sql_engine(const std::string& name,
+                                                           const sql::engine_options& eo) {
+    if (name == "sqlite") return sql::open_engine(eo);
+#ifdef SLUICE_HAS_DUCKDB
+    return sql::duck::open_serving_engine(eo);
+#else
+    return sql::query_error{sql::failure::invalid_parameter,
+                            "--sql-engine duckdb: this build has no DuckDB (configure with "
+                            "-DSLUICE_DUCKDB=ON, as `make test` does)"};
+#endif
+}
 
 struct serve_options {
     std::string config_file;  // applied by with_config_file()
@@ -84,6 +100,7 @@ struct serve_options {
     std::string http;  // HTTP listener; empty: none
     int64_t sql_timeout_ms = 30000;
     uint64_t sql_max_rows = 1000000;
+    std::string sql_engine = "sqlite";  // or duckdb (builds with DuckDB only)
     size_t sql_max_connections = 64;
     sql::resource_bounds sql_bounds;  // --sql-*-memory, --sql-*-temp-bytes, --sql-max-value-bytes
     connection_limits limits;
@@ -524,7 +541,7 @@ int serve(const serve_options& o) {
     eo.schemas = shared_schemas;
     eo.guard = expansions->get();
     eo.gate = &b.access();
-    auto eng = sql::open_engine(eo);
+    auto eng = open_sql_engine(o.sql_engine, eo);
     if (!eng) {
         log_error("app", "sql: {}", eng.error().message);
         logs.close();
@@ -784,6 +801,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     cmd->add_option("--sql-max-rows", o->sql_max_rows,
                     "Rows one SQL statement may return; clients may only lower it")
         ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62))
+        ->capture_default_str();
+    cmd->add_option("--sql-engine", o->sql_engine,
+                    "SQL engine of the pg and http listeners: sqlite, or duckdb (while the "
+                    "migration to DuckDB lasts; builds with DuckDB only; docs/sql.md, Engines)")
+        ->check(CLI::IsMember({"sqlite", "duckdb"}))
         ->capture_default_str();
     cmd->add_option("--sql-max-connections", o->sql_max_connections,
                     "Open connections each SQL listener (pg, http) accepts; more are refused")

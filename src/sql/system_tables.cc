@@ -198,7 +198,7 @@ outcome<row_list> acls_rows(const system_sources& src) {
 
 }  // namespace
 
-outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
+std::map<std::string, row_table_spec> system_table_specs(const system_sources& src) {
     std::map<std::string, row_table_spec> specs;
     if (src.catalog) {
         specs["topics"] = {
@@ -248,6 +248,11 @@ outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
             "INTEGER, age_ms INTEGER, last_update_timestamp INTEGER)",
             [src] { return transactions_rows(src); }};
     }
+    return specs;
+}
+
+outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
+    auto specs = system_table_specs(src);
     if (specs.empty()) return true;
     return create_row_tables(db, "system", std::move(specs));
 }

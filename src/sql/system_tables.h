@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sql/engine.h"
+#include "sql/row_table.h"
 #include "sql/statement_context.h"
 
 namespace sluice::log {
@@ -113,6 +114,10 @@ struct system_sources {
     broker_state* state = nullptr;
     statement_context* ctx = nullptr;
 };
+
+// The system tables of a session (src.ctx's principal): name -> declaration and rows.
+// What install_system_tables creates, and what the DuckDB engine's sluice_system() reads.
+std::map<std::string, row_table_spec> system_table_specs(const system_sources& src);
 
 // Registers the module and creates the system tables of one connection.
 outcome<bool> install_system_tables(sqlite3* db, const system_sources& src);

@@ -56,6 +56,11 @@ TEST_GROUP_DELAY_MS = "300"
 
 
 def with_test_group_delay(cmd):
+    # SLUICE_TEST_SQL_ENGINE=duckdb runs a suite's brokers on the DuckDB SQL engine
+    # (docs/sql.md, Engines), while the migration lasts.
+    engine = os.environ.get("SLUICE_TEST_SQL_ENGINE")
+    if engine and "--sql-engine" not in cmd and not any(a.startswith("--config") for a in cmd):
+        cmd = cmd + ["--sql-engine", engine]
     if any(a == GROUP_DELAY_FLAG or a.startswith(GROUP_DELAY_FLAG + "=") or a == "--config"
            or a.startswith("--config=") for a in cmd):
         return cmd

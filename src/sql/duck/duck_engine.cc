@@ -6,25 +6,11 @@
 #include <unordered_map>
 
 #include "duckdb.hpp"
+#include "sql/duck/duck_internal.h"
+#include "sql/duck/sluice_tables.h"
 #include "sql/duck/topic_scan.h"
 
 namespace sluice::sql::duck {
-
-namespace d = ::duckdb;
-
-// The sessions, by their connection's client context: how kafka_topic's bind finds the
-// principal and the cut of the statement it serves.
-struct engine::impl {
-    std::unique_ptr<d::DuckDB> db;
-    std::mutex mu;
-    std::unordered_map<const d::ClientContext*, scan_session> sessions;
-
-    scan_session find(d::ClientContext& c) {
-        std::lock_guard lk(mu);
-        const auto it = sessions.find(&c);
-        return it == sessions.end() ? scan_session{} : it->second;
-    }
-};
 
 struct session::impl {
     engine::impl* owner = nullptr;
@@ -34,6 +20,13 @@ struct session::impl {
 };
 
 namespace {
+
+// Sizes as DuckDB's settings take them.
+std::string kib(uint64_t bytes) {
+    return fmt::format("{}KiB", std::max<uint64_t>(bytes / 1024, 1));
+}
+
+}  // namespace
 
 // DuckDB's error kinds as the engine interface's (SQLSTATEs in sql/engine.h).
 failure failure_of(d::ExceptionType t, const std::string& msg) {
@@ -64,13 +57,6 @@ failure failure_of(d::ExceptionType t, const std::string& msg) {
     }
 }
 
-// Sizes as DuckDB's settings take them.
-std::string kib(uint64_t bytes) {
-    return fmt::format("{}KiB", std::max<uint64_t>(bytes / 1024, 1));
-}
-
-}  // namespace
-
 engine::engine(std::unique_ptr<impl> i) : _impl(std::move(i)) {}
 engine::~engine() = default;
 
@@ -92,10 +78,14 @@ outcome<std::unique_ptr<engine>> engine::open(const options& o) {
         config.SetOptionByName("allow_unsigned_extensions", d::Value::BOOLEAN(false));
         config.SetOptionByName("enable_external_access", d::Value::BOOLEAN(false));
         config.SetOptionByName("lock_configuration", d::Value::BOOLEAN(true));
+        const table_sources names{o.logs, o.catalog, o.state};
+        add_sluice_names(config, names);
         i->db = std::make_unique<d::DuckDB>(nullptr, &config);
         auto* self = i.get();
         register_topic_scan(*i->db->instance, *o.logs,
                             [self](d::ClientContext& c) { return self->find(c); });
+        register_system_scan(*i->db->instance, names,
+                             [self](d::ClientContext& c) { return self->find(c); });
     } catch (const std::exception& e) {
         return query_error{failure::internal,
                            fmt::format("duck engine: {}", d::ErrorData(e).Message())};

@@ -34,6 +34,12 @@
 namespace sluice::log {
 class log_manager;
 }
+namespace sluice::catalog {
+class catalog;
+}
+namespace sluice::sql {
+class broker_state;
+}
 
 namespace sluice::sql::duck {
 
@@ -41,6 +47,10 @@ struct options {
     // Temp files go to <data_dir>/sql-duck-tmp (made when needed).
     std::filesystem::path data_dir;
     log::log_manager* logs = nullptr;  // required; must outlive the engine
+    // The sources of the system tables (system.*, duck/sluice_tables.h); null ones
+    // leave their tables out. Must outlive the engine.
+    catalog::catalog* catalog = nullptr;
+    broker_state* state = nullptr;
     // DuckDB's memory_limit (the database's buffer pool: every session together) and
     // max_temp_directory_size.
     uint64_t memory_limit_bytes = uint64_t{1} << 30;
@@ -73,6 +83,8 @@ class engine {
     std::unique_ptr<session> open_session(const security::gate* gate, security::principal who);
 
     struct impl;
+    // The database and its sessions, for the rest of src/sql/duck (duck_internal.h).
+    impl& internals() { return *_impl; }
 
   private:
     explicit engine(std::unique_ptr<impl> i);

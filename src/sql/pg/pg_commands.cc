@@ -11,8 +11,8 @@
 #include "sql/pg/catalog_rewrite.h"
 #include "sql/pg/lexer.h"
 #include "sql/pg/pg_dialect.h"
-#include "sql/pg/subquery_rewrite.h"
 #include "sql/pg/pg_server.h"
+#include "sql/pg/subquery_rewrite.h"
 #include "sql/sql_text.h"
 
 namespace sluice::sql::pg {
@@ -386,6 +386,7 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
         set_tail();
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
     }
+    if (ctx.sess.native_pg_dialect()) return engine_prepare(ctx, sql, tail, std::move(info));
     // PostgreSQL spellings that SQLite lacks (pg_dialect.h) and correlated INs as EXISTS
     // (subquery_rewrite.h), then the catalog queries of tools in SQLite's syntax
     // (catalog_rewrite.h): the statement rewritten is prepared alone, and the rest of the

@@ -1,0 +1,61 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#include "sql/duck/serving.h"
+#include "sql/duck/serving_session.h"
+#include "sql/duck/sluice_tables.h"
+
+namespace sluice::sql::duck {
+
+namespace {
+
+class serving_engine final : public sql::engine {
+  public:
+    serving_engine(const engine_options& o, std::unique_ptr<duck::engine> e)
+        : _opts(o), _duck(std::move(e)) {}
+    ~serving_engine() override = default;
+
+    outcome<std::unique_ptr<sql::session>> open_session() override {
+        return std::unique_ptr<sql::session>(
+            std::make_unique<serving_session>(_duck->internals(), _opts, _dog));
+    }
+    limits default_limits() const override { return _opts.defaults; }
+
+  private:
+    engine_options _opts;
+    std::unique_ptr<duck::engine> _duck;
+    watchdog _dog;  // stops before the database closes
+};
+
+}  // namespace
+
+outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& opts) {
+    if (!opts.logs) return query_error{failure::internal, "duckdb engine: no partition logs"};
+    // The temp directory starts empty: what a previous run left there is nobody's.
+    const auto tmp = opts.data_dir / "sql-duck-tmp";
+    std::error_code ec;
+    std::filesystem::remove_all(tmp, ec);
+    std::filesystem::create_directories(tmp, ec);
+    if (ec) return query_error{failure::internal, fmt::format("sql-duck-tmp: {}", ec.message())};
+    options o;
+    o.data_dir = opts.data_dir;
+    o.logs = opts.logs;
+    o.catalog = opts.catalog;
+    o.state = opts.state;
+    o.memory_limit_bytes = opts.bounds.total_memory;
+    o.temp_limit_bytes = opts.bounds.total_temp;
+    o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    auto e = engine::open(o);
+    if (!e) return e.error();
+    try {
+        register_blob_text_cast(*(*e)->internals().db->instance);
+    } catch (const std::exception& x) {
+        return query_error{failure::internal, fmt::format("duckdb engine: {}", x.what())};
+    }
+    return std::unique_ptr<sql::engine>(std::make_unique<serving_engine>(opts, std::move(*e)));
+}
+
+}  // namespace sluice::sql::duck

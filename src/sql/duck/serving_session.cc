@@ -1,0 +1,440 @@
+#include "sql/duck/serving_session.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <thread>
+
+#include "duckdb/main/pending_query_result.hpp"
+#include "duckdb/parser/sql_statement.hpp"
+
+namespace sluice::sql::duck {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch())
+        .count();
+}
+
+// What users may run: queries, EXPLAIN, transaction control (and SET, which the locked
+// configuration refuses for DuckDB's settings). Everything else would change DuckDB's
+// in-memory catalog, which every session shares, or reach outside it.
+std::optional<query_error> refused(d::StatementType t) {
+    switch (t) {
+        case d::StatementType::SELECT_STATEMENT:
+        case d::StatementType::EXPLAIN_STATEMENT:
+        case d::StatementType::TRANSACTION_STATEMENT:
+        case d::StatementType::VARIABLE_SET_STATEMENT:
+        case d::StatementType::SET_STATEMENT:
+            return std::nullopt;
+        default:
+            return query_error{failure::read_only,
+                               fmt::format("{} is not available on the duckdb SQL engine: it "
+                                           "reads topics and system tables; users' own tables "
+                                           "need --sql-engine sqlite",
+                                           d::StatementTypeToString(t))};
+    }
+}
+
+// A DuckDB value as a cell of the interface, and the declared type of its column.
+std::string decl_type_of(const d::LogicalType& t) {
+    if (t.HasAlias() && t.GetAlias() == "JSON") return "JSON";
+    switch (t.id()) {
+        case d::LogicalTypeId::BOOLEAN:
+            return "BOOLEAN";
+        case d::LogicalTypeId::TINYINT:
+        case d::LogicalTypeId::SMALLINT:
+        case d::LogicalTypeId::INTEGER:
+        case d::LogicalTypeId::BIGINT:
+        case d::LogicalTypeId::UTINYINT:
+        case d::LogicalTypeId::USMALLINT:
+        case d::LogicalTypeId::UINTEGER:
+        case d::LogicalTypeId::UBIGINT:
+        case d::LogicalTypeId::HUGEINT:
+        case d::LogicalTypeId::UHUGEINT:
+            return "INTEGER";
+        case d::LogicalTypeId::FLOAT:
+        case d::LogicalTypeId::DOUBLE:
+        case d::LogicalTypeId::DECIMAL:
+            return "REAL";
+        case d::LogicalTypeId::BLOB:
+            return "BLOB";
+        case d::LogicalTypeId::TIMESTAMP_TZ:
+            return "TIMESTAMPTZ";
+        default:
+            return "TEXT";
+    }
+}
+
+value cell_of(const d::Value& v) {
+    if (v.IsNull()) return std::monostate{};
+    switch (v.type().id()) {
+        case d::LogicalTypeId::BOOLEAN:
+            return int64_t{v.GetValue<bool>() ? 1 : 0};
+        case d::LogicalTypeId::TINYINT:
+        case d::LogicalTypeId::SMALLINT:
+        case d::LogicalTypeId::INTEGER:
+        case d::LogicalTypeId::BIGINT:
+        case d::LogicalTypeId::UTINYINT:
+        case d::LogicalTypeId::USMALLINT:
+        case d::LogicalTypeId::UINTEGER:
+            return v.GetValue<int64_t>();
+        case d::LogicalTypeId::UBIGINT:
+        case d::LogicalTypeId::HUGEINT:
+        case d::LogicalTypeId::UHUGEINT: {
+            d::Value c = v;
+            if (c.DefaultTryCastAs(d::LogicalType::BIGINT)) return c.GetValue<int64_t>();
+            return v.ToString();
+        }
+        case d::LogicalTypeId::FLOAT:
+        case d::LogicalTypeId::DOUBLE:
+        case d::LogicalTypeId::DECIMAL:
+            return v.GetValue<double>();
+        case d::LogicalTypeId::BLOB: {
+            const auto& s = d::StringValue::Get(v);
+            return bytes(reinterpret_cast<const uint8_t*>(s.data()),
+                         reinterpret_cast<const uint8_t*>(s.data()) + s.size());
+        }
+        case d::LogicalTypeId::VARCHAR:
+            return d::StringValue::Get(v);
+        default:
+            return v.ToString();
+    }
+}
+
+size_t cell_size(const value& v) {
+    if (const auto* s = std::get_if<std::string>(&v)) return s->size();
+    if (const auto* b = std::get_if<bytes>(&v)) return b->size();
+    return 0;
+}
+
+d::Value param_of(const value& v) {
+    if (const auto* i = std::get_if<int64_t>(&v)) return d::Value::BIGINT(*i);
+    if (const auto* x = std::get_if<double>(&v)) return d::Value::DOUBLE(*x);
+    if (const auto* s = std::get_if<std::string>(&v)) return d::Value(*s);
+    if (const auto* b = std::get_if<bytes>(&v))
+        return d::Value::BLOB(reinterpret_cast<d::const_data_ptr_t>(b->data()), b->size());
+    return d::Value();
+}
+
+std::string first_word(std::string_view s) {
+    size_t i = 0;
+    while (i < s.size() && !std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
+    std::string w;
+    for (; i < s.size() && std::isalpha(static_cast<unsigned char>(s[i])); ++i)
+        w += static_cast<char>(std::toupper(static_cast<unsigned char>(s[i])));
+    return w;
+}
+
+class serving_statement final : public sql::statement {
+  public:
+    serving_statement(serving_session& s, std::string text, d::unique_ptr<d::PreparedStatement> p)
+        : _s(s), _text(std::move(text)), _prep(std::move(p)) {
+        const auto props = _prep->GetStatementProperties();
+        _returns_rows = props.return_type == d::StatementReturnType::QUERY_RESULT;
+        if (_returns_rows) {
+            const auto& names = _prep->GetNames();
+            const auto& types = _prep->GetTypes();
+            for (size_t i = 0; i < names.size(); ++i)
+                _cols.push_back({names[i], decl_type_of(types[i])});
+        }
+        _params.resize(_prep->named_param_map.size());
+    }
+    ~serving_statement() override { finish(); }
+
+    const std::string& text() const override { return _text; }
+    int param_count() const override { return static_cast<int>(_params.size()); }
+    outcome<bool> bind(const std::vector<value>& params) override {
+        if (params.size() != _params.size())
+            return query_error{failure::invalid_parameter,
+                               fmt::format("the statement takes {} parameters, not {}",
+                                           _params.size(), params.size())};
+        for (size_t i = 0; i < params.size(); ++i) _params[i] = param_of(params[i]);
+        return true;
+    }
+    const std::vector<column>& columns() const override { return _cols; }
+    step_state step() override;
+    const std::vector<value>& row() const override { return _row; }
+    const query_error& error() const override { return _error; }
+    int64_t changes() const override { return _changes; }
+    std::string verb() const override { return first_word(_text); }
+    void reset() override {
+        finish();
+        _state = state::fresh;
+    }
+
+  private:
+    enum class state { fresh, rows, done, failed };
+    step_state fail(query_error e) {
+        finish();
+        _error = std::move(e);
+        _state = state::failed;
+        return step_state::failed;
+    }
+    void finish() {
+        _chunk.reset();
+        _result.reset();
+        if (_running) _s.end_statement();
+        _running = false;
+    }
+    // Runs the statement until its first rows are ready. An error: its failure.
+    std::optional<query_error> start();
+    // The next chunk; false at the end (or on an error, in _error).
+    bool next_chunk();
+
+    serving_session& _s;
+    std::string _text;
+    d::unique_ptr<d::PreparedStatement> _prep;
+    bool _returns_rows = false;
+    std::vector<column> _cols;
+    d::vector<d::Value> _params;
+    d::unique_ptr<d::QueryResult> _result;
+    d::unique_ptr<d::DataChunk> _chunk;
+    d::idx_t _pos = 0;
+    std::vector<value> _row;
+    query_error _error;
+    int64_t _changes = 0;
+    uint64_t _rows = 0;
+    bool _running = false;
+    state _state = state::fresh;
+};
+
+std::optional<query_error> serving_statement::start() {
+    if (auto e = _s.start_statement()) return e;
+    _running = true;
+    _rows = 0;
+    _changes = 0;
+    auto pending = _prep->PendingQuery(_params, true);
+    if (pending->HasError()) return _s.error_for(pending->GetErrorObject());
+    auto last_check = steady::now();
+    for (;;) {
+        const auto r = pending->ExecuteTask();
+        if (d::PendingQueryResult::IsResultReady(r) ||
+            r == d::PendingExecutionResult::EXECUTION_ERROR)
+            break;
+        if (r == d::PendingExecutionResult::BLOCKED ||
+            r == d::PendingExecutionResult::NO_TASKS_AVAILABLE)
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        // The front end's check (a client that went away), on this thread.
+        if (const auto now = steady::now();
+            _s.check() && now - last_check > std::chrono::milliseconds(10)) {
+            last_check = now;
+            if (_s.check()()) {
+                _s.cancel();
+                _s.con().Interrupt();
+            }
+        }
+    }
+    if (pending->HasError()) return _s.error_for(pending->GetErrorObject());
+    _result = pending->Execute();
+    if (_result->HasError()) return _s.error_for(_result->GetErrorObject());
+    if (!_returns_rows) {
+        // CHANGED_ROWS statements answer with their count; others with nothing.
+        if (auto c = _result->Fetch(); c && c->size() > 0 && c->ColumnCount() > 0) {
+            const auto v = c->GetValue(0, 0);
+            if (!v.IsNull() && v.type().IsIntegral()) _changes = v.GetValue<int64_t>();
+        }
+    }
+    return std::nullopt;
+}
+
+bool serving_statement::next_chunk() {
+    _chunk.reset();
+    _pos = 0;
+    d::ErrorData err;
+    d::unique_ptr<d::DataChunk> c;
+    if (!_result->TryFetch(c, err)) {
+        _error = _s.error_for(err.HasError() ? err : _result->GetErrorObject());
+        return false;
+    }
+    if (_result->HasError()) {
+        _error = _s.error_for(_result->GetErrorObject());
+        return false;
+    }
+    if (!c || c->size() == 0) return false;
+    _chunk = std::move(c);
+    return true;
+}
+
+sql::statement::step_state serving_statement::step() {
+    if (_state == state::done) return step_state::done;
+    if (_state == state::failed) return step_state::failed;
+    if (_state == state::fresh) {
+        if (auto e = start()) return fail(std::move(*e));
+        _state = state::rows;
+        if (!_returns_rows) {
+            finish();
+            _state = state::done;
+            return step_state::done;
+        }
+    }
+    if (!_chunk || _pos >= _chunk->size()) {
+        if (_s.check() && _s.check()())
+            return fail({failure::canceled, "canceled: the client went away"});
+        if (!next_chunk()) {
+            if (!_error.message.empty()) return fail(_error);
+            finish();
+            _state = state::done;
+            return step_state::done;
+        }
+    }
+    const auto limit = _s.current_limits().max_rows;
+    if (_rows >= limit)
+        return fail(
+            {failure::row_limit,
+             fmt::format("the result has more than {} rows (the row limit): add a LIMIT", limit)});
+    _row.clear();
+    const auto max_value = static_cast<size_t>(_s.opts().bounds.max_value_bytes);
+    for (d::idx_t c = 0; c < _chunk->ColumnCount(); ++c) {
+        _row.push_back(cell_of(_chunk->GetValue(c, _pos)));
+        if (cell_size(_row.back()) > max_value)
+            return fail(
+                {failure::program_limit, fmt::format("a value of column {} is longer than {} bytes "
+                                                     "(--sql-max-value-bytes)",
+                                                     _cols[c].name, max_value)});
+    }
+    ++_pos;
+    ++_rows;
+    return step_state::row;
+}
+
+}  // namespace
+
+serving_session::serving_session(engine::impl& db, const engine_options& opts, watchdog& dog)
+    : _db(db), _opts(opts), _dog(dog), _limits(opts.defaults) {
+    _con = std::make_unique<d::Connection>(*_db.db);
+    _ctx.set_access(opts.gate, security::principal{});
+    {
+        std::lock_guard lk(_db.mu);
+        _db.sessions[_con->context.get()] = {&_ctx, &_mu, &_counters};
+    }
+    _dog.add(&_run, _con.get());
+}
+
+serving_session::~serving_session() {
+    _dog.remove(&_run);
+    {
+        std::lock_guard lk(_db.mu);
+        _db.sessions.erase(_con->context.get());
+    }
+    _con.reset();
+}
+
+void serving_session::set_principal(security::principal p) {
+    std::lock_guard lk(_mu);
+    _ctx.set_access(_opts.gate, std::move(p));
+}
+
+void serving_session::set_limits(const limits& l) {
+    _limits.timeout = std::min(l.timeout, _opts.defaults.timeout);
+    if (_limits.timeout.count() <= 0) _limits.timeout = _opts.defaults.timeout;
+    _limits.max_rows = std::min(l.max_rows, _opts.defaults.max_rows);
+}
+
+std::optional<query_error> serving_session::start_statement() {
+    if (_run.cancel.exchange(false))
+        return query_error{failure::canceled, "canceling statement due to user request"};
+    {
+        std::lock_guard lk(_mu);
+        _ctx.begin_statement();
+    }
+    _run.interrupted.store(0);
+    _run.deadline_ns.store(
+        now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(_limits.timeout).count());
+    return std::nullopt;
+}
+
+void serving_session::end_statement() {
+    _run.deadline_ns.store(0);
+    _run.cancel.store(false);
+}
+
+query_error serving_session::error_for(const d::ErrorData& e) {
+    const auto why = _run.interrupted.load();
+    if (e.Type() == d::ExceptionType::INTERRUPT && why == 1 + static_cast<int>(failure::timeout))
+        return {failure::timeout,
+                fmt::format("canceling statement due to statement timeout ({} ms)",
+                            _limits.timeout.count())};
+    if (e.Type() == d::ExceptionType::INTERRUPT)
+        return {failure::canceled, "canceling statement due to user request"};
+    const auto& msg = e.RawMessage();
+    if (e.Type() == d::ExceptionType::OUT_OF_MEMORY)
+        return {msg.find("temp") != std::string::npos ? failure::temp_exhausted
+                                                      : failure::memory_exhausted,
+                fmt::format("{} (every session's memory together: --sql-memory; temporary files: "
+                            "--sql-temp-bytes)",
+                            e.Message())};
+    return {failure_of(e.Type(), msg), e.Message()};
+}
+
+outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_view sql,
+                                                                  std::string_view* tail) {
+    _run.cancel.store(false);  // a cancel that came while idle is forgotten
+    if (tail) *tail = {};
+    const std::string text(sql);
+    try {
+        auto statements = _con->ExtractStatements(text);
+        if (statements.empty()) return std::unique_ptr<sql::statement>();
+        auto& first = statements[0];
+        const size_t end = std::min(text.size(), first->stmt_location + first->stmt_length);
+        if (tail) *tail = sql.substr(end);
+        if (auto why = refused(first->type)) return *why;
+        std::string own = text.substr(first->stmt_location, end - first->stmt_location);
+        auto prep = _con->Prepare(std::move(first));
+        if (prep->HasError()) return error_for(prep->GetErrorObject());
+        return std::unique_ptr<sql::statement>(
+            std::make_unique<serving_statement>(*this, std::move(own), std::move(prep)));
+    } catch (const std::exception& e) {
+        d::ErrorData err(e);
+        return error_for(err);
+    }
+}
+
+// ---- watchdog ----
+
+watchdog::watchdog() : _thread([this] { loop(); }) {}
+
+watchdog::~watchdog() {
+    {
+        std::lock_guard lk(_mu);
+        _stop = true;
+    }
+    _cv.notify_all();
+    _thread.join();
+}
+
+void watchdog::add(run_state* r, d::Connection* c) {
+    std::lock_guard lk(_mu);
+    _sessions.emplace_back(r, c);
+}
+
+void watchdog::remove(run_state* r) {
+    std::lock_guard lk(_mu);
+    std::erase_if(_sessions, [r](const auto& e) { return e.first == r; });
+}
+
+void watchdog::loop() {
+    std::unique_lock lk(_mu);
+    while (!_stop) {
+        _cv.wait_for(lk, std::chrono::milliseconds(5));
+        const auto now = now_ns();
+        for (auto& [r, c] : _sessions) {
+            const auto deadline = r->deadline_ns.load();
+            if (deadline == 0 || r->interrupted.load() != 0) continue;
+            failure why;
+            if (r->cancel.load())
+                why = failure::canceled;
+            else if (now > deadline)
+                why = failure::timeout;
+            else
+                continue;
+            r->interrupted.store(1 + static_cast<int>(why));
+            c->Interrupt();
+        }
+    }
+}
+
+}  // namespace sluice::sql::duck

@@ -1,0 +1,92 @@
+#pragma once
+
+// The session and statement of duck/serving.h. Internal to src/sql/duck.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sql/duck/duck_internal.h"
+#include "sql/engine.h"
+#include "sql/sqlite_engine.h"
+#include "sql/statement_context.h"
+
+namespace sluice::sql::duck {
+
+class watchdog;
+
+// What both the stepping thread and the watchdog see of a session's running statement.
+struct run_state {
+    std::atomic<bool> cancel{false};
+    std::atomic<int64_t> deadline_ns{0};  // steady clock; 0 while no statement runs
+    std::atomic<int> interrupted{0};      // 0, or 1 + the failure the watchdog stopped it for
+};
+
+class serving_session final : public sql::session {
+  public:
+    serving_session(engine::impl& db, const engine_options& opts, watchdog& dog);
+    ~serving_session() override;
+
+    outcome<std::unique_ptr<sql::statement>> prepare(std::string_view sql,
+                                                     std::string_view* tail) override;
+    void set_limits(const limits& l) override;
+    limits current_limits() const override { return _limits; }
+    limits default_limits() const override { return _opts.defaults; }
+    void cancel() override { _run.cancel.store(true); }
+    void set_interrupt_check(std::function<bool()> check) override { _check = std::move(check); }
+    bool in_transaction() const override { return !_con->IsAutoCommit(); }
+    void set_principal(security::principal p) override;
+    const security::principal& current_principal() const override { return _ctx.principal(); }
+    bool native_pg_dialect() const override { return true; }
+
+    // --- for statements ---
+    d::Connection& con() { return *_con; }
+    run_state& run() { return _run; }
+    const engine_options& opts() const { return _opts; }
+    const std::function<bool()>& check() const { return _check; }
+    // A statement starts running: a new cut, its deadline set. False (and the error) when
+    // a cancel came first.
+    std::optional<query_error> start_statement();
+    void end_statement();
+    // DuckDB's error as the interface's, told apart by why the watchdog interrupted.
+    query_error error_for(const d::ErrorData& e);
+
+  private:
+    engine::impl& _db;
+    const engine_options& _opts;
+    watchdog& _dog;
+    std::unique_ptr<d::Connection> _con;
+    statement_context _ctx;
+    std::mutex _mu;  // guards _ctx against DuckDB's threads
+    scan_counters _counters;
+    limits _limits;
+    std::function<bool()> _check;
+    run_state _run;
+};
+
+// Interrupts the connections whose statement ran past its deadline or was canceled,
+// checking every few milliseconds on a thread of its own.
+class watchdog {
+  public:
+    watchdog();
+    ~watchdog();
+    void add(run_state* r, d::Connection* c);
+    void remove(run_state* r);
+
+  private:
+    void loop();
+    std::mutex _mu;
+    std::vector<std::pair<run_state*, d::Connection*>> _sessions;
+    bool _stop = false;
+    std::condition_variable _cv;
+    std::thread _thread;
+};
+
+}  // namespace sluice::sql::duck

@@ -1,0 +1,236 @@
+#include "sql/duck/sluice_tables.h"
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <string>
+
+#include "catalog/catalog.h"
+#include "duckdb/common/vector_operations/unary_executor.hpp"
+#include "duckdb/function/cast/cast_function_set.hpp"
+#include "duckdb/function/replacement_scan.hpp"
+#include "duckdb/function/table_function.hpp"
+#include "duckdb/main/extension/extension_loader.hpp"
+#include "duckdb/parser/expression/constant_expression.hpp"
+#include "duckdb/parser/expression/function_expression.hpp"
+#include "duckdb/parser/parser.hpp"
+#include "duckdb/parser/statement/select_statement.hpp"
+#include "duckdb/parser/tableref/subqueryref.hpp"
+#include "duckdb/parser/tableref/table_function_ref.hpp"
+#include "log/log_manager.h"
+#include "sql/json_text.h"
+#include "sql/system_tables.h"
+
+namespace sluice::sql::duck {
+
+namespace {
+
+namespace d = ::duckdb;
+
+struct names_data final : d::ReplacementScanData {
+    table_sources src;
+};
+
+bool same_ignoring_case(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) ==
+                      std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+// The topic a table name means: exactly that one, else the only one equal to it
+// without regard to case; empty when none.
+std::string topic_named(const table_sources& src, const std::string& name) {
+    if (auto t = src.logs->topic(name); t && !t->removed.load()) return name;
+    if (!src.catalog) return {};
+    std::string found;
+    for (const auto& t : src.catalog->list_topics()) {
+        if (!same_ignoring_case(t.name, name)) continue;
+        if (!found.empty()) return {};  // ambiguous
+        found = t.name;
+    }
+    return found;
+}
+
+std::string quoted_literal(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) {
+        out += c;
+        if (c == '\'') out += '\'';
+    }
+    return out + "'";
+}
+
+d::unique_ptr<d::TableRef> topic_table(const std::string& topic, const std::string& alias) {
+    d::Parser parser;
+    parser.ParseQuery(fmt::format(
+        "SELECT \"partition\", \"offset\", timestamp_producer, timestamp_broker, \"key\", "
+        "\"value\", headers FROM kafka_topic({})",
+        quoted_literal(topic)));
+    auto select =
+        d::unique_ptr_cast<d::SQLStatement, d::SelectStatement>(std::move(parser.statements[0]));
+    return d::make_uniq<d::SubqueryRef>(std::move(select), alias);
+}
+
+d::unique_ptr<d::TableRef> system_table(const std::string& name) {
+    auto ref = d::make_uniq<d::TableFunctionRef>();
+    d::vector<d::unique_ptr<d::ParsedExpression>> args;
+    args.push_back(d::make_uniq<d::ConstantExpression>(d::Value(name)));
+    ref->function = d::make_uniq<d::FunctionExpression>("sluice_system", std::move(args));
+    ref->alias = name;
+    return ref;
+}
+
+d::unique_ptr<d::TableRef> resolve(d::ClientContext&, d::ReplacementScanInput& in,
+                                   d::optional_ptr<d::ReplacementScanData> data) {
+    const auto& src = data->Cast<names_data>().src;
+    // The qualifier as written: DuckDB may take `system.x` for its catalog "system".
+    std::string_view qualifier = in.schema_name;
+    if (!in.catalog_name.empty()) {
+        if (!in.schema_name.empty() && !same_ignoring_case(in.schema_name, "main")) return nullptr;
+        qualifier = in.catalog_name;
+    }
+    if (same_ignoring_case(qualifier, "system"))
+        return src.catalog ? system_table(in.table_name) : nullptr;
+    const bool qualified = same_ignoring_case(qualifier, "kafka_topics");
+    if (!qualified && !qualifier.empty()) return nullptr;
+    const auto topic = topic_named(src, in.table_name);
+    if (topic.empty()) return nullptr;
+    return topic_table(topic, in.table_name);
+}
+
+// ---- sluice_system('name') ----
+
+struct system_bind final : d::TableFunctionData {
+    std::string name;
+    row_table_spec spec;
+    scan_session session;
+};
+
+struct system_global final : d::GlobalTableFunctionState {
+    std::vector<std::vector<value>> rows;
+    size_t next = 0;
+};
+
+// "CREATE TABLE x(topic TEXT, partitions INTEGER, ...)" as names and DuckDB types.
+void columns_of(const std::string& declaration, d::vector<d::LogicalType>& types,
+                d::vector<d::string>& names) {
+    const auto open = declaration.find('(');
+    const auto close = declaration.rfind(')');
+    std::string_view cols(declaration.data() + open + 1, close - open - 1);
+    while (!cols.empty()) {
+        const auto comma = cols.find(',');
+        auto one = cols.substr(0, comma);
+        cols = comma == std::string_view::npos ? std::string_view{} : cols.substr(comma + 1);
+        while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+        const auto space = one.find(' ');
+        names.emplace_back(one.substr(0, space));
+        const auto type = one.substr(space + 1);
+        types.push_back(type.starts_with("INTEGER") ? d::LogicalType::BIGINT
+                                                    : d::LogicalType::VARCHAR);
+    }
+}
+
+d::Value duck_value(const value& v) {
+    if (const auto* i = std::get_if<int64_t>(&v)) return d::Value::BIGINT(*i);
+    if (const auto* x = std::get_if<double>(&v)) return d::Value::DOUBLE(*x);
+    if (const auto* s = std::get_if<std::string>(&v)) return d::Value(*s);
+    if (const auto* b = std::get_if<bytes>(&v))
+        return d::Value::BLOB(reinterpret_cast<d::const_data_ptr_t>(b->data()), b->size());
+    return d::Value();
+}
+
+struct system_info final : d::TableFunctionInfo {
+    table_sources src;
+    session_finder find;
+};
+
+d::unique_ptr<d::FunctionData> system_bind_fn(d::ClientContext& context,
+                                              d::TableFunctionBindInput& input,
+                                              d::vector<d::LogicalType>& types,
+                                              d::vector<d::string>& names) {
+    const auto& self = input.info->Cast<system_info>();
+    const auto s = self.find(context);
+    if (!s.ctx) throw d::PermissionException("sluice_system: only a Sluice SQL session reads it");
+    auto b = d::make_uniq<system_bind>();
+    b->name = input.inputs.empty() || input.inputs[0].IsNull()
+                  ? std::string()
+                  : input.inputs[0].GetValue<std::string>();
+    auto specs = system_table_specs({self.src.logs, self.src.catalog, self.src.state, s.ctx});
+    auto it = specs.find(b->name);
+    if (it == specs.end())
+        throw d::CatalogException(fmt::format("Table with name system.{} does not exist", b->name));
+    b->spec = std::move(it->second);
+    b->session = s;
+    columns_of(b->spec.declaration, types, names);
+    return b;
+}
+
+d::unique_ptr<d::GlobalTableFunctionState> system_init(d::ClientContext&,
+                                                       d::TableFunctionInitInput& input) {
+    const auto& b = input.bind_data->Cast<system_bind>();
+    auto g = d::make_uniq<system_global>();
+    std::lock_guard lk(*b.session.mu);
+    auto rows = b.spec.rows();
+    if (!rows) throw d::IOException(fmt::format("system.{}: {}", b.name, rows.error().message));
+    g->rows = std::move(*rows);
+    return g;
+}
+
+void system_scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
+    auto& g = input.global_state->Cast<system_global>();
+    d::idx_t n = 0;
+    for (; n < STANDARD_VECTOR_SIZE && g.next < g.rows.size(); ++n, ++g.next) {
+        const auto& row = g.rows[g.next];
+        for (d::idx_t c = 0; c < out.ColumnCount() && c < row.size(); ++c)
+            out.SetValue(c, n, duck_value(row[c]));
+    }
+    out.SetCardinality(n);
+}
+
+// BLOB to VARCHAR as SQLite's CAST(value AS TEXT): the bytes as UTF-8 text, NULL when
+// they are not UTF-8 (never DuckDB's escaped form).
+bool blob_to_text(d::Vector& source, d::Vector& result, d::idx_t count, d::CastParameters&) {
+    d::UnaryExecutor::ExecuteWithNulls<d::string_t, d::string_t>(
+        source, result, count, [&](d::string_t b, d::ValidityMask& mask, d::idx_t idx) {
+            if (!is_valid_utf8(std::string_view(b.GetData(), b.GetSize()))) {
+                mask.SetInvalid(idx);
+                return d::string_t();
+            }
+            return d::StringVector::AddString(result, b);
+        });
+    return true;
+}
+
+}  // namespace
+
+void register_blob_text_cast(duckdb::DatabaseInstance& db) {
+    // Implicit, so that the JSON functions read a BLOB value as SQLite's do
+    // (value ->> '$.op').
+    auto& casts = d::DBConfig::GetConfig(db).GetCastFunctions();
+    casts.RegisterCastFunction(d::LogicalType::BLOB, d::LogicalType::VARCHAR,
+                               d::BoundCastInfo(blob_to_text), 120);
+    // The JSON functions take JSON first: the same bytes, as JSON text.
+    casts.RegisterCastFunction(d::LogicalType::BLOB, d::LogicalType::JSON(),
+                               d::BoundCastInfo(blob_to_text), 100);
+}
+
+void add_sluice_names(duckdb::DBConfig& config, const table_sources& src) {
+    auto data = d::make_uniq<names_data>();
+    data->src = src;
+    config.replacement_scans.emplace_back(resolve, std::move(data));
+}
+
+void register_system_scan(duckdb::DatabaseInstance& db, const table_sources& src,
+                          session_finder find) {
+    auto i = d::make_shared_ptr<system_info>();
+    i->src = src;
+    i->find = std::move(find);
+    d::TableFunction f("sluice_system", {d::LogicalType::VARCHAR}, system_scan, system_bind_fn,
+                       system_init);
+    f.function_info = std::move(i);
+    d::ExtensionLoader loader(db, "sluice_system");
+    loader.RegisterFunction(std::move(f));
+}
+
+}  // namespace sluice::sql::duck

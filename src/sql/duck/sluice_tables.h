@@ -1,0 +1,48 @@
+#pragma once
+
+// The names users write for Sluice's tables, on DuckDB (docs/sql.md):
+// - kafka_topics."T" (and T alone, when no other table has that name): the topic T's
+//   table, kafka_topic('T') (duck/topic_scan.h) with the columns of the SQLite engine's
+//   topic tables (partition, offset, timestamp_producer, timestamp_broker, key, value,
+//   headers). A name is matched exactly first, then without regard to case when only one
+//   topic matches so.
+// - system.X: sluice_system('X'), the system table X (sql/system_tables.h), its rows read
+//   afresh by every statement and filtered by what the session's principal may describe.
+// Both resolve by DuckDB's replacement scans (tried when no table of that name exists),
+// so nothing in DuckDB's catalog follows the topics as they come and go.
+// Internal to src/sql/duck.
+
+#include "duckdb.hpp"
+#include "sql/duck/topic_scan.h"
+
+namespace sluice::log {
+class log_manager;
+}
+namespace sluice::catalog {
+class catalog;
+}
+namespace sluice::sql {
+class broker_state;
+}
+
+namespace sluice::sql::duck {
+
+struct table_sources {
+    log::log_manager* logs = nullptr;
+    catalog::catalog* catalog = nullptr;  // null: no system tables, exact topic names only
+    broker_state* state = nullptr;        // null: no group and transaction tables
+};
+
+// Adds the replacement scans to `config`, before the database opens. src's pointers must
+// outlive the database.
+void add_sluice_names(duckdb::DBConfig& config, const table_sources& src);
+
+// Casts BLOB to VARCHAR as UTF-8 text (NULL when not UTF-8), implicitly: `value ->> '$.op'`
+// and CAST(value AS TEXT) read a topic's bytes as with SQLite.
+void register_blob_text_cast(duckdb::DatabaseInstance& db);
+
+// Registers sluice_system('name') in db's system catalog.
+void register_system_scan(duckdb::DatabaseInstance& db, const table_sources& src,
+                          session_finder find);
+
+}  // namespace sluice::sql::duck

@@ -1,0 +1,197 @@
+// src/sql/duck/serving.h: DuckDB behind the front ends' engine interface (sql/engine.h):
+// the names users write, streaming steps, the limits, cancel, authorization.
+
+#include "sql/duck/serving.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "log/log_manager.h"
+#include "sql/sql_security_util.h"
+#include "sql/sql_test_util.h"
+#include "support/batch_builder.h"
+
+namespace sluice::sql::duck {
+namespace {
+
+using rows = std::vector<std::vector<std::string>>;
+using sluice::testing::build_batch;
+using sluice::testing::test_record;
+
+std::string text_of(const value& v) {
+    if (std::holds_alternative<std::monostate>(v)) return "NULL";
+    if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+    if (const auto* d = std::get_if<double>(&v)) return std::to_string(*d);
+    if (const auto* s = std::get_if<std::string>(&v)) return *s;
+    const auto& b = std::get<bytes>(v);
+    return "b:" + std::string(b.begin(), b.end());
+}
+
+std::string err(failure f) {
+    return "ERROR " + std::string(failure_name(f));
+}
+
+struct serving_fixture : ::testing::Test {
+    void SetUp() override {
+        logs = std::make_unique<log::log_manager>(log::log_manager::options{dir.path});
+        ASSERT_TRUE(logs->open());
+        engine_options o;
+        o.data_dir = dir.path;
+        o.logs = logs.get();
+        o.defaults.timeout = std::chrono::milliseconds(5000);
+        o.defaults.max_rows = 5000;
+        o.bounds.total_memory = 256 << 20;
+        o.bounds.max_value_bytes = 1000;
+        o.gate = &gate;
+        auto e = open_serving_engine(o);
+        ASSERT_TRUE(e) << e.error().message;
+        eng = std::move(*e);
+        auto s = eng->open_session();
+        ASSERT_TRUE(s);
+        sess = std::move(*s);
+        sess->set_principal({"alice", true});
+        gate.allow("alice", security::action::read, "sluice:topic:orders");
+    }
+    void TearDown() override {
+        sess.reset();
+        eng.reset();
+        logs->close();
+    }
+    void produce(const std::string& topic, int32_t p, const std::vector<test_record>& recs) {
+        auto* pl = logs->get(topic, p);
+        ASSERT_NE(pl, nullptr);
+        auto payload = build_batch(recs);
+        auto v = protocol::validate_batches(payload, {});
+        ASSERT_TRUE(v);
+        auto r = pl->append(std::span<uint8_t>(payload), *v, 1000);
+        ASSERT_TRUE(r) << r.err().message;
+        auto done = std::make_shared<std::promise<result<void>>>();
+        auto fut = done->get_future();
+        logs->when_durable(pl, r->last_offset,
+                           [done](result<void> x) { done->set_value(std::move(x)); });
+        ASSERT_EQ(fut.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+    }
+    // Every row of the statement, or the error as "ERROR <kind>: message".
+    rows run(std::string_view sql, std::vector<column>* cols = nullptr) {
+        auto st = sess->prepare(sql);
+        if (!st) return {{"ERROR " + std::string(failure_name(st.error().kind))}};
+        rows out;
+        if (cols) *cols = (*st)->columns();
+        for (;;) {
+            auto s = (*st)->step();
+            if (s == statement::step_state::done) return out;
+            if (s == statement::step_state::failed)
+                return {{"ERROR " + std::string(failure_name((*st)->error().kind))}};
+            auto& r = out.emplace_back();
+            for (const auto& v : (*st)->row()) r.push_back(text_of(v));
+        }
+    }
+
+    test::temp_dir dir;
+    test::fake_gate gate;
+    std::unique_ptr<log::log_manager> logs;
+    std::unique_ptr<sql::engine> eng;
+    std::unique_ptr<sql::session> sess;
+};
+
+TEST_F(serving_fixture, topics_read_as_kafka_topics_with_the_sqlite_engines_columns) {
+    logs->add_topic("orders", 2, {});
+    produce("orders", 0, {{"k1", R"({"op":"c","id":1})", 1111, {{"h", "v"}}}});
+    produce("orders", 1, {{"k2", R"({"op":"u","id":2})", 2222, {}}});
+    std::vector<column> cols;
+    EXPECT_EQ(run("SELECT * FROM kafka_topics.\"orders\" ORDER BY partition", &cols),
+              (rows{{"0", "0", "1111", "1000", "b:k1", R"(b:{"op":"c","id":1})",
+                     R"([{"key":"h","value":"v"}])"},
+                    {"1", "0", "2222", "1000", "b:k2", R"(b:{"op":"u","id":2})", "[]"}}));
+    ASSERT_EQ(cols.size(), 7u);
+    EXPECT_EQ(cols[0].name, "partition");
+    EXPECT_EQ(cols[0].decl_type, "INTEGER");
+    EXPECT_EQ(cols[5].decl_type, "BLOB");
+    EXPECT_EQ(cols[6].decl_type, "TEXT");
+    // PostgreSQL's spellings, natively; a sum is an integer; a boolean is one.
+    EXPECT_EQ(run("SELECT decode(value) ->> '$.op' AS op, sum((decode(value) ->> '$.id')::INT), "
+                  "true FROM kafka_topics.orders GROUP BY 1 ORDER BY 1",
+                  &cols),
+              (rows{{"c", "1", "1"}, {"u", "2", "1"}}));
+    EXPECT_EQ(cols[1].decl_type, "INTEGER");
+    EXPECT_EQ(cols[2].decl_type, "BOOLEAN");
+    // CAST of the BLOB value to text reads it as UTF-8, as SQLite's does.
+    EXPECT_EQ(run("SELECT CAST(value AS TEXT) ->> '$.op', CAST(value AS TEXT), CAST(key AS TEXT) "
+                  "FROM kafka_topics.orders ORDER BY partition"),
+              (rows{{"c", R"({"op":"c","id":1})", "k1"}, {"u", R"({"op":"u","id":2})", "k2"}}));
+    EXPECT_EQ(run("SELECT count(*) FROM orders WHERE partition = 1"), (rows{{"1"}}));
+    EXPECT_EQ(run("SELECT * FROM kafka_topics.nosuch"), (rows{{"ERROR undefined_table"}}));
+}
+
+TEST_F(serving_fixture, reading_needs_kafka_read_on_the_topic) {
+    logs->add_topic("orders", 1, {});
+    logs->add_topic("secret", 1, {});
+    EXPECT_EQ(run("SELECT count(*) FROM kafka_topics.orders"), (rows{{"0"}}));
+    EXPECT_EQ(run("SELECT count(*) FROM kafka_topics.secret"),
+              (rows{{err(failure::not_authorized)}}));
+    EXPECT_EQ(run("SELECT count(*) FROM kafka_topic('secret')"),
+              (rows{{err(failure::not_authorized)}}));
+    sess->set_principal({"bob", true});
+    EXPECT_EQ(run("SELECT count(*) FROM kafka_topics.orders"),
+              (rows{{err(failure::not_authorized)}}));
+}
+
+TEST_F(serving_fixture, several_statements_parameters_and_refused_writes) {
+    std::string_view tail;
+    auto st = sess->prepare("SELECT $1::BIGINT + 1; SELECT 2", &tail);
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_EQ((*st)->param_count(), 1);
+    ASSERT_TRUE((*st)->bind({int64_t{41}}));
+    ASSERT_EQ((*st)->step(), statement::step_state::row);
+    EXPECT_EQ(std::get<int64_t>((*st)->row()[0]), 42);
+    EXPECT_EQ((*st)->step(), statement::step_state::done);
+    EXPECT_EQ(run(tail), (rows{{"2"}}));
+    auto empty = sess->prepare("  -- nothing\n");
+    ASSERT_TRUE(empty);
+    EXPECT_EQ(empty->get(), nullptr);
+    for (const char* sql : {"CREATE TABLE t(a INT)", "COPY (SELECT 1) TO 'x.csv'", "ATTACH 'x.db'",
+                            "INSTALL httpfs", "LOAD httpfs"})
+        EXPECT_EQ(run(sql), (rows{{"ERROR read_only"}})) << sql;
+    EXPECT_EQ(run("SELECT * FROM read_csv('/etc/passwd')"), (rows{{err(failure::not_authorized)}}));
+    EXPECT_EQ(run("BEGIN"), rows{});
+    EXPECT_TRUE(sess->in_transaction());
+    EXPECT_EQ(run("COMMIT"), rows{});
+    EXPECT_FALSE(sess->in_transaction());
+}
+
+TEST_F(serving_fixture, rows_values_time_and_cancel_are_bounded) {
+    EXPECT_EQ(run("SELECT * FROM range(5000)").size(), 5000u);
+    EXPECT_EQ(run("SELECT * FROM range(5001)"), (rows{{"ERROR row_limit"}}));
+    EXPECT_EQ(run("SELECT repeat('x', 1001)"), (rows{{"ERROR program_limit"}}));
+    limits l = sess->current_limits();
+    l.timeout = std::chrono::milliseconds(200);
+    sess->set_limits(l);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(run("SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3"),
+              (rows{{"ERROR timeout"}}));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+    l.timeout = std::chrono::milliseconds(5000);
+    sess->set_limits(l);
+    auto canceler = std::thread([this] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        sess->cancel();
+    });
+    EXPECT_EQ(run("SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3"),
+              (rows{{"ERROR canceled"}}));
+    canceler.join();
+    EXPECT_EQ(run("SELECT 1"), (rows{{"1"}}));
+}
+
+TEST_F(serving_fixture, results_stream_a_chunk_at_a_time) {
+    // A result far larger than the row limit allows is stepped row by row: the first
+    // rows come before the statement has produced the rest.
+    auto st = sess->prepare("SELECT i FROM range(100000000) t(i)");
+    ASSERT_TRUE(st);
+    for (int i = 0; i < 3000; ++i) ASSERT_EQ((*st)->step(), statement::step_state::row);
+    EXPECT_EQ(std::get<int64_t>((*st)->row()[0]), 2999);
+}
+
+}  // namespace
+}  // namespace sluice::sql::duck
