@@ -336,6 +336,10 @@ class partition_log final : public partition_store {
     // Writes the producer snapshot as of the log end (docs/formats/producer-snapshot.md)
     // unless the file is current: at a roll and at shutdown. _mu held.
     result<void> save_producer_snapshot() const;
+    // Forgets the aborted transactions whose ABORT markers (producer, offset) compaction
+    // removes, and the snapshot that holds them (a crash before the next one rebuilds the
+    // state from the log). _mu not held.
+    result<void> forget_aborted(const std::vector<std::pair<int64_t, offset_t>>& markers);
 
     // --- trimming (partition_log_retention.cc) ---
     state* loaded_state();
@@ -384,7 +388,8 @@ class partition_log final : public partition_store {
         bytes data;
         std::vector<std::pair<protocol::batch_header, size_t>> batches;
         std::vector<timestamp_ms> times;
-        int64_t removed = 0;  // records
+        int64_t removed = 0;   // records
+        bool changed = false;  // a kept batch was rewritten (a marker's delete horizon)
     };
     result<bool> plan_clean(const log_config& cfg, timestamp_ms now, clean_plan& plan);
     // The end of the group starting at plan.segs[from]: the segments after it that fit,
@@ -400,6 +405,10 @@ class partition_log final : public partition_store {
     result<kept_batches> filter_segment(const clean_plan& plan, size_t index, bytes_view buf,
                                         const key_offsets& latest, const log_config& cfg,
                                         timestamp_ms now);
+    // Appends transaction marker b to out, with its delete horizon, or drops it.
+    static result<void> keep_marker(const clean_plan& plan, const protocol::batch_header& h,
+                                    bytes_view b, const log_config& cfg, timestamp_ms now,
+                                    kept_batches& out);
     // Forgets the rewrites of segments that retention or DeleteRecords removed during
     // the pass. trim_mu held.
     result<void> drop_trimmed(std::vector<offset_t>& bases, std::vector<int64_t>& sizes,

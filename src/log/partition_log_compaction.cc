@@ -8,12 +8,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "common/crc32c.h"
+#include "common/endian.h"
 #include "common/logging.h"
 #include "log/cleaner_files.h"
 #include "log/file_header.h"
@@ -37,8 +41,14 @@ struct partition_log::clean_plan {
     // rebuild of the producer state from the log finds every producer's last sequence.
     std::set<offset_t> producer_last;
     // Transactions (KIP-98): the aborted ones, whose records every pass removes, as
-    // Kafka's cleaner does; their markers stay (see filter_segment).
+    // Kafka's cleaner does; their markers stay until delete.retention.ms after the
+    // transaction has no record left (see keep_marker).
     std::vector<aborted_txn> aborted;
+    // Filled as the pass reads the segments in offset order: per producer, whether the
+    // transaction being read keeps a record; the ABORT markers the pass drops (producer,
+    // marker offset), whose aborted-transaction index entries go with them.
+    mutable std::map<int64_t, bool> txn_kept;
+    mutable std::vector<std::pair<int64_t, offset_t>> dropped_aborts;
 };
 
 namespace {
@@ -100,6 +110,23 @@ std::string key_of(bytes_view k) {
 // The time a record counts as written: the broker's on LogAppendTime batches.
 timestamp_ms record_time(const protocol::batch_header& h, const protocol::record_view& r) {
     return h.ts_type() == protocol::timestamp_type::log_append_time ? h.max_timestamp : r.timestamp;
+}
+
+// KIP-534's delete horizon: attributes bit 6 says the batch's base timestamp is the time
+// after which the cleaner may remove it (a marker whose transaction has no record left).
+constexpr int16_t delete_horizon_flag = 0x40;
+
+// Appends batch b to out with the delete horizon set to `horizon` (CRC recomputed).
+void append_with_horizon(bytes_view b, timestamp_ms horizon, bytes& out) {
+    const size_t at = out.size();
+    out.insert(out.end(), b.begin(), b.end());
+    uint8_t* p = out.data() + at;
+    const auto attrs = static_cast<int16_t>(
+        load_be<int16_t>(p + protocol::batch_attributes_offset) | delete_horizon_flag);
+    store_be<int16_t>(p + protocol::batch_attributes_offset, attrs);
+    store_be<int64_t>(p + protocol::batch_attributes_offset + 6, horizon);
+    const size_t covered = protocol::batch_attributes_offset;
+    store_be<uint32_t>(p + protocol::batch_crc_offset, crc32c(p + covered, b.size() - covered));
 }
 
 result<void> sync_file(const fs::path& p) {
@@ -257,6 +284,11 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     if (io.cancelled()) return error{errc::shutting_down, "compaction cancelled"};
     std::lock_guard trim(st->trim_mu);
     if (auto r = drop_trimmed(bases, sizes, merged); !r) return r.err();
+    // Before the swap: an ABORT marker's index entry may go before the marker (no record
+    // of its transaction is left), never after it.
+    if (!plan.dropped_aborts.empty()) {
+        if (auto r = forget_aborted(plan.dropped_aborts); !r) return r.err();
+    }
     if (!bases.empty()) {
         // cleaning/ and its files are durable before the marker can be: its own fsync,
         // then the partition directory's (which holds the cleaning/ entry).
@@ -327,8 +359,9 @@ result<int64_t> partition_log::rewrite_group(const clean_plan& plan, size_t from
         auto kept = filter_segment(plan, i, *buf, latest, cfg, now);
         if (!kept) return kept.err();
         removed += kept->removed;
-        // A segment alone is rewritten only when it loses a record.
-        if (!ns && (to - from > 1 || kept->removed > 0)) {
+        // A segment alone is rewritten only when it loses a record (or a marker gets
+        // its delete horizon).
+        if (!ns && (to - from > 1 || kept->removed > 0 || kept->changed)) {
             auto created = segment::create(cleaning, base, now, _ctx->files);
             if (!created) return created.err();
             ns = std::move(*created);
@@ -365,6 +398,36 @@ result<int64_t> partition_log::rewrite_group(const clean_plan& plan, size_t from
     out.bytes_reclaimed -= ns->size();
     out.records_removed += removed;
     return ns->size();
+}
+
+// A transaction marker, as Kafka's cleaner treats it (KIP-534): kept while its
+// transaction has a record left in the log; once the pass finds none, kept with its
+// delete horizon set to now + delete.retention.ms (so that a read_committed consumer
+// that read the transaction's records before they went still finds the marker that ends
+// them); removed by the first pass after that horizon, an ABORT marker with its
+// aborted-transaction index entry.
+result<void> partition_log::keep_marker(const clean_plan& plan, const protocol::batch_header& h,
+                                        bytes_view b, const log_config& cfg, timestamp_ms now,
+                                        kept_batches& out) {
+    auto c = protocol::decode_control_batch(b);
+    if (!c) return c.err();
+    const auto it = plan.txn_kept.find(h.producer_id);
+    const bool has_records = it != plan.txn_kept.end() && it->second;
+    if (c->is_marker()) plan.txn_kept.erase(h.producer_id);
+    if (!c->is_marker() || has_records) {
+        out.data.insert(out.data.end(), b.begin(), b.end());
+    } else if ((h.attributes & delete_horizon_flag) == 0) {
+        constexpr int64_t top = std::numeric_limits<int64_t>::max();
+        const int64_t keep_ms = std::max<int64_t>(cfg.delete_retention_ms, 0);
+        append_with_horizon(b, keep_ms > top - now ? top : now + keep_ms, out.data);
+        out.changed = true;
+    } else if (now < h.base_timestamp) {
+        out.data.insert(out.data.end(), b.begin(), b.end());
+    } else {
+        out.removed += h.record_count;
+        if (!c->is_commit()) plan.dropped_aborts.emplace_back(h.producer_id, h.base_offset);
+    }
+    return {};
 }
 
 result<partition_log::kept_batches> partition_log::filter_segment(const clean_plan& plan,
@@ -405,12 +468,11 @@ result<partition_log::kept_batches> partition_log::filter_segment(const clean_pl
         };
         const size_t at = out.data.size();
         // Each idempotent producer's last batch stays whole: the producer state
-        // rebuilt from the log needs its sequence range (Kafka keeps its header).
-        // Transaction markers stay too: a rebuild of the transaction state from the log
-        // needs every one (Kafka removes a marker after delete.retention.ms once its
-        // transaction has no record left; Sluice keeps it). An aborted transaction's
-        // batches go whole.
-        if ((h.producer_id >= 0 && plan.producer_last.contains(h.base_offset)) || h.is_control()) {
+        // rebuilt from the log needs its sequence range (Kafka keeps its header). An
+        // aborted transaction's batches go whole.
+        if (h.is_control()) {
+            if (auto m = keep_marker(plan, h, b, cfg, now, out); !m) return m;
+        } else if (h.producer_id >= 0 && plan.producer_last.contains(h.base_offset)) {
             out.data.insert(out.data.end(), b.begin(), b.end());
         } else if (in_aborted(plan.aborted, h)) {
             out.removed += h.record_count;
@@ -419,6 +481,8 @@ result<partition_log::kept_batches> partition_log::filter_segment(const clean_pl
             if (!d) return result<void>(d.err());
             out.removed += *d;
         }
+        if (out.data.size() > at && h.is_transactional() && !h.is_control())
+            plan.txn_kept[h.producer_id] = true;
         if (out.data.size() > at) {
             out.batches.emplace_back(*protocol::read_batch_header(bytes_view(out.data).subspan(at)),
                                      at);

@@ -2,6 +2,9 @@
 // rebuild from the snapshot and the batch headers after it (producer_state.h).
 
 #include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <fmt/format.h>
 
@@ -150,6 +153,16 @@ result<void> partition_log::note_logged_batch(const protocol::batch_header& h, b
     if (c->is_marker())
         _st->producers.apply_marker(h.producer_id, h.producer_epoch, c->is_commit(),
                                     c->coordinator_epoch, h.base_offset, now);
+    return {};
+}
+
+result<void> partition_log::forget_aborted(
+    const std::vector<std::pair<int64_t, offset_t>>& markers) {
+    std::lock_guard lk(_mu);
+    for (const auto& [pid, offset] : markers) _st->producers.forget_aborted(pid, offset);
+    if (::unlink((_st->dir / snapshot_name).c_str()) != 0 && errno != ENOENT)
+        return io_error_from_errno("unlink", _st->dir / snapshot_name, errno);
+    _st->snapshot_at = -1;
     return {};
 }
 

@@ -148,6 +148,12 @@ void producer_state::rebuild_ongoing() {
         if (e.txn_first_offset >= 0) _ongoing.emplace(e.txn_first_offset, id);
 }
 
+void producer_state::forget_aborted(int64_t producer_id, offset_t last_offset) {
+    std::erase_if(_aborted, [&](const aborted_txn& a) {
+        return a.producer_id == producer_id && a.last_offset == last_offset;
+    });
+}
+
 void producer_state::evict_below(offset_t log_start) {
     std::erase_if(_entries, [&](const auto& kv) {
         if (kv.second.txn_first_offset >= 0) return false;

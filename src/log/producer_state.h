@@ -127,6 +127,9 @@ class producer_state {
     // A producer with an ongoing transaction stays. Aborted transactions that end below
     // the log start go too.
     void evict_below(offset_t log_start);
+    // Forgets the aborted transaction whose ABORT marker, at last_offset, compaction
+    // removed (no record of it is left).
+    void forget_aborted(int64_t producer_id, offset_t last_offset);
     // Forgets producers whose last batch came at least expiration_ms before now, except
     // those with an ongoing transaction (the coordinator times those out).
     void expire(timestamp_ms now, int64_t expiration_ms);

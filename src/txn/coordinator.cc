@@ -18,6 +18,8 @@ std::string_view error_text(txn_error e) {
             return "the previous transaction is completing";
         case txn_error::invalid_txn_state:
             return "not allowed in the transaction's state";
+        case txn_error::not_in_transaction:
+            return "not part of the producer's ongoing transaction";
         case txn_error::invalid_transaction_timeout:
             return "transaction timeout out of range";
         case txn_error::not_available:
@@ -169,9 +171,11 @@ txn_error coordinator::verify_partitions(const std::string& id, int64_t producer
                                          const std::vector<topic_partition>& tps) const {
     const txn_metadata* cur = find(id);
     if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
-    if (cur->state != txn_state::ongoing) return txn_error::invalid_txn_state;
+    // As Kafka's handleVerifyPartitionsInTransaction: a partition outside the ongoing
+    // transaction (or with none ongoing) is TRANSACTION_ABORTABLE.
+    if (cur->state != txn_state::ongoing) return txn_error::not_in_transaction;
     for (const auto& tp : tps)
-        if (!cur->has_partition(tp)) return txn_error::invalid_txn_state;
+        if (!cur->has_partition(tp)) return txn_error::not_in_transaction;
     return txn_error::none;
 }
 
@@ -196,7 +200,7 @@ txn_error coordinator::commit_offsets(const std::string& id, int64_t producer_id
     if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
     txn_metadata next = *cur;
     if (cur->state != txn_state::ongoing || !cur->has_group(group_id)) {
-        if (!add_group) return txn_error::invalid_txn_state;
+        if (!add_group) return txn_error::not_in_transaction;
         if (cur->state != txn_state::ongoing) {
             next.state = txn_state::ongoing;
             next.start_ms = _svc.wall_ms();

@@ -36,6 +36,8 @@ enum class txn_error : uint8_t {
     producer_fenced,              // an older epoch: a newer instance took over
     concurrent_transactions,      // the previous transaction is still being completed
     invalid_txn_state,            // not allowed in the transaction's state
+    not_in_transaction,  // KIP-890's verification: the partition or group is not part of an
+                         // ongoing transaction (TRANSACTION_ABORTABLE for clients that know it)
     invalid_transaction_timeout,  // outside 1..max_timeout_ms
     not_available,                // the state could not be stored or ids allocated
 };
@@ -110,7 +112,7 @@ class coordinator {
                         const std::string& group_id);
     // TxnOffsetCommit: offsets pending with the transaction. add_group (TxnOffsetCommit
     // v5, transaction version 2) adds the group implicitly; otherwise it must have been
-    // added (INVALID_TXN_STATE).
+    // added (not_in_transaction).
     txn_error commit_offsets(const std::string& id, int64_t producer_id, int16_t producer_epoch,
                              const std::string& group_id, std::vector<pending_offset> offsets,
                              bool add_group);

@@ -7,14 +7,21 @@ ABORT control batch its outcome calls for, read through raw Fetch, kproto) and b
 read_committed consumers, which see every committed record once and no aborted one.
 """
 
+import json
+import queue
 import re
+import subprocess
+import threading
 import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+import idempotence_helpers as I
 import java_client_helpers as JC
+import jvm_helpers as J
 import kproto as K
+import kproto_flex as KF
 import sluice_helpers as H
 
 
@@ -87,6 +94,72 @@ def test_java_second_instance_fences_the_first(broker_factory):
     assert [k for o, k in m if o > zombie[0] and o < winner[0]] == ["ABORT"], m
     assert [k for o, k in m if o > winner[0]] == ["COMMIT"], m
     assert JC.one(out, "read")["values"] == ["winner"], out
+
+
+TRANSACTION_ABORTABLE = 120
+INVALID_TXN_STATE = 48
+
+
+def test_produce_outside_the_transaction_is_abortable_from_v11(broker_factory):
+    """KIP-890's verification: a transactional batch for a partition its transaction has
+    not added is refused TRANSACTION_ABORTABLE from Produce v11 (clients that abort on it)
+    and INVALID_TXN_STATE before, as Kafka's AddPartitionsToTxnManager answers them."""
+    b = broker_factory()
+    topic = "txn-abortable-raw"
+    H.create_topic(b.bootstrap, topic, 1)
+    with K.Conn(b.bootstrap) as c:
+        init = KF.init_producer_id(c, transactional_id="raw-abortable")
+        assert init["error_code"] == 0, init
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        for version, want in ((9, INVALID_TXN_STATE), (11, TRANSACTION_ABORTABLE)):
+            batch = I.batch(pid, epoch, 0, [b"x"], int(time.time() * 1000), transactional=True)
+            r = KF.call(c, K.PRODUCE, version, KF.PRODUCE_REQ, KF.PRODUCE_RESP,
+                        dict(transactional_id="raw-abortable", acks=-1, timeout_ms=10000,
+                             topic_data=[dict(name=topic, partition_data=[dict(index=0, records=batch)])]))
+            part = r["responses"][0]["partition_responses"][0]
+            assert part["error_code"] == want, (version, r)
+        assert I.values_in(c, topic) == []
+
+
+def test_java_producer_recovers_from_transaction_abortable_by_aborting(broker_factory):
+    """The Java client on transaction version 1 (Produce v11): its transaction is ended
+    under it at the coordinator (a raw EndTxn abort with its producer id and epoch), so
+    its next send to the partition is answered TRANSACTION_ABORTABLE; the client fails
+    that send and the commit with TransactionAbortableException, aborts, and its next
+    transaction commits. read_committed sees only that one."""
+    b = debug_broker(broker_factory, "--transaction-version", "1")
+    topic, tid = "java-txn-abortable", "java-abortable"
+    H.create_topic(b.bootstrap, topic, 1)
+    proc = subprocess.Popen(J.java_command(JC.PKG + "Transactional", b.bootstrap, "abortable", topic, tid),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = queue.Queue()
+        threading.Thread(target=lambda: first.put(proc.stdout.readline()), daemon=True).start()
+        opened = json.loads(first.get(timeout=120))
+        assert opened["kind"] == "open", opened
+        end = (K.compact_string(tid) + K.i64(opened["producer_id"]) + K.i16(opened["producer_epoch"])
+               + K.i8(0) + K.uvarint(0))
+        with K.Conn(b.bootstrap) as c:
+            r = c.roundtrip(26, 3, end, header_version=2, response_header_version=1)
+            r.i32()  # throttle
+            assert r.i16() == 0
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        rest, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    out = JC.lines(rest)
+    got = JC.one(out, "abortable")
+    assert got["send"] == "TransactionAbortableException", got
+    assert got["commit"] is not None, got
+    assert JC.one(out, "read")["values"] == ["kept-1"], out
+    # The refused batch was never written: lost-1, its ABORT, kept-1, its COMMIT.
+    m, data = markers(b.bootstrap, topic)
+    assert [data[o] for o in sorted(data)] == ["lost-1", "kept-1"], data
+    assert [k for _, k in m] == ["ABORT", "COMMIT"], m
 
 
 def test_java_read_process_write_commits_offsets_with_the_transaction(broker_factory):

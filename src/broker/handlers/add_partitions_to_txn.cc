@@ -11,7 +11,8 @@ using protocol::error_code;
 
 // One transaction's partitions: as Kafka, a partition that cannot join (unknown or not
 // allowed) gets its own code and the others OPERATION_NOT_ATTEMPTED; otherwise all get
-// the coordinator's answer.
+// the coordinator's answer, which for verify_only (v4+) is each partition's own: NONE in
+// the ongoing transaction, TRANSACTION_ABORTABLE outside it.
 std::vector<add_partitions_to_txn_response::topic_result> add_one(
     const request_context& ctx, const std::string& id, int64_t pid, int16_t epoch, bool verify_only,
     const std::vector<add_partitions_to_txn_request::topic>& topics) {
@@ -30,9 +31,15 @@ std::vector<add_partitions_to_txn_response::topic_result> add_one(
         }
     }
     error_code all = error_code::none;
-    if (refused.empty()) {
-        auto e = verify_only ? ctx.b.txns().verify_partitions(id, pid, epoch, tps)
-                             : ctx.b.txns().add_partitions(id, pid, epoch, tps);
+    if (refused.empty() && verify_only) {
+        for (const auto& tp : tps) {
+            auto e = ctx.b.txns().verify_partitions(id, pid, epoch, {tp});
+            if (e != txn::txn_error::none) refused[tp] = txn_error_code(e, true, true);
+        }
+        // Nothing was attempted: each partition has its own answer.
+        for (const auto& tp : tps) refused.try_emplace(tp, error_code::none);
+    } else if (refused.empty()) {
+        auto e = ctx.b.txns().add_partitions(id, pid, epoch, tps);
         log_txn_refusal(ctx, "AddPartitionsToTxn", id, e);
         all = txn_error_code(e, ctx.version() >= 2);
     }

@@ -88,8 +88,10 @@ std::optional<std::string> replication_factor_error(int32_t factor);
 std::optional<std::string> replica_list_error(std::span<const int32_t> ids, size_t brokers);
 
 // The wire code of a transaction coordinator outcome (txn_common.cc);
-// producer_fenced_known: the API version knows PRODUCER_FENCED (KIP-588).
-protocol::error_code txn_error_code(txn::txn_error e, bool producer_fenced_known);
+// producer_fenced_known: the API version knows PRODUCER_FENCED (KIP-588);
+// abortable_known: it knows TRANSACTION_ABORTABLE (KIP-890).
+protocol::error_code txn_error_code(txn::txn_error e, bool producer_fenced_known,
+                                    bool abortable_known = false);
 // Logs a refused transaction request (CONCURRENT_TRANSACTIONS at debug: a retry).
 void log_txn_refusal(const request_context& ctx, std::string_view api, const std::string& id,
                      txn::txn_error e);

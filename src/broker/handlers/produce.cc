@@ -73,8 +73,8 @@ std::optional<std::string> idempotence_error(const protocol::batch_header& h, si
 
 // A transactional batch may go only to a partition of its producer's ongoing
 // transaction: Produce v12 (transaction version 2) adds the partition itself, older
-// versions must have added it with AddPartitionsToTxn (KIP-890 part 1's verification;
-// INVALID_TXN_STATE otherwise). Returns the refusal, if any.
+// versions must have added it with AddPartitionsToTxn (KIP-890 part 1's verification:
+// TRANSACTION_ABORTABLE from v11, INVALID_TXN_STATE before). Returns the refusal, if any.
 std::optional<std::pair<error_code, std::string>> check_transactional(
     const request_context& ctx, const std::optional<std::string>& txn_id, const topic_partition& tp,
     const protocol::batch_header& h) {
@@ -101,6 +101,10 @@ std::optional<std::pair<error_code, std::string>> check_transactional(
         case txn::txn_error::invalid_producer_id_mapping:
             c = error_code::invalid_producer_id_mapping;
             break;
+        // KIP-890: Produce v11 clients abort the transaction on TRANSACTION_ABORTABLE.
+        case txn::txn_error::not_in_transaction:
+            if (ctx.version() >= 11) c = error_code::transaction_abortable;
+            break;
         // Retriable for every client, as Kafka answers while the coordinator is busy.
         case txn::txn_error::concurrent_transactions:
         case txn::txn_error::not_available:
@@ -111,6 +115,36 @@ std::optional<std::pair<error_code, std::string>> check_transactional(
     }
     return std::pair{c, fmt::format("transactional id '{}', producer {} epoch {}: {}", *txn_id,
                                     h.producer_id, h.producer_epoch, txn::error_text(e))};
+}
+
+// Transaction version 2 (Produce v12): the request's partitions with transactional
+// batches join the transaction in one durable write of its state, as Kafka's
+// ReplicaManager adds a request's partitions in one AddPartitionsToTxn, rather than one
+// write per partition; check_transactional then finds each one there. Nothing is added
+// when anything about it would be refused: the per-partition checks answer those.
+void add_request_partitions(const request_context& ctx, const protocol::produce_request& req) {
+    const auto& id = req.transactional_id;
+    if (ctx.version() < 12 || !id || id->empty() ||
+        !ctx.allowed(security::resource_kind::transactional_id, *id))
+        return;
+    std::vector<topic_partition> tps;
+    std::optional<protocol::batch_header> first;
+    for (const auto& td : req.topics) {
+        const topic_state* t = ctx.b.topics().find(td.name);
+        if (!t || !ctx.allowed(security::resource_kind::topic, td.name)) continue;
+        for (const auto& pd : td.partitions) {
+            if (!pd.records || pd.index < 0 || pd.index >= t->info.partitions) continue;
+            auto h = protocol::read_batch_header(*pd.records);
+            if (!h || h->magic != 2 || !h->is_transactional() || h->is_control()) continue;
+            if (first && (h->producer_id != first->producer_id ||
+                          h->producer_epoch != first->producer_epoch))
+                return;
+            first = *h;
+            tps.push_back({td.name, pd.index});
+        }
+    }
+    if (tps.size() > 1)
+        ctx.b.txns().add_partitions(*id, first->producer_id, first->producer_epoch, tps, true);
 }
 
 // Shared by the durability and expansion callbacks and the timeout of one request.
@@ -314,6 +348,7 @@ void handle_produce(const request_context& ctx, request_body body) {
     bool bad_acks = req.acks != -1 && req.acks != 0 && req.acks != 1;
     if (bad_acks) log_warn("produce", "{}: acks={} is not -1, 0 or 1", ctx.client(), req.acks);
 
+    if (!bad_acks) add_request_partitions(ctx, req);
     std::vector<ack_wait> waits;
     std::vector<topic_partition> appended;
     p->resp.responses.reserve(req.topics.size());
@@ -343,8 +378,8 @@ void handle_produce(const request_context& ctx, request_body body) {
             // Expansions read committed data only (up to the last stable offset): records
             // of a transaction, or behind another producer's open one, are expanded when it
             // ends, which this answer cannot wait for (EndTxn comes after it).
-            const bool wait_expanded = expanded && plog && !req.transactional_id &&
-                                       plog->last_stable_offset() > last;
+            const bool wait_expanded =
+                expanded && plog && !req.transactional_id && plog->last_stable_offset() > last;
             if (plog && (req.acks == -1 || wait_expanded))
                 waits.push_back(
                     {plog, last, &out, {td.name, pd.index}, req.acks == -1, wait_expanded});

@@ -2,7 +2,8 @@
 
 namespace sluice::broker {
 
-protocol::error_code txn_error_code(txn::txn_error e, bool producer_fenced_known) {
+protocol::error_code txn_error_code(txn::txn_error e, bool producer_fenced_known,
+                                    bool abortable_known) {
     using protocol::error_code;
     switch (e) {
         case txn::txn_error::none:
@@ -19,6 +20,12 @@ protocol::error_code txn_error_code(txn::txn_error e, bool producer_fenced_known
             return error_code::concurrent_transactions;
         case txn::txn_error::invalid_txn_state:
             return error_code::invalid_txn_state;
+        // KIP-890: clients from Produce v11 and TxnOffsetCommit v4 (and the brokers'
+        // AddPartitionsToTxn v4+) know TRANSACTION_ABORTABLE; older ones get
+        // INVALID_TXN_STATE, as Kafka's AddPartitionsToTxnManager converts it for them.
+        case txn::txn_error::not_in_transaction:
+            return abortable_known ? error_code::transaction_abortable
+                                   : error_code::invalid_txn_state;
         case txn::txn_error::invalid_transaction_timeout:
             return error_code::invalid_transaction_timeout;
         case txn::txn_error::not_available:

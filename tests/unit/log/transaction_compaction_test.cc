@@ -1,6 +1,7 @@
 // Compaction and transactions: aborted records go and never supersede a committed
-// value, markers stay, nothing at or past the last stable offset is cleaned, and
-// readers through record_cursor::open_committed see committed records only.
+// value, markers stay until delete.retention.ms after their records went, nothing at or past the
+// last stable offset is cleaned, and readers through record_cursor::open_committed see committed
+// records only.
 
 #include <gtest/gtest.h>
 
@@ -88,6 +89,60 @@ TEST_F(txn_compaction_test, aborted_records_go_and_markers_stay) {
     // Compaction removed the aborted record: the rebuilt entry starts at its marker.
     EXPECT_EQ(*aborted, (std::vector<aborted_txn>{{5, 2, 2}}));
     EXPECT_EQ(p()->last_stable_offset(), 6);
+    EXPECT_EQ(committed(), want);
+}
+
+// KIP-534: a marker whose transaction has no record left gets its delete horizon (now +
+// delete.retention.ms, 1 s here) and goes at the first pass after it; an ABORT marker
+// takes its aborted-transaction index entry along, also across a rebuild from the log.
+TEST_F(txn_compaction_test, markers_go_delete_retention_after_their_records) {
+    open();
+    put({kv("a", "a1", test::t0)});                     // 0
+    txn_put(5, 0, {kv("a", "aborted", test::t0 + 1)});  // 1
+    end_txn(5, false);                                  // 2
+    txn_put(5, 1, {kv("b", "b1", test::t0 + 2)});       // 3
+    end_txn(5, true);                                   // 4
+    put({kv("b", "b2", test::t0 + 3)});                 // 5: supersedes b1
+    put({kv("c", "c1", test::t0 + 4)});                 // 6: active
+    compact(test::t0 + 10);
+    // The aborted transaction lost its record in this pass: its marker stays until the
+    // horizon, and so does the aborted entry. b1, the producer's last batch, stays whole
+    // (its sequence), and so does the COMMIT marker of its transaction.
+    EXPECT_EQ(markers(), (std::vector<offset_t>{2, 4}));
+    EXPECT_EQ(*p()->aborted_transactions(0, 10), (std::vector<aborted_txn>{{5, 1, 2}}));
+    for (offset_t next = 0; next < 6;) {
+        auto r = p()->read(next, 1 << 20, true);
+        ASSERT_TRUE(r.ok());
+        for (const auto& h : test::batches_of(r->data)) {
+            if (h.base_offset == 2) {
+                EXPECT_EQ(h.attributes & 0x40, 0x40);
+                EXPECT_EQ(h.base_timestamp, test::t0 + 10 + 1000);
+            } else if (h.base_offset == 4) {
+                EXPECT_EQ(h.attributes & 0x40, 0);
+            }
+            next = h.last_offset() + 1;
+        }
+    }
+    put({kv("d", "d1", test::t0 + 5)});  // 7
+    compact(test::t0 + 500);
+    EXPECT_EQ(markers(), (std::vector<offset_t>{2, 4}));
+    put({kv("e", "e1", test::t0 + 6)});  // 8
+    auto st = compact(test::t0 + 1011);
+    EXPECT_EQ(st.partitions_cleaned, 1u);
+    EXPECT_EQ(markers(), (std::vector<offset_t>{4}));
+    EXPECT_TRUE(p()->aborted_transactions(0, 10)->empty());
+    const std::vector<rec> want = {{0, "a", "a1"}, {3, "b", "b1"}, {5, "b", "b2"},
+                                   {6, "c", "c1"}, {7, "d", "d1"}, {8, "e", "e1"}};
+    EXPECT_EQ(committed(), want);
+    // The snapshot that held the entry went with it: a crash rebuilds from the log.
+    EXPECT_FALSE(fs::exists(part() / "producer-state.snapshot"));
+    mgr->close();
+    mgr.reset();
+    fs::remove(part() / "producer-state.snapshot");
+    fs::remove(dir.path / "logs" / ".clean-shutdown");
+    open();
+    EXPECT_TRUE(p()->aborted_transactions(0, 10)->empty());
+    EXPECT_EQ(p()->last_stable_offset(), 9);
     EXPECT_EQ(committed(), want);
 }
 

@@ -101,11 +101,11 @@ TEST_F(coord_test, failed_store_write_changes_nothing) {
 TEST_F(coord_test, verify_partitions_is_kip890_part1) {
     auto a = init("app");
     EXPECT_EQ(coord->verify_partitions("app", a.producer_id, 0, {{"t", 0}}),
-              txn_error::invalid_txn_state);
+              txn_error::not_in_transaction);
     ASSERT_EQ(add("app", a), txn_error::none);
     EXPECT_EQ(coord->verify_partitions("app", a.producer_id, 0, {{"t", 0}}), txn_error::none);
     EXPECT_EQ(coord->verify_partitions("app", a.producer_id, 0, {{"t", 1}}),
-              txn_error::invalid_txn_state);
+              txn_error::not_in_transaction);
     EXPECT_EQ(coord->verify_partitions("app", a.producer_id, 1, {{"t", 0}}),
               txn_error::producer_fenced);
 }
@@ -114,7 +114,7 @@ TEST_F(coord_test, txn_offsets_need_the_group_unless_tv2) {
     auto a = init("app");
     pending_offset o{"", {"in", 0}, 42, -1, "m", now};
     EXPECT_EQ(coord->commit_offsets("app", a.producer_id, 0, "g", {o}, false),
-              txn_error::invalid_txn_state);
+              txn_error::not_in_transaction);
     ASSERT_EQ(coord->add_group("app", a.producer_id, 0, "g"), txn_error::none);
     EXPECT_EQ(coord->commit_offsets("app", a.producer_id, 0, "g", {o}, false), txn_error::none);
     EXPECT_TRUE(coord->has_pending_offset("g", {"in", 0}));

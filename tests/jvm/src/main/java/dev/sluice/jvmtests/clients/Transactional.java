@@ -1,11 +1,16 @@
 package dev.sluice.jvmtests.clients;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -28,6 +33,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *       TOPIC upper-cased in a transaction with sendOffsetsToTransaction; the third
  *       transaction is aborted and its batch processed again; prints the group's
  *       committed offset ("committed").
+ *   <li>abortable: a transaction the test ends under its producer; the producer's next
+ *       send gets TRANSACTION_ABORTABLE and it recovers by aborting ("open", "abortable").
  * </ul>
  */
 public final class Transactional {
@@ -167,11 +174,53 @@ public final class Transactional {
         readAll(bootstrap, topic, "read_committed");
     }
 
-    public static void main(String[] args) {
+    /**
+     * A transaction ended under its producer: the test ends it at the coordinator (a raw
+     * EndTxn with the producer's id and epoch, printed in the "open" line) and writes a
+     * line to stdin; the producer's next send to its partition (Produce v11 on transaction
+     * version 1) is answered TRANSACTION_ABORTABLE, and the producer recovers by aborting.
+     */
+    static void abortable(String bootstrap, String topic, String txnId) throws Exception {
+        try (var p = producer(bootstrap, txnId);
+                var admin = Admin.create(Out.props(bootstrap, "sluice-java-transactional-admin"))) {
+            p.initTransactions();
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(topic, 0, null, "lost-1"));
+            p.flush();
+            var d = Out.get(admin.describeTransactions(List.of(txnId)).description(txnId));
+            var open = Out.line("open");
+            open.put("producer_id", d.producerId());
+            open.put("producer_epoch", d.producerEpoch());
+            Out.emit(open);
+            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+            var n = Out.line("abortable");
+            try {
+                Out.get(p.send(new ProducerRecord<>(topic, 0, null, "lost-2")));
+                n.putNull("send");
+            } catch (ExecutionException e) {
+                n.put("send", e.getCause().getClass().getSimpleName());
+            }
+            try {
+                p.commitTransaction();
+                n.putNull("commit");
+            } catch (RuntimeException e) {
+                n.put("commit", e.getClass().getSimpleName());
+            }
+            p.abortTransaction();
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(topic, 0, null, "kept-1"));
+            p.commitTransaction();
+            Out.emit(n);
+        }
+        readAll(bootstrap, topic, "read_committed");
+    }
+
+    public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         switch (args[1]) {
             case "commit-abort" -> commitAbort(bootstrap, args[2], args[3]);
             case "fence" -> fence(bootstrap, args[2], args[3]);
+            case "abortable" -> abortable(bootstrap, args[2], args[3]);
             case "rpw" -> readProcessWrite(bootstrap, args[2], args[3], args[4], args[5],
                     Integer.parseInt(args[6]));
             default -> throw new IllegalArgumentException(args[1]);
