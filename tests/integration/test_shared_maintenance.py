@@ -93,6 +93,9 @@ def test_merge_keeps_every_record_with_its_offsets_and_bytes(s3, pg):  # noqa: F
     assert before_records == sorted(produced)
     old = objects_of(pg, topic, 0)
     assert len(old) == 12 and objects_of(pg, topic, 1) == old
+    rows_sql = ("SELECT base_offset, object_key, byte_position, byte_size FROM sluice_batches "
+                "WHERE topic_id = %s AND partition_id = 0 AND base_offset IN (0, 25, 59) ORDER BY 1")
+    old_rows = pg.execute(rows_sql, (topic,))  # as a reader that took them before the merge
     jobs, stats = maintain(env, SLUICE_MNT_JOBS="merge")
     mine = [j for j in jobs if j[2] == topic]
     assert sorted(int(j[3]) for j in mine) == [0, 1], jobs
@@ -110,6 +113,11 @@ def test_merge_keeps_every_record_with_its_offsets_and_bytes(s3, pg):  # noqa: F
     states = dict(pg.execute("SELECT object_key, state FROM sluice_objects WHERE object_key = ANY(%s)", (old,)))
     assert set(states.values()) == {"deleting"}
     assert set(old) <= listed(env)
+    # That reader reads its old rows' bytes: the same as the new rows point at.
+    for (base, key, pos, size), (base2, key2, pos2, size2) in zip(old_rows, pg.execute(rows_sql, (topic,))):
+        assert (base, size) == (base2, size2) and key2 != key
+        assert run(env, "s3-get", key, str(pos), str(size)).stdout == \
+            run(env, "s3-get", key2, str(pos2), str(size2)).stdout
     _, early = maintain(env, SLUICE_MNT_JOBS="cleanup")
     assert set(old) <= listed(env), early  # within the grace: kept
     time.sleep(1.6)

@@ -179,6 +179,7 @@ result<swap_outcome> swap_rows(pg_database& db, const job_key& job, int64_t toke
                 if (!up) return up.err();
             }
             std::vector<std::string> old;
+            old.reserve(moved.size());
             for (const row& r : moved) old.push_back(r.object);
             auto marked = mark_unreferenced(tx, std::move(old));
             if (!marked) return marked.err();
