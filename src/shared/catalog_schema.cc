@@ -208,6 +208,27 @@ constexpr const char* version_2[] = {
         PRIMARY KEY (transactional_id, group_id, topic_name, partition_id)))",
 };
 
+// Version 3: background work (src/shared/maintenance). One lease row per job and
+// partition ('' and -1 for a cluster-wide job): who holds it until when, on the database's
+// clock, the fencing token each take increments (the job's final transaction checks it),
+// and when the job is next due, so that each runs once per interval on any broker.
+constexpr const char* version_3[] = {
+    R"(CREATE TABLE sluice_job_leases (
+        job_kind VARCHAR(32) NOT NULL,
+        topic_id VARCHAR(32) NOT NULL,
+        partition_id INTEGER NOT NULL,
+        holder_broker INTEGER,
+        holder_incarnation BIGINT,
+        fencing_token BIGINT NOT NULL,
+        acquired_at TIMESTAMP WITH TIME ZONE,
+        lease_expires_at TIMESTAMP WITH TIME ZONE NOT NULL,
+        next_due_at TIMESTAMP WITH TIME ZONE NOT NULL,
+        runs BIGINT NOT NULL,
+        last_done_at TIMESTAMP WITH TIME ZONE,
+        last_error TEXT,
+        PRIMARY KEY (job_kind, topic_id, partition_id)))",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -215,7 +236,8 @@ struct migration {
 };
 
 constexpr migration migrations[] = {{1, version_1, std::size(version_1)},
-                                    {2, version_2, std::size(version_2)}};
+                                    {2, version_2, std::size(version_2)},
+                                    {3, version_3, std::size(version_3)}};
 
 result<int> upgrade(pg_database& db);
 

@@ -8,6 +8,8 @@
 #include <system_error>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include "shared/object_store.h"
@@ -98,7 +100,12 @@ class local_object_store final : public object_store {
             if (!it->is_regular_file()) continue;
             std::string key = fs::relative(it->path(), _dir).generic_string();
             if (key.ends_with(".tmp-put") || key.compare(0, prefix.size(), prefix) != 0) continue;
-            out.push_back({key, it->file_size(), {}});
+            struct stat st {};
+            const int64_t mtime_ms =
+                ::stat(it->path().c_str(), &st) == 0
+                    ? int64_t{st.st_mtim.tv_sec} * 1000 + st.st_mtim.tv_nsec / 1000000
+                    : -1;
+            out.push_back({key, it->file_size(), {}, mtime_ms});
         }
         if (ec)
             return error{errc::io_error,

@@ -22,6 +22,9 @@ struct object_info {
     std::string key;  // relative to the store's prefix
     uint64_t size = 0;
     std::string etag;  // as the store gives it, without quotes
+    // When the store wrote it, by the store's clock, ms since the epoch (LIST only; -1 when
+    // the store did not say). The cleanup of objects left by crashed uploads judges age by it.
+    int64_t last_modified_ms = -1;
 };
 
 // `length` bytes from `offset`; a range reaching past the end is cut at the end.

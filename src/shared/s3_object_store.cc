@@ -239,6 +239,8 @@ class s3_object_store final : public object_store {
                 std::string size = s3_xml::first_text(c, "Size");
                 std::from_chars(size.data(), size.data() + size.size(), info.size);
                 info.etag = unquote(s3_xml::first_text(c, "ETag"));
+                info.last_modified_ms =
+                    s3_xml::parse_time_ms(s3_xml::first_text(c, "LastModified"));
                 out.push_back(std::move(info));
             }
             token = s3_xml::first_text(r->body, "IsTruncated") == "true"

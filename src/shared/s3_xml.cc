@@ -124,4 +124,26 @@ std::vector<std::string_view> elements(std::string_view xml, std::string_view ta
     return out;
 }
 
+int64_t parse_time_ms(std::string_view text) {
+    // YYYY-MM-DDTHH:MM:SS[.fff]Z
+    auto num = [&](size_t at, size_t len, int& out) {
+        if (at + len > text.size()) return false;
+        auto [p, ec] = std::from_chars(text.data() + at, text.data() + at + len, out);
+        return ec == std::errc() && p == text.data() + at + len;
+    };
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, ms = 0;
+    if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
+        !num(17, 2, sec) || text[4] != '-' || text[7] != '-' || text[10] != 'T')
+        return -1;
+    if (text.size() >= 23 && text[19] == '.' && !num(20, 3, ms)) return -1;
+    // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+    const int yy = y - (mo <= 2 ? 1 : 0);
+    const int era = (yy >= 0 ? yy : yy - 399) / 400;
+    const int yoe = yy - era * 400;
+    const int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    const int64_t days = int64_t{era} * 146097 + doe - 719468;
+    return ((days * 24 + h) * 60 + mi) * 60000 + int64_t{sec} * 1000 + ms;
+}
+
 }  // namespace sluice::shared::s3_xml

@@ -183,8 +183,8 @@ def test_unreachable_endpoint_gives_up(s3):
 
 def test_catalog_schema_and_produce_commits(pg):
     env = pg_env(pg)
-    assert run(env, "pg-schema").stdout == b"found 0 now 2\n"
-    assert run(env, "pg-schema").stdout == b"found 2 now 2\n"  # idempotent
+    assert run(env, "pg-schema").stdout == b"found 0 now 3\n"
+    assert run(env, "pg-schema").stdout == b"found 3 now 3\n"  # idempotent
     topic = "0123456789abcdef0123456789abcdef"
     assert run(env, "pg-topic", topic, "orders", "3").stdout == b"ok\n"
     dup = run(env, "pg-topic", topic, "orders", "3", check=False)
@@ -228,9 +228,19 @@ def test_newer_catalog_is_refused(pg):
     pg.execute("UPDATE sluice_catalog_version SET version = 99")
     try:
         r = run(env, "pg-schema", check=False)
-        assert r.returncode == 1 and "at version 99, newer than this build's 2" in r.stderr.decode()
+        assert r.returncode == 1 and "at version 99, newer than this build's 3" in r.stderr.decode()
     finally:
-        pg.execute("UPDATE sluice_catalog_version SET version = 2")
+        pg.execute("UPDATE sluice_catalog_version SET version = 3")
+
+
+def test_catalog_upgrades_from_version_2(pg):
+    env = pg_env(pg)
+    run(env, "pg-schema")
+    # A version 2 catalog: without the job leases of version 3.
+    pg.execute("DROP TABLE sluice_job_leases")
+    pg.execute("UPDATE sluice_catalog_version SET version = 2")
+    assert run(env, "pg-schema").stdout == b"found 2 now 3\n"
+    assert pg.execute("SELECT count(*) FROM sluice_job_leases") == [(0,)]
 
 
 def test_serialization_failures_are_retried(pg):
@@ -375,7 +385,7 @@ def test_cluster_script_up_kill_start_down(tmp_path):
         # Same addresses, same data.
         assert json.loads((d / "cluster.json").read_text())["s3"] == state["s3"]
         assert run(env, "s3-get", "kept").stdout == b"kept"
-        assert run(env, "pg-exec", "SELECT version FROM sluice_catalog_version").stdout == b"2\n"
+        assert run(env, "pg-exec", "SELECT version FROM sluice_catalog_version").stdout == b"3\n"
         unknown = subprocess.run([script, "kill", str(d), "7"], capture_output=True, text=True, timeout=60)
         assert unknown.returncode != 0 and "no broker or service '7'" in unknown.stderr
     finally:

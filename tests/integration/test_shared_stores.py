@@ -39,4 +39,4 @@ def test_stores_and_leases_against_postgresql(pg):
     assert local >= 8 and postgresql == local and shared_only >= 2, out[-4000:]
     assert passed == local + postgresql + shared_only, out[-4000:]
     # The tables are the documented version's.
-    assert pg.execute("SELECT version FROM sluice_catalog_version") == [(2,)]
+    assert pg.execute("SELECT version FROM sluice_catalog_version") == [(3,)]

@@ -36,4 +36,11 @@ TEST(S3Xml, ErrorBody) {
     EXPECT_EQ(first_text(body, "Message"), "Please reduce your request rate.");
 }
 
+TEST(s3_xml, parses_last_modified_times) {
+    EXPECT_EQ(parse_time_ms("1970-01-01T00:00:00.000Z"), 0);
+    EXPECT_EQ(parse_time_ms("2026-12-06T14:12:27.250Z"), 1796566347250);
+    EXPECT_EQ(parse_time_ms("2000-02-29T23:59:59Z"), 951868799000);
+    EXPECT_EQ(parse_time_ms("yesterday"), -1);
+}
+
 }  // namespace sluice::shared::s3_xml

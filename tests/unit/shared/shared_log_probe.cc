@@ -14,6 +14,7 @@
 //       waits for the high watermark to pass OFFSET: "HW ELAPSED_MS"
 //   log-lookup TOPIC_ID PARTITION TS
 //       "OFFSET TIMESTAMP" for the first record at TS or later, then for the largest
+// Records carry timestamp SLUICE_PROBE_TIMESTAMP_MS (default 1000) plus their partition.
 
 #include <chrono>
 #include <future>
@@ -80,7 +81,10 @@ struct submitted {
 // One record `value` in partition p, as a producer sends it.
 submitted submit(shared_log& l, const std::string& topic_id, int32_t p, std::string value,
                  const testing::batch_options& opt) {
-    auto batch = testing::build_batch({{std::string("k"), value, 1000 + p, {}}}, opt);
+    // Record timestamps: SLUICE_PROBE_TIMESTAMP_MS (default 1000) plus the partition.
+    const char* ts = std::getenv("SLUICE_PROBE_TIMESTAMP_MS");
+    const int64_t base_ts = ts ? std::stoll(ts) : 1000;
+    auto batch = testing::build_batch({{std::string("k"), value, base_ts + p, {}}}, opt);
     auto validated = protocol::validate_batches(batch, protocol::batch_limits{});
     auto prom = std::make_shared<std::promise<result<log::append_info>>>();
     submitted s{p, std::move(value), prom->get_future()};

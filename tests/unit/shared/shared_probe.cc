@@ -18,6 +18,8 @@
 namespace sluice::shared {
 // shared_log_probe.cc
 int log_command(const std::string& cmd, const std::vector<std::string>& args);
+// maintenance_probe.cc
+int maintenance_command(const std::string& cmd, const std::vector<std::string>& args);
 int fail(const error& e);
 }  // namespace sluice::shared
 
@@ -226,6 +228,8 @@ int main(int argc, char** argv) {
     }
     std::string cmd = argv[1];
     std::vector<std::string> args(argv + 2, argv + argc);
+    if (cmd.rfind("mnt-", 0) == 0 || cmd == "log-bounds" || cmd == "log-digest")
+        return maintenance_command(cmd, args);
     if (cmd.rfind("log-", 0) == 0) return log_command(cmd, args);
     return cmd.rfind("s3-", 0) == 0 ? s3_command(cmd, args) : pg_command(cmd, args);
 }

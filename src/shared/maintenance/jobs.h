@@ -1,0 +1,69 @@
+#pragma once
+
+// Inside src/shared/maintenance: the job lease (job_lease.cc) and the jobs (merge.cc,
+// retention.cc, cleanup.cc) that run_once (maintenance.cc) runs under it.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shared/maintenance/maintenance.h"
+
+namespace sluice::shared::maintenance {
+
+struct job_key {
+    std::string kind;
+    std::string topic_id;    // "" for a cluster-wide job
+    int32_t partition = -1;  // -1 for a cluster-wide job
+};
+
+// "N milliseconds", for CAST(... AS INTERVAL).
+std::string interval_text(std::chrono::milliseconds ms);
+
+// The jobs of `kind` that are due: for per-partition kinds every partition whose lease row
+// is absent or free and due; for the cleanup its one row likewise.
+result<std::vector<job_key>> due_jobs(pg_database& db, const std::string& kind);
+
+// Takes the job's lease when it is free (expired) and due: the holder, lease_expires_at =
+// now + s.lease, fencing_token + 1. Returns the token, or nullopt when another broker
+// holds it or it is not due.
+result<std::optional<int64_t>> take_lease(pg_database& db, const job_key& job, const settings& s);
+
+// In the job's final transaction, before its writes: locks the lease row and fails with
+// in_use unless it still carries `token` and has not expired (the job was too slow and
+// another broker may hold it now: it must commit nothing).
+result<void> check_lease(pg_transaction& tx, const job_key& job, int64_t token);
+
+// Ends the lease: done (next due after s.interval, runs + 1) or failed (due again at once,
+// last_error kept). Nothing when another broker took the lease since.
+result<void> finish_lease(pg_database& db, const job_key& job, int64_t token, const settings& s,
+                          const std::optional<std::string>& failure);
+
+// What a job did, for its job_run's detail and the pass's counters.
+struct job_outcome {
+    std::string detail;
+};
+
+// The jobs. Each runs with the lease held and checks it (check_lease) in the
+// transaction that makes its work visible.
+result<job_outcome> merge_partition(pg_database& db, object_store& store, const settings& s,
+                                    const job_key& job, int64_t token, pass_stats& stats);
+result<job_outcome> retain_partition(pg_database& db, const settings& s, const job_key& job,
+                                     int64_t token, pass_stats& stats);
+result<job_outcome> clean_objects(pg_database& db, object_store& store, const settings& s,
+                                  const job_key& job, int64_t token, pass_stats& stats);
+
+// Locks the partition's row (the lock the produce commit takes too) and returns its log
+// start and high watermark; not_found when the partition does not exist.
+result<std::pair<int64_t, int64_t>> lock_partition(pg_transaction& tx, const std::string& topic_id,
+                                                   int32_t partition);
+
+// Marks `keys` (objects batches pointed into before this transaction deleted or moved
+// them) 'deleting' where no batch references them any more. Locks their rows first, in
+// key order, so that two transactions moving the last batches out of one object at once
+// queue and the second sees the first's work. Returns how many it marked.
+result<uint64_t> mark_unreferenced(pg_transaction& tx, std::vector<std::string> keys);
+
+}  // namespace sluice::shared::maintenance

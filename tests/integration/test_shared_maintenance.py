@@ -1,0 +1,292 @@
+"""Shared mode's background work (src/shared/maintenance/maintenance.h) against real
+engines: s3proxy and PostgreSQL, as test_shared_engines.py starts them. Each
+sluice-shared-probe process (tests/unit/shared/maintenance_probe.cc, shared_log_probe.cc)
+is one broker over the same bucket and database: `log-produce` appends through the
+produce window, `mnt-run` runs one maintenance pass, `log-digest` reads every batch back
+as a consumer would. The tests of one module share one database and one bucket prefix,
+as one cluster does."""
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+from test_shared_engines import pg, probe_bin, run, s3, s3_env  # noqa: F401 (fixtures)
+from test_shared_log import new_topic
+
+PREFIX = "mnt-tests/"
+
+
+def engines(s3, pg, **extra):  # noqa: F811
+    env = s3_env(s3, PREFIX)
+    env.update({"SLUICE_PG_URL": pg.url, "SLUICE_PRODUCE_WINDOW_MS": "5",
+                "SLUICE_MNT_INTERVAL_MS": "0", "SLUICE_MNT_GRACE_MS": "1500", "SLUICE_MNT_LEASE_MS": "3000",
+                "SLUICE_MNT_MERGE_MIN": "4"})
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def produce(env, topic, partitions, count, broker=1):
+    """One probe's appends (their record timestamps now unless env says otherwise)."""
+    env = {"SLUICE_PROBE_TIMESTAMP_MS": str(int(time.time() * 1000)), **env}
+    out = run(env, "log-produce", str(broker), topic, str(partitions), str(count)).stdout.decode()
+    rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
+    assert rows and all(r[3] == "appended" for r in rows), out
+    return [(int(p), int(o), v) for p, o, v, _ in rows]
+
+
+def records(env, topic, partitions):
+    out = run(env, "log-read", topic, str(partitions)).stdout.decode()
+    return sorted((int(p), int(o), v) for p, o, v in (line.split() for line in out.splitlines()
+                                                       if not line.startswith("#")))
+
+
+def digests(env, topic, partitions):
+    return run(env, "log-digest", topic, str(partitions)).stdout.decode().splitlines()
+
+
+def maintain(env, broker=1, **extra):
+    """One pass; returns (job lines, counters)."""
+    out = run({**env, **{k: str(v) for k, v in extra.items()}}, "mnt-run", str(broker)).stdout.decode()
+    jobs = [line.split(" ", 6) for line in out.splitlines() if line.startswith("job ")]
+    counters = out.splitlines()[-1].split()[1:]
+    stats = {counters[i]: int(counters[i + 1]) for i in range(0, len(counters), 2)}
+    for j in jobs:
+        assert j[5] == "ok", j
+    return jobs, stats
+
+
+def objects_of(pg, topic, partition):  # noqa: F811
+    return [r[0] for r in pg.execute("SELECT DISTINCT object_key FROM sluice_batches WHERE topic_id = %s "
+                                     "AND partition_id = %s ORDER BY 1", (topic, partition))]
+
+
+def listed(env, sub="data/"):
+    return set(line.split()[0] for line in run(env, "s3-list", sub).stdout.decode().splitlines())
+
+
+def known_objects(pg):  # noqa: F811
+    return set(r[0] for r in pg.execute("SELECT object_key FROM sluice_objects"))
+
+
+def grace(env):
+    return int(env["SLUICE_MNT_GRACE_MS"]) / 1000 + 0.1
+
+
+def settle_cleanup(env, pg):  # noqa: F811
+    """Cleanup passes until every object in the store is one the catalog references."""
+    for _ in range(3):
+        time.sleep(grace(env))
+        maintain(env, SLUICE_MNT_JOBS="cleanup")
+    assert listed(env) == known_objects(pg)
+    assert pg.execute("SELECT count(*) FROM sluice_objects WHERE state <> 'live'") == [(0,)]
+
+
+def test_merge_keeps_every_record_with_its_offsets_and_bytes(s3, pg):  # noqa: F811
+    env = engines(s3, pg)
+    topic = new_topic(env, 2)
+    produced = []
+    for _ in range(12):  # twelve windows: twelve small objects, each with both partitions
+        produced += produce(env, topic, 2, 10)
+    before_records, before_bytes = records(env, topic, 2), digests(env, topic, 2)
+    assert before_records == sorted(produced)
+    old = objects_of(pg, topic, 0)
+    assert len(old) == 12 and objects_of(pg, topic, 1) == old
+    rows_sql = ("SELECT base_offset, object_key, byte_position, byte_size FROM sluice_batches "
+                "WHERE topic_id = %s AND partition_id = 0 AND base_offset IN (0, 25, 59) ORDER BY 1")
+    old_rows = pg.execute(rows_sql, (topic,))  # as a reader that took them before the merge
+    jobs, stats = maintain(env, SLUICE_MNT_JOBS="merge")
+    mine = [j for j in jobs if j[2] == topic]
+    assert sorted(int(j[3]) for j in mine) == [0, 1], jobs
+    assert stats["moved"] >= 120 and stats["merged"] >= 2
+    print("merge of %d batches from %d objects per partition: %d ms, %d bytes copied"
+          % (stats["moved"], len(old), stats["ms"], stats["copied"]))
+    # One object per partition now, every record where it was, byte for byte.
+    for p in (0, 1):
+        now = objects_of(pg, topic, p)
+        assert len(now) == 1 and "/merged/%s/%d/" % (topic, p) in now[0], now
+    assert records(env, topic, 2) == before_records
+    assert digests(env, topic, 2) == before_bytes
+    # The old objects: no batch points into them, both partitions moved out, so they are
+    # marked; a reader that took the old rows still finds them until the grace passed.
+    states = dict(pg.execute("SELECT object_key, state FROM sluice_objects WHERE object_key = ANY(%s)", (old,)))
+    assert set(states.values()) == {"deleting"}
+    assert set(old) <= listed(env)
+    # That reader reads its old rows' bytes: the same as the new rows point at.
+    for (base, key, pos, size), (base2, key2, pos2, size2) in zip(old_rows, pg.execute(rows_sql, (topic,))):
+        assert (base, size) == (base2, size2) and key2 != key
+        assert run(env, "s3-get", key, str(pos), str(size)).stdout == \
+            run(env, "s3-get", key2, str(pos2), str(size2)).stdout
+    _, early = maintain(env, SLUICE_MNT_JOBS="cleanup")
+    assert set(old) <= listed(env), early  # within the grace: kept
+    time.sleep(1.6)
+    t0 = time.monotonic()
+    _, late = maintain(env, SLUICE_MNT_JOBS="cleanup")
+    print("cleanup of %d objects: %d ms in the pass (%.0f ms with the probe's start)"
+          % (late["deleted"], late["ms"], (time.monotonic() - t0) * 1000))
+    assert late["deleted"] >= 12
+    assert not set(old) & listed(env)
+    assert pg.execute("SELECT count(*) FROM sluice_objects WHERE object_key = ANY(%s)", (old,)) == [(0,)]
+    assert records(env, topic, 2) == before_records
+    # Nothing small is left to merge: a pass later merges nothing.
+    _, again = maintain(env, SLUICE_MNT_JOBS="merge")
+    assert again["merged"] == 0
+
+
+def test_retention_and_delete_records_move_the_log_start(s3, pg):  # noqa: F811
+    env = engines(s3, pg)
+    topic = new_topic(env, 1)
+    produce({**env, "SLUICE_PROBE_TIMESTAMP_MS": "1000"}, topic, 1, 5)  # half a century old
+    fresh = produce(env, topic, 1, 5)
+    for i in range(3):
+        fresh += produce(env, topic, 1, 1)
+    assert run(env, "log-bounds", topic, "0").stdout == b"0 13\n"
+    # A day: the old batches go, the log start (ListOffsets earliest) moves past them.
+    pg.execute("INSERT INTO sluice_topic_configs VALUES (%s, 'retention.ms', '86400000')", (topic,))
+    jobs, stats = maintain(env, SLUICE_MNT_JOBS="retention")
+    assert [j for j in jobs if j[2] == topic][0][6].startswith("log start 5, 5 batches deleted")
+    assert run(env, "log-bounds", topic, "0").stdout == b"5 13\n"
+    assert records(env, topic, 1) == sorted(fresh)
+    # Their object held only them: marked, and deleted after the grace.
+    first_obj = pg.execute("SELECT object_key FROM sluice_objects WHERE state = 'deleting'")
+    assert first_obj
+    # retention.bytes: of the remaining eight one-record batches, keep what fits in three.
+    size = pg.execute("SELECT max(byte_size) FROM sluice_batches WHERE topic_id = %s", (topic,))[0][0]
+    pg.execute("UPDATE sluice_topic_configs SET config_value = '-1' WHERE topic_id = %s", (topic,))
+    pg.execute("INSERT INTO sluice_topic_configs VALUES (%s, 'retention.bytes', %s)", (topic, str(3 * size)))
+    maintain(env, SLUICE_MNT_JOBS="retention")
+    assert run(env, "log-bounds", topic, "0").stdout == b"10 13\n"
+    assert [o for _, o, _ in records(env, topic, 1)] == [10, 11, 12]
+    # DeleteRecords: the log start to 12; past the high watermark is refused; -1 is the HW.
+    assert run(env, "mnt-delete-records", topic, "0", "12").stdout == b"12\n"
+    assert run(env, "mnt-delete-records", topic, "0", "11").stdout == b"12\n"  # never back
+    bad = run(env, "mnt-delete-records", topic, "0", "14", check=False)
+    assert bad.returncode == 1 and "error out_of_range:" in bad.stderr.decode()
+    assert [o for _, o, _ in records(env, topic, 1)] == [12]
+    assert run(env, "mnt-delete-records", topic, "0", "-1").stdout == b"13\n"
+    assert run(env, "log-bounds", topic, "0").stdout == b"13 13\n"
+    assert pg.execute("SELECT count(*) FROM sluice_batches WHERE topic_id = %s", (topic,)) == [(0,)]
+    settle_cleanup(env, pg)
+    # New records after it all go on from 13.
+    assert produce(env, topic, 1, 1)[0][1] == 13
+
+
+def hold_partitions(pg, topic):  # noqa: F811
+    """A transaction holding the topic's partition rows: commits over them wait."""
+    conn = pg.connect()
+    conn.autocommit = False
+    cur = conn.cursor()
+    cur.execute("SELECT * FROM sluice_partitions WHERE topic_id = %s FOR UPDATE", (topic,))
+    return conn
+
+
+def wait_for(predicate, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_kill_between_upload_and_commit_leaves_an_orphan_the_cleanup_removes(s3, pg):  # noqa: F811
+    env = engines(s3, pg, SLUICE_MNT_GRACE_MS=4000)
+    topic = new_topic(env, 2)
+    acked = produce(env, topic, 2, 20)
+    settle_cleanup(env, pg)
+    before = listed(env)
+    lock = hold_partitions(pg, topic)
+    try:
+        victim = subprocess.Popen([probe_bin(), "log-produce", "7", topic, "2", "10"], env={**os.environ, **env},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wait_for(lambda: len(listed(env) - before) == 1)  # uploaded; the commit waits on the lock
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+        assert victim.stdout.read() == b""  # nothing was acknowledged
+    finally:
+        lock.rollback()
+        lock.close()
+    (orphan,) = listed(env) - before
+    assert orphan not in known_objects(pg)
+    _, stats = maintain(env, SLUICE_MNT_JOBS="cleanup")
+    assert stats["orphans"] == 0 and orphan in listed(env)  # younger than the grace
+    time.sleep(grace(env))
+    _, stats = maintain(env, SLUICE_MNT_JOBS="cleanup")
+    assert stats["orphans"] == 1 and orphan not in listed(env)
+    # The claim fences a commit that would come now: the row says 'deleting'.
+    assert pg.execute("SELECT state, created_by FROM sluice_objects WHERE object_key = %s", (orphan,)) == \
+        [("deleting", -1)]
+    assert records(env, topic, 2) == sorted(acked)
+    assert pg.execute("SELECT sum(high_watermark) FROM sluice_partitions WHERE topic_id = %s", (topic,)) == [(20,)]
+    settle_cleanup(env, pg)
+
+
+def test_kill_during_merge_loses_nothing_and_leaves_no_orphan(s3, pg):  # noqa: F811
+    env = engines(s3, pg, SLUICE_MNT_JOBS="merge", SLUICE_MNT_LEASE_MS=10000)
+    topic = new_topic(env, 1)
+    acked = []
+    for _ in range(6):
+        acked += produce(env, topic, 1, 5)
+    before_bytes = digests(env, topic, 1)
+    lock = hold_partitions(pg, topic)
+    try:
+        victim = subprocess.Popen([probe_bin(), "mnt-run", "5"], env={**os.environ, **env},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # The merged object is uploaded; the swap waits on the partition's row.
+        wait_for(lambda: any("/merged/%s/" % topic in k for k in listed(env)))
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+    finally:
+        lock.rollback()
+        lock.close()
+    assert records(env, topic, 1) == sorted(acked)
+    assert len(objects_of(pg, topic, 0)) == 6  # nothing swapped
+    lease = pg.execute("SELECT holder_broker, fencing_token, runs, lease_expires_at > now() FROM sluice_job_leases "
+                       "WHERE job_kind = 'merge' AND topic_id = %s", (topic,))
+    assert lease == [(5, 1, 0, True)]
+    # The dead broker's lease holds the job until it passes: another broker skips it...
+    jobs, _ = maintain(env, broker=6)
+    assert not [j for j in jobs if j[2] == topic]
+    wait_for(lambda: pg.execute("SELECT lease_expires_at <= now() FROM sluice_job_leases "
+                                "WHERE job_kind = 'merge' AND topic_id = %s", (topic,)) == [(True,)])
+    # ... then takes it with the next fencing token and merges.
+    jobs, stats = maintain(env, broker=6)
+    assert [(j[4], j[5]) for j in jobs if j[2] == topic] == [("2", "ok")], jobs
+    assert pg.execute("SELECT holder_broker, fencing_token, runs FROM sluice_job_leases "
+                      "WHERE job_kind = 'merge' AND topic_id = %s", (topic,)) == [(6, 2, 1)]
+    assert len(objects_of(pg, topic, 0)) == 1
+    assert digests(env, topic, 1) == before_bytes
+    # The killed merge's object and the small ones are gone after the cleanup; nothing else.
+    settle_cleanup(env.copy(), pg)
+    assert records(env, topic, 1) == sorted(acked)
+
+
+def test_two_brokers_running_maintenance_at_once_do_each_job_once(s3, pg):  # noqa: F811
+    env = engines(s3, pg, SLUICE_MNT_INTERVAL_MS=600000)
+    topic = new_topic(env, 6)
+    for _ in range(5):
+        produce(env, topic, 6, 30)
+    procs = [subprocess.Popen([probe_bin(), "mnt-run", str(b)], env={**os.environ, **env},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for b in (1, 2)]
+    ran = []
+    for b, p in zip((1, 2), procs):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+        ran += [(line.split()[1], line.split()[2], line.split()[3], b) for line in out.decode().splitlines()
+                if line.startswith("job ")]
+    keys = [r[:3] for r in ran]
+    assert len(keys) == len(set(keys)), ran  # no job twice
+    for kind in ("merge", "retention"):
+        assert sorted(int(p) for k, t, p in keys if k == kind and t == topic) == list(range(6))
+    # The lease table says the same: each of the topic's jobs taken once, run once.
+    rows = pg.execute("SELECT job_kind, partition_id, fencing_token, runs, holder_broker FROM sluice_job_leases "
+                      "WHERE topic_id = %s ORDER BY 1, 2", (topic,))
+    assert [(k, p, t, r) for k, p, t, r, _ in rows] == [(k, p, 1, 1) for k in ("merge", "retention")
+                                                         for p in range(6)]
+    print("jobs per broker:", {b: sum(1 for r in ran if r[3] == b) for b in (1, 2)})
+    # Due again only after the interval: a third pass now runs none of them.
+    jobs, _ = maintain(env, broker=3)
+    assert not [j for j in jobs if j[2] == topic]
+    for p in range(6):
+        assert len(objects_of(pg, topic, p)) == 1
