@@ -194,6 +194,24 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
             std::vector<batch_outcome> out;
             std::vector<pg_param> bp;
             std::string values;
+            bool inserted = false;
+            // PostgreSQL takes at most 65,535 parameters per statement (9 per row): a
+            // window of many small batches is inserted in several statements.
+            auto insert_rows = [&]() -> result<void> {
+                if (values.empty()) return {};
+                auto ins = tx.exec(
+                    "INSERT INTO sluice_batches (topic_id, partition_id, base_offset, "
+                    "last_offset, object_key, byte_position, byte_size, max_timestamp_ms, "
+                    "record_count) VALUES " +
+                        values,
+                    bp);
+                if (!ins) return ins.err();
+                values.clear();
+                bp.clear();
+                inserted = true;
+                return {};
+            };
+            constexpr size_t max_rows_per_insert = 5000;
             for (const auto& b : commit.batches) {
                 const partition_key tp{b.topic_id, b.partition};
                 int64_t& hw = next[tp];
@@ -229,14 +247,12 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                     bp.emplace_back(std::move(v));
                 }
                 hw += b.record_count;
+                if (bp.size() >= 9 * max_rows_per_insert) {
+                    if (auto r = insert_rows(); !r) return r.err();
+                }
             }
-            if (values.empty()) return out;  // every batch refused: the object stays unreferenced
-            auto ins = tx.exec(
-                "INSERT INTO sluice_batches (topic_id, partition_id, base_offset, last_offset, "
-                "object_key, byte_position, byte_size, max_timestamp_ms, record_count) VALUES " +
-                    values,
-                bp);
-            if (!ins) return ins.err();
+            if (auto r = insert_rows(); !r) return r.err();
+            if (!inserted) return out;  // every batch refused: the object stays unreferenced
             if (auto r = save_producers(tx, ps); !r) return r.err();
             std::vector<pg_param> up;
             std::string hws;

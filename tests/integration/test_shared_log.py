@@ -69,6 +69,22 @@ def test_two_brokers_interleave_with_contiguous_offsets(s3, pg):  # noqa: F811
     assert rows[0][0] == 400
 
 
+def test_a_window_of_more_batches_than_one_statement_takes(s3, pg):  # noqa: F811
+    # 8,000 batches in one object need 72,000 parameters of index rows: more than
+    # PostgreSQL's 65,535 per statement, so the commit inserts them in several statements.
+    env = engines(s3, pg, SLUICE_PRODUCE_WINDOW_MS=3000)
+    topic = new_topic(env, 2)
+    rows, objects = outcomes(run(env, "log-produce", "1", topic, "2", "8000").stdout)
+    assert len(rows) == 8000 and all(v == "appended" for *_, v in rows)
+    assert objects <= 3, objects
+    for part in range(2):
+        assert sorted(o for p, o, *_ in rows if p == part) == list(range(4000))
+    counted = pg.execute("SELECT count(*) FROM sluice_batches "
+                         "WHERE topic_id = %s", (topic,))
+    assert counted[0][0] == 8000
+    assert sorted(records(run(env, "log-read", topic, "2").stdout)) == sorted((p, o, v) for p, o, v, _ in rows)
+
+
 def test_idempotent_producers_from_two_brokers(s3, pg):  # noqa: F811
     env = engines(s3, pg)
     topic = new_topic(env, 2)
