@@ -43,7 +43,7 @@ struct service_fixture : ::testing::Test {
         auto s = sql::schema_registry::open(dir.path / "sql");
         ASSERT_TRUE(s) << s.error().message;
         schemas = std::move(*s);
-        auto svc_or = service::open({cat.get(), logs.get(), schemas});
+        auto svc_or = service::open({cat.get(), cat.get(), logs.get(), schemas});
         ASSERT_TRUE(svc_or) << svc_or.err().message;
         svc = std::move(*svc_or);
         logs->set_high_watermark_listener(
