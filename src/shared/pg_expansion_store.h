@@ -5,10 +5,13 @@
 // (docs/formats/shared-catalog.md, version 5). The target tables and the expansions'
 // progress are not here.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "catalog/expansion_store.h"
 #include "shared/pg_database.h"

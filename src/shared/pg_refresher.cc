@@ -31,6 +31,7 @@ result<std::unique_ptr<pg_refresher>> pg_refresher::start(const pg_config& confi
                                                           std::vector<subject> subjects,
                                                           std::chrono::milliseconds poll_interval) {
     std::vector<std::string> channels;
+    channels.reserve(subjects.size());
     for (const auto& s : subjects) channels.push_back(s.channel);
     auto l = pg_listener::connect(config, std::move(channels));
     if (!l) return l.err();

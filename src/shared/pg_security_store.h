@@ -5,10 +5,13 @@
 // 'security' row of sluice_change_versions (docs/formats/shared-catalog.md, version 5).
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "catalog/security_store.h"
 #include "shared/pg_database.h"
