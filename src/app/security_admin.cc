@@ -26,7 +26,7 @@ result<void> check_user_change(const user_change& u) {
     return {};
 }
 
-result<void> store_credentials(catalog::catalog& cat, const user_change& u,
+result<void> store_credentials(catalog::security_store& cat, const user_change& u,
                                const std::vector<security::scram_mechanism>& mechanisms) {
     for (auto m : mechanisms) {
         auto c = security::make_credential(m, u.password, u.iterations);
@@ -40,7 +40,7 @@ result<void> store_credentials(catalog::catalog& cat, const user_change& u,
 
 }  // namespace
 
-result<void> add_user(catalog::catalog& cat, const user_change& u) {
+result<void> add_user(catalog::security_store& cat, const user_change& u) {
     if (auto r = check_user_change(u); !r) return r;
     if (!cat.credentials(u.name).empty())
         return {errc::already_exists, fmt::format("user '{}' already exists", u.name)};
@@ -50,7 +50,7 @@ result<void> add_user(catalog::catalog& cat, const user_change& u) {
     return store_credentials(cat, u, mechanisms);
 }
 
-result<void> change_password(catalog::catalog& cat, const user_change& u) {
+result<void> change_password(catalog::security_store& cat, const user_change& u) {
     if (auto r = check_user_change(u); !r) return r;
     auto existing = cat.credentials(u.name);
     if (existing.empty()) return {errc::not_found, fmt::format("no user '{}'", u.name)};
@@ -63,11 +63,11 @@ result<void> change_password(catalog::catalog& cat, const user_change& u) {
     return store_credentials(cat, u, mechanisms);
 }
 
-result<void> remove_user(catalog::catalog& cat, const std::string& name) {
+result<void> remove_user(catalog::security_store& cat, const std::string& name) {
     return cat.delete_user(name);
 }
 
-result<void> attach_policy(catalog::catalog& cat, const std::string& policy,
+result<void> attach_policy(catalog::security_store& cat, const std::string& policy,
                            const std::string& user, bool external) {
     if (!external && user != "ANONYMOUS" && user != security::every_user &&
         cat.credentials(user).empty())
@@ -79,7 +79,7 @@ result<void> attach_policy(catalog::catalog& cat, const std::string& policy,
     return cat.attach_policy(policy, user);
 }
 
-std::string users_json(const catalog::catalog& cat) {
+std::string users_json(const catalog::security_store& cat) {
     std::string out = "{\"users\":[";
     bool first = true;
     for (const auto& [name, creds] : cat.list_users()) {
@@ -107,14 +107,14 @@ std::string users_json(const catalog::catalog& cat) {
     return out + "]}";
 }
 
-result<void> put_policy(catalog::catalog& cat, const std::string& name,
+result<void> put_policy(catalog::security_store& cat, const std::string& name,
                         const std::string& document) {
     auto p = security::parse_policy(name, document);
     if (!p) return p.err();
     return cat.put_policy(name, document);
 }
 
-std::string policies_json(const catalog::catalog& cat) {
+std::string policies_json(const catalog::security_store& cat) {
     std::string out = "{\"policies\":[";
     bool first = true;
     for (const auto& p : cat.list_policies()) {
@@ -200,7 +200,7 @@ attachment attachment_of(const std::string& body) {
 
 }  // namespace
 
-void add_security_routes(sql::http_server& server, catalog::catalog& cat) {
+void add_security_routes(sql::http_server& server, catalog::security_store& cat) {
     using security::action;
     const sql::http_server& srv = server;
     server.add_route("GET", "/v1/users",

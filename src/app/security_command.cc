@@ -138,7 +138,7 @@ int act(const target& t, Offline offline, std::string_view method, const std::st
 
 // The list commands: a table, or the API's JSON with --json.
 int list(const target& t, const std::string& path, bool json,
-         std::string (*offline_json)(const catalog::catalog&),
+         std::string (*offline_json)(const catalog::security_store&),
          void (*print_table)(simdjson::dom::element)) {
     std::string text;
     int code = 0;

@@ -501,7 +501,7 @@ int serve(const serve_options& o) {
     }
     std::shared_ptr<sql::schema_registry> shared_schemas = std::move(*schemas);
     // Expansions catch up from the log before the broker serves anyone.
-    auto expansions = expansion::service::open({cat->get(), &logs, shared_schemas});
+    auto expansions = expansion::service::open({cat->get(), cat->get(), &logs, shared_schemas});
     if (!expansions) {
         log_error("app", "expansions: {}", expansions.err().message);
         logs.close();

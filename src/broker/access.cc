@@ -102,8 +102,9 @@ std::optional<action> required_action(api_key api, resource_kind kind) {
     return std::nullopt;
 }
 
-access_control::access_control(catalog::catalog& cat, security::authz_mode mode, bool authenticate)
-    : _cat(cat), _authenticate(authenticate), _authz(mode) {}
+access_control::access_control(catalog::security_store& store, security::authz_mode mode,
+                               bool authenticate)
+    : _cat(store), _authenticate(authenticate), _authz(mode) {}
 
 std::vector<security::scram_credential> access_control::credentials(const std::string& user) const {
     std::vector<security::scram_credential> out;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "catalog/catalog.h"
+#include "catalog/security_store.h"
 #include "protocol/api_key.h"
 #include "security/authorizer.h"
 #include "security/credential.h"
@@ -31,12 +31,14 @@ std::optional<security::action> required_action(protocol::api_key api,
                                                 security::resource_kind kind);
 
 // Credentials for the SASL exchanges and decisions for the handlers, both read from the
-// catalog. A change to users, policies or attachments (through the HTTP API, the Kafka
-// API or this process's catalog) is seen by the next check: open connections included.
+// security store (the catalog's, or the shared catalog's in shared mode). A change to
+// users, policies or attachments (through the HTTP API, the Kafka API, this process's
+// store, or another broker's once the shared store refreshed) is seen by the next check:
+// open connections included.
 // Thread-safe (the SQL threads ask too).
 class access_control final : public security::credential_source, public security::gate {
   public:
-    access_control(catalog::catalog& cat, security::authz_mode mode, bool authenticate);
+    access_control(catalog::security_store& store, security::authz_mode mode, bool authenticate);
 
     std::vector<security::scram_credential> credentials(const std::string& user) const override;
     bool allowed(const security::principal& p, security::action a,
@@ -45,16 +47,16 @@ class access_control final : public security::credential_source, public security
     const security::credential_source& credentials() const override { return *this; }
     uint64_t generation() const override;
     security::authz_mode mode() const { return _authz.mode(); }
-    catalog::catalog& catalog() const { return _cat; }
+    catalog::security_store& store() const { return _cat; }
 
   private:
     void refresh_if_changed() const;
 
-    catalog::catalog& _cat;
+    catalog::security_store& _cat;
     bool _authenticate;
     mutable security::authorizer _authz;
     mutable std::mutex _mu;                  // serialises refreshes
-    mutable std::atomic<uint64_t> _seen{0};  // the catalog's security generation loaded
+    mutable std::atomic<uint64_t> _seen{0};  // the store's security generation loaded
 };
 
 }  // namespace sluice::broker

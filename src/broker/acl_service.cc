@@ -20,7 +20,7 @@ bool same_statement(const security::statement& a, const security::statement& b) 
 // The statements of a managed policy, none when it does not exist yet. A stored document
 // that does not parse (only a hand-edited catalog has one; the authorizer denies its users
 // everything) is an error: rewriting it would lose what it said.
-result<std::vector<security::statement>> managed_statements(const catalog::catalog& cat,
+result<std::vector<security::statement>> managed_statements(const catalog::security_store& cat,
                                                             const std::string& name) {
     auto p = cat.find_policy(name);
     if (!p) return std::vector<security::statement>{};
@@ -45,8 +45,8 @@ result<void> acl_service::store(const std::string& name, const std::string& user
     // put and attach are two catalog transactions; a policy left unattached by a crash in
     // between is attached by the next CreateAcls for the principal.
     auto attached = _cat.find_policy(name);
-    if (attached && std::find(attached->users.begin(), attached->users.end(), user) ==
-                        attached->users.end())
+    if (attached &&
+        std::find(attached->users.begin(), attached->users.end(), user) == attached->users.end())
         return _cat.attach_policy(name, user);
     return {};
 }

@@ -34,8 +34,8 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _consumer_groups(_cfg.groups, _topic_view),
       _share_groups(_cfg.share_groups, _topic_view),
       _fetch_sessions(_cfg.fetch_session_cache_slots, _cfg.fetch_session_min_eviction_ms),
-      _access(cat, _cfg.authorization, _cfg.authenticate),
-      _acls(cat),
+      _access(*_stores.security, _cfg.authorization, _cfg.authenticate),
+      _acls(*_stores.security),
       _request_budget(std::make_shared<net::byte_budget>(_cfg.queued_max_request_bytes)) {
     _cluster_id = _catalog.cluster_id();
     _groups.on_earlier_deadline([this] { schedule_groups(); });

@@ -43,8 +43,7 @@ class session;
 class broker {
   public:
     // The metadata stores are the catalog's (local_metadata_stores of the catalog file in
-    // cfg.data_dir) unless `stores` is given; `cat` still holds users, policies,
-    // expansions and the cluster id.
+    // cfg.data_dir) unless `stores` is given; `cat` still holds the cluster id.
     broker(const broker_config& cfg, net::event_loop& loop, catalog::catalog& cat,
            log::log_manager& logs);
     broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat, log::log_manager& logs,

@@ -1,10 +1,11 @@
 #pragma once
 
 // The durable metadata a broker is handed: topics, producer ids, dynamic broker configs,
-// committed offsets, group state and transaction state, each behind its interface
-// (catalog/metadata_store.h, catalog/offset_store.h, group/state_store.h,
-// txn/state_store.h). local_metadata_stores() is single-node mode's set, all in the
-// catalog file; shared mode builds its set from src/shared's implementations
+// users and policies, expansions' definitions, committed offsets, group state and
+// transaction state, each behind its interface (catalog/metadata_store.h,
+// catalog/security_store.h, catalog/expansion_store.h, catalog/offset_store.h,
+// group/state_store.h, txn/state_store.h). local_metadata_stores() is single-node mode's set, all
+// in the catalog file; shared mode builds its set from src/shared's implementations
 // (docs/shared-mode.md#the-metadata-stores).
 
 #include <filesystem>
@@ -24,6 +25,11 @@ struct metadata_stores {
     catalog::topic_store* topics = nullptr;
     catalog::producer_id_allocator* producer_ids = nullptr;
     catalog::broker_config_store* broker_configs = nullptr;
+    // Read by the authenticator and the authorizer (access_control), written by the ACL,
+    // SCRAM and HTTP security APIs.
+    catalog::security_store* security = nullptr;
+    // For the expansion service (expansion::service_options::expansions).
+    catalog::expansion_store* expansions = nullptr;
     // Each called once, at load(): the stores get their own connections, used from the
     // broker's writer threads.
     std::function<result<std::unique_ptr<catalog::offset_store>>()> open_offsets;

@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "catalog/expansion_info.h"
+#include "catalog/expansion_store.h"
 #include "catalog/metadata_store.h"
 #include "catalog/security_info.h"
+#include "catalog/security_store.h"
 #include "catalog/topic_config.h"
 #include "catalog/topic_info.h"
 #include "catalog/topic_name.h"
@@ -31,7 +33,11 @@ class db;
 // writes go to the database first and reach memory only after their commit.
 // Invariant: this object is the only writer of the topic tables of its file, so the
 // in-memory copy equals the committed database state.
-class catalog final : public topic_store, public producer_id_allocator, public broker_config_store {
+class catalog final : public topic_store,
+                      public producer_id_allocator,
+                      public broker_config_store,
+                      public security_store,
+                      public expansion_store {
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
@@ -64,37 +70,25 @@ class catalog final : public topic_store, public producer_id_allocator, public b
     // errc::not_found, errc::invalid_argument when not above the current count.
     result<void> set_partitions(const std::string& name, int32_t partitions) override;
 
-    // Expansions (the definitions; their progress lives with their target tables).
-    // errc::not_found without the topic, errc::already_exists for a taken target.
-    result<void> create_expansion(const expansion_info& e);
-    // errc::not_found.
-    result<void> delete_expansion(const std::string& target);
-    std::vector<expansion_info> list_expansions() const;  // ordered by target
+    // Expansions (expansion_store.h; the definitions, their progress lives with their
+    // target tables).
+    result<void> create_expansion(const expansion_info& e) override;
+    result<void> delete_expansion(const std::string& target) override;
+    std::vector<expansion_info> list_expansions() const override;
 
-    // Users: SCRAM credentials, at most one per (user, mechanism).
-    // Adds or replaces the credential of c.user for c.mechanism.
-    result<void> upsert_credential(const scram_record& c);
-    // errc::not_found when the user has no credential for that mechanism.
-    result<void> delete_credential(const std::string& user, int8_t mechanism);
-    // Removes every credential of the user and detaches every policy from it, in one
-    // transaction. errc::not_found when the user has no credential.
-    result<void> delete_user(const std::string& user);
-    std::vector<scram_record> credentials(const std::string& user) const;
-    // Users with at least one credential, ordered by name, with their credentials.
-    std::map<std::string, std::vector<scram_record>> list_users() const;
-
-    // Identity policies. put_policy adds or replaces the document (attachments stay).
-    result<void> put_policy(const std::string& name, const std::string& document);
-    // Detaches it from every user too. errc::not_found.
-    result<void> delete_policy(const std::string& name);
-    // errc::not_found without the policy, errc::already_exists when attached already.
-    result<void> attach_policy(const std::string& name, const std::string& user);
-    // errc::not_found when not attached.
-    result<void> detach_policy(const std::string& name, const std::string& user);
-    std::vector<policy_record> list_policies() const;  // ordered by name
-    std::optional<policy_record> find_policy(const std::string& name) const;
-    // Changes whenever a credential, policy or attachment changes.
-    uint64_t security_generation() const { return _security_generation.load(); }
+    // Users and policies (security_store.h; security_store.cc).
+    result<void> upsert_credential(const scram_record& c) override;
+    result<void> delete_credential(const std::string& user, int8_t mechanism) override;
+    result<void> delete_user(const std::string& user) override;
+    std::vector<scram_record> credentials(const std::string& user) const override;
+    std::map<std::string, std::vector<scram_record>> list_users() const override;
+    result<void> put_policy(const std::string& name, const std::string& document) override;
+    result<void> delete_policy(const std::string& name) override;
+    result<void> attach_policy(const std::string& name, const std::string& user) override;
+    result<void> detach_policy(const std::string& name, const std::string& user) override;
+    std::vector<policy_record> list_policies() const override;
+    std::optional<policy_record> find_policy(const std::string& name) const override;
+    uint64_t security_generation() const override { return _security_generation.load(); }
 
     // Idempotent producers: a new producer id, committed before it is returned, so that
     // no id is ever given twice, across restarts and crashes too (ids start at 0).

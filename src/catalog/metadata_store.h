@@ -29,9 +29,9 @@ class topic_store {
     // Validates t (validate_new_topic) and stores it durably. A created_ms of 0 is
     // replaced by the current time. errc::already_exists if the name or the id is taken.
     virtual result<void> create_topic(const topic_info& t) = 0;
-    // errc::not_found if no topic has that name; the topic's committed group offsets go in
-    // the same transaction. (The SQLite catalog also refuses, errc::in_use, while the
-    // topic has expansions.)
+    // errc::not_found if no topic has that name; errc::in_use, naming them, while the
+    // topic has expansions (expansion_store.h). The topic's committed group offsets go in
+    // the same transaction.
     virtual result<void> delete_topic(const std::string& name) = 0;
     // Replaces every config the topic sets with `configs` (validated first; nothing
     // changes on error). errc::not_found, errc::invalid_argument.

@@ -6,7 +6,8 @@
 #include <chrono>
 #include <limits>
 
-#include "catalog/catalog.h"
+#include "catalog/expansion_store.h"
+#include "catalog/metadata_store.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "expansion/row_builder.h"
@@ -169,7 +170,7 @@ service::~service() {
 
 result<std::unique_ptr<service>> service::open(service_options o) {
     std::unique_ptr<service> s(new service(std::move(o)));
-    for (const auto& info : s->_o.catalog->list_expansions()) {
+    for (const auto& info : s->_o.expansions->list_expansions()) {
         auto e = prepare(info);
         if (!e) {
             // Only a hand-edited catalog gets here; keep serving the others.
@@ -565,7 +566,7 @@ result<status> service::create(const create_request& r) {
     auto& e = **prepared;
 
     std::lock_guard create(_create_mu);
-    auto topic_info = _o.catalog->find_topic(r.topic);
+    auto topic_info = _o.topics->find_topic(r.topic);
     auto topic = _o.logs->topic(r.topic);
     if (!topic_info || !topic)
         return error{errc::not_found, fmt::format("topic '{}' does not exist", r.topic)};
@@ -590,7 +591,7 @@ result<status> service::create(const create_request& r) {
         e.progress[p] = pp;
     }
     if (auto s = (*target)->reset_progress(e.progress); !s) return s.err();
-    if (auto s = _o.catalog->create_expansion(info); !s) {
+    if (auto s = _o.expansions->create_expansion(info); !s) {
         (void)(*target)->remove(false);
         return s.err();
     }
@@ -631,7 +632,7 @@ result<void> service::drop(const std::string& target, bool drop_table) {
         e = it->second;
     }
     std::lock_guard work(e->work_mu);  // the expander is done with it
-    if (auto r = _o.catalog->delete_expansion(e->info.target); !r) return r;
+    if (auto r = _o.expansions->delete_expansion(e->info.target); !r) return r;
     e->dropped = true;
     {
         std::lock_guard lock(_mu);

@@ -31,8 +31,9 @@
 #include "sql/sqlite_engine.h"
 
 namespace sluice::catalog {
-class catalog;
-}
+class expansion_store;
+class topic_store;
+}  // namespace sluice::catalog
 namespace sluice::log {
 class log_manager;
 }
@@ -67,7 +68,10 @@ struct status {
 };
 
 struct service_options {
-    catalog::catalog* catalog = nullptr;
+    // The topics the expansions read and where their definitions are kept (the catalog's,
+    // or the shared catalog's: broker::metadata_stores).
+    catalog::topic_store* topics = nullptr;
+    catalog::expansion_store* expansions = nullptr;
     log::log_manager* logs = nullptr;
     std::shared_ptr<sql::schema_registry> schemas;
     // Where targets are stored; null: SQLite, in the files of `schemas`

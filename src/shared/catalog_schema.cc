@@ -229,6 +229,46 @@ constexpr const char* version_3[] = {
         PRIMARY KEY (job_kind, topic_id, partition_id)))",
 };
 
+// Version 4: users and identity policies (Kafka ACLs among them) and expansions'
+// definitions, as the SQLite catalog keeps them (docs/formats/catalog.md), and the change
+// counters other brokers poll to know when to read them again.
+constexpr const char* version_4[] = {
+    // One row per subject ('security', 'expansions'): every change of the subject's tables
+    // adds one to its version in the same transaction, after locking the row, so that
+    // writers of a subject serialize and readers see in one small read whether to load.
+    R"(CREATE TABLE sluice_change_versions (
+        subject VARCHAR(32) NOT NULL PRIMARY KEY,
+        version BIGINT NOT NULL))",
+    "INSERT INTO sluice_change_versions (subject, version) VALUES ('security', 0)",
+    "INSERT INTO sluice_change_versions (subject, version) VALUES ('expansions', 0)",
+    R"(CREATE TABLE sluice_scram_credentials (
+        user_name TEXT NOT NULL,
+        mechanism SMALLINT NOT NULL CHECK (mechanism IN (1, 2)),
+        salt BYTEA NOT NULL,
+        iterations INTEGER NOT NULL CHECK (iterations >= 1),
+        stored_key BYTEA NOT NULL,
+        server_key BYTEA NOT NULL,
+        PRIMARY KEY (user_name, mechanism)))",
+    R"(CREATE TABLE sluice_policies (
+        policy_name TEXT NOT NULL PRIMARY KEY,
+        document TEXT NOT NULL,
+        updated_ms BIGINT NOT NULL))",
+    R"(CREATE TABLE sluice_policy_attachments (
+        policy_name TEXT NOT NULL REFERENCES sluice_policies (policy_name),
+        user_name TEXT NOT NULL,
+        PRIMARY KEY (policy_name, user_name)))",
+    "CREATE INDEX sluice_policy_attachments_user ON sluice_policy_attachments (user_name)",
+    R"(CREATE TABLE sluice_expansions (
+        target TEXT NOT NULL PRIMARY KEY,
+        topic_name VARCHAR(249) NOT NULL REFERENCES sluice_topics (topic_name),
+        source VARCHAR(8) NOT NULL CHECK (source IN ('value', 'key')),
+        flatten INTEGER NOT NULL,
+        copy_source INTEGER NOT NULL,
+        schema_json TEXT NOT NULL,
+        created_ms BIGINT NOT NULL))",
+    "CREATE INDEX sluice_expansions_topic ON sluice_expansions (topic_name)",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -237,7 +277,8 @@ struct migration {
 
 constexpr migration migrations[] = {{1, version_1, std::size(version_1)},
                                     {2, version_2, std::size(version_2)},
-                                    {3, version_3, std::size(version_3)}};
+                                    {3, version_3, std::size(version_3)},
+                                    {4, version_4, std::size(version_4)}};
 
 result<int> upgrade(pg_database& db);
 

@@ -1,5 +1,7 @@
 #include "shared/pg_topic_store.h"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "catalog/topic_config.h"
@@ -208,6 +210,21 @@ result<void> pg_topic_store::delete_topic(const std::string& name) {
         _db->transact(isolation_level::read_committed, [&](pg_transaction& tx) -> result<void> {
             auto t = lock_topic(tx, name);
             if (!t) return t.err();
+            // Expansions lock the topic's row when they are created, so none can appear
+            // between this check and the commit.
+            auto exps =
+                tx.exec("SELECT target FROM sluice_expansions WHERE topic_name = $1", {name});
+            if (!exps) return exps.err();
+            if (exps->size() > 0) {
+                std::set<std::string> targets;  // bytewise, as the SQLite catalog lists them
+                for (size_t i = 0; i < exps->size(); ++i) targets.insert(exps->text(i, 0));
+                std::string users;
+                for (const auto& target : targets) users += (users.empty() ? "" : ", ") + target;
+                return {errc::in_use,
+                        fmt::format("topic '{}' has expansions into {}; drop them first (sluice "
+                                    "expansion drop)",
+                                    name, users)};
+            }
             const std::vector<pg_param> id{t->first};
             // Children first: the foreign keys forbid rows without their parent.
             for (const char* sql : {"DELETE FROM sluice_producer_batches WHERE topic_id = $1",

@@ -41,7 +41,8 @@ class pg_topic_store final : public catalog::topic_store {
     result<void> create_topic(const catalog::topic_info& t) override;
     // Deletes the topic's rows in every table (its partitions, batch index entries,
     // producer state, configs and committed group offsets) in one transaction; objects
-    // left without batches are removed by the object cleanup.
+    // left without batches are removed by the object cleanup. errc::in_use, naming them,
+    // while the topic has expansions (sluice_expansions).
     result<void> delete_topic(const std::string& name) override;
     result<void> set_topic_configs(const std::string& name,
                                    const std::map<std::string, std::string>& configs) override;

@@ -19,6 +19,8 @@ import postgres_helpers as P
 import s3_helpers as S3
 
 REPO = Path(__file__).resolve().parents[2]
+# The shared catalog version this build writes (src/shared/catalog_schema.h).
+CATALOG_VERSION = 4
 
 
 def probe_bin():
@@ -228,19 +230,24 @@ def test_newer_catalog_is_refused(pg):
     pg.execute("UPDATE sluice_catalog_version SET version = 99")
     try:
         r = run(env, "pg-schema", check=False)
-        assert r.returncode == 1 and "at version 99, newer than this build's 3" in r.stderr.decode()
+        assert r.returncode == 1 and f"at version 99, newer than this build's {CATALOG_VERSION}" in r.stderr.decode()
     finally:
-        pg.execute("UPDATE sluice_catalog_version SET version = 3")
+        pg.execute("UPDATE sluice_catalog_version SET version = %s", (CATALOG_VERSION,))
 
 
 def test_catalog_upgrades_from_version_2(pg):
     env = pg_env(pg)
     run(env, "pg-schema")
-    # A version 2 catalog: without the job leases of version 3.
-    pg.execute("DROP TABLE sluice_job_leases")
+    # A version 2 catalog: without the job leases of version 3 and the users, policies and
+    # expansions of version 4.
+    for table in ("sluice_job_leases", "sluice_expansions", "sluice_policy_attachments",
+                  "sluice_policies", "sluice_scram_credentials", "sluice_change_versions"):
+        pg.execute(f"DROP TABLE {table}")
     pg.execute("UPDATE sluice_catalog_version SET version = 2")
-    assert run(env, "pg-schema").stdout == b"found 2 now 3\n"
+    assert run(env, "pg-schema").stdout == f"found 2 now {CATALOG_VERSION}\n".encode()
     assert pg.execute("SELECT count(*) FROM sluice_job_leases") == [(0,)]
+    assert pg.execute("SELECT subject, version FROM sluice_change_versions ORDER BY subject") == [
+        ("expansions", 0), ("security", 0)]
 
 
 def test_serialization_failures_are_retried(pg):
@@ -385,7 +392,7 @@ def test_cluster_script_up_kill_start_down(tmp_path):
         # Same addresses, same data.
         assert json.loads((d / "cluster.json").read_text())["s3"] == state["s3"]
         assert run(env, "s3-get", "kept").stdout == b"kept"
-        assert run(env, "pg-exec", "SELECT version FROM sluice_catalog_version").stdout == b"3\n"
+        assert run(env, "pg-exec", "SELECT version FROM sluice_catalog_version").stdout == f"{CATALOG_VERSION}\n".encode()
         unknown = subprocess.run([script, "kill", str(d), "7"], capture_output=True, text=True, timeout=60)
         assert unknown.returncode != 0 and "no broker or service '7'" in unknown.stderr
     finally:

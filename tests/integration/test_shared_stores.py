@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 import postgres_helpers as P
+from test_shared_engines import CATALOG_VERSION
 
 
 def store_test_bin():
@@ -32,11 +33,16 @@ def test_stores_and_leases_against_postgresql(pg):
     assert proc.returncode == 0, out[-4000:] + proc.stderr.decode()[-2000:]
     assert "SKIPPED" not in out, out[-4000:]
     passed = int(re.search(r"\[  PASSED  \] (\d+) tests?", out).group(1))
-    local = len(re.findall(r"\[       OK \] metadata_stores/local\.", out))
-    postgresql = len(re.findall(r"\[       OK \] metadata_stores/postgresql\.", out))
-    shared_only = len(re.findall(r"\[       OK \] (?:shared_catalog|broker_leases)\.", out))
+    local = len(re.findall(r"\[       OK \] (?:metadata|security)_stores/local\.", out))
+    postgresql = len(re.findall(r"\[       OK \] (?:metadata|security)_stores/postgresql\.", out))
+    shared_only = len(re.findall(r"\[       OK \] (?:shared_catalog|broker_leases|shared_security)\.", out))
     # Every behavioural test ran against both implementations, and the shared-only ones ran.
-    assert local >= 8 and postgresql == local and shared_only >= 2, out[-4000:]
+    assert local >= 12 and postgresql == local and shared_only >= 6, out[-4000:]
     assert passed == local + postgresql + shared_only, out[-4000:]
     # The tables are the documented version's.
-    assert pg.execute("SELECT version FROM sluice_catalog_version") == [(3,)]
+    assert pg.execute("SELECT version FROM sluice_catalog_version") == [(CATALOG_VERSION,)]
+    # A user created on one store authenticated on the other (shared_security_test.cc):
+    # the time it took, through NOTIFY and through the poll alone.
+    for line in re.findall(r"^\w+ authenticated on broker B .*$", out, re.M):
+        print(line)
+    assert len(re.findall(r"authenticated on broker B", out)) == 2, out[-4000:]

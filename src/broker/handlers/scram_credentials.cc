@@ -21,7 +21,7 @@ void handle_describe_user_scram_credentials(const request_context& ctx, request_
         ctx.respond(resp);
         return;
     }
-    auto& cat = ctx.b.access().catalog();
+    auto& cat = ctx.b.access().store();
     auto describe = [&](const std::string& user, const std::vector<catalog::scram_record>& creds) {
         auto& out = resp.results.emplace_back();
         out.user = user;
@@ -109,7 +109,7 @@ void handle_alter_user_scram_credentials(const request_context& ctx, request_bod
             }
             if (e != error_code::none) fail_user(u.name, e, std::move(msg));
         }
-        auto& cat = ctx.b.access().catalog();
+        auto& cat = ctx.b.access().store();
         auto apply = [&](const std::string& user, const result<void>& r) {
             if (r) return;
             fail_user(user,

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "broker/api_table.h"
+#include "catalog/catalog.h"
 
 namespace sluice::broker {
 namespace {

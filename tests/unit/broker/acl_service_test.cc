@@ -9,6 +9,8 @@
 
 #include <filesystem>
 
+#include "catalog/catalog.h"
+
 namespace sluice::broker {
 namespace {
 

@@ -33,7 +33,7 @@ struct service_harness {
         auto s = sql::schema_registry::open(dir.path / "sql");
         ASSERT_TRUE(s) << s.error().message;
         schemas = std::move(*s);
-        service_options o{cat.get(), logs.get(), schemas};
+        service_options o{cat.get(), cat.get(), logs.get(), schemas};
         if (make_targets) o.targets = make_targets();
         auto svc_or = service::open(std::move(o));
         ASSERT_TRUE(svc_or) << svc_or.err().message;

@@ -21,9 +21,11 @@
 #include "catalog/offset_store.h"
 #include "catalog/txn_store.h"
 #include "shared/catalog_schema.h"
+#include "shared/pg_expansion_store.h"
 #include "shared/pg_group_store.h"
 #include "shared/pg_metadata.h"
 #include "shared/pg_offset_store.h"
+#include "shared/pg_security_store.h"
 #include "shared/pg_topic_store.h"
 #include "shared/pg_txn_store.h"
 
@@ -34,6 +36,8 @@ struct stores {
     catalog::topic_store* topics = nullptr;
     catalog::producer_id_allocator* producer_ids = nullptr;
     catalog::broker_config_store* broker_configs = nullptr;
+    catalog::security_store* security = nullptr;
+    catalog::expansion_store* expansions = nullptr;
     std::unique_ptr<catalog::offset_store> offsets;
     std::unique_ptr<group::state_store> groups;
     std::unique_ptr<txn::state_store> txns;
@@ -61,6 +65,8 @@ class local_backend {
         s.topics = _cat.get();
         s.producer_ids = _cat.get();
         s.broker_configs = _cat.get();
+        s.security = _cat.get();
+        s.expansions = _cat.get();
         auto o = catalog::local_offset_store::open(_dir / "catalog.db");
         ASSERT_TRUE(o.ok()) << o.err().message;
         s.offsets = std::move(*o);
@@ -116,9 +122,17 @@ class pg_backend {
         auto b = pg_broker_config_store::open(_cfg, 1);
         ASSERT_TRUE(b.ok()) << b.err().message;
         _configs = std::move(*b);
+        auto sec = pg_security_store::open(_cfg);
+        ASSERT_TRUE(sec.ok()) << sec.err().message;
+        _security = std::move(*sec);
+        auto exp = pg_expansion_store::open(_cfg);
+        ASSERT_TRUE(exp.ok()) << exp.err().message;
+        _expansions = std::move(*exp);
         s.topics = _topics.get();
         s.producer_ids = _ids.get();
         s.broker_configs = _configs.get();
+        s.security = _security.get();
+        s.expansions = _expansions.get();
         auto o = pg_offset_store::open(_cfg);
         ASSERT_TRUE(o.ok()) << o.err().message;
         s.offsets = std::move(*o);
@@ -136,6 +150,8 @@ class pg_backend {
     std::unique_ptr<pg_topic_store> _topics;
     std::unique_ptr<pg_producer_ids> _ids;
     std::unique_ptr<pg_broker_config_store> _configs;
+    std::unique_ptr<pg_security_store> _security;
+    std::unique_ptr<pg_expansion_store> _expansions;
 };
 
 // A test of the shared catalog alone: an empty catalog in the test database (skipped
