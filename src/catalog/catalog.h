@@ -35,7 +35,7 @@ class catalog final : public topic_store, public producer_id_allocator, public b
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
-    static constexpr int64_t schema_version = 10;
+    static constexpr int64_t schema_version = 12;
 
     // Opens or creates <path> (WAL mode, synchronous=FULL: a created topic survives power
     // loss), creating or migrating the schema. Missing parent directories are created.

@@ -208,6 +208,19 @@ constexpr const char* version_2[] = {
         PRIMARY KEY (transactional_id, group_id, topic_name, partition_id)))",
 };
 
+// Version 3: classic-protocol members of a consumer group (after an online upgrade)
+// keep their session timeout and protocols, so a restart does not make them rejoin.
+constexpr const char* version_3[] = {
+    "ALTER TABLE sluice_consumer_group_members ADD COLUMN classic_session_timeout_ms INTEGER",
+    R"(CREATE TABLE sluice_consumer_group_member_protocols (
+        group_id TEXT NOT NULL,
+        member_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        protocol_name TEXT NOT NULL,
+        metadata BYTEA NOT NULL,
+        PRIMARY KEY (group_id, member_id, position)))",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -215,7 +228,8 @@ struct migration {
 };
 
 constexpr migration migrations[] = {{1, version_1, std::size(version_1)},
-                                    {2, version_2, std::size(version_2)}};
+                                    {2, version_2, std::size(version_2)},
+                                    {3, version_3, std::size(version_3)}};
 
 result<int> upgrade(pg_database& db);
 

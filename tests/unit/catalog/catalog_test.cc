@@ -366,7 +366,8 @@ TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
     }
     // What version 4 left: no counter (and no group state, from version 6, nor broker
     // configs, from version 7, nor transaction state, from version 8, nor consumer groups,
-    // from version 9, nor share-partitions, from version 10).
+    // from version 9, nor share-partitions, from version 10, nor classic members' protocols
+    // in consumer groups, from version 12).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
@@ -375,6 +376,7 @@ TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
                            "DROP TABLE group_member_protocols; DROP TABLE broker_configs; "
                            "DROP TABLE txn_metadata; DROP TABLE txn_partitions; "
                            "DROP TABLE txn_groups; DROP TABLE txn_offsets; "
+                           "DROP TABLE consumer_group_member_protocols; "
                            "DROP TABLE consumer_group_members; DROP TABLE consumer_groups; "
                            "DROP TABLE share_partitions; PRAGMA user_version = 4",
                            nullptr, nullptr, nullptr),
