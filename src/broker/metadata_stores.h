@@ -24,6 +24,7 @@ struct metadata_stores {
     catalog::topic_store* topics = nullptr;
     catalog::producer_id_allocator* producer_ids = nullptr;
     catalog::broker_config_store* broker_configs = nullptr;
+    catalog::group_config_store* group_configs = nullptr;
     // Each called once, at load(): the stores get their own connections, used from the
     // broker's writer threads.
     std::function<result<std::unique_ptr<catalog::offset_store>>()> open_offsets;

@@ -31,7 +31,10 @@ class db;
 // writes go to the database first and reach memory only after their commit.
 // Invariant: this object is the only writer of the topic tables of its file, so the
 // in-memory copy equals the committed database state.
-class catalog final : public topic_store, public producer_id_allocator, public broker_config_store {
+class catalog final : public topic_store,
+                      public producer_id_allocator,
+                      public broker_config_store,
+                      public group_config_store {
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
@@ -108,6 +111,12 @@ class catalog final : public topic_store, public producer_id_allocator, public b
         const std::string& scope) const override;
     result<void> set_broker_configs(const std::string& scope,
                                     const std::map<std::string, std::string>& configs) override;
+
+    // Group configs (broker_config_store.cc, table group_configs, schema version 12).
+    result<std::map<std::string, std::map<std::string, std::string>>> group_configs()
+        const override;
+    result<void> set_group_configs(const std::string& group_id,
+                                   const std::map<std::string, std::string>& configs) override;
 
     std::vector<topic_info> list_topics() const override;  // ordered by name (bytewise)
     std::optional<topic_info> find_topic(const std::string& name) const override;

@@ -251,7 +251,8 @@ result<void> migrate_to_11(db&) {
 }
 
 // Version 11 -> 12: classic-protocol members of a consumer group (after an online upgrade)
-// keep their session timeout and protocols, so they survive a restart without rejoining
+// keep their session timeout and protocols, so they survive a restart without rejoining;
+// group configs, each group's overrides of the broker's group settings
 // (docs/formats/catalog.md).
 result<void> migrate_to_12(db& d) {
     return d.exec(R"(
@@ -264,6 +265,12 @@ result<void> migrate_to_12(db& d) {
             name      TEXT NOT NULL,
             metadata  BLOB NOT NULL,
             PRIMARY KEY (group_id, member_id, position)
+        ) WITHOUT ROWID;
+        CREATE TABLE group_configs (
+            group_id TEXT NOT NULL,
+            key      TEXT NOT NULL,
+            value    TEXT NOT NULL,
+            PRIMARY KEY (group_id, key)
         ) WITHOUT ROWID;
     )");
 }
