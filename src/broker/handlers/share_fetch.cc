@@ -101,6 +101,9 @@ share_fetch_response respond_with(broker& b, const std::string& group,
     };
     for (const auto& [k, e] : acks) entry(k).acknowledge_error_code = code(e);
     for (auto& r : reads) {
+        // As Kafka: a partition with nothing acquired, no error and no acknowledgement
+        // answer is left out.
+        if (r.acquired.empty() && r.error == error_code::none && !acks.count(r.key)) continue;
         auto& p = entry(r.key);
         p.error_code = code(r.error);
         p.records.data = std::move(r.records);
@@ -151,6 +154,13 @@ void handle_share_fetch(const request_context& ctx, request_body body) {
         return;
     }
     auto acks = apply_acks(b, group, member, req.topics);
+    // Only the partitions that carried acknowledgements get an answer for them.
+    for (const auto& t : req.topics)
+        for (const auto& p : t.partitions)
+            if (auto it = acks.find({t.topic_id, p.partition_index});
+                p.acknowledgement_batches.empty() && it != acks.end() &&
+                it->second == error_code::none)
+                acks.erase(it);
     if (req.share_session_epoch == -1) {
         // The last request of a closing consumer: acknowledgements only.
         b.share_groups().close_session(group, member);

@@ -116,6 +116,8 @@ heartbeat_result coordinator::heartbeat(heartbeat_request req) {
     };
     if (req.group_id.empty()) return fail(error_code::invalid_group_id, "the group id is empty");
     if (req.member_id.empty()) return fail(error_code::invalid_request, "the member id is empty");
+    // Kafka's throwIfShareGroupHeartbeatRequestIsInvalid: -1 leaves, below is malformed.
+    if (req.member_epoch < -1) return fail(error_code::invalid_request, "MemberEpoch is invalid.");
     if (!find(req.group_id) && _other && _other(req.group_id))
         return fail(error_code::group_id_not_found,
                     "group " + req.group_id + " is not a share group");
