@@ -42,6 +42,8 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
     _consumer_groups.on_earlier_deadline([this] { schedule_groups(); });
     // Online migration between the protocols (group.consumer.migration.policy).
     _consumer_groups.set_classic(&_groups);
+    _consumer_groups.set_group_configs(&_group_configs);
+    _share_groups.set_group_configs(&_group_configs);
     _share_groups.set_other_group([this](const std::string& id) {
         return _consumer_groups.is_consumer_group(id) || _groups.describe(id).has_value();
     });
@@ -62,6 +64,7 @@ result<void> broker::load() {
     if (_loaded) return {};
     _topics.load();
     if (auto r = load_dynamic_configs(); !r) return r;
+    if (auto r = load_group_configs(); !r) return r;
     if (auto r = load_offsets(); !r) return r;
     if (auto r = load_transactions(); !r) return r;
     if (auto r = load_share_groups(); !r) return r;

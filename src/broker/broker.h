@@ -25,6 +25,7 @@
 #include "catalog/catalog.h"
 #include "group/consumer/coordinator.h"
 #include "group/coordinator.h"
+#include "group/group_configs.h"
 #include "group/share/coordinator.h"
 #include "log/log_manager.h"
 #include "net/byte_budget.h"
@@ -72,6 +73,14 @@ class broker {
     group::consumer::coordinator& consumer_groups() { return _consumer_groups; }
     // Share groups (KIP-932) and their share-partition state.
     group::share::coordinator& share_groups() { return _share_groups; }
+    // Group configs (kafka-configs --entity-type groups; broker_dynamic.cc): the broker
+    // settings they override and bound, each group's set, and a change of a group's
+    // whole set (checked, stored, then in force). Errors: invalid_config (the message is
+    // Kafka's), io_error.
+    group::group_defaults group_defaults() const;
+    const group::group_configs& group_configs() const { return _group_configs; }
+    result<void> set_group_configs(const std::string& group_id, group::group_config_map configs,
+                                   bool validate_only);
     // Broker settings changed at run time (dynamic_config.h; broker_dynamic.cc).
     const dynamic_config& dynamic_configs() const { return _dynamic; }
     // Replaces a level's whole set of dynamic settings: checked, stored in the catalog,
@@ -172,6 +181,7 @@ class broker {
     void expire_transactions();
     result<void> load_dynamic_configs();
     void apply_dynamic_configs();
+    result<void> load_group_configs();
     void sweep_expired_offsets();
     void finish_waiter(uint64_t id, bool timed_out);
 
@@ -186,6 +196,7 @@ class broker {
     topic_registry _topics;
     group::coordinator _groups;
     registry_topic_view _topic_view{_topics};
+    group::group_configs _group_configs;
     group::consumer::coordinator _consumer_groups;
     group::share::coordinator _share_groups;
     std::unique_ptr<group::share::partition_store> _share_store;

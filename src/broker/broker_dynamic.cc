@@ -1,5 +1,6 @@
 // The broker's dynamic settings: restored from the catalog at start, changed by
-// (Incremental)AlterConfigs on the BROKER resource, applied to the live components.
+// (Incremental)AlterConfigs on the BROKER resource, applied to the live components. And
+// group configs, changed on the GROUP resource, which the group coordinators read.
 
 #include "broker/broker.h"
 #include "common/logging.h"
@@ -46,6 +47,44 @@ result<void> broker::set_dynamic_configs(config_level l, config_map values, bool
     if (auto r = _stores.broker_configs->set_broker_configs(scope_of(l), values); !r) return r;
     _dynamic.set(l, std::move(values));
     apply_dynamic_configs();
+    return {};
+}
+
+group::group_defaults broker::group_defaults() const {
+    return {_dynamic.group_settings(), _cfg.share_groups};
+}
+
+result<void> broker::load_group_configs() {
+    if (!_stores.group_configs) return {};
+    auto stored = _stores.group_configs->group_configs();
+    if (!stored) return stored.err();
+    const auto defaults = group_defaults();
+    for (auto& [group, configs] : *stored) {
+        // A value stored by an older build that this one refuses is left out, not fatal.
+        group::group_config_map kept;
+        for (auto& [k, v] : configs) {
+            if (auto e = group::check_group_configs(defaults, {{k, v}})) {
+                log_warn("broker", "stored config {}={} of group '{}' ignored: {}", k, v, group,
+                         *e);
+                continue;
+            }
+            kept.emplace(k, v);
+        }
+        _group_configs.set(group, std::move(kept));
+    }
+    if (!stored->empty()) log_info("broker", "group configs of {} groups restored", stored->size());
+    return {};
+}
+
+result<void> broker::set_group_configs(const std::string& group_id, group::group_config_map configs,
+                                       bool validate_only) {
+    if (auto e = group::check_group_configs(group_defaults(), configs))
+        return {errc::invalid_config, *e};
+    if (validate_only) return {};
+    if (!_stores.group_configs)
+        return {errc::unsupported, "this broker has no store for group configs"};
+    if (auto r = _stores.group_configs->set_group_configs(group_id, configs); !r) return r;
+    _group_configs.set(group_id, std::move(configs));
     return {};
 }
 

@@ -12,6 +12,7 @@ metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesyst
     s.broker_configs = &cat;
     s.security = &cat;
     s.expansions = &cat;
+    s.group_configs = &cat;
     s.open_offsets = [file]() -> result<std::unique_ptr<catalog::offset_store>> {
         auto r = catalog::local_offset_store::open(file);
         if (!r) return r.err();

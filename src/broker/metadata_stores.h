@@ -30,6 +30,7 @@ struct metadata_stores {
     catalog::security_store* security = nullptr;
     // For the expansion service (expansion::service_options::expansions).
     catalog::expansion_store* expansions = nullptr;
+    catalog::group_config_store* group_configs = nullptr;
     // Each called once, at load(): the stores get their own connections, used from the
     // broker's writer threads.
     std::function<result<std::unique_ptr<catalog::offset_store>>()> open_offsets;

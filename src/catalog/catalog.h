@@ -37,11 +37,12 @@ class catalog final : public topic_store,
                       public producer_id_allocator,
                       public broker_config_store,
                       public security_store,
-                      public expansion_store {
+                      public expansion_store,
+                      public group_config_store {
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
-    static constexpr int64_t schema_version = 10;
+    static constexpr int64_t schema_version = 12;
 
     // Opens or creates <path> (WAL mode, synchronous=FULL: a created topic survives power
     // loss), creating or migrating the schema. Missing parent directories are created.
@@ -102,6 +103,12 @@ class catalog final : public topic_store,
         const std::string& scope) const override;
     result<void> set_broker_configs(const std::string& scope,
                                     const std::map<std::string, std::string>& configs) override;
+
+    // Group configs (broker_config_store.cc, table group_configs, schema version 12).
+    result<std::map<std::string, std::map<std::string, std::string>>> group_configs()
+        const override;
+    result<void> set_group_configs(const std::string& group_id,
+                                   const std::map<std::string, std::string>& configs) override;
 
     std::vector<topic_info> list_topics() const override;  // ordered by name (bytewise)
     std::optional<topic_info> find_topic(const std::string& name) const override;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 
@@ -128,7 +129,8 @@ result<std::vector<group::stored_consumer_group>> group_store::load_consumer() {
         "SELECT group_id, member_id, instance_id, instance_id IS NULL, rack_id, rack_id IS NULL, "
         "client_id, client_host, member_epoch, previous_epoch, rebalance_timeout_ms, "
         "server_assignor, server_assignor IS NULL, subscribed_topics, subscribed_regex, "
-        "subscribed_regex IS NULL, assigned, pending_revocation, target "
+        "subscribed_regex IS NULL, assigned, pending_revocation, target, "
+        "classic_session_timeout_ms, classic_session_timeout_ms IS NULL "
         "FROM consumer_group_members ORDER BY group_id, member_id");
     if (!members) return members.err();
     for (;;) {
@@ -160,7 +162,29 @@ result<std::vector<group::stored_consumer_group>> group_store::load_consumer() {
                                 out[it->second].group_id, m.member_id, members->column_text(col))};
             *dst = std::move(*ps);
         }
+        if (members->column_int64(20) == 0)
+            m.classic = group::stored_consumer_member::classic_metadata{
+                static_cast<int32_t>(members->column_int64(19)), {}};
         out[it->second].members.push_back(std::move(m));
+    }
+    // The protocols of classic-protocol members, in each member's order of preference.
+    auto protocols = _db->prepare(
+        "SELECT group_id, member_id, name, metadata FROM consumer_group_member_protocols "
+        "ORDER BY group_id, member_id, position");
+    if (!protocols) return protocols.err();
+    for (;;) {
+        auto row = protocols->step();
+        if (!row) return row.err();
+        if (!*row) break;
+        auto it = index.find(protocols->column_text(0));
+        if (it == index.end()) continue;
+        auto& ms = out[it->second].members;
+        auto m = std::find_if(ms.begin(), ms.end(), [&](const auto& x) {
+            return x.member_id == protocols->column_text(1);
+        });
+        if (m == ms.end() || !m->classic) continue;
+        m->classic->protocols.push_back(
+            {protocols->column_text(2), to_bytes(protocols->column_blob(3))});
     }
     return out;
 }
@@ -168,7 +192,8 @@ result<std::vector<group::stored_consumer_group>> group_store::load_consumer() {
 // A consumer group's record replaced (or erased) within the caller's transaction.
 static result<void> apply_consumer(detail::db& d, const group::group_write& w) {
     const auto& g = w.consumer;
-    for (const char* sql : {"DELETE FROM consumer_group_members WHERE group_id = ?1",
+    for (const char* sql : {"DELETE FROM consumer_group_member_protocols WHERE group_id = ?1",
+                            "DELETE FROM consumer_group_members WHERE group_id = ?1",
                             "DELETE FROM consumer_groups WHERE group_id = ?1"}) {
         auto st = d.prepare(sql);
         if (!st) return st.err();
@@ -186,8 +211,13 @@ static result<void> apply_consumer(detail::db& d, const group::group_write& w) {
         "INSERT INTO consumer_group_members (group_id, member_id, instance_id, rack_id, "
         "client_id, client_host, member_epoch, previous_epoch, rebalance_timeout_ms, "
         "server_assignor, subscribed_topics, subscribed_regex, assigned, pending_revocation, "
-        "target) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+        "target, classic_session_timeout_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+        "?11, ?12, ?13, ?14, ?15, ?16)");
     if (!put_member) return put_member.err();
+    auto put_protocol = d.prepare(
+        "INSERT INTO consumer_group_member_protocols (group_id, member_id, position, name, "
+        "metadata) VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (!put_protocol) return put_protocol.err();
     auto text_or_null = [](detail::statement& st, int i, const std::optional<std::string>& v) {
         if (v)
             st.bind(i, *v);
@@ -207,7 +237,19 @@ static result<void> apply_consumer(detail::db& d, const group::group_write& w) {
         st.bind(13, group::format_partitions(m.assigned))
             .bind(14, group::format_partitions(m.pending_revocation));
         st.bind(15, group::format_partitions(m.target));
+        if (m.classic)
+            st.bind(16, int64_t{m.classic->session_timeout_ms});
+        else
+            st.bind_null(16);
         if (auto r = st.run(); !r) return r;
+        if (!m.classic) continue;
+        int64_t position = 0;
+        for (const auto& p : m.classic->protocols) {
+            auto& pp = *put_protocol;
+            pp.reset().bind(1, g.group_id).bind(2, m.member_id).bind(3, position++);
+            pp.bind(4, p.name).bind_blob(5, blob(p.metadata));
+            if (auto r = pp.run(); !r) return r;
+        }
     }
     return {};
 }

@@ -75,6 +75,19 @@ class broker_config_store {
                                             const std::map<std::string, std::string>& configs) = 0;
 };
 
+// Group configs (Kafka's GroupConfig, group/group_configs.h): each group's overrides of
+// the broker's group settings. Thread-safe.
+class group_config_store {
+  public:
+    virtual ~group_config_store() = default;
+    // Every group that has configs, with them. Errors: io_error.
+    virtual result<std::map<std::string, std::map<std::string, std::string>>> group_configs()
+        const = 0;
+    // Replaces the group's whole set in one transaction (empty: forgets the group's).
+    virtual result<void> set_group_configs(const std::string& group_id,
+                                           const std::map<std::string, std::string>& configs) = 0;
+};
+
 // errc::invalid_argument unless scope is "" or "broker".
 result<void> check_broker_config_scope(const std::string& scope);
 

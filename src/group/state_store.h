@@ -81,6 +81,14 @@ struct stored_consumer_member {
     partition_map assigned;            // owned now
     partition_map pending_revocation;  // owned, being given up
     partition_map target;              // the group's target assignment for the member
+    // A member speaking the classic protocol (after an online upgrade): the session
+    // timeout and protocols of its last JoinGroup. nullopt: a consumer-protocol member.
+    struct classic_metadata {
+        int32_t session_timeout_ms = 0;
+        std::vector<protocol_entry> protocols;  // in its order of preference
+        bool operator==(const classic_metadata&) const = default;
+    };
+    std::optional<classic_metadata> classic;
     bool operator==(const stored_consumer_member&) const = default;
 };
 

@@ -269,6 +269,19 @@ constexpr const char* version_4[] = {
     "CREATE INDEX sluice_expansions_topic ON sluice_expansions (topic_name)",
 };
 
+// Version 5: classic-protocol members of a consumer group (after an online upgrade)
+// keep their session timeout and protocols, so a restart does not make them rejoin.
+constexpr const char* version_5[] = {
+    "ALTER TABLE sluice_consumer_group_members ADD COLUMN classic_session_timeout_ms INTEGER",
+    R"(CREATE TABLE sluice_consumer_group_member_protocols (
+        group_id TEXT NOT NULL,
+        member_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        protocol_name TEXT NOT NULL,
+        metadata BYTEA NOT NULL,
+        PRIMARY KEY (group_id, member_id, position)))",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -278,7 +291,8 @@ struct migration {
 constexpr migration migrations[] = {{1, version_1, std::size(version_1)},
                                     {2, version_2, std::size(version_2)},
                                     {3, version_3, std::size(version_3)},
-                                    {4, version_4, std::size(version_4)}};
+                                    {4, version_4, std::size(version_4)},
+                                    {5, version_5, std::size(version_5)}};
 
 result<int> upgrade(pg_database& db);
 

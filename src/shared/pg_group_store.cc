@@ -1,5 +1,6 @@
 #include "shared/pg_group_store.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -63,6 +64,27 @@ result<void> load_members(pg_transaction& tx, std::vector<stored_group>& out,
     return {};
 }
 
+// The protocols of a consumer group's classic-protocol members (catalog version 3).
+result<void> load_classic_protocols(pg_transaction& tx, std::vector<stored_consumer_group>& out,
+                                    const std::map<std::string, size_t>& index) {
+    auto protocols = tx.exec(
+        "SELECT group_id, member_id, protocol_name, metadata FROM "
+        "sluice_consumer_group_member_protocols ORDER BY group_id, member_id, position");
+    if (!protocols) return protocols.err();
+    for (size_t r = 0; r < protocols->size(); ++r) {
+        auto it = index.find(protocols->text(r, 0));
+        if (it == index.end()) continue;
+        auto& ms = out[it->second].members;
+        auto m = std::find_if(ms.begin(), ms.end(),
+                              [&](const auto& x) { return x.member_id == protocols->text(r, 1); });
+        if (m == ms.end() || !m->classic) continue;
+        auto meta = bytea_from_text(protocols->text(r, 3));
+        if (!meta) return meta.err();
+        m->classic->protocols.push_back({protocols->text(r, 2), std::move(*meta)});
+    }
+    return {};
+}
+
 }  // namespace
 
 result<std::vector<stored_group>> pg_group_store::load() {
@@ -121,8 +143,9 @@ result<std::vector<stored_consumer_group>> pg_group_store::load_consumer() {
             auto members = tx.exec(
                 "SELECT group_id, member_id, instance_id, rack_id, client_id, client_host, "
                 "member_epoch, previous_epoch, rebalance_timeout_ms, server_assignor, "
-                "subscribed_topics, subscribed_regex, assigned, pending_revocation, target "
-                "FROM sluice_consumer_group_members ORDER BY group_id, member_id");
+                "subscribed_topics, subscribed_regex, assigned, pending_revocation, target, "
+                "classic_session_timeout_ms FROM sluice_consumer_group_members "
+                "ORDER BY group_id, member_id");
             if (!members) return members.err();
             for (size_t r = 0; r < members->size(); ++r) {
                 auto it = index.find(members->text(r, 0));
@@ -151,8 +174,12 @@ result<std::vector<stored_consumer_group>> pg_group_store::load_consumer() {
                                                  members->text(r, col))};
                     *dst = std::move(*ps);
                 }
+                if (!members->is_null(r, 15))
+                    m.classic = group::stored_consumer_member::classic_metadata{
+                        static_cast<int32_t>(members->int64(r, 15)), {}};
                 out[it->second].members.push_back(std::move(m));
             }
+            if (auto p = load_classic_protocols(tx, out, index); !p) return p.err();
             return out;
         });
 }
@@ -212,16 +239,30 @@ result<void> put_consumer(pg_transaction& tx, const stored_consumer_group& g) {
             "INSERT INTO sluice_consumer_group_members (group_id, member_id, instance_id, "
             "rack_id, client_id, client_host, member_epoch, previous_epoch, "
             "rebalance_timeout_ms, server_assignor, subscribed_topics, subscribed_regex, "
-            "assigned, pending_revocation, target) VALUES ($1, $2, $3, $4, $5, $6, "
-            "CAST($7 AS INTEGER), CAST($8 AS INTEGER), CAST($9 AS INTEGER), $10, $11, $12, $13, "
-            "$14, $15)",
+            "assigned, pending_revocation, target, classic_session_timeout_ms) VALUES ($1, $2, "
+            "$3, $4, $5, $6, CAST($7 AS INTEGER), CAST($8 AS INTEGER), CAST($9 AS INTEGER), $10, "
+            "$11, $12, $13, $14, $15, CAST($16 AS INTEGER))",
             {g.group_id, m.member_id, text_or_null(m.instance_id), text_or_null(m.rack_id),
              m.client_id, m.client_host, std::to_string(m.member_epoch),
              std::to_string(m.previous_epoch), std::to_string(m.rebalance_timeout_ms),
              text_or_null(m.server_assignor), group::format_topics(m.subscribed_topics),
              text_or_null(m.subscribed_regex), group::format_partitions(m.assigned),
-             group::format_partitions(m.pending_revocation), group::format_partitions(m.target)});
+             group::format_partitions(m.pending_revocation), group::format_partitions(m.target),
+             text_or_null(m.classic ? std::optional<std::string>(
+                                          std::to_string(m.classic->session_timeout_ms))
+                                    : std::nullopt)});
         if (!pm) return pm.err();
+        if (!m.classic) continue;
+        int position = 0;
+        for (const auto& p : m.classic->protocols) {
+            auto pp = tx.exec(
+                "INSERT INTO sluice_consumer_group_member_protocols (group_id, member_id, "
+                "position, protocol_name, metadata) VALUES ($1, $2, CAST($3 AS INTEGER), $4, "
+                "CAST($5 AS BYTEA))",
+                {g.group_id, m.member_id, std::to_string(position++), p.name,
+                 bytea_hex(p.metadata)});
+            if (!pp) return pp.err();
+        }
     }
     return {};
 }
@@ -235,11 +276,12 @@ result<void> pg_group_store::apply(std::span<const group_write> writes) {
             // A put replaces everything of the group, so both start by erasing it.
             if (w.op == group_write::kind::put_consumer ||
                 w.op == group_write::kind::erase_consumer) {
-                if (auto r =
-                        exec_all(tx,
-                                 {"DELETE FROM sluice_consumer_group_members WHERE group_id = $1",
-                                  "DELETE FROM sluice_consumer_groups WHERE group_id = $1"},
-                                 {w.consumer.group_id});
+                if (auto r = exec_all(
+                        tx,
+                        {"DELETE FROM sluice_consumer_group_member_protocols WHERE group_id = $1",
+                         "DELETE FROM sluice_consumer_group_members WHERE group_id = $1",
+                         "DELETE FROM sluice_consumer_groups WHERE group_id = $1"},
+                        {w.consumer.group_id});
                     !r)
                     return r;
                 if (w.op == group_write::kind::put_consumer)

@@ -7,9 +7,12 @@ them incrementally, and every record produced is consumed exactly once (commits 
 each batch, group_helpers.GroupMember). A broker kill -9 with consumer-protocol members:
 they carry on with their partitions after the restart, the group keeps its epoch (no
 rebalance), and nothing is consumed twice (every batch was committed before the kill).
+The same with a classic member inside the consumer group (after online migration): it
+keeps its generation and partitions, stored with its protocols (catalog version 12).
 """
 
 import socket
+import time
 
 import confluent_kafka
 import pytest
@@ -134,6 +137,51 @@ def test_broker_kill9_keeps_the_group(broker_factory, topic_name):
         after = group_row(b, group)
         assert after == before, (before, after)  # the same epoch: no rebalance
         assert [m.assignment() for m in members] == owned
+    finally:
+        G.close_all(members)
+    no_errors(members)
+    assert sorted(values(members)) == sorted(want), "each record exactly once"
+
+
+def test_broker_kill9_keeps_classic_members(broker_factory, topic_name):
+    """A classic member inside a consumer group (after online migration) keeps its
+    partitions and generation across a broker kill -9: no rebalance callback runs after
+    the restart, and the group's epoch is unchanged."""
+    b = broker_factory(listen="127.0.0.1:%d" % free_port(), extra_args=S.SQL_ARGS)
+    H.create_topic(b.bootstrap, topic_name, PARTITIONS)
+    group = "ck848-mixed-kill-" + topic_name
+    view = G.GroupView()
+    want = produce(b.bootstrap, topic_name, "before")
+    members = []
+    try:
+        members.append(G.GroupMember(view, "classic", G.group_consumer_conf(b.bootstrap, group), topic_name))
+        G.wait_for(lambda: split(members), 60, "the classic member to own everything")
+        members.append(G.GroupMember(view, "new", consumer_conf(b.bootstrap, group), topic_name))
+        G.wait_for(lambda: split(members, 3), 90, lambda: "the two members to split the partitions: %r" % (
+            [sorted(m.assignment()) for m in members]))
+        G.wait_for(lambda: set(values(members)) >= want, 60, "the first records")
+        G.wait_for(lambda: all(not m.pending for m in members) and (group_row(b, group) or [0, ""])[1] == "Stable",
+                   30, lambda: "every batch committed and the group stable: %r" % (group_row(b, group),))
+        before = group_row(b, group)
+        assert before[0] == "consumer" and before[2] == 2, before
+        rows = "SELECT client_id, type, member_id, epoch, assigned FROM system.group_members " \
+               "WHERE group_id = '%s' ORDER BY client_id" % group
+        members_before = S.http_rows(b.http, rows)
+        assert [r[0] for r in members_before] == ["classic", "new"], members_before
+        owned = [m.assignment() for m in members]
+        events = len(view.events)
+
+        b.kill9()
+        b.start()
+        want |= produce(b.bootstrap, topic_name, "after")
+        G.wait_for(lambda: set(values(members)) >= want, 90, "the records produced after the restart")
+        # Longer than the classic member's session (6 s): it was heartbeating all along.
+        time.sleep(8)
+        after = group_row(b, group)
+        assert after == before, (before, after)  # the same epoch: no rebalance
+        assert S.http_rows(b.http, rows) == members_before, members_before
+        assert [m.assignment() for m in members] == owned
+        assert view.events[events:] == [], view.events[events:]
     finally:
         G.close_all(members)
     no_errors(members)

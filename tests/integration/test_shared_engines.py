@@ -20,7 +20,7 @@ import s3_helpers as S3
 
 REPO = Path(__file__).resolve().parents[2]
 # The shared catalog version this build writes (src/shared/catalog_schema.h).
-CATALOG_VERSION = 4
+CATALOG_VERSION = 5
 
 
 def probe_bin():
@@ -238,11 +238,13 @@ def test_newer_catalog_is_refused(pg):
 def test_catalog_upgrades_from_version_2(pg):
     env = pg_env(pg)
     run(env, "pg-schema")
-    # A version 2 catalog: without the job leases of version 3 and the users, policies and
-    # expansions of version 4.
+    # A version 2 catalog: without the job leases of version 3, the users, policies and
+    # expansions of version 4 and the classic members' columns of version 5.
     for table in ("sluice_job_leases", "sluice_expansions", "sluice_policy_attachments",
                   "sluice_policies", "sluice_scram_credentials", "sluice_change_versions"):
         pg.execute(f"DROP TABLE {table}")
+    pg.execute("DROP TABLE sluice_consumer_group_member_protocols")
+    pg.execute("ALTER TABLE sluice_consumer_group_members DROP COLUMN classic_session_timeout_ms")
     pg.execute("UPDATE sluice_catalog_version SET version = 2")
     assert run(env, "pg-schema").stdout == f"found 2 now {CATALOG_VERSION}\n".encode()
     assert pg.execute("SELECT count(*) FROM sluice_job_leases") == [(0,)]

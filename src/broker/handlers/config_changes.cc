@@ -1,5 +1,7 @@
 #include "broker/handlers/config_changes.h"
 
+#include <fmt/format.h>
+
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "catalog/topic_config.h"
@@ -27,7 +29,7 @@ std::string join_list(const std::vector<std::string>& items) {
 }  // namespace
 
 // Kafka refuses a malformed operation (no value, unknown operation) as INVALID_REQUEST and
-// an operation a config cannot take as INVALID_CONFIG.
+// an operation a config cannot take as INVALID_CONFIG, in these words.
 std::optional<config_refusal> apply_config_ops(
     const std::vector<config_change::op>& ops, const std::function<int8_t(std::string_view)>& type,
     const std::function<std::string(std::string_view)>& current,
@@ -35,7 +37,7 @@ std::optional<config_refusal> apply_config_ops(
     for (const auto& o : ops) {
         if (!o.value && o.operation != protocol::config_op_delete)
             return config_refusal{error_code::invalid_request,
-                                  "null value not supported for '" + o.name + "'"};
+                                  "Null value not supported for : " + o.name};
         switch (o.operation) {
             case protocol::config_op_set:
                 configs[o.name] = *o.value;
@@ -50,9 +52,12 @@ std::optional<config_refusal> apply_config_ops(
                     return config_refusal{error_code::invalid_config,
                                           "unknown config '" + o.name + "'"};
                 if (t != catalog::config_type_list)
-                    return config_refusal{error_code::invalid_config,
-                                          "'" + o.name +
-                                              "' is not a list; APPEND and SUBTRACT need one"};
+                    return config_refusal{
+                        error_code::invalid_config,
+                        fmt::format(
+                            "Can't {} to key {} because its type is not LIST.",
+                            o.operation == protocol::config_op_append ? "APPEND" : "SUBTRACT",
+                            o.name)};
                 auto items = split_list(current(o.name));
                 for (const auto& v : split_list(o.value.value_or(""))) {
                     auto it = std::find(items.begin(), items.end(), v);
@@ -90,12 +95,19 @@ void apply_config_change(const request_context& ctx, int8_t resource_type,
         !ctx.allowed(security::resource_kind::topic, resource_name))
         return fail(error_code::topic_authorization_failed,
                     "KafkaAlterConfigs on sluice:topic:" + resource_name + " is needed");
+    if (resource_type == protocol::resource_group &&
+        !ctx.allowed(security::resource_kind::group, resource_name))
+        return fail(error_code::group_authorization_failed,
+                    "KafkaAlterConfigs on sluice:group:" + resource_name + " is needed");
     if (resource_type == protocol::resource_broker)
         return change_broker_configs(ctx, resource_name, change, validate_only, out);
+    if (resource_type == protocol::resource_group)
+        return change_group_configs(ctx, resource_name, change, validate_only, out);
     if (resource_type == protocol::resource_broker_logger)
         return change_broker_loggers(ctx, resource_name, change, validate_only, out);
     if (resource_type != protocol::resource_topic)
-        return fail(error_code::invalid_request, "only topic configs can be altered");
+        return fail(error_code::invalid_request,
+                    "only topic, broker, broker logger and group configs can be altered");
     if (change.duplicate)
         return fail(error_code::invalid_request, "config '" + *change.duplicate + "' given twice");
     auto& topics = ctx.b.topics();
@@ -108,17 +120,19 @@ void apply_config_change(const request_context& ctx, int8_t resource_type,
     auto current = [&](std::string_view name) { return topics.effective_config(*t, name); };
     if (auto e = apply_config_ops(change.ops, catalog::topic_config_type, current, configs))
         return fail(e->code, e->message);
-    auto r = topics.set_configs(resource_name, configs, validate_only);
-    if (r) {
-        if (!validate_only)
-            log_info("admin", "{}: topic '{}' configs now {}", ctx.client(), resource_name,
-                     configs.size());
-        return;
-    }
-    fail(r.code() == errc::invalid_config
-             ? error_code::invalid_config
-             : storage_error_or(r.code(), error_code::unknown_server_error),
-         r.err().message);
+    if (auto e = refusal_of(topics.set_configs(resource_name, configs, validate_only)))
+        return fail(e->code, e->message);
+    if (!validate_only)
+        log_info("admin", "{}: topic '{}' configs now {}", ctx.client(), resource_name,
+                 configs.size());
+}
+
+std::optional<config_refusal> refusal_of(const result<void>& r) {
+    if (r) return std::nullopt;
+    return config_refusal{r.code() == errc::invalid_config
+                              ? error_code::invalid_config
+                              : storage_error_or(r.code(), error_code::unknown_server_error),
+                          r.err().message};
 }
 
 }  // namespace sluice::broker

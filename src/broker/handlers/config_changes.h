@@ -43,6 +43,10 @@ std::optional<config_refusal> apply_config_ops(
     const std::function<std::string(std::string_view)>& current,
     std::map<std::string, std::string>& configs);
 
+// A resource's new configs failed to be set: INVALID_CONFIG for a refused value, else the
+// storage error. nullopt when r succeeded.
+std::optional<config_refusal> refusal_of(const result<void>& r);
+
 // The BROKER resource (broker_configs.cc): "" is the cluster-wide default, an id of this
 // broker its own settings.
 void change_broker_configs(const request_context& ctx, const std::string& resource_name,
@@ -61,6 +65,14 @@ void change_broker_loggers(const request_context& ctx, const std::string& resour
                            protocol::alter_configs_response::result& out);
 void describe_broker_loggers(const broker& b, const protocol::describe_configs_request::resource& r,
                              protocol::describe_configs_response::result& out);
+
+// The GROUP resource (group_configs.cc): group configs, stored in the catalog.
+void change_group_configs(const request_context& ctx, const std::string& resource_name,
+                          const config_change& change, bool validate_only,
+                          protocol::alter_configs_response::result& out);
+void describe_group_configs(const broker& b, const protocol::describe_configs_request& req,
+                            const protocol::describe_configs_request::resource& r,
+                            protocol::describe_configs_response::result& out);
 
 void apply_config_change(const request_context& ctx, int8_t resource_type,
                          const std::string& resource_name, const config_change& change,

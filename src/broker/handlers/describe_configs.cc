@@ -22,8 +22,8 @@ bool wanted(const p::describe_configs_request::resource& r, std::string_view nam
 // the topic's own setting by the topic config name, a broker-wide default
 // (--topic-default) and the built-in default by their broker-level names.
 std::vector<p::describe_configs_response::synonym> synonyms(const topic_registry& topics,
-                                                           const topic_state& t,
-                                                           std::string_view name) {
+                                                            const topic_state& t,
+                                                            std::string_view name) {
     const auto names = catalog::topic_config_synonyms(name);
     std::vector<p::describe_configs_response::synonym> out;
     for (auto& [source, value] : topics.config_levels(t, name)) {
@@ -34,7 +34,8 @@ std::vector<p::describe_configs_response::synonym> synonyms(const topic_registry
             std::string_view as = names.broker_name.empty() ? name : names.broker_name;
             out.push_back({std::string(as), std::move(value), source});
         } else if (!names.default_name.empty()) {
-            out.push_back({std::string(names.default_name), std::string(names.default_value), source});
+            out.push_back(
+                {std::string(names.default_name), std::string(names.default_value), source});
         }
     }
     return out;
@@ -74,12 +75,16 @@ void handle_describe_configs(const request_context& ctx, request_body body) {
         out.resource_type = r.resource_type;
         out.resource_name = r.resource_name;
         const bool topic = r.resource_type == p::resource_topic;
-        if ((topic || r.resource_type == p::resource_broker ||
+        const bool group = r.resource_type == p::resource_group;
+        const auto kind = topic   ? security::resource_kind::topic
+                          : group ? security::resource_kind::group
+                                  : security::resource_kind::cluster;
+        if ((topic || group || r.resource_type == p::resource_broker ||
              r.resource_type == p::resource_broker_logger) &&
-            !ctx.allowed(topic ? security::resource_kind::topic : security::resource_kind::cluster,
-                         topic ? r.resource_name : std::string())) {
-            out.error_code = code(topic ? p::error_code::topic_authorization_failed
-                                        : p::error_code::cluster_authorization_failed);
+            !ctx.allowed(kind, topic || group ? r.resource_name : std::string())) {
+            out.error_code = code(topic   ? p::error_code::topic_authorization_failed
+                                  : group ? p::error_code::group_authorization_failed
+                                          : p::error_code::cluster_authorization_failed);
             out.error_message = "KafkaDescribeConfigs is needed";
         } else if (topic) {
             describe_topic(ctx.b, req, r, out);
@@ -87,10 +92,13 @@ void handle_describe_configs(const request_context& ctx, request_body body) {
             describe_broker_configs(ctx.b, req, r, out);
         } else if (r.resource_type == p::resource_broker_logger) {
             describe_broker_loggers(ctx.b, r, out);
+        } else if (group) {
+            describe_group_configs(ctx.b, req, r, out);
         } else {
             out.error_code = code(p::error_code::invalid_request);
             out.error_message =
-                "only topic (2), broker (4) and broker logger (8) resources are described";
+                "only topic (2), broker (4), broker logger (8) and group (32) resources are "
+                "described";
         }
     }
     ctx.respond(resp);

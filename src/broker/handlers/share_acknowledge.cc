@@ -10,8 +10,8 @@ void handle_share_acknowledge(const request_context& ctx, request_body body) {
     share_acknowledge_request req;
     if (!decode_request(ctx, body, req)) return;
     share_acknowledge_response resp;
-    resp.acquisition_lock_timeout_ms = ctx.b.share_groups().settings().record_lock_duration_ms;
     const std::string group = req.group_id.value_or("");
+    resp.acquisition_lock_timeout_ms = ctx.b.share_groups().settings(group).record_lock_duration_ms;
     const std::string member = req.member_id.value_or("");
     if (!ctx.allowed(security::resource_kind::group, group)) {
         resp.error_code = code(protocol::error_code::group_authorization_failed);

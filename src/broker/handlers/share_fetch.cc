@@ -86,10 +86,11 @@ std::vector<share_read> acquire_all(broker& b, const std::string& group, const s
     return out;
 }
 
-share_fetch_response respond_with(broker& b, const std::map<share_key, error_code>& acks,
+share_fetch_response respond_with(broker& b, const std::string& group,
+                                  const std::map<share_key, error_code>& acks,
                                   std::vector<share_read> reads) {
     share_fetch_response resp;
-    resp.acquisition_lock_timeout_ms = b.share_groups().settings().record_lock_duration_ms;
+    resp.acquisition_lock_timeout_ms = b.share_groups().settings(group).record_lock_duration_ms;
     std::map<share_key, share_fetch_response::partition> parts;
     auto entry = [&](const share_key& k) -> share_fetch_response::partition& {
         auto& p = parts[k];
@@ -100,6 +101,9 @@ share_fetch_response respond_with(broker& b, const std::map<share_key, error_cod
     };
     for (const auto& [k, e] : acks) entry(k).acknowledge_error_code = code(e);
     for (auto& r : reads) {
+        // As Kafka: a partition with nothing acquired, no error and no acknowledgement
+        // answer is left out.
+        if (r.acquired.empty() && r.error == error_code::none && !acks.count(r.key)) continue;
         auto& p = entry(r.key);
         p.error_code = code(r.error);
         p.records.data = std::move(r.records);
@@ -150,15 +154,22 @@ void handle_share_fetch(const request_context& ctx, request_body body) {
         return;
     }
     auto acks = apply_acks(b, group, member, req.topics);
+    // Only the partitions that carried acknowledgements get an answer for them.
+    for (const auto& t : req.topics)
+        for (const auto& p : t.partitions)
+            if (auto it = acks.find({t.topic_id, p.partition_index});
+                p.acknowledgement_batches.empty() && it != acks.end() &&
+                it->second == error_code::none)
+                acks.erase(it);
     if (req.share_session_epoch == -1) {
         // The last request of a closing consumer: acknowledgements only.
         b.share_groups().close_session(group, member);
-        ctx.respond(respond_with(b, acks, {}));
+        ctx.respond(respond_with(b, group, acks, {}));
         return;
     }
     auto reads = acquire_all(b, group, member, s.partitions, req.max_records, req.max_bytes);
     if (req.max_wait_ms <= 0 || acquired_any(reads) || s.partitions.empty() || b.shutting_down()) {
-        ctx.respond(respond_with(b, acks, std::move(reads)));
+        ctx.respond(respond_with(b, group, acks, std::move(reads)));
         return;
     }
     // Long poll until a session partition's high watermark moves or max_wait passes.
@@ -171,7 +182,7 @@ void handle_share_fetch(const request_context& ctx, request_body body) {
                         auto again =
                             acquire_all(ctx.b, group, member, parts, max_records, max_bytes);
                         if (!timed_out && !acquired_any(again)) return false;
-                        ctx.respond(respond_with(ctx.b, acks, std::move(again)));
+                        ctx.respond(respond_with(ctx.b, group, acks, std::move(again)));
                         return true;
                     });
 }

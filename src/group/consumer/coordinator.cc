@@ -10,6 +10,7 @@
 
 #include "common/logging.h"
 #include "group/consumer/group_data.h"
+#include "group/group_configs.h"
 
 namespace sluice::group::consumer {
 namespace {
@@ -151,7 +152,9 @@ void coordinator::heartbeat(heartbeat_request req, heartbeat_callback cb) {
     heartbeat_result r;
     r.member_id = m.id;
     r.member_epoch = m.current.member_epoch;
-    r.heartbeat_interval_ms = _cfg.consumer_heartbeat_interval_ms;
+    r.heartbeat_interval_ms = _group_configs
+                                  ? _group_configs->consumer_heartbeat_interval_ms(g.id, _cfg)
+                                  : _cfg.consumer_heartbeat_interval_ms;
     // The assignment travels on a full request (a join, or one carrying the rebalance
     // timeout, the subscription and what it owns) or when it changed, as Kafka sends it.
     const bool full = req.member_epoch == 0 ||
@@ -409,8 +412,10 @@ void coordinator::remove_member(group_data& g, const std::string& member_id, con
 
 void coordinator::refresh_session(group_data& g, member_data& m) {
     arm(timer_kind::session, g, m.id, m.session_deadline,
-        _clock.steady_ms() +
-            (m.classic ? m.classic->session_timeout_ms : _cfg.consumer_session_timeout_ms));
+        _clock.steady_ms() + (m.classic ? m.classic->session_timeout_ms
+                              : _group_configs
+                                  ? _group_configs->consumer_session_timeout_ms(g.id, _cfg)
+                                  : _cfg.consumer_session_timeout_ms));
 }
 
 }  // namespace sluice::group::consumer

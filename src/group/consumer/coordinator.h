@@ -32,6 +32,10 @@
 #include "group/state_store.h"
 #include "group/types.h"
 
+namespace sluice::group {
+class group_configs;
+}
+
 namespace sluice::group::consumer {
 
 // What the coordinator needs to know of topics: partition counts, and every name (for
@@ -108,6 +112,9 @@ class coordinator {
     coordinator& operator=(const coordinator&) = delete;
 
     void set_settings(const config& c) { _cfg = c; }
+    // Per-group overrides of the session timeout and heartbeat interval (group configs);
+    // nullptr: every group has the broker's.
+    void set_group_configs(const group_configs* c) { _group_configs = c; }
     // Where changes are written; nullptr: nowhere (each write counts as durable at once).
     void set_state_writer(state_writer* w) { _writer = w; }
     // The classic coordinator, for online migration (KIP-848): a consumer member joining
@@ -191,6 +198,7 @@ class coordinator {
     deadline_set<timer_kind> _timers;
     group::coordinator* _classic = nullptr;
     state_writer* _writer = nullptr;
+    const group_configs* _group_configs = nullptr;
 };
 
 }  // namespace sluice::group::consumer

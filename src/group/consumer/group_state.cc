@@ -4,6 +4,7 @@
 #include "common/logging.h"
 #include "group/consumer/coordinator.h"
 #include "group/consumer/group_data.h"
+#include "group/consumer_protocol.h"
 
 namespace sluice::group::consumer {
 
@@ -161,6 +162,9 @@ stored_consumer_group coordinator::snapshot(const group_data& g) const {
         sm.assigned = m.current.assigned;
         sm.pending_revocation = m.current.pending_revocation;
         if (auto t = g.target.find(id); t != g.target.end()) sm.target = t->second;
+        if (m.classic)
+            sm.classic = stored_consumer_member::classic_metadata{m.classic->session_timeout_ms,
+                                                                  m.classic->protocols};
     }
     return s;
 }
@@ -207,6 +211,14 @@ void coordinator::restore(const stored_consumer_group& s) {
                               : member_state::stable;
         g.target[m.id] = sm.target;
         if (m.instance_id) g.static_members[*m.instance_id] = m.id;
+        if (sm.classic && !sm.classic->protocols.empty()) {
+            // The subscription version the member's assignments are written in, as its
+            // join had it.
+            auto sub = parse_subscription(sm.classic->protocols.front().metadata);
+            m.classic =
+                member_data::classic_metadata{sm.classic->session_timeout_ms, sm.classic->protocols,
+                                              sub ? sub->version : int16_t{0}};
+        }
         // A member that does not come back is removed one session timeout from now.
         refresh_session(g, m);
         if (m.current.state == member_state::unrevoked_partitions && m.rebalance_timeout_ms > 0)

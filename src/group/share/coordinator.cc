@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/logging.h"
+#include "group/group_configs.h"
 
 namespace sluice::group::share {
 
@@ -35,9 +36,13 @@ coordinator::group_data* coordinator::find(const std::string& id) const {
     return it == _groups.end() ? nullptr : it->second.get();
 }
 
-partition_limits coordinator::limits() const {
-    return {_cfg.record_lock_duration_ms, _cfg.delivery_count_limit,
-            _cfg.partition_max_record_locks};
+config coordinator::settings(const std::string& group) const {
+    return _group_configs ? _group_configs->share_settings(group, _cfg) : _cfg;
+}
+
+partition_limits coordinator::limits(const std::string& group) const {
+    const config c = settings(group);
+    return {c.record_lock_duration_ms, c.delivery_count_limit, c.partition_max_record_locks};
 }
 
 void coordinator::restore(stored_share_partition s) {
@@ -81,7 +86,7 @@ void coordinator::assign(group_data& g) {
 
 void coordinator::remove_member(group_data& g, const std::string& member_id, const char* reason) {
     for (auto& [key, sp] : _partitions)
-        if (key.first == g.id && sp.release_member(member_id, _clock.steady_ms(), limits()))
+        if (key.first == g.id && sp.release_member(member_id, _clock.steady_ms(), limits(g.id)))
             (void)save(g.id, key.second, sp);
     g.members.erase(member_id);
     ++g.epoch;
@@ -95,7 +100,7 @@ void coordinator::expire_members(int64_t now) {
     for (auto& [id, g] : _groups) {
         std::vector<std::string> gone;
         for (const auto& [mid, m] : g->members)
-            if (now - m.last_seen_ms > _cfg.session_timeout_ms) gone.push_back(mid);
+            if (now - m.last_seen_ms > settings(id).session_timeout_ms) gone.push_back(mid);
         for (const auto& mid : gone) remove_member(*g, mid, "session timed out");
     }
 }
@@ -111,6 +116,8 @@ heartbeat_result coordinator::heartbeat(heartbeat_request req) {
     };
     if (req.group_id.empty()) return fail(error_code::invalid_group_id, "the group id is empty");
     if (req.member_id.empty()) return fail(error_code::invalid_request, "the member id is empty");
+    // Kafka's throwIfShareGroupHeartbeatRequestIsInvalid: -1 leaves, below is malformed.
+    if (req.member_epoch < -1) return fail(error_code::invalid_request, "MemberEpoch is invalid.");
     if (!find(req.group_id) && _other && _other(req.group_id))
         return fail(error_code::group_id_not_found,
                     "group " + req.group_id + " is not a share group");
@@ -118,7 +125,7 @@ heartbeat_result coordinator::heartbeat(heartbeat_request req) {
     if (!slot) slot = std::make_unique<group_data>(group_data{req.group_id});
     group_data& g = *slot;
     r.member_id = req.member_id;
-    r.heartbeat_interval_ms = _cfg.heartbeat_interval_ms;
+    r.heartbeat_interval_ms = settings(req.group_id).heartbeat_interval_ms;
     auto it = g.members.find(req.member_id);
     if (req.member_epoch == -1) {
         if (it != g.members.end()) remove_member(g, req.member_id, "left");
@@ -228,7 +235,7 @@ void coordinator::close_session(const std::string& group, const std::string& mem
     _sessions.erase({group, member});
     const int64_t now = _clock.steady_ms();
     for (auto& [key, sp] : _partitions)
-        if (key.first == group && sp.release_member(member, now, limits()))
+        if (key.first == group && sp.release_member(member, now, limits(group)))
             (void)save(group, key.second, sp);
 }
 
@@ -252,15 +259,16 @@ int64_t coordinator::fetch_position(const std::string& group, const tp& p, int64
     auto [it, created] = _partitions.try_emplace({group, p});
     share_partition& sp = it->second;
     if (created) {
-        const int64_t at = _cfg.auto_offset_reset == "earliest" ? log_start : high_watermark;
+        const bool earliest = settings(group).auto_offset_reset == "earliest";
+        const int64_t at = earliest ? log_start : high_watermark;
         sp = share_partition(at, at, {});
         if (save(group, p, sp) != error_code::none) {
             _partitions.erase(it);
             return -1;
         }
     }
-    if (sp.settle(_clock.steady_ms(), log_start, limits())) (void)save(group, p, sp);
-    return sp.fetch_position(high_watermark, limits());
+    if (sp.settle(_clock.steady_ms(), log_start, limits(group))) (void)save(group, p, sp);
+    return sp.fetch_position(high_watermark, limits(group));
 }
 
 result<std::vector<acquired_range>> coordinator::acquire(const std::string& group,
@@ -270,7 +278,7 @@ result<std::vector<acquired_range>> coordinator::acquire(const std::string& grou
     share_partition* sp = partition(group, p);
     if (!sp) return std::vector<acquired_range>{};
     share_partition before = *sp;
-    auto out = sp->acquire(member, first, last, max_records, _clock.steady_ms(), limits());
+    auto out = sp->acquire(member, first, last, max_records, _clock.steady_ms(), limits(group));
     if (!out.empty() && save(group, p, *sp) != error_code::none) {
         *sp = std::move(before);  // nothing handed out that is not on disk
         return error{errc::io_error, "share-partition state not saved"};
@@ -284,7 +292,7 @@ error_code coordinator::acknowledge(const std::string& group, const std::string&
     share_partition* sp = partition(group, p);
     if (!sp) return error_code::invalid_record_state;
     share_partition before = *sp;
-    auto e = sp->acknowledge(member, first, last, types, _clock.steady_ms(), limits());
+    auto e = sp->acknowledge(member, first, last, types, _clock.steady_ms(), limits(group));
     if (e != error_code::none) return e;
     if (auto s = save(group, p, *sp); s != error_code::none) {
         *sp = std::move(before);

@@ -32,6 +32,10 @@
 #include "group/share/partition.h"
 #include "group/state_store.h"
 
+namespace sluice::group {
+class group_configs;
+}
+
 namespace sluice::group::share {
 
 // Broker settings (docs/configuration.md), Kafka's names in comments.
@@ -122,6 +126,12 @@ class coordinator {
 
     void set_settings(const config& c) { _cfg = c; }
     const config& settings() const { return _cfg; }
+    // Per-group overrides (group configs: session timeout, heartbeat interval, lock
+    // duration, delivery count limit, record locks, auto offset reset); nullptr: every
+    // group has the broker's settings.
+    void set_group_configs(const group_configs* c) { _group_configs = c; }
+    // The settings in force for a group: the broker's with its overrides.
+    config settings(const std::string& group) const;
     void set_store(partition_store* s) { _store = s; }
     // Whether another coordinator (classic or consumer) holds the group id.
     void set_other_group(std::function<bool(const std::string&)> fn) { _other = std::move(fn); }
@@ -163,7 +173,7 @@ class coordinator {
     void remove_member(group_data& g, const std::string& member_id, const char* reason);
     void assign(group_data& g);
     std::map<std::string, int32_t> subscribed_sizes(const group_data& g) const;
-    partition_limits limits() const;
+    partition_limits limits(const std::string& group) const;
     share_partition* partition(const std::string& group, const tp& p);
     error_code save(const std::string& group, const tp& p, const share_partition& s);
 
@@ -181,6 +191,7 @@ class coordinator {
     std::map<std::pair<std::string, std::string>, share_session> _sessions;
     std::function<bool(const std::string&)> _other;
     partition_store* _store = nullptr;
+    const group_configs* _group_configs = nullptr;
 };
 
 }  // namespace sluice::group::share

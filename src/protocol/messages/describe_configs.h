@@ -11,6 +11,7 @@ namespace sluice::protocol {
 inline constexpr int8_t resource_topic = 2;
 inline constexpr int8_t resource_broker = 4;
 inline constexpr int8_t resource_broker_logger = 8;
+inline constexpr int8_t resource_group = 32;  // group configs (KIP-848, KIP-932)
 
 // Where a config value comes from (DescribeConfigs v1+ ConfigSource).
 inline constexpr int8_t source_topic = 1;
@@ -19,6 +20,7 @@ inline constexpr int8_t source_dynamic_default_broker = 3;
 inline constexpr int8_t source_static_broker = 4;
 inline constexpr int8_t source_default = 5;
 inline constexpr int8_t source_dynamic_broker_logger = 6;
+inline constexpr int8_t source_group = 8;  // GROUP_CONFIG: set on the group
 
 struct describe_configs_request {
     struct resource {

@@ -183,6 +183,27 @@ TEST_F(catalog_test, broker_configs_per_scope_are_replaced_and_survive_reopen) {
     EXPECT_EQ(c->broker_configs("broker").value(), (cfg{{"log.retention.ms", "2000"}}));
 }
 
+// Group configs (schema version 12): a group's whole set replaced, an empty set forgets
+// the group, and both survive a reopen.
+TEST_F(catalog_test, group_configs_are_replaced_per_group_and_survive_reopen) {
+    using cfg = std::map<std::string, std::string>;
+    {
+        auto c = open_ok();
+        ASSERT_TRUE(c);
+        EXPECT_TRUE(c->group_configs().value().empty());
+        ASSERT_TRUE(c->set_group_configs("a", {{"share.auto.offset.reset", "earliest"},
+                                               {"share.delivery.count.limit", "3"}})
+                        .ok());
+        ASSERT_TRUE(c->set_group_configs("b", {{"consumer.session.timeout.ms", "50000"}}).ok());
+        ASSERT_TRUE(c->set_group_configs("a", {{"share.delivery.count.limit", "4"}}).ok());
+        ASSERT_TRUE(c->set_group_configs("b", {}).ok());
+    }
+    auto c = open_ok();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->group_configs().value(),
+              (std::map<std::string, cfg>{{"a", {{"share.delivery.count.limit", "4"}}}}));
+}
+
 TEST_F(catalog_test, partitions_only_grow_and_survive_reopen) {
     {
         auto c = open_ok();
@@ -366,7 +387,8 @@ TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
     }
     // What version 4 left: no counter (and no group state, from version 6, nor broker
     // configs, from version 7, nor transaction state, from version 8, nor consumer groups,
-    // from version 9, nor share-partitions, from version 10).
+    // from version 9, nor share-partitions, from version 10, nor classic members' protocols
+    // in consumer groups and group configs, from version 12).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
@@ -375,6 +397,7 @@ TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
                            "DROP TABLE group_member_protocols; DROP TABLE broker_configs; "
                            "DROP TABLE txn_metadata; DROP TABLE txn_partitions; "
                            "DROP TABLE txn_groups; DROP TABLE txn_offsets; "
+                           "DROP TABLE consumer_group_member_protocols; DROP TABLE group_configs; "
                            "DROP TABLE consumer_group_members; DROP TABLE consumer_groups; "
                            "DROP TABLE share_partitions; PRAGMA user_version = 4",
                            nullptr, nullptr, nullptr),

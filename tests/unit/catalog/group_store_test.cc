@@ -59,7 +59,6 @@ class group_store_test : public store_fixture<group_store> {
         g.members = {a, b};
         return g;
     }
-
 };
 
 TEST_F(group_store_test, a_fresh_catalog_has_no_groups) {
@@ -161,7 +160,14 @@ TEST_F(group_store_test, ConsumerGroupsRoundTrip) {
     b.rack_id = "r1";
     b.member_epoch = -2;
     b.subscribed_regex = "audit-.*";
-    g.members = {a, b};
+    // A classic-protocol member (after an online upgrade, schema version 12).
+    group::stored_consumer_member c;
+    c.member_id = "c";
+    c.member_epoch = 5;
+    c.subscribed_topics = {"orders"};
+    c.classic = group::stored_consumer_member::classic_metadata{
+        45000, {{"range", {0, 1, 2}}, {"cooperative-sticky", {}}}};
+    g.members = {a, b, c};
     group_write w{group_write::kind::put_consumer, {}, g};
     apply({w, put(stored_group{.group_id = "classic"})});
     reopen();
@@ -169,6 +175,7 @@ TEST_F(group_store_test, ConsumerGroupsRoundTrip) {
     ASSERT_TRUE(rows.ok()) << rows.err().message;
     ASSERT_EQ(rows->size(), 1u);
     EXPECT_EQ(rows->front(), g);
+    g.members.pop_back();
     g.members.pop_back();
     g.group_epoch = 6;
     apply({group_write{group_write::kind::put_consumer, {}, g}});

@@ -113,20 +113,6 @@ class fake_topics final : public topic_view {
     }
 };
 
-class memory_writer final : public state_writer {
-  public:
-    void write(group_write w, done_fn done) override {
-        if (w.op == group_write::kind::erase_consumer)
-            stored.erase(w.consumer.group_id);
-        else
-            stored[w.consumer.group_id] = w.consumer;
-        ++writes;
-        done({});
-    }
-    std::map<std::string, stored_consumer_group> stored;
-    size_t writes = 0;
-};
-
 class ConsumerGroup : public ::testing::Test {
   protected:
     ConsumerGroup() {
@@ -195,7 +181,7 @@ class ConsumerGroup : public ::testing::Test {
     config cfg;
     fake_topics topics;
     test::fake_clock clock;
-    memory_writer writer;
+    test::consumer_writer writer;
     std::unique_ptr<coordinator> co;
     std::map<std::string, partition_map> owned;
     std::map<std::string, int32_t> epochs;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -37,6 +38,22 @@ using ec = error_code;
 inline bytes to_bytes(std::string_view s) {
     return bytes(s.begin(), s.end());
 }
+
+// Consumer group records (KIP-848) kept in memory, each write durable at once; writes of
+// classic groups are counted and otherwise ignored.
+class consumer_writer final : public state_writer {
+  public:
+    void write(group_write w, done_fn done) override {
+        if (w.op == group_write::kind::erase_consumer)
+            stored.erase(w.consumer.group_id);
+        else if (w.op == group_write::kind::put_consumer)
+            stored[w.consumer.group_id] = w.consumer;
+        ++writes;
+        done({});
+    }
+    std::map<std::string, stored_consumer_group> stored;
+    size_t writes = 0;
+};
 
 // Steady and wall time both move only when a test says so. Neither starts at 0: a real
 // monotonic clock never reads 0, and the coordinator uses 0 for "no deadline armed".

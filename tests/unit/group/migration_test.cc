@@ -30,6 +30,7 @@ class Migration : public test::group_test {
         cfg.initial_rebalance_delay_ms = 0;
         cons = std::make_unique<coordinator>(cfg, topics, clock.source());
         cons->set_classic(&co());
+        cons->set_state_writer(&writer);
     }
     static std::vector<protocol_entry> orders_protocol() {
         return {{"range", test::subscription_v0({"orders"})}};
@@ -91,6 +92,7 @@ class Migration : public test::group_test {
     }
 
     one_topic topics;
+    test::consumer_writer writer;
     std::unique_ptr<coordinator> cons;
 };
 
@@ -151,6 +153,57 @@ TEST_F(Migration, ConsumerMemberUpgradesTheGroupAndLeavingDowngradesIt) {
     EXPECT_EQ(back->members.size(), 2u);
     EXPECT_EQ(back->state, group_state::preparing_rebalance);
     EXPECT_EQ(heartbeat("g", ms[0].id, back->generation), ec::rebalance_in_progress);
+}
+
+// Classic members of a converted group are stored with their session timeout and
+// protocols: a coordinator restored from the record (a broker restart) knows them at the
+// same epoch, with the same partitions, and nobody rejoins.
+TEST_F(Migration, ClassicMembersSurviveARestartWithoutRejoining) {
+    auto ms = classic_pair();
+    auto c = beat("c", 0, partition_map{});
+    ASSERT_EQ(c.error, ec::none);
+    std::map<std::string, partition_map> owned;
+    for (int round = 0; round < 3; ++round) {
+        for (auto& m : ms)
+            if (cons->classic_heartbeat("g", {m.id, std::nullopt, m.generation}) ==
+                ec::rebalance_in_progress)
+                owned[m.id] = rejoin(m);
+        auto hb = beat("c", c.member_epoch, owned["c"]);
+        c.member_epoch = hb.member_epoch;
+        if (hb.assignment) owned["c"] = *hb.assignment;
+    }
+    ASSERT_EQ(cons->describe("g")->state, "Stable");
+    ASSERT_EQ(writer.stored.count("g"), 1u);
+    const auto& record = writer.stored.at("g");
+    for (const auto& sm : record.members) {
+        EXPECT_EQ(sm.classic.has_value(), sm.member_id != "c") << sm.member_id;
+        if (sm.classic) {
+            EXPECT_EQ(sm.classic->session_timeout_ms, join_req("g", "", {}).session_timeout_ms);
+            EXPECT_EQ(sm.classic->protocols, orders_protocol());
+        }
+    }
+
+    auto restarted = std::make_unique<coordinator>(cfg, topics, clock.source());
+    restarted->restore(record);
+    auto d = restarted->describe("g");
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->state, "Stable");
+    for (const auto& md : d->members) EXPECT_EQ(md.classic, md.member_id != "c") << md.member_id;
+    for (auto& m : ms) {
+        EXPECT_EQ(restarted->classic_heartbeat("g", {m.id, std::nullopt, m.generation}), ec::none);
+        sync_request s;
+        s.group_id = "g";
+        s.member_id = m.id;
+        s.generation = m.generation;
+        s.protocol_type = "consumer";
+        s.protocol_name = "range";
+        sync_reply r;
+        restarted->classic_sync(s, r.callback());
+        ASSERT_TRUE(r.ready());
+        EXPECT_EQ(r->error, ec::none);
+        EXPECT_EQ(parse_assignment(r->assignment).value_or(partition_map{}), owned[m.id]);
+    }
+    EXPECT_EQ(d->group_epoch, cons->describe("g")->group_epoch);
 }
 
 TEST_F(Migration, RefusedWhenThePolicySaysNoOrTheGroupIsNotAConsumerOne) {

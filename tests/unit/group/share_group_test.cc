@@ -155,6 +155,7 @@ TEST_F(share_coordinator_test, MoreMembersThanPartitionsShareThem) {
     EXPECT_FALSE(beat("a", 2).assignment);  // unchanged
     EXPECT_EQ(beat("a", 1).error, error_code::fenced_member_epoch);
     EXPECT_EQ(beat("x", 3).error, error_code::unknown_member_id);
+    EXPECT_EQ(beat("a", -3).error, error_code::invalid_request);  // as Kafka
 }
 
 TEST_F(share_coordinator_test, FewerMembersThanPartitionsAreDealtOut) {
