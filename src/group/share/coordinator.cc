@@ -266,12 +266,14 @@ int64_t coordinator::fetch_position(const std::string& group, const tp& p, int64
 result<std::vector<acquired_range>> coordinator::acquire(const std::string& group,
                                                          const std::string& member, const tp& p,
                                                          int64_t first, int64_t last,
-                                                         int32_t max_records) {
+                                                         int32_t max_records,
+                                                         const std::vector<offset_range>& skip) {
     share_partition* sp = partition(group, p);
     if (!sp) return std::vector<acquired_range>{};
     share_partition before = *sp;
-    auto out = sp->acquire(member, first, last, max_records, _clock.steady_ms(), limits());
-    if (!out.empty() && save(group, p, *sp) != error_code::none) {
+    auto out = sp->acquire(member, first, last, max_records, _clock.steady_ms(), limits(), skip);
+    if ((!out.empty() || sp->start() != before.start() || sp->end() != before.end()) &&
+        save(group, p, *sp) != error_code::none) {
         *sp = std::move(before);  // nothing handed out that is not on disk
         return error{errc::io_error, "share-partition state not saved"};
     }
