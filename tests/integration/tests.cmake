@@ -27,7 +27,7 @@ set(integration_jvm
   test_differential test_fetch_sessions test_java_admin test_java_client test_kafka_acls
   test_kafka_tools test_sql_catalog test_sql_tools test_transactions test_trino test_txn_authz
   test_connect_eos test_differential_consumer_groups test_group_migration test_share_groups
-  test_streams_eos test_transactions_admin)
+  test_streams_eos test_transactions_admin test_share_groups_admin)
 function(sluice_integration_slots test suite)
   if(suite IN_LIST integration_pairable)
     set_tests_properties(${test} PROPERTIES RESOURCE_GROUPS "slots:1")
