@@ -2,6 +2,7 @@
 // AlterShareGroupOffsets and DeleteShareGroupOffsets, over share::coordinator's
 // share-partitions (src/group/share/offsets.cc).
 
+#include <algorithm>
 #include <map>
 
 #include "broker/broker.h"

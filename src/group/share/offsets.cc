@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "group/share/coordinator.h"
+#include "group/share/group_data.h"
 
 namespace sluice::group::share {
 
