@@ -34,6 +34,13 @@ void add_share_group_options(CLI::App& cmd, group::share::config& c) {
                    "(share.auto.offset.reset; latest or earliest)")
         ->check(CLI::IsMember({"latest", "earliest"}))
         ->capture_default_str();
+    cmd.add_option_function<std::string>(
+           "--share-isolation-level",
+           [&c](const std::string& v) { c.read_committed = v == "read_committed"; },
+           "Share groups: read_uncommitted, or read_committed: records of open or aborted "
+           "transactions and control records are never handed out (share.isolation.level)")
+        ->check(CLI::IsMember({"read_uncommitted", "read_committed"}))
+        ->default_str("read_uncommitted");
 }
 
 }  // namespace sluice::app

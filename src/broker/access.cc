@@ -44,6 +44,13 @@ constexpr access_rule rules[] = {
     {api_key::share_fetch, resource_kind::group, action::read},
     {api_key::share_fetch, resource_kind::topic, action::read},
     {api_key::share_acknowledge, resource_kind::group, action::read},
+    // The share group offset APIs as Kafka: like OffsetFetch, OffsetCommit, OffsetDelete.
+    {api_key::describe_share_group_offsets, resource_kind::group, action::describe},
+    {api_key::describe_share_group_offsets, resource_kind::topic, action::describe},
+    {api_key::alter_share_group_offsets, resource_kind::group, action::read},
+    {api_key::alter_share_group_offsets, resource_kind::topic, action::read},
+    {api_key::delete_share_group_offsets, resource_kind::group, action::delete_},
+    {api_key::delete_share_group_offsets, resource_kind::topic, action::read},
     {api_key::describe_configs, resource_kind::topic, action::describe_configs},
     {api_key::describe_configs, resource_kind::cluster, action::describe_configs},
     {api_key::describe_configs, resource_kind::group, action::describe_configs},  // group configs

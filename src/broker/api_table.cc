@@ -62,11 +62,19 @@ constexpr api_def table[] = {
     {api_key::share_group_describe, "ShareGroupDescribe", 1, 1, handle_share_group_describe},
     {api_key::share_fetch, "ShareFetch", 1, 2, handle_share_fetch},
     {api_key::share_acknowledge, "ShareAcknowledge", 1, 2, handle_share_acknowledge},
+    {api_key::describe_share_group_offsets, "DescribeShareGroupOffsets", 0, 1,
+     handle_describe_share_group_offsets},
+    {api_key::alter_share_group_offsets, "AlterShareGroupOffsets", 0, 0,
+     handle_alter_share_group_offsets},
+    {api_key::delete_share_group_offsets, "DeleteShareGroupOffsets", 0, 0,
+     handle_delete_share_group_offsets},
 };
 
 }  // namespace
 
-std::span<const api_def> supported_apis() { return table; }
+std::span<const api_def> supported_apis() {
+    return table;
+}
 
 const api_def* find_api(int16_t key) {
     for (const auto& d : table)

@@ -213,7 +213,11 @@ result<void> broker::load_share_groups() {
     for (auto& s : *stored) _share_groups.restore(std::move(s));
     _share_store = std::move(*store);
     _share_groups.set_store(_share_store.get());
-    log_info("group", "restored {} share-partitions of share groups", n);
+    log_info("group",
+             "restored {} share-partitions of share groups (share.auto.offset.reset {}, "
+             "share.isolation.level {})",
+             n, _share_groups.settings().auto_offset_reset,
+             _share_groups.settings().read_committed ? "read_committed" : "read_uncommitted");
     return {};
 }
 

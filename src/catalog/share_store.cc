@@ -61,4 +61,19 @@ result<void> share_store::save(const std::string& group, const group::share::tp&
     return st->run();
 }
 
+result<void> share_store::erase(const std::string& group,
+                                const std::vector<group::share::tp>& parts) {
+    auto txn = detail::write_txn::begin(*_db);
+    if (!txn) return txn.err();
+    auto st = _db->prepare(
+        "DELETE FROM share_partitions WHERE group_id = ?1 AND topic = ?2 AND partition = ?3");
+    if (!st) return st.err();
+    for (const auto& p : parts) {
+        st->reset();
+        st->bind(1, group).bind(2, p.first).bind(3, int64_t{p.second});
+        if (auto r = st->run(); !r) return r;
+    }
+    return txn->commit();
+}
+
 }  // namespace sluice::catalog

@@ -30,6 +30,9 @@ class share_store final : public group::share::partition_store {
     // One row, committed (synchronous = FULL) before it returns.
     result<void> save(const std::string& group, const group::share::tp& p,
                       const group::share::share_partition& s) override;
+    // The rows of these partitions of the group, deleted in one transaction.
+    result<void> erase(const std::string& group,
+                       const std::vector<group::share::tp>& parts) override;
 
   private:
     explicit share_store(std::unique_ptr<detail::db> d);

@@ -111,12 +111,7 @@ std::optional<std::string> check_one(const group_defaults& d, const std::string&
             value, name);
     }
     if (name == "share.isolation.level") {
-        if (value == "read_uncommitted") return std::nullopt;
-        if (value == "read_committed")
-            return fmt::format(
-                "Invalid value {} for configuration {}: Sluice's share groups "
-                "read read_uncommitted only",
-                value, name);
+        if (value == "read_uncommitted" || value == "read_committed") return std::nullopt;
         return fmt::format(
             "Invalid value {} for configuration {}: String must be one of: "
             "read_committed, read_uncommitted",
@@ -149,7 +144,8 @@ const group_config_def* find_group_config(std::string_view name) {
 
 std::string group_config_default(const group_defaults& d, std::string_view name) {
     if (name == "share.auto.offset.reset") return d.share.auto_offset_reset;
-    if (name == "share.isolation.level") return "read_uncommitted";
+    if (name == "share.isolation.level")
+        return d.share.read_committed ? "read_committed" : "read_uncommitted";
     return std::to_string(int_default(d, name));
 }
 
@@ -207,6 +203,8 @@ share::config group_configs::share_settings(const std::string& group_id, share::
     set_int("share.partition.max.record.locks", base.partition_max_record_locks);
     if (auto it = m.find("share.auto.offset.reset"); it != m.end())
         base.auto_offset_reset = it->second;
+    if (auto it = m.find("share.isolation.level"); it != m.end())
+        base.read_committed = it->second == "read_committed";
     return base;
 }
 

@@ -52,6 +52,9 @@ constexpr std::pair<api_key, int16_t> first_flexible[] = {
     {api_key::share_group_describe, 0},
     {api_key::share_fetch, 0},
     {api_key::share_acknowledge, 0},
+    {api_key::describe_share_group_offsets, 0},
+    {api_key::alter_share_group_offsets, 0},
+    {api_key::delete_share_group_offsets, 0},
 };
 
 }  // namespace

@@ -55,6 +55,9 @@ enum class api_key : int16_t {
     share_group_describe = 77,
     share_fetch = 78,
     share_acknowledge = 79,
+    describe_share_group_offsets = 90,
+    alter_share_group_offsets = 91,
+    delete_share_group_offsets = 92,
 };
 
 // The first version of each API that uses flexible encoding (compact types and tagged

@@ -8,7 +8,7 @@ and message of every refused change.
 Set aside, as docs/compatibility.md says: the configs of groups Sluice does not have or
 does not need (streams groups; the assignment intervals of a broker that assigns at
 once; share.renew.acknowledge.enable), and the values Sluice refuses that Kafka takes
-(share.isolation.level=read_committed, share.auto.offset.reset=by_duration:...).
+(share.auto.offset.reset=by_duration:...).
 """
 
 import kproto as K
@@ -144,9 +144,13 @@ def test_alter_configs_replaces_the_whole_set(both):
 def test_what_sluice_refuses_that_kafka_takes(both):
     """The documented differences: Sluice refuses them, as INVALID_CONFIG."""
     g = fresh("gc")
-    for value_of in [("share.isolation.level", "read_committed"), ("share.auto.offset.reset", "by_duration:PT1H")]:
-        k, s = ask(both, alter(g, [(value_of[0], SET, value_of[1])]))
-        assert k[0]["error_code"] == 0 and s[0]["error_code"] == INVALID_CONFIG, (value_of, k, s)
+    k, s = ask(both, alter(g, [("share.auto.offset.reset", SET, "by_duration:PT1H")]))
+    assert k[0]["error_code"] == 0 and s[0]["error_code"] == INVALID_CONFIG, (k, s)
+    # Taken by both (share read_committed reads up to the last stable offset).
+    same(both, alter(g, [("share.isolation.level", SET, "read_committed")]), "share read_committed")
+    got = same(both, describe(g), "the group with read_committed")
+    assert any(c["name"] == "share.isolation.level" and c["value"] == "read_committed"
+               for c in got["configs"]), got
     for name in sorted(KAFKA_ONLY):
         k, s = ask(both, alter(g, [(name, DELETE, None)]))
         assert k[0]["error_code"] == s[0]["error_code"] == 0, (name, k, s)

@@ -14,6 +14,12 @@ void handle_delete_groups(const request_context& ctx, request_body body) {
     std::vector<catalog::offset_write> writes;
     std::vector<std::string> deleted;
     for (const auto& id : req.groups_names) {
+        // A share group's state is its share-partitions (Admin.deleteShareGroups).
+        if (!id.empty() && b.share_groups().is_share_group(id) &&
+            ctx.allowed(security::resource_kind::group, id)) {
+            resp->results.push_back({id, code(b.share_groups().delete_group(id))});
+            continue;
+        }
         auto& consumer = b.consumer_groups();
         error_code e = !ctx.allowed(security::resource_kind::group, id)
                            ? error_code::group_authorization_failed

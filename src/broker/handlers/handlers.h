@@ -60,6 +60,9 @@ void handle_share_group_heartbeat(const request_context& ctx, request_body body)
 void handle_share_group_describe(const request_context& ctx, request_body body);
 void handle_share_fetch(const request_context& ctx, request_body body);
 void handle_share_acknowledge(const request_context& ctx, request_body body);
+void handle_describe_share_group_offsets(const request_context& ctx, request_body body);
+void handle_alter_share_group_offsets(const request_context& ctx, request_body body);
+void handle_delete_share_group_offsets(const request_context& ctx, request_body body);
 
 // A write the broker could not make (storage failed or full: io_error) is answered
 // KAFKA_STORAGE_ERROR, retriable as in Kafka, not UNKNOWN_SERVER_ERROR; other failures

@@ -4,6 +4,8 @@
 #include "broker/handlers/handlers.h"
 #include "broker/handlers/share_common.h"
 #include "broker/session.h"
+#include "log/producer_state.h"
+#include "protocol/record_batch.h"
 
 namespace sluice::broker {
 namespace {
@@ -24,25 +26,32 @@ struct share_read {
     std::vector<group::share::acquired_range> acquired;
 };
 
-// The last offset of the whole batches in `data` (v2 batches: base offset at 0, last
-// offset delta at byte 23); -1 when none is whole.
-int64_t last_offset_of(const bytes& data) {
-    constexpr size_t header = 27;  // up to and including lastOffsetDelta
-    int64_t last = -1;
+// The headers of the whole batches in `data`.
+std::vector<protocol::batch_header> whole_batches(const bytes& data) {
+    std::vector<protocol::batch_header> out;
     size_t pos = 0;
-    while (data.size() - pos >= header) {
-        protocol::reader r(std::span<const uint8_t>(data).subspan(pos));
-        const auto base = r.fixed<int64_t>();
-        const auto length = r.fixed<int32_t>();
-        if (length <= 0 || data.size() - pos - 12 < static_cast<size_t>(length)) break;
-        r.fixed<int32_t>();  // partition leader epoch
-        r.fixed<int8_t>();   // magic
-        r.fixed<int32_t>();  // crc
-        r.fixed<int16_t>();  // attributes
-        last = base + r.fixed<int32_t>();
-        pos += 12 + static_cast<size_t>(length);
+    while (pos < data.size()) {
+        auto h = protocol::read_batch_header(bytes_view(data).subspan(pos));
+        if (!h || h->batch_length <= 0 || data.size() - pos < h->size_bytes()) break;
+        pos += h->size_bytes();
+        out.push_back(*h);
     }
-    return last;
+    return out;
+}
+
+// read_committed: what a share consumer must never get, control records and the records
+// of aborted transactions (the log's aborted-transaction index, as Fetch uses it).
+result<std::vector<group::share::offset_range>> not_committed(
+    const log::partition_log& plog, const std::vector<protocol::batch_header>& batches) {
+    std::vector<group::share::offset_range> out;
+    if (batches.empty()) return out;
+    auto aborted =
+        plog.aborted_transactions(batches.front().base_offset, batches.back().last_offset() + 1);
+    if (!aborted) return aborted.err();
+    for (const auto& h : batches)
+        if (h.is_control() || log::in_aborted(*aborted, h))
+            out.push_back({h.base_offset, h.last_offset()});
+    return out;
 }
 
 // Reads every partition of the member's share session from where the group's window
@@ -63,25 +72,40 @@ std::vector<share_read> acquire_all(broker& b, const std::string& group, const s
         }
         const share_key key{ts->info.id, p.second};
         auto& sg = b.share_groups();
-        int64_t at = sg.fetch_position(group, p, plog->log_start_offset(), plog->high_watermark());
-        if (at < 0) continue;
-        auto r = plog->read(at, std::min(bytes_left, max_read_bytes), true);
-        if (!r) {
-            out.push_back(
-                {key, storage_error_or(r.code(), error_code::offset_out_of_range), {}, {}});
-            continue;
+        const bool committed = sg.settings(group).read_committed;
+        // Reads again while what was read was all skipped (read_committed) and the
+        // window moved past it.
+        for (int tries = 0; tries < 8; ++tries) {
+            const int64_t bound = committed ? plog->last_stable_offset() : plog->high_watermark();
+            const int64_t at = sg.fetch_position(group, p, plog->log_start_offset(), bound);
+            if (at < 0) break;
+            auto r = plog->read(at, std::min(bytes_left, max_read_bytes), true, committed);
+            if (!r) {
+                out.push_back(
+                    {key, storage_error_or(r.code(), error_code::offset_out_of_range), {}, {}});
+                break;
+            }
+            const auto batches = whole_batches(r->data);
+            if (batches.empty() || batches.back().last_offset() < at) break;
+            auto skip = committed ? not_committed(*plog, batches)
+                                  : result<std::vector<group::share::offset_range>>(
+                                        std::vector<group::share::offset_range>{});
+            auto got =
+                skip ? sg.acquire(group, member, p, at, batches.back().last_offset(), budget, *skip)
+                     : result<std::vector<group::share::acquired_range>>(skip.err());
+            if (!got) {
+                out.push_back({key, error_code::kafka_storage_error, {}, {}});
+                break;
+            }
+            if (got->empty()) {
+                if (skip->empty()) break;
+                continue;
+            }
+            for (const auto& a : *got) budget -= static_cast<int32_t>(a.last - a.first + 1);
+            bytes_left -= std::min(bytes_left, r->data.size());
+            out.push_back({key, error_code::none, std::move(r->data), std::move(*got)});
+            break;
         }
-        const int64_t last = last_offset_of(r->data);
-        if (last < at) continue;
-        auto got = sg.acquire(group, member, p, at, last, budget);
-        if (!got) {
-            out.push_back({key, error_code::kafka_storage_error, {}, {}});
-            continue;
-        }
-        if (got->empty()) continue;
-        for (const auto& a : *got) budget -= static_cast<int32_t>(a.last - a.first + 1);
-        bytes_left -= std::min(bytes_left, r->data.size());
-        out.push_back({key, error_code::none, std::move(r->data), std::move(*got)});
     }
     return out;
 }

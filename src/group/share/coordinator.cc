@@ -4,27 +4,9 @@
 
 #include "common/logging.h"
 #include "group/group_configs.h"
+#include "group/share/group_data.h"
 
 namespace sluice::group::share {
-
-struct coordinator::member_data {
-    std::string id;
-    int32_t epoch = 0;
-    std::optional<std::string> rack_id;
-    std::string client_id;
-    std::string client_host;
-    std::vector<std::string> subscribed;  // sorted
-    partition_map assigned;
-    int64_t last_seen_ms = 0;
-};
-
-struct coordinator::group_data {
-    std::string id;
-    int32_t epoch = 0;
-    int32_t assignment_epoch = 0;
-    std::map<std::string, int32_t> sizes;  // subscribed topics' partition counts
-    std::map<std::string, member_data> members;
-};
 
 coordinator::coordinator(config cfg, const consumer::topic_view& topics, clock_source clock)
     : _cfg(std::move(cfg)), _topics(topics), _clock(std::move(clock)) {}
@@ -274,12 +256,15 @@ int64_t coordinator::fetch_position(const std::string& group, const tp& p, int64
 result<std::vector<acquired_range>> coordinator::acquire(const std::string& group,
                                                          const std::string& member, const tp& p,
                                                          int64_t first, int64_t last,
-                                                         int32_t max_records) {
+                                                         int32_t max_records,
+                                                         const std::vector<offset_range>& skip) {
     share_partition* sp = partition(group, p);
     if (!sp) return std::vector<acquired_range>{};
     share_partition before = *sp;
-    auto out = sp->acquire(member, first, last, max_records, _clock.steady_ms(), limits(group));
-    if (!out.empty() && save(group, p, *sp) != error_code::none) {
+    auto out =
+        sp->acquire(member, first, last, max_records, _clock.steady_ms(), limits(group), skip);
+    if ((!out.empty() || sp->start() != before.start() || sp->end() != before.end()) &&
+        save(group, p, *sp) != error_code::none) {
         *sp = std::move(before);  // nothing handed out that is not on disk
         return error{errc::io_error, "share-partition state not saved"};
     }

@@ -48,6 +48,9 @@ struct config {
     // share.auto.offset.reset, the group config's default: where a share group starts
     // reading a partition it has no state for ("latest" or "earliest").
     std::string auto_offset_reset = "latest";
+    // share.isolation.level: read_committed reads up to the last stable offset and never
+    // hands out control records nor records of aborted transactions.
+    bool read_committed = false;
 };
 
 using tp = std::pair<std::string, int32_t>;
@@ -57,6 +60,8 @@ class partition_store {
   public:
     virtual ~partition_store() = default;
     virtual result<void> save(const std::string& group, const tp& p, const share_partition& s) = 0;
+    // Removes the state of these partitions of the group, in one transaction.
+    virtual result<void> erase(const std::string& group, const std::vector<tp>& parts) = 0;
 };
 
 struct stored_share_partition {
@@ -111,6 +116,15 @@ struct partition_description {
     size_t in_flight = 0;
 };
 
+// A share-partition's start offset as the offset APIs show it.
+struct partition_offset {
+    tp partition;
+    int64_t start_offset = 0;
+    // Records of the window already done (acknowledged or archived): Kafka's lag
+    // (KIP-1226) is high watermark - start offset - this.
+    int64_t done_in_window = 0;
+};
+
 struct session_result {
     error_code error = error_code::none;
     std::vector<tp> partitions;  // the session's partitions after the request
@@ -127,7 +141,8 @@ class coordinator {
     void set_settings(const config& c) { _cfg = c; }
     const config& settings() const { return _cfg; }
     // Per-group overrides (group configs: session timeout, heartbeat interval, lock
-    // duration, delivery count limit, record locks, auto offset reset); nullptr: every
+    // duration, delivery count limit, record locks, auto offset reset, isolation level);
+    // nullptr: every
     // group has the broker's settings.
     void set_group_configs(const group_configs* c) { _group_configs = c; }
     // The settings in force for a group: the broker's with its overrides.
@@ -157,12 +172,32 @@ class coordinator {
     // partition the group has no state for starts at share.auto.offset.reset.
     int64_t fetch_position(const std::string& group, const tp& p, int64_t log_start,
                            int64_t high_watermark);
-    // Acquires what the fetch read ([first, last]) for the member; saved before return.
+    // Acquires what the fetch read ([first, last]) for the member, archiving `skip`
+    // (share_partition::acquire); saved before return.
     result<std::vector<acquired_range>> acquire(const std::string& group, const std::string& member,
                                                 const tp& p, int64_t first, int64_t last,
-                                                int32_t max_records);
+                                                int32_t max_records,
+                                                const std::vector<offset_range>& skip = {});
     error_code acknowledge(const std::string& group, const std::string& member, const tp& p,
                            int64_t first, int64_t last, const std::vector<int8_t>& types);
+
+    // The share group offset APIs (offsets.cc). The start offsets of the group's
+    // share-partitions; nullopt when there is no such share group.
+    std::optional<std::vector<partition_offset>> offsets(const std::string& group);
+    // Whether the group's offsets may be changed: NON_EMPTY_GROUP while it has members,
+    // GROUP_ID_NOT_FOUND when another kind of group holds the id (or, unless `create`,
+    // when there is no such share group).
+    error_code check_empty(const std::string& group, bool create);
+    // AlterShareGroupOffsets on an empty group (check_empty first): the partition's
+    // window starts afresh at `start`, saved before return (KAFKA_STORAGE_ERROR). An
+    // unknown group is created, as Kafka does.
+    error_code alter_offset(const std::string& group, const tp& p, int64_t start);
+    // DeleteShareGroupOffsets on an empty group: forgets every share-partition of the
+    // topic (the group starts it again at share.auto.offset.reset). Whether the group had
+    // any; KAFKA_STORAGE_ERROR when the catalog could not be written.
+    result<bool> delete_offsets(const std::string& group, const std::string& topic);
+    // DeleteGroups of an empty share group: its state is erased and the group is gone.
+    error_code delete_group(const std::string& group);
 
     struct member_data;
     struct group_data;
@@ -176,6 +211,7 @@ class coordinator {
     partition_limits limits(const std::string& group) const;
     share_partition* partition(const std::string& group, const tp& p);
     error_code save(const std::string& group, const tp& p, const share_partition& s);
+    result<void> erase(const std::string& group, const std::vector<tp>& parts);
 
     config _cfg;
     const consumer::topic_view& _topics;

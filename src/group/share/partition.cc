@@ -56,10 +56,18 @@ int64_t share_partition::fetch_position(int64_t high_watermark, const partition_
 
 std::vector<acquired_range> share_partition::acquire(const std::string& member, int64_t first,
                                                      int64_t last, int32_t max_records,
-                                                     int64_t now_ms, const partition_limits& lim) {
+                                                     int64_t now_ms, const partition_limits& lim,
+                                                     const std::vector<offset_range>& skip) {
     std::vector<acquired_range> out;
     int64_t budget = std::max(max_records, 1);
+    bool archived = false;
     auto take = [&](int64_t off, in_flight_record& r) {
+        if (std::any_of(skip.begin(), skip.end(),
+                        [&](const offset_range& s) { return s.first <= off && off <= s.last; })) {
+            r.state = record_state::archived;
+            archived = true;
+            return;
+        }
         r.state = record_state::acquired;
         r.member = member;
         r.lock_until_ms = now_ms + lim.lock_ms;
@@ -83,6 +91,7 @@ std::vector<acquired_range> share_partition::acquire(const std::string& member, 
         }
         ++_end;
     }
+    if (archived) advance_start();
     return out;
 }
 

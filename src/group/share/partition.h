@@ -40,6 +40,12 @@ struct acquired_range {
     int16_t delivery_count = 0;
 };
 
+// Inclusive offsets [first, last].
+struct offset_range {
+    int64_t first = 0;
+    int64_t last = 0;
+};
+
 struct partition_limits {
     int32_t lock_ms = 30000;
     int16_t delivery_count_limit = 5;
@@ -65,10 +71,13 @@ class share_partition {
     int64_t fetch_position(int64_t high_watermark, const partition_limits& lim) const;
     // Acquires for `member` every available offset in [first, last] (the batches the
     // fetch read; offsets past `end` join the window), at most max_records and no more
-    // than the window holds. Returns the ranges acquired, in offset order.
+    // than the window holds. Returns the ranges acquired, in offset order. Offsets in
+    // `skip` (read_committed: control records and aborted transactions' records) are
+    // archived instead, never handed out.
     std::vector<acquired_range> acquire(const std::string& member, int64_t first, int64_t last,
                                         int32_t max_records, int64_t now_ms,
-                                        const partition_limits& lim);
+                                        const partition_limits& lim,
+                                        const std::vector<offset_range>& skip = {});
     // One acknowledgement batch of `member`: INVALID_RECORD_STATE when an offset is not
     // acquired by it (or its lock expired), INVALID_REQUEST for an unknown type. Applies
     // nothing when it fails.

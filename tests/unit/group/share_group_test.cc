@@ -113,6 +113,28 @@ TEST(SharePartition, RecordsRoundTripThroughTheStoredForm) {
     EXPECT_TRUE(parse_records("")->empty());
 }
 
+TEST(SharePartition, SkippedRecordsAreArchivedNotHandedOut) {
+    // read_committed: a control record (2) and an aborted transaction's records (4-5).
+    share_partition p(0, 0, {});
+    auto a = p.acquire("m", 0, 6, 10, 0, lim(), {{2, 2}, {4, 5}});
+    ASSERT_EQ(a.size(), 3u);
+    EXPECT_EQ(a[0].first, 0);
+    EXPECT_EQ(a[0].last, 1);
+    EXPECT_EQ(a[1].first, 3);
+    EXPECT_EQ(a[1].last, 3);
+    EXPECT_EQ(a[2].first, 6);
+    EXPECT_EQ(p.end(), 7);
+    ASSERT_EQ(p.acknowledge("m", 0, 1, {accept}, 1, lim()), error_code::none);
+    EXPECT_EQ(p.start(), 3);  // past the archived control record
+    ASSERT_EQ(p.acknowledge("m", 3, 3, {accept}, 1, lim()), error_code::none);
+    EXPECT_EQ(p.start(), 6);
+    // Only skipped records read: nothing handed out, the window moves past them.
+    share_partition q(0, 0, {});
+    EXPECT_TRUE(q.acquire("m", 0, 1, 10, 0, lim(), {{0, 1}}).empty());
+    EXPECT_EQ(q.start(), 2);
+    EXPECT_EQ(q.end(), 2);
+}
+
 class topics final : public consumer::topic_view {
   public:
     std::map<std::string, int32_t> sizes;
@@ -196,6 +218,37 @@ TEST_F(share_coordinator_test, SessionsAndAcknowledgements) {
     ASSERT_TRUE(c.describe("g").has_value());
     EXPECT_TRUE(c.describe("g")->members.empty());
     EXPECT_EQ(c.partitions().at(0).acquired, 0u);
+}
+
+TEST_F(share_coordinator_test, OffsetsOfAnEmptyGroupAreAlteredAndDeleted) {
+    t.sizes["t"] = 2;
+    const tp p0{"t", 0}, p1{"t", 1};
+    EXPECT_FALSE(c.offsets("g").has_value());
+    EXPECT_EQ(c.check_empty("g", false), error_code::group_id_not_found);
+    EXPECT_EQ(c.delete_group("g"), error_code::group_id_not_found);
+    // Altering creates the group, as Kafka does.
+    ASSERT_EQ(c.check_empty("g", true), error_code::none);
+    ASSERT_EQ(c.alter_offset("g", p0, 4), error_code::none);
+    ASSERT_EQ(c.alter_offset("g", p1, 9), error_code::none);
+    ASSERT_TRUE(c.is_share_group("g"));
+    auto o = c.offsets("g");
+    ASSERT_TRUE(o && o->size() == 2u);
+    EXPECT_EQ(o->at(0).start_offset, 4);
+    EXPECT_EQ(o->at(1).start_offset, 9);
+    // The next fetch starts there.
+    EXPECT_EQ(c.fetch_position("g", p0, 0, 10), 4);
+    // A member makes the group not empty.
+    (void)beat("a", 0, std::vector<std::string>{"t"});
+    EXPECT_EQ(c.alter_offset("g", p0, 0), error_code::non_empty_group);
+    EXPECT_EQ(c.delete_group("g"), error_code::non_empty_group);
+    (void)beat("a", -1);
+    auto gone = c.delete_offsets("g", "t");
+    ASSERT_TRUE(gone.ok());
+    EXPECT_TRUE(*gone);
+    EXPECT_TRUE(c.offsets("g")->empty());
+    EXPECT_FALSE(*c.delete_offsets("g", "t"));  // nothing left for the topic
+    EXPECT_EQ(c.delete_group("g"), error_code::none);
+    EXPECT_FALSE(c.is_share_group("g"));
 }
 
 }  // namespace

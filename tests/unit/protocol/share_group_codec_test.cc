@@ -7,6 +7,7 @@
 #include "codec_test_util.h"
 #include "protocol/api_key.h"
 #include "protocol/messages/share_group.h"
+#include "protocol/messages/share_group_offsets.h"
 
 namespace sluice::protocol {
 namespace {
@@ -81,6 +82,33 @@ TEST(share_group_codec, fetch_v1_has_no_acquire_mode) {
     EXPECT_EQ(back.share_acquire_mode, 0);
     EXPECT_EQ(back.member_id, "m");
     EXPECT_FALSE(back.group_id.has_value());
+}
+
+TEST(share_group_codec, offset_apis_round_trip) {
+    describe_share_group_offsets_request d;
+    d.groups.push_back(
+        {"g", std::vector<describe_share_group_offsets_request::topic>{{"t", {0, 1}}}});
+    d.groups.push_back({"h", std::nullopt});  // every partition
+    expect_round_trip(api_key::describe_share_group_offsets, 0, 1, d);
+    describe_share_group_offsets_response dr;
+    auto& g = dr.groups.emplace_back();
+    g.group_id = "g";
+    g.topics.push_back({"t", uuid{7}, {{0, 5, 0, 3, 0, std::nullopt}}});
+    expect_round_trip(api_key::describe_share_group_offsets, 0, 1, dr);
+    alter_share_group_offsets_request a;
+    a.group_id = "g";
+    a.topics.push_back({"t", {{0, 42}}});
+    expect_round_trip(api_key::alter_share_group_offsets, 0, 0, a);
+    alter_share_group_offsets_response ar;
+    ar.responses.push_back({"t", uuid{7}, {{0, 68, "not empty"}}});
+    expect_round_trip(api_key::alter_share_group_offsets, 0, 0, ar);
+    delete_share_group_offsets_request del;
+    del.group_id = "g";
+    del.topics.push_back({"t"});
+    expect_round_trip(api_key::delete_share_group_offsets, 0, 0, del);
+    delete_share_group_offsets_response delr;
+    delr.responses.push_back({"t", uuid{7}, 3, "no state"});
+    expect_round_trip(api_key::delete_share_group_offsets, 0, 0, delr);
 }
 
 }  // namespace
