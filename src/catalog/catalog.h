@@ -104,7 +104,7 @@ class catalog final : public topic_store,
     result<void> set_broker_configs(const std::string& scope,
                                     const std::map<std::string, std::string>& configs) override;
 
-    // Group configs (broker_config_store.cc, table group_configs, schema version 12).
+    // Group configs (broker_config_store.cc, table group_configs, schema version 11).
     result<std::map<std::string, std::map<std::string, std::string>>> group_configs()
         const override;
     result<void> set_group_configs(const std::string& group_id,

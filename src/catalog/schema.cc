@@ -244,17 +244,11 @@ result<void> migrate_to_10(db& d) {
     )");
 }
 
-// Version 10 -> 11: reserved for the share group offset APIs' step, developed on another
-// branch at the same time; the lead's merge puts that step here.
-result<void> migrate_to_11(db&) {
-    return {};
-}
-
-// Version 11 -> 12: classic-protocol members of a consumer group (after an online upgrade)
+// Version 10 -> 11: classic-protocol members of a consumer group (after an online upgrade)
 // keep their session timeout and protocols, so they survive a restart without rejoining;
 // group configs, each group's overrides of the broker's group settings
 // (docs/formats/catalog.md).
-result<void> migrate_to_12(db& d) {
+result<void> migrate_to_11(db& d) {
     return d.exec(R"(
         ALTER TABLE consumer_group_members ADD COLUMN classic_session_timeout_ms INTEGER
             CHECK (classic_session_timeout_ms IS NULL OR classic_session_timeout_ms > 0);
@@ -280,7 +274,7 @@ result<void> migrate_to_12(db& d) {
 using migration = result<void> (*)(db&);
 constexpr migration migrations[] = {migrate_to_1, migrate_to_2,  migrate_to_3,  migrate_to_4,
                                     migrate_to_5, migrate_to_6,  migrate_to_7,  migrate_to_8,
-                                    migrate_to_9, migrate_to_10, migrate_to_11, migrate_to_12};
+                                    migrate_to_9, migrate_to_10, migrate_to_11};
 static_assert(std::size(migrations) == latest_schema_version);
 
 }  // namespace

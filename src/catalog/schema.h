@@ -16,7 +16,7 @@ namespace sluice::catalog::detail {
 constexpr int64_t catalog_application_id = 0x534C4354;
 
 // The newest schema this build knows.
-constexpr int64_t latest_schema_version = 12;
+constexpr int64_t latest_schema_version = 11;
 
 // Refuses files that are not Sluice catalogs (errc::corrupt) or whose schema is newer
 // than latest_schema_version (errc::unsupported). A fresh, empty file passes.

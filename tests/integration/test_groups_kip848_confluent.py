@@ -8,7 +8,7 @@ each batch, group_helpers.GroupMember). A broker kill -9 with consumer-protocol 
 they carry on with their partitions after the restart, the group keeps its epoch (no
 rebalance), and nothing is consumed twice (every batch was committed before the kill).
 The same with a classic member inside the consumer group (after online migration): it
-keeps its generation and partitions, stored with its protocols (catalog version 12).
+keeps its generation and partitions, stored with its protocols (catalog version 11).
 """
 
 import socket

@@ -183,7 +183,7 @@ TEST_F(catalog_test, broker_configs_per_scope_are_replaced_and_survive_reopen) {
     EXPECT_EQ(c->broker_configs("broker").value(), (cfg{{"log.retention.ms", "2000"}}));
 }
 
-// Group configs (schema version 12): a group's whole set replaced, an empty set forgets
+// Group configs (schema version 11): a group's whole set replaced, an empty set forgets
 // the group, and both survive a reopen.
 TEST_F(catalog_test, group_configs_are_replaced_per_group_and_survive_reopen) {
     using cfg = std::map<std::string, std::string>;
@@ -388,7 +388,7 @@ TEST_F(producer_id_test, a_version_4_file_is_migrated_with_the_counter_at_0) {
     // What version 4 left: no counter (and no group state, from version 6, nor broker
     // configs, from version 7, nor transaction state, from version 8, nor consumer groups,
     // from version 9, nor share-partitions, from version 10, nor classic members' protocols
-    // in consumer groups and group configs, from version 12).
+    // in consumer groups and group configs, from version 11).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,

@@ -160,7 +160,7 @@ TEST_F(group_store_test, ConsumerGroupsRoundTrip) {
     b.rack_id = "r1";
     b.member_epoch = -2;
     b.subscribed_regex = "audit-.*";
-    // A classic-protocol member (after an online upgrade, schema version 12).
+    // A classic-protocol member (after an online upgrade, schema version 11).
     group::stored_consumer_member c;
     c.member_id = "c";
     c.member_epoch = 5;
