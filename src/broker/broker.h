@@ -222,9 +222,10 @@ class broker {
     std::unique_ptr<periodic_thread> _cleaner;    // compacts cleanup.policy=compact topics
     std::unique_ptr<periodic_thread> _reloader;   // partitions out of service, loaded again
     shared_mode _shared;
-    std::vector<int32_t> _live_ids;                  // shared mode: sorted
-    std::vector<int32_t> _polled_ids;                // poll_cluster's thread only
-    std::unique_ptr<periodic_thread> _cluster_poll;  // shared mode: poll_cluster
+    std::vector<int32_t> _live_ids;                        // shared mode: sorted
+    std::vector<int32_t> _polled_ids;                      // poll_cluster's thread only
+    std::unique_ptr<catalog::offset_store> _reload_store;  // poll_cluster's thread only
+    std::unique_ptr<periodic_thread> _cluster_poll;        // shared mode: poll_cluster
     net::event_loop::timer_id _group_timer = 0;
     int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
     access_control _access;

@@ -101,18 +101,21 @@ void broker::join_cluster(shared::broker_registry& registry) {
         std::make_unique<periodic_thread>(_shared.poll_interval, [this] { poll_cluster(); });
 }
 
-// The committed offsets of the database, by group: read when the live brokers change,
-// since the groups of a broker that left now fall to others, which hold them as they
-// were when they started.
+// The committed offsets in the database, by group: read when a broker leaves, since its
+// groups now fall to others, which hold them as they were when they started. `store` is
+// opened at the first use and kept (poll thread only).
 std::map<std::string, std::vector<group::offset_entry>> load_committed(
-    const metadata_stores& stores) {
+    const metadata_stores& stores, std::unique_ptr<catalog::offset_store>& store) {
     std::map<std::string, std::vector<group::offset_entry>> by_group;
-    auto store = stores.open_offsets();
     if (!store) {
-        log_warn("shared", "cannot read committed offsets: {}", store.err().message);
-        return by_group;
+        auto opened = stores.open_offsets();
+        if (!opened) {
+            log_warn("shared", "cannot read committed offsets: {}", opened.err().message);
+            return by_group;
+        }
+        store = std::move(*opened);
     }
-    auto rows = (*store)->load();
+    auto rows = store->load();
     if (!rows) {
         log_warn("shared", "cannot read committed offsets: {}", rows.err().message);
         return by_group;
@@ -133,7 +136,10 @@ void broker::poll_cluster() {
         std::vector<int32_t> ids;
         for (const auto& l : *live) ids.push_back(l.address.broker_id);
         std::sort(ids.begin(), ids.end());
-        if (ids != _polled_ids && !_polled_ids.empty()) offsets = load_committed(_stores);
+        const bool left = std::any_of(_polled_ids.begin(), _polled_ids.end(), [&](int32_t id) {
+            return !std::binary_search(ids.begin(), ids.end(), id);
+        });
+        if (left) offsets = load_committed(_stores, _reload_store);
         _polled_ids = std::move(ids);
     }
     auto changed = _shared.topics->refresh();
