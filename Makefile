@@ -84,8 +84,8 @@ run: deps
 	    --pg $(PG) --http $(HTTP) --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS)
 
 # A shared-mode cluster in CLUSTER_DIR (scripts/cluster, docs/shared-mode.md): PostgreSQL,
-# the S3 server and three brokers once `sluice serve` has shared mode; `scripts/cluster
-# down $(CLUSTER_DIR)` stops it.
+# the S3 server and three brokers in shared mode; `scripts/cluster down $(CLUSTER_DIR)`
+# stops it.
 CLUSTER_DIR ?= ./cluster
 run-cluster: deps
 	cmake --preset release >/dev/null

@@ -28,6 +28,7 @@
 #include "app/security_admin.h"
 #include "app/serve_limits.h"
 #include "app/share_group_options.h"
+#include "app/shared_serve.h"
 #include "app/sql_bounds_options.h"
 #include "app/sql_state.h"
 #include "app/version_command.h"
@@ -105,6 +106,7 @@ struct serve_options {
     sql::resource_bounds sql_bounds;  // --sql-*-memory, --sql-*-temp-bytes, --sql-max-value-bytes
     connection_limits limits;
     metrics_options metrics;
+    shared_serve_options shared;
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
@@ -359,6 +361,12 @@ int serve(const serve_options& o) {
         }
         *out = *hp;
     }
+    if (o.shared.enabled() && (pg_addr || http_addr)) {
+        log_error("app",
+                  "shared mode does not support SQL over topics, expansions or the HTTP API yet: "
+                  "leave out --pg and --http (docs/shared-mode.md)");
+        return 2;
+    }
     cfg.auto_create_topics = o.auto_create;
     if (o.default_partitions < 1 || o.default_partitions > broker::max_partitions_per_topic) {
         log_error("app", "--default-partitions must be 1..{}", broker::max_partitions_per_topic);
@@ -481,7 +489,21 @@ int serve(const serve_options& o) {
     log_opts.producer_id_expiration_ms = o.producer_id_expiration_ms;
     log::log_manager logs(log_opts);
     net::event_loop loop;
-    broker::broker b(cfg, loop, **cat, logs);
+    // Shared mode: the data, topics, offsets and groups are the shared engines'; the data
+    // directory keeps the local catalog's users and policies only.
+    std::optional<shared_engines> engines;
+    if (o.shared.enabled()) {
+        auto e = open_shared_engines(o.shared);
+        if (!e) {
+            log_error("app", "shared mode: {}", e.err().message);
+            return 1;
+        }
+        engines = std::move(*e);
+    }
+    broker::broker b(cfg, loop, **cat, logs,
+                     engines ? engines->stores()
+                             : broker::local_metadata_stores(**cat, cfg.data_dir / "catalog.db"));
+    if (engines) b.set_shared(engines->mode(o.shared.node_id, std::chrono::milliseconds(500)));
     // Topics are declared from the catalog before the logs open, so that the journal
     // replays into them (log_manager::open).
     if (auto r = b.load(); !r) {
@@ -508,13 +530,31 @@ int serve(const serve_options& o) {
         return 1;
     }
     expansion_bridge bridge(**expansions);
-    b.set_expansions(&bridge);
+    if (!engines) b.set_expansions(&bridge);  // shared mode has no expansions yet
     (*expansions)->start();
     auto bound = b.start();
     if (!bound) {
         log_error("app", "{}", bound.err().message);
         logs.close();
         return 1;
+    }
+    // Shared mode: this broker joins the live ones with its first listener's address.
+    std::unique_ptr<shared::broker_registry> registry;
+    std::unique_ptr<shared_maintenance> maintenance;
+    if (engines) {
+        const auto& self = bound->front().advertise.front();
+        auto r = register_shared_broker(o.shared, *engines, self.host, self.port);
+        if (!r) {
+            log_error("app", "shared mode: broker id {}: {}", o.shared.node_id, r.err().message);
+            logs.close();
+            return 1;
+        }
+        registry = std::move(*r);
+        b.join_cluster(*registry);
+        maintenance = start_shared_maintenance(o.shared, *engines, registry->incarnation(),
+                                               cfg.topic_defaults);
+        log_info("app", "shared mode: broker {} over {} and the shared catalog", o.shared.node_id,
+                 engines->where);
     }
     // One line per listener on stdout: tests and scripts read the bound ports from them.
     std::string where;
@@ -614,6 +654,12 @@ int serve(const serve_options& o) {
     if (http) http->stop();
     if (pg) pg->stop();
     (*expansions)->stop();
+    maintenance.reset();
+    if (registry) {
+        registry->stop_renewing();
+        if (auto r = registry->release(); !r)
+            log_warn("app", "shared mode: the lease was not released: {}", r.err().message);
+    }
     logs.close();
     log_info("app", "stopped cleanly");
     return 0;
@@ -824,6 +870,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Serve GET /metrics without credentials even when the broker requires a "
                   "login (by default a scraper needs Describe on the cluster then)");
     add_connection_limit_flags(*cmd, o->limits);
+    add_shared_serve_flags(*cmd, o->shared);
     cmd->add_option("--log-level", o->log_level,
                     "trace, debug, info, warn, error or fatal: the root logger's level at start "
                     "(each logger changes at run time with kafka-configs --entity-type "

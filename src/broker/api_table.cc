@@ -76,6 +76,32 @@ std::span<const api_def> supported_apis() {
     return table;
 }
 
+bool served_in_shared_mode(api_key k) {
+    switch (k) {
+        // Transactions (markers are not written to shared partitions yet), DeleteRecords,
+        // producer state and share groups: docs/shared-mode.md lists them.
+        case api_key::delete_records:
+        case api_key::add_partitions_to_txn:
+        case api_key::add_offsets_to_txn:
+        case api_key::end_txn:
+        case api_key::write_txn_markers:
+        case api_key::txn_offset_commit:
+        case api_key::describe_producers:
+        case api_key::describe_transactions:
+        case api_key::list_transactions:
+        case api_key::share_group_heartbeat:
+        case api_key::share_group_describe:
+        case api_key::share_fetch:
+        case api_key::share_acknowledge:
+        case api_key::describe_share_group_offsets:
+        case api_key::alter_share_group_offsets:
+        case api_key::delete_share_group_offsets:
+            return false;
+        default:
+            return true;
+    }
+}
+
 const api_def* find_api(int16_t key) {
     for (const auto& d : table)
         if (static_cast<int16_t>(d.key) == key) return &d;

@@ -22,5 +22,8 @@ struct api_def {
 
 std::span<const api_def> supported_apis();
 const api_def* find_api(int16_t key);
+// Whether a broker in shared mode serves the API: ApiVersions leaves the others out, and a
+// request for one is answered UNSUPPORTED_VERSION with a log line saying why.
+bool served_in_shared_mode(protocol::api_key k);
 
 }  // namespace sluice::broker

@@ -54,6 +54,8 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
 }
 
 broker::~broker() {
+    _cluster_poll.reset();
+    if (_shared.log) _shared.log->set_commit_listener(nullptr);
     _groups.set_state_writer(nullptr);  // _offsets goes first
     _consumer_groups.set_state_writer(nullptr);
     _share_groups.set_store(nullptr);
@@ -74,6 +76,12 @@ result<void> broker::load() {
 
 result<std::vector<listener_config>> broker::start() {
     if (auto r = load(); !r) return r.err();
+    // Shared mode keeps no segments: nothing to retain, compact or reload here.
+    if (!shared()) start_log_maintenance();
+    return bind_listeners();
+}
+
+void broker::start_log_maintenance() {
     _retention = std::make_unique<periodic_thread>(
         std::chrono::milliseconds(_cfg.log_retention_check_interval_ms),
         [this] { count_retention(_logs.enforce_retention(now_ms())); });
@@ -85,6 +93,9 @@ result<std::vector<listener_config>> broker::start() {
     // one lock.
     _reloader = std::make_unique<periodic_thread>(std::chrono::seconds(2),
                                                   [this] { _logs.retry_failed_loads(); });
+}
+
+result<std::vector<listener_config>> broker::bind_listeners() {
     std::vector<listener_config> bound;
     for (const auto& lc : _cfg.listeners) {
         size_t index = _listeners.size();
@@ -110,6 +121,8 @@ result<std::vector<listener_config>> broker::start() {
         for (size_t i = 0; i < _broker_count; ++i)
             ls.brokers.push_back(
                 {static_cast<int32_t>(i), ls.cfg.advertise[i % ls.cfg.advertise.size()]});
+        // Shared mode: this broker alone under its id until join_cluster lists the others.
+        if (shared()) ls.brokers = {{_shared.node_id, ls.cfg.advertise.front()}};
     }
     if (_cfg.tls) _loop.add_timer(tls_check_interval, [this] { check_tls_files(); });
     return bound;
@@ -381,6 +394,7 @@ void broker::shutdown(std::function<void()> done) {
     _logs.stop_compaction();  // a throttled pass stops now instead of finishing
     _cleaner.reset();
     _reloader.reset();
+    _cluster_poll.reset();
     // Parked joins and syncs answer NOT_COORDINATOR: their clients look again later.
     _groups.shutdown();
     // Parked fetches answer now with what they have.

@@ -20,6 +20,7 @@
 #include "broker/metadata_stores.h"
 #include "broker/offset_writer.h"
 #include "broker/periodic_thread.h"
+#include "broker/shared_mode.h"
 #include "broker/topic_registry.h"
 #include "broker/txn_participants.h"
 #include "catalog/catalog.h"
@@ -99,10 +100,26 @@ class broker {
         return _listeners[listener].brokers;
     }
     const listener_config& listener(size_t i) const { return _listeners[i].cfg; }
-    // Leadership is spread across the advertised ids.
+    // Leadership is spread across the advertised ids (shared mode: over the live brokers
+    // by placement).
+    int32_t leader_for(const topic_state& t, int32_t partition) const;
     int32_t leader_for(int32_t partition) const {
         return static_cast<int32_t>(static_cast<size_t>(partition) % _broker_count);
     }
+    // The broker that coordinates a group (`transaction` false) or transactional id, of
+    // those announced to clients of `listener`.
+    const advertised_broker& coordinator_for(size_t listener, const std::string& key,
+                                             bool transaction) const;
+
+    // Shared mode (shared_mode.h); set before load(). Single-node mode otherwise.
+    void set_shared(shared_mode s);
+    bool shared() const { return _shared.log != nullptr; }
+    // Shared mode, after start(): lists the live brokers from now on (read again every
+    // poll interval with the topics) and renews this broker's lease; a broker that loses
+    // its lease exits.
+    void join_cluster(shared::broker_registry& registry);
+    // The partition's log, whichever mode; nullptr when t has no such partition.
+    log::partition_store* partition(const topic_state& t, int32_t partition);
     size_t broker_count() const { return _broker_count; }
     access_control& access() { return _access; }
     catalog::producer_id_allocator& producer_ids() { return *_stores.producer_ids; }
@@ -184,6 +201,12 @@ class broker {
     result<void> load_group_configs();
     void sweep_expired_offsets();
     void finish_waiter(uint64_t id, bool timed_out);
+    // Shared mode: reads the live brokers and the topics again (a thread of its own), then
+    // applies them on the loop thread.
+    void poll_cluster();
+    void start_log_maintenance();
+    result<std::vector<listener_config>> bind_listeners();
+    void apply_live_brokers(const std::vector<shared::live_broker>& live);
 
     broker_config _cfg;
     net::event_loop& _loop;
@@ -208,6 +231,11 @@ class broker {
     std::unique_ptr<periodic_thread> _retention;  // deletes segments by retention
     std::unique_ptr<periodic_thread> _cleaner;    // compacts cleanup.policy=compact topics
     std::unique_ptr<periodic_thread> _reloader;   // partitions out of service, loaded again
+    shared_mode _shared;
+    std::vector<int32_t> _live_ids;                        // shared mode: sorted
+    std::vector<int32_t> _polled_ids;                      // poll_cluster's thread only
+    std::unique_ptr<catalog::offset_store> _reload_store;  // poll_cluster's thread only
+    std::unique_ptr<periodic_thread> _cluster_poll;        // shared mode: poll_cluster
     net::event_loop::timer_id _group_timer = 0;
     int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
     access_control _access;

@@ -2,6 +2,9 @@
 
 #include "catalog/group_store.h"
 #include "catalog/txn_store.h"
+#include "shared/pg_group_store.h"
+#include "shared/pg_offset_store.h"
+#include "shared/pg_txn_store.h"
 
 namespace sluice::broker {
 
@@ -28,6 +31,34 @@ metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesyst
         if (!r) return r.err();
         return std::unique_ptr<txn::state_store>(std::move(*r));
     };
+    return s;
+}
+
+namespace {
+// Opens Store on the database, as the interface Base.
+template <typename Base, typename Store>
+std::function<result<std::unique_ptr<Base>>()> opener(const shared::pg_config& db) {
+    return [db]() -> result<std::unique_ptr<Base>> {
+        auto r = Store::open(db);
+        if (!r) return r.err();
+        return std::unique_ptr<Base>(std::move(*r));
+    };
+}
+}  // namespace
+
+metadata_stores shared_metadata_stores(catalog::topic_store& topics,
+                                       catalog::producer_id_allocator& producer_ids,
+                                       catalog::broker_config_store& broker_configs,
+                                       catalog::security_store& security,
+                                       const shared::pg_config& db) {
+    metadata_stores s;
+    s.security = &security;
+    s.topics = &topics;
+    s.producer_ids = &producer_ids;
+    s.broker_configs = &broker_configs;
+    s.open_offsets = opener<catalog::offset_store, shared::pg_offset_store>(db);
+    s.open_groups = opener<group::state_store, shared::pg_group_store>(db);
+    s.open_transactions = opener<txn::state_store, shared::pg_txn_store>(db);
     return s;
 }
 

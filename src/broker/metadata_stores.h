@@ -16,6 +16,7 @@
 #include "catalog/offset_store.h"
 #include "common/result.h"
 #include "group/state_store.h"
+#include "shared/pg_database.h"
 #include "txn/state_store.h"
 
 namespace sluice::broker {
@@ -40,5 +41,14 @@ struct metadata_stores {
 
 // Everything in the catalog `cat` opened from `file`.
 metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesystem::path& file);
+
+// Shared mode's set: the given stores (the shared catalog's, pg_topic_store,
+// pg_producer_ids, pg_broker_config_store, pg_security_store) and, each on a connection of
+// its own to the database `db`, pg_offset_store, pg_group_store and pg_txn_store.
+metadata_stores shared_metadata_stores(catalog::topic_store& topics,
+                                       catalog::producer_id_allocator& producer_ids,
+                                       catalog::broker_config_store& broker_configs,
+                                       catalog::security_store& security,
+                                       const shared::pg_config& db);
 
 }  // namespace sluice::broker

@@ -96,6 +96,11 @@ void session::on_frame(std::span<uint8_t> frame) {
     uint64_t slot = reserve();
     _slots.back().api = h.api_key;
     _slots.back().started = std::chrono::steady_clock::now();
+    if (_broker.shared() && !served_in_shared_mode(api->key)) {
+        log_shared_unsupported(fmt::format("{} ({})", peer(), _client_id), api->name);
+        send_unsupported_version(h.api_key, h.api_version, h.correlation_id, slot);
+        return;
+    }
     if (h.api_version < api->min_version || h.api_version > api->max_version) {
         log_warn("protocol", "{}: {} v{} is not supported (v{}-v{}); answering UNSUPPORTED_VERSION",
                  peer(), api->name, h.api_version, api->min_version, api->max_version);

@@ -124,6 +124,37 @@ void topic_registry::load() {
     }
 }
 
+void topic_registry::sync() {
+    std::map<std::string, catalog::topic_info> now;
+    for (auto& t : _catalog.list_topics()) now.emplace(t.name, std::move(t));
+    for (auto it = _by_name.begin(); it != _by_name.end();) {
+        auto found = now.find(it->first);
+        if (found != now.end() && found->second.id == it->second->info.id) {
+            ++it;
+            continue;
+        }
+        log_info("broker", "topic '{}' was deleted by another broker", it->first);
+        _by_id.erase(it->second->info.id);
+        it = _by_name.erase(it);
+    }
+    for (auto& [name, info] : now) {
+        auto it = _by_name.find(name);
+        if (it == _by_name.end()) {
+            auto st = std::make_unique<topic_state>();
+            st->info = std::move(info);
+            st->log_cfg = to_log_config(st->info);
+            _logs.add_topic(name, st->info.partitions, st->log_cfg);
+            _by_id[st->info.id] = st.get();
+            _by_name[name] = std::move(st);
+            continue;
+        }
+        topic_state& t = *it->second;
+        if (t.info.partitions == info.partitions && t.info.configs == info.configs) continue;
+        t.info = std::move(info);
+        t.log_cfg = to_log_config(t.info);
+    }
+}
+
 const topic_state* topic_registry::find(const std::string& name) const {
     auto it = _by_name.find(name);
     return it == _by_name.end() ? nullptr : it->second.get();

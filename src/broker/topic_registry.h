@@ -30,6 +30,10 @@ class topic_registry {
 
     // Loads every topic from the catalog into memory and declares it to the log manager.
     void load();
+    // Makes the topics in memory the catalog's again, after another broker changed them
+    // (shared mode): new ones added, deleted ones dropped (their data is the shared
+    // catalog's to delete), partition counts and configs taken over. Loop thread.
+    void sync();
     const topic_state* find(const std::string& name) const;
     const topic_state* find(const catalog::uuid& id) const;
     std::vector<const topic_state*> all() const;  // ordered by name

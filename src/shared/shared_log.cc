@@ -227,8 +227,14 @@ void shared_log::run_listener() {
     }
 }
 
+void shared_log::set_commit_listener(commit_listener fn) {
+    std::lock_guard lk(_listener_mu);
+    _on_commit = std::move(fn);
+}
+
 void shared_log::note_commit(const std::string& payload) {
     bool refresh = payload.empty();
+    std::vector<std::pair<std::string, int32_t>> moved;
     size_t at = 0;
     while (at < payload.size()) {
         size_t end = payload.find('\n', at);
@@ -241,6 +247,7 @@ void shared_log::note_commit(const std::string& payload) {
         std::string topic(line.substr(0, a));
         int32_t part = std::stoi(std::string(line.substr(a + 1, b - a - 1)));
         offset_t hw = std::stoll(std::string(line.substr(b + 1)));
+        moved.emplace_back(topic, part);
         std::lock_guard lk(_mu);
         if (auto it = _partitions.find({topic, part}); it != _partitions.end())
             raise_to(it->second->_hw, hw);
@@ -251,6 +258,8 @@ void shared_log::note_commit(const std::string& payload) {
         if (refresh) ++_refresh_gen;
     }
     _data_cv.notify_all();
+    std::lock_guard lk(_listener_mu);
+    if (_on_commit) _on_commit(moved, refresh);
 }
 
 }  // namespace sluice::shared

@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,6 +63,13 @@ class shared_log {
     // Partition `name.partition` of the catalog's topic `topic_id` (32 hex digits), which
     // must exist there; valid as long as this.
     shared_partition& partition(const std::string& topic_id, const topic_partition& name);
+
+    // Called on the listener's thread after each commit notification with the
+    // partitions it moved, as (topic id, partition); `all` when every partition must be
+    // read afresh (a reconnected listener). nullptr: none. Must not block.
+    using commit_listener =
+        std::function<void(const std::vector<std::pair<std::string, int32_t>>& moved, bool all)>;
+    void set_commit_listener(commit_listener fn);
 
     struct stats {
         uint64_t objects = 0;  // uploaded and committed
@@ -112,6 +120,9 @@ class shared_log {
     std::condition_variable _data_cv;
     uint64_t _data_gen = 0;
     uint64_t _refresh_gen = 0;  // bumps when the high watermarks must be read afresh
+
+    std::mutex _listener_mu;
+    commit_listener _on_commit;  // guarded by _listener_mu
 
     std::thread _window_thread;
     std::thread _listener_thread;

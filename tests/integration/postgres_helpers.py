@@ -57,7 +57,8 @@ def _let_traverse(path):
 
 
 class PostgresCluster:
-    def __init__(self, workdir, name="pg", port=None, register=H.register_proc, detach=False):
+    def __init__(self, workdir, name="pg", port=None, register=H.register_proc, detach=False,
+                 max_connections=30):
         self.workdir = Path(workdir)
         self.datadir = self.workdir / ("%s-data" % name)
         self.log_file = self.workdir / ("%s.log" % name)
@@ -66,6 +67,7 @@ class PostgresCluster:
         self.ids = _run_as()
         self._register = register
         self._detach = detach
+        self.max_connections = max_connections
 
     def _popen_args(self):
         if self.ids is None:
@@ -103,7 +105,7 @@ class PostgresCluster:
             # in the OS's page cache, before it is answered: a kill -9 of the server keeps
             # it (synchronous_commit off lost the shared catalog in test_shared_engines).
             "fsync": "off", "full_page_writes": "off",
-            "shared_buffers": "32MB", "max_connections": "30",
+            "shared_buffers": "32MB", "max_connections": str(self.max_connections),
         }
         cmd = [str(PG_BIN / "postgres"), "-D", str(self.datadir)]
         for k, v in settings.items():

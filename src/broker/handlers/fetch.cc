@@ -59,6 +59,40 @@ struct fetch_outcome {
     std::vector<std::pair<const topic_state*, size_t>> sent;  // for metrics, when answered
 };
 
+// Answers a partition in error as Kafka does: no offsets (-1), no records; a client
+// out of range looks them up with ListOffsets.
+void partition_error(fetch_response::partition& op, errc e) {
+    op.error_code = code(e == errc::out_of_range ? error_code::offset_out_of_range
+                                                 : error_code::kafka_storage_error);
+    op.high_watermark = -1;
+    op.last_stable_offset = -1;
+    op.log_start_offset = -1;
+    op.records.data = bytes{};
+}
+
+// Shared mode: the batches come as bytes, read through the shared log's cache from the
+// object store (range GETs), and are sent from memory.
+void read_shared(const log::partition_store& plog, int64_t offset, size_t limit, bool min_one,
+                 bool committed, std::optional<int8_t> legacy_magic, fetch_response::partition& op,
+                 fetch_outcome& o) {
+    auto r = plog.read(offset, limit, min_one, committed);
+    if (!r) {
+        if (r.code() != errc::out_of_range)
+            log_warn("fetch", "{}-{}: {}", plog.id().topic, plog.id().partition, r.err().message);
+        partition_error(op, r.code());
+        o.error = true;
+        return;
+    }
+    op.high_watermark = r->high_watermark;
+    op.last_stable_offset = r->last_stable_offset;
+    op.log_start_offset = r->log_start_offset;
+    o.bytes += r->data.size();
+    if (legacy_magic && !r->data.empty())
+        op.records.data = protocol::downconvert_batches(r->data, *legacy_magic, offset);
+    else
+        op.records.data = std::move(r->data);
+}
+
 // Reads every requested partition once. KIP-74: the first batch found is returned
 // whole even above max_bytes or partition_max_bytes, so a consumer always progresses.
 // denied[i]: the principal may not read the request's i-th topic.
@@ -79,8 +113,7 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
         for (const auto& rp : rt.partitions) {
             auto& op = ot.partitions.emplace_back();
             op.partition_index = rp.partition;
-            log::partition_log* plog =
-                t && !denied[i] ? b.logs().get(t->info.name, rp.partition) : nullptr;
+            log::partition_store* plog = t && !denied[i] ? b.partition(*t, rp.partition) : nullptr;
             if (!plog) {
                 op.error_code = code(denied[i]     ? error_code::topic_authorization_failed
                                      : by_id && !t ? error_code::unknown_topic_id
@@ -98,8 +131,15 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
             // Fetch v0-v2 have a hard limit (KIP-74 came with v3): a first batch above
             // it returns nothing, as in Kafka. READ_COMMITTED stops at the last stable
             // offset.
-            auto r =
-                plog->read_slice_at(rp.fetch_offset, limit, o.bytes == 0 && !hard_limit, committed);
+            if (b.shared()) {
+                read_shared(*plog, rp.fetch_offset, limit, o.bytes == 0 && !hard_limit, committed,
+                            legacy_magic, op, o);
+                if (op.records.size() > 0) o.sent.emplace_back(t, op.records.size());
+                continue;
+            }
+            auto* local = static_cast<log::partition_log*>(plog);
+            auto r = local->read_slice_at(rp.fetch_offset, limit, o.bytes == 0 && !hard_limit,
+                                          committed);
             if (!r) {
                 op.error_code =
                     code(r.code() == errc::out_of_range ? error_code::offset_out_of_range

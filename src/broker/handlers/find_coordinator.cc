@@ -1,12 +1,13 @@
 #include "protocol/messages/find_coordinator.h"
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
+#include "broker/session.h"
 
 namespace sluice::broker {
 
 // Every group and every transactional id is coordinated here. With several advertised
 // addresses, keys are spread across them as partitions are, so clients see the load
-// shared.
+// shared; in shared mode, over the live brokers by placement.
 void handle_find_coordinator(const request_context& ctx, request_body body) {
     protocol::find_coordinator_request req;
     if (!decode_request(ctx, body, req)) return;
@@ -30,8 +31,8 @@ void handle_find_coordinator(const request_context& ctx, request_body body) {
             c.error_message = "KafkaDescribe on sluice:transactional-id:" + key + " is needed";
             return;
         }
-        const auto& brokers = ctx.brokers();
-        const auto& broker = brokers[std::hash<std::string>{}(key) % brokers.size()];
+        const auto& broker = ctx.b.coordinator_for(
+            ctx.sess->listener(), key, req.key_type == protocol::coordinator_key_transaction);
         c.node_id = broker.node_id;
         c.host = broker.address.host;
         c.port = broker.address.port;

@@ -79,7 +79,7 @@ void handle_list_offsets(const request_context& ctx, request_body body) {
                 op.error_code = code(error_code::invalid_request);
                 continue;
             }
-            log::partition_log* plog = t ? b.logs().get(rt.name, rp.partition_index) : nullptr;
+            log::partition_store* plog = t ? b.partition(*t, rp.partition_index) : nullptr;
             if (!plog) {
                 op.error_code = code(denied ? error_code::topic_authorization_failed
                                             : error_code::unknown_topic_or_partition);
@@ -91,7 +91,8 @@ void handle_list_offsets(const request_context& ctx, request_body body) {
             }
             // An out-of-service partition has no offsets to tell; 0 would mislead consumers
             // and lag tools. Kafka answers KAFKA_STORAGE_ERROR for an offline log (retriable).
-            if (auto a = plog->available(); !a) {
+            auto* local = b.shared() ? nullptr : static_cast<log::partition_log*>(plog);
+            if (auto a = local ? local->available() : result<void>{}; !a) {
                 op.error_code =
                     code(a.code() == errc::not_found ? error_code::unknown_topic_or_partition
                                                      : error_code::kafka_storage_error);

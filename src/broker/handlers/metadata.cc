@@ -22,7 +22,7 @@ metadata_response::topic describe(const request_context& ctx, const topic_state&
     for (int32_t p = 0; p < t.info.partitions; ++p) {
         metadata_response::partition mp;
         mp.partition_index = p;
-        mp.leader_id = b.leader_for(p);
+        mp.leader_id = b.leader_for(t, p);
         mp.leader_epoch = 0;
         mp.replica_nodes = {mp.leader_id};
         mp.isr_nodes = {mp.leader_id};

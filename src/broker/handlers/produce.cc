@@ -177,17 +177,25 @@ void refuse(const request_context& ctx, const std::string& topic, int32_t partit
              protocol::error_name(e), why);
 }
 
-// Validates and appends one partition's batches; fills `out`. Returns the partition
-// log when something was appended.
-log::partition_log* append_one(const request_context& ctx, request_body body,
-                               const std::optional<std::string>& txn_id, const std::string& topic,
-                               const protocol::produce_request::partition_data& pd,
-                               produce_response::partition& out, offset_t& last_offset) {
+// Shared mode: an append goes into the shared log's produce window; `out` is filled on
+// the loop thread once the window's object is stored and its database transaction
+// committed (or failed).
+using shared_submit = std::function<void(
+    log::partition_store&, const topic_state&, std::span<uint8_t>,
+    const std::vector<protocol::validated_batch>&, timestamp_ms, produce_response::partition&)>;
+
+// Validates and appends one partition's batches; fills `out` (shared mode: hands them to
+// `submit`, which fills it later). Returns the partition log when something was appended.
+log::partition_store* append_one(const request_context& ctx, request_body body,
+                                 const std::optional<std::string>& txn_id, const std::string& topic,
+                                 const protocol::produce_request::partition_data& pd,
+                                 produce_response::partition& out, offset_t& last_offset,
+                                 const shared_submit& submit) {
     auto& b = ctx.b;
     const topic_state* t = b.topics().find(topic);
-    log::partition_log* plog = t ? b.logs().get(topic, pd.index) : nullptr;
+    log::partition_store* plog = t ? b.partition(*t, pd.index) : nullptr;
     auto fail = [&](error_code e, const std::string& why,
-                    std::optional<int32_t> record = std::nullopt) -> log::partition_log* {
+                    std::optional<int32_t> record = std::nullopt) -> log::partition_store* {
         refuse(ctx, topic, pd.index, out, e, why, record);
         // Kafka's refusals of records carry the log start, except for a batch too large,
         // corrupt or not written (its UNKNOWN_LOG_APPEND_INFO).
@@ -239,6 +247,11 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
                         fmt::format("batch of {} bytes is larger than the topic's segment.bytes "
                                     "({})",
                                     vb.header.size_bytes(), t->log_cfg.segment_bytes));
+        if (vb.header.is_transactional() && b.shared()) {
+            log_shared_unsupported(ctx.client(), "transactions");
+            return fail(error_code::invalid_txn_state,
+                        "shared mode does not support transactions yet");
+        }
         if (vb.header.is_transactional()) {
             if (auto refusal = check_transactional(ctx, txn_id, {topic, pd.index}, vb.header))
                 return fail(refusal->first, refusal->second);
@@ -259,7 +272,11 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
         recompressed = std::move(*r);
         payload = recompressed;
     }
-    auto info = plog->append(payload, *batches, now);
+    if (b.shared()) {
+        submit(*plog, *t, payload, *batches, now, out);
+        return plog;
+    }
+    auto info = static_cast<log::partition_log*>(plog)->append(payload, *batches, now);
     if (!info) return fail(to_error(info.code()), info.err().message);
     if (info->verdict == log::sequence_verdict::duplicate) {
         // A retry of a batch already appended: its first answer, and nothing appended
@@ -282,6 +299,49 @@ log::partition_log* append_one(const request_context& ctx, request_body body,
     out.log_start_offset = info->log_start_offset;
     last_offset = info->last_offset;
     return plog;
+}
+
+// Shared mode: a partition's append committed (or refused, or failed), on the loop
+// thread. An answer already sent (timed out) is not touched.
+void shared_appended(const std::shared_ptr<pending_produce>& p, produce_response::partition& out,
+                     const topic_partition& tp, size_t bytes, const result<log::append_info>& r) {
+    if (p->answered) {
+        if (!r)
+            log_warn("produce", "{}-{}: after the answer: {}", tp.topic, tp.partition,
+                     r.err().message);
+        return;
+    }
+    if (!r) {
+        // Nothing was committed (or the outcome is unknown, which an idempotent
+        // producer's retry resolves): retriable for the client.
+        refuse(p->ctx, tp.topic, tp.partition, out, error_code::kafka_storage_error,
+               r.err().message);
+        return;
+    }
+    const auto& info = r.value();
+    if (info.verdict != log::sequence_verdict::append &&
+        info.verdict != log::sequence_verdict::duplicate) {
+        refuse(p->ctx, tp.topic, tp.partition, out, sequence_error(info.verdict), info.reason);
+        return;
+    }
+    const topic_state* t = p->ctx.b.topics().find(tp.topic);
+    if (t && info.verdict == log::sequence_verdict::append)
+        count_produced(*t, bytes, info.last_offset - info.base_offset + 1);
+    out.base_offset = info.base_offset;
+    out.log_append_time_ms = info.log_append_time;
+    out.log_start_offset = info.log_start_offset;
+}
+
+void shared_timed_out(const std::shared_ptr<pending_produce>& p, int32_t timeout_ms) {
+    log_warn("produce", "{}: request timed out after {} ms", p->ctx.client(), timeout_ms);
+    for (auto& t : p->resp.responses)
+        for (auto& part : t.partitions)
+            if (part.error_code == 0 && part.base_offset < 0) {
+                part.error_code = code(error_code::request_timed_out);
+                part.error_message =
+                    "the records were not stored and committed within the request's timeout";
+            }
+    p->answer();
 }
 
 // What an answer waits for: the append on stable storage (acks=-1), the events
@@ -351,6 +411,23 @@ void handle_produce(const request_context& ctx, request_body body) {
     if (!bad_acks) add_request_partitions(ctx, req);
     std::vector<ack_wait> waits;
     std::vector<topic_partition> appended;
+    // Shared mode: every partition answers after its window's commit, acks 1 and -1 alike
+    // (its offsets are assigned there); acks=0 answers nothing.
+    const bool answers = req.acks != 0;
+    shared_submit submit = [&b, p, answers](log::partition_store& plog, const topic_state&,
+                                            std::span<uint8_t> payload,
+                                            const std::vector<protocol::validated_batch>& batches,
+                                            timestamp_ms now, produce_response::partition& out) {
+        ++p->waiting;
+        plog.submit_append(payload, batches, now,
+                           [&b, p, answers, &out, tp = plog.id(),
+                            bytes = payload.size()](result<log::append_info> r) {
+                               b.loop().post([p, answers, &out, tp, bytes, r = std::move(r)] {
+                                   shared_appended(p, out, tp, bytes, r);
+                                   if (--p->waiting == 0 && answers) p->answer();
+                               });
+                           });
+    };
     p->resp.responses.reserve(req.topics.size());
     for (auto& td : req.topics) {
         auto& rt = p->resp.responses.emplace_back();
@@ -373,7 +450,9 @@ void handle_produce(const request_context& ctx, request_body body) {
                 continue;
             }
             offset_t last = -1;
-            auto* plog = append_one(ctx, body, req.transactional_id, td.name, pd, out, last);
+            auto* plog =
+                append_one(ctx, body, req.transactional_id, td.name, pd, out, last, submit);
+            if (b.shared()) continue;
             if (plog) appended.push_back({td.name, pd.index});
             // Expansions read committed data only (up to the last stable offset): records
             // of a transaction, or behind another producer's open one, are expanded when it
@@ -381,8 +460,12 @@ void handle_produce(const request_context& ctx, request_body body) {
             const bool wait_expanded =
                 expanded && plog && !req.transactional_id && plog->last_stable_offset() > last;
             if (plog && (req.acks == -1 || wait_expanded))
-                waits.push_back(
-                    {plog, last, &out, {td.name, pd.index}, req.acks == -1, wait_expanded});
+                waits.push_back({static_cast<log::partition_log*>(plog),
+                                 last,
+                                 &out,
+                                 {td.name, pd.index},
+                                 req.acks == -1,
+                                 wait_expanded});
         }
     }
     // Readable from the append on (partition_log.h): parked fetches need not wait for the
@@ -390,6 +473,16 @@ void handle_produce(const request_context& ctx, request_body body) {
     if (!appended.empty()) b.notify_data(appended);
     if (req.acks == 0) {
         ctx.respond_none();
+        return;
+    }
+    if (b.shared()) {
+        if (p->waiting == 0) {
+            p->answer();
+            return;
+        }
+        p->timer = b.loop().add_timer(
+            std::chrono::milliseconds(std::max(req.timeout_ms, 0)),
+            [p, timeout_ms = req.timeout_ms] { shared_timed_out(p, timeout_ms); });
         return;
     }
     if (waits.empty()) {

@@ -1,0 +1,279 @@
+"""Shared mode end to end (docs/shared-mode.md): three `sluice serve --shared-storage
+--shared-catalog` brokers over Debian's PostgreSQL and s3proxy, started by
+scripts/cluster, driven by librdkafka (confluent-kafka) and kafka-python.
+
+- an idempotent acks=all producer bootstrapped at broker 0 and a consumer bootstrapped
+  at broker 1 see the same records at the same offsets;
+- Metadata lists the three live brokers and spreads partition leadership over them;
+- a group commits through one broker and a consumer bootstrapped at another resumes there;
+- kill -9 of a broker under acks=all load loses no acknowledged record and stores none
+  twice; clients move to the living brokers; the killed broker rejoins with `start`;
+- what shared mode does not serve yet is refused with an error code.
+"""
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = str(REPO / "scripts" / "cluster")
+LEASE_MS = 3000
+
+
+def cluster_cmd(*args, timeout=300):
+    r = subprocess.run([SCRIPT, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cluster")
+    try:
+        cluster_cmd("up", d, "--brokers", 3, "--lease-ms", LEASE_MS)
+        yield d
+    finally:
+        subprocess.run([SCRIPT, "down", str(d)], capture_output=True, timeout=120)
+        for log in sorted(d.glob("broker-*.log")):
+            print("----", log.name, "\n", log.read_text(errors="replace")[-4000:])
+
+
+def state(d):
+    return json.loads((d / "cluster.json").read_text())
+
+
+def kafka(d, i):
+    return next(b["kafka"] for b in state(d)["brokers"] if b["id"] == i)
+
+
+def create_topic(bootstrap, name, partitions, d=None):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)
+    futures[name].result(timeout=30)
+    # The other brokers read the topics every half second (docs/shared-mode.md): wait until
+    # each knows it, so that clients asking any of them find it.
+    import kproto as K
+    for b in state(d)["brokers"] if d else []:
+        def known():
+            with K.Conn(b["kafka"]) as conn:
+                t = K.metadata_v1(conn, [name])["topics"].get(name)
+                return t is not None and t["error"] == 0
+        wait_for(known, timeout=10, what="topic %s on broker %d" % (name, b["id"]))
+
+
+def wait_for(cond, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def topic_leaders(bootstrap, topic):
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        return None
+    return {p: t.partitions[p].leader for p in t.partitions}, sorted(md.brokers)
+
+
+def produce(bootstrap, topic, values, partitions, **extra):
+    """Idempotent acks=all; returns {value: (partition, offset)} of the acknowledged."""
+    acked, errors = {}, []
+
+    def done(err, msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            acked[msg.value().decode()] = (msg.partition(), msg.offset())
+
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 5, **extra})
+    for i, v in enumerate(values):
+        p.produce(topic, v.encode(), partition=i % partitions, on_delivery=done)
+        p.poll(0)
+    assert p.flush(60) == 0
+    return acked, errors
+
+
+def consume_all(bootstrap, topic, partitions, expect, group=None, timeout=60):
+    """Reads every partition from offset 0 until `expect` records came; {value: (p, o)}."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group or "reader-%f" % time.time(),
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen = {}
+    dups = []
+    deadline = time.monotonic() + timeout
+    while len(seen) < expect and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        v = m.value().decode()
+        if v in seen:
+            dups.append(v)
+        seen[v] = (m.partition(), m.offset())
+    c.close()
+    return seen, dups
+
+
+def test_metadata_lists_live_brokers_and_spreads_leaders(cluster):
+    b0 = kafka(cluster, 0)
+    create_topic(b0, "spread", 12)
+    # Seen from another broker (its topics refresh from the shared catalog).
+    leaders, brokers = wait_for(lambda: topic_leaders(kafka(cluster, 2), "spread"), what="topic on broker 2")
+    assert brokers == [0, 1, 2]
+    assert set(leaders.values()) == {0, 1, 2}, leaders
+    # Every broker computes the same placement.
+    assert topic_leaders(b0, "spread")[0] == leaders
+
+
+def test_produce_on_one_broker_fetch_on_another(cluster):
+    create_topic(kafka(cluster, 0), "handoff", 3, cluster)
+    values = ["v-%04d" % i for i in range(300)]
+    acked, errors = produce(kafka(cluster, 0), "handoff", values, 3)
+    assert not errors and len(acked) == 300
+    # Offsets per partition are 0..n-1, in the order produced.
+    for part in range(3):
+        offs = [acked[v][1] for v in values if acked[v][0] == part]
+        assert offs == list(range(100)), (part, offs[:5])
+    seen, dups = consume_all(kafka(cluster, 1), "handoff", 3, 300)
+    assert not dups
+    assert seen == acked
+
+
+def test_kafka_python_reads_from_a_third_broker(cluster):
+    from kafka import KafkaConsumer, TopicPartition as KTP
+    create_topic(kafka(cluster, 1), "kp", 1, cluster)
+    acked, _ = produce(kafka(cluster, 1), "kp", ["kp-%d" % i for i in range(50)], 1)
+    c = KafkaConsumer(bootstrap_servers=kafka(cluster, 2), enable_auto_commit=False,
+                      consumer_timeout_ms=15000)
+    c.assign([KTP("kp", 0)])
+    c.seek(KTP("kp", 0), 0)
+    got = {}
+    for m in c:
+        got[m.value.decode()] = (m.partition, m.offset)
+        if len(got) == 50:
+            break
+    c.close()
+    assert got == acked
+
+
+def test_group_offsets_resume_through_another_broker(cluster):
+    create_topic(kafka(cluster, 0), "grouped", 2, cluster)
+    acked, _ = produce(kafka(cluster, 0), "grouped", ["g-%03d" % i for i in range(100)], 2)
+    c = Consumer({"bootstrap.servers": kafka(cluster, 0), "group.id": "resumers",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c.subscribe(["grouped"])
+    read = []
+    deadline = time.monotonic() + 60
+    while len(read) < 60 and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            read.append(m)
+    assert len(read) >= 60
+    c.commit(asynchronous=False)
+    committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition("grouped", 0),
+                                                                 TopicPartition("grouped", 1)], timeout=10)}
+    c.close()
+    # A new member bootstrapped at another broker sees the same committed offsets and
+    # starts there.
+    c2 = Consumer({"bootstrap.servers": kafka(cluster, 2), "group.id": "resumers",
+                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    again = {tp.partition: tp.offset for tp in c2.committed([TopicPartition("grouped", 0),
+                                                              TopicPartition("grouped", 1)], timeout=10)}
+    assert again == committed
+    c2.subscribe(["grouped"])
+    first = {}
+    deadline = time.monotonic() + 60
+    while len(first) < 2 and time.monotonic() < deadline:
+        m = c2.poll(0.5)
+        if m is not None and not m.error() and m.partition() not in first:
+            first[m.partition()] = m.offset()
+    c2.close()
+    for part, off in first.items():
+        assert off == committed[part], (part, off, committed)
+
+
+def test_kill_a_broker_under_acks_all_load(cluster):
+    bootstrap = ",".join(kafka(cluster, i) for i in range(3))
+    create_topic(kafka(cluster, 0), "durable", 6, cluster)
+    acked, errors = {}, []
+    stop = threading.Event()
+
+    def done(err, msg):
+        if err is not None:
+            errors.append(str(err))
+        else:
+            acked[msg.value().decode()] = (msg.partition(), msg.offset())
+
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 5, "message.timeout.ms": 120000})
+
+    def load():
+        i = 0
+        while not stop.is_set():
+            try:
+                p.produce("durable", ("d-%06d" % i).encode(), on_delivery=done)
+                i += 1
+            except BufferError:
+                pass
+            p.poll(0.001)
+
+    t = threading.Thread(target=load)
+    t.start()
+    try:
+        wait_for(lambda: len(acked) > 300, what="acks before the kill")
+        cluster_cmd("kill", cluster, 1)
+        n = len(acked)
+        # The living brokers take over: acknowledgements go on.
+        wait_for(lambda: len(acked) > n + 500, timeout=60, what="acks after the kill")
+    finally:
+        stop.set()
+        t.join()
+    assert p.flush(120) == 0
+    assert not errors, errors[:5]
+    leaders, brokers = wait_for(lambda: (lambda r: r if r and r[1] == [0, 2] else None)(
+        topic_leaders(kafka(cluster, 0), "durable")), timeout=LEASE_MS / 1000 + 15, what="broker 1 gone")
+    assert set(leaders.values()) <= {0, 2}
+    # Every acknowledged record, once, where it was acknowledged.
+    seen, dups = consume_all(kafka(cluster, 2), "durable", 6, len(acked), timeout=120)
+    assert not dups
+    assert {v: seen.get(v) for v in acked} == acked
+    assert len(seen) == len(acked)
+    # The killed broker rejoins and serves again.
+    cluster_cmd("start", cluster, 1)
+    wait_for(lambda: (lambda r: r and r[1] == [0, 1, 2])(topic_leaders(kafka(cluster, 0), "durable")),
+             what="broker 1 back")
+    seen1, _ = consume_all(kafka(cluster, 1), "durable", 6, len(acked), timeout=120)
+    assert len(seen1) == len(acked)
+
+
+def test_unsupported_features_are_refused(cluster):
+    """Transactions, DeleteRecords, share groups: left out of ApiVersions, and refused with
+    UNSUPPORTED_VERSION and a log line when sent anyway."""
+    import kproto as K
+    from confluent_kafka import KafkaException
+    p = Producer({"bootstrap.servers": kafka(cluster, 0), "transactional.id": "tx-1"})
+    with pytest.raises(KafkaException):
+        p.init_transactions(15)  # librdkafka sees no EndTxn in ApiVersions
+    with K.Conn(kafka(cluster, 0)) as conn:
+        err, apis = K.api_versions_v0(conn)
+        assert err == 0 and 0 in apis and 1 in apis  # Produce, Fetch
+        for key in (21, 24, 25, 26, 27, 28, 76, 78):  # DeleteRecords, txn APIs, ShareFetch
+            assert key not in apis
+        r = conn.roundtrip(22, 0, K.nullable_string("tx-1") + K.i32(10000))  # InitProducerId
+        r.i32()
+        assert r.i16() == 35  # UNSUPPORTED_VERSION
+        r = conn.roundtrip(21, 0, K.array([], None) + K.i32(1000))  # DeleteRecords
+        assert r.i16() == 35
+    log = (cluster / "broker-0.log").read_text(errors="replace")
+    assert "shared mode does not support transactions" in log
+    assert "shared mode does not support DeleteRecords yet" in log
