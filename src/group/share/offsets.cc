@@ -16,7 +16,7 @@ std::optional<std::vector<partition_offset>> coordinator::offsets(const std::str
          it != _partitions.end() && it->first.first == group; ++it) {
         // An expired lock is available again: the start offset is what a fetch now sees.
         share_partition& sp = it->second;
-        if (sp.settle(now, 0, limits())) (void)save(group, it->first.second, sp);
+        if (sp.settle(now, 0, limits(group))) (void)save(group, it->first.second, sp);
         int64_t done = 0;
         for (const auto& [off, r] : sp.records())
             if (r.state == record_state::acknowledged || r.state == record_state::archived) ++done;
