@@ -14,6 +14,7 @@
 
 #include "catalog/expansion_info.h"
 #include "catalog/expansion_store.h"
+#include "catalog/schema.h"
 #include "catalog/metadata_store.h"
 #include "catalog/security_info.h"
 #include "catalog/security_store.h"
@@ -42,7 +43,7 @@ class catalog final : public topic_store,
   public:
     // The schema version this build writes (PRAGMA user_version). open() migrates older
     // files up to it and refuses newer ones.
-    static constexpr int64_t schema_version = 12;
+    static constexpr int64_t schema_version = detail::latest_schema_version;
 
     // Opens or creates <path> (WAL mode, synchronous=FULL: a created topic survives power
     // loss), creating or migrating the schema. Missing parent directories are created.
