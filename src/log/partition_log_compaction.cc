@@ -414,15 +414,16 @@ result<void> partition_log::keep_marker(const clean_plan& plan, const protocol::
     const auto it = plan.txn_kept.find(h.producer_id);
     const bool has_records = it != plan.txn_kept.end() && it->second;
     if (c->is_marker()) plan.txn_kept.erase(h.producer_id);
-    if (!c->is_marker() || has_records) {
+    const bool stamped = (h.attributes & delete_horizon_flag) != 0;
+    // Kept as it is: not a marker, a marker whose transaction still has records, or a
+    // stamped marker whose horizon (its base timestamp) has not passed.
+    if (!c->is_marker() || has_records || (stamped && now < h.base_timestamp)) {
         out.data.insert(out.data.end(), b.begin(), b.end());
-    } else if ((h.attributes & delete_horizon_flag) == 0) {
+    } else if (!stamped) {
         constexpr int64_t top = std::numeric_limits<int64_t>::max();
         const int64_t keep_ms = std::max<int64_t>(cfg.delete_retention_ms, 0);
         append_with_horizon(b, keep_ms > top - now ? top : now + keep_ms, out.data);
         out.changed = true;
-    } else if (now < h.base_timestamp) {
-        out.data.insert(out.data.end(), b.begin(), b.end());
     } else {
         out.removed += h.record_count;
         if (!c->is_commit()) plan.dropped_aborts.emplace_back(h.producer_id, h.base_offset);
