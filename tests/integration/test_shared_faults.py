@@ -5,68 +5,38 @@ started by scripts/cluster over Debian's PostgreSQL and s3proxy, driven by librd
 - PostgreSQL killed and restarted under idempotent acks=all load: the producer retries
   while it is down and resumes after; every acknowledged record is read back once, at
   contiguous offsets;
+- the object store behind a fault proxy answering 503 SlowDown and slowly: produce
+  retries within its timeout and loses nothing; a store down past the producer's
+  delivery timeout gives the client an error and the brokers' logs the store's answer;
 - retention through the brokers: a topic with a small retention.ms loses its old
   records after the background work's interval; ListOffsets earliest moves and the old
   offsets can no longer be fetched.
 """
 
-import json
-import subprocess
+import os
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = str(REPO / "scripts" / "cluster")
+from cluster_helpers import cluster_cmd, consume_all, kafka, running_cluster, state, wait_for
+
 # Longer than the database is down in test_database_restarted_under_load: a broker that
 # cannot renew its lease within it stops serving (docs/shared-mode.md).
 LEASE_MS = 10000
 MAINTENANCE_MS = 1000
 
 
-def cluster_cmd(*args, timeout=300):
-    r = subprocess.run([SCRIPT, *map(str, args)], capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    d = tmp_path_factory.mktemp("faults")
-    try:
-        cluster_cmd("up", d, "--brokers", 2, "--lease-ms", LEASE_MS,
-                    "--", "--maintenance-interval-ms", MAINTENANCE_MS)
-        yield d
-    finally:
-        subprocess.run([SCRIPT, "down", str(d)], capture_output=True, timeout=120)
-        for log in sorted(d.glob("broker-*.log")):
-            print("----", log.name, "\n", log.read_text(errors="replace")[-4000:])
-
-
-def state(d):
-    return json.loads((d / "cluster.json").read_text())
-
-
-def kafka(d, i):
-    return next(b["kafka"] for b in state(d)["brokers"] if b["id"] == i)
+    yield from running_cluster(tmp_path_factory.mktemp("faults"), "--brokers", 2, "--lease-ms", LEASE_MS,
+                               "--", "--maintenance-interval-ms", MAINTENANCE_MS)
 
 
 def bootstrap(d):
     return ",".join(b["kafka"] for b in state(d)["brokers"])
-
-
-def wait_for(cond, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def create_topic(d, name, partitions, config=None):
@@ -83,26 +53,6 @@ def create_topic(d, name, partitions, config=None):
                 return False
         return True
     wait_for(known, timeout=15, what="topic %s on every broker" % name)
-
-
-def consume_all(bootstrap_servers, topic, partitions, expect, timeout=120):
-    """Reads every partition from its start until `expect` records came; returns
-    ({value: (partition, offset)}, duplicated values)."""
-    c = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "reader-%f" % time.time(),
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    seen, dups = {}, []
-    deadline = time.monotonic() + timeout
-    while len(seen) < expect and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is None or m.error():
-            continue
-        v = m.value().decode()
-        if v in seen:
-            dups.append(v)
-        seen[v] = (m.partition(), m.offset())
-    c.close()
-    return seen, dups
 
 
 class Load:
@@ -210,13 +160,13 @@ def fetch_from(d, topic, offset):
 
 
 def test_retention_through_the_brokers(cluster):
-    create_topic(cluster, "short-lived", 1, {"retention.ms": "6000"})
+    create_topic(cluster, "short-lived", 1, {"retention.ms": "10000"})
     p = Producer({"bootstrap.servers": kafka(cluster, 0), "enable.idempotence": True, "acks": "all"})
     for i in range(50):
         p.produce("short-lived", ("old-%02d" % i).encode(), partition=0)
     assert p.flush(30) == 0
     assert low_watermarks(cluster, "short-lived", 1) == [(0, 50)]
-    time.sleep(6.5)  # the old records are now past retention.ms
+    time.sleep(10.5)  # the old records are now past retention.ms
     for i in range(20):
         p.produce("short-lived", ("new-%02d" % i).encode(), partition=0)
     assert p.flush(30) == 0
@@ -224,7 +174,7 @@ def test_retention_through_the_brokers(cluster):
     # ones are younger than retention.ms and stay (until they age as well).
     start = time.monotonic()
     low, high = wait_for(lambda: (lambda w: w if w[0] > 0 else None)(low_watermarks(cluster, "short-lived", 1)[0]),
-                         timeout=5, what="the log start to move")
+                         timeout=8, what="the log start to move")
     moved_after = time.monotonic() - start
     assert high == 70 and low == 50, (low, high)
     print("log start moved %.1f s after the young batch" % moved_after)
@@ -235,3 +185,88 @@ def test_retention_through_the_brokers(cluster):
     m = fetch_from(cluster, "short-lived", 50)
     assert not isinstance(m, KafkaError), m
     assert (m.offset(), m.value()) == (50, b"new-00")
+
+
+S3_RETRY_DEADLINE_MS = 3000
+
+
+def test_object_store_throttling_and_outage(cluster):
+    """Both brokers restarted to reach s3proxy through a fault proxy (503 SlowDown, delays)
+    with a 3 s retry deadline for their object store requests."""
+    import s3_helpers as S3
+    proxy = S3.FaultProxy(state(cluster)["services"]["s3"]["port"])
+    env = dict(os.environ, SLUICE_S3_RETRY_DEADLINE_MS=str(S3_RETRY_DEADLINE_MS))
+    try:
+        for i in (0, 1):
+            cluster_cmd("kill", cluster, i)
+        for i in (0, 1):
+            cluster_cmd("start", cluster, i, "--", "--s3-endpoint", proxy.endpoint, env=env)
+        create_topic(cluster, "throttled", 2)
+        # Throttled and slow: every produce window's upload retried, nothing lost.
+        proxy.delay = 0.05
+        proxy.fail_next(30)
+        values = ["t-%04d" % i for i in range(400)]
+        acked, errors = {}, []
+        p = Producer({"bootstrap.servers": bootstrap(cluster), "enable.idempotence": True, "acks": "all",
+                      "linger.ms": 5, "message.timeout.ms": 60000})
+
+        def done(err, msg):
+            if err is not None:
+                errors.append(err)
+            else:
+                acked[msg.value().decode()] = (msg.partition(), msg.offset())
+        for i, v in enumerate(values):
+            p.produce("throttled", v.encode(), partition=i % 2, on_delivery=done)
+            p.poll(0)
+        assert p.flush(90) == 0
+        assert not errors, errors[:5]
+        assert proxy.failed == 30, proxy.failed
+        assert set(acked) == set(values)
+        proxy.delay = 0.0
+        assert_read_back_once(cluster, "throttled", 2, acked)
+
+        # The store stays down past the producer's delivery timeout: the client gets an
+        # error for each record, the brokers' logs say why.
+        proxy.fail_always()
+        failed, ok = [], []
+        p2 = Producer({"bootstrap.servers": bootstrap(cluster), "enable.idempotence": True, "acks": "all",
+                       "message.timeout.ms": 8000})
+        for i in range(10):
+            p2.produce("throttled", ("down-%d" % i).encode(), partition=i % 2,
+                       on_delivery=lambda err, msg: (failed if err else ok).append(err or msg))
+        start = time.monotonic()
+        p2.flush(30)
+        elapsed = time.monotonic() - start
+        print("down: %d failed after %.1f s: %s" % (len(failed), elapsed, failed[:1]))
+        assert not ok and len(failed) == 10
+        assert all(e.code() == KafkaError._MSG_TIMED_OUT for e in failed), failed[:3]
+        assert elapsed < 20
+        logs = "".join((cluster / ("broker-%d.log" % i)).read_text(errors="replace") for i in (0, 1))
+        assert "KAFKA_STORAGE_ERROR" in logs and "gave up after" in logs, logs[-3000:]
+        assert "last: 503 SlowDown (Please reduce your request rate.)" in logs, logs[-3000:]
+        # Healed: the same producer goes on.
+        proxy.heal()
+        after = []
+        p2.produce("throttled", b"healed", partition=0,
+                   on_delivery=lambda err, msg: after.append(err or (msg.partition(), msg.offset())))
+        assert p2.flush(60) == 0
+        assert after and not isinstance(after[0], KafkaError), after
+        # A record that timed out may still have been stored ("possibly persisted", as
+        # in Kafka: a retry in flight when the store came back); each at most once, in
+        # order, at contiguous offsets before the new one.
+        c = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": "after-%f" % time.time(),
+                      "enable.auto.commit": False})
+        c.assign([TopicPartition("throttled", 0, 200)])
+        tail, deadline = [], time.monotonic() + 30
+        while (not tail or tail[-1][1] != b"healed") and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                tail.append((m.offset(), m.value()))
+        c.close()
+        assert [o for o, _ in tail] == list(range(200, after[0][1] + 1)), tail
+        stored = [v.decode() for _, v in tail[:-1]]
+        assert stored == sorted(set(stored), key=lambda v: int(v.split("-")[1])), stored
+        assert all(v in ("down-0", "down-2", "down-4", "down-6", "down-8") for v in stored), stored
+        print("stored after timing out: %s" % stored)
+    finally:
+        proxy.close()
