@@ -8,6 +8,8 @@ started by scripts/cluster over Debian's PostgreSQL and s3proxy, driven by librd
 - the object store behind a fault proxy answering 503 SlowDown and slowly: produce
   retries within its timeout and loses nothing; a store down past the producer's
   delivery timeout gives the client an error and the brokers' logs the store's answer;
+- kill -9 of a broker with an upload in flight (before its commit): nothing
+  acknowledged is lost, and the orphaned object is deleted after the grace;
 - retention through the brokers: a topic with a small retention.ms loses its old
   records after the background work's interval; ListOffsets earliest moves and the old
   offsets can no longer be fetched.
@@ -27,12 +29,14 @@ from cluster_helpers import cluster_cmd, consume_all, kafka, running_cluster, st
 # cannot renew its lease within it stops serving (docs/shared-mode.md).
 LEASE_MS = 10000
 MAINTENANCE_MS = 1000
+GRACE_MS = 60000  # the least --object-delete-grace-ms
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     yield from running_cluster(tmp_path_factory.mktemp("faults"), "--brokers", 2, "--lease-ms", LEASE_MS,
-                               "--", "--maintenance-interval-ms", MAINTENANCE_MS)
+                               "--", "--maintenance-interval-ms", MAINTENANCE_MS,
+                               "--object-delete-grace-ms", GRACE_MS)
 
 
 def bootstrap(d):
@@ -190,7 +194,8 @@ def test_retention_through_the_brokers(cluster):
 S3_RETRY_DEADLINE_MS = 3000
 
 
-def test_object_store_throttling_and_outage(cluster):
+@pytest.fixture(scope="module")
+def proxy(cluster):
     """Both brokers restarted to reach s3proxy through a fault proxy (503 SlowDown, delays)
     with a 3 s retry deadline for their object store requests."""
     import s3_helpers as S3
@@ -201,72 +206,134 @@ def test_object_store_throttling_and_outage(cluster):
             cluster_cmd("kill", cluster, i)
         for i in (0, 1):
             cluster_cmd("start", cluster, i, "--", "--s3-endpoint", proxy.endpoint, env=env)
-        create_topic(cluster, "throttled", 2)
-        # Throttled and slow: every produce window's upload retried, nothing lost.
-        proxy.delay = 0.05
-        proxy.fail_next(30)
-        values = ["t-%04d" % i for i in range(400)]
-        acked, errors = {}, []
-        p = Producer({"bootstrap.servers": bootstrap(cluster), "enable.idempotence": True, "acks": "all",
-                      "linger.ms": 5, "message.timeout.ms": 60000})
-
-        def done(err, msg):
-            if err is not None:
-                errors.append(err)
-            else:
-                acked[msg.value().decode()] = (msg.partition(), msg.offset())
-        for i, v in enumerate(values):
-            p.produce("throttled", v.encode(), partition=i % 2, on_delivery=done)
-            p.poll(0)
-        assert p.flush(90) == 0
-        assert not errors, errors[:5]
-        assert proxy.failed == 30, proxy.failed
-        assert set(acked) == set(values)
-        proxy.delay = 0.0
-        assert_read_back_once(cluster, "throttled", 2, acked)
-
-        # The store stays down past the producer's delivery timeout: the client gets an
-        # error for each record, the brokers' logs say why.
-        proxy.fail_always()
-        failed, ok = [], []
-        p2 = Producer({"bootstrap.servers": bootstrap(cluster), "enable.idempotence": True, "acks": "all",
-                       "message.timeout.ms": 8000})
-        for i in range(10):
-            p2.produce("throttled", ("down-%d" % i).encode(), partition=i % 2,
-                       on_delivery=lambda err, msg: (failed if err else ok).append(err or msg))
-        start = time.monotonic()
-        p2.flush(30)
-        elapsed = time.monotonic() - start
-        print("down: %d failed after %.1f s: %s" % (len(failed), elapsed, failed[:1]))
-        assert not ok and len(failed) == 10
-        assert all(e.code() == KafkaError._MSG_TIMED_OUT for e in failed), failed[:3]
-        assert elapsed < 20
-        logs = "".join((cluster / ("broker-%d.log" % i)).read_text(errors="replace") for i in (0, 1))
-        assert "KAFKA_STORAGE_ERROR" in logs and "gave up after" in logs, logs[-3000:]
-        assert "last: 503 SlowDown (Please reduce your request rate.)" in logs, logs[-3000:]
-        # Healed: the same producer goes on.
-        proxy.heal()
-        after = []
-        p2.produce("throttled", b"healed", partition=0,
-                   on_delivery=lambda err, msg: after.append(err or (msg.partition(), msg.offset())))
-        assert p2.flush(60) == 0
-        assert after and not isinstance(after[0], KafkaError), after
-        # A record that timed out may still have been stored ("possibly persisted", as
-        # in Kafka: a retry in flight when the store came back); each at most once, in
-        # order, at contiguous offsets before the new one.
-        c = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": "after-%f" % time.time(),
-                      "enable.auto.commit": False})
-        c.assign([TopicPartition("throttled", 0, 200)])
-        tail, deadline = [], time.monotonic() + 30
-        while (not tail or tail[-1][1] != b"healed") and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and not m.error():
-                tail.append((m.offset(), m.value()))
-        c.close()
-        assert [o for o, _ in tail] == list(range(200, after[0][1] + 1)), tail
-        stored = [v.decode() for _, v in tail[:-1]]
-        assert stored == sorted(set(stored), key=lambda v: int(v.split("-")[1])), stored
-        assert all(v in ("down-0", "down-2", "down-4", "down-6", "down-8") for v in stored), stored
-        print("stored after timing out: %s" % stored)
+        yield proxy
     finally:
         proxy.close()
+
+
+def test_object_store_throttling_and_outage(cluster, proxy):
+    create_topic(cluster, "throttled", 2)
+    # Throttled and slow: every produce window's upload retried, nothing lost.
+    proxy.delay = 0.05
+    proxy.fail_next(30)
+    values = ["t-%04d" % i for i in range(400)]
+    acked, errors = {}, []
+    p = Producer({"bootstrap.servers": bootstrap(cluster), "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 5, "message.timeout.ms": 60000})
+
+    def done(err, msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            acked[msg.value().decode()] = (msg.partition(), msg.offset())
+    for i, v in enumerate(values):
+        p.produce("throttled", v.encode(), partition=i % 2, on_delivery=done)
+        p.poll(0)
+    assert p.flush(90) == 0
+    assert not errors, errors[:5]
+    assert proxy.failed == 30, proxy.failed
+    assert set(acked) == set(values)
+    proxy.delay = 0.0
+    assert_read_back_once(cluster, "throttled", 2, acked)
+
+    # The store stays down past the producer's delivery timeout: the client gets an
+    # error for each record, the brokers' logs say why.
+    proxy.fail_always()
+    failed, ok = [], []
+    p2 = Producer({"bootstrap.servers": bootstrap(cluster), "enable.idempotence": True, "acks": "all",
+                   "message.timeout.ms": 8000})
+    for i in range(10):
+        p2.produce("throttled", ("down-%d" % i).encode(), partition=i % 2,
+                   on_delivery=lambda err, msg: (failed if err else ok).append(err or msg))
+    start = time.monotonic()
+    p2.flush(30)
+    elapsed = time.monotonic() - start
+    print("down: %d failed after %.1f s: %s" % (len(failed), elapsed, failed[:1]))
+    assert not ok and len(failed) == 10
+    assert all(e.code() == KafkaError._MSG_TIMED_OUT for e in failed), failed[:3]
+    assert elapsed < 20
+    logs = "".join((cluster / ("broker-%d.log" % i)).read_text(errors="replace") for i in (0, 1))
+    assert "KAFKA_STORAGE_ERROR" in logs and "gave up after" in logs, logs[-3000:]
+    assert "last: 503 SlowDown (Please reduce your request rate.)" in logs, logs[-3000:]
+    # Healed: the same producer goes on.
+    proxy.heal()
+    after = []
+    p2.produce("throttled", b"healed", partition=0,
+               on_delivery=lambda err, msg: after.append(err or (msg.partition(), msg.offset())))
+    assert p2.flush(60) == 0
+    assert after and not isinstance(after[0], KafkaError), after
+    # A record that timed out may still have been stored ("possibly persisted", as
+    # in Kafka: a retry in flight when the store came back); each at most once, in
+    # order, at contiguous offsets before the new one.
+    c = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": "after-%f" % time.time(),
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition("throttled", 0, 200)])
+    tail, deadline = [], time.monotonic() + 30
+    while (not tail or tail[-1][1] != b"healed") and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            tail.append((m.offset(), m.value()))
+    c.close()
+    assert [o for o, _ in tail] == list(range(200, after[0][1] + 1)), tail
+    stored = [v.decode() for _, v in tail[:-1]]
+    assert stored == sorted(set(stored), key=lambda v: int(v.split("-")[1])), stored
+    assert all(v in ("down-0", "down-2", "down-4", "down-6", "down-8") for v in stored), stored
+    print("stored after timing out: %s" % stored)
+
+
+def catalog(d, sql):
+    import psycopg2
+    conn = psycopg2.connect(state(d)["postgres"])
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall()
+    finally:
+        conn.close()
+
+
+def bucket_objects(d):
+    """The keys under the brokers' prefix, read from s3proxy's filesystem backend."""
+    root = d / "s3-data" / state(d)["s3_bucket"] / "cluster"
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def unreferenced(d):
+    known = {r[0] for r in catalog(d, "SELECT object_key FROM sluice_objects")}
+    return bucket_objects(d) - known
+
+
+def test_kill_between_upload_and_commit_leaves_no_orphan(cluster, proxy):
+    """Uploads made slow (2 s at the proxy), the partition's leader killed with an upload
+    in flight: the object lands without its commit; the producer goes on through the other
+    broker; after --object-delete-grace-ms the cleanup deletes the orphan."""
+    create_topic(cluster, "orphans", 1)
+    md = AdminClient({"bootstrap.servers": kafka(cluster, 0)}).list_topics("orphans", timeout=10)
+    leader = md.topics["orphans"].partitions[0].leader
+    assert not unreferenced(cluster)
+    with Load(bootstrap(cluster), "orphans", "o") as load:
+        wait_for(lambda: len(load.acked) > 200, what="acks before the kill")
+        proxy.delay = 2.0
+        before = proxy.requests
+        wait_for(lambda: proxy.requests > before, timeout=10, what="an upload in flight")
+        time.sleep(0.3)
+        cluster_cmd("kill", cluster, leader)
+        time.sleep(2.0)  # the proxy forwards the dead broker's upload to the store
+        proxy.delay = 0.0
+        orphans = unreferenced(cluster)
+        n = len(load.acked)
+        wait_for(lambda: len(load.acked) > n + 300, timeout=90, what="acks through the other broker")
+        assert load.finish() == 0
+    assert not load.errors, load.errors[:5]
+    print("orphans after the kill: %s" % sorted(orphans))
+    assert orphans, "the kill did not fall between an upload and its commit"
+    cluster_cmd("start", cluster, leader)
+    assert_read_back_once(cluster, "orphans", 1, load.acked)
+    # The cleanup deletes objects the catalog does not know once they are older than the
+    # grace (60 s), within a few maintenance intervals after.
+    start = time.monotonic()
+    wait_for(lambda: not (unreferenced(cluster) & orphans), timeout=GRACE_MS / 1000 + 30,
+             what="the orphans to be deleted")
+    print("orphans gone %.1f s after the kill" % (time.monotonic() - start + 2.0))
+    assert not unreferenced(cluster)
+    assert_read_back_once(cluster, "orphans", 1, load.acked)
