@@ -12,7 +12,8 @@ started by scripts/cluster over Debian's PostgreSQL and s3proxy, driven by librd
   acknowledged is lost, and the orphaned object is deleted after the grace;
 - retention through the brokers: a topic with a small retention.ms loses its old
   records after the background work's interval; ListOffsets earliest moves and the old
-  offsets can no longer be fetched.
+  offsets can no longer be fetched;
+- a SCRAM user and an ACL made through broker 0 hold on broker 1's SASL listener.
 """
 
 import os
@@ -337,3 +338,59 @@ def test_kill_between_upload_and_commit_leaves_no_orphan(cluster, proxy):
     print("orphans gone %.1f s after the kill" % (time.monotonic() - start + 2.0))
     assert not unreferenced(cluster)
     assert_read_back_once(cluster, "orphans", 1, load.acked)
+
+
+# ------------------------------------------------- users and ACLs across brokers
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    """Two brokers with a SASL_PLAINTEXT listener besides the plaintext one (permissive:
+    what no policy names is allowed)."""
+    yield from running_cluster(tmp_path_factory.mktemp("secured"), "--brokers", 2, "--lease-ms", LEASE_MS,
+                               "--", "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--authorization", "permissive")
+
+
+def sasl_address(d, i):
+    import re
+    text = (d / ("broker-%d.log" % i)).read_text(errors="replace")
+    return re.findall(r"listening kafka SASL_PLAINTEXT://(\S+)", text)[-1]
+
+
+def test_user_and_acl_made_on_one_broker_hold_on_another(secured):
+    import kproto as K
+    import security_helpers as S
+    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             KafkaAdminClient, ResourcePattern, ResourceType)
+    create_topic(secured, "open-t", 1)
+    create_topic(secured, "closed-t", 1)
+    with K.Conn(kafka(secured, 0)) as conn:
+        assert S.alter_user_scram_credentials(conn, upsertions=[("alice", "SCRAM-SHA-256", 4096, "alice-pw")]) \
+            == {"alice": (0, None)}
+    admin = KafkaAdminClient(bootstrap_servers=kafka(secured, 0))
+    try:
+        deny = ACL("User:alice", "*", ACLOperation.WRITE, ACLPermissionType.DENY,
+                   ResourcePattern(ResourceType.TOPIC, "closed-t", ACLResourcePatternType.LITERAL))
+        result = admin.create_acls([deny])
+        assert not result["failed"], result
+    finally:
+        admin.close()
+    alice = S.Creds("SASL_PLAINTEXT", "SCRAM-SHA-256", "alice", "alice-pw")
+    addr = sasl_address(secured, 1)
+
+    def holds():
+        try:
+            with S.SecureConn(addr, alice) as conn:
+                return S.produce_raw(conn, "closed-t", [(b"k", b"no")])["error"] == 29  # TOPIC_AUTHORIZATION_FAILED
+        except S.SaslError:
+            return False  # the user not known on broker 1 yet
+    wait_for(holds, timeout=10, what="alice and her ACL on broker 1")
+    with S.SecureConn(addr, alice) as conn:
+        r = S.produce_raw(conn, "open-t", [(b"k", b"alice-was-here")])
+        assert r["error"] == 0, r
+        assert (b"k", b"alice-was-here") in [(k, v) for _, k, v in S.fetch_pairs(conn, "open-t")]
+    with pytest.raises(S.SaslError):
+        S.SecureConn(addr, S.Creds("SASL_PLAINTEXT", "SCRAM-SHA-256", "alice", "wrong"))
+    # Nothing reached the denied topic.
+    with K.Conn(kafka(secured, 0)) as conn:
+        assert S.fetch_pairs(conn, "closed-t") == []
