@@ -11,45 +11,21 @@ scripts/cluster, driven by librdkafka (confluent-kafka) and kafka-python.
 - what shared mode does not serve yet is refused with an error code.
 """
 
-import json
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = str(REPO / "scripts" / "cluster")
+from cluster_helpers import cluster_cmd, consume_all, kafka, running_cluster, state, wait_for
+
 LEASE_MS = 3000
-
-
-def cluster_cmd(*args, timeout=300):
-    r = subprocess.run([SCRIPT, *map(str, args)], capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    d = tmp_path_factory.mktemp("cluster")
-    try:
-        cluster_cmd("up", d, "--brokers", 3, "--lease-ms", LEASE_MS)
-        yield d
-    finally:
-        subprocess.run([SCRIPT, "down", str(d)], capture_output=True, timeout=120)
-        for log in sorted(d.glob("broker-*.log")):
-            print("----", log.name, "\n", log.read_text(errors="replace")[-4000:])
-
-
-def state(d):
-    return json.loads((d / "cluster.json").read_text())
-
-
-def kafka(d, i):
-    return next(b["kafka"] for b in state(d)["brokers"] if b["id"] == i)
+    yield from running_cluster(tmp_path_factory.mktemp("cluster"), "--brokers", 3, "--lease-ms", LEASE_MS)
 
 
 def create_topic(bootstrap, name, partitions, d=None):
@@ -65,16 +41,6 @@ def create_topic(bootstrap, name, partitions, d=None):
                 t = K.metadata_v1(conn, [name])["topics"].get(name)
                 return t is not None and t["error"] == 0
         wait_for(known, timeout=10, what="topic %s on broker %d" % (name, b["id"]))
-
-
-def wait_for(cond, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def topic_leaders(bootstrap, topic):
@@ -102,26 +68,6 @@ def produce(bootstrap, topic, values, partitions, **extra):
         p.poll(0)
     assert p.flush(60) == 0
     return acked, errors
-
-
-def consume_all(bootstrap, topic, partitions, expect, group=None, timeout=60):
-    """Reads every partition from offset 0 until `expect` records came; {value: (p, o)}."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group or "reader-%f" % time.time(),
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    seen = {}
-    dups = []
-    deadline = time.monotonic() + timeout
-    while len(seen) < expect and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is None or m.error():
-            continue
-        v = m.value().decode()
-        if v in seen:
-            dups.append(v)
-        seen[v] = (m.partition(), m.offset())
-    c.close()
-    return seen, dups
 
 
 def test_metadata_lists_live_brokers_and_spreads_leaders(cluster):

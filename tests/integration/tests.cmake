@@ -11,7 +11,8 @@
 # machine with another, or with one JVM test (never two JVMs at once: a Connect worker
 # or Kafka's tools start in seconds on a free core and in tens of them on a shared one).
 # Alone on purpose: test_shared_maintenance (kill -9 of probes, grace periods and job
-# leases of a few seconds).
+# leases of a few seconds), test_shared_faults (a cluster whose database, object store and
+# brokers are killed or throttled under load).
 set(integration_pairable
   test_admin_answers test_batch_header test_clear_answers test_cli test_cli_command_config
   test_compaction test_compaction_lag test_config_file test_confluent test_connect_topics

@@ -1,0 +1,69 @@
+"""Helpers for the tests that drive a shared-mode cluster started by scripts/cluster
+(test_shared_serve.py, test_shared_faults.py)."""
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = str(REPO / "scripts" / "cluster")
+
+
+def cluster_cmd(*args, timeout=300, env=None):
+    r = subprocess.run([SCRIPT, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def running_cluster(d, *up_args):
+    """A generator for a module fixture: `scripts/cluster up d *up_args`, yields d, then
+    `down` and the tail of every broker's log."""
+    try:
+        cluster_cmd("up", d, *up_args)
+        yield d
+    finally:
+        subprocess.run([SCRIPT, "down", str(d)], capture_output=True, timeout=120)
+        for log in sorted(d.glob("broker-*.log")):
+            print("----", log.name, "\n", log.read_text(errors="replace")[-4000:])
+
+
+def state(d):
+    return json.loads((d / "cluster.json").read_text())
+
+
+def kafka(d, i):
+    return next(b["kafka"] for b in state(d)["brokers"] if b["id"] == i)
+
+
+def wait_for(cond, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def consume_all(bootstrap, topic, partitions, expect, group=None, timeout=60):
+    """Reads every partition from offset 0 until `expect` records came; returns
+    ({value: (partition, offset)}, duplicated values)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group or "reader-%f" % time.time(),
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen = {}
+    dups = []
+    deadline = time.monotonic() + timeout
+    while len(seen) < expect and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        v = m.value().decode()
+        if v in seen:
+            dups.append(v)
+        seen[v] = (m.partition(), m.offset())
+    c.close()
+    return seen, dups

@@ -1,0 +1,396 @@
+"""Shared mode under faults of its engines (docs/shared-mode.md, issue 35): brokers
+started by scripts/cluster over Debian's PostgreSQL and s3proxy, driven by librdkafka
+(confluent-kafka).
+
+- PostgreSQL killed and restarted under idempotent acks=all load: the producer retries
+  while it is down and resumes after; every acknowledged record is read back once, at
+  contiguous offsets;
+- the object store behind a fault proxy answering 503 SlowDown and slowly: produce
+  retries within its timeout and loses nothing; a store down past the producer's
+  delivery timeout gives the client an error and the brokers' logs the store's answer;
+- kill -9 of a broker with an upload in flight (before its commit): nothing
+  acknowledged is lost, and the orphaned object is deleted after the grace;
+- retention through the brokers: a topic with a small retention.ms loses its old
+  records after the background work's interval; ListOffsets earliest moves and the old
+  offsets can no longer be fetched;
+- a SCRAM user and an ACL made through broker 0 hold on broker 1's SASL listener.
+"""
+
+import os
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from cluster_helpers import cluster_cmd, consume_all, kafka, running_cluster, state, wait_for
+
+# Longer than the database is down in test_database_restarted_under_load: a broker that
+# cannot renew its lease within it stops serving (docs/shared-mode.md).
+LEASE_MS = 10000
+MAINTENANCE_MS = 1000
+GRACE_MS = 60000  # the least --object-delete-grace-ms
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    yield from running_cluster(tmp_path_factory.mktemp("faults"), "--brokers", 2, "--lease-ms", LEASE_MS,
+                               "--", "--maintenance-interval-ms", MAINTENANCE_MS,
+                               "--object-delete-grace-ms", GRACE_MS)
+
+
+def bootstrap(d):
+    return ",".join(b["kafka"] for b in state(d)["brokers"])
+
+
+def create_topic(d, name, partitions, config=None):
+    admin = AdminClient({"bootstrap.servers": kafka(d, 0)})
+    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})], operation_timeout=30)
+    futures[name].result(timeout=30)
+
+    # The other brokers read the topics every half second: wait until each knows it.
+    def known():
+        for b in state(d)["brokers"]:
+            md = AdminClient({"bootstrap.servers": b["kafka"]}).list_topics(name, timeout=10)
+            t = md.topics.get(name)
+            if t is None or t.error is not None:
+                return False
+        return True
+    wait_for(known, timeout=15, what="topic %s on every broker" % name)
+
+
+class Load:
+    """An idempotent acks=all producer sending numbered records from a thread."""
+
+    def __init__(self, bootstrap_servers, topic, prefix, **extra):
+        self.acked, self.errors = {}, []
+        self.topic, self.prefix = topic, prefix
+        self.stop = threading.Event()
+        self.producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True,
+                                  "acks": "all", "linger.ms": 5, "message.timeout.ms": 120000,
+                                  "error_cb": lambda e: self.client_errors.append(e), **extra})
+        self.client_errors = []
+        self.thread = threading.Thread(target=self._run)
+
+    def _done(self, err, msg):
+        if err is not None:
+            self.errors.append(err)
+        else:
+            self.acked[msg.value().decode()] = (msg.partition(), msg.offset())
+
+    def _run(self):
+        i = 0
+        while not self.stop.is_set():
+            try:
+                self.producer.produce(self.topic, ("%s-%06d" % (self.prefix, i)).encode(), on_delivery=self._done)
+                i += 1
+            except BufferError:
+                pass
+            self.producer.poll(0.002)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def finish(self, timeout=150):
+        self.stop.set()
+        self.thread.join()
+        return self.producer.flush(timeout)
+
+    def __exit__(self, *exc):
+        if not self.stop.is_set():
+            self.finish()
+
+
+def assert_read_back_once(d, topic, partitions, acked):
+    seen, dups = consume_all(bootstrap(d), topic, partitions, len(acked), timeout=180)
+    assert not dups, dups[:5]
+    assert {v: seen.get(v) for v in acked} == acked
+    assert len(seen) == len(acked)
+    for part in range(partitions):
+        offs = sorted(o for p, o in acked.values() if p == part)
+        assert offs == list(range(len(offs))), (part, offs[:5], len(offs))
+
+
+def test_database_restarted_under_load(cluster):
+    create_topic(cluster, "pg-restart", 4)
+    with Load(bootstrap(cluster), "pg-restart", "pg") as load:
+        wait_for(lambda: len(load.acked) > 300, what="acks before the kill")
+        cluster_cmd("kill", cluster, "postgres")
+        killed_at = time.monotonic()
+        time.sleep(1.0)
+        n_down = len(load.acked)
+        time.sleep(3.0)
+        # Nothing is acknowledged while the database is away (acks=all means committed
+        # there): at most what was in flight when it went.
+        during = len(load.acked) - n_down
+        cluster_cmd("start", cluster, "postgres")
+        restarted_after = time.monotonic() - killed_at
+        n = len(load.acked)
+        wait_for(lambda: len(load.acked) > n + 500, timeout=90, what="acks after the restart")
+        assert load.finish() == 0
+    assert during == 0, during
+    assert not load.errors, load.errors[:5]
+    print("database down %.1f s; %d acknowledged" % (restarted_after, len(load.acked)))
+    assert_read_back_once(cluster, "pg-restart", 4, load.acked)
+
+
+def low_watermarks(d, topic, partitions):
+    c = Consumer({"bootstrap.servers": kafka(d, 1), "group.id": "wm-%f" % time.time()})
+    try:
+        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(partitions)]
+    finally:
+        c.close()
+
+
+def fetch_from(d, topic, offset):
+    """Fetches partition 0 from `offset` with auto.offset.reset=error; returns the
+    first message or the error."""
+    c = Consumer({"bootstrap.servers": kafka(d, 1), "group.id": "ff-%f" % time.time(),
+                  "enable.auto.commit": False, "auto.offset.reset": "error"})
+    c.assign([TopicPartition(topic, 0, offset)])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                return m.error()
+            return m
+        raise AssertionError("no answer fetching %s at %d" % (topic, offset))
+    finally:
+        c.close()
+
+
+def test_retention_through_the_brokers(cluster):
+    create_topic(cluster, "short-lived", 1, {"retention.ms": "30000"})
+    p = Producer({"bootstrap.servers": kafka(cluster, 0), "enable.idempotence": True, "acks": "all"})
+    for i in range(50):
+        p.produce("short-lived", ("old-%02d" % i).encode(), partition=0)
+    assert p.flush(30) == 0
+    assert low_watermarks(cluster, "short-lived", 1) == [(0, 50)]
+    time.sleep(30.5)  # the old records are now past retention.ms
+    for i in range(20):
+        p.produce("short-lived", ("new-%02d" % i).encode(), partition=0)
+    assert p.flush(30) == 0
+    # Within a few maintenance intervals the log start passes the old batches; the new
+    # ones are younger than retention.ms and stay (until they age as well).
+    start = time.monotonic()
+    low, high = wait_for(lambda: (lambda w: w if w[0] > 0 else None)(low_watermarks(cluster, "short-lived", 1)[0]),
+                         timeout=25, what="the log start to move")
+    moved_after = time.monotonic() - start
+    assert high == 70 and low == 50, (low, high)
+    print("log start moved %.1f s after the young batch" % moved_after)
+    err = fetch_from(cluster, "short-lived", 0)
+    # librdkafka reports the broker's OFFSET_OUT_OF_RANGE as a reset it may not do.
+    assert isinstance(err, KafkaError) and err.code() == KafkaError._AUTO_OFFSET_RESET, err
+    assert "Offset out of range" in err.str(), err
+    m = fetch_from(cluster, "short-lived", 50)
+    assert not isinstance(m, KafkaError), m
+    assert (m.offset(), m.value()) == (50, b"new-00")
+
+
+S3_RETRY_DEADLINE_MS = 3000
+
+
+@pytest.fixture(scope="module")
+def proxy(cluster):
+    """Both brokers restarted to reach s3proxy through a fault proxy (503 SlowDown, delays)
+    with a 3 s retry deadline for their object store requests."""
+    import s3_helpers as S3
+    proxy = S3.FaultProxy(state(cluster)["services"]["s3"]["port"])
+    env = dict(os.environ, SLUICE_S3_RETRY_DEADLINE_MS=str(S3_RETRY_DEADLINE_MS))
+    try:
+        for i in (0, 1):
+            cluster_cmd("kill", cluster, i)
+        for i in (0, 1):
+            cluster_cmd("start", cluster, i, "--", "--s3-endpoint", proxy.endpoint, env=env)
+        yield proxy
+    finally:
+        proxy.close()
+
+
+def test_object_store_throttling_and_outage(cluster, proxy):
+    create_topic(cluster, "throttled", 2)
+    # Throttled and slow: every produce window's upload retried, nothing lost.
+    proxy.delay = 0.05
+    proxy.fail_next(30)
+    values = ["t-%04d" % i for i in range(400)]
+    acked, errors = {}, []
+    p = Producer({"bootstrap.servers": bootstrap(cluster), "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 5, "message.timeout.ms": 60000})
+
+    def done(err, msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            acked[msg.value().decode()] = (msg.partition(), msg.offset())
+    for i, v in enumerate(values):
+        p.produce("throttled", v.encode(), partition=i % 2, on_delivery=done)
+        p.poll(0)
+    assert p.flush(90) == 0
+    assert not errors, errors[:5]
+    assert proxy.failed == 30, proxy.failed
+    assert set(acked) == set(values)
+    proxy.delay = 0.0
+    assert_read_back_once(cluster, "throttled", 2, acked)
+
+    # The store stays down past the producer's delivery timeout: the client gets an
+    # error for each record, the brokers' logs say why.
+    proxy.fail_always()
+    failed, ok = [], []
+    p2 = Producer({"bootstrap.servers": bootstrap(cluster), "enable.idempotence": True, "acks": "all",
+                   "message.timeout.ms": 8000})
+    for i in range(10):
+        p2.produce("throttled", ("down-%d" % i).encode(), partition=i % 2,
+                   on_delivery=lambda err, msg: (failed if err else ok).append(err or msg))
+    start = time.monotonic()
+    p2.flush(30)
+    elapsed = time.monotonic() - start
+    print("down: %d failed after %.1f s: %s" % (len(failed), elapsed, failed[:1]))
+    assert not ok and len(failed) == 10
+    assert all(e.code() == KafkaError._MSG_TIMED_OUT for e in failed), failed[:3]
+    assert elapsed < 20
+    logs = "".join((cluster / ("broker-%d.log" % i)).read_text(errors="replace") for i in (0, 1))
+    assert "KAFKA_STORAGE_ERROR" in logs and "gave up after" in logs, logs[-3000:]
+    assert "last: 503 SlowDown (Please reduce your request rate.)" in logs, logs[-3000:]
+    # Healed: the same producer goes on.
+    proxy.heal()
+    after = []
+    p2.produce("throttled", b"healed", partition=0,
+               on_delivery=lambda err, msg: after.append(err or (msg.partition(), msg.offset())))
+    assert p2.flush(60) == 0
+    assert after and not isinstance(after[0], KafkaError), after
+    # A record that timed out may still have been stored ("possibly persisted", as
+    # in Kafka: a retry in flight when the store came back); each at most once, in
+    # order, at contiguous offsets before the new one.
+    c = Consumer({"bootstrap.servers": bootstrap(cluster), "group.id": "after-%f" % time.time(),
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition("throttled", 0, 200)])
+    tail, deadline = [], time.monotonic() + 30
+    while (not tail or tail[-1][1] != b"healed") and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            tail.append((m.offset(), m.value()))
+    c.close()
+    assert [o for o, _ in tail] == list(range(200, after[0][1] + 1)), tail
+    stored = [v.decode() for _, v in tail[:-1]]
+    assert stored == sorted(set(stored), key=lambda v: int(v.split("-")[1])), stored
+    assert all(v in ("down-0", "down-2", "down-4", "down-6", "down-8") for v in stored), stored
+    print("stored after timing out: %s" % stored)
+
+
+def catalog(d, sql):
+    import psycopg2
+    conn = psycopg2.connect(state(d)["postgres"])
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall()
+    finally:
+        conn.close()
+
+
+def bucket_objects(d):
+    """The keys under the brokers' prefix, read from s3proxy's filesystem backend."""
+    root = d / "s3-data" / state(d)["s3_bucket"] / "cluster"
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def unreferenced(d):
+    known = {r[0] for r in catalog(d, "SELECT object_key FROM sluice_objects")}
+    return bucket_objects(d) - known
+
+
+def test_kill_between_upload_and_commit_leaves_no_orphan(cluster, proxy):
+    """Uploads made slow (2 s at the proxy), the partition's leader killed with an upload
+    in flight: the object lands without its commit; the producer goes on through the other
+    broker; after --object-delete-grace-ms the cleanup deletes the orphan."""
+    create_topic(cluster, "orphans", 1)
+    md = AdminClient({"bootstrap.servers": kafka(cluster, 0)}).list_topics("orphans", timeout=10)
+    leader = md.topics["orphans"].partitions[0].leader
+    assert not unreferenced(cluster)
+    with Load(bootstrap(cluster), "orphans", "o") as load:
+        wait_for(lambda: len(load.acked) > 200, what="acks before the kill")
+        proxy.delay = 2.0
+        before = proxy.requests
+        wait_for(lambda: proxy.requests > before, timeout=10, what="an upload in flight")
+        time.sleep(0.3)
+        cluster_cmd("kill", cluster, leader)
+        time.sleep(2.0)  # the proxy forwards the dead broker's upload to the store
+        proxy.delay = 0.0
+        orphans = unreferenced(cluster)
+        n = len(load.acked)
+        wait_for(lambda: len(load.acked) > n + 300, timeout=90, what="acks through the other broker")
+        assert load.finish() == 0
+    assert not load.errors, load.errors[:5]
+    print("orphans after the kill: %s" % sorted(orphans))
+    assert orphans, "the kill did not fall between an upload and its commit"
+    cluster_cmd("start", cluster, leader)
+    assert_read_back_once(cluster, "orphans", 1, load.acked)
+    # The cleanup deletes objects the catalog does not know once they are older than the
+    # grace (60 s), within a few maintenance intervals after.
+    start = time.monotonic()
+    wait_for(lambda: not (unreferenced(cluster) & orphans), timeout=GRACE_MS / 1000 + 30,
+             what="the orphans to be deleted")
+    print("orphans gone %.1f s after the kill" % (time.monotonic() - start + 2.0))
+    assert not unreferenced(cluster)
+    assert_read_back_once(cluster, "orphans", 1, load.acked)
+
+
+# ------------------------------------------------- users and ACLs across brokers
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    """Two brokers with a SASL_PLAINTEXT listener besides the plaintext one (permissive:
+    what no policy names is allowed)."""
+    yield from running_cluster(tmp_path_factory.mktemp("secured"), "--brokers", 2, "--lease-ms", LEASE_MS,
+                               "--", "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--authorization", "permissive")
+
+
+def sasl_address(d, i):
+    import re
+    text = (d / ("broker-%d.log" % i)).read_text(errors="replace")
+    return re.findall(r"listening kafka SASL_PLAINTEXT://(\S+)", text)[-1]
+
+
+def test_user_and_acl_made_on_one_broker_hold_on_another(secured):
+    import kproto as K
+    import security_helpers as S
+    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             KafkaAdminClient, ResourcePattern, ResourceType)
+    create_topic(secured, "open-t", 1)
+    create_topic(secured, "closed-t", 1)
+    with K.Conn(kafka(secured, 0)) as conn:
+        assert S.alter_user_scram_credentials(conn, upsertions=[("alice", "SCRAM-SHA-256", 4096, "alice-pw")]) \
+            == {"alice": (0, None)}
+    admin = KafkaAdminClient(bootstrap_servers=kafka(secured, 0))
+    try:
+        deny = ACL("User:alice", "*", ACLOperation.WRITE, ACLPermissionType.DENY,
+                   ResourcePattern(ResourceType.TOPIC, "closed-t", ACLResourcePatternType.LITERAL))
+        result = admin.create_acls([deny])
+        assert not result["failed"], result
+    finally:
+        admin.close()
+    alice = S.Creds("SASL_PLAINTEXT", "SCRAM-SHA-256", "alice", "alice-pw")
+    addr = sasl_address(secured, 1)
+
+    def holds():
+        try:
+            with S.SecureConn(addr, alice) as conn:
+                return S.produce_raw(conn, "closed-t", [(b"k", b"no")])["error"] == 29  # TOPIC_AUTHORIZATION_FAILED
+        except S.SaslError:
+            return False  # the user not known on broker 1 yet
+    wait_for(holds, timeout=10, what="alice and her ACL on broker 1")
+    with S.SecureConn(addr, alice) as conn:
+        r = S.produce_raw(conn, "open-t", [(b"k", b"alice-was-here")])
+        assert r["error"] == 0, r
+        assert (b"k", b"alice-was-here") in [(k, v) for _, k, v in S.fetch_pairs(conn, "open-t")]
+    with pytest.raises(S.SaslError):
+        S.SecureConn(addr, S.Creds("SASL_PLAINTEXT", "SCRAM-SHA-256", "alice", "wrong"))
+    # Nothing reached the denied topic.
+    with K.Conn(kafka(secured, 0)) as conn:
+        assert S.fetch_pairs(conn, "closed-t") == []
