@@ -4,6 +4,7 @@
 #include <system_error>
 #include <thread>
 
+#include "sql/duck/pg_shape.h"
 #include "sql/duck/serving.h"
 #include "sql/duck/serving_session.h"
 #include "sql/duck/sluice_tables.h"
@@ -52,6 +53,7 @@ outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& 
     if (!e) return e.error();
     try {
         register_blob_text_cast(*(*e)->internals().db->instance);
+        register_json_text(*(*e)->internals().db->instance);
     } catch (const std::exception& x) {
         return query_error{failure::internal, fmt::format("duckdb engine: {}", x.what())};
     }

@@ -7,6 +7,7 @@
 
 #include "duckdb/main/pending_query_result.hpp"
 #include "duckdb/parser/sql_statement.hpp"
+#include "sql/duck/pg_shape.h"
 
 namespace sluice::sql::duck {
 
@@ -382,6 +383,7 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
         const size_t end = std::min(text.size(), first->stmt_location + first->stmt_length);
         if (tail) *tail = sql.substr(end);
         if (auto why = refused(first->type)) return *why;
+        shape_statement(*first);
         std::string own = text.substr(first->stmt_location, end - first->stmt_location);
         auto prep = _con->Prepare(std::move(first));
         if (prep->HasError()) return error_for(prep->GetErrorObject());
@@ -389,7 +391,10 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
             std::make_unique<serving_statement>(*this, std::move(own), std::move(prep)));
     } catch (const std::exception& e) {
         d::ErrorData err(e);
-        return error_for(err);
+        auto q = error_for(err);
+        if (q.kind == failure::syntax)
+            if (const auto hint = error_hint(text); !hint.empty()) q.message += "\n" + hint;
+        return q;
     }
 }
 

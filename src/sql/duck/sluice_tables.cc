@@ -13,9 +13,6 @@
 #include "duckdb/main/extension/extension_loader.hpp"
 #include "duckdb/parser/expression/constant_expression.hpp"
 #include "duckdb/parser/expression/function_expression.hpp"
-#include "duckdb/parser/parser.hpp"
-#include "duckdb/parser/statement/select_statement.hpp"
-#include "duckdb/parser/tableref/subqueryref.hpp"
 #include "duckdb/parser/tableref/table_function_ref.hpp"
 #include "log/log_manager.h"
 #include "sql/json_text.h"
@@ -52,32 +49,13 @@ std::string topic_named(const table_sources& src, const std::string& name) {
     return found;
 }
 
-std::string quoted_literal(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) {
-        out += c;
-        if (c == '\'') out += '\'';
-    }
-    return out + "'";
-}
-
-d::unique_ptr<d::TableRef> topic_table(const std::string& topic, const std::string& alias) {
-    d::Parser parser;
-    parser.ParseQuery(fmt::format(
-        "SELECT \"partition\", \"offset\", timestamp_producer, timestamp_broker, \"key\", "
-        "\"value\", headers FROM kafka_topic({})",
-        quoted_literal(topic)));
-    auto select =
-        d::unique_ptr_cast<d::SQLStatement, d::SelectStatement>(std::move(parser.statements[0]));
-    return d::make_uniq<d::SubqueryRef>(std::move(select), alias);
-}
-
-d::unique_ptr<d::TableRef> system_table(const std::string& name) {
+d::unique_ptr<d::TableRef> function_table(const char* function, const std::string& arg,
+                                          const std::string& alias) {
     auto ref = d::make_uniq<d::TableFunctionRef>();
     d::vector<d::unique_ptr<d::ParsedExpression>> args;
-    args.push_back(d::make_uniq<d::ConstantExpression>(d::Value(name)));
-    ref->function = d::make_uniq<d::FunctionExpression>("sluice_system", std::move(args));
-    ref->alias = name;
+    args.push_back(d::make_uniq<d::ConstantExpression>(d::Value(arg)));
+    ref->function = d::make_uniq<d::FunctionExpression>(function, std::move(args));
+    ref->alias = alias;
     return ref;
 }
 
@@ -91,12 +69,13 @@ d::unique_ptr<d::TableRef> resolve(d::ClientContext&, d::ReplacementScanInput& i
         qualifier = in.catalog_name;
     }
     if (same_ignoring_case(qualifier, "system"))
-        return src.catalog ? system_table(in.table_name) : nullptr;
+        return src.catalog ? function_table("sluice_system", in.table_name, in.table_name)
+                           : nullptr;
     const bool qualified = same_ignoring_case(qualifier, "kafka_topics");
     if (!qualified && !qualifier.empty()) return nullptr;
     const auto topic = topic_named(src, in.table_name);
     if (topic.empty()) return nullptr;
-    return topic_table(topic, in.table_name);
+    return function_table("kafka_topic", topic, in.table_name);
 }
 
 // ---- sluice_system('name') ----
@@ -205,14 +184,11 @@ bool blob_to_text(d::Vector& source, d::Vector& result, d::idx_t count, d::CastP
 }  // namespace
 
 void register_blob_text_cast(duckdb::DatabaseInstance& db) {
-    // Implicit, so that the JSON functions read a BLOB value as SQLite's do
-    // (value ->> '$.op').
+    // Implicit; the JSON functions reach it through sluice_json_text (duck/pg_shape.h):
+    // DuckDB's own BLOB-to-JSON cast, which they would take, makes a JSON string of it.
     auto& casts = d::DBConfig::GetConfig(db).GetCastFunctions();
     casts.RegisterCastFunction(d::LogicalType::BLOB, d::LogicalType::VARCHAR,
                                d::BoundCastInfo(blob_to_text), 120);
-    // The JSON functions take JSON first: the same bytes, as JSON text.
-    casts.RegisterCastFunction(d::LogicalType::BLOB, d::LogicalType::JSON(),
-                               d::BoundCastInfo(blob_to_text), 100);
 }
 
 void add_sluice_names(duckdb::DBConfig& config, const table_sources& src) {

@@ -2,10 +2,9 @@
 
 // The names users write for Sluice's tables, on DuckDB (docs/sql.md):
 // - kafka_topics."T" (and T alone, when no other table has that name): the topic T's
-//   table, kafka_topic('T') (duck/topic_scan.h) with the columns of the SQLite engine's
-//   topic tables (partition, offset, timestamp_producer, timestamp_broker, key, value,
-//   headers). A name is matched exactly first, then without regard to case when only one
-//   topic matches so.
+//   table, kafka_topic('T') (duck/topic_scan.h), with the columns of the SQLite engine's
+//   topic tables, the hidden ones included. A name is matched exactly first, then without regard to
+//   case when only one topic matches so.
 // - system.X: sluice_system('X'), the system table X (sql/system_tables.h), its rows read
 //   afresh by every statement and filtered by what the session's principal may describe.
 // Both resolve by DuckDB's replacement scans (tried when no table of that name exists),
@@ -37,8 +36,8 @@ struct table_sources {
 // outlive the database.
 void add_sluice_names(duckdb::DBConfig& config, const table_sources& src);
 
-// Casts BLOB to VARCHAR as UTF-8 text (NULL when not UTF-8), implicitly: `value ->> '$.op'`
-// and CAST(value AS TEXT) read a topic's bytes as with SQLite.
+// Casts BLOB to VARCHAR as UTF-8 text (NULL when not UTF-8), implicitly: CAST(value AS
+// TEXT) and the JSON functions (duck/pg_shape.h) read a topic's bytes as with SQLite.
 void register_blob_text_cast(duckdb::DatabaseInstance& db);
 
 // Registers sluice_system('name') in db's system catalog.

@@ -39,9 +39,15 @@ enum col : d::idx_t {
     c_key,
     c_value,
     c_headers,
+    // Virtual (hidden) columns: not in SELECT *, read when named. Their DuckDB column ids
+    // start at VIRTUAL_COLUMN_START; global_state::columns holds these instead.
     c_key_text,
     c_value_text,
+    c_ts_producer_tz,
+    c_ts_broker_tz,
+    c_row_id,
 };
+constexpr d::idx_t regular_columns = c_key_text;
 
 // What a reference to a topic in a statement reads: the topic, the session it was bound
 // on, and the ranges the WHERE clause allows (narrowed by pushdown_filters before the
@@ -69,7 +75,7 @@ struct global_state final : d::GlobalTableFunctionState {
     std::mutex mu;
     int32_t next_partition = 0;
     int32_t last_partition = -1;
-    std::vector<d::column_t> columns;  // the projected columns, in output order
+    std::vector<d::column_t> columns;  // the projected columns (enum col), in output order
     std::vector<offset_t> cut;         // per partition: the last stable offset the statement sees
     d::idx_t MaxThreads() const override {
         return static_cast<d::idx_t>(std::max(1, last_partition - next_partition + 1));
@@ -109,12 +115,33 @@ d::unique_ptr<d::FunctionData> bind(d::ClientContext& context, d::TableFunctionB
     b->state = logs.topic(b->topic);
     if (!b->state || b->state->removed.load())
         throw d::CatalogException(fmt::format("no such topic: {}", b->topic));
-    types = {d::LogicalType::INTEGER, d::LogicalType::BIGINT,  d::LogicalType::BIGINT,
-             d::LogicalType::BIGINT,  d::LogicalType::BLOB,    d::LogicalType::BLOB,
-             d::LogicalType::VARCHAR, d::LogicalType::VARCHAR, d::LogicalType::VARCHAR};
-    names = {"partition", "offset",  "timestamp_producer", "timestamp_broker", "key",
-             "value",     "headers", "key_text",           "value_text"};
+    types = {d::LogicalType::INTEGER, d::LogicalType::BIGINT, d::LogicalType::BIGINT,
+             d::LogicalType::BIGINT,  d::LogicalType::BLOB,   d::LogicalType::BLOB,
+             d::LogicalType::VARCHAR};
+    names = {"partition", "offset", "timestamp_producer", "timestamp_broker", "key",
+             "value",     "headers"};
     return b;
+}
+
+// The hidden columns, as the SQLite engine's topic tables have them (docs/sql.md).
+d::virtual_column_map_t virtual_columns(d::ClientContext&, d::optional_ptr<d::FunctionData>) {
+    d::virtual_column_map_t m;
+    const auto v = d::VIRTUAL_COLUMN_START;
+    m[v + c_key_text - regular_columns] = d::TableColumn("key_text", d::LogicalType::VARCHAR);
+    m[v + c_value_text - regular_columns] = d::TableColumn("value_text", d::LogicalType::VARCHAR);
+    m[v + c_ts_producer_tz - regular_columns] =
+        d::TableColumn("timestamp_producer_tz", d::LogicalType::TIMESTAMP_TZ);
+    m[v + c_ts_broker_tz - regular_columns] =
+        d::TableColumn("timestamp_broker_tz", d::LogicalType::TIMESTAMP_TZ);
+    m[d::COLUMN_IDENTIFIER_ROW_ID] = d::TableColumn("rowid", d::LogicalType::BIGINT);
+    return m;
+}
+
+// DuckDB's column id as the enum's.
+d::column_t column_of_id(d::column_t id) {
+    if (d::IsRowIdColumnId(id)) return c_row_id;
+    if (d::IsVirtualColumn(id)) return id - d::VIRTUAL_COLUMN_START + regular_columns;
+    return id;
 }
 
 // ---- Filter pushdown ----
@@ -288,7 +315,7 @@ d::unique_ptr<d::GlobalTableFunctionState> init_global(d::ClientContext&,
                                                        d::TableFunctionInitInput& input) {
     const auto& b = input.bind_data->Cast<bind_data>();
     auto g = d::make_uniq<global_state>();
-    g->columns = input.column_ids;
+    for (const auto id : input.column_ids) g->columns.push_back(column_of_id(id));
     {
         // Checked again when the statement runs: a prepared statement may outlive the
         // policy that allowed it.
@@ -378,6 +405,16 @@ void set_text(d::Vector& v, d::idx_t row, const std::optional<bytes_view>& x) {
     d::FlatVector::SetNull(v, row, true);
 }
 
+// Milliseconds since the epoch as TIMESTAMPTZ (microseconds); NULL past its range.
+void set_time(d::Vector& v, d::idx_t row, int64_t ms) {
+    constexpr int64_t limit = std::numeric_limits<int64_t>::max() / 1000;
+    if (ms > limit || ms < -limit) {
+        d::FlatVector::SetNull(v, row, true);
+        return;
+    }
+    d::FlatVector::GetData<int64_t>(v)[row] = ms * 1000;
+}
+
 void set_headers(const bind_data& b, const local_state& l, d::Vector& v, d::idx_t row) {
     const auto& rec = l.records.record();
     if (rec.header_count == 0) {
@@ -431,6 +468,15 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
                     d::FlatVector::GetData<int64_t>(v)[n] = *t;
                     break;
                 }
+                case c_ts_producer_tz:
+                    set_time(v, n, rec.timestamp);
+                    break;
+                case c_ts_broker_tz: {
+                    auto t = l.records.append_time();
+                    if (!t) scan_error(b, l.partition, t.err());
+                    set_time(v, n, *t);
+                    break;
+                }
                 case c_key:
                     set_bytes(v, n, rec.key);
                     break;
@@ -447,9 +493,8 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
                     set_text(v, n, rec.value);
                     break;
                 default:  // the row id: unique within the topic
-                    if (v.GetType().id() == d::LogicalTypeId::BIGINT)
-                        d::FlatVector::GetData<int64_t>(v)[n] =
-                            (static_cast<int64_t>(l.partition) << 47) ^ rec.offset;
+                    d::FlatVector::GetData<int64_t>(v)[n] =
+                        (static_cast<int64_t>(l.partition) << 47) ^ rec.offset;
                     break;
             }
         }
@@ -485,6 +530,7 @@ void register_topic_scan(duckdb::DatabaseInstance& db, log::log_manager& logs,
     f.filter_pushdown = false;  // the filters stay DuckDB's; pushdown_filters narrows the scan
     f.pushdown_complex_filter = pushdown_filters;
     f.cardinality = cardinality;
+    f.get_virtual_columns = virtual_columns;
     d::ExtensionLoader loader(db, "sluice");
     loader.RegisterFunction(std::move(f));
 }

@@ -3,9 +3,10 @@
 // kafka_topic('name'): a topic as a DuckDB table function over its partition logs
 // (duck_engine.h says what it sees). Columns, in order:
 //   partition INTEGER, offset BIGINT, timestamp_producer BIGINT, timestamp_broker BIGINT,
-//   key BLOB, value BLOB, headers VARCHAR (a JSON array, as in src/sql),
-//   key_text VARCHAR, value_text VARCHAR (key and value as text when they are valid UTF-8,
-//   NULL otherwise: invalid UTF-8 never becomes a VARCHAR).
+//   key BLOB, value BLOB, headers VARCHAR (a JSON array, as in src/sql);
+// and hidden ones (not in SELECT *, read when named): key_text VARCHAR, value_text VARCHAR
+// (key and value as text when they are valid UTF-8, NULL otherwise: invalid UTF-8 never
+// becomes a VARCHAR), timestamp_producer_tz and timestamp_broker_tz TIMESTAMPTZ.
 // Internal to src/sql/duck: it includes DuckDB's C++ headers' types by name only.
 //
 // The logs are read through log::log_manager, partition_log and record_cursor, all in

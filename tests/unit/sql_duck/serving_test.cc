@@ -125,6 +125,70 @@ TEST_F(serving_fixture, topics_read_as_kafka_topics_with_the_sqlite_engines_colu
     EXPECT_EQ(run("SELECT * FROM kafka_topics.nosuch"), (rows{{"ERROR undefined_table"}}));
 }
 
+TEST_F(serving_fixture, json_functions_read_the_blob_value_as_text) {
+    logs->add_topic("orders", 1, {});
+    produce("orders", 0,
+            {{"k1", R"({"op":"c","id":1,"items":[{"sku":"a"}]})", 1111, {}},
+             {"k2", R"({"op":"u","id":2,"items":[]})", 1112, {}},
+             {"k3", "\xff\xfe not utf-8", 1113, {}}});
+    // SQLite's spellings on the BLOB itself, as users wrote them for the SQLite engine.
+    EXPECT_EQ(run("SELECT value ->> '$.op', value ->> 'id', (value ->> '$.id')::INT * 10, "
+                  "value -> '$.items[0]', "
+                  "json_extract_string(value, '$.items[0].sku') FROM orders ORDER BY \"offset\""),
+              (rows{{"c", "1", "10", R"({"sku":"a"})", "a"},
+                    {"u", "2", "20", "NULL", "NULL"},
+                    {"NULL", "NULL", "NULL", "NULL", "NULL"}}));
+    // In WHERE, GROUP BY, subqueries and CTEs; key too; text and JSON values unchanged.
+    EXPECT_EQ(run("WITH t AS (SELECT value ->> 'op' AS op FROM orders WHERE value ->> 'id' = '2') "
+                  "SELECT op, (SELECT count(*) FROM orders o WHERE json_valid(o.value)), "
+                  "'{\"a\":5}' ->> 'a', '{\"a\":5}'::JSON ->> 'a' FROM t"),
+              (rows{{"u", "2", "5", "5"}}));
+    EXPECT_EQ(run("SELECT value ->> 'op' AS op, count(*) FROM orders WHERE value ->> 'op' "
+                  "IS NOT NULL GROUP BY value ->> 'op' ORDER BY 1"),
+              (rows{{"c", "1"}, {"u", "1"}}));
+}
+
+TEST_F(serving_fixture, hidden_timestamp_columns_and_postgres_column_names) {
+    logs->add_topic("orders", 1, {});
+    produce("orders", 0, {{"k1", "v", 1714564800250, {}}});
+    std::vector<column> cols;
+    EXPECT_EQ(run("SELECT timestamp_producer_tz, epoch_ms(timestamp_producer_tz), "
+                  "timestamp_broker_tz = make_timestamptz(timestamp_broker * 1000), "
+                  "value_text, key_text FROM kafka_topics.orders",
+                  &cols),
+              (rows{{"2024-05-01 12:00:00.25+00", "1714564800250", "1", "v", "k1"}}));
+    EXPECT_EQ(cols[0].decl_type, "TIMESTAMPTZ");
+    EXPECT_EQ(run("SELECT count(*) FROM orders WHERE timestamp_producer_tz >= "
+                  "TIMESTAMPTZ '2024-05-01 12:00:00+00'"),
+              (rows{{"1"}}));
+    // Hidden: SELECT * has the seven columns.
+    EXPECT_EQ(run("SELECT * FROM orders", &cols).at(0).size(), 7u);
+    // PostgreSQL's names: a function call by the function, an operator as DuckDB writes it.
+    run("SELECT count(*), sum(\"offset\"), max(partition) AS m, partition + 1, value ->> 'x', "
+        "\"offset\" FROM orders GROUP BY ALL",
+        &cols);
+    std::vector<std::string> names;
+    for (const auto& c : cols) names.push_back(c.name);
+    EXPECT_EQ(names, (std::vector<std::string>{"count", "sum", "m", "(\"partition\" + 1)",
+                                               "(\"value\" ->> 'x')", "offset"}));
+    run("SELECT count(*) FROM orders UNION ALL SELECT 1", &cols);
+    EXPECT_EQ(cols.at(0).name, "count");
+}
+
+TEST_F(serving_fixture, an_unquoted_offset_gets_a_hint) {
+    logs->add_topic("orders", 1, {});
+    for (const char* sql : {"SELECT offset FROM orders", "SELECT * FROM orders WHERE offset > 1"}) {
+        auto st = sess->prepare(sql);
+        ASSERT_FALSE(st) << sql;
+        EXPECT_EQ(st.error().kind, failure::syntax);
+        EXPECT_NE(st.error().message.find("quote it: \"offset\""), std::string::npos)
+            << st.error().message;
+    }
+    auto st = sess->prepare("SELECT \"offset\", o.offset FROM orders o WHERE");
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().message.find("quote it"), std::string::npos) << st.error().message;
+}
+
 TEST_F(serving_fixture, reading_needs_kafka_read_on_the_topic) {
     logs->add_topic("orders", 1, {});
     logs->add_topic("secret", 1, {});

@@ -1,0 +1,176 @@
+#include "sql/duck/pg_shape.h"
+
+#include <array>
+#include <cctype>
+#include <string_view>
+
+#include "duckdb/function/scalar_function.hpp"
+#include "duckdb/main/extension/extension_loader.hpp"
+#include "duckdb/parser/expression/function_expression.hpp"
+#include "duckdb/parser/expression/lambda_expression.hpp"
+#include "duckdb/parser/expression/subquery_expression.hpp"
+#include "duckdb/parser/parsed_expression_iterator.hpp"
+#include "duckdb/parser/query_node/select_node.hpp"
+#include "duckdb/parser/query_node/set_operation_node.hpp"
+#include "duckdb/parser/statement/select_statement.hpp"
+#include "duckdb/planner/expression/bound_cast_expression.hpp"
+
+namespace sluice::sql::duck {
+
+namespace {
+
+namespace d = ::duckdb;
+
+constexpr const char* json_text_fn = "sluice_json_text";
+
+// The functions whose first argument is JSON.
+bool takes_json(const std::string& name) {
+    static constexpr std::array<std::string_view, 19> names{"->",
+                                                            "->>",
+                                                            "json_extract",
+                                                            "json_extract_string",
+                                                            "json_extract_path",
+                                                            "json_extract_path_text",
+                                                            "json_exists",
+                                                            "json_value",
+                                                            "json_valid",
+                                                            "json_type",
+                                                            "json_array_length",
+                                                            "json_keys",
+                                                            "json_structure",
+                                                            "json_contains",
+                                                            "json_transform",
+                                                            "json_transform_strict",
+                                                            "from_json",
+                                                            "from_json_strict",
+                                                            "json_pretty"};
+    for (const auto n : names)
+        if (n == name) return true;
+    return false;
+}
+
+bool is_json_text_call(const d::ParsedExpression& e) {
+    return e.GetExpressionClass() == d::ExpressionClass::FUNCTION &&
+           e.Cast<d::FunctionExpression>().function_name == json_text_fn;
+}
+
+// Every expression of a statement, subqueries, CTEs and joins included. An expression
+// may be reached twice; it is wrapped once.
+struct json_args {
+    // DuckDB's iterator descends into joins and subqueries in FROM itself.
+    void node(d::QueryNode& n) {
+        for (auto& [name, cte] : n.cte_map.map) node(*cte->query->node);
+        d::ParsedExpressionIterator::EnumerateQueryNodeChildren(
+            n, [this](d::unique_ptr<d::ParsedExpression>& e) { expr(e); });
+    }
+    void expr(d::unique_ptr<d::ParsedExpression>& e, bool argument = false) {
+        // `x -> 'path'` parses as a lambda; outside a function's arguments it can only be
+        // JSON's arrow, json_extract (in them it may be a lambda: left to DuckDB).
+        if (e->GetExpressionClass() == d::ExpressionClass::LAMBDA && !argument) {
+            auto& l = e->Cast<d::LambdaExpression>();
+            if (l.syntax_type == d::LambdaSyntaxType::SINGLE_ARROW && l.lhs && l.expr) {
+                d::vector<d::unique_ptr<d::ParsedExpression>> args;
+                args.push_back(std::move(l.lhs));
+                args.push_back(std::move(l.expr));
+                auto alias = l.GetAlias();
+                e = d::make_uniq<d::FunctionExpression>("json_extract", std::move(args));
+                e->SetAlias(std::move(alias));
+            }
+        }
+        bool function = false;
+        if (e->GetExpressionClass() == d::ExpressionClass::FUNCTION) {
+            function = true;
+            auto& f = e->Cast<d::FunctionExpression>();
+            if (takes_json(f.function_name) && !f.children.empty() &&
+                !is_json_text_call(*f.children[0])) {
+                d::vector<d::unique_ptr<d::ParsedExpression>> arg;
+                arg.push_back(std::move(f.children[0]));
+                f.children[0] = d::make_uniq<d::FunctionExpression>(json_text_fn, std::move(arg));
+            }
+        }
+        if (e->GetExpressionClass() == d::ExpressionClass::SUBQUERY)
+            node(*e->Cast<d::SubqueryExpression>().subquery->node);
+        d::ParsedExpressionIterator::EnumerateChildren(
+            *e, [this, function](d::unique_ptr<d::ParsedExpression>& c) { expr(c, function); });
+    }
+};
+
+// The columns a query's result is named by: its first SELECT's (of a UNION, the leftmost).
+void name_columns(d::QueryNode& n) {
+    if (n.type == d::QueryNodeType::SET_OPERATION_NODE) {
+        auto& children = n.Cast<d::SetOperationNode>().children;
+        if (!children.empty()) name_columns(*children[0]);
+        return;
+    }
+    if (n.type != d::QueryNodeType::SELECT_NODE) return;
+    for (auto& e : n.Cast<d::SelectNode>().select_list) {
+        if (e->HasAlias()) continue;
+        const auto cls = e->GetExpressionClass();
+        if (cls == d::ExpressionClass::FUNCTION) {
+            const auto& f = e->Cast<d::FunctionExpression>();
+            if (!f.is_operator && !f.function_name.empty()) {
+                e->SetAlias(f.function_name == "count_star" ? std::string("count")
+                                                            : f.function_name);
+                continue;
+            }
+        }
+        // DuckDB's name for the rest, as written (before json_args rewrites it).
+        if (cls != d::ExpressionClass::STAR && cls != d::ExpressionClass::COLUMN_REF)
+            e->SetAlias(e->ToString());
+    }
+}
+
+d::unique_ptr<d::FunctionData> json_text_bind(d::ClientContext&, d::ScalarFunction& f,
+                                              d::vector<d::unique_ptr<d::Expression>>& args) {
+    f.SetReturnType(args[0]->return_type.id() == d::LogicalTypeId::BLOB ? d::LogicalType::VARCHAR
+                                                                        : args[0]->return_type);
+    return nullptr;
+}
+
+// The argument itself, or as text (the engine's BLOB-to-VARCHAR cast: UTF-8, else NULL).
+d::unique_ptr<d::Expression> json_text_expression(d::FunctionBindExpressionInput& in) {
+    auto arg = in.children[0]->Copy();
+    if (arg->return_type.id() != d::LogicalTypeId::BLOB) return arg;
+    return d::BoundCastExpression::AddCastToType(in.context, std::move(arg),
+                                                 d::LogicalType::VARCHAR);
+}
+
+void json_text_never(d::DataChunk&, d::ExpressionState&, d::Vector&) {
+    throw d::InternalException("sluice_json_text is replaced when it binds");
+}
+
+}  // namespace
+
+void shape_statement(duckdb::SQLStatement& s) {
+    if (s.type != d::StatementType::SELECT_STATEMENT) return;
+    auto& node = *s.Cast<d::SelectStatement>().node;
+    name_columns(node);
+    json_args{}.node(node);
+}
+
+void register_json_text(duckdb::DatabaseInstance& db) {
+    d::ScalarFunction f(json_text_fn, {d::LogicalType::ANY}, d::LogicalType::ANY, json_text_never,
+                        json_text_bind);
+    f.SetBindExpressionCallback(json_text_expression);
+    d::ExtensionLoader loader(db, "sluice_json");
+    loader.RegisterFunction(std::move(f));
+}
+
+std::string error_hint(std::string_view sql) {
+    // PostgreSQL's grammar (DuckDB's) reserves OFFSET: the topic tables' column must be
+    // quoted. Looked for as a word not quoted and not after a qualifier's dot.
+    const auto word = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '"' || c == '.';
+    };
+    for (size_t i = 0; i + 6 <= sql.size(); ++i) {
+        size_t k = 0;
+        while (k < 6 && std::tolower(static_cast<unsigned char>(sql[i + k])) == "offset"[k]) ++k;
+        if (k < 6 || (i > 0 && word(sql[i - 1])) || (i + 6 < sql.size() && word(sql[i + 6])))
+            continue;
+        return "HINT: OFFSET is a reserved word in PostgreSQL's dialect: to name the topic "
+               "tables' column, quote it: \"offset\"";
+    }
+    return {};
+}
+
+}  // namespace sluice::sql::duck

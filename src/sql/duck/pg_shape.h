@@ -1,0 +1,32 @@
+#pragma once
+
+// What the serving layer does to a parsed statement before DuckDB binds it, so that it
+// answers as the SQLite engine and PostgreSQL do (docs/sql.md, "Engines"). Internal to
+// src/sql/duck.
+// - The JSON functions (->>, ->, json_extract*, json_*) read a BLOB first argument (a
+//   topic's key or value) as UTF-8 text: their first argument goes through
+//   sluice_json_text(x), which binds to x itself, or to x as text when x is a BLOB (NULL
+//   when not UTF-8). DuckDB would otherwise take the BLOB for a JSON string.
+// - An unnamed function call in the select list is named by the function, as PostgreSQL
+//   names it (count(*) is `count`, sum(x) `sum`), not by DuckDB's whole expression.
+
+#include <string>
+#include <string_view>
+
+#include "duckdb.hpp"
+
+namespace duckdb {
+class SQLStatement;
+}
+
+namespace sluice::sql::duck {
+
+void shape_statement(duckdb::SQLStatement& s);
+
+// Registers sluice_json_text in db's system catalog.
+void register_json_text(duckdb::DatabaseInstance& db);
+
+// A hint for a statement DuckDB could not parse (`offset` written unquoted), or empty.
+std::string error_hint(std::string_view sql);
+
+}  // namespace sluice::sql::duck
