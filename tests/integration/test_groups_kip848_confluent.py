@@ -9,6 +9,9 @@ they carry on with their partitions after the restart, the group keeps its epoch
 rebalance), and nothing is consumed twice (every batch was committed before the kill).
 The same with a classic member inside the consumer group (after online migration): it
 keeps its generation and partitions, stored with its protocols (catalog version 11).
+In shared mode (scripts/cluster, two stateless brokers over PostgreSQL and s3proxy):
+members bootstrapped at different brokers share one group, whose state is in the
+database, and every record is consumed exactly once as members join and leave.
 """
 
 import socket
@@ -17,7 +20,9 @@ import time
 import confluent_kafka
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
+import cluster_helpers as CL
 import group_helpers as G
 import sluice_helpers as H
 import sql_helpers as S
@@ -186,3 +191,46 @@ def test_broker_kill9_keeps_classic_members(broker_factory, topic_name):
         G.close_all(members)
     no_errors(members)
     assert sorted(values(members)) == sorted(want), "each record exactly once"
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory):
+    yield from CL.running_cluster(tmp_path_factory.mktemp("kip848-cluster"), "--brokers", "2")
+
+
+def test_shared_mode_members_on_two_brokers(shared_cluster):
+    boots = [CL.kafka(shared_cluster, i) for i in (0, 1)]
+    topic = "ck848-shared"
+    H.create_topic(boots[0], topic, PARTITIONS)
+    # Both brokers read the topic list from the database (every 500 ms).
+    def known(bs):
+        t = AdminClient({"bootstrap.servers": bs}).list_topics(topic, timeout=10).topics.get(topic)
+        return t is not None and not t.error and len(t.partitions) == PARTITIONS
+
+    G.wait_for(lambda: all(known(bs) for bs in boots), 30, "the topic on both brokers")
+    group = "ck848-shared-group"
+    view = G.GroupView()
+    want = produce(boots[0], topic, "first")
+    everyone = []
+    try:
+        a = G.GroupMember(view, "A", consumer_conf(boots[0], group), topic)
+        b = G.GroupMember(view, "B", consumer_conf(boots[1], group), topic)
+        everyone += [a, b]
+        G.wait_for(lambda: split([a, b], 3), 60, lambda: "A and B to split the partitions: %r" % (
+            [sorted(m.assignment()) for m in everyone]))
+        G.wait_for(lambda: set(values(everyone)) >= want, 60, "the first records")
+        c = G.GroupMember(view, "C", consumer_conf(boots[1], group), topic)
+        everyone.append(c)
+        G.wait_for(lambda: split([a, b, c], 2), 60, lambda: "C to get its share: %r" % (
+            [sorted(m.assignment()) for m in everyone]))
+        want |= produce(boots[1], topic, "three")
+        G.wait_for(lambda: set(values(everyone)) >= want, 60, "the records read by three")
+        a.close()  # its partitions go to B and C, bootstrapped at the other broker
+        G.wait_for(lambda: split([b, c], 3), 60, lambda: "B and C to take A's partitions: %r" % (
+            [sorted(m.assignment()) for m in (b, c)]))
+        want |= produce(boots[0], topic, "two")
+        G.wait_for(lambda: set(values(everyone)) >= want, 60, "the records after A left")
+    finally:
+        G.close_all(everyone)
+    no_errors(everyone)
+    assert sorted(values(everyone)) == sorted(want), "each record exactly once"
