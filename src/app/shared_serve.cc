@@ -142,8 +142,8 @@ result<shared_engines> open_shared_engines(const shared_serve_options& o) {
     e.broker_configs = std::move(*configs);
     auto security = shared::pg_security_store::open(e.db);
     if (!security)
-        return error{security.code(), "--shared-catalog: users and policies: " +
-                                          security.err().message};
+        return error{security.code(),
+                     "--shared-catalog: users and policies: " + security.err().message};
     e.security = std::move(*security);
     auto refresher = shared::pg_refresher::start(
         e.db, {{shared::security_channel, [s = e.security.get()] { return s->refresh(); }}});
@@ -180,7 +180,8 @@ result<std::unique_ptr<shared::broker_registry>> register_shared_broker(
 }
 
 shared_maintenance::shared_maintenance(shared_engines& e, shared::maintenance::settings s)
-    : _engines(e), _settings(std::move(s)),
+    : _engines(e),
+      _settings(std::move(s)),
       _thread(std::chrono::milliseconds(5000), [this] { pass(); }) {}
 
 void shared_maintenance::pass() {
@@ -203,8 +204,8 @@ void shared_maintenance::pass() {
             log_warn("shared", "background work: {} of {}:{} failed: {}", j.kind, j.topic_id,
                      j.partition, j.detail);
         else
-            log_debug("shared", "background work: {} of {}:{}: {}", j.kind, j.topic_id,
-                      j.partition, j.detail);
+            log_debug("shared", "background work: {} of {}:{}: {}", j.kind, j.topic_id, j.partition,
+                      j.detail);
     }
 }
 

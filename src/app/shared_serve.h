@@ -61,7 +61,7 @@ struct shared_engines {
     std::unique_ptr<shared::pg_refresher> refresher;
     shared::pg_config db;
     std::string object_prefix;  // where the brokers' objects are (shared_log_config)
-    std::string where;  // for the start-up log line (no secrets)
+    std::string where;          // for the start-up log line (no secrets)
 
     broker::metadata_stores stores();
     broker::shared_mode mode(int32_t node_id, std::chrono::milliseconds poll) const;

@@ -78,9 +78,8 @@ std::span<const api_def> supported_apis() {
 
 bool served_in_shared_mode(api_key k) {
     switch (k) {
-        // Transactions (markers are not written to shared partitions yet), DeleteRecords,
-        // producer state and share groups: docs/shared-mode.md lists them.
-        case api_key::delete_records:
+        // Transactions (markers are not written to shared partitions yet), producer state
+        // and share groups: docs/shared-mode.md lists them.
         case api_key::add_partitions_to_txn:
         case api_key::add_offsets_to_txn:
         case api_key::end_txn:

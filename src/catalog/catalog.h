@@ -14,8 +14,8 @@
 
 #include "catalog/expansion_info.h"
 #include "catalog/expansion_store.h"
-#include "catalog/schema.h"
 #include "catalog/metadata_store.h"
+#include "catalog/schema.h"
 #include "catalog/security_info.h"
 #include "catalog/security_store.h"
 #include "catalog/topic_config.h"

@@ -163,6 +163,11 @@ class shared_partition final : public log::partition_store {
     // woken by other brokers' commits (NOTIFY). Returns the high watermark.
     offset_t wait_for_data(offset_t offset, std::chrono::milliseconds timeout) const;
 
+    // DeleteRecords: moves the log start to `offset` (-1: the high watermark), never
+    // back, in one database transaction (maintenance::advance_log_start); returns the
+    // log start after it. Errors: out_of_range past the high watermark; the database's.
+    result<offset_t> delete_records(offset_t offset);
+
     const std::string& topic_id() const { return _topic_id; }
 
   private:

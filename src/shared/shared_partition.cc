@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "protocol/record_batch.h"
+#include "shared/maintenance/maintenance.h"
 #include "shared/shared_log.h"
 
 namespace sluice::shared {
@@ -209,6 +210,13 @@ offset_t shared_partition::wait_for_data(offset_t offset, std::chrono::milliseco
             break;
     }
     return _hw.load(std::memory_order_acquire);
+}
+
+result<offset_t> shared_partition::delete_records(offset_t offset) {
+    auto r = maintenance::advance_log_start(*_owner._read_db, _topic_id, _name.partition, offset);
+    if (!r) return r.err();
+    _start.store(*r, std::memory_order_release);
+    return *r;
 }
 
 }  // namespace sluice::shared

@@ -203,7 +203,7 @@ def test_kill_a_broker_under_acks_all_load(cluster):
 
 
 def test_unsupported_features_are_refused(cluster):
-    """Transactions, DeleteRecords, share groups: left out of ApiVersions, and refused with
+    """Transactions and share groups: left out of ApiVersions, and refused with
     UNSUPPORTED_VERSION and a log line when sent anyway."""
     import kproto as K
     from confluent_kafka import KafkaException
@@ -213,13 +213,44 @@ def test_unsupported_features_are_refused(cluster):
     with K.Conn(kafka(cluster, 0)) as conn:
         err, apis = K.api_versions_v0(conn)
         assert err == 0 and 0 in apis and 1 in apis  # Produce, Fetch
-        for key in (21, 24, 25, 26, 27, 28, 76, 78):  # DeleteRecords, txn APIs, ShareFetch
+        for key in (24, 25, 26, 27, 28, 76, 78):  # txn APIs, ShareGroupHeartbeat, ShareFetch
             assert key not in apis
         r = conn.roundtrip(22, 0, K.nullable_string("tx-1") + K.i32(10000))  # InitProducerId
         r.i32()
         assert r.i16() == 35  # UNSUPPORTED_VERSION
-        r = conn.roundtrip(21, 0, K.array([], None) + K.i32(1000))  # DeleteRecords
+        # EndTxn: an API shared mode leaves out gets the bare UNSUPPORTED_VERSION answer.
+        r = conn.roundtrip(26, 0, K.nullable_string("tx-1") + K.i64(0) + K.i16(0) + K.i8(1))
         assert r.i16() == 35
     log = (cluster / "broker-0.log").read_text(errors="replace")
     assert "shared mode does not support transactions" in log
-    assert "shared mode does not support DeleteRecords yet" in log
+    assert "shared mode does not support EndTxn yet" in log
+
+
+def delete_records(bootstrap, topic, partition, offset):
+    import kproto as K
+    with K.Conn(bootstrap) as conn:
+        body = K.array([topic], lambda t: K.string(t) + K.array(
+            [partition], lambda p: K.i32(p) + K.i64(offset))) + K.i32(10000)
+        r = conn.roundtrip(21, 0, body)  # DeleteRecords v0
+        r.i32()  # throttle
+        ((name, parts),) = r.array(lambda x: (x.string(), x.array(lambda y: (y.i32(), y.i64(), y.i16()))))
+        assert name == topic
+        return parts[0][1:]  # (low watermark, error code)
+
+
+def test_delete_records_through_one_broker_holds_on_all(cluster):
+    create_topic(kafka(cluster, 0), "trimmed", 1, cluster)
+    p = Producer({"bootstrap.servers": kafka(cluster, 0), "enable.idempotence": True, "acks": "all"})
+    for i in range(30):
+        p.produce("trimmed", ("v-%02d" % i).encode(), partition=0)
+    assert p.flush(30) == 0
+    assert delete_records(kafka(cluster, 1), "trimmed", 0, 12) == (12, 0)
+    assert delete_records(kafka(cluster, 2), "trimmed", 0, 5) == (12, 0)  # never back
+    assert delete_records(kafka(cluster, 0), "trimmed", 0, 31)[1] == 1  # OFFSET_OUT_OF_RANGE
+    for i in range(3):
+        c = Consumer({"bootstrap.servers": kafka(cluster, i), "group.id": "trim-%d" % i})
+        assert c.get_watermark_offsets(TopicPartition("trimmed", 0), timeout=10) == (12, 30)
+        c.close()
+    seen, dups = consume_all(kafka(cluster, 2), "trimmed", 1, 18)  # from 0: reset to 12
+    assert not dups and sorted(seen) == ["v-%02d" % i for i in range(12, 30)], sorted(seen)
+    assert delete_records(kafka(cluster, 0), "trimmed", 0, -1) == (30, 0)  # -1: the high watermark
