@@ -135,6 +135,30 @@ def test_503_slowdown_is_retried_then_succeeds(s3):
         proxy.close()
 
 
+def test_requests_are_counted_by_operation_and_outcome(s3):
+    """sluice_object_store_requests_total (GET /metrics): every attempt, by operation and
+    outcome, retries included; and the bytes each way."""
+    proxy = S3.FaultProxy(s3.port)
+    try:
+        proxy.fail_next(2)  # the PUT's first two attempts: 503 SlowDown, then retried
+        data = b"z" * 1000
+        out = run(s3.env(endpoint=proxy.endpoint, prefix="t9/"), "s3-count", "counted", stdin=data).stdout
+    finally:
+        proxy.close()
+    got = {}
+    for line in out.decode().splitlines():
+        name, value = line.rsplit(" ", 1)
+        got[name] = float(value)
+    series = 'sluice_object_store_requests_total{operation="%s",outcome="%s"}'
+    assert {k: v for k, v in got.items() if k.startswith("sluice_object_store_requests_total")} == {
+        series % ("PUT", "server_error"): 2, series % ("PUT", "ok"): 1, series % ("GET", "ok"): 1,
+        series % ("GET", "not_found"): 1, series % ("LIST", "ok"): 1, series % ("DELETE", "ok"): 1}, got
+    assert proxy.requests == 7
+    assert got["sluice_object_store_sent_bytes_total"] == 3 * len(data)  # each attempt sends it
+    # The GET's body, and the error and listing documents.
+    assert got["sluice_object_store_received_bytes_total"] > len(data)
+
+
 def test_503_until_the_deadline_gives_up_with_a_clear_error(s3):
     proxy = S3.FaultProxy(s3.port)
     try:
