@@ -551,8 +551,8 @@ int serve(const serve_options& o) {
         }
         registry = std::move(*r);
         b.join_cluster(*registry);
-        maintenance = start_shared_maintenance(o.shared, *engines, registry->incarnation(),
-                                               cfg.topic_defaults);
+        maintenance =
+            start_shared_maintenance(o.shared, *engines, *registry, cfg.topic_defaults);
         log_info("app", "shared mode: broker {} over {} and the shared catalog", o.shared.node_id,
                  engines->where);
     }
