@@ -203,18 +203,20 @@ void read_shared_all(broker& b, const fetch_request& req, int16_t version,
     const auto legacy_magic = fetch_magic(version);
     const auto budget = static_cast<size_t>(std::max(req.max_bytes, 0));
     auto& loop = b.loop();
-    b.shared_log()->run_read([&loop, o, done = std::move(done), hard_limit, legacy_magic, budget] {
-        for (const auto& r : o->shared_reads) {
-            auto& ot = o->resp.responses[r.topic];
-            auto& op = ot.partitions[r.partition];
-            const size_t limit = std::min(budget - std::min(budget, o->bytes), r.max_bytes);
-            read_shared(*r.plog, r.offset, limit, o->bytes == 0 && !hard_limit, r.committed,
-                        legacy_magic, op, *o);
-            if (op.records.size() > 0)
-                o->shared_sent.emplace_back(r.plog->id().topic, op.records.size());
-        }
-        loop.post([o, done] { done(*o); });
-    });
+    b.shared_log()->run_read(
+        [&loop, o, done = std::move(done), hard_limit, legacy_magic, budget]() mutable {
+            for (const auto& r : o->shared_reads) {
+                auto& ot = o->resp.responses[r.topic];
+                auto& op = ot.partitions[r.partition];
+                const size_t limit = std::min(budget - std::min(budget, o->bytes), r.max_bytes);
+                read_shared(*r.plog, r.offset, limit, o->bytes == 0 && !hard_limit, r.committed,
+                            legacy_magic, op, *o);
+                if (op.records.size() > 0)
+                    o->shared_sent.emplace_back(r.plog->id().topic, op.records.size());
+            }
+            // `done` holds the request: let go on the loop, not here.
+            loop.post([o, done = std::move(done)] { done(*o); });
+        });
 }
 
 struct parked_fetch {
