@@ -179,12 +179,16 @@ result<std::unique_ptr<shared::broker_registry>> register_shared_broker(
     }
 }
 
-shared_maintenance::shared_maintenance(shared_engines& e, shared::maintenance::settings s)
+shared_maintenance::shared_maintenance(shared_engines& e, const shared::broker_registry& registry,
+                                       shared::maintenance::settings s)
     : _engines(e),
+      _registry(registry),
       _settings(std::move(s)),
       _thread(std::chrono::milliseconds(5000), [this] { pass(); }) {}
 
 void shared_maintenance::pass() {
+    if (!_registry.member()) return;  // its leases would be free to the others at once
+    _settings.incarnation = _registry.incarnation();
     if (!_db) {
         auto db = shared::pg_database::connect(_engines.db);
         if (!db) {
@@ -210,16 +214,16 @@ void shared_maintenance::pass() {
 }
 
 std::unique_ptr<shared_maintenance> start_shared_maintenance(
-    const shared_serve_options& o, shared_engines& e, int64_t incarnation,
+    const shared_serve_options& o, shared_engines& e, const shared::broker_registry& registry,
     std::map<std::string, std::string> topic_defaults) {
     shared::maintenance::settings s;
     s.broker_id = o.node_id;
-    s.incarnation = incarnation;
+    s.incarnation = registry.incarnation();
     s.interval = std::chrono::milliseconds(o.maintenance_interval_ms);
     s.delete_grace = std::chrono::milliseconds(o.object_delete_grace_ms);
     s.object_prefix = e.object_prefix;
     s.topic_defaults = std::move(topic_defaults);
-    return std::make_unique<shared_maintenance>(e, std::move(s));
+    return std::make_unique<shared_maintenance>(e, registry, std::move(s));
 }
 
 }  // namespace sluice::app

@@ -73,10 +73,12 @@ result<shared_engines> open_shared_engines(const shared_serve_options& o);
 
 // Runs the background work (merging, retention, cleanup of unreferenced objects) every
 // few seconds on a thread of its own, sharing it with the other brokers through the
-// database's job leases; stops when destroyed.
+// database's job leases; stops when destroyed. Takes no job while the broker's lease has
+// passed, and takes them as the registry's current incarnation.
 class shared_maintenance {
   public:
-    shared_maintenance(shared_engines& e, shared::maintenance::settings s);
+    shared_maintenance(shared_engines& e, const shared::broker_registry& registry,
+                       shared::maintenance::settings s);
     shared_maintenance(const shared_maintenance&) = delete;
     shared_maintenance& operator=(const shared_maintenance&) = delete;
 
@@ -84,12 +86,13 @@ class shared_maintenance {
     void pass();  // one pass on this thread's own connection (made again after an error)
 
     shared_engines& _engines;
+    const shared::broker_registry& _registry;
     shared::maintenance::settings _settings;
     std::unique_ptr<shared::pg_database> _db;
     broker::periodic_thread _thread;  // last: stops before the members it uses go
 };
 std::unique_ptr<shared_maintenance> start_shared_maintenance(
-    const shared_serve_options& o, shared_engines& e, int64_t incarnation,
+    const shared_serve_options& o, shared_engines& e, const shared::broker_registry& registry,
     std::map<std::string, std::string> topic_defaults);
 
 // Registers this broker (its id, the first Kafka listener's advertised address) with a

@@ -359,9 +359,17 @@ void broker::finish_waiter(uint64_t id, bool timed_out) {
     if (timed_out) w.fn(true);
 }
 
+uint64_t broker::data_version(const std::vector<topic_partition>& tps) const {
+    uint64_t v = 0;
+    for (const auto& tp : tps)
+        if (auto it = _notified.find(tp); it != _notified.end()) v += it->second;
+    return v;
+}
+
 void broker::notify_data(const std::vector<topic_partition>& tps) {
     std::set<uint64_t> ids;
     for (auto& tp : tps) {
+        if (shared()) ++_notified[tp];
         auto it = _waiters_by_tp.find(tp);
         if (it != _waiters_by_tp.end()) ids.insert(it->second.begin(), it->second.end());
     }

@@ -75,6 +75,24 @@ result<void> load_producers(pg_transaction& tx, producers& ps) {
     return {};
 }
 
+// A broker whose lease passed was counted out by the others: what it began under that
+// incarnation commits nothing. Read after the partitions' locks, at the statement's
+// snapshot (read committed), so a renewal or a new incarnation committed before counts.
+result<void> check_registration(pg_transaction& tx, const object_commit& commit) {
+    if (commit.broker_incarnation <= 0) return {};
+    auto row = tx.exec(
+        "SELECT incarnation, CASE WHEN lease_expires_at > CURRENT_TIMESTAMP THEN 1 ELSE 0 END "
+        "FROM sluice_brokers WHERE broker_id = CAST($1 AS INTEGER)",
+        {std::to_string(commit.broker_id)});
+    if (!row) return row.err();
+    if (row->size() == 1 && row->int64(0, 0) == commit.broker_incarnation && row->int64(0, 1) == 1)
+        return {};
+    return error{errc::in_use,
+                 fmt::format("broker {} is no longer registered as incarnation {} with a live "
+                             "lease: object {} commits nothing",
+                             commit.broker_id, commit.broker_incarnation, commit.object_key)};
+}
+
 batch_verdict to_verdict(log::sequence_verdict v) {
     switch (v) {
         case log::sequence_verdict::append:
@@ -184,6 +202,7 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                 next[{locked->text(r, 0), static_cast<int32_t>(locked->int64(r, 1))}] =
                     locked->int64(r, 2);
             }
+            if (auto r = check_registration(tx, commit); !r) return r.err();
             if (auto r = load_producers(tx, ps); !r) return r.err();
             auto obj = tx.exec(
                 "INSERT INTO sluice_objects (object_key, size_bytes, created_by, created_at, "

@@ -32,7 +32,7 @@ void shared_partition::submit_append(std::span<uint8_t> payload,
 }
 
 result<shared_partition::bounds> shared_partition::load_bounds() const {
-    auto r = _owner._read_db->exec(
+    auto r = _owner.read_db().exec(
         "SELECT log_start_offset, high_watermark FROM sluice_partitions "
         "WHERE topic_id = $1 AND partition_id = $2",
         {_topic_id, std::to_string(_name.partition)});
@@ -64,7 +64,7 @@ result<log::read_result> shared_partition::read(offset_t offset, size_t max_byte
     log::read_result out;
     std::vector<batch_row> rows;
     // One snapshot: the bounds and the batch rows agree.
-    auto r = _owner._read_db->transact(
+    auto r = _owner.read_db().transact(
         isolation_level::repeatable_read, [&](pg_transaction& tx) -> result<void> {
             rows.clear();
             auto b = tx.exec(
@@ -167,7 +167,7 @@ result<std::optional<log::offset_and_time>> shared_partition::offset_for_timesta
     offset_t after = -1;
     for (;;) {
         auto start = log_start_offset();
-        auto q = _owner._read_db->exec(
+        auto q = _owner.read_db().exec(
             "SELECT base_offset FROM sluice_batches WHERE topic_id = $1 AND partition_id = $2 "
             "AND max_timestamp_ms >= $3 AND last_offset >= $4 AND base_offset > $5 "
             "ORDER BY base_offset LIMIT 1",
@@ -184,7 +184,7 @@ result<std::optional<log::offset_and_time>> shared_partition::offset_for_timesta
 
 result<std::optional<log::offset_and_time>> shared_partition::max_timestamp_offset() const {
     auto start = log_start_offset();
-    auto q = _owner._read_db->exec(
+    auto q = _owner.read_db().exec(
         "SELECT base_offset FROM sluice_batches WHERE topic_id = $1 AND partition_id = $2 "
         "AND last_offset >= $3 ORDER BY max_timestamp_ms DESC, base_offset LIMIT 1",
         {_topic_id, std::to_string(_name.partition), std::to_string(start)});
@@ -213,7 +213,7 @@ offset_t shared_partition::wait_for_data(offset_t offset, std::chrono::milliseco
 }
 
 result<offset_t> shared_partition::delete_records(offset_t offset) {
-    auto r = maintenance::advance_log_start(*_owner._read_db, _topic_id, _name.partition, offset);
+    auto r = maintenance::advance_log_start(_owner.read_db(), _topic_id, _name.partition, offset);
     if (!r) return r.err();
     _start.store(*r, std::memory_order_release);
     return *r;
