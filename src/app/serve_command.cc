@@ -361,10 +361,10 @@ int serve(const serve_options& o) {
         }
         *out = *hp;
     }
-    if (o.shared.enabled() && (pg_addr || http_addr)) {
+    if (o.shared.enabled() && (pg_addr || http_addr) && o.sql_engine != "sqlite") {
         log_error("app",
-                  "shared mode does not support SQL over topics, expansions or the HTTP API yet: "
-                  "leave out --pg and --http (docs/shared-mode.md)");
+                  "shared mode serves SQL with --sql-engine sqlite only for now "
+                  "(docs/shared-mode.md)");
         return 2;
     }
     cfg.auto_create_topics = o.auto_create;
@@ -581,6 +581,15 @@ int serve(const serve_options& o) {
     eo.schemas = shared_schemas;
     eo.guard = expansions->get();
     eo.gate = &b.access();
+    // Shared mode: topics, users and policies of the shared catalog; partitions through
+    // the partition-log interface of the shared log.
+    std::optional<shared_sql_partitions> shared_partitions;
+    if (engines) {
+        shared_partitions.emplace(*engines);
+        eo.topics = engines->topics.get();
+        eo.security = engines->security.get();
+        eo.partitions = &*shared_partitions;
+    }
     auto eng = open_sql_engine(o.sql_engine, eo);
     if (!eng) {
         log_error("app", "sql: {}", eng.error().message);
@@ -628,8 +637,9 @@ int serve(const serve_options& o) {
             return 1;
         }
         http = std::move(*s);
-        expansion::add_http_routes(*http, **expansions);
-        add_security_routes(*http, **cat);
+        if (!engines) expansion::add_http_routes(*http, **expansions);  // none in shared mode yet
+        add_security_routes(
+            *http, engines ? static_cast<catalog::security_store&>(*engines->security) : **cat);
         add_metrics_routes(*http, ready, o.metrics);
         add_broker_admin_routes(*http, b);
         console::add_console_routes(*http);

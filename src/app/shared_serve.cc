@@ -97,6 +97,12 @@ broker::shared_mode shared_engines::mode(int32_t node_id, std::chrono::milliseco
     return m;
 }
 
+log::partition_store* shared_sql_partitions::partition(const std::string& topic, int32_t p) {
+    const auto t = _e.topics->find_topic(topic);
+    if (!t || p < 0 || p >= t->partitions) return nullptr;
+    return &_e.log->partition(shared::topic_id_hex(t->id), {topic, p});
+}
+
 result<shared_engines> open_shared_engines(const shared_serve_options& o) {
     if (o.storage.empty() || o.catalog.empty())
         return error{errc::invalid_argument,
