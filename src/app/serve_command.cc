@@ -570,6 +570,15 @@ int serve(const serve_options& o) {
 
     // SQL: its own threads (one per connection), over the same logs and catalog.
     sql_state state(b);
+    if (engines) {
+        auto offsets = open_shared_offsets(*engines);
+        if (!offsets) {
+            log_error("app", "shared mode: {}", offsets.err().message);
+            logs.close();
+            return 1;
+        }
+        state.read_offsets_from(std::move(*offsets));
+    }
     sql::engine_options eo;
     eo.data_dir = cfg.data_dir;
     eo.defaults.timeout = std::chrono::milliseconds(o.sql_timeout_ms);

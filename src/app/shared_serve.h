@@ -79,6 +79,10 @@ class shared_sql_partitions final : public sql::partition_source {
     shared_engines& _e;
 };
 
+// The committed offsets of every group in the shared catalog, on a connection of their
+// own, for the SQL system tables (sql_state::read_offsets_from).
+result<std::unique_ptr<catalog::offset_store>> open_shared_offsets(const shared_engines& e);
+
 // Checks the options, connects to the database (creating or upgrading the shared
 // catalog's schema) and to the object store. Errors name the flag or engine at fault.
 result<shared_engines> open_shared_engines(const shared_serve_options& o);

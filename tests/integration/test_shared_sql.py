@@ -196,3 +196,20 @@ def test_a_user_denied_read_is_refused(cluster, pki, produced):
         assert [as_bytes(v) for v, in Q.pg_rows(conn, 'SELECT value FROM kafka_topics."%s"' % CLOSED)] == [b"secret"]
     with pytest.raises(psycopg2.OperationalError):
         pg_login(cluster, 1, "alice", password="wrong")
+
+
+def test_group_offsets_listed_at_every_broker(cluster, produced):
+    """A group's offsets committed through broker 0 (to its coordinator, by placement) are
+    in system.group_offsets at both brokers, with the partition's lag."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": kafka(cluster, 0), "group.id": "sql-group", "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(TOPIC, 0, 7)], asynchronous=False)
+    finally:
+        c.close()
+    hw = 1 + max(o for p, o, *_ in produced if p == 0)
+    for i in (0, 1):
+        with pg_login(cluster, i, "reader") as conn:
+            got = Q.pg_rows(conn, "SELECT group_id, topic, partition, committed_offset, high_watermark, lag "
+                                  "FROM system.group_offsets WHERE group_id = 'sql-group'")
+            assert got == [("sql-group", TOPIC, 0, 7, hw, hw - 7)], (i, got)
