@@ -181,8 +181,14 @@ def test_https_at_another_broker(cluster, pki, produced):
     import urllib.request
     token = base64.b64encode(b"reader:" + USERS["reader"].encode()).decode()
     req = urllib.request.Request(broker(cluster, 1, "http") + "/metrics", headers={"Authorization": "Basic " + token})
-    with urllib.request.urlopen(req, timeout=10, context=ssl.create_default_context(cafile=str(pki.ca_cert))) as r:
+    ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+    with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
         assert r.status == 200 and b"sluice_" in r.read()
+    # The users made through broker 0 (AlterUserScramCredentials) are broker 1's users.
+    import json
+    req = urllib.request.Request(broker(cluster, 1, "http") + "/v1/users", headers={"Authorization": "Basic " + token})
+    with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+        assert sorted(u["name"] for u in json.loads(r.read())["users"]) == sorted(USERS)
 
 
 def test_a_user_denied_read_is_refused(cluster, pki, produced):
