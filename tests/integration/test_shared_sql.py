@@ -154,6 +154,14 @@ def test_filter_on_partition_and_offset_is_pushed_down(cluster, produced):
         import json
         scan = json.loads(Q.pg_rows(conn, "SELECT sluice_last_scan()")[0][0])
         assert scan["partitions_scanned"] == 1 and scan["records_read"] == 7, scan
+        # A lower bound on timestamp_producer starts each partition's read at the first
+        # record at or after it.
+        since = BASE_TS + 60 * 1000
+        got = Q.pg_rows(conn, 'SELECT partition, "offset" FROM kafka_topics."%s" WHERE timestamp_producer >= %d'
+                        % (TOPIC, since))
+        assert sorted(got) == [(p, o) for p, o, _, _, t in produced if t >= since]
+        scan = json.loads(Q.pg_rows(conn, "SELECT sluice_last_scan()")[0][0])
+        assert scan["records_read"] == COUNT - 60, scan
 
 
 def test_system_tables_list_the_topic(cluster, produced):

@@ -513,6 +513,12 @@ TEST_F(interface_fixture, the_same_rows_through_the_partition_log_interface) {
                     "SELECT offset FROM kafka_topics.orders WHERE partition = 1 "
                     "AND offset > 10"),
               (rows{{"11"}}));
+    // A lower bound on timestamp_producer starts the read at the first record at or after it.
+    EXPECT_EQ(query(*through,
+                    "SELECT partition, offset FROM kafka_topics.orders "
+                    "WHERE timestamp_producer >= 1027 AND timestamp_producer < 1100"),
+              (rows{{"0", "9"}, {"1", "9"}, {"2", "9"}}));
+    EXPECT_EQ(query(*through, "SELECT sluice_last_scan() ->> '$.records_read'"), (rows{{"5"}}));
     // No broker append times through the interface.
     EXPECT_EQ(query(*through, "SELECT count(timestamp_broker) FROM kafka_topics.orders"),
               (rows{{"0"}}));
