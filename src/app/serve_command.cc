@@ -320,10 +320,10 @@ int serve(const serve_options& o) {
         }
         *out = *hp;
     }
-    if (o.shared.enabled() && (pg_addr || http_addr)) {
+    if (o.shared.enabled() && (pg_addr || http_addr) && o.sql_engine != "sqlite") {
         log_error("app",
-                  "shared mode does not support SQL over topics, expansions or the HTTP API yet: "
-                  "leave out --pg and --http (docs/shared-mode.md)");
+                  "shared mode serves SQL with --sql-engine sqlite only for now "
+                  "(docs/shared-mode.md)");
         return 2;
     }
     cfg.auto_create_topics = o.auto_create;
@@ -528,6 +528,15 @@ int serve(const serve_options& o) {
 
     // SQL: its own threads (one per connection), over the same logs and catalog.
     sql_state state(b);
+    if (engines) {
+        auto offsets = open_shared_offsets(*engines);
+        if (!offsets) {
+            log_error("app", "shared mode: {}", offsets.err().message);
+            logs.close();
+            return 1;
+        }
+        state.read_offsets_from(std::move(*offsets));
+    }
     sql::engine_options eo;
     eo.data_dir = cfg.data_dir;
     eo.defaults.timeout = std::chrono::milliseconds(o.sql_timeout_ms);
@@ -539,6 +548,15 @@ int serve(const serve_options& o) {
     eo.schemas = shared_schemas;
     eo.guard = expansions->get();
     eo.gate = &b.access();
+    // Shared mode: topics, users and policies of the shared catalog; partitions through
+    // the partition-log interface of the shared log.
+    std::optional<shared_sql_partitions> shared_partitions;
+    if (engines) {
+        shared_partitions.emplace(*engines);
+        eo.topics = engines->topics.get();
+        eo.security = engines->security.get();
+        eo.partitions = &*shared_partitions;
+    }
     auto eng = open_sql_engine(o.sql_engine, eo);
     if (!eng) {
         log_error("app", "sql: {}", eng.error().message);
@@ -586,8 +604,9 @@ int serve(const serve_options& o) {
             return 1;
         }
         http = std::move(*s);
-        expansion::add_http_routes(*http, **expansions);
-        add_security_routes(*http, **cat);
+        if (!engines) expansion::add_http_routes(*http, **expansions);  // none in shared mode yet
+        add_security_routes(
+            *http, engines ? static_cast<catalog::security_store&>(*engines->security) : **cat);
         add_metrics_routes(*http, ready, o.metrics);
         add_broker_admin_routes(*http, b);
         console::add_console_routes(*http);

@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "shared/catalog_schema.h"
 #include "shared/engine_env.h"
+#include "shared/pg_offset_store.h"
 
 namespace sluice::app {
 
@@ -95,6 +96,18 @@ broker::shared_mode shared_engines::mode(int32_t node_id, std::chrono::milliseco
     m.topics = topics.get();
     m.poll_interval = poll;
     return m;
+}
+
+log::partition_store* shared_sql_partitions::partition(const std::string& topic, int32_t p) {
+    const auto t = _e.topics->find_topic(topic);
+    if (!t || p < 0 || p >= t->partitions) return nullptr;
+    return &_e.log->partition(shared::topic_id_hex(t->id), {topic, p});
+}
+
+result<std::unique_ptr<catalog::offset_store>> open_shared_offsets(const shared_engines& e) {
+    auto s = shared::pg_offset_store::open(e.db);
+    if (!s) return error{s.code(), "--shared-catalog: committed offsets: " + s.err().message};
+    return std::unique_ptr<catalog::offset_store>(std::move(*s));
 }
 
 result<shared_engines> open_shared_engines(const shared_serve_options& o) {

@@ -24,6 +24,7 @@
 #include "shared/pg_security_store.h"
 #include "shared/pg_topic_store.h"
 #include "shared/shared_log.h"
+#include "sql/partition_source.h"
 
 namespace sluice::app {
 
@@ -66,6 +67,21 @@ struct shared_engines {
     broker::metadata_stores stores();
     broker::shared_mode mode(int32_t node_id, std::chrono::milliseconds poll) const;
 };
+
+// The SQL engine's partitions in shared mode: those of the shared catalog's topics, read
+// through the partition-log interface of the shared log (docs/shared-mode.md, "SQL").
+class shared_sql_partitions final : public sql::partition_source {
+  public:
+    explicit shared_sql_partitions(shared_engines& e) : _e(e) {}
+    log::partition_store* partition(const std::string& topic, int32_t p) override;
+
+  private:
+    shared_engines& _e;
+};
+
+// The committed offsets of every group in the shared catalog, on a connection of their
+// own, for the SQL system tables (sql_state::read_offsets_from).
+result<std::unique_ptr<catalog::offset_store>> open_shared_offsets(const shared_engines& e);
 
 // Checks the options, connects to the database (creating or upgrading the shared
 // catalog's schema) and to the object store. Errors name the flag or engine at fault.
