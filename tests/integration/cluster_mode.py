@@ -35,12 +35,12 @@ def sluice_bin():
 # What shared mode does not serve yet (docs/shared-mode.md's table), by the name the
 # marker uses: the reason a cluster run gives for the skip, or None once it is served.
 SHARED_MODE_MISSING = {
-    "transactions": "transactions (InitProducerId with a transactional id, EndTxn, ...)",
+    "transactions": "transactions",
     "describe_producers": "DescribeProducers",
     "share_groups": "share groups",
-    "sql": "SQL over topics, the system tables, expansions and the HTTP API (--pg, --http)",
-    "compaction": "compaction (cleanup.policy=compact topics keep every record)",
-    "log_append_time": "LogAppendTime topics (records keep the producer's timestamps)",
+    "sql": "SQL over topics, system tables, expansions or the HTTP API",
+    "compaction": "compaction (cleanup.policy=compact)",
+    "log_append_time": "LogAppendTime topics",
 }
 
 
@@ -64,6 +64,10 @@ def skip_reason(item):
     """Why `item` does not run against a cluster, or None."""
     for m in item.iter_markers("single_node"):
         return "single-node only: %s" % (m.args[0] if m.args else "drives one broker process")
+    # Fixtures that start brokers of their own, which a cluster run would not replace.
+    for name in ("secure_broker_factory", "module_secure_broker_factory"):
+        if name in getattr(item, "fixturenames", ()):
+            return "single-node only: a broker with listeners of its own (%s)" % name
     for m in item.iter_markers("shared_missing"):
         for feature in m.args:
             if feature not in SHARED_MODE_MISSING:
@@ -71,7 +75,7 @@ def skip_reason(item):
                     "%s: shared_missing(%r) names no feature of cluster_mode.SHARED_MODE_MISSING (%s)"
                     % (item.nodeid, feature, ", ".join(sorted(SHARED_MODE_MISSING))))
             if SHARED_MODE_MISSING[feature]:
-                return "shared mode does not serve %s yet" % SHARED_MODE_MISSING[feature]
+                return "shared mode does not serve %s yet (docs/shared-mode.md)" % SHARED_MODE_MISSING[feature]
     return None
 
 

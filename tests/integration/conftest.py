@@ -49,6 +49,7 @@ def pytest_collection_modifyitems(config, items):
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))
 
+
 STARTUP_TIMEOUT = 20.0
 STOP_TIMEOUT = 30.0
 
