@@ -225,6 +225,10 @@ def test_error_after_streaming_started(env):
     # The time limit mid-result, too (rows without end).
     endless = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
                "SELECT x, printf('%0200d', x) AS pad FROM c")
+    if S.ON_DUCKDB:
+        # DuckDB computes a recursive CTE whole before its first row: rows without end
+        # come from a table function there, which streams.
+        endless = "SELECT x, printf('%0200d', x) AS pad FROM range(1, 1000000000000) t(x)"
     t0 = time.monotonic()
     r = S.http_sql(b.http, endless, timeout_ms=300)
     assert time.monotonic() - t0 < STOP_BOUND
