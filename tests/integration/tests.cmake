@@ -102,14 +102,11 @@ sluice_integration_slots(integration.ck-2.16.test_groups_kip848_confluent test_g
 # DuckDB are listed (the rest: docs/design/sql-engine.md, Not done yet). Pairable: the
 # suites listed are.
 if(SLUICE_DUCKDB)
-  # Left out, not passing on DuckDB yet: savepoints (test_default_mode...), value::json
-  # (test_casts), an interval's message (test_unsupported_spellings...), psql's catalog of
-  # topics (test_topic_tables_list_only...), expansions (test_expansion_create...).
+  # Left out, not passing on DuckDB yet: savepoints (test_default_mode...), psql's catalog
+  # of topics (test_topic_tables_list_only...), expansions (test_expansion_create...).
   set(duckdb_sql_tests
     test_sql_dialect.py test_sql_clients.py test_security_sql.py
     --deselect test_sql_dialect.py::test_default_mode_runs_schema_ddl_in_its_transaction
-    --deselect test_sql_dialect.py::test_casts
-    --deselect test_sql_dialect.py::test_unsupported_spellings_name_the_problem
     --deselect test_security_sql.py::test_topic_tables_list_only_what_the_user_may_see
     --deselect test_security_sql.py::test_expansion_create_needs_read_on_its_topic)
   add_test(NAME integration.duckdb.sql

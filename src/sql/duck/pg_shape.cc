@@ -1,5 +1,6 @@
 #include "sql/duck/pg_shape.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <string_view>
@@ -106,6 +107,20 @@ struct json_args {
                 f.children[0] = d::make_uniq<d::FunctionExpression>(json_text_fn, std::move(arg));
             }
         }
+        // x::json reads a BLOB as the JSON text it holds (DuckDB's own cast from BLOB
+        // would make a JSON string of its escaped form).
+        if (e->GetExpressionClass() == d::ExpressionClass::CAST) {
+            auto& c = e->Cast<d::CastExpression>();
+            auto type = c.cast_type.ToString();  // unbound: `"json"`, quoted
+            std::erase(type, '"');
+            std::transform(type.begin(), type.end(), type.begin(),
+                           [](unsigned char x) { return static_cast<char>(std::tolower(x)); });
+            if (type == "json" && !is_json_text_call(*c.child)) {
+                d::vector<d::unique_ptr<d::ParsedExpression>> arg;
+                arg.push_back(std::move(c.child));
+                c.child = d::make_uniq<d::FunctionExpression>(json_text_fn, std::move(arg));
+            }
+        }
         if (e->GetExpressionClass() == d::ExpressionClass::SUBQUERY)
             node(*e->Cast<d::SubqueryExpression>().subquery->node);
         d::ParsedExpressionIterator::EnumerateChildren(
@@ -210,6 +225,9 @@ std::string error_hint(std::string_view sql, std::string_view message) {
         return "HINT: timestamp_producer and timestamp_broker are milliseconds since the epoch: "
                "use timestamp_producer_tz / timestamp_broker_tz (TIMESTAMPTZ), or for another "
                "epoch write to_timestamp(ms / 1000.0)";
+    if (has(message, "Could not convert") && has(message, "to INTERVAL"))
+        return "HINT: not an interval: write one as '90 seconds', '1 hour', '2 days 3 hours' or "
+               "INTERVAL 5 MINUTE";
     // ->> gives text, as PostgreSQL's does (SQLite's gives a JSON number as a number).
     if ((has(message, "No function matches") || has(message, "Cannot compare") ||
          has(message, "Cannot mix")) &&
@@ -221,6 +239,7 @@ std::string error_hint(std::string_view sql, std::string_view message) {
     const auto word = [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '"' || c == '.';
     };
+    if (!has(message, "Parser Error")) return {};
     for (size_t i = 0; i + 6 <= sql.size(); ++i) {
         size_t k = 0;
         while (k < 6 && std::tolower(static_cast<unsigned char>(sql[i + k])) == "offset"[k]) ++k;

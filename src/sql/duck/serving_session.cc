@@ -372,7 +372,10 @@ query_error serving_session::error_for(const d::ErrorData& e) {
                 fmt::format("{} (every session's memory together: --sql-memory; temporary files: "
                             "--sql-temp-bytes)",
                             one_line(e.Message()))};
-    return {failure_of(e.Type(), msg), one_line(e.Message())};
+    // Hints that need only the message (the statement's own come at prepare).
+    auto text = one_line(e.Message());
+    if (const auto hint = error_hint({}, text); !hint.empty()) text += " " + hint;
+    return {failure_of(e.Type(), msg), std::move(text)};
 }
 
 outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_view sql,
@@ -381,9 +384,9 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
     if (tail) *tail = {};
     const std::string text(sql);
     const auto hinted = [&text](query_error q) {
-        if (q.kind == failure::syntax)
-            if (const auto hint = error_hint(text, q.message); !hint.empty())
-                q.message += " " + hint;
+        if (const auto hint = error_hint(text, q.message);
+            !hint.empty() && q.message.find(hint) == std::string::npos)
+            q.message += " " + hint;
         return q;
     };
     try {

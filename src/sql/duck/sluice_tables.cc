@@ -239,10 +239,6 @@ void register_blob_text_cast(duckdb::DatabaseInstance& db) {
                                d::BoundCastInfo(blob_to_text), 120);
     casts.RegisterCastFunction(d::LogicalType::VARCHAR, d::LogicalType::BLOB,
                                d::BoundCastInfo(text_to_blob));
-    // value::json reads the bytes as the JSON text they hold (DuckDB's own cast would
-    // make a JSON string of the BLOB's escaped form).
-    casts.RegisterCastFunction(d::LogicalType::BLOB, d::LogicalType::JSON(),
-                               d::BoundCastInfo(blob_to_text));
     d::ScalarFunction f("convert_from", {d::LogicalType::BLOB, d::LogicalType::VARCHAR},
                         d::LogicalType::VARCHAR, convert_from);
     d::ExtensionLoader loader(db, "sluice_pg_text");

@@ -271,6 +271,7 @@ TEST_F(serving_fixture, postgres_spellings_the_clients_send) {
     EXPECT_EQ(run("SELECT '\\x6b3137'::bytea, '\\x41\\x42'::bytea, octet_length('\\x'::bytea)"),
               (rows{{"b:k17", "b:AB", "0"}}));
     EXPECT_EQ(run("SELECT convert_from('\\x6b31'::bytea, 'UTF8')"), (rows{{"k1"}}));
+    EXPECT_EQ(run("SELECT ('\\x7b2261223a317d'::bytea)::json ->> 'a'"), (rows{{"1"}}));
     EXPECT_EQ(run("SELECT convert_from('\\xff'::bytea, 'UTF8')"),
               (rows{{err(failure::invalid_parameter)}}));
     // Integer division as PostgreSQL's; a cast keeps the column's name.
