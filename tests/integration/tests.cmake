@@ -96,6 +96,30 @@ set_tests_properties(integration.ck-2.16.test_groups_kip848_confluent PROPERTIES
   TIMEOUT 600)
 sluice_integration_slots(integration.ck-2.16.test_groups_kip848_confluent test_groups_kip848_confluent)
 
+# The key SQL suites again on the DuckDB engine (docs/sql.md, Engines), while SQLite is the
+# default: SLUICE_TEST_SQL_ENGINE=duckdb makes conftest start their brokers with
+# --sql-engine duckdb. One pytest run (one interpreter start); only tests that pass on
+# DuckDB are listed (the rest: docs/design/sql-engine.md, Not done yet). Pairable: the
+# suites listed are.
+if(SLUICE_DUCKDB)
+  # Left out, not passing on DuckDB yet: savepoints (test_default_mode...), psql's catalog
+  # of topics (test_topic_tables_list_only...), expansions (test_expansion_create...).
+  set(duckdb_sql_tests
+    test_sql_dialect.py test_sql_clients.py test_security_sql.py
+    --deselect test_sql_dialect.py::test_default_mode_runs_schema_ddl_in_its_transaction
+    --deselect test_security_sql.py::test_topic_tables_list_only_what_the_user_may_see
+    --deselect test_security_sql.py::test_expansion_create_needs_read_on_its_topic)
+  add_test(NAME integration.duckdb.sql
+    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider
+            --basetemp=${PROJECT_BINARY_DIR}/pytest/duckdb.sql ${duckdb_sql_tests}
+    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+  set_tests_properties(integration.duckdb.sql PROPERTIES
+    LABELS integration
+    ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_TEST_SQL_ENGINE=duckdb"
+    TIMEOUT 600)
+  sluice_integration_slots(integration.duckdb.sql test_sql_dialect)
+endif()
+
 # The real-client suites again against a shared-mode cluster (docs/shared-mode.md, "The
 # client suites against a cluster"): SLUICE_TEST_CLUSTER=3 makes each module's `broker` the
 # three brokers of one `scripts/cluster up` (PostgreSQL, s3proxy) the module shares

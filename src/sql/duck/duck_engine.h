@@ -46,6 +46,9 @@ namespace sluice::sql::duck {
 struct options {
     // Temp files go to <data_dir>/sql-duck-tmp (made when needed).
     std::filesystem::path data_dir;
+    // The database file holding users' own tables (duck/user_tables.h); empty: in memory,
+    // gone when the engine closes. Its directory must exist.
+    std::filesystem::path database_path;
     log::log_manager* logs = nullptr;  // required; must outlive the engine
     // The sources of the system tables (system.*, duck/sluice_tables.h); null ones
     // leave their tables out. Must outlive the engine.

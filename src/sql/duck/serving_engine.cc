@@ -41,8 +41,13 @@ outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& 
     std::filesystem::remove_all(tmp, ec);
     std::filesystem::create_directories(tmp, ec);
     if (ec) return query_error{failure::internal, fmt::format("sql-duck-tmp: {}", ec.message())};
+    // Users' own tables: one DuckDB file (docs/formats/sql-duck.md).
+    const auto tables = opts.data_dir / "sql-duck";
+    std::filesystem::create_directories(tables, ec);
+    if (ec) return query_error{failure::internal, fmt::format("sql-duck: {}", ec.message())};
     options o;
     o.data_dir = opts.data_dir;
+    o.database_path = tables / "sluice.duckdb";
     o.logs = opts.logs;
     o.catalog = opts.catalog;
     o.state = opts.state;
