@@ -263,11 +263,18 @@ txn_error coordinator::commit_offsets(const std::string& id, int64_t producer_id
     return save(std::move(next)) ? txn_error::none : txn_error::not_available;
 }
 
-bool coordinator::has_pending_offset(const std::string& group_id, const topic_partition& tp) const {
-    for (const auto& [_, t] : _txns) {
-        if (t.state != txn_state::ongoing && !is_prepare(t.state)) continue;
-        for (const auto& o : t.offsets)
-            if (o.group_id == group_id && o.tp == tp) return true;
+bool coordinator::has_pending_offset(const std::string& group_id, const topic_partition& tp) {
+    auto pending = [&](const txn_metadata& t) {
+        if (t.state != txn_state::ongoing && !is_prepare(t.state)) return false;
+        return std::any_of(t.offsets.begin(), t.offsets.end(),
+                           [&](const auto& o) { return o.group_id == group_id && o.tp == tp; });
+    };
+    std::vector<std::string> ids;
+    for (const auto& [id, t] : _txns)
+        if (pending(t)) ids.push_back(id);
+    for (const auto& id : ids) {
+        refresh(id);
+        if (const txn_metadata* t = find(id); t && pending(*t)) return true;
     }
     return false;
 }

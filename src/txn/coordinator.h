@@ -126,8 +126,9 @@ class coordinator {
     void end_txn(const std::string& id, int64_t producer_id, int16_t producer_epoch, bool commit,
                  bool tv2, answer_fn cb);
 
-    // OffsetFetch require_stable: whether an open transaction holds an offset for tp.
-    bool has_pending_offset(const std::string& group_id, const topic_partition& tp) const;
+    // OffsetFetch require_stable: whether an open transaction holds an offset for tp
+    // (shared mode: those ids read afresh first, as another broker may have ended them).
+    bool has_pending_offset(const std::string& group_id, const topic_partition& tp);
     // Aborts every transaction open longer than its timeout, and retries completions
     // that failed. Returns how many it aborted.
     size_t expire();

@@ -36,8 +36,7 @@ PARTS = 3
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     d = tmp_path_factory.mktemp("cluster")
-    yield from running_cluster(d, "--brokers", 2, "--lease-ms", LEASE_MS, "--",
-                               "--transaction-abort-check-interval-ms", "1000")
+    yield from running_cluster(d, "--brokers", 2, "--lease-ms", LEASE_MS)
 
 
 def create_topic(d, name, partitions=PARTS):

@@ -40,6 +40,7 @@ TEST_F(shared_fixture, ChangesThroughAnotherBrokerAreSeenByTheCoordinator) {
     o.offset = 7;
     EXPECT_EQ(b->commit_offsets("x", p.producer_id, p.producer_epoch, "g", {o}, true),
               txn_error::none);
+    EXPECT_TRUE(b->has_pending_offset("g", {"t", 1}));
     std::optional<producer_answer> done;
     a->end_txn("x", p.producer_id, p.producer_epoch, true, true,
                [&](producer_answer x) { done = x; });
@@ -50,6 +51,8 @@ TEST_F(shared_fixture, ChangesThroughAnotherBrokerAreSeenByTheCoordinator) {
     ASSERT_EQ(parts.calls[0].t.offsets.size(), 1u);
     EXPECT_EQ(parts.calls[0].t.offsets[0].offset, 7);
     EXPECT_EQ(store.rows.at("x").state, txn_state::complete_commit);
+    // b, the group's coordinator, still holds the offset as pending: it reads x again.
+    EXPECT_FALSE(b->has_pending_offset("g", {"t", 1}));
 }
 
 TEST_F(shared_fixture, ANewOwnerCompletesWhatItFindsPreparedAndAbortsTheOpenOne) {
