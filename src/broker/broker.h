@@ -124,6 +124,12 @@ class broker {
     // False while a shared-mode broker's lease has passed: its produce, fetch and
     // ListOffsets answer NOT_LEADER_OR_FOLLOWER (retriable) then. Any thread.
     bool member() const;
+    // Whether this broker coordinates the transactional id (shared mode: placement over
+    // the live brokers; single-node mode: always).
+    bool coordinates_txn(const std::string& transactional_id) const;
+    // Shared mode: a transaction's offsets became committed offsets in the database; the
+    // brokers coordinating their groups read them again at their next poll.
+    void announce_txn_offsets();
     // The partition's log, whichever mode; nullptr when t has no such partition.
     log::partition_store* partition(const topic_state& t, int32_t partition);
     size_t broker_count() const { return _broker_count; }
@@ -244,6 +250,7 @@ class broker {
     std::vector<int32_t> _live_ids;                        // shared mode: sorted
     std::vector<int32_t> _polled_ids;                      // poll_cluster's thread only
     std::unique_ptr<catalog::offset_store> _reload_store;  // poll_cluster's thread only
+    int64_t _txn_offsets_seen = -1;                        // poll_cluster's thread only
     std::unique_ptr<periodic_thread> _cluster_poll;        // shared mode: poll_cluster
     std::atomic<bool> _rejoined{false};  // shared mode: the lease was renewed after it passed
     net::event_loop::timer_id _group_timer = 0;

@@ -66,6 +66,18 @@ const advertised_broker& broker::coordinator_for(size_t listener, const std::str
     return list.front();
 }
 
+bool broker::coordinates_txn(const std::string& transactional_id) const {
+    if (!shared()) return true;
+    if (!_shared.registry) return false;  // not serving yet
+    auto id = shared::place(shared::transaction_key(transactional_id), _live_ids);
+    return id && *id == _shared.registry->address().broker_id;
+}
+
+void broker::announce_txn_offsets() {
+    if (auto r = _shared.log->bump_change_version("txn_offsets"); !r)
+        log_warn("shared", "announcing transactional offsets: {}", r.err().message);
+}
+
 void broker::apply_live_brokers(const std::vector<shared::live_broker>& live) {
     std::vector<int32_t> ids;
     std::vector<advertised_broker> listed;
@@ -156,8 +168,12 @@ void broker::poll_cluster() {
         const bool left = std::any_of(_polled_ids.begin(), _polled_ids.end(), [&](int32_t id) {
             return !std::binary_search(ids.begin(), ids.end(), id);
         });
-        if (left || _rejoined.exchange(false, std::memory_order_acq_rel))
+        // A transaction's offsets committed by another broker's coordinator, too.
+        auto txn_offsets = _shared.log->change_version("txn_offsets");
+        const bool moved = txn_offsets && *txn_offsets != _txn_offsets_seen;
+        if (left || moved || _rejoined.exchange(false, std::memory_order_acq_rel))
             offsets = load_committed(_stores, _reload_store);
+        if (moved) _txn_offsets_seen = *txn_offsets;
         _polled_ids = std::move(ids);
     }
     auto changed = _shared.topics->refresh();

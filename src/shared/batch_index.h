@@ -25,6 +25,11 @@ struct batch_append {
     int64_t producer_id = -1;
     int16_t producer_epoch = -1;
     int32_t base_sequence = -1;
+    // Transactions: a batch of a transaction opens it in the partition (sluice_txn_open)
+    // until the producer's marker, a control batch (marker 0 ABORT, 1 COMMIT) written with
+    // the producer's epoch or a newer one, ends it; an ABORT adds it to sluice_txn_aborted.
+    bool transactional = false;
+    int8_t marker = -1;
 };
 
 // What the commit did with one batch.

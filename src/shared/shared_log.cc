@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "shared/batch_index.h"
+#include "shared/pg_refresher.h"
 
 namespace sluice::shared {
 
@@ -118,6 +119,21 @@ shared_partition& shared_log::partition(const std::string& topic_id, const topic
     return *p;
 }
 
+result<int64_t> shared_log::change_version(const char* subject) {
+    return _read_db->transact<int64_t>(
+        isolation_level::read_committed,
+        [&](pg_transaction& tx) -> result<int64_t> { return read_change_version(tx, subject); });
+}
+
+result<void> shared_log::bump_change_version(const char* subject) {
+    return _read_db->transact(isolation_level::read_committed,
+                              [&](pg_transaction& tx) -> result<void> {
+                                  auto v = shared::bump_change_version(tx, subject);
+                                  if (!v) return v.err();
+                                  return {};
+                              });
+}
+
 shared_log::stats shared_log::counters() const {
     std::lock_guard lk(_mu);
     return _stats;
@@ -196,7 +212,9 @@ void shared_log::write_window(std::vector<pending>& taken) {
                     {part->_topic_id, part->_name.partition, b.header.last_offset_delta + 1,
                      object.size(), static_cast<uint32_t>(size),
                      std::max(b.max_record_timestamp, b.header.max_timestamp), b.header.producer_id,
-                     b.header.producer_epoch, b.header.base_sequence});
+                     b.header.producer_epoch, b.header.base_sequence,
+                     b.header.is_transactional() && !b.header.is_control(),
+                     b.header.is_control() ? taken[i].marker : int8_t{-1}});
                 object.append(taken[i].data, b.position, size);
             }
         }

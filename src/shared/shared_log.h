@@ -86,6 +86,9 @@ class shared_log {
     // (the broker's event loop) waits on none of them. A job reports back on its own
     // (event_loop::post). Jobs not started when the log is destroyed are dropped.
     void run_read(std::function<void()> job);
+    // A subject's version in sluice_change_versions (pg_refresher.h), read or moved on.
+    result<int64_t> change_version(const char* subject);
+    result<void> bump_change_version(const char* subject);
 
     struct stats {
         uint64_t objects = 0;  // uploaded and committed
@@ -103,6 +106,7 @@ class shared_log {
         std::string data;  // the batches, as validated
         std::vector<protocol::validated_batch> batches;
         log::partition_store::append_done done;
+        int8_t marker = -1;  // a transaction marker: 0 ABORT, 1 COMMIT
     };
 
     shared_log(object_store& store, shared_log_config config);
@@ -157,9 +161,9 @@ class shared_log {
 
 // One partition of shared mode: log::partition_store over the batch index and the
 // object store. Offsets come from the database at each call (a broker holds no state):
-// log end == high watermark (a batch is committed or absent). Transactions are not in
-// shared mode yet: no markers are written, so the last stable offset is the high
-// watermark and no transaction is aborted.
+// log end == high watermark (a batch is committed or absent). Transactions: the last
+// stable offset is the first offset of the oldest transaction open in the partition
+// (sluice_txn_open), the aborted ones are in sluice_txn_aborted.
 class shared_partition final : public log::partition_store {
   public:
     shared_partition(shared_log& owner, std::string topic_id, topic_partition name)
@@ -178,7 +182,7 @@ class shared_partition final : public log::partition_store {
     // These read the database; when it cannot be reached they answer the last value seen.
     offset_t high_watermark() const override;
     offset_t log_end_offset() const override { return high_watermark(); }
-    offset_t last_stable_offset() const override { return high_watermark(); }
+    offset_t last_stable_offset() const override;
     offset_t log_start_offset() const override;
     result<std::vector<log::aborted_txn>> aborted_transactions(offset_t from,
                                                                offset_t to) const override;
@@ -195,6 +199,23 @@ class shared_partition final : public log::partition_store {
     // log start after it. Errors: out_of_range past the high watermark; the database's.
     result<offset_t> delete_records(offset_t offset);
 
+    // Appends a COMMIT or ABORT marker (a control batch) of the producer through the
+    // produce window; `done` as for submit_append (verdict invalid_epoch: the partition
+    // has a newer epoch of the producer, and nothing was written).
+    void write_marker(int64_t producer_id, int16_t producer_epoch, bool commit, timestamp_ms now,
+                      append_done done);
+    // The producers of the partition (DescribeProducers): their epoch, last sequence and
+    // timestamp, and the first offset of their open transaction here (-1: none).
+    struct producer_row {
+        int64_t producer_id = -1;
+        int16_t epoch = -1;
+        int32_t last_sequence = -1;
+        int64_t last_timestamp = -1;
+        int64_t txn_first_offset = -1;
+        int32_t coordinator_epoch = -1;  // not kept in shared mode
+    };
+    result<std::vector<producer_row>> producers() const;
+
     const std::string& topic_id() const { return _topic_id; }
     // The log start last read from the database (no call: for answers that must not wait).
     offset_t cached_log_start() const { return _start.load(std::memory_order_acquire); }
@@ -204,6 +225,7 @@ class shared_partition final : public log::partition_store {
     struct bounds {
         offset_t log_start = 0;
         offset_t high_watermark = 0;
+        offset_t last_stable = 0;
     };
     result<bounds> load_bounds() const;
     // The first record with timestamp >= ts in the batch starting at `base` (nullopt: none).

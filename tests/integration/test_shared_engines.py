@@ -20,7 +20,7 @@ import s3_helpers as S3
 
 REPO = Path(__file__).resolve().parents[2]
 # The shared catalog version this build writes (src/shared/catalog_schema.h).
-CATALOG_VERSION = 5
+CATALOG_VERSION = 6
 
 
 def probe_bin():
@@ -263,9 +263,11 @@ def test_catalog_upgrades_from_version_2(pg):
     env = pg_env(pg)
     run(env, "pg-schema")
     # A version 2 catalog: without the job leases of version 3, the users, policies and
-    # expansions of version 4 and the classic members' columns of version 5.
+    # expansions of version 4, the classic members' columns of version 5 and the
+    # partitions' transactions of version 6.
     for table in ("sluice_job_leases", "sluice_expansions", "sluice_policy_attachments",
-                  "sluice_policies", "sluice_scram_credentials", "sluice_change_versions"):
+                  "sluice_policies", "sluice_scram_credentials", "sluice_change_versions",
+                  "sluice_txn_open", "sluice_txn_aborted"):
         pg.execute(f"DROP TABLE {table}")
     pg.execute("DROP TABLE sluice_consumer_group_member_protocols")
     pg.execute("ALTER TABLE sluice_consumer_group_members DROP COLUMN classic_session_timeout_ms")
@@ -273,7 +275,7 @@ def test_catalog_upgrades_from_version_2(pg):
     assert run(env, "pg-schema").stdout == f"found 2 now {CATALOG_VERSION}\n".encode()
     assert pg.execute("SELECT count(*) FROM sluice_job_leases") == [(0,)]
     assert pg.execute("SELECT subject, version FROM sluice_change_versions ORDER BY subject") == [
-        ("expansions", 0), ("security", 0)]
+        ("expansions", 0), ("security", 0), ("txn_offsets", 0)]
 
 
 def test_serialization_failures_are_retried(pg):

@@ -42,9 +42,9 @@ bytes downconvert(const log::read_slice& s, int8_t magic, int64_t from_offset) {
 // last stable offset, which the client drops (as Kafka, the list may name transactions
 // past the records returned). False (the partition answered in error) when the log
 // fails.
-bool add_aborted(const log::partition_store& plog, int64_t from, const log::read_slice& r,
+bool add_aborted(const log::partition_store& plog, int64_t from, offset_t last_stable_offset,
                  fetch_response::partition& op) {
-    auto aborted = plog.aborted_transactions(from, r.last_stable_offset);
+    auto aborted = plog.aborted_transactions(from, last_stable_offset);
     if (!aborted) {
         op.error_code = code(error_code::kafka_storage_error);
         op.high_watermark = op.last_stable_offset = op.log_start_offset = -1;
@@ -101,6 +101,10 @@ void read_shared(const log::partition_store& plog, int64_t offset, size_t limit,
     op.high_watermark = r->high_watermark;
     op.last_stable_offset = r->last_stable_offset;
     op.log_start_offset = r->log_start_offset;
+    if (committed && !r->data.empty() && !add_aborted(plog, offset, r->last_stable_offset, op)) {
+        o.error = true;
+        return;
+    }
     o.bytes += r->data.size();
     if (legacy_magic && !r->data.empty())
         op.records.data = protocol::downconvert_batches(r->data, *legacy_magic, offset);
@@ -177,7 +181,8 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
             op.high_watermark = r->high_watermark;
             op.last_stable_offset = r->last_stable_offset;
             op.log_start_offset = r->log_start_offset;
-            if (committed && r->size > 0 && !add_aborted(*plog, rp.fetch_offset, *r, op)) {
+            if (committed && r->size > 0 &&
+                !add_aborted(*plog, rp.fetch_offset, r->last_stable_offset, op)) {
                 o.error = true;
                 continue;
             }

@@ -256,11 +256,6 @@ log::partition_store* append_one(const request_context& ctx, request_body body,
                         fmt::format("batch of {} bytes is larger than the topic's segment.bytes "
                                     "({})",
                                     vb.header.size_bytes(), t->log_cfg.segment_bytes));
-        if (vb.header.is_transactional() && b.shared()) {
-            log_shared_unsupported(ctx.client(), "transactions");
-            return fail(error_code::invalid_txn_state,
-                        "shared mode does not support transactions yet");
-        }
         if (vb.header.is_transactional()) {
             if (auto refusal = check_transactional(ctx, txn_id, {topic, pd.index}, vb.header))
                 return fail(refusal->first, refusal->second);
