@@ -35,10 +35,10 @@ def sluice_bin():
 # What shared mode does not serve yet (docs/shared-mode.md's table), by the name the
 # marker uses: the reason a cluster run gives for the skip, or None once it is served.
 SHARED_MODE_MISSING = {
-    "transactions": "transactions",
-    "describe_producers": "DescribeProducers",
+    "transactions": None,
+    "describe_producers": None,
     "share_groups": "share groups",
-    "sql": "SQL over topics, system tables, expansions or the HTTP API",
+    "expansions": "expansions (SQL over topics and the system tables is served)",
     "compaction": "compaction (cleanup.policy=compact)",
     "log_append_time": "LogAppendTime topics",
 }

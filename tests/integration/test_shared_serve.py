@@ -66,7 +66,10 @@ def produce(bootstrap, topic, values, partitions, **extra):
 
 def test_metadata_lists_live_brokers_and_spreads_leaders(cluster):
     b0 = kafka(cluster, 0)
-    create_topic(b0, "spread", 12)
+    # Placement is rendezvous hashing of each partition over the live brokers: with 48
+    # partitions the chance that one of 3 brokers leads none is 3 * (2/3)^48, about 1e-8
+    # (with 12 it was 2%, and it happened).
+    create_topic(b0, "spread", 48)
     # Seen from another broker (its topics refresh from the shared catalog).
     leaders, brokers = wait_for(lambda: topic_leaders(kafka(cluster, 2), "spread"), what="topic on broker 2")
     assert brokers == [0, 1, 2]

@@ -99,7 +99,7 @@ void handle_delete_records(const request_context& ctx, request_body body) {
     }
     // The job hands the request on to the loop: the session is let go there, not here.
     b.shared_log()->run_read(
-        [ctx, client = ctx.client(), resp_ptr, pending = std::move(pending)]() mutable {
+        [ctx = ctx, client = ctx.client(), resp_ptr, pending = std::move(pending)]() mutable {
             for (const auto& d : pending) {
                 auto& op = resp_ptr->topics[d.topic].partitions[d.partition];
                 op.error_code = delete_shared(client, *d.part, d.offset, op.low_watermark);

@@ -202,7 +202,8 @@ fetch_outcome read_all(broker& b, const fetch_request& req, int16_t version,
 // (they wait on the database and the object store, which the event loop must not), in
 // the request's order with its byte budget; then `done` runs on the loop thread.
 void read_shared_all(broker& b, const fetch_request& req, int16_t version,
-                     std::shared_ptr<fetch_outcome> o, std::function<void(fetch_outcome&)> done) {
+                     const std::shared_ptr<fetch_outcome>& o,
+                     std::function<void(fetch_outcome&)> done) {
     if (o->shared_reads.empty()) return done(*o);
     const bool hard_limit = version <= 2;
     const auto legacy_magic = fetch_magic(version);

@@ -135,7 +135,7 @@ void handle_list_offsets(const request_context& ctx, request_body body) {
     }
     // Shared mode: the lookups read the database, off the event loop.
     // The job hands the request on to the loop: the session is let go there, not here.
-    b.shared_log()->run_read([run = std::move(run), ctx, resp_ptr]() mutable {
+    b.shared_log()->run_read([run = std::move(run), ctx = ctx, resp_ptr]() mutable {
         run();
         auto& loop = ctx.b.loop();
         loop.post([ctx = std::move(ctx), resp_ptr] { ctx.respond(*resp_ptr); });
