@@ -323,12 +323,17 @@ def _cluster_factory(request, made):
 @pytest.fixture(scope="module")
 def sluice_cluster(tmp_path_factory):
     """SLUICE_TEST_CLUSTER=N: the module's scripts/cluster of N brokers (cluster_mode.py);
-    their groups form after 300 ms, as the single-node brokers' do."""
+    their groups form after 300 ms, as the single-node brokers' do. Retention by time is
+    off (retention.ms=-1): the suites write records with fixed timestamps of 2023, which a
+    shared-mode broker's background retention (a job per partition due at once, then every
+    interval) would delete within seconds of the produce, where a single-node broker's
+    first retention check comes after 5 minutes."""
     n = CM.brokers_wanted()
     if not n:
         pytest.fail("sluice_cluster is for SLUICE_TEST_CLUSTER=N runs", pytrace=False)
     require_binary()
-    c = CM.Cluster(tmp_path_factory.mktemp("cluster"), n, [GROUP_DELAY_FLAG, TEST_GROUP_DELAY_MS])
+    c = CM.Cluster(tmp_path_factory.mktemp("cluster"), n,
+                   [GROUP_DELAY_FLAG, TEST_GROUP_DELAY_MS, "--topic-default", "retention.ms=-1"])
     try:
         yield c.up()
     finally:
