@@ -48,24 +48,69 @@
 #include "sql/schemas.h"
 #include "sql/sqlite_engine.h"
 #ifdef SLUICE_HAS_DUCKDB
+#include "expansion/duck/duck_target.h"
+#include "sql/duck/duck_engine.h"
 #include "sql/duck/serving.h"
 #endif
 
 namespace sluice::app {
 namespace {
 
-// The SQL engine --sql-engine names (docs/sql.md, Engines).
-sql::outcome<std::unique_ptr<sql::engine>> open_sql_engine(const std::string& name,
-                                                           const sql::engine_options& eo) {
-    if (name == "sqlite") return sql::open_engine(eo);
+// The SQL engine --sql-engine names (docs/sql.md, Engines), in two steps: prepare()
+// before the expansions open, since with DuckDB they store their targets columnar in the
+// engine's own database (<data_dir>/expansions.duckdb, docs/expansions.md#storage), then
+// open() once they have.
+class sql_engine_choice {
+  public:
+    sql::outcome<bool> prepare(const std::string& name, const sql::engine_options& eo,
+                               const std::string& export_dir) {
+        _name = name;
+        if (name == "sqlite" && export_dir.empty()) return true;
+        if (name == "sqlite")
+            return sql::query_error{sql::failure::invalid_parameter,
+                                    "--sql-export-dir needs --sql-engine duckdb"};
 #ifdef SLUICE_HAS_DUCKDB
-    return sql::duck::open_serving_engine(eo);
+        std::filesystem::path exports;
+        if (!export_dir.empty()) {
+            std::error_code ec;
+            exports = std::filesystem::weakly_canonical(std::filesystem::absolute(export_dir), ec);
+            if (ec || !std::filesystem::is_directory(exports))
+                return sql::query_error{
+                    sql::failure::invalid_parameter,
+                    fmt::format("--sql-export-dir {}: not a directory", export_dir)};
+        }
+        const auto file = eo.data_dir / "expansions.duckdb";
+        auto db = sql::duck::open_serving_database(eo, file, exports);
+        if (!db) return db.error();
+        _duck = std::move(*db);
+        auto t = expansion::duck_targets::open({.file = file, .database = _duck->database()});
+        if (!t) return sql::query_error{sql::failure::internal, t.err().message};
+        _targets = std::move(*t);
+        return true;
 #else
-    return sql::query_error{sql::failure::invalid_parameter,
-                            "--sql-engine duckdb: this build has no DuckDB (configure with "
-                            "-DSLUICE_DUCKDB=ON, as `make test` does)"};
+        return sql::query_error{sql::failure::invalid_parameter,
+                                "--sql-engine duckdb: this build has no DuckDB (configure with "
+                                "-DSLUICE_DUCKDB=ON, as `make test` does)"};
 #endif
-}
+    }
+    // Where the expansions store their targets; null: SQLite (in the users' schemas).
+    std::shared_ptr<expansion::target_backend> targets() const {
+        return _targets;
+    }
+    sql::outcome<std::unique_ptr<sql::engine>> open(const sql::engine_options& eo) {
+#ifdef SLUICE_HAS_DUCKDB
+        if (_duck) return sql::duck::open_serving_engine(eo, _duck);
+#endif
+        return sql::open_engine(eo);
+    }
+
+  private:
+    std::string _name;
+    std::shared_ptr<expansion::target_backend> _targets;
+#ifdef SLUICE_HAS_DUCKDB
+    std::shared_ptr<sql::duck::engine> _duck;
+#endif
+};
 
 struct serve_options {
     std::string config_file;  // applied by with_config_file()
@@ -102,6 +147,7 @@ struct serve_options {
     int64_t sql_timeout_ms = 30000;
     uint64_t sql_max_rows = 1000000;
     std::string sql_engine = "sqlite";  // or duckdb (builds with DuckDB only)
+    std::string sql_export_dir;         // COPY ... TO writes under it (duckdb only)
     size_t sql_max_connections = 64;
     sql::resource_bounds sql_bounds;  // --sql-*-memory, --sql-*-temp-bytes, --sql-max-value-bytes
     connection_limits limits;
@@ -522,8 +568,27 @@ int serve(const serve_options& o) {
         return 1;
     }
     std::shared_ptr<sql::schema_registry> shared_schemas = std::move(*schemas);
+    // SQL: its own threads (one per connection), over the same logs and catalog.
+    sql_state state(b);
+    sql::engine_options eo;
+    eo.data_dir = cfg.data_dir;
+    eo.defaults.timeout = std::chrono::milliseconds(o.sql_timeout_ms);
+    eo.defaults.max_rows = o.sql_max_rows;
+    eo.bounds = o.sql_bounds;
+    eo.logs = &logs;
+    eo.catalog = cat->get();
+    eo.state = &state;
+    eo.schemas = shared_schemas;
+    eo.gate = &b.access();
+    sql_engine_choice sql_engine;
+    if (auto r = sql_engine.prepare(o.sql_engine, eo, o.sql_export_dir); !r) {
+        log_error("app", "sql: {}", r.error().message);
+        logs.close();
+        return 1;
+    }
     // Expansions catch up from the log before the broker serves anyone.
-    auto expansions = expansion::service::open({cat->get(), cat->get(), &logs, shared_schemas});
+    auto expansions = expansion::service::open(
+        {cat->get(), cat->get(), &logs, shared_schemas, sql_engine.targets()});
     if (!expansions) {
         log_error("app", "expansions: {}", expansions.err().message);
         logs.close();
@@ -568,20 +633,8 @@ int serve(const serve_options& o) {
              b.topics().all().size(), cfg.data_dir.string(), where,
              cfg.authorization == security::authz_mode::required ? "required" : "permissive");
 
-    // SQL: its own threads (one per connection), over the same logs and catalog.
-    sql_state state(b);
-    sql::engine_options eo;
-    eo.data_dir = cfg.data_dir;
-    eo.defaults.timeout = std::chrono::milliseconds(o.sql_timeout_ms);
-    eo.defaults.max_rows = o.sql_max_rows;
-    eo.bounds = o.sql_bounds;
-    eo.logs = &logs;
-    eo.catalog = cat->get();
-    eo.state = &state;
-    eo.schemas = shared_schemas;
     eo.guard = expansions->get();
-    eo.gate = &b.access();
-    auto eng = open_sql_engine(o.sql_engine, eo);
+    auto eng = sql_engine.open(eo);
     if (!eng) {
         log_error("app", "sql: {}", eng.error().message);
         logs.close();
@@ -853,6 +906,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                     "migration to DuckDB lasts; builds with DuckDB only; docs/sql.md, Engines)")
         ->check(CLI::IsMember({"sqlite", "duckdb"}))
         ->capture_default_str();
+    cmd->add_option("--sql-export-dir", o->sql_export_dir,
+                    "With --sql-engine duckdb: an existing directory where SQL users' COPY "
+                    "(query) TO 'file' (FORMAT parquet|csv) writes files (a name relative to it; "
+                    "nothing else of the file system is reachable from SQL). Default: none, "
+                    "COPY refused");
     cmd->add_option("--sql-max-connections", o->sql_max_connections,
                     "Open connections each SQL listener (pg, http) accepts; more are refused")
         ->check(CLI::Range(size_t{1}, size_t{100000}))
