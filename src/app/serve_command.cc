@@ -27,6 +27,7 @@
 #include "app/metrics_endpoint.h"
 #include "app/security_admin.h"
 #include "app/serve_limits.h"
+#include "app/serve_options.h"
 #include "app/share_group_options.h"
 #include "app/shared_serve.h"
 #include "app/sql_bounds_options.h"
@@ -58,7 +59,7 @@ namespace {
 
 // The SQL engine --sql-engine names (docs/sql.md, Engines), in two steps: prepare()
 // before the expansions open, since with DuckDB they store their targets columnar in the
-// engine's own database (<data_dir>/expansions.duckdb, docs/expansions.md#storage), then
+// engine's own database (<data_dir>/sql-duck/sluice.duckdb, docs/expansions.md#storage), then
 // open() once they have.
 class sql_engine_choice {
   public:
@@ -79,7 +80,7 @@ class sql_engine_choice {
                     sql::failure::invalid_parameter,
                     fmt::format("--sql-export-dir {}: not a directory", export_dir)};
         }
-        const auto file = eo.data_dir / "expansions.duckdb";
+        const auto file = sql::duck::serving_database_file(eo.data_dir);
         auto db = sql::duck::open_serving_database(eo, file, exports);
         if (!db) return db.error();
         _duck = std::move(*db);
@@ -110,49 +111,6 @@ class sql_engine_choice {
 #ifdef SLUICE_HAS_DUCKDB
     std::shared_ptr<sql::duck::engine> _duck;
 #endif
-};
-
-struct serve_options {
-    std::string config_file;  // applied by with_config_file()
-    std::string data_dir = "data";
-    std::vector<std::string> listen{"127.0.0.1:9092"};
-    std::vector<std::string> advertise;
-    std::string tls_cert, tls_key, tls_client_ca;
-    std::string tls_client_auth = "none";
-    std::string http_tls_client_auth = "none";
-    std::string sasl_mechanisms = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512";
-    int64_t sasl_session_lifetime_ms = 0;
-    std::string authorization;  // empty: required when a listener authenticates
-    bool auto_create = false;
-    int32_t default_partitions = 1;
-    std::vector<std::string> topic_defaults;
-    size_t max_open_files = 1024;
-    std::string log_level = "info";  // the root logger's; loggers change at run time
-    group::config groups;
-    group::share::config share_groups;
-    int64_t offsets_retention_minutes = 10080;  // Kafka's default: 7 days
-    int64_t offsets_retention_check_interval_ms = 600000;
-    int64_t log_retention_check_interval_ms = 300000;
-    int64_t log_cleaner_backoff_ms = 15000;
-    int32_t transaction_max_timeout_ms = 900000;
-    int64_t transaction_abort_check_interval_ms = 10000;
-    int64_t transactional_id_expiration_ms = 604800000;
-    int16_t transaction_version = 2;
-    int64_t max_compaction_lag_ms = -1;  // -1: not given (the topic config's default)
-    int64_t log_cleaner_io_bytes_per_sec = 32LL << 20;
-    int64_t flush_pass_interval_us = 0;
-    int64_t producer_id_expiration_ms = 24 * 60 * 60 * 1000;  // Kafka's default, one day
-    std::string pg;    // PostgreSQL wire listener; empty: none
-    std::string http;  // HTTP listener; empty: none
-    int64_t sql_timeout_ms = 30000;
-    uint64_t sql_max_rows = 1000000;
-    std::string sql_engine = "sqlite";  // or duckdb (builds with DuckDB only)
-    std::string sql_export_dir;         // COPY ... TO writes under it (duckdb only)
-    size_t sql_max_connections = 64;
-    sql::resource_bounds sql_bounds;  // --sql-*-memory, --sql-*-temp-bytes, --sql-max-value-bytes
-    connection_limits limits;
-    metrics_options metrics;
-    shared_serve_options shared;
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
@@ -407,10 +365,10 @@ int serve(const serve_options& o) {
         }
         *out = *hp;
     }
-    if (o.shared.enabled() && (pg_addr || http_addr)) {
+    if (o.shared.enabled() && (pg_addr || http_addr) && o.sql_engine != "sqlite") {
         log_error("app",
-                  "shared mode does not support SQL over topics, expansions or the HTTP API yet: "
-                  "leave out --pg and --http (docs/shared-mode.md)");
+                  "shared mode serves SQL with --sql-engine sqlite only for now "
+                  "(docs/shared-mode.md)");
         return 2;
     }
     cfg.auto_create_topics = o.auto_create;
@@ -570,6 +528,15 @@ int serve(const serve_options& o) {
     std::shared_ptr<sql::schema_registry> shared_schemas = std::move(*schemas);
     // SQL: its own threads (one per connection), over the same logs and catalog.
     sql_state state(b);
+    if (engines) {
+        auto offsets = open_shared_offsets(*engines);
+        if (!offsets) {
+            log_error("app", "shared mode: {}", offsets.err().message);
+            logs.close();
+            return 1;
+        }
+        state.read_offsets_from(std::move(*offsets));
+    }
     sql::engine_options eo;
     eo.data_dir = cfg.data_dir;
     eo.defaults.timeout = std::chrono::milliseconds(o.sql_timeout_ms);
@@ -580,6 +547,15 @@ int serve(const serve_options& o) {
     eo.state = &state;
     eo.schemas = shared_schemas;
     eo.gate = &b.access();
+    // Shared mode: topics, users and policies of the shared catalog; partitions through
+    // the partition-log interface of the shared log.
+    std::optional<shared_sql_partitions> shared_partitions;
+    if (engines) {
+        shared_partitions.emplace(*engines);
+        eo.topics = engines->topics.get();
+        eo.security = engines->security.get();
+        eo.partitions = &*shared_partitions;
+    }
     sql_engine_choice sql_engine;
     if (auto r = sql_engine.prepare(o.sql_engine, eo, o.sql_export_dir); !r) {
         log_error("app", "sql: {}", r.error().message);
@@ -616,8 +592,7 @@ int serve(const serve_options& o) {
         }
         registry = std::move(*r);
         b.join_cluster(*registry);
-        maintenance = start_shared_maintenance(o.shared, *engines, registry->incarnation(),
-                                               cfg.topic_defaults);
+        maintenance = start_shared_maintenance(o.shared, *engines, *registry, cfg.topic_defaults);
         log_info("app", "shared mode: broker {} over {} and the shared catalog", o.shared.node_id,
                  engines->where);
     }
@@ -681,8 +656,9 @@ int serve(const serve_options& o) {
             return 1;
         }
         http = std::move(*s);
-        expansion::add_http_routes(*http, **expansions);
-        add_security_routes(*http, **cat);
+        if (!engines) expansion::add_http_routes(*http, **expansions);  // none in shared mode yet
+        add_security_routes(
+            *http, engines ? static_cast<catalog::security_store&>(*engines->security) : **cat);
         add_metrics_routes(*http, ready, o.metrics);
         add_broker_admin_routes(*http, b);
         console::add_console_routes(*http);
@@ -723,217 +699,7 @@ int serve(const serve_options& o) {
 void add_serve_command(CLI::App& app, int& exit_code) {
     auto o = std::make_shared<serve_options>();
     auto* cmd = app.add_subcommand("serve", "Run a broker");
-    // Read by with_config_file() before parsing; declared so that --help lists it.
-    cmd->add_option("--config", o->config_file,
-                    "TOML file of settings: each key is a long flag's name without the dashes "
-                    "(listen = [\"SASL_SSL://0.0.0.0:9093\"], tls-cert = \"...\", "
-                    "auto-create-topics = true); a flag on the command line replaces the file's "
-                    "setting, repeatable ones included. A syntax error, an unknown key or a wrong "
-                    "type stops the start with the file's line");
-    // With a config file, single-valued flags can come twice: the last (the command line) wins.
-    cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    cmd->add_option("--data-dir,-d", o->data_dir, "Directory for the catalog and partition logs")
-        ->capture_default_str();
-    cmd->add_option("--listen,-l", o->listen,
-                    "Kafka listener [PROTOCOL://]HOST:PORT (repeatable); PROTOCOL is PLAINTEXT "
-                    "(the default), SSL, SASL_PLAINTEXT or SASL_SSL; port 0 picks a free port, "
-                    "printed at start-up")
-        ->capture_default_str();
-    cmd->add_option("--advertise", o->advertise,
-                    "Address [PROTOCOL://]HOST:PORT announced in Metadata to clients of the "
-                    "listeners of that protocol (repeatable); each is announced as its own broker "
-                    "id and partition leadership is spread across them. Default: the listen "
-                    "address");
-    cmd->add_option("--tls-cert", o->tls_cert,
-                    "PEM certificate (chain) of the SSL and SASL_SSL listeners; reloaded on "
-                    "SIGHUP and when the file changes");
-    cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
-    cmd->add_option("--tls-client-ca", o->tls_client_ca,
-                    "PEM CA certificates that sign client certificates (mutual TLS)");
-    cmd->add_option("--tls-client-auth", o->tls_client_auth,
-                    "Client certificates on TLS listeners: required, requested or none; on an "
-                    "SSL listener the principal is the certificate's common name")
-        ->capture_default_str();
-    cmd->add_option("--http-tls-client-auth", o->http_tls_client_auth,
-                    "Client certificates on the HTTPS listener (--http https://...): required, "
-                    "requested or none; a verified certificate's common name is the user of "
-                    "requests without Basic credentials")
-        ->capture_default_str();
-    cmd->add_option("--sasl-mechanisms", o->sasl_mechanisms,
-                    "SASL mechanisms of the SASL listeners, comma-separated")
-        ->capture_default_str();
-    cmd->add_option("--sasl-session-lifetime-ms", o->sasl_session_lifetime_ms,
-                    "Kafka's connections.max.reauth.ms: a SASL session must re-authenticate "
-                    "within this time or its connection closes; 0: unlimited")
-        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--authorization", o->authorization,
-                    "required (no matching Allow denies) or permissive (no matching policy "
-                    "allows). Default: required when a listener authenticates (SASL, or SSL with "
-                    "--tls-client-auth required), else permissive");
-    cmd->add_flag("--auto-create-topics", o->auto_create,
-                  "Create unknown topics when a client asks for them in Metadata");
-    cmd->add_option("--default-partitions", o->default_partitions,
-                    "Partitions of auto-created topics and of CreateTopics without a count")
-        ->capture_default_str();
-    cmd->add_option("--topic-default", o->topic_defaults,
-                    "Broker-wide default for a topic config KEY=VALUE (repeatable), e.g. "
-                    "segment.bytes=268435456");
-    cmd->add_option("--max-open-files", o->max_open_files,
-                    "Bound on segment files kept open at once (descriptor cache)")
-        ->capture_default_str();
-    cmd->add_option("--group-initial-rebalance-delay-ms", o->groups.initial_rebalance_delay_ms,
-                    "How long a new consumer group waits for more members before its first "
-                    "generation (extended per arrival, up to the rebalance timeout)")
-        ->check(CLI::Range(0, 300000))
-        ->capture_default_str();
-    cmd->add_option("--group-min-session-timeout-ms", o->groups.min_session_timeout_ms,
-                    "Smallest session timeout a group member may ask for")
-        ->check(CLI::Range(1, 86400000))
-        ->capture_default_str();
-    cmd->add_option("--group-max-session-timeout-ms", o->groups.max_session_timeout_ms,
-                    "Largest session timeout a group member may ask for")
-        ->check(CLI::Range(1, 86400000))
-        ->capture_default_str();
-    cmd->add_option("--group-consumer-session-timeout-ms", o->groups.consumer_session_timeout_ms,
-                    "Consumer groups (group.protocol=consumer): how long a member may go "
-                    "without a heartbeat before it is removed (group.consumer.session.timeout.ms)")
-        ->check(CLI::Range(1, 86400000))
-        ->capture_default_str();
-    cmd->add_option("--group-consumer-heartbeat-interval-ms",
-                    o->groups.consumer_heartbeat_interval_ms,
-                    "Consumer groups: the heartbeat interval members are told to keep "
-                    "(group.consumer.heartbeat.interval.ms)")
-        ->check(CLI::Range(1, 86400000))
-        ->capture_default_str();
-    cmd->add_option("--group-consumer-assignors", o->groups.consumer_assignors,
-                    "Consumer groups: the server-side assignors offered, the first being the "
-                    "default (group.consumer.assignors; uniform, range)")
-        ->delimiter(',')
-        ->check(CLI::IsMember({"uniform", "range"}))
-        ->capture_default_str();
-    cmd->add_option("--group-consumer-migration-policy", o->groups.consumer_migration_policy,
-                    "Online migration between classic and consumer groups: a classic group "
-                    "becomes a consumer group when a group.protocol=consumer member joins "
-                    "(upgrade) and back when the last one leaves (downgrade) "
-                    "(group.consumer.migration.policy)")
-        ->check(CLI::IsMember({"bidirectional", "upgrade", "downgrade", "disabled"}))
-        ->capture_default_str();
-    cmd->add_option("--group-max-size", o->groups.max_group_size,
-                    "Members a group may have; a join beyond gets GROUP_MAX_SIZE_REACHED")
-        ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()))
-        ->capture_default_str();
-    cmd->add_option("--offsets-retention-minutes", o->offsets_retention_minutes,
-                    "How long committed offsets of a group without members are kept")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--offsets-retention-check-interval-ms", o->offsets_retention_check_interval_ms,
-                    "How often expired committed offsets are removed")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--transaction-max-timeout-ms", o->transaction_max_timeout_ms,
-                    "The longest transaction.timeout.ms a transactional producer may ask for "
-                    "(INVALID_TRANSACTION_TIMEOUT above it)")
-        ->check(CLI::Range(1, INT32_MAX))
-        ->capture_default_str();
-    cmd->add_option("--transaction-abort-check-interval-ms", o->transaction_abort_check_interval_ms,
-                    "How often transactions open longer than their timeout are aborted")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--transactional-id-expiration-ms", o->transactional_id_expiration_ms,
-                    "How long a transactional id with no open transaction may go unused before "
-                    "it and its producer id are forgotten (checked every "
-                    "--transaction-abort-check-interval-ms)")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--transaction-version", o->transaction_version,
-                    "The transaction.version feature announced to clients: 2 (KIP-890, "
-                    "Kafka 4.0's default) or 1 (the original transaction protocol)")
-        ->check(CLI::Range(1, 2))
-        ->capture_default_str();
-    cmd->add_option("--log-retention-check-interval-ms", o->log_retention_check_interval_ms,
-                    "How often segments past a topic's retention.ms or retention.bytes are "
-                    "deleted")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--log-cleaner-backoff-ms", o->log_cleaner_backoff_ms,
-                    "Pause between compaction passes over topics with cleanup.policy=compact")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--max-compaction-lag-ms", o->max_compaction_lag_ms,
-                    "Default max.compaction.lag.ms of topics (Kafka's "
-                    "log.cleaner.max.compaction.lag.ms): the longest a record of a compacted "
-                    "topic stays uncompacted")
-        ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()))
-        // Shown only: not given, the topic config's own default (30000) stays in force
-        // and DescribeConfigs names it DEFAULT_CONFIG rather than a broker setting.
-        ->default_str("30000");
-    cmd->add_option("--log-cleaner-io-max-bytes-per-second", o->log_cleaner_io_bytes_per_sec,
-                    "Compaction I/O budget (bytes read + written per second); 0: unlimited")
-        ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--flush-pass-interval-us", o->flush_pass_interval_us,
-                    "When records arrived during a flush pass, the next pass (fsync) starts "
-                    "no sooner than this after the previous one; 0: back to back")
-        ->check(CLI::Range(int64_t{0}, int64_t{1000000}))
-        ->capture_default_str();
-    cmd->add_option("--producer-id-expiration-ms", o->producer_id_expiration_ms,
-                    "An idempotent producer silent this long is forgotten by each partition "
-                    "(its next batch must start a sequence again)")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--offset-metadata-max-bytes", o->groups.offset_metadata_max_bytes,
-                    "Largest metadata string an offset commit may carry "
-                    "(OFFSET_METADATA_TOO_LARGE beyond)")
-        ->capture_default_str();
-    cmd->add_option("--pg", o->pg,
-                    "PostgreSQL wire listener HOST:PORT for SQL (psql, psycopg2, JDBC); port 0 "
-                    "picks a free port, printed at start-up. Default: none");
-    cmd->add_option("--http", o->http,
-                    "HTTP listener HOST:PORT for SQL (POST /v1/sql, `sluice sql`) and expansions "
-                    "(/v1/expansions, `sluice expansion`); port 0 picks a free port, printed at "
-                    "start-up. Default: none");
-    cmd->add_option("--sql-timeout-ms", o->sql_timeout_ms,
-                    "Time limit of one SQL statement; clients may only lower it")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-        ->capture_default_str();
-    cmd->add_option("--sql-max-rows", o->sql_max_rows,
-                    "Rows one SQL statement may return; clients may only lower it")
-        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62))
-        ->capture_default_str();
-    cmd->add_option("--sql-engine", o->sql_engine,
-                    "SQL engine of the pg and http listeners: sqlite, or duckdb (while the "
-                    "migration to DuckDB lasts; builds with DuckDB only; docs/sql.md, Engines)")
-        ->check(CLI::IsMember({"sqlite", "duckdb"}))
-        ->capture_default_str();
-    cmd->add_option("--sql-export-dir", o->sql_export_dir,
-                    "With --sql-engine duckdb: an existing directory where SQL users' COPY "
-                    "(query) TO 'file' (FORMAT parquet|csv) writes files (a name relative to it; "
-                    "nothing else of the file system is reachable from SQL). Default: none, "
-                    "COPY refused");
-    cmd->add_option("--sql-max-connections", o->sql_max_connections,
-                    "Open connections each SQL listener (pg, http) accepts; more are refused")
-        ->check(CLI::Range(size_t{1}, size_t{100000}))
-        ->capture_default_str();
-    add_sql_bound_options(*cmd, o->sql_bounds);
-    add_share_group_options(*cmd, o->share_groups);
-    cmd->add_option("--metrics-max-partition-series", o->metrics.max_partition_series,
-                    "Per-partition series (kafka_topic_partition_*_offset, "
-                    "kafka_consumergroup_current_offset and _lag) GET /metrics shows at most in "
-                    "each family, whole topics in name order; the others keep their per-topic "
-                    "families (docs/operations.md)")
-        ->check(CLI::Range(size_t{0}, size_t{10'000'000}))
-        ->capture_default_str();
-    cmd->add_flag("--metrics-anonymous", o->metrics.anonymous,
-                  "Serve GET /metrics without credentials even when the broker requires a "
-                  "login (by default a scraper needs Describe on the cluster then)");
-    add_connection_limit_flags(*cmd, o->limits);
-    add_shared_serve_flags(*cmd, o->shared);
-    cmd->add_option("--log-level", o->log_level,
-                    "trace, debug, info, warn, error or fatal: the root logger's level at start "
-                    "(each logger changes at run time with kafka-configs --entity-type "
-                    "broker-loggers, not kept over a restart; docs/operations.md)")
-        ->capture_default_str();
+    add_serve_flags(*cmd, *o);
     cmd->callback([o, &exit_code] { exit_code = serve(*o); });
 }
 

@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "shared/catalog_schema.h"
 #include "shared/engine_env.h"
+#include "shared/pg_offset_store.h"
 
 namespace sluice::app {
 
@@ -97,6 +98,18 @@ broker::shared_mode shared_engines::mode(int32_t node_id, std::chrono::milliseco
     return m;
 }
 
+log::partition_store* shared_sql_partitions::partition(const std::string& topic, int32_t p) {
+    const auto t = _e.topics->find_topic(topic);
+    if (!t || p < 0 || p >= t->partitions) return nullptr;
+    return &_e.log->partition(shared::topic_id_hex(t->id), {topic, p});
+}
+
+result<std::unique_ptr<catalog::offset_store>> open_shared_offsets(const shared_engines& e) {
+    auto s = shared::pg_offset_store::open(e.db);
+    if (!s) return error{s.code(), "--shared-catalog: committed offsets: " + s.err().message};
+    return std::unique_ptr<catalog::offset_store>(std::move(*s));
+}
+
 result<shared_engines> open_shared_engines(const shared_serve_options& o) {
     if (o.storage.empty() || o.catalog.empty())
         return error{errc::invalid_argument,
@@ -179,12 +192,16 @@ result<std::unique_ptr<shared::broker_registry>> register_shared_broker(
     }
 }
 
-shared_maintenance::shared_maintenance(shared_engines& e, shared::maintenance::settings s)
+shared_maintenance::shared_maintenance(shared_engines& e, const shared::broker_registry& registry,
+                                       shared::maintenance::settings s)
     : _engines(e),
+      _registry(registry),
       _settings(std::move(s)),
       _thread(std::chrono::milliseconds(5000), [this] { pass(); }) {}
 
 void shared_maintenance::pass() {
+    if (!_registry.member()) return;  // its leases would be free to the others at once
+    _settings.incarnation = _registry.incarnation();
     if (!_db) {
         auto db = shared::pg_database::connect(_engines.db);
         if (!db) {
@@ -210,16 +227,16 @@ void shared_maintenance::pass() {
 }
 
 std::unique_ptr<shared_maintenance> start_shared_maintenance(
-    const shared_serve_options& o, shared_engines& e, int64_t incarnation,
+    const shared_serve_options& o, shared_engines& e, const shared::broker_registry& registry,
     std::map<std::string, std::string> topic_defaults) {
     shared::maintenance::settings s;
     s.broker_id = o.node_id;
-    s.incarnation = incarnation;
+    s.incarnation = registry.incarnation();
     s.interval = std::chrono::milliseconds(o.maintenance_interval_ms);
     s.delete_grace = std::chrono::milliseconds(o.object_delete_grace_ms);
     s.object_prefix = e.object_prefix;
     s.topic_defaults = std::move(topic_defaults);
-    return std::make_unique<shared_maintenance>(e, std::move(s));
+    return std::make_unique<shared_maintenance>(e, registry, std::move(s));
 }
 
 }  // namespace sluice::app

@@ -24,6 +24,7 @@
 #include "shared/pg_security_store.h"
 #include "shared/pg_topic_store.h"
 #include "shared/shared_log.h"
+#include "sql/partition_source.h"
 
 namespace sluice::app {
 
@@ -67,16 +68,33 @@ struct shared_engines {
     broker::shared_mode mode(int32_t node_id, std::chrono::milliseconds poll) const;
 };
 
+// The SQL engine's partitions in shared mode: those of the shared catalog's topics, read
+// through the partition-log interface of the shared log (docs/shared-mode.md, "SQL").
+class shared_sql_partitions final : public sql::partition_source {
+  public:
+    explicit shared_sql_partitions(shared_engines& e) : _e(e) {}
+    log::partition_store* partition(const std::string& topic, int32_t p) override;
+
+  private:
+    shared_engines& _e;
+};
+
+// The committed offsets of every group in the shared catalog, on a connection of their
+// own, for the SQL system tables (sql_state::read_offsets_from).
+result<std::unique_ptr<catalog::offset_store>> open_shared_offsets(const shared_engines& e);
+
 // Checks the options, connects to the database (creating or upgrading the shared
 // catalog's schema) and to the object store. Errors name the flag or engine at fault.
 result<shared_engines> open_shared_engines(const shared_serve_options& o);
 
 // Runs the background work (merging, retention, cleanup of unreferenced objects) every
 // few seconds on a thread of its own, sharing it with the other brokers through the
-// database's job leases; stops when destroyed.
+// database's job leases; stops when destroyed. Takes no job while the broker's lease has
+// passed, and takes them as the registry's current incarnation.
 class shared_maintenance {
   public:
-    shared_maintenance(shared_engines& e, shared::maintenance::settings s);
+    shared_maintenance(shared_engines& e, const shared::broker_registry& registry,
+                       shared::maintenance::settings s);
     shared_maintenance(const shared_maintenance&) = delete;
     shared_maintenance& operator=(const shared_maintenance&) = delete;
 
@@ -84,12 +102,13 @@ class shared_maintenance {
     void pass();  // one pass on this thread's own connection (made again after an error)
 
     shared_engines& _engines;
+    const shared::broker_registry& _registry;
     shared::maintenance::settings _settings;
     std::unique_ptr<shared::pg_database> _db;
     broker::periodic_thread _thread;  // last: stops before the members it uses go
 };
 std::unique_ptr<shared_maintenance> start_shared_maintenance(
-    const shared_serve_options& o, shared_engines& e, int64_t incarnation,
+    const shared_serve_options& o, shared_engines& e, const shared::broker_registry& registry,
     std::map<std::string, std::string> topic_defaults);
 
 // Registers this broker (its id, the first Kafka listener's advertised address) with a

@@ -1,5 +1,6 @@
 #include "app/sql_state.h"
 
+#include "common/logging.h"
 #include "group/consumer_protocol.h"
 
 namespace sluice::app {
@@ -19,6 +20,18 @@ std::vector<sql::broker_state::group> sql_state::groups() {
 }
 
 std::vector<sql::broker_state::committed_offset> sql_state::group_offsets() {
+    if (_offsets) {
+        std::lock_guard lk(_offsets_mu);
+        auto stored = _offsets->load();
+        if (!stored) {
+            log_warn("sql", "system.group_offsets: {}", stored.err().message);
+            return {};
+        }
+        std::vector<committed_offset> out;
+        for (auto& o : *stored)
+            out.push_back({o.group_id, o.topic, o.partition, o.offset, o.metadata, o.commit_ms});
+        return out;
+    }
     return on_loop<std::vector<committed_offset>>(_b, [this] { return read_group_offsets(_b); });
 }
 

@@ -6,8 +6,10 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 
 #include "broker/broker.h"
+#include "catalog/offset_store.h"
 #include "sql/system_tables.h"
 
 namespace sluice::app {
@@ -29,6 +31,12 @@ T on_loop(broker::broker& b, Fn fn) {
 class sql_state final : public sql::broker_state {
   public:
     explicit sql_state(broker::broker& b) : _b(b) {}
+    // Shared mode: system.group_offsets lists every group's offsets from the shared
+    // catalog (read through `offsets`, which this then owns), not only those of the
+    // groups this broker coordinates.
+    void read_offsets_from(std::unique_ptr<catalog::offset_store> offsets) {
+        _offsets = std::move(offsets);
+    }
     std::vector<group> groups() override;
     std::vector<committed_offset> group_offsets() override;
     std::vector<group_member> group_members() override;
@@ -44,6 +52,8 @@ class sql_state final : public sql::broker_state {
 
   private:
     broker::broker& _b;
+    std::mutex _offsets_mu;  // the store is used by one caller at a time
+    std::unique_ptr<catalog::offset_store> _offsets;
 };
 
 }  // namespace sluice::app

@@ -78,16 +78,9 @@ std::span<const api_def> supported_apis() {
 
 bool served_in_shared_mode(api_key k) {
     switch (k) {
-        // Transactions (markers are not written to shared partitions yet), producer state
-        // and share groups: docs/shared-mode.md lists them.
-        case api_key::add_partitions_to_txn:
-        case api_key::add_offsets_to_txn:
-        case api_key::end_txn:
+        // WriteTxnMarkers (Kafka's inter-broker API: shared mode's coordinators append
+        // markers to the shared log themselves) and share groups: docs/shared-mode.md.
         case api_key::write_txn_markers:
-        case api_key::txn_offset_commit:
-        case api_key::describe_producers:
-        case api_key::describe_transactions:
-        case api_key::list_transactions:
         case api_key::share_group_heartbeat:
         case api_key::share_group_describe:
         case api_key::share_fetch:

@@ -208,6 +208,10 @@ result<void> broker::load_transactions() {
     svc.parts = _txn_participants.get();
     svc.allocate_producer_id = [this] { return _stores.producer_ids->allocate_producer_id(); };
     svc.wall_ms = [] { return now_ms(); };
+    if (shared()) {
+        svc.shared_store = true;
+        svc.owns = [this](const std::string& id) { return coordinates_txn(id); };
+    }
     _txns = std::make_unique<txn::coordinator>(
         txn::settings{_cfg.transaction_max_timeout_ms, _cfg.transactional_id_expiration_ms},
         std::move(svc));
@@ -236,6 +240,7 @@ result<void> broker::load_share_groups() {
 
 void broker::expire_transactions() {
     if (_shutting_down) return;
+    _txns->refresh_all();  // shared mode: what the other brokers changed
     _txns->expire();
     _txns->remove_expired_ids();
     _loop.add_timer(std::chrono::milliseconds(_cfg.transaction_abort_check_interval_ms),
@@ -359,9 +364,17 @@ void broker::finish_waiter(uint64_t id, bool timed_out) {
     if (timed_out) w.fn(true);
 }
 
+uint64_t broker::data_version(const std::vector<topic_partition>& tps) const {
+    uint64_t v = 0;
+    for (const auto& tp : tps)
+        if (auto it = _notified.find(tp); it != _notified.end()) v += it->second;
+    return v;
+}
+
 void broker::notify_data(const std::vector<topic_partition>& tps) {
     std::set<uint64_t> ids;
     for (auto& tp : tps) {
+        if (shared()) ++_notified[tp];
         auto it = _waiters_by_tp.find(tp);
         if (it != _waiters_by_tp.end()) ids.insert(it->second.begin(), it->second.end());
     }

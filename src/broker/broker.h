@@ -114,10 +114,22 @@ class broker {
     // Shared mode (shared_mode.h); set before load(). Single-node mode otherwise.
     void set_shared(shared_mode s);
     bool shared() const { return _shared.log != nullptr; }
+    // Shared mode's partition logs (run_read: reads off the loop); nullptr otherwise.
+    shared::shared_log* shared_log() const { return _shared.log; }
     // Shared mode, after start(): lists the live brokers from now on (read again every
-    // poll interval with the topics) and renews this broker's lease; a broker that loses
-    // its lease exits.
+    // poll interval with the topics) and renews this broker's lease. A broker whose lease
+    // passes (the database out of reach) stops serving as a member until it renews it
+    // (member()); one whose id another process took exits (status 3).
     void join_cluster(shared::broker_registry& registry);
+    // False while a shared-mode broker's lease has passed: its produce, fetch and
+    // ListOffsets answer NOT_LEADER_OR_FOLLOWER (retriable) then. Any thread.
+    bool member() const;
+    // Whether this broker coordinates the transactional id (shared mode: placement over
+    // the live brokers; single-node mode: always).
+    bool coordinates_txn(const std::string& transactional_id) const;
+    // Shared mode: a transaction's offsets became committed offsets in the database; the
+    // brokers coordinating their groups read them again at their next poll.
+    void announce_txn_offsets();
     // The partition's log, whichever mode; nullptr when t has no such partition.
     log::partition_store* partition(const topic_state& t, int32_t partition);
     size_t broker_count() const { return _broker_count; }
@@ -137,6 +149,9 @@ class broker {
     void wait_for_data(const std::vector<topic_partition>& tps, std::chrono::milliseconds timeout,
                        std::function<bool(bool timed_out)> on_event);
     void notify_data(const std::vector<topic_partition>& tps);
+    // Grows with every notify_data naming one of `tps` (a read that began at one value and
+    // finds another may have missed data: it reads again rather than park).
+    uint64_t data_version(const std::vector<topic_partition>& tps) const;
 
     // Runs fn on the loop thread when everything appended to the partition up to
     // last_offset is durable.
@@ -235,7 +250,9 @@ class broker {
     std::vector<int32_t> _live_ids;                        // shared mode: sorted
     std::vector<int32_t> _polled_ids;                      // poll_cluster's thread only
     std::unique_ptr<catalog::offset_store> _reload_store;  // poll_cluster's thread only
+    int64_t _txn_offsets_seen = -1;                        // poll_cluster's thread only
     std::unique_ptr<periodic_thread> _cluster_poll;        // shared mode: poll_cluster
+    std::atomic<bool> _rejoined{false};  // shared mode: the lease was renewed after it passed
     net::event_loop::timer_id _group_timer = 0;
     int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
     access_control _access;
@@ -246,6 +263,7 @@ class broker {
     std::unordered_map<uint64_t, std::shared_ptr<session>> _sessions;  // by connection id
     std::unordered_map<uint64_t, waiter> _waiters;
     std::unordered_map<topic_partition, std::set<uint64_t>> _waiters_by_tp;
+    std::unordered_map<topic_partition, uint64_t> _notified;  // shared mode: data_version
     uint64_t _next_waiter = 1;
     bool _shutting_down = false;
     bool _loaded = false;

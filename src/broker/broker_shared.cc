@@ -39,6 +39,10 @@ void broker::set_shared(shared_mode s) {
         });
 }
 
+bool broker::member() const {
+    return !shared() || !_shared.registry || _shared.registry->member();
+}
+
 log::partition_store* broker::partition(const topic_state& t, int32_t p) {
     if (!shared()) return _logs.get(t.info.name, p);
     if (p < 0 || p >= t.info.partitions) return nullptr;
@@ -60,6 +64,18 @@ const advertised_broker& broker::coordinator_for(size_t listener, const std::str
     for (const auto& b : list)
         if (id && b.node_id == *id) return b;
     return list.front();
+}
+
+bool broker::coordinates_txn(const std::string& transactional_id) const {
+    if (!shared()) return true;
+    if (!_shared.registry) return false;  // not serving yet
+    auto id = shared::place(shared::transaction_key(transactional_id), _live_ids);
+    return id && *id == _shared.registry->address().broker_id;
+}
+
+void broker::announce_txn_offsets() {
+    if (auto r = _shared.log->bump_change_version("txn_offsets"); !r)
+        log_warn("shared", "announcing transactional offsets: {}", r.err().message);
 }
 
 void broker::apply_live_brokers(const std::vector<shared::live_broker>& live) {
@@ -91,12 +107,25 @@ void broker::join_cluster(shared::broker_registry& registry) {
         apply_live_brokers(*live);
     else
         apply_live_brokers({});
-    registry.start_renewing([](const error& e) {
-        log_error("shared", "this broker lost its lease and stops serving: {}", e.message);
-        // Another process holds the id now, or the database was out of reach for a
-        // whole lease: serving on could answer for partitions and groups that moved.
+    _shared.log->set_incarnation(registry.incarnation());
+    shared::broker_registry::lease_events events;
+    // The database out of reach for a whole lease: the others count this broker out, so it
+    // stops serving as a member (member() is false; produce, fetch and ListOffsets answer
+    // NOT_LEADER_OR_FOLLOWER) and renewing goes on.
+    events.lost = [](const error&) {};
+    events.regained = [this](int64_t incarnation) {
+        _shared.log->set_incarnation(incarnation);
+        // Its groups may have moved away and back meanwhile: read the committed offsets
+        // again (newer commits only are taken).
+        _rejoined.store(true, std::memory_order_release);
+    };
+    events.fenced = [](const error& e) {
+        log_error("shared", "this broker's id was taken by another process; exiting: {}",
+                  e.message);
+        // Serving on could answer for partitions and groups that moved.
         std::_Exit(3);
-    });
+    };
+    registry.start_renewing(std::move(events));
     _cluster_poll =
         std::make_unique<periodic_thread>(_shared.poll_interval, [this] { poll_cluster(); });
 }
@@ -139,7 +168,12 @@ void broker::poll_cluster() {
         const bool left = std::any_of(_polled_ids.begin(), _polled_ids.end(), [&](int32_t id) {
             return !std::binary_search(ids.begin(), ids.end(), id);
         });
-        if (left) offsets = load_committed(_stores, _reload_store);
+        // A transaction's offsets committed by another broker's coordinator, too.
+        auto txn_offsets = _shared.log->change_version("txn_offsets");
+        const bool moved = txn_offsets && *txn_offsets != _txn_offsets_seen;
+        if (left || moved || _rejoined.exchange(false, std::memory_order_acq_rel))
+            offsets = load_committed(_stores, _reload_store);
+        if (moved) _txn_offsets_seen = *txn_offsets;
         _polled_ids = std::move(ids);
     }
     auto changed = _shared.topics->refresh();

@@ -28,6 +28,27 @@ void txn_participants::complete(const txn::txn_metadata& t, bool commit, done_fn
         if (--w->left == 0) w->then(std::move(w->outcome));
     };
     const int64_t now = now_ms();
+    if (_b.shared()) {
+        for (const auto& tp : t.partitions) {
+            const topic_state* ts = _b.topics().find(tp.topic);
+            auto* part = ts ? _b.partition(*ts, tp.partition) : nullptr;
+            if (!part) continue;
+            ++w->left;
+            // The append completes on the shared log's thread; the rest runs on the loop.
+            static_cast<shared::shared_partition*>(part)->write_marker(
+                t.producer_id, t.producer_epoch, commit, now,
+                [this, tp, one_done](result<log::append_info> r) {
+                    _b.loop().post([tp, one_done, r = std::move(r)] {
+                        if (!r) return one_done(r.err());
+                        if (r->verdict != log::sequence_verdict::append)
+                            log_info("txn", "{}-{}: marker not written: {}", tp.topic, tp.partition,
+                                     r->reason);
+                        one_done(result<void>{});
+                    });
+                });
+        }
+        return one_done(result<void>{});
+    }
     std::vector<topic_partition> written;
     for (const auto& tp : t.partitions) {
         auto* plog = _b.logs().get(tp.topic, tp.partition);
@@ -67,6 +88,8 @@ void txn_participants::commit_offsets(const txn::txn_metadata& t, done_fn done) 
     _b.store_offsets(std::move(writes), [this, by_group = std::move(by_group),
                                          done = std::move(done)](const result<void>& r) {
         if (r) {
+            // Shared mode: the groups' coordinators read them from the database.
+            if (_b.shared()) _b.announce_txn_offsets();
             for (const auto& [g, entries] : by_group) {
                 // Topics deleted while the write was queued were skipped by the store.
                 std::vector<group::offset_entry> live;

@@ -17,8 +17,9 @@
 // the caller's thread (local: before append returns) or on the implementation's own
 // thread (shared: after the database commit); it must not block.
 //
-// Not here yet (local-only, on log::partition_log): transaction markers, DeleteRecords,
-// DescribeProducers, broker append times and Fetch's zero-copy file slices.
+// Not here (each implementation has its own): transaction markers, DeleteRecords,
+// DescribeProducers' producer table; local-only: broker append times and Fetch's
+// zero-copy file slices.
 
 #include <functional>
 #include <optional>

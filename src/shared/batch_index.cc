@@ -1,5 +1,6 @@
 #include "shared/batch_index.h"
 
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <utility>
@@ -36,6 +37,18 @@ protocol::batch_header header_of(int64_t producer_id, int16_t epoch, int32_t bas
     return h;
 }
 
+// Adds one row "($n+1, ..., $n+k)" of a multi-row VALUES list and its k parameters.
+void add_row(std::string& rows, std::vector<pg_param>& params,
+             std::initializer_list<std::string> values) {
+    rows += rows.empty() ? "(" : ", (";
+    size_t i = 0;
+    for (const auto& v : values) {
+        rows += fmt::format("{}${}", i++ ? ", " : "", params.size() + 1);
+        params.emplace_back(v);
+    }
+    rows += ")";
+}
+
 // "(($1, CAST($2 AS INTEGER), CAST($3 AS BIGINT)), ...)" over the producers, for IN.
 std::string producer_tuples(const std::set<producer_key>& keys, std::vector<pg_param>& params) {
     std::string rows;
@@ -54,6 +67,17 @@ result<void> load_producers(pg_transaction& tx, producers& ps) {
     if (ps.wanted.empty()) return {};
     std::vector<pg_param> params;
     const std::string in = producer_tuples(ps.wanted, params);
+    // The epochs first: a producer whose last write here was a marker has no batches.
+    auto st = tx.exec(
+        "SELECT topic_id, partition_id, producer_id, producer_epoch FROM sluice_producer_state "
+        "WHERE (topic_id, partition_id, producer_id) IN (" +
+            in + ")",
+        params);
+    if (!st) return st.err();
+    for (size_t r = 0; r < st->size(); ++r) {
+        ps.by_partition[{st->text(r, 0), static_cast<int32_t>(st->int64(r, 1))}].apply_marker(
+            st->int64(r, 2), static_cast<int16_t>(st->int64(r, 3)), true, -1, 0, 0);
+    }
     auto bt = tx.exec(
         "SELECT b.topic_id, b.partition_id, b.producer_id, s.producer_epoch, b.base_sequence, "
         "b.base_offset, b.last_offset, s.last_timestamp_ms "
@@ -73,6 +97,24 @@ result<void> load_producers(pg_transaction& tx, producers& ps) {
             base, 0);
     }
     return {};
+}
+
+// A broker whose lease passed was counted out by the others: what it began under that
+// incarnation commits nothing. Read after the partitions' locks, at the statement's
+// snapshot (read committed), so a renewal or a new incarnation committed before counts.
+result<void> check_registration(pg_transaction& tx, const object_commit& commit) {
+    if (commit.broker_incarnation <= 0) return {};
+    auto row = tx.exec(
+        "SELECT incarnation, CASE WHEN lease_expires_at > CURRENT_TIMESTAMP THEN 1 ELSE 0 END "
+        "FROM sluice_brokers WHERE broker_id = CAST($1 AS INTEGER)",
+        {std::to_string(commit.broker_id)});
+    if (!row) return row.err();
+    if (row->size() == 1 && row->int64(0, 0) == commit.broker_incarnation && row->int64(0, 1) == 1)
+        return {};
+    return error{errc::in_use,
+                 fmt::format("broker {} is no longer registered as incarnation {} with a live "
+                             "lease: object {} commits nothing",
+                             commit.broker_id, commit.broker_incarnation, commit.object_key)};
 }
 
 batch_verdict to_verdict(log::sequence_verdict v) {
@@ -100,22 +142,15 @@ result<void> save_producers(pg_transaction& tx, const producers& ps) {
     std::string batches;
     for (const auto& [tp, id] : ps.changed) {
         const auto& e = ps.by_partition.at(tp).entries().at(id);
-        size_t n = sp.size();
-        states += fmt::format("{}(${}, ${}, ${}, ${}, ${}, ${})", states.empty() ? "" : ", ", n + 1,
-                              n + 2, n + 3, n + 4, n + 5, n + 6);
-        for (auto v :
-             {tp.first, std::to_string(tp.second), std::to_string(id), std::to_string(e.epoch),
-              std::to_string(e.last() ? e.last()->last_seq : -1), std::to_string(e.last_timestamp)})
-            sp.emplace_back(std::move(v));
+        add_row(
+            states, sp,
+            {tp.first, std::to_string(tp.second), std::to_string(id), std::to_string(e.epoch),
+             std::to_string(e.last() ? e.last()->last_seq : -1), std::to_string(e.last_timestamp)});
         for (const auto& r : e.batches) {
-            size_t m = bp.size();
-            batches +=
-                fmt::format("{}(${}, ${}, ${}, ${}, ${}, ${}, ${})", batches.empty() ? "" : ", ",
-                            m + 1, m + 2, m + 3, m + 4, m + 5, m + 6, m + 7);
-            for (auto v : {tp.first, std::to_string(tp.second), std::to_string(id),
-                           std::to_string(r.first_seq), std::to_string(r.last_seq),
-                           std::to_string(r.first_offset), std::to_string(r.last_offset)})
-                bp.emplace_back(std::move(v));
+            add_row(batches, bp,
+                    {tp.first, std::to_string(tp.second), std::to_string(id),
+                     std::to_string(r.first_seq), std::to_string(r.last_seq),
+                     std::to_string(r.first_offset), std::to_string(r.last_offset)});
         }
     }
     auto up = tx.exec(
@@ -141,6 +176,78 @@ result<void> save_producers(pg_transaction& tx, const producers& ps) {
             batches,
         bp);
     if (!ins) return ins.err();
+    return {};
+}
+
+// The transactions open in the commit's partitions (sluice_txn_open), as the commit
+// changes them: batches of a transaction open one, markers end it.
+struct open_txns {
+    std::map<producer_key, int64_t> first;  // (partition, producer) -> first offset
+    std::set<producer_key> touched;
+    struct aborted {
+        producer_key key;
+        int64_t first_offset;
+        int64_t marker_offset;
+    };
+    std::vector<aborted> aborts;
+};
+
+result<void> load_open(pg_transaction& tx, const std::set<producer_key>& keys, open_txns& o) {
+    if (keys.empty()) return {};
+    std::vector<pg_param> params;
+    const std::string in = producer_tuples(keys, params);
+    auto q = tx.exec(
+        "SELECT topic_id, partition_id, producer_id, first_offset FROM sluice_txn_open "
+        "WHERE (topic_id, partition_id, producer_id) IN (" +
+            in + ")",
+        params);
+    if (!q) return q.err();
+    for (size_t r = 0; r < q->size(); ++r)
+        o.first[{{q->text(r, 0), static_cast<int32_t>(q->int64(r, 1))}, q->int64(r, 2)}] =
+            q->int64(r, 3);
+    return {};
+}
+
+result<void> save_open(pg_transaction& tx, const open_txns& o) {
+    if (o.touched.empty()) return {};
+    std::vector<pg_param> dp;
+    auto del =
+        tx.exec("DELETE FROM sluice_txn_open WHERE (topic_id, partition_id, producer_id) IN (" +
+                    producer_tuples(o.touched, dp) + ")",
+                dp);
+    if (!del) return del.err();
+    std::vector<pg_param> ip;
+    std::string rows;
+    for (const auto& k : o.touched) {
+        auto it = o.first.find(k);
+        if (it == o.first.end()) continue;
+        add_row(rows, ip,
+                {k.first.first, std::to_string(k.first.second), std::to_string(k.second),
+                 std::to_string(it->second)});
+    }
+    if (!rows.empty()) {
+        auto ins = tx.exec(
+            "INSERT INTO sluice_txn_open (topic_id, partition_id, producer_id, first_offset) "
+            "VALUES " +
+                rows,
+            ip);
+        if (!ins) return ins.err();
+    }
+    if (o.aborts.empty()) return {};
+    std::vector<pg_param> ap;
+    std::string arows;
+    for (const auto& a : o.aborts) {
+        add_row(
+            arows, ap,
+            {a.key.first.first, std::to_string(a.key.first.second), std::to_string(a.marker_offset),
+             std::to_string(a.key.second), std::to_string(a.first_offset)});
+    }
+    auto ab = tx.exec(
+        "INSERT INTO sluice_txn_aborted (topic_id, partition_id, last_offset, producer_id, "
+        "first_offset) VALUES " +
+            arows,
+        ap);
+    if (!ab) return ab.err();
     return {};
 }
 
@@ -184,7 +291,16 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                 next[{locked->text(r, 0), static_cast<int32_t>(locked->int64(r, 1))}] =
                     locked->int64(r, 2);
             }
+            if (auto r = check_registration(tx, commit); !r) return r.err();
             if (auto r = load_producers(tx, ps); !r) return r.err();
+            open_txns open;
+            {
+                std::set<producer_key> txn_keys;
+                for (const auto& b : commit.batches)
+                    if (b.transactional || b.marker >= 0)
+                        txn_keys.insert({partition_key{b.topic_id, b.partition}, b.producer_id});
+                if (auto r = load_open(tx, txn_keys, open); !r) return r.err();
+            }
             auto obj = tx.exec(
                 "INSERT INTO sluice_objects (object_key, size_bytes, created_by, created_at, "
                 "state, state_changed_at) "
@@ -215,7 +331,24 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
             for (const auto& b : commit.batches) {
                 const partition_key tp{b.topic_id, b.partition};
                 int64_t& hw = next[tp];
-                if (b.producer_id >= 0) {
+                if (b.marker >= 0) {
+                    // A transaction marker: written unless the producer has a newer epoch
+                    // here (a marker written again after a coordinator moved or restarted).
+                    auto& state = ps.by_partition[tp];
+                    auto c = state.check_marker(b.producer_id, b.producer_epoch, -1);
+                    if (c.verdict != log::marker_check::kind::append) {
+                        out.push_back({batch_verdict::invalid_epoch, -1, -1, std::move(c.reason)});
+                        continue;
+                    }
+                    state.apply_marker(b.producer_id, b.producer_epoch, b.marker == 1, -1, hw, 0);
+                    ps.changed.insert({tp, b.producer_id});
+                    const producer_key k{tp, b.producer_id};
+                    auto it = open.first.find(k);
+                    const int64_t first = it == open.first.end() ? hw : it->second;
+                    if (it != open.first.end()) open.first.erase(it);
+                    open.touched.insert(k);
+                    if (b.marker == 0) open.aborts.push_back({k, first, hw});
+                } else if (b.producer_id >= 0) {
                     auto h = header_of(b.producer_id, b.producer_epoch, b.base_sequence,
                                        b.record_count - 1, b.max_timestamp_ms);
                     auto& state = ps.by_partition[tp];
@@ -233,19 +366,18 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                     }
                     state.apply(h, hw, 0);
                     ps.changed.insert({tp, b.producer_id});
+                    if (b.transactional) {
+                        const producer_key k{tp, b.producer_id};
+                        open.first.emplace(k, hw);  // the transaction's first offset here
+                        open.touched.insert(k);
+                    }
                 }
                 out.push_back({batch_verdict::appended, hw, hw + b.record_count - 1, {}});
-                size_t n = bp.size();
-                values += fmt::format("{}(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                                      values.empty() ? "" : ", ", n + 1, n + 2, n + 3, n + 4, n + 5,
-                                      n + 6, n + 7, n + 8, n + 9);
-                for (auto v :
-                     {b.topic_id, std::to_string(b.partition), std::to_string(hw),
-                      std::to_string(hw + b.record_count - 1), commit.object_key,
-                      std::to_string(b.byte_position), std::to_string(b.byte_size),
-                      std::to_string(b.max_timestamp_ms), std::to_string(b.record_count)}) {
-                    bp.emplace_back(std::move(v));
-                }
+                add_row(values, bp,
+                        {b.topic_id, std::to_string(b.partition), std::to_string(hw),
+                         std::to_string(hw + b.record_count - 1), commit.object_key,
+                         std::to_string(b.byte_position), std::to_string(b.byte_size),
+                         std::to_string(b.max_timestamp_ms), std::to_string(b.record_count)});
                 hw += b.record_count;
                 if (bp.size() >= 9 * max_rows_per_insert) {
                     if (auto r = insert_rows(); !r) return r.err();
@@ -254,6 +386,7 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
             if (auto r = insert_rows(); !r) return r.err();
             if (!inserted) return out;  // every batch refused: the object stays unreferenced
             if (auto r = save_producers(tx, ps); !r) return r.err();
+            if (auto r = save_open(tx, open); !r) return r.err();
             std::vector<pg_param> up;
             std::string hws;
             std::string note;

@@ -25,6 +25,11 @@ struct batch_append {
     int64_t producer_id = -1;
     int16_t producer_epoch = -1;
     int32_t base_sequence = -1;
+    // Transactions: a batch of a transaction opens it in the partition (sluice_txn_open)
+    // until the producer's marker, a control batch (marker 0 ABORT, 1 COMMIT) written with
+    // the producer's epoch or a newer one, ends it; an ABORT adds it to sluice_txn_aborted.
+    bool transactional = false;
+    int8_t marker = -1;
 };
 
 // What the commit did with one batch.
@@ -48,6 +53,10 @@ struct object_commit {
     uint64_t size = 0;
     int32_t broker_id = 0;
     std::vector<batch_append> batches;  // several may be of one partition, in order
+    // > 0: the commit is fenced by the broker's registration (sluice_brokers): it commits
+    // nothing (errc::in_use) unless broker_id is still registered as this incarnation with
+    // a lease that has not passed. 0: not checked (tools, tests).
+    int64_t broker_incarnation = 0;
 };
 
 // One transaction (read committed): locks the rows of the partitions concerned in key
@@ -57,7 +66,8 @@ struct object_commit {
 // partition's high watermark, inserts the object, the batch rows and the producers'
 // state, moves the high watermarks and NOTIFYs commit_channel. Returns what became of
 // each batch, in the order given; refused batches stay in the object unreferenced. A
-// partition that does not exist fails it all (not_found).
+// partition that does not exist fails it all (not_found); a fenced commit (a broker whose
+// lease passed, see object_commit::broker_incarnation) fails it all (in_use).
 result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_commit& commit);
 
 // The channel commit_object notifies; the payload is "TOPIC_ID:PARTITION:HIGH_WATERMARK"

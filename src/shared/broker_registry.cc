@@ -119,18 +119,47 @@ broker_registry::~broker_registry() {
     stop_renewing();
 }
 
-result<void> broker_registry::renew() {
-    auto up = _db->exec(
-        "UPDATE sluice_brokers SET lease_expires_at = CURRENT_TIMESTAMP + CAST($3 AS INTERVAL) "
-        "WHERE broker_id = CAST($1 AS INTEGER) AND incarnation = CAST($2 AS BIGINT)",
-        {std::to_string(_address.broker_id), std::to_string(_incarnation), interval(_lease)});
-    if (!up) return up.err();
-    if (up->affected == 0)
-        return error{errc::in_use,
-                     fmt::format("broker {} (incarnation {}) was fenced: another process took "
-                                 "its id",
-                                 _address.broker_id, _incarnation)};
-    return {};
+result<bool> broker_registry::renew() {
+    const int64_t mine = incarnation();
+    int64_t next = mine;
+    auto r = _db->transact<bool>(
+        isolation_level::read_committed, [&](pg_transaction& tx) -> result<bool> {
+            auto row = tx.exec(
+                "SELECT incarnation, CASE WHEN lease_expires_at > CURRENT_TIMESTAMP THEN 1 ELSE 0 "
+                "END FROM sluice_brokers WHERE broker_id = CAST($1 AS INTEGER) FOR UPDATE",
+                {std::to_string(_address.broker_id)});
+            if (!row) return row.err();
+            const int64_t held = row->size() == 1 ? row->int64(0, 0) : -1;
+            if (held != mine && (_tried_incarnation == 0 || held != _tried_incarnation))
+                return error{
+                    errc::in_use,
+                    fmt::format("broker {} (incarnation {}) was fenced: another process took "
+                                "its id (incarnation {})",
+                                _address.broker_id, mine, held)};
+            // The others stopped counting this broker when its lease passed: what it began
+            // under that incarnation (job leases, produce windows) must commit nothing, so it
+            // comes back as a new one.
+            const bool passed = row->int64(0, 1) == 0;
+            next = passed ? held + 1 : held;
+            auto up = tx.exec(
+                "UPDATE sluice_brokers SET incarnation = CAST($3 AS BIGINT), lease_expires_at = "
+                "CURRENT_TIMESTAMP + CAST($2 AS INTERVAL), registered_at = CASE WHEN incarnation = "
+                "CAST($3 AS BIGINT) THEN registered_at ELSE CURRENT_TIMESTAMP END "
+                "WHERE broker_id = CAST($1 AS INTEGER)",
+                {std::to_string(_address.broker_id), interval(_lease), std::to_string(next)});
+            if (!up) return up.err();
+            return next != mine;
+        });
+    if (!r) {
+        if (next != mine) _tried_incarnation = next;  // COMMIT's outcome may be unknown
+        return r;
+    }
+    _tried_incarnation = 0;
+    _incarnation.store(next, std::memory_order_release);
+    if (*r)
+        log_warn("shared", "broker {}: its lease had passed; registered again as incarnation {}",
+                 _address.broker_id, next);
+    return r;
 }
 
 result<void> broker_registry::release() {
@@ -146,11 +175,11 @@ result<std::vector<live_broker>> broker_registry::live() {
     return live_brokers(*_db);
 }
 
-void broker_registry::start_renewing(std::function<void(const error&)> on_lost) {
+void broker_registry::start_renewing(lease_events events) {
     std::lock_guard lock(_mu);
     if (_renewer.joinable()) return;
     _stop = false;
-    _renewer = std::thread([this, f = std::move(on_lost)] { renew_loop(f); });
+    _renewer = std::thread([this, ev = std::move(events)] { renew_loop(ev); });
 }
 
 void broker_registry::stop_renewing() {
@@ -162,7 +191,7 @@ void broker_registry::stop_renewing() {
     if (_renewer.joinable() && _renewer.get_id() != std::this_thread::get_id()) _renewer.join();
 }
 
-void broker_registry::renew_loop(const std::function<void(const error&)>& on_lost) {
+void broker_registry::renew_loop(const lease_events& events) {
     const auto every = std::max(_lease / 3, std::chrono::milliseconds(10));
     // The lease was last extended no later than now (registration or the last renewal);
     // counting from before the call keeps the estimate on the safe side.
@@ -176,18 +205,29 @@ void broker_registry::renew_loop(const std::function<void(const error&)>& on_los
         auto r = renew();
         if (r) {
             valid_until = asked + _lease;
+            if (!member() || *r) {
+                log_info("shared", "broker {}: lease held again (incarnation {}); serving",
+                         _address.broker_id, incarnation());
+                _member.store(true, std::memory_order_release);
+                if (events.regained) events.regained(incarnation());
+            }
             continue;
         }
-        if (r.code() == errc::in_use || steady::now() >= valid_until) {
-            error e = r.code() == errc::in_use
-                          ? r.err()
-                          : error{errc::timed_out,
-                                  fmt::format("broker {} lost its lease: not renewed within "
-                                              "{} ms; last failure: {}",
-                                              _address.broker_id, _lease.count(), r.err().message)};
-            log_error("shared", "{}", e.message);
-            on_lost(e);
+        if (r.code() == errc::in_use) {
+            _member.store(false, std::memory_order_release);
+            log_error("shared", "{}", r.err().message);
+            if (events.fenced) events.fenced(r.err());
             return;
+        }
+        if (member() && steady::now() >= valid_until) {
+            _member.store(false, std::memory_order_release);
+            error e{errc::timed_out,
+                    fmt::format("broker {} lost its lease: not renewed within {} ms; last "
+                                "failure: {}",
+                                _address.broker_id, _lease.count(), r.err().message)};
+            log_error("shared", "{}; not serving as a member until it is renewed", e.message);
+            if (events.lost) events.lost(e);
+            continue;
         }
         log_warn("shared", "broker {}: renewing the lease failed (retrying): {}",
                  _address.broker_id, r.err().message);

@@ -7,6 +7,7 @@
 // stops renewing (killed, cut off) drops out of the list when its lease passes, and its
 // partitions and groups move (placement.h).
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -57,20 +58,36 @@ class broker_registry {
     broker_registry(const broker_registry&) = delete;
     broker_registry& operator=(const broker_registry&) = delete;
 
-    // Extends the lease by `lease` from now. errc::in_use when another process took the
-    // id since (this one was fenced: it must stop serving).
-    result<void> renew();
+    // Extends the lease by `lease` from now. When the lease had passed (the database was
+    // out of reach for longer than a lease, so the others stopped counting this broker),
+    // the id is taken again as a new incarnation: true then. errc::in_use when another
+    // process took the id since (this one was fenced: it must stop serving).
+    result<bool> renew();
     // Ends the lease now (a clean shutdown): the others stop counting this broker at once.
     result<void> release();
     result<std::vector<live_broker>> live();
 
-    int64_t incarnation() const { return _incarnation; }
+    // The current incarnation (a renewal after the lease passed takes a new one).
+    int64_t incarnation() const { return _incarnation.load(std::memory_order_acquire); }
+    // Whether the lease is held: registered and renewed within a lease. False from the
+    // moment a renewal is a whole lease overdue until a renewal succeeds again.
+    bool member() const { return _member.load(std::memory_order_acquire); }
     const broker_address& address() const { return _address; }
 
-    // Renews every lease/3 on a thread of its own. `on_lost` runs once, on that thread,
-    // when this broker was fenced or could not renew before its lease passed (then it
-    // must stop serving as a member of the cluster), and renewing stops.
-    void start_renewing(std::function<void(const error&)> on_lost);
+    // What the renewing thread reports, on that thread.
+    struct lease_events {
+        // Not renewed within a lease (the database out of reach): stop serving as a
+        // member of the cluster. Renewing goes on.
+        std::function<void(const error&)> lost;
+        // Renewed again after `lost` (or the database found the lease passed): serve
+        // again, as `incarnation` (a new one when the old lease had passed).
+        std::function<void(int64_t incarnation)> regained;
+        // Another process took the id: stop serving for good. Renewing stops.
+        std::function<void(const error&)> fenced;
+    };
+    // Renews every lease/3 on a thread of its own, through database outages (see
+    // lease_events), until stop_renewing() or the id is taken by another process.
+    void start_renewing(lease_events events);
     void stop_renewing();
 
   private:
@@ -80,12 +97,16 @@ class broker_registry {
           _address(std::move(address)),
           _lease(lease),
           _incarnation(incarnation) {}
-    void renew_loop(const std::function<void(const error&)>& on_lost);
+    void renew_loop(const lease_events& events);
 
     std::unique_ptr<pg_database> _db;  // pg_database serializes its calls
     const broker_address _address;
     const std::chrono::milliseconds _lease;
-    const int64_t _incarnation;
+    std::atomic<int64_t> _incarnation;
+    std::atomic<bool> _member{true};
+    // A new incarnation whose COMMIT's outcome is unknown (renew() only): found in the
+    // row next time, it is this process's.
+    int64_t _tried_incarnation = 0;
 
     std::mutex _mu;
     std::condition_variable _cv;

@@ -282,17 +282,38 @@ constexpr const char* version_5[] = {
         PRIMARY KEY (group_id, member_id, position)))",
 };
 
+// Version 6: transactions in shared mode. Per partition, the transactions with records
+// there and no marker yet (their oldest first offset is the last stable offset), and the
+// aborted transactions (read_committed fetches drop their records).
+constexpr const char* version_6[] = {
+    R"(CREATE TABLE sluice_txn_open (
+        topic_id CHAR(32) NOT NULL,
+        partition_id INTEGER NOT NULL,
+        producer_id BIGINT NOT NULL,
+        first_offset BIGINT NOT NULL,
+        PRIMARY KEY (topic_id, partition_id, producer_id)))",
+    R"(CREATE TABLE sluice_txn_aborted (
+        topic_id CHAR(32) NOT NULL,
+        partition_id INTEGER NOT NULL,
+        last_offset BIGINT NOT NULL,
+        producer_id BIGINT NOT NULL,
+        first_offset BIGINT NOT NULL,
+        PRIMARY KEY (topic_id, partition_id, last_offset)))",
+    // Moved on when a transaction's offsets became committed offsets, so that the groups'
+    // coordinators on other brokers read them.
+    "INSERT INTO sluice_change_versions (subject, version) VALUES ('txn_offsets', 0)",
+};
+
 struct migration {
     int version;
     const char* const* statements;
     size_t count;
 };
 
-constexpr migration migrations[] = {{1, version_1, std::size(version_1)},
-                                    {2, version_2, std::size(version_2)},
-                                    {3, version_3, std::size(version_3)},
-                                    {4, version_4, std::size(version_4)},
-                                    {5, version_5, std::size(version_5)}};
+constexpr migration migrations[] = {
+    {1, version_1, std::size(version_1)}, {2, version_2, std::size(version_2)},
+    {3, version_3, std::size(version_3)}, {4, version_4, std::size(version_4)},
+    {5, version_5, std::size(version_5)}, {6, version_6, std::size(version_6)}};
 
 result<int> upgrade(pg_database& db);
 

@@ -229,6 +229,8 @@ result<void> pg_topic_store::delete_topic(const std::string& name) {
             // Children first: the foreign keys forbid rows without their parent.
             for (const char* sql : {"DELETE FROM sluice_producer_batches WHERE topic_id = $1",
                                     "DELETE FROM sluice_producer_state WHERE topic_id = $1",
+                                    "DELETE FROM sluice_txn_open WHERE topic_id = $1",
+                                    "DELETE FROM sluice_txn_aborted WHERE topic_id = $1",
                                     "DELETE FROM sluice_batches WHERE topic_id = $1",
                                     "DELETE FROM sluice_partitions WHERE topic_id = $1",
                                     "DELETE FROM sluice_topic_configs WHERE topic_id = $1",

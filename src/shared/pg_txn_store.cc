@@ -20,26 +20,29 @@ namespace {
 
 // The children of the ids in `out`, in key order (partitions and groups come back sorted).
 result<void> load_children(pg_transaction& tx, std::vector<txn_metadata>& out,
-                           const std::map<std::string, size_t>& index) {
-    auto parts = tx.exec(
-        "SELECT transactional_id, topic_name, partition_id FROM sluice_txn_partitions "
-        "ORDER BY transactional_id, topic_name, partition_id");
+                           const std::map<std::string, size_t>& index, const std::string& where,
+                           const std::vector<pg_param>& params) {
+    auto parts =
+        tx.exec("SELECT transactional_id, topic_name, partition_id FROM sluice_txn_partitions " +
+                    where + " ORDER BY transactional_id, topic_name, partition_id",
+                params);
     if (!parts) return parts.err();
     for (size_t r = 0; r < parts->size(); ++r)
         if (auto it = index.find(parts->text(r, 0)); it != index.end())
             out[it->second].partitions.push_back(
                 {parts->text(r, 1), static_cast<int32_t>(parts->int64(r, 2))});
-    auto groups = tx.exec(
-        "SELECT transactional_id, group_id FROM sluice_txn_groups "
-        "ORDER BY transactional_id, group_id");
+    auto groups = tx.exec("SELECT transactional_id, group_id FROM sluice_txn_groups " + where +
+                              " ORDER BY transactional_id, group_id",
+                          params);
     if (!groups) return groups.err();
     for (size_t r = 0; r < groups->size(); ++r)
         if (auto it = index.find(groups->text(r, 0)); it != index.end())
             out[it->second].groups.push_back(groups->text(r, 1));
     auto offsets = tx.exec(
         "SELECT transactional_id, group_id, topic_name, partition_id, committed_offset, "
-        "leader_epoch, metadata, commit_ms FROM sluice_txn_offsets "
-        "ORDER BY transactional_id, group_id, topic_name, partition_id");
+        "leader_epoch, metadata, commit_ms FROM sluice_txn_offsets " +
+            where + " ORDER BY transactional_id, group_id, topic_name, partition_id",
+        params);
     if (!offsets) return offsets.err();
     for (size_t r = 0; r < offsets->size(); ++r) {
         auto it = index.find(offsets->text(r, 0));
@@ -105,16 +108,19 @@ result<void> put_rows(pg_transaction& tx, const txn_metadata& t) {
     return {};
 }
 
-}  // namespace
-
-result<std::vector<txn_metadata>> pg_txn_store::load() {
-    return _db->transact<std::vector<txn_metadata>>(
+// Every id's record (`where` empty) or those `where` (a WHERE clause over
+// transactional_id, with its params) picks, from one snapshot.
+result<std::vector<txn_metadata>> load_records(pg_database& db, const std::string& where,
+                                               const std::vector<pg_param>& params) {
+    return db.transact<std::vector<txn_metadata>>(
         isolation_level::repeatable_read,
-        [](pg_transaction& tx) -> result<std::vector<txn_metadata>> {
+        [&](pg_transaction& tx) -> result<std::vector<txn_metadata>> {
             auto rows = tx.exec(
                 "SELECT transactional_id, producer_id, producer_epoch, last_producer_id, "
                 "last_producer_epoch, next_producer_id, timeout_ms, state, tv2, start_ms, "
-                "update_ms FROM sluice_txn_metadata ORDER BY transactional_id");
+                "update_ms FROM sluice_txn_metadata " +
+                    where + " ORDER BY transactional_id",
+                params);
             if (!rows) return rows.err();
             std::vector<txn_metadata> out;
             std::map<std::string, size_t> index;
@@ -140,9 +146,22 @@ result<std::vector<txn_metadata>> pg_txn_store::load() {
                 index[t.transactional_id] = out.size();
                 out.push_back(std::move(t));
             }
-            if (auto c = load_children(tx, out, index); !c) return c.err();
+            if (auto c = load_children(tx, out, index, where, params); !c) return c.err();
             return out;
         });
+}
+
+}  // namespace
+
+result<std::vector<txn_metadata>> pg_txn_store::load() {
+    return load_records(*_db, "", {});
+}
+
+result<std::optional<txn_metadata>> pg_txn_store::load_one(const std::string& transactional_id) {
+    auto r = load_records(*_db, "WHERE transactional_id = $1", {transactional_id});
+    if (!r) return r.err();
+    if (r->empty()) return std::optional<txn_metadata>{};
+    return std::optional(std::move(r->front()));
 }
 
 result<void> pg_txn_store::put(const txn_metadata& t) {

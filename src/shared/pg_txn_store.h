@@ -20,6 +20,7 @@ class pg_txn_store final : public txn::state_store {
     explicit pg_txn_store(std::unique_ptr<pg_database> db) : _db(std::move(db)) {}
 
     result<std::vector<txn::txn_metadata>> load() override;
+    result<std::optional<txn::txn_metadata>> load_one(const std::string& transactional_id) override;
     // Each in one SERIALIZABLE transaction.
     result<void> put(const txn::txn_metadata& t) override;
     result<void> erase(const std::string& transactional_id) override;

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "metrics/registry.h"
 #include "shared/object_store.h"
 #include "shared/s3_xml.h"
 
@@ -113,6 +114,48 @@ struct attempt {
     std::string curl_error;
     http_response response;
 };
+
+// What GET /metrics shows of the store (docs/operations.md): every attempt, retries
+// included, since each is a request the store bills. A series is found under its
+// family's lock at each request, which costs nothing next to the request itself.
+struct store_series {
+    metrics::family<metrics::counter>& requests;
+    metrics::counter& sent;
+    metrics::counter& received;
+};
+
+const store_series& series() {
+    static const store_series s{
+        metrics::global().counters(
+            "sluice_object_store_requests_total",
+            "Requests sent to the object store, each attempt counted (retries too), by "
+            "operation (PUT, GET, HEAD, DELETE, LIST) and outcome (ok, not_found, "
+            "client_error, server_error, no_answer)",
+            {"operation", "outcome"}),
+        metrics::global().counter_of("sluice_object_store_sent_bytes_total",
+                                     "Bytes of object bodies sent to the object store"),
+        metrics::global().counter_of("sluice_object_store_received_bytes_total",
+                                     "Bytes of response bodies received from the object store"),
+    };
+    return s;
+}
+
+void count_attempt(const request& req, const attempt& a) {
+    std::string_view op = req.method;
+    if (op == "GET" && req.path_and_query.find("list-type=") != std::string::npos) op = "LIST";
+    std::string_view outcome = "no_answer";
+    if (a.curl == CURLE_OK) {
+        long st = a.response.status;
+        outcome = st >= 200 && st < 300 ? "ok"
+                  : st == 404           ? "not_found"
+                  : st >= 500           ? "server_error"
+                                        : "client_error";
+    }
+    const auto& s = series();
+    s.requests.with({std::string(op), std::string(outcome)}).inc();
+    s.sent.inc(req.body.size());
+    s.received.inc(a.response.body.size());
+}
 
 // 500, 502, 503 (SlowDown) and 504 are what S3 asks clients to retry; so is a
 // connection that failed or an attempt that timed out.
@@ -335,6 +378,7 @@ class s3_object_store final : public object_store {
         } else {
             a.curl_error = errbuf[0] != 0 ? errbuf : curl_easy_strerror(a.curl);
         }
+        count_attempt(req, a);
         curl_slist_free_all(headers);
         if (a.curl == CURLE_OK) {
             checkin(h);

@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "shared/batch_index.h"
+#include "shared/pg_refresher.h"
 
 namespace sluice::shared {
 
@@ -29,6 +30,9 @@ log::sequence_verdict to_log_verdict(batch_verdict v) {
     return log::sequence_verdict::out_of_order;
 }
 
+// The reader thread's connection (shared_log::run_reader), null elsewhere.
+thread_local pg_database* reader_connection = nullptr;
+
 void raise_to(std::atomic<offset_t>& a, offset_t v) {
     offset_t cur = a.load(std::memory_order_relaxed);
     while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_acq_rel)) {
@@ -49,12 +53,47 @@ result<std::unique_ptr<shared_log>> shared_log::open(object_store& store, const 
     auto reads = pg_database::connect(db);
     if (!reads) return reads.err();
     l->_read_db = std::move(*reads);
+    for (size_t i = 0; i < l->_config.reader_threads; ++i) {
+        auto c = pg_database::connect(db);
+        if (!c) return c.err();
+        l->_reader_dbs.push_back(std::move(*c));
+    }
     auto listener = pg_listener::connect(db, {commit_channel});
     if (!listener) return listener.err();
     l->_listener = std::move(*listener);
     l->_window_thread = std::thread([p = l.get()] { p->run_window(); });
     l->_listener_thread = std::thread([p = l.get()] { p->run_listener(); });
+    for (auto& c : l->_reader_dbs)
+        l->_readers.emplace_back([p = l.get(), c = c.get()] { p->run_reader(c); });
     return l;
+}
+
+void shared_log::run_read(std::function<void()> job) {
+    {
+        std::lock_guard lk(_read_mu);
+        if (_readers_stopping) return;
+        _read_jobs.push_back(std::move(job));
+    }
+    _read_cv.notify_one();
+}
+
+void shared_log::run_reader(pg_database* db) {
+    reader_connection = db;
+    std::unique_lock lk(_read_mu);
+    for (;;) {
+        _read_cv.wait(lk, [this] { return _readers_stopping || !_read_jobs.empty(); });
+        if (_readers_stopping) return;
+        auto job = std::move(_read_jobs.front());
+        _read_jobs.pop_front();
+        lk.unlock();
+        job();
+        job = nullptr;  // what it holds goes here, off the lock
+        lk.lock();
+    }
+}
+
+pg_database& shared_log::read_db() const {
+    return reader_connection ? *reader_connection : *_read_db;
 }
 
 shared_log::~shared_log() {
@@ -63,6 +102,12 @@ shared_log::~shared_log() {
         _stopping = true;
     }
     _window_cv.notify_all();
+    {
+        std::lock_guard lk(_read_mu);
+        _readers_stopping = true;
+    }
+    _read_cv.notify_all();
+    for (auto& t : _readers) t.join();
     if (_window_thread.joinable()) _window_thread.join();
     if (_listener_thread.joinable()) _listener_thread.join();
 }
@@ -72,6 +117,21 @@ shared_partition& shared_log::partition(const std::string& topic_id, const topic
     auto& p = _partitions[{topic_id, name.partition}];
     if (!p) p = std::make_unique<shared_partition>(*this, topic_id, name);
     return *p;
+}
+
+result<int64_t> shared_log::change_version(const char* subject) {
+    return _read_db->transact<int64_t>(
+        isolation_level::read_committed,
+        [&](pg_transaction& tx) -> result<int64_t> { return read_change_version(tx, subject); });
+}
+
+result<void> shared_log::bump_change_version(const char* subject) {
+    return _read_db->transact(isolation_level::read_committed,
+                              [&](pg_transaction& tx) -> result<void> {
+                                  auto v = shared::bump_change_version(tx, subject);
+                                  if (!v) return v.err();
+                                  return {};
+                              });
 }
 
 shared_log::stats shared_log::counters() const {
@@ -152,13 +212,16 @@ void shared_log::write_window(std::vector<pending>& taken) {
                     {part->_topic_id, part->_name.partition, b.header.last_offset_delta + 1,
                      object.size(), static_cast<uint32_t>(size),
                      std::max(b.max_record_timestamp, b.header.max_timestamp), b.header.producer_id,
-                     b.header.producer_epoch, b.header.base_sequence});
+                     b.header.producer_epoch, b.header.base_sequence,
+                     b.header.is_transactional() && !b.header.is_control(),
+                     b.header.is_control() ? taken[i].marker : int8_t{-1}});
                 object.append(taken[i].data, b.position, size);
             }
         }
         spans.push_back({part, {from, object.size() - from}});
     }
     commit.size = object.size();
+    commit.broker_incarnation = _incarnation.load(std::memory_order_acquire);
     auto fail_all = [&](const error& e) {
         {
             std::lock_guard lk(_mu);

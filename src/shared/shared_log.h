@@ -46,13 +46,16 @@ struct shared_log_config {
     size_t window_max_bytes = 8u << 20;  // write the object early once this much waits
     size_t cache_bytes = 256u << 20;     // the read-through cache's budget
     std::string object_prefix = "data";
+    // Threads that run run_read()'s jobs, each with a database connection of its own.
+    size_t reader_threads = 4;
 };
 
 class shared_partition;
 
 class shared_log {
   public:
-    // Connects twice to the database (commits, reads) and once more to LISTEN.
+    // Connects to the database for commits, for reads outside run_read(), for each reader
+    // thread, and once more to LISTEN.
     static result<std::unique_ptr<shared_log>> open(object_store& store, const pg_config& db,
                                                     shared_log_config config);
     // Writes what the window holds, then stops.
@@ -71,6 +74,22 @@ class shared_log {
         std::function<void(const std::vector<std::pair<std::string, int32_t>>& moved, bool all)>;
     void set_commit_listener(commit_listener fn);
 
+    // Fences the produce commits from now on by this broker's registration (object_commit::
+    // broker_incarnation): set when the broker registers and again when it registers anew.
+    void set_incarnation(int64_t incarnation) {
+        _incarnation.store(incarnation, std::memory_order_release);
+    }
+
+    // Runs `job` on one of the reader threads, in submission order as threads free up.
+    // There, the partitions' reads and lookups (which wait on the database and the object
+    // store) use that thread's connection, so several run side by side, and the caller
+    // (the broker's event loop) waits on none of them. A job reports back on its own
+    // (event_loop::post). Jobs not started when the log is destroyed are dropped.
+    void run_read(std::function<void()> job);
+    // A subject's version in sluice_change_versions (pg_refresher.h), read or moved on.
+    result<int64_t> change_version(const char* subject);
+    result<void> bump_change_version(const char* subject);
+
     struct stats {
         uint64_t objects = 0;  // uploaded and committed
         uint64_t batches = 0;
@@ -87,6 +106,7 @@ class shared_log {
         std::string data;  // the batches, as validated
         std::vector<protocol::validated_batch> batches;
         log::partition_store::append_done done;
+        int8_t marker = -1;  // a transaction marker: 0 ABORT, 1 COMMIT
     };
 
     shared_log(object_store& store, shared_log_config config);
@@ -94,6 +114,9 @@ class shared_log {
     void run_window();
     void write_window(std::vector<pending>& taken);
     void run_listener();
+    void run_reader(pg_database* db);
+    // The connection reads use: the reader thread's own there, else _read_db.
+    pg_database& read_db() const;
     // A commit moved partitions' high watermarks (payload lines), or everything must be
     // read afresh (empty payload, a reconnected listener).
     void note_commit(const std::string& payload);
@@ -102,7 +125,8 @@ class shared_log {
     const shared_log_config _config;
     object_cache _cache;
     std::unique_ptr<pg_database> _commit_db;  // the window thread's
-    std::unique_ptr<pg_database> _read_db;    // readers' (calls serialized)
+    std::unique_ptr<pg_database> _read_db;    // reads outside run_read (calls serialized)
+    std::vector<std::unique_ptr<pg_database>> _reader_dbs;  // one per reader thread
     std::unique_ptr<pg_listener> _listener;
 
     mutable std::mutex _mu;
@@ -112,6 +136,7 @@ class shared_log {
     std::chrono::steady_clock::time_point _window_opened;
     bool _stopping = false;
     uint64_t _object_seq = 0;
+    std::atomic<int64_t> _incarnation{0};
     stats _stats;
     std::map<std::pair<std::string, int32_t>, std::unique_ptr<shared_partition>> _partitions;
 
@@ -124,15 +149,21 @@ class shared_log {
     std::mutex _listener_mu;
     commit_listener _on_commit;  // guarded by _listener_mu
 
+    std::mutex _read_mu;
+    std::condition_variable _read_cv;
+    std::deque<std::function<void()>> _read_jobs;  // guarded by _read_mu
+    bool _readers_stopping = false;                // guarded by _read_mu
+
     std::thread _window_thread;
     std::thread _listener_thread;
+    std::vector<std::thread> _readers;
 };
 
 // One partition of shared mode: log::partition_store over the batch index and the
 // object store. Offsets come from the database at each call (a broker holds no state):
-// log end == high watermark (a batch is committed or absent). Transactions are not in
-// shared mode yet: no markers are written, so the last stable offset is the high
-// watermark and no transaction is aborted.
+// log end == high watermark (a batch is committed or absent). Transactions: the last
+// stable offset is the first offset of the oldest transaction open in the partition
+// (sluice_txn_open), the aborted ones are in sluice_txn_aborted.
 class shared_partition final : public log::partition_store {
   public:
     shared_partition(shared_log& owner, std::string topic_id, topic_partition name)
@@ -151,7 +182,7 @@ class shared_partition final : public log::partition_store {
     // These read the database; when it cannot be reached they answer the last value seen.
     offset_t high_watermark() const override;
     offset_t log_end_offset() const override { return high_watermark(); }
-    offset_t last_stable_offset() const override { return high_watermark(); }
+    offset_t last_stable_offset() const override;
     offset_t log_start_offset() const override;
     result<std::vector<log::aborted_txn>> aborted_transactions(offset_t from,
                                                                offset_t to) const override;
@@ -168,13 +199,33 @@ class shared_partition final : public log::partition_store {
     // log start after it. Errors: out_of_range past the high watermark; the database's.
     result<offset_t> delete_records(offset_t offset);
 
+    // Appends a COMMIT or ABORT marker (a control batch) of the producer through the
+    // produce window; `done` as for submit_append (verdict invalid_epoch: the partition
+    // has a newer epoch of the producer, and nothing was written).
+    void write_marker(int64_t producer_id, int16_t producer_epoch, bool commit, timestamp_ms now,
+                      append_done done);
+    // The producers of the partition (DescribeProducers): their epoch, last sequence and
+    // timestamp, and the first offset of their open transaction here (-1: none).
+    struct producer_row {
+        int64_t producer_id = -1;
+        int16_t epoch = -1;
+        int32_t last_sequence = -1;
+        int64_t last_timestamp = -1;
+        int64_t txn_first_offset = -1;
+        int32_t coordinator_epoch = -1;  // not kept in shared mode
+    };
+    result<std::vector<producer_row>> producers() const;
+
     const std::string& topic_id() const { return _topic_id; }
+    // The log start last read from the database (no call: for answers that must not wait).
+    offset_t cached_log_start() const { return _start.load(std::memory_order_acquire); }
 
   private:
     friend class shared_log;
     struct bounds {
         offset_t log_start = 0;
         offset_t high_watermark = 0;
+        offset_t last_stable = 0;
     };
     result<bounds> load_bounds() const;
     // The first record with timestamp >= ts in the batch starting at `base` (nullopt: none).

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "protocol/control_batch.h"
 #include "protocol/record_batch.h"
 #include "shared/maintenance/maintenance.h"
 #include "shared/shared_log.h"
@@ -31,18 +32,27 @@ void shared_partition::submit_append(std::span<uint8_t> payload,
     _owner.enqueue({this, std::string(payload.begin(), payload.end()), batches, std::move(done)});
 }
 
+namespace {
+
+// The partition's log start, high watermark and last stable offset (the first offset of
+// its oldest open transaction, or the high watermark), in one statement.
+constexpr const char* bounds_sql =
+    "SELECT p.log_start_offset, p.high_watermark, (SELECT MIN(o.first_offset) FROM "
+    "sluice_txn_open o WHERE o.topic_id = p.topic_id AND o.partition_id = p.partition_id) "
+    "FROM sluice_partitions p WHERE p.topic_id = $1 AND p.partition_id = $2";
+
+}  // namespace
+
 result<shared_partition::bounds> shared_partition::load_bounds() const {
-    auto r = _owner._read_db->exec(
-        "SELECT log_start_offset, high_watermark FROM sluice_partitions "
-        "WHERE topic_id = $1 AND partition_id = $2",
-        {_topic_id, std::to_string(_name.partition)});
+    auto r = _owner.read_db().exec(bounds_sql, {_topic_id, std::to_string(_name.partition)});
     if (!r) return r.err();
     if (r->size() != 1) {
         return error{errc::not_found,
                      fmt::format("{}-{}: no such partition in the shared catalog (topic id {})",
                                  _name.topic, _name.partition, _topic_id)};
     }
-    bounds b{r->int64(0, 0), r->int64(0, 1)};
+    bounds b{r->int64(0, 0), r->int64(0, 1), r->int64(0, 1)};
+    if (!r->is_null(0, 2)) b.last_stable = std::min(b.high_watermark, r->int64(0, 2));
     _start.store(b.log_start, std::memory_order_release);
     _hw.store(std::max(_hw.load(std::memory_order_acquire), b.high_watermark),
               std::memory_order_release);
@@ -54,23 +64,25 @@ offset_t shared_partition::high_watermark() const {
     return _hw.load(std::memory_order_acquire);
 }
 
+offset_t shared_partition::last_stable_offset() const {
+    if (auto b = load_bounds(); b) return b->last_stable;
+    return _start.load(std::memory_order_acquire);  // unknown: nothing is surely stable
+}
+
 offset_t shared_partition::log_start_offset() const {
     if (auto b = load_bounds(); b) return b->log_start;
     return _start.load(std::memory_order_acquire);
 }
 
 result<log::read_result> shared_partition::read(offset_t offset, size_t max_bytes, bool min_one,
-                                                bool /*committed*/) const {
+                                                bool committed) const {
     log::read_result out;
     std::vector<batch_row> rows;
     // One snapshot: the bounds and the batch rows agree.
-    auto r = _owner._read_db->transact(
+    auto r = _owner.read_db().transact(
         isolation_level::repeatable_read, [&](pg_transaction& tx) -> result<void> {
             rows.clear();
-            auto b = tx.exec(
-                "SELECT log_start_offset, high_watermark FROM sluice_partitions "
-                "WHERE topic_id = $1 AND partition_id = $2",
-                {_topic_id, std::to_string(_name.partition)});
+            auto b = tx.exec(bounds_sql, {_topic_id, std::to_string(_name.partition)});
             if (!b) return b.err();
             if (b->size() != 1)
                 return error{errc::not_found, fmt::format("{}-{}: no such partition in the "
@@ -78,18 +90,21 @@ result<log::read_result> shared_partition::read(offset_t offset, size_t max_byte
                                                           _name.topic, _name.partition)};
             out.log_start_offset = b->int64(0, 0);
             out.high_watermark = out.last_stable_offset = out.log_end_offset = b->int64(0, 1);
+            if (!b->is_null(0, 2))
+                out.last_stable_offset = std::min(out.high_watermark, b->int64(0, 2));
+            const offset_t bound = committed ? out.last_stable_offset : out.high_watermark;
             if (offset < out.log_start_offset || offset > out.high_watermark) {
                 return error{errc::out_of_range,
                              fmt::format("offset {} outside [{}, {}]", offset, out.log_start_offset,
                                          out.high_watermark)};
             }
-            if (offset == out.high_watermark) return {};
+            if (offset >= bound) return {};
             auto q = tx.exec(
                 "SELECT base_offset, last_offset, object_key, byte_position, byte_size "
                 "FROM sluice_batches WHERE topic_id = $1 AND partition_id = $2 "
                 "AND last_offset >= $3 AND base_offset < $4 ORDER BY base_offset LIMIT 1000",
                 {_topic_id, std::to_string(_name.partition), std::to_string(offset),
-                 std::to_string(out.high_watermark)});
+                 std::to_string(bound)});
             if (!q) return q.err();
             size_t total = 0;
             for (size_t i = 0; i < q->size(); ++i) {
@@ -129,9 +144,48 @@ result<log::read_result> shared_partition::read(offset_t offset, size_t max_byte
     return out;
 }
 
-result<std::vector<log::aborted_txn>> shared_partition::aborted_transactions(
-    offset_t /*from*/, offset_t /*to*/) const {
-    return std::vector<log::aborted_txn>{};  // no markers are written in shared mode yet
+result<std::vector<log::aborted_txn>> shared_partition::aborted_transactions(offset_t from,
+                                                                             offset_t to) const {
+    auto q = _owner.read_db().exec(
+        "SELECT producer_id, first_offset, last_offset FROM sluice_txn_aborted "
+        "WHERE topic_id = $1 AND partition_id = $2 AND last_offset >= $3 AND first_offset < $4 "
+        "ORDER BY last_offset",
+        {_topic_id, std::to_string(_name.partition), std::to_string(from), std::to_string(to)});
+    if (!q) return q.err();
+    std::vector<log::aborted_txn> out;
+    for (size_t i = 0; i < q->size(); ++i)
+        out.push_back({q->int64(i, 0), q->int64(i, 1), q->int64(i, 2)});
+    return out;
+}
+
+void shared_partition::write_marker(int64_t producer_id, int16_t producer_epoch, bool commit,
+                                    timestamp_ms now, append_done done) {
+    bytes batch = protocol::encode_control_batch(
+        producer_id, producer_epoch,
+        commit ? protocol::control_type::commit : protocol::control_type::abort, 0, now);
+    auto h = protocol::read_batch_header(batch);
+    if (!h) return done(error{errc::corrupt, "a marker batch without its header"});
+    std::vector<protocol::validated_batch> batches{{0, *h, now}};
+    _owner.enqueue({this, std::string(batch.begin(), batch.end()), std::move(batches),
+                    std::move(done), static_cast<int8_t>(commit ? 1 : 0)});
+}
+
+result<std::vector<shared_partition::producer_row>> shared_partition::producers() const {
+    auto q = _owner.read_db().exec(
+        "SELECT s.producer_id, s.producer_epoch, s.last_sequence, s.last_timestamp_ms, "
+        "o.first_offset FROM sluice_producer_state s LEFT JOIN sluice_txn_open o "
+        "ON o.topic_id = s.topic_id AND o.partition_id = s.partition_id "
+        "AND o.producer_id = s.producer_id "
+        "WHERE s.topic_id = $1 AND s.partition_id = $2 ORDER BY s.producer_id",
+        {_topic_id, std::to_string(_name.partition)});
+    if (!q) return q.err();
+    std::vector<producer_row> out;
+    for (size_t i = 0; i < q->size(); ++i) {
+        out.push_back({q->int64(i, 0), static_cast<int16_t>(q->int64(i, 1)),
+                       static_cast<int32_t>(q->int64(i, 2)), q->int64(i, 3),
+                       q->is_null(i, 4) ? -1 : q->int64(i, 4)});
+    }
+    return out;
 }
 
 result<std::optional<log::offset_and_time>> shared_partition::find_in_batch(offset_t base,
@@ -167,7 +221,7 @@ result<std::optional<log::offset_and_time>> shared_partition::offset_for_timesta
     offset_t after = -1;
     for (;;) {
         auto start = log_start_offset();
-        auto q = _owner._read_db->exec(
+        auto q = _owner.read_db().exec(
             "SELECT base_offset FROM sluice_batches WHERE topic_id = $1 AND partition_id = $2 "
             "AND max_timestamp_ms >= $3 AND last_offset >= $4 AND base_offset > $5 "
             "ORDER BY base_offset LIMIT 1",
@@ -184,7 +238,7 @@ result<std::optional<log::offset_and_time>> shared_partition::offset_for_timesta
 
 result<std::optional<log::offset_and_time>> shared_partition::max_timestamp_offset() const {
     auto start = log_start_offset();
-    auto q = _owner._read_db->exec(
+    auto q = _owner.read_db().exec(
         "SELECT base_offset FROM sluice_batches WHERE topic_id = $1 AND partition_id = $2 "
         "AND last_offset >= $3 ORDER BY max_timestamp_ms DESC, base_offset LIMIT 1",
         {_topic_id, std::to_string(_name.partition), std::to_string(start)});
@@ -213,7 +267,7 @@ offset_t shared_partition::wait_for_data(offset_t offset, std::chrono::milliseco
 }
 
 result<offset_t> shared_partition::delete_records(offset_t offset) {
-    auto r = maintenance::advance_log_start(*_owner._read_db, _topic_id, _name.partition, offset);
+    auto r = maintenance::advance_log_start(_owner.read_db(), _topic_id, _name.partition, offset);
     if (!r) return r.err();
     _start.store(*r, std::memory_order_release);
     return *r;

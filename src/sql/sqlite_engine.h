@@ -16,14 +16,17 @@ class log_manager;
 }
 namespace sluice::catalog {
 class catalog;
-}
+class topic_store;
+class security_store;
+}  // namespace sluice::catalog
 namespace sluice::security {
 class gate;
 }
 
 namespace sluice::sql {
 
-class broker_state;  // sql/system_tables.h
+class broker_state;      // sql/system_tables.h
+class partition_source;  // sql/partition_source.h
 class schema_registry;
 
 // Tables and schemas of users' databases that the broker maintains (expansion targets):
@@ -53,6 +56,12 @@ struct engine_options {
     log::log_manager* logs = nullptr;
     catalog::catalog* catalog = nullptr;
     broker_state* state = nullptr;
+    // Shared mode (docs/shared-mode.md): the topics of the shared catalog, whose
+    // partitions `partitions` gives (read through the partition-log interface), and its
+    // users and policies, in place of `catalog`'s and `logs`'. Null: `catalog` and `logs`.
+    const catalog::topic_store* topics = nullptr;
+    const catalog::security_store* security = nullptr;
+    partition_source* partitions = nullptr;
     // Users' schemas; null: open_engine opens <data_dir>/sql itself. Given when other
     // parts of the broker (expansions) write into them too.
     std::shared_ptr<schema_registry> schemas;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "catalog/catalog.h"
 #include "common/logging.h"
 #include "sql/functions.h"
 #include "sql/pg_catalog.h"
@@ -252,8 +253,13 @@ outcome<bool> sqlite_session::setup() {
                             "ATTACH ':memory:' AS system"})
         if (auto r = exec_internal(sql); !r) return r.error();
     if (auto r = register_functions(_db, &_ctx); !r) return r.error();
-    if (_src.opts->logs && _src.opts->catalog) {
-        _topics = std::make_unique<topic_tables>(*_src.opts->logs, *_src.opts->catalog, _ctx);
+    const auto& o = *_src.opts;
+    const catalog::topic_store* topics =
+        o.topics ? o.topics : static_cast<const catalog::topic_store*>(o.catalog);
+    if (topics && (o.partitions || o.logs)) {
+        // Shared mode reads the partitions through o.partitions, never o.logs.
+        _topics = std::make_unique<topic_tables>(*topics, o.partitions ? nullptr : o.logs,
+                                                 o.partitions, _ctx);
         _internal = true;
         auto r = _topics->install(_db);
         _internal = false;
@@ -261,7 +267,8 @@ outcome<bool> sqlite_session::setup() {
     }
     _internal = true;
     auto sys = install_system_tables(
-        _db, system_sources{_src.opts->logs, _src.opts->catalog, _src.opts->state, &_ctx});
+        _db, system_sources{o.partitions ? nullptr : o.logs, o.catalog, o.state, &_ctx, o.topics,
+                            o.security, o.partitions});
     if (sys) {
         // After the engine's schemas: users' schemas are attached after it, and the catalog
         // lists them in that order.

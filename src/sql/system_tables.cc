@@ -8,6 +8,7 @@
 #include "log/log_manager.h"
 #include "security/acl.h"
 #include "sql/json_text.h"
+#include "sql/partition_source.h"
 #include "sql/row_table.h"
 
 namespace sluice::sql {
@@ -33,6 +34,13 @@ bool may_describe_group(const system_sources& src, const std::string& group) {
     return may(src, security::action::describe, security::resource_kind::group, group);
 }
 
+const catalog::topic_store& topics_of(const system_sources& src) {
+    return src.topics ? *src.topics : *src.catalog;
+}
+const catalog::security_store& security_of(const system_sources& src) {
+    return src.security ? *src.security : *src.catalog;
+}
+
 // The broker-wide topic defaults (--topic-default), read once per scan.
 std::map<std::string, std::string> topic_defaults(const system_sources& src) {
     return src.state ? src.state->topic_defaults() : std::map<std::string, std::string>{};
@@ -41,7 +49,7 @@ std::map<std::string, std::string> topic_defaults(const system_sources& src) {
 outcome<row_list> topics_rows(const system_sources& src) {
     row_list out;
     const auto defaults = topic_defaults(src);
-    for (const auto& t : src.catalog->list_topics()) {
+    for (const auto& t : topics_of(src).list_topics()) {
         if (!may_describe_topic(src, t.name)) continue;
         out.push_back({t.name, catalog::uuid_to_string(t.id), int64_t{t.partitions},
                        catalog::effective_config(t, "cleanup.policy", defaults), t.created_ms});
@@ -51,9 +59,19 @@ outcome<row_list> topics_rows(const system_sources& src) {
 
 outcome<row_list> partitions_rows(const system_sources& src) {
     row_list out;
-    for (const auto& t : src.catalog->list_topics()) {
+    for (const auto& t : topics_of(src).list_topics()) {
         if (!may_describe_topic(src, t.name)) continue;
         for (int32_t p = 0; p < t.partitions; ++p) {
+            if (src.partitions) {
+                // Shared mode: the offsets of the shared catalog; the objects holding the
+                // batches are shared by partitions, so no bytes or segments per partition.
+                auto* store = src.partitions->partition(t.name, p);
+                if (!store) continue;
+                out.push_back({t.name, int64_t{p}, store->log_start_offset(),
+                               store->high_watermark(), store->log_end_offset(), std::monostate{},
+                               std::monostate{}});
+                continue;
+            }
             auto* log = src.logs->get(t.name, p);
             if (!log) continue;  // declared to the log a moment later than to the catalog
             auto d = log->describe();
@@ -70,7 +88,7 @@ outcome<row_list> partitions_rows(const system_sources& src) {
 outcome<row_list> configs_rows(const system_sources& src) {
     row_list out;
     const auto defaults = topic_defaults(src);
-    for (const auto& t : src.catalog->list_topics()) {
+    for (const auto& t : topics_of(src).list_topics()) {
         if (!may(src, security::action::describe_configs, security::resource_kind::topic, t.name))
             continue;
         for (const auto& def : catalog::topic_config_defs()) {
@@ -144,7 +162,11 @@ outcome<row_list> group_offsets_rows(const system_sources& src) {
         // Kafka's OffsetFetch needs Describe on the group and on the topic.
         if (!may_describe_group(src, o.group_id) || !may_describe_topic(src, o.topic)) continue;
         value hw, lag;
-        if (auto* log = src.logs ? src.logs->get(o.topic, o.partition) : nullptr) {
+        const log::partition_store* log = src.partitions
+                                              ? src.partitions->partition(o.topic, o.partition)
+                                          : src.logs ? src.logs->get(o.topic, o.partition)
+                                                     : nullptr;
+        if (log) {
             const offset_t h = log->high_watermark();
             hw = h;
             // Kafka's consumer lag: what the group has yet to read of what is readable.
@@ -166,7 +188,7 @@ bool may_describe_cluster(const system_sources& src) {
 outcome<row_list> policies_rows(const system_sources& src) {
     row_list out;
     if (!may_describe_cluster(src)) return out;
-    for (const auto& p : src.catalog->list_policies()) {
+    for (const auto& p : security_of(src).list_policies()) {
         std::string users = "[";
         for (size_t i = 0; i < p.users.size(); ++i) {
             if (i) users += ",";
@@ -182,7 +204,7 @@ outcome<row_list> acls_rows(const system_sources& src) {
     namespace acl = security::acl;
     row_list out;
     if (!may_describe_cluster(src)) return out;
-    for (const auto& p : src.catalog->list_policies()) {
+    for (const auto& p : security_of(src).list_policies()) {
         auto parsed = security::parse_policy(p.name, p.document);
         if (!parsed) continue;
         for (const auto& x : acl::bindings_of(*parsed, p.users)) {
@@ -200,7 +222,8 @@ outcome<row_list> acls_rows(const system_sources& src) {
 
 std::map<std::string, row_table_spec> system_table_specs(const system_sources& src) {
     std::map<std::string, row_table_spec> specs;
-    if (src.catalog) {
+    const bool has_topics = src.catalog || (src.topics && src.security);
+    if (has_topics) {
         specs["topics"] = {
             "CREATE TABLE x(topic TEXT, topic_id TEXT, partitions INTEGER, cleanup_policy TEXT, "
             "created_ms INTEGER)",
@@ -216,7 +239,7 @@ std::map<std::string, row_table_spec> system_table_specs(const system_sources& s
         specs["configs"] = {"CREATE TABLE x(topic TEXT, name TEXT, value TEXT, source TEXT)",
                             [src] { return configs_rows(src); }};
     }
-    if (src.catalog && src.logs)
+    if (has_topics && (src.logs || src.partitions))
         specs["partitions"] = {
             "CREATE TABLE x(topic TEXT, partition INTEGER, log_start_offset INTEGER, "
             "high_watermark INTEGER, log_end_offset INTEGER, bytes INTEGER, "

@@ -27,9 +27,13 @@ class log_manager;
 }
 namespace sluice::catalog {
 class catalog;
-}
+class topic_store;
+class security_store;
+}  // namespace sluice::catalog
 
 namespace sluice::sql {
+
+class partition_source;
 
 // What only the running broker knows (the group coordinator's state). Implementations
 // are thread-safe: SQL sessions call them from their own threads.
@@ -113,6 +117,11 @@ struct system_sources {
     catalog::catalog* catalog = nullptr;
     broker_state* state = nullptr;
     statement_context* ctx = nullptr;
+    // Shared mode (engine_options): the shared catalog's topics and policies, and the
+    // partitions through the partition-log interface, in place of catalog's and logs'.
+    const catalog::topic_store* topics = nullptr;
+    const catalog::security_store* security = nullptr;
+    partition_source* partitions = nullptr;
 };
 
 // The system tables of a session (src.ctx's principal): name -> declaration and rows.

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <limits>
 
-#include "catalog/catalog.h"
+#include "catalog/metadata_store.h"
 #include "common/logging.h"
 #include "log/log_manager.h"
 #include "log/record_cursor.h"
+#include "log/store_cursor.h"
 #include "protocol/record_reader.h"
 #include "sql/json_text.h"
+#include "sql/partition_source.h"
 #include "sql/row_table.h"
 #include "sql/sql_text.h"
 #include "sql/time_text.h"
@@ -60,9 +62,18 @@ struct topic_cursor {
     int32_t partition = -1;  // the partition being scanned
     log::partition_log* log = nullptr;
     log::record_cursor records;  // over the partition's range
+    // Shared mode (owner->partitions): the topic's partition count when the scan began,
+    // and the partition being scanned through the partition-log interface.
+    int32_t partition_count = 0;
+    log::partition_store* store = nullptr;
+    log::store_cursor store_records;
     bool eof = false;
 
-    const protocol::record_ref& rec() const { return records.record(); }
+    bool shared() const { return owner->partitions != nullptr; }
+    bool reading() const { return shared() ? store != nullptr : log != nullptr; }
+    const protocol::record_ref& rec() const {
+        return shared() ? store_records.record() : records.record();
+    }
 };
 
 int set_error(sqlite3_vtab* t, const std::string& msg) {
@@ -74,7 +85,9 @@ int set_error(sqlite3_vtab* t, const std::string& msg) {
 // A storage error during a scan. A topic deleted under the scan reads as an unknown
 // table, which is what the next statement would see.
 int scan_error(topic_cursor& c, const error& e) {
-    if (!c.state || c.state->removed.load())
+    const bool removed = c.shared() ? !c.owner->topics.find_topic(c.topic).has_value()
+                                    : !c.state || c.state->removed.load();
+    if (removed)
         return set_error(c.base.pVtab, fmt::format("no such table: kafka_topics.{} (the topic was "
                                                    "deleted during the query)",
                                                    c.topic));
@@ -122,7 +135,9 @@ char op_code(unsigned char op) {
 // narrows the scan with it. Unless the scan applies it exactly (below), SQLite still
 // checks each row, so a scan may read more than the predicate needs but never returns
 // a row it should not.
-int best_index(sqlite3_vtab*, sqlite3_index_info* info) {
+int best_index(sqlite3_vtab* t, sqlite3_index_info* info) {
+    // Shared mode has no broker append times to apply a bound on timestamp_broker with.
+    const bool shared = reinterpret_cast<topic_vtab*>(t)->owner->partitions != nullptr;
     std::string plan;
     int argv = 0;
     double rows = full_scan_rows;
@@ -137,7 +152,8 @@ int best_index(sqlite3_vtab*, sqlite3_index_info* info) {
         // check it again row by row. Other values, and parameters not known yet, are
         // checked by SQLite as well.
         sqlite3_value* rhs = nullptr;
-        if (c.iColumn != c_ts_producer && sqlite3_vtab_rhs_value(info, i, &rhs) == SQLITE_OK &&
+        if (c.iColumn != c_ts_producer && !(shared && c.iColumn == c_ts_broker) &&
+            sqlite3_vtab_rhs_value(info, i, &rhs) == SQLITE_OK &&
             sqlite3_value_type(rhs) == SQLITE_INTEGER)
             info->aConstraintUsage[i].omit = 1;
         plan += static_cast<char>('0' + c.iColumn);
@@ -226,11 +242,35 @@ void narrow(range& r, char op, sqlite3_value* v) {
     }
 }
 
+// Shared mode's enter_partition: the offsets of partition p within the constraints,
+// read through the partition-log interface.
+result<bool> enter_shared_partition(topic_cursor& c, int32_t p) {
+    auto& owner = *c.owner;
+    c.store = owner.partitions->partition(c.topic, p);
+    if (!c.store) return false;
+    const offset_t hw = owner.ctx.snapshot({c.topic, p}, c.store->last_stable_offset());
+    offset_t first = std::max<offset_t>(c.offsets.lo, c.store->log_start_offset());
+    const offset_t end = c.offsets.hi < hw ? c.offsets.hi + 1 : hw;
+    // A lower bound on timestamp_producer: no record before the first one at or after it
+    // (ListOffsets by timestamp) has a timestamp in the range.
+    if (c.ts_producer.lo > std::numeric_limits<int64_t>::min() && first < end) {
+        auto at = c.store->offset_for_timestamp(c.ts_producer.lo);
+        if (!at) return at.err();
+        if (!*at) return false;
+        first = std::max(first, (*at)->offset);
+    }
+    if (first >= end) return false;
+    if (auto r = c.store_records.open(c.store, first, end); !r) return r.err();
+    ++owner.ctx.current_scan().partitions_scanned;
+    return true;
+}
+
 // Positions the cursor on partition p: computes where its records start and end under
 // the constraints. false (with no error) when the partition has nothing to return.
 result<bool> enter_partition(topic_cursor& c, int32_t p) {
     auto& owner = *c.owner;
-    c.log = owner.logs.partition(*c.state, p);
+    if (c.shared()) return enter_shared_partition(c, p);
+    c.log = owner.logs->partition(*c.state, p);
     if (!c.log) return false;
     // What a READ_COMMITTED consumer sees: up to the last stable offset, without the
     // records of aborted transactions (and never a transaction marker).
@@ -246,8 +286,16 @@ result<bool> enter_partition(topic_cursor& c, int32_t p) {
 
 // Adds what the cursor read since the last call to the statement's scan counters.
 void count_reads(topic_cursor& c) {
-    auto& from = c.records.stats();
     auto& to = c.owner->ctx.current_scan();
+    if (c.shared()) {
+        auto& from = c.store_records.stats();
+        to.batches_read += from.batches_read;
+        to.bytes_read += from.bytes_read;
+        to.records_read += from.records_read;
+        from = {};
+        return;
+    }
+    auto& from = c.records.stats();
     to.segments_read += from.segments_read;
     to.batches_read += from.batches_read;
     to.bytes_read += from.bytes_read;
@@ -258,23 +306,29 @@ void count_reads(topic_cursor& c) {
 // Moves to the next record to return; sets eof at the end of the scan.
 int advance(topic_cursor& c) {
     for (;;) {
-        if (c.log) {
-            auto more = c.records.next();
+        if (c.reading()) {
+            auto more = c.shared() ? c.store_records.next() : c.records.next();
             count_reads(c);
             if (!more) return scan_error(c, more.err());
             if (*more) return SQLITE_OK;
             c.log = nullptr;
+            c.store = nullptr;
         }
         // The next partition with something to return.
         const int32_t p = c.partition + 1;
-        if (p > c.partitions.hi || !c.owner->logs.partition(*c.state, p)) {
+        const bool exists =
+            c.shared() ? p < c.partition_count : c.owner->logs->partition(*c.state, p) != nullptr;
+        if (p > c.partitions.hi || !exists) {
             c.eof = true;
             return SQLITE_OK;
         }
         c.partition = p;
         auto entered = enter_partition(c, p);
         if (!entered) return scan_error(c, entered.err());
-        if (!*entered) c.log = nullptr;
+        if (!*entered) {
+            c.log = nullptr;
+            c.store = nullptr;
+        }
     }
 }
 
@@ -305,9 +359,17 @@ int filter(sqlite3_vtab_cursor* cur, int, const char* plan, int argc, sqlite3_va
     c->partitions.hi = std::min<int64_t>(c->partitions.hi, std::numeric_limits<int32_t>::max() - 1);
     c->eof = false;
     c->records.close();
+    c->store_records.close();
     c->log = nullptr;
-    c->state = c->owner->logs.topic(c->topic);
-    if (!c->state) return scan_error(*c, error{errc::not_found, "deleted"});
+    c->store = nullptr;
+    if (c->shared()) {
+        const auto t = c->owner->topics.find_topic(c->topic);
+        if (!t) return scan_error(*c, error{errc::not_found, "deleted"});
+        c->partition_count = t->partitions;
+    } else {
+        c->state = c->owner->logs->topic(c->topic);
+        if (!c->state) return scan_error(*c, error{errc::not_found, "deleted"});
+    }
     if (c->partitions.empty() || c->offsets.empty() || c->ts_producer.empty() ||
         c->ts_broker.empty()) {
         c->eof = true;
@@ -348,6 +410,10 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
             sqlite3_result_int64(ctx, c.rec().timestamp);
             break;
         case c_ts_broker: {
+            if (c.shared()) {
+                sqlite3_result_null(ctx);
+                break;
+            }
             auto t = c.records.append_time();
             if (!t) return scan_error(c, t.err());
             sqlite3_result_int64(ctx, *t);
@@ -357,6 +423,10 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
             result_timestamp(ctx, c.rec().timestamp);
             break;
         case c_ts_broker_tz: {
+            if (c.shared()) {
+                sqlite3_result_null(ctx);
+                break;
+            }
             auto t = c.records.append_time();
             if (!t) return scan_error(c, t.err());
             result_timestamp(ctx, *t);
@@ -434,12 +504,12 @@ std::map<std::string, std::string> table_names(const std::set<std::string>& want
 }  // namespace
 
 outcome<bool> topic_tables::sync(sqlite3* db) {
-    const uint64_t gen = catalog.generation();
+    const uint64_t gen = topics.generation();
     const uint64_t access_gen = ctx.access_generation();
     const std::string& user = ctx.principal().user;
     if (gen == _generation && access_gen == _access_generation && user == _user) return true;
     std::set<std::string> want;
-    for (const auto& t : catalog.list_topics())
+    for (const auto& t : topics.list_topics())
         if (ctx.may_see_topic(t.name)) want.insert(t.name);
     const auto names = table_names(want);
     // Drop first: a topic's table may take the name another topic's table had.

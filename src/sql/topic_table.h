@@ -4,7 +4,10 @@
 // (docs/sql.md). Columns: partition, offset, timestamp_producer, timestamp_broker, key,
 // value, headers. A scan reads record batches straight from the segment files, up to
 // each partition's high watermark as the statement first saw it, and uses the offset,
-// time and append-time indexes to start and stop where the WHERE clause allows.
+// time and append-time indexes to start and stop where the WHERE clause allows. In
+// shared mode it reads the batches through the partition-log interface
+// (log/store_cursor.h) over the offsets the WHERE clause allows; timestamp_broker is NULL
+// there (shared mode keeps no broker append times).
 
 #include <sqlite3.h>
 
@@ -22,14 +25,19 @@ namespace sluice::log {
 class log_manager;
 }
 namespace sluice::catalog {
-class catalog;
+class topic_store;
 }
 
 namespace sluice::sql {
 
+class partition_source;
+
 struct topic_tables {
-    topic_tables(log::log_manager& l, catalog::catalog& cat, statement_context& c)
-        : logs(l), catalog(cat), ctx(c) {}
+    // Single-node mode: `logs` holds the partitions; shared mode: `partitions` gives them
+    // (sql/partition_source.h) and `logs` is null.
+    topic_tables(const catalog::topic_store& t, log::log_manager* l, partition_source* ps,
+                 statement_context& c)
+        : topics(t), logs(l), partitions(ps), ctx(c) {}
 
     // Registers the module on the connection.
     outcome<bool> install(sqlite3* db);
@@ -47,8 +55,9 @@ struct topic_tables {
     // rewrite_topic_refs.
     bool any_escaped() const { return _escaped > 0; }
 
-    log::log_manager& logs;
-    catalog::catalog& catalog;
+    const catalog::topic_store& topics;
+    log::log_manager* logs;
+    partition_source* partitions;
     statement_context& ctx;
 
   private:

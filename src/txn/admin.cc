@@ -19,7 +19,8 @@ bool passes(const std::vector<T>& filter, const T& v) {
 std::vector<txn_metadata> coordinator::list(const list_filter& f) const {
     const int64_t now = _svc.wall_ms();
     std::vector<txn_metadata> out;
-    for (const auto& [_, t] : _txns) {
+    for (const auto& [id, t] : _txns) {
+        if (!owns(id)) continue;
         if (!passes(f.states, t.state) || !passes(f.producer_ids, t.producer_id)) continue;
         if (f.min_duration_ms >= 0 && (t.start_ms < 0 || now - t.start_ms <= f.min_duration_ms))
             continue;
@@ -35,7 +36,8 @@ size_t coordinator::remove_expired_ids() {
         // As Kafka: only ids between transactions (Empty, Complete*) expire.
         const bool between = t.state == txn_state::empty || t.state == txn_state::complete_commit ||
                              t.state == txn_state::complete_abort;
-        if (between && !_completing.contains(id) && now - t.update_ms > _cfg.id_expiration_ms)
+        if (between && owns(id) && !_completing.contains(id) &&
+            now - t.update_ms > _cfg.id_expiration_ms)
             idle.push_back(id);
     }
     size_t removed = 0;

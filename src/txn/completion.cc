@@ -15,6 +15,7 @@ txn_state completed(bool commit) {
 
 void coordinator::end_txn(const std::string& id, int64_t producer_id, int16_t producer_epoch,
                           bool commit, bool tv2, answer_fn cb) {
+    refresh(id);
     const txn_metadata* cur = find(id);
     if (!cur) return cb({txn_error::invalid_producer_id_mapping});
     const bool done_state =

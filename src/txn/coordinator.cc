@@ -35,7 +35,8 @@ result<void> coordinator::recover() {
     if (!rows) return rows.err();
     std::vector<std::string> prepared;
     for (auto& t : *rows) {
-        if (is_prepare(t.state)) prepared.push_back(t.transactional_id);
+        // Shared mode: the owner completes it (refresh_all, once the live brokers are known).
+        if (is_prepare(t.state) && !_svc.shared_store) prepared.push_back(t.transactional_id);
         _txns[t.transactional_id] = std::move(t);
     }
     log_info("txn", "loaded {} transactional ids; completing {} prepared transactions",
@@ -45,6 +46,48 @@ result<void> coordinator::recover() {
         run_completion(id);
     }
     return {};
+}
+
+void coordinator::refresh(const std::string& id) {
+    if (!_svc.shared_store || _completing.contains(id)) return;
+    auto r = _svc.store->load_one(id);
+    if (!r) {
+        log_warn("txn", "reading transactional id '{}': {}", id, r.err().message);
+        return;
+    }
+    adopt(id, std::move(*r));
+}
+
+void coordinator::refresh_all() {
+    if (!_svc.shared_store) return;
+    auto rows = _svc.store->load();
+    if (!rows) {
+        log_warn("txn", "reading the transactional ids: {}", rows.err().message);
+        return;
+    }
+    std::map<std::string, txn_metadata> fresh;
+    for (auto& t : *rows) fresh[t.transactional_id] = std::move(t);
+    std::vector<std::string> gone;
+    for (const auto& [id, _] : _txns)
+        if (!fresh.contains(id) && !_completing.contains(id)) gone.push_back(id);
+    for (const auto& id : gone) _txns.erase(id);
+    for (auto& [id, t] : fresh)
+        if (!_completing.contains(id)) adopt(id, std::move(t));
+}
+
+void coordinator::adopt(const std::string& id, std::optional<txn_metadata> t) {
+    if (!t) {
+        _txns.erase(id);
+        return;
+    }
+    const bool prepared = is_prepare(t->state);
+    _txns[id] = std::move(*t);
+    if (prepared && owns(id) && !_completing.contains(id)) {
+        // Another coordinator prepared it and went away: complete it, as at start-up.
+        log_info("txn", "transactional id '{}': completing the transaction found prepared", id);
+        _completing[id];
+        run_completion(id);
+    }
 }
 
 const txn_metadata* coordinator::find(const std::string& id) const {
@@ -83,6 +126,7 @@ void coordinator::init_producer_id(const std::string& id, int32_t timeout_ms, in
                                    int16_t producer_epoch, const answer_fn& cb) {
     if (timeout_ms <= 0 || timeout_ms > _cfg.max_timeout_ms)
         return cb({txn_error::invalid_transaction_timeout});
+    refresh(id);
     const txn_metadata* cur = find(id);
     txn_metadata next;
     if (!cur) {
@@ -150,6 +194,7 @@ void coordinator::init_producer_id(const std::string& id, int32_t timeout_ms, in
 txn_error coordinator::add_partitions(const std::string& id, int64_t producer_id,
                                       int16_t producer_epoch,
                                       const std::vector<topic_partition>& tps, bool tv2) {
+    refresh(id);
     const txn_metadata* cur = find(id);
     if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
     bool ongoing = cur->state == txn_state::ongoing;
@@ -168,7 +213,8 @@ txn_error coordinator::add_partitions(const std::string& id, int64_t producer_id
 
 txn_error coordinator::verify_partitions(const std::string& id, int64_t producer_id,
                                          int16_t producer_epoch,
-                                         const std::vector<topic_partition>& tps) const {
+                                         const std::vector<topic_partition>& tps) {
+    refresh(id);
     const txn_metadata* cur = find(id);
     if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
     // As Kafka's handleVerifyPartitionsInTransaction: a partition outside the ongoing
@@ -181,6 +227,7 @@ txn_error coordinator::verify_partitions(const std::string& id, int64_t producer
 
 txn_error coordinator::add_group(const std::string& id, int64_t producer_id, int16_t producer_epoch,
                                  const std::string& group_id) {
+    refresh(id);
     const txn_metadata* cur = find(id);
     if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
     if (cur->state == txn_state::ongoing && cur->has_group(group_id)) return txn_error::none;
@@ -196,6 +243,7 @@ txn_error coordinator::add_group(const std::string& id, int64_t producer_id, int
 txn_error coordinator::commit_offsets(const std::string& id, int64_t producer_id,
                                       int16_t producer_epoch, const std::string& group_id,
                                       std::vector<pending_offset> offsets, bool add_group) {
+    refresh(id);
     const txn_metadata* cur = find(id);
     if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
     txn_metadata next = *cur;
@@ -215,11 +263,18 @@ txn_error coordinator::commit_offsets(const std::string& id, int64_t producer_id
     return save(std::move(next)) ? txn_error::none : txn_error::not_available;
 }
 
-bool coordinator::has_pending_offset(const std::string& group_id, const topic_partition& tp) const {
-    for (const auto& [_, t] : _txns) {
-        if (t.state != txn_state::ongoing && !is_prepare(t.state)) continue;
-        for (const auto& o : t.offsets)
-            if (o.group_id == group_id && o.tp == tp) return true;
+bool coordinator::has_pending_offset(const std::string& group_id, const topic_partition& tp) {
+    auto pending = [&](const txn_metadata& t) {
+        if (t.state != txn_state::ongoing && !is_prepare(t.state)) return false;
+        return std::any_of(t.offsets.begin(), t.offsets.end(),
+                           [&](const auto& o) { return o.group_id == group_id && o.tp == tp; });
+    };
+    std::vector<std::string> ids;
+    for (const auto& [id, t] : _txns)
+        if (pending(t)) ids.push_back(id);
+    for (const auto& id : ids) {
+        refresh(id);
+        if (const txn_metadata* t = find(id); t && pending(*t)) return true;
     }
     return false;
 }
@@ -228,7 +283,7 @@ size_t coordinator::expire() {
     const int64_t now = _svc.wall_ms();
     std::vector<std::string> timed_out;
     for (const auto& [id, t] : _txns) {
-        if (_completing.contains(id)) continue;
+        if (_completing.contains(id) || !owns(id)) continue;
         if (is_prepare(t.state)) {
             // A completion that failed (a marker not written): try again.
             _completing[id];

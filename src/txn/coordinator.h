@@ -81,6 +81,12 @@ struct services {
     participants* parts = nullptr;
     std::function<result<int64_t>()> allocate_producer_id;
     std::function<int64_t()> wall_ms;
+    // Shared mode (docs/shared-mode.md#transactions): the store is shared by every
+    // broker's coordinator, so each operation reads its id afresh first (refresh), and
+    // `owns` says which ids this broker coordinates: only those are completed when found
+    // prepared, expired and listed here. Unset: one coordinator owns every id.
+    bool shared_store = false;
+    std::function<bool(const std::string&)> owns;
 };
 
 class coordinator {
@@ -106,7 +112,7 @@ class coordinator {
     // Whether every tp is in the ongoing transaction of this producer (KIP-890 part 1:
     // a transactional Produce below v12, and AddPartitionsToTxn v4+ verify_only).
     txn_error verify_partitions(const std::string& id, int64_t producer_id, int16_t producer_epoch,
-                                const std::vector<topic_partition>& tps) const;
+                                const std::vector<topic_partition>& tps);
     // AddOffsetsToTxn.
     txn_error add_group(const std::string& id, int64_t producer_id, int16_t producer_epoch,
                         const std::string& group_id);
@@ -120,8 +126,9 @@ class coordinator {
     void end_txn(const std::string& id, int64_t producer_id, int16_t producer_epoch, bool commit,
                  bool tv2, answer_fn cb);
 
-    // OffsetFetch require_stable: whether an open transaction holds an offset for tp.
-    bool has_pending_offset(const std::string& group_id, const topic_partition& tp) const;
+    // OffsetFetch require_stable: whether an open transaction holds an offset for tp
+    // (shared mode: those ids read afresh first, as another broker may have ended them).
+    bool has_pending_offset(const std::string& group_id, const topic_partition& tp);
     // Aborts every transaction open longer than its timeout, and retries completions
     // that failed. Returns how many it aborted.
     size_t expire();
@@ -129,6 +136,13 @@ class coordinator {
     // Forgets (durably) every id with no open transaction that has not changed for
     // longer than id_expiration_ms, and with it its producer id. Returns how many.
     size_t remove_expired_ids();
+
+    // Shared mode: reads the id's record afresh from the store (unless this coordinator is
+    // completing it), completing it when it is found prepared and owned here.
+    void refresh(const std::string& id);
+    // Shared mode: reads every record afresh (expiry and listing of the owned ids).
+    void refresh_all();
+    bool owns(const std::string& id) const { return !_svc.owns || _svc.owns(id); }
 
     const txn_metadata* find(const std::string& id) const;
     std::vector<txn_metadata> all() const;
@@ -140,6 +154,8 @@ class coordinator {
     txn_error check_producer(const txn_metadata* t, int64_t producer_id, int16_t epoch) const;
     // Stores next and makes it the id's state.
     bool save(txn_metadata next);
+    // Takes the stored record (nullopt: none) as the id's state.
+    void adopt(const std::string& id, std::optional<txn_metadata> t);
     // Ongoing -> Prepare*: durable, then markers; cb (optional) once complete.
     void begin_end(const txn_metadata& t, bool commit, end_mode mode, answer_fn cb);
     void run_completion(const std::string& id);

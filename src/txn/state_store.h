@@ -6,6 +6,7 @@
 // Implementations: catalog::txn_store (the embedded catalog, docs/formats/catalog.md,
 // schema version 8); the shared mode keeps the same records in its database.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,15 @@ class state_store {
     virtual ~state_store() = default;
     // Every stored transactional id, at start-up.
     virtual result<std::vector<txn_metadata>> load() = 0;
+    // One id's record (nullopt: none stored): shared mode's coordinators, which share the
+    // store with the other brokers', read an id afresh before they act on it.
+    virtual result<std::optional<txn_metadata>> load_one(const std::string& transactional_id) {
+        auto all = load();
+        if (!all) return all.err();
+        for (auto& t : *all)
+            if (t.transactional_id == transactional_id) return std::optional(std::move(t));
+        return std::optional<txn_metadata>{};
+    }
     // Replaces the id's whole record (partitions, groups and offsets too) in one
     // transaction, durable when it returns.
     virtual result<void> put(const txn_metadata& t) = 0;

@@ -48,6 +48,18 @@ def wait_for(cond, timeout=30.0, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
+def wait_topic_known(d, name, timeout=10):
+    """Until every broker of the cluster knows topic `name` (the others read the topics every
+    half second, docs/shared-mode.md), so that clients asking any of them find it."""
+    import kproto as K
+    for b in state(d)["brokers"]:
+        def known():
+            with K.Conn(b["kafka"]) as conn:
+                t = K.metadata_v1(conn, [name])["topics"].get(name)
+                return t is not None and t["error"] == 0
+        wait_for(known, timeout=timeout, what="topic %s on broker %d" % (name, b["id"]))
+
+
 def consume_all(bootstrap, topic, partitions, expect, group=None, timeout=60):
     """Reads every partition from offset 0 until `expect` records came; returns
     ({value: (partition, offset)}, duplicated values)."""

@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cluster_mode as CM  # noqa: E402
 import sluice_helpers as H  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,6 +37,19 @@ def pytest_sessionstart(session):
         if got != want:
             pytest.exit("confluent-kafka %s expected under %s, found %s: run `make test-deps`"
                         % (want, sys.executable, got), returncode=1)
+
+
+def pytest_collection_modifyitems(config, items):
+    """SLUICE_TEST_CLUSTER=N (cluster_mode.py): tests marked shared_missing or single_node
+    are skipped, with the reason in pytest's summary."""
+    if not CM.brokers_wanted():
+        return
+    for item in items:
+        reason = CM.skip_reason(item)
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
 STARTUP_TIMEOUT = 20.0
 STOP_TIMEOUT = 30.0
 
@@ -224,6 +238,10 @@ class Broker:
             return "<no stderr captured>"
         return tail(self.stderr_paths[-1], n)
 
+    def log_lines(self):
+        """The lines the broker logged since its last start."""
+        return self.stderr_paths[-1].read_text(errors="replace").splitlines()
+
     def assert_alive(self):
         assert self.running(), "broker process died (exit code %s)\nstderr tail:\n%s" % (
             self.proc.returncode if self.proc else None, self.stderr_tail())
@@ -248,7 +266,7 @@ def pytest_runtest_makereport(item, call):
     if rep.failed:
         module = item.getparent(pytest.Module)
         for b in getattr(item, "_sluice_brokers", []) + getattr(module, "_sluice_brokers", []):
-            for path in b.stderr_paths[-2:]:
+            for path in getattr(b, "report_paths", b.stderr_paths[-2:]):
                 rep.sections.append(("sluice stderr %s (%s)" % (b.name, path.name), tail(path, 80)))
 
 
@@ -270,6 +288,9 @@ def _teardown_brokers(brokers):
 def _broker_factory(request, workdir):
     made = []
     request.node._sluice_brokers = made
+    if CM.brokers_wanted():
+        yield from _cluster_factory(request, made)
+        return
 
     def make(extra_args=(), listen="127.0.0.1:0", advertise=(), start=True):
         b = Broker(workdir, extra_args=extra_args, listen=listen, advertise=advertise,
@@ -281,6 +302,37 @@ def _broker_factory(request, workdir):
 
     yield make
     _teardown_brokers(made)
+
+
+def _cluster_factory(request, made):
+    """broker_factory in a cluster run: every broker is a view of the module's cluster."""
+    cluster = request.getfixturevalue("sluice_cluster")
+
+    def make(extra_args=(), listen="127.0.0.1:0", advertise=(), start=True):
+        if extra_args or listen != "127.0.0.1:0" or advertise or not start:
+            pytest.fail("a cluster run cannot give one broker flags, listeners or a late start (%r): "
+                        "mark the test @pytest.mark.single_node(...)" % ((extra_args, listen, advertise, start),),
+                        pytrace=False)
+        v = cluster.view()
+        made.append(v)
+        return v
+
+    yield make
+
+
+@pytest.fixture(scope="module")
+def sluice_cluster(tmp_path_factory):
+    """SLUICE_TEST_CLUSTER=N: the module's scripts/cluster of N brokers (cluster_mode.py);
+    their groups form after 300 ms, as the single-node brokers' do."""
+    n = CM.brokers_wanted()
+    if not n:
+        pytest.fail("sluice_cluster is for SLUICE_TEST_CLUSTER=N runs", pytrace=False)
+    require_binary()
+    c = CM.Cluster(tmp_path_factory.mktemp("cluster"), n, [GROUP_DELAY_FLAG, TEST_GROUP_DELAY_MS])
+    try:
+        yield c.up()
+    finally:
+        c.down()
 
 
 @pytest.fixture

@@ -244,7 +244,8 @@ class Conn:
     """A blocking client connection; every read is bounded by `timeout`."""
 
     def __init__(self, bootstrap, timeout=15.0):
-        host, port = bootstrap.rsplit(":", 1)
+        # A bootstrap list (a shared-mode cluster, cluster_mode.py): the first broker.
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
         self.timeout = timeout
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -38,6 +38,10 @@ LOGBACK = """<configuration>
   <root level="WARN"><appender-ref ref="out"/></root>
 </configuration>
 """
+# With log_requests, s3proxy's handler logs each request it receives
+# ("... S3ProxyHandler request: Request(PUT http://HOST:PORT/BUCKET/KEY)@..."), as
+# bench/shared_bench.py counts them; a line per request, no proxy in the data path.
+REQUEST_LOGGER = '<logger name="org.gaul.s3proxy.S3ProxyHandler" level="DEBUG"/>'
 
 
 def free_port():
@@ -53,7 +57,7 @@ def classpath():
 
 
 class S3Server:
-    def __init__(self, workdir, port=None, register=None, detach=False, fast_start=True):
+    def __init__(self, workdir, port=None, register=None, detach=False, fast_start=True, log_requests=False):
         self.workdir = Path(workdir)
         self.data = self.workdir / "s3-data"
         self.log_file = self.workdir / "s3.log"
@@ -62,6 +66,7 @@ class S3Server:
         self._register = register
         self._detach = detach
         self._fast_start = fast_start
+        self._log_requests = log_requests
 
     @property
     def endpoint(self):
@@ -85,7 +90,8 @@ class S3Server:
             "jclouds.identity=%s" % ACCESS_KEY, "jclouds.credential=%s" % SECRET_KEY,
             "jclouds.filesystem.basedir=%s" % self.data, ""]))
         logback = self.workdir / "s3-logback.xml"
-        logback.write_text(LOGBACK)
+        logback.write_text(LOGBACK.replace("  <root", "  %s\n  <root" % REQUEST_LOGGER) if self._log_requests
+                           else LOGBACK)
         # fast_start: C1 only, the server starts in half the time, and the tests' loads are
         # small; a long-running server (scripts/cluster) gets the optimizing compiler,
         # which verifies signed payloads (SHA-256) several times faster.

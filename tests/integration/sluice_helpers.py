@@ -184,6 +184,8 @@ def wait_topic(bootstrap, name, partitions, timeout=20.0, adm=None):
         if t is not None and t.error is None and len(t.partitions) == partitions and all(
                 p.leader >= 0 and p.error is None for p in t.partitions.values()):
             assert sorted(t.partitions) == list(range(partitions))
+            if "," in bootstrap:
+                wait_topic_on_each(bootstrap.split(","), name, partitions, deadline)
             return md
         last = t
         time.sleep(0.2)
@@ -191,9 +193,36 @@ def wait_topic(bootstrap, name, partitions, timeout=20.0, adm=None):
                          % (name, partitions, timeout, last))
 
 
+def wait_topic_on_each(addresses, name, partitions, deadline):
+    """Until each broker of a shared-mode cluster (cluster_mode.py) knows the topic: the
+    others read the topics every half second (docs/shared-mode.md), and a client asking
+    one of them sooner gets the retriable UNKNOWN_TOPIC_OR_PARTITION."""
+    import kproto as K
+    for addr in addresses:
+        while True:
+            with K.Conn(addr) as conn:
+                t = K.metadata_v1(conn, [name])["topics"].get(name)
+            if t is not None and t["error"] == 0 and len(t["partitions"]) == partitions:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError("topic %s not known with %d partitions at %s in time (last: %r)"
+                                     % (name, partitions, addr, t))
+            time.sleep(0.1)
+
+
 def list_topic_names(bootstrap):
     md = admin_client(bootstrap).list_topics(timeout=10)
     return set(md.topics)
+
+
+def topic_listed_anywhere(bootstrap, name):
+    """Whether any broker of the bootstrap list (each asked alone) still lists the topic."""
+    import kproto as K
+    for addr in bootstrap.split(","):
+        with K.Conn(addr) as conn:
+            if name in K.metadata_v1(conn, None)["topics"]:
+                return True
+    return False
 
 
 # --------------------------------------------------------------------------

@@ -111,20 +111,20 @@ def test_offsets_for_times_and_watermarks(broker, topic_name):
     assert check_offsets_for_times_and_watermarks(broker.bootstrap, topic_name, expected) == parts * 7
 
 
-def test_metadata_describes_single_broker(broker, topic_name):
+def test_metadata_describes_the_brokers(broker, topic_name):
+    """One broker, or each broker of a shared-mode cluster (its bootstrap list names them all)."""
     H.create_topic(broker.bootstrap, topic_name, 8)
     md = H.admin_client(broker.bootstrap).list_topics(timeout=10)
-    assert len(md.brokers) == 1, md.brokers
-    (node_id, b), = md.brokers.items()
-    assert (b.host, b.port) == ("127.0.0.1", broker.port)
-    assert md.controller_id == node_id
+    want = sorted(("127.0.0.1", int(a.rsplit(":", 1)[1])) for a in broker.bootstrap.split(","))
+    assert sorted((b.host, b.port) for b in md.brokers.values()) == want, md.brokers
+    assert md.controller_id in md.brokers
     t = md.topics[topic_name]
     assert t.error is None
     assert sorted(t.partitions) == list(range(8))
     for pid, p in t.partitions.items():
-        assert p.leader == node_id
-        assert list(p.replicas) == [node_id]
-        assert list(p.isrs) == [node_id]
+        assert p.leader in md.brokers
+        assert list(p.replicas) == [p.leader]
+        assert list(p.isrs) == [p.leader]
     # A topic that does not exist is not invented by a metadata request.
     assert "no-such-topic-" + topic_name not in H.list_topic_names(broker.bootstrap)
 

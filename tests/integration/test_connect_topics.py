@@ -36,6 +36,7 @@ import json
 import re
 import time
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic
 
@@ -222,6 +223,7 @@ def compare(topic, want, got):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.shared_missing("compaction")
 def test_connect_internal_topics_compact_to_latest_per_key(broker_factory):
     b = broker_factory(extra_args=["--log-cleaner-backoff-ms", "200"])
     adm = H.admin_client(b.bootstrap)

@@ -18,6 +18,7 @@ from confluent_kafka import Producer
 
 import pytest
 
+import cluster_mode as CM
 import java_client_helpers as JC
 import sluice_helpers as H
 from test_compression import stored
@@ -62,19 +63,42 @@ def java_as_librdkafka(r):
                 timestamp_type=1 if r["timestamp_type"] == "CreateTime" else 2)
 
 
-def test_default_producer_every_codec_record_by_record(broker, tmp_path):
+@pytest.fixture(scope="module")
+def producer_check(module_broker_factory, tmp_path_factory):
+    """ProducerCheck's run over five topics, one per codec: (bootstrap, topics, records,
+    its output lines, the time queried). DescribeProducers is asked unless the run skips
+    the test that reads it (a shared-mode cluster: cluster_mode.py)."""
+    bootstrap = module_broker_factory().bootstrap
     topics = {"java-%s" % c: c for c in CODECS}
     records = []
     for t in topics:
-        H.create_topic(broker.bootstrap, t, PARTITIONS)
+        H.create_topic(bootstrap, t, PARTITIONS)
         records += spec_records(t, PER_TOPIC)
     query_ts = BASE_TS + 700 * 1000 + 1  # just after record 700's time: record 703 (p1) is next
     times = [[t, 1, query_ts] for t in topics]
-    spec = tmp_path / "spec.json"
+    spec = tmp_path_factory.mktemp("producer-check") / "spec.json"
     spec.write_text(json.dumps(dict(codecs=topics, records=records, times=times,
-                                    partitions={t: PARTITIONS for t in topics})))
-    out = JC.run("ProducerCheck", broker.bootstrap, spec, timeout=300)
+                                    partitions={t: PARTITIONS for t in topics},
+                                    describe_producers=not CM.skipped_feature("describe_producers"))))
+    out = JC.run("ProducerCheck", bootstrap, spec, timeout=300)
+    return bootstrap, topics, records, out, query_ts
 
+
+def stored_producer_ids(bootstrap, topics):
+    """{topic: the producer ids of its stored batches}, with each partition's batches
+    checked for the topic's codec and count."""
+    ids = {}
+    for t, codec in topics.items():
+        for p in range(PARTITIONS):
+            recs, batches, _ = stored(bootstrap, t, p)
+            assert {b["compression"] for b in batches} == {CODEC_IDS[codec]}, (t, p, batches[:3])
+            assert len(recs) == PER_TOPIC // PARTITIONS
+            ids.setdefault(t, set()).update(b["producer_id"] for b in batches)
+    return ids
+
+
+def test_default_producer_every_codec_record_by_record(producer_check):
+    bootstrap, topics, records, out, query_ts = producer_check
     for c in JC.by_kind(out, "config"):
         assert (c["enable.idempotence"], c["acks"], c["max.in.flight.requests.per.connection"]) == (True, "-1", 5), c
     assert sorted(c["compression.type"] for c in JC.by_kind(out, "config")) == sorted(CODECS)
@@ -97,9 +121,30 @@ def test_default_producer_every_codec_record_by_record(broker, tmp_path):
         mine = {(p, o): e for (tt, p, o), e in expected.items() if tt == t}
         H.assert_records_match(mine, [java_as_librdkafka(r) for r in got if r["topic"] == t])
         # librdkafka reads the same records.
-        H.assert_records_match(mine, H.consume_all(broker.bootstrap, t, {p: PER_TOPIC // PARTITIONS
-                                                                          for p in range(PARTITIONS)}))
+        H.assert_records_match(mine, H.consume_all(bootstrap, t, {p: PER_TOPIC // PARTITIONS
+                                                                   for p in range(PARTITIONS)}))
 
+    # Stored as sent: each topic's codec, one producer id per topic (in every partition),
+    # each topic its own.
+    ids = stored_producer_ids(bootstrap, topics)
+    assert all(len(v) == 1 and min(v) >= 0 for v in ids.values()), ids
+    assert len({min(v) for v in ids.values()}) == len(topics), ids
+
+    found = {x["topic"]: x for x in JC.by_kind(out, "time")}
+    assert sorted(found) == sorted(topics)
+    for t, x in found.items():
+        in_p1 = sorted((s["offset"], records[s["index"]]["timestamp"]) for s in sent
+                       if s["topic"] == t and s["partition"] == 1)
+        want = next((o, ts) for o, ts in in_p1 if ts >= query_ts)
+        assert (x["offset"], x["timestamp"]) == want, (x, want)
+        assert (x["first_offset"], x["first_timestamp"]) == want, x
+
+
+@pytest.mark.shared_missing("describe_producers")
+def test_describe_producers_after_the_default_producer(producer_check):
+    """AdminClient.describeProducers: in each partition the topic's producer, as its
+    stored batches carry it, with its epoch, last sequence and last timestamp."""
+    bootstrap, topics, records, out, _ = producer_check
     producers = JC.by_kind(out, "producers")
     assert sorted((x["topic"], x["partition"]) for x in producers) == sorted(
         (t, p) for t in topics for p in range(PARTITIONS)), producers
@@ -110,23 +155,7 @@ def test_default_producer_every_codec_record_by_record(broker, tmp_path):
         assert x["last_sequence"] == len(in_partition) - 1, x
         assert x["last_timestamp"] == max(r["timestamp"] for r in in_partition), x
         ids.setdefault(x["topic"], set()).add(x["producer_id"])
-    assert all(len(v) == 1 for v in ids.values()), ids  # one producer per topic ...
-    assert len({min(v) for v in ids.values()}) == len(topics), ids  # ... each its own id
-    for t, codec in topics.items():
-        for p in range(PARTITIONS):
-            recs, batches, _ = stored(broker.bootstrap, t, p)
-            assert {b["compression"] for b in batches} == {CODEC_IDS[codec]}, (t, p, batches[:3])
-            assert {b["producer_id"] for b in batches} == ids[t], (t, p, batches[:3])
-            assert len(recs) == PER_TOPIC // PARTITIONS
-
-    found = {x["topic"]: x for x in JC.by_kind(out, "time")}
-    assert sorted(found) == sorted(topics)
-    for t, x in found.items():
-        in_p1 = sorted((s["offset"], records[s["index"]]["timestamp"]) for s in sent
-                       if s["topic"] == t and s["partition"] == 1)
-        want = next((o, ts) for o, ts in in_p1 if ts >= query_ts)
-        assert (x["offset"], x["timestamp"]) == want, (x, want)
-        assert (x["first_offset"], x["first_timestamp"]) == want, x
+    assert ids == stored_producer_ids(bootstrap, topics)
 
 
 def produce_values(bootstrap, topic, partitions, per_partition, salt):

@@ -82,7 +82,7 @@ def env(module_secure_broker_factory, tmp_path_factory):
 
 
 def orders_sql():
-    return "SELECT offset, CAST(key AS TEXT), CAST(value AS TEXT) FROM %s ORDER BY offset" % Q.topic_table(ORDERS)
+    return "SELECT \"offset\", CAST(key AS TEXT), CAST(value AS TEXT) FROM %s ORDER BY \"offset\"" % Q.topic_table(ORDERS)
 
 
 def expected_orders():

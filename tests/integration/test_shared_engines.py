@@ -20,7 +20,7 @@ import s3_helpers as S3
 
 REPO = Path(__file__).resolve().parents[2]
 # The shared catalog version this build writes (src/shared/catalog_schema.h).
-CATALOG_VERSION = 5
+CATALOG_VERSION = 6
 
 
 def probe_bin():
@@ -135,6 +135,30 @@ def test_503_slowdown_is_retried_then_succeeds(s3):
         proxy.close()
 
 
+def test_requests_are_counted_by_operation_and_outcome(s3):
+    """sluice_object_store_requests_total (GET /metrics): every attempt, by operation and
+    outcome, retries included; and the bytes each way."""
+    proxy = S3.FaultProxy(s3.port)
+    try:
+        proxy.fail_next(2)  # the PUT's first two attempts: 503 SlowDown, then retried
+        data = b"z" * 1000
+        out = run(s3.env(endpoint=proxy.endpoint, prefix="t9/"), "s3-count", "counted", stdin=data).stdout
+    finally:
+        proxy.close()
+    got = {}
+    for line in out.decode().splitlines():
+        name, value = line.rsplit(" ", 1)
+        got[name] = float(value)
+    series = 'sluice_object_store_requests_total{operation="%s",outcome="%s"}'
+    assert {k: v for k, v in got.items() if k.startswith("sluice_object_store_requests_total")} == {
+        series % ("PUT", "server_error"): 2, series % ("PUT", "ok"): 1, series % ("GET", "ok"): 1,
+        series % ("GET", "not_found"): 1, series % ("LIST", "ok"): 1, series % ("DELETE", "ok"): 1}, got
+    assert proxy.requests == 7
+    assert got["sluice_object_store_sent_bytes_total"] == 3 * len(data)  # each attempt sends it
+    # The GET's body, and the error and listing documents.
+    assert got["sluice_object_store_received_bytes_total"] > len(data)
+
+
 def test_503_until_the_deadline_gives_up_with_a_clear_error(s3):
     proxy = S3.FaultProxy(s3.port)
     try:
@@ -239,9 +263,11 @@ def test_catalog_upgrades_from_version_2(pg):
     env = pg_env(pg)
     run(env, "pg-schema")
     # A version 2 catalog: without the job leases of version 3, the users, policies and
-    # expansions of version 4 and the classic members' columns of version 5.
+    # expansions of version 4, the classic members' columns of version 5 and the
+    # partitions' transactions of version 6.
     for table in ("sluice_job_leases", "sluice_expansions", "sluice_policy_attachments",
-                  "sluice_policies", "sluice_scram_credentials", "sluice_change_versions"):
+                  "sluice_policies", "sluice_scram_credentials", "sluice_change_versions",
+                  "sluice_txn_open", "sluice_txn_aborted"):
         pg.execute(f"DROP TABLE {table}")
     pg.execute("DROP TABLE sluice_consumer_group_member_protocols")
     pg.execute("ALTER TABLE sluice_consumer_group_members DROP COLUMN classic_session_timeout_ms")
@@ -249,7 +275,7 @@ def test_catalog_upgrades_from_version_2(pg):
     assert run(env, "pg-schema").stdout == f"found 2 now {CATALOG_VERSION}\n".encode()
     assert pg.execute("SELECT count(*) FROM sluice_job_leases") == [(0,)]
     assert pg.execute("SELECT subject, version FROM sluice_change_versions ORDER BY subject") == [
-        ("expansions", 0), ("security", 0)]
+        ("expansions", 0), ("security", 0), ("txn_offsets", 0)]
 
 
 def test_serialization_failures_are_retried(pg):

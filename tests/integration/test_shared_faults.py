@@ -4,7 +4,8 @@ started by scripts/cluster over Debian's PostgreSQL and s3proxy, driven by librd
 
 - PostgreSQL killed and restarted under idempotent acks=all load: the producer retries
   while it is down and resumes after; every acknowledged record is read back once, at
-  contiguous offsets;
+  contiguous offsets; down for longer than the brokers' lease, the brokers stop serving
+  as members, register again as new incarnations when it is back and serve again;
 - the object store behind a fault proxy answering 503 SlowDown and slowly: produce
   retries within its timeout and loses nothing; a store down past the producer's
   delivery timeout gives the client an error and the brokers' logs the store's answer;
@@ -26,8 +27,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster_helpers import cluster_cmd, consume_all, kafka, running_cluster, state, wait_for
 
-# Longer than the database is down in test_database_restarted_under_load: a broker that
-# cannot renew its lease within it stops serving (docs/shared-mode.md).
+# Longer than the database is down in test_database_restarted_under_load, shorter than in
+# test_database_out_longer_than_the_lease: a broker that cannot renew its lease within it
+# stops serving as a member until it renews it (docs/shared-mode.md).
 LEASE_MS = 10000
 MAINTENANCE_MS = 1000
 GRACE_MS = 60000  # the least --object-delete-grace-ms
@@ -134,6 +136,33 @@ def test_database_restarted_under_load(cluster):
     assert not load.errors, load.errors[:5]
     print("database down %.1f s; %d acknowledged" % (restarted_after, len(load.acked)))
     assert_read_back_once(cluster, "pg-restart", 4, load.acked)
+
+
+def test_database_out_longer_than_the_lease(cluster):
+    """The brokers outlive an outage longer than their lease: they stop serving as members
+    (producers get retriable errors and retry), register again as new incarnations once
+    the database is back, and serve again without a restart."""
+    create_topic(cluster, "pg-outage", 2)
+    logs = {b["id"]: os.path.join(cluster, "broker-%d.log" % b["id"]) for b in state(cluster)["brokers"]}
+    log_at = {i: os.path.getsize(p) for i, p in logs.items()}
+    with Load(bootstrap(cluster), "pg-outage", "out") as load:
+        wait_for(lambda: len(load.acked) > 200, what="acks before the outage")
+        cluster_cmd("kill", cluster, "postgres")
+        time.sleep(LEASE_MS / 1000 + 3)
+        for b in state(cluster)["brokers"]:
+            os.kill(b["pid"], 0)  # still running
+        n_down = len(load.acked)
+        cluster_cmd("start", cluster, "postgres")
+        wait_for(lambda: len(load.acked) > n_down + 300, timeout=60, what="acks after the outage")
+        assert load.finish() == 0
+    assert not load.errors, load.errors[:5]
+    for i, p in logs.items():
+        with open(p, "rb") as f:
+            f.seek(log_at[i])
+            text = f.read().decode(errors="replace")
+        assert "lost its lease" in text, (i, text[-2000:])
+        assert "registered again as incarnation" in text, (i, text[-2000:])
+    assert_read_back_once(cluster, "pg-outage", 2, load.acked)
 
 
 def low_watermarks(d, topic, partitions):

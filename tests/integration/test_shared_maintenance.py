@@ -290,3 +290,42 @@ def test_two_brokers_running_maintenance_at_once_do_each_job_once(s3, pg):  # no
     assert not [j for j in jobs if j[2] == topic]
     for p in range(6):
         assert len(objects_of(pg, topic, p)) == 1
+
+
+def test_a_dead_brokers_job_lease_moves_with_its_broker_registration(s3, pg):  # noqa: F811
+    """A broker killed while it holds a job's lease: its job lease (here 1 h) is not waited
+    out; once its broker lease passed, or it registered again as a new incarnation, another
+    broker takes the job with the next fencing token (job_lease.cc, lease_free)."""
+    env = engines(s3, pg, SLUICE_MNT_JOBS="cleanup")
+    maintain(env)  # the cleanup job's row exists
+
+    def hold(incarnation):
+        pg.execute("UPDATE sluice_job_leases SET holder_broker = 8, holder_incarnation = %s, "
+                   "fencing_token = fencing_token + 1, lease_expires_at = now() + interval '1 hour', "
+                   "next_due_at = now() WHERE job_kind = 'cleanup'", (incarnation,))
+        return pg.execute("SELECT fencing_token FROM sluice_job_leases WHERE job_kind = 'cleanup'")[0][0]
+
+    def cleanup_runs(broker=6):
+        jobs, _ = maintain(env, broker=broker)
+        return [int(j[4]) for j in jobs if j[1] == "cleanup"]
+
+    pg.execute("INSERT INTO sluice_brokers (broker_id, incarnation, kafka_host, kafka_port, registered_at, "
+               "lease_expires_at) VALUES (8, 1, '127.0.0.1', 1, now(), now() + interval '1 hour')")
+    try:
+        # Held by a live broker: nobody else runs it.
+        token = hold(1)
+        assert cleanup_runs() == []
+        # Its broker lease passed (killed, not renewing): taken at once with the next token.
+        pg.execute("UPDATE sluice_brokers SET lease_expires_at = now() - interval '1 second' WHERE broker_id = 8")
+        assert cleanup_runs() == [token + 1]
+        # Held again by broker 8, which restarts as incarnation 2 (a live registration, but
+        # not the holder's): taken at once as well.
+        pg.execute("UPDATE sluice_brokers SET lease_expires_at = now() + interval '1 hour' WHERE broker_id = 8")
+        token = hold(1)
+        assert cleanup_runs() == []
+        pg.execute("UPDATE sluice_brokers SET incarnation = 2 WHERE broker_id = 8")
+        assert cleanup_runs() == [token + 1]
+        assert pg.execute("SELECT holder_broker, lease_expires_at <= now() FROM sluice_job_leases "
+                          "WHERE job_kind = 'cleanup'") == [(6, True)]
+    finally:
+        pg.execute("DELETE FROM sluice_brokers WHERE broker_id = 8")

@@ -146,11 +146,11 @@ def test_topic_record_longer_than_the_value_bound(broker_factory):
     table = S.topic_table(topic)
     code, msg = pg_fail(b, "SELECT value FROM %s" % table)
     assert code == "54000" and "longer than 1 KiB (--sql-max-value-bytes)" in msg, (code, msg)
-    kind, state, msg = http_fail(b, "SELECT value FROM %s WHERE offset = 1" % table)
+    kind, state, msg = http_fail(b, "SELECT value FROM %s WHERE \"offset\" = 1" % table)
     assert (kind, state) == ("program_limit", "54000"), msg
     # The columns that fit are read, the short record whole.
-    assert pg_one(b, "SELECT offset, length(key) FROM %s ORDER BY offset" % table) == [(0, 1), (1, 1)]
-    rows = pg_one(b, "SELECT value FROM %s WHERE offset = 0" % table)
+    assert pg_one(b, "SELECT \"offset\", length(key) FROM %s ORDER BY \"offset\"" % table) == [(0, 1), (1, 1)]
+    rows = pg_one(b, "SELECT value FROM %s WHERE \"offset\" = 0" % table)
     assert S.as_bytes(rows[0][0]) == b"s" * 1000
 
 

@@ -25,7 +25,7 @@ def b(module_broker_factory):
               "CREATE VIEW big_scores AS SELECT id, score FROM users WHERE score > 10",
               "CREATE SCHEMA shop",
               "CREATE TABLE shop.items(sku TEXT PRIMARY KEY, qty INTEGER DEFAULT 0, note BLOB)",
-              "CREATE INDEX shop.items_qty ON items(qty)")
+              S.create_index("items_qty", "shop", "items", "qty"))
     return broker
 
 

@@ -58,7 +58,8 @@ def assert_serving(env):
     """Every SQL endpoint answers a normal query, and a Kafka record goes in and comes back out."""
     b = env.b
     b.assert_alive()
-    sql = "SELECT count(*), sum(value ->> '$.i') FROM %s" % env.table
+    # ->> gives text in PostgreSQL's dialect: cast to sum (docs/sql.md, Engines).
+    sql = "SELECT count(*), sum(CAST(value ->> '$.i' AS BIGINT)) FROM %s" % env.table
     want = (N_RECORDS, sum(range(N_RECORDS)))
     assert S.psql_lines(b.pg, sql) == ["%d,%d" % want]
     conn = S.pg_connect(b.pg)
@@ -89,7 +90,7 @@ def assert_serving(env):
     finally:
         c.close()
     # The new record is visible to SQL at once, too.
-    assert S.http_rows(b.http, "SELECT CAST(value AS TEXT) FROM %s WHERE offset = %d"
+    assert S.http_rows(b.http, "SELECT CAST(value AS TEXT) FROM %s WHERE \"offset\" = %d"
                        % (S.topic_table(env.health_topic), d.offset)) == [[value.decode()]]
 
 
@@ -104,11 +105,11 @@ CASES = {
     "unknown_topic": ('SELECT count(*) FROM kafka_topics."no-such-topic-here"', "undefined_table", "42P01", None,
                       "no-such-topic-here"),
     "unknown_column": ("SELECT no_such_column FROM {t}", "undefined_column", "42703", None, "no_such_column"),
-    "insert_into_topic": ("INSERT INTO {t} (partition, offset, key, value) VALUES (0, 1000, x'00', x'01')",
+    "insert_into_topic": ("INSERT INTO {t} (partition, \"offset\", key, value) VALUES (0, 1000, x'00', x'01')",
                           "read_only", "42501", None, "{topic}"),
     "delete_from_system": ("DELETE FROM system.topics", "read_only", "42501", None, "topics"),
     "timeout": (LONG_SQL, "timeout", "57014", ("timeout", 200), "timeout"),
-    "row_limit": ("SELECT partition, offset FROM {t}", "row_limit", "54000", ("rows", 10), "10 rows"),
+    "row_limit": ("SELECT partition, \"offset\" FROM {t}", "row_limit", "54000", ("rows", 10), "10 rows"),
 }
 
 
@@ -179,7 +180,7 @@ def test_limits_allow_what_fits(env):
     """A row limit of exactly the result size passes; LIMIT keeps a big result under it; a
     generous time limit lets a quick statement finish."""
     b = env.b
-    sql = "SELECT offset FROM %s WHERE partition = 0 ORDER BY offset" % env.table
+    sql = "SELECT \"offset\" FROM %s WHERE partition = 0 ORDER BY \"offset\"" % env.table
     n0 = S.http_rows(b.http, "SELECT count(*) FROM %s WHERE partition = 0" % env.table)[0][0]
     assert 0 < n0 < N_RECORDS
     assert len(S.http_rows(b.http, sql, max_rows=n0)) == n0
@@ -224,6 +225,10 @@ def test_error_after_streaming_started(env):
     # The time limit mid-result, too (rows without end).
     endless = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
                "SELECT x, printf('%0200d', x) AS pad FROM c")
+    if S.ON_DUCKDB:
+        # DuckDB computes a recursive CTE whole before its first row: rows without end
+        # come from a table function there, which streams.
+        endless = "SELECT x, printf('%0200d', x) AS pad FROM range(1, 1000000000000) t(x)"
     t0 = time.monotonic()
     r = S.http_sql(b.http, endless, timeout_ms=300)
     assert time.monotonic() - t0 < STOP_BOUND

@@ -82,9 +82,9 @@ def test_venv_has_the_pinned_versions():
 
 def test_pandas_read_sql_of_a_topic(env):
     got = venv_run({"tool": "pandas", "pg": env.broker.pg, "sql":
-                    "SELECT partition, offset, key::text, value ->> 'op' AS op, "
+                    "SELECT partition, \"offset\", key::text, value ->> 'op' AS op, "
                     "(value ->> 'amount')::float8 AS amount, timestamp_producer_tz "
-                    "FROM %s ORDER BY partition, offset" % env.table})
+                    "FROM %s ORDER BY partition, \"offset\"" % env.table})
     assert got["columns"] == ["partition", "offset", "key", "op", "amount", "timestamp_producer_tz"]
     # The timestamps arrive as timestamptz, so pandas makes a time axis of them.
     assert got["dtypes"][:2] == ["int64", "int64"] and got["dtypes"][4] == "float64", got["dtypes"]
@@ -97,8 +97,8 @@ def test_pandas_read_sql_of_a_topic(env):
 
 
 def test_duckdb_attaches_and_queries_a_topic_and_a_target(env):
-    topic_sql = ("SELECT partition, offset, key::text AS k, value ->> 'op' AS op, timestamp_producer "
-                 "FROM %s ORDER BY partition, offset" % env.table).replace("'", "''")
+    topic_sql = ("SELECT partition, \"offset\", key::text AS k, value ->> 'op' AS op, timestamp_producer "
+                 "FROM %s ORDER BY partition, \"offset\"" % env.table).replace("'", "''")
     target_sql = "SELECT _partition, _offset, id, op, amount FROM %s" % TARGET
     got = venv_run({"tool": "duckdb", "pg": env.broker.pg, "queries": [
         "SELECT * FROM postgres_query('sluice', '%s')" % topic_sql,

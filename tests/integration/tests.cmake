@@ -21,7 +21,7 @@ set(integration_pairable
   test_idempotence test_journal test_kafka_python test_kafka_python_pypi test_kafkajs test_kcat
   test_legacy_formats test_produce_errors test_restart test_retention test_security_auth
   test_security_authz test_security_cli test_security_scram_mechanisms test_security_sql
-  test_semantics test_shared_engines test_shared_log test_shared_stores test_sql_clients test_sql_dialect test_sql_errors
+  test_semantics test_shared_engines test_shared_log test_shared_sql test_shared_stores test_sql_clients test_sql_dialect test_sql_errors
   test_sql_joins test_sql_paths test_sql_semantics test_sql_topic_names test_topic_configs
   test_version test_groups_kip848_confluent test_transactions_clients test_transactions_rdkafka)
 set(integration_jvm
@@ -31,7 +31,7 @@ set(integration_jvm
   test_kafka_tools test_sql_catalog test_sql_tools test_transactions test_trino test_txn_authz
   test_connect_eos test_differential_consumer_groups test_group_migration test_share_groups
   test_differential_group_configs test_differential_share_groups test_group_configs
-  test_streams_eos test_transactions_admin test_share_groups_admin)
+  test_streams_eos test_transactions_admin test_share_groups_admin test_shared_txn)
 function(sluice_integration_slots test suite)
   if(suite IN_LIST integration_pairable)
     set_tests_properties(${test} PROPERTIES RESOURCE_GROUPS "slots:1")
@@ -95,3 +95,57 @@ set_tests_properties(integration.ck-2.16.test_groups_kip848_confluent PROPERTIES
   ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_EXPECT_CONFLUENT_KAFKA=2.16.1"
   TIMEOUT 600)
 sluice_integration_slots(integration.ck-2.16.test_groups_kip848_confluent test_groups_kip848_confluent)
+
+# The key SQL suites again on the DuckDB engine (docs/sql.md, Engines), while SQLite is the
+# default: SLUICE_TEST_SQL_ENGINE=duckdb makes conftest start their brokers with
+# --sql-engine duckdb. One pytest run (one interpreter start); only tests that pass on
+# DuckDB are listed (the rest: docs/design/sql-engine.md, Not done yet). Pairable: the
+# suites listed are.
+if(SLUICE_DUCKDB)
+  # Left out, not passing on DuckDB yet: savepoints (test_default_mode...), psql's catalog
+  # of topics (test_topic_tables_list_only...), expansions (test_expansion_create...).
+  set(duckdb_sql_tests
+    test_sql_dialect.py test_sql_clients.py test_security_sql.py
+    --deselect test_sql_dialect.py::test_default_mode_runs_schema_ddl_in_its_transaction
+    --deselect test_security_sql.py::test_topic_tables_list_only_what_the_user_may_see
+    --deselect test_security_sql.py::test_expansion_create_needs_read_on_its_topic)
+  add_test(NAME integration.duckdb.sql
+    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider
+            --basetemp=${PROJECT_BINARY_DIR}/pytest/duckdb.sql ${duckdb_sql_tests}
+    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+  set_tests_properties(integration.duckdb.sql PROPERTIES
+    LABELS integration
+    ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_TEST_SQL_ENGINE=duckdb"
+    TIMEOUT 600)
+  sluice_integration_slots(integration.duckdb.sql test_sql_dialect)
+endif()
+
+# The real-client suites again against a shared-mode cluster (docs/shared-mode.md, "The
+# client suites against a cluster"): SLUICE_TEST_CLUSTER=3 makes each module's `broker` the
+# three brokers of one `scripts/cluster up` (PostgreSQL, s3proxy) the module shares
+# (cluster_mode.py); tests needing what shared mode does not serve yet are skipped with
+# the feature named in pytest's summary. Each suite keeps its single-node slots (and the
+# JVM lock). test_connect_cluster passes this way too but is left out for CI's time (half
+# as long again as its single-node run, which takes 80 s).
+set(cluster_suites test_confluent test_kafka_python test_kafkajs test_java_client)
+foreach(suite ${cluster_suites})
+  add_test(NAME integration.cluster3.${suite}
+    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_LIST_DIR}/${suite}.py
+            --basetemp=${PROJECT_BINARY_DIR}/pytest/cluster3.${suite}
+    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+  set_tests_properties(integration.cluster3.${suite} PROPERTIES
+    LABELS integration
+    ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_TEST_CLUSTER=3"
+    TIMEOUT 600)
+  sluice_integration_slots(integration.cluster3.${suite} ${suite})
+endforeach()
+
+# ctest runs the longest tests first when it knows their durations (its cost data, kept in
+# the build directory after each run). A fresh build gets the durations of the suites over
+# 15 s as measured here (ctest-costs.txt, seconds), so that no long suite is left for the
+# end of a CI run with one core idle; ctest updates them after each run.
+if(NOT EXISTS ${PROJECT_BINARY_DIR}/Testing/Temporary/CTestCostData.txt)
+  file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/Testing/Temporary)
+  file(READ ${CMAKE_CURRENT_LIST_DIR}/ctest-costs.txt costs)
+  file(WRITE ${PROJECT_BINARY_DIR}/Testing/Temporary/CTestCostData.txt "${costs}---\n")
+endif()

@@ -1,7 +1,10 @@
-#include "protocol/messages/delete_records.h"
+#include <memory>
+#include <vector>
+
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "common/logging.h"
+#include "protocol/messages/delete_records.h"
 #include "shared/shared_log.h"
 
 namespace sluice::broker {
@@ -12,24 +15,28 @@ namespace {
 
 // Shared mode: the log start moves in the shared catalog (shared_partition::delete_records),
 // for every broker at once; the background work's cleanup deletes the objects left
-// without batches.
-int16_t delete_shared(const request_context& ctx, const std::string& topic, int32_t partition,
-                      int64_t offset, int64_t& low_watermark) {
-    auto& b = ctx.b;
-    const topic_state* ts = b.topics().find(topic);
-    log::partition_store* store = ts ? b.partition(*ts, partition) : nullptr;
-    if (!store) return code(error_code::unknown_topic_or_partition);
-    auto r = static_cast<shared::shared_partition*>(store)->delete_records(offset);
+// without batches. Runs on a reader thread of the shared log (it waits on the database).
+int16_t delete_shared(const std::string& client, shared::shared_partition& part, int64_t offset,
+                      int64_t& low_watermark) {
+    const auto& tp = part.id();
+    auto r = part.delete_records(offset);
     if (r) {
         low_watermark = *r;
-        log_info("admin", "{}: records of {}-{} before {} deleted", ctx.client(), topic, partition,
+        log_info("admin", "{}: records of {}-{} before {} deleted", client, tp.topic, tp.partition,
                  *r);
         return code(error_code::none);
     }
     if (r.code() == errc::out_of_range) return code(error_code::offset_out_of_range);
-    log_error("admin", "delete records of {}-{}: {}", topic, partition, r.err().message);
+    log_error("admin", "delete records of {}-{}: {}", tp.topic, tp.partition, r.err().message);
     return code(error_code::kafka_storage_error);
 }
+
+// A partition's deletion left for a reader thread (shared mode).
+struct pending_delete {
+    size_t topic = 0, partition = 0;  // in the response
+    shared::shared_partition* part = nullptr;
+    int64_t offset = 0;
+};
 
 }  // namespace
 
@@ -40,7 +47,9 @@ void handle_delete_records(const request_context& ctx, request_body body) {
     protocol::delete_records_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
-    protocol::delete_records_response resp;
+    auto resp_ptr = std::make_shared<protocol::delete_records_response>();
+    auto& resp = *resp_ptr;
+    std::vector<pending_delete> pending;
     for (const auto& t : req.topics) {
         auto& ot = resp.topics.emplace_back();
         ot.name = t.name;
@@ -53,8 +62,13 @@ void handle_delete_records(const request_context& ctx, request_body body) {
                 continue;
             }
             if (b.shared()) {
-                op.error_code =
-                    delete_shared(ctx, t.name, p.partition_index, p.offset, op.low_watermark);
+                const topic_state* ts = b.topics().find(t.name);
+                log::partition_store* store = ts ? b.partition(*ts, p.partition_index) : nullptr;
+                if (!store)
+                    op.error_code = code(error_code::unknown_topic_or_partition);
+                else
+                    pending.push_back({resp.topics.size() - 1, ot.partitions.size() - 1,
+                                       static_cast<shared::shared_partition*>(store), p.offset});
                 continue;
             }
             log::partition_log* plog =
@@ -79,7 +93,20 @@ void handle_delete_records(const request_context& ctx, request_body body) {
             }
         }
     }
-    ctx.respond(resp);
+    if (pending.empty()) {
+        ctx.respond(resp);
+        return;
+    }
+    // The job hands the request on to the loop: the session is let go there, not here.
+    b.shared_log()->run_read(
+        [ctx = ctx, client = ctx.client(), resp_ptr, pending = std::move(pending)]() mutable {
+            for (const auto& d : pending) {
+                auto& op = resp_ptr->topics[d.topic].partitions[d.partition];
+                op.error_code = delete_shared(client, *d.part, d.offset, op.low_watermark);
+            }
+            auto& loop = ctx.b.loop();
+            loop.post([ctx = std::move(ctx), resp_ptr] { ctx.respond(*resp_ptr); });
+        });
 }
 
 }  // namespace sluice::broker

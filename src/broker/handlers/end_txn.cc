@@ -16,6 +16,12 @@ void handle_end_txn(const request_context& ctx, request_body body) {
         r.error_code = code(protocol::error_code::transactional_id_authorization_failed);
         return ctx.respond(r);
     }
+    if (!ctx.b.coordinates_txn(id)) {
+        // Shared mode: the id is placed on another broker (it moved with the live set).
+        protocol::end_txn_response r;
+        r.error_code = code(protocol::error_code::not_coordinator);
+        return ctx.respond(r);
+    }
     // The version says which transaction protocol the client runs (v5: TV2).
     log_debug("txn", "{}: EndTxn v{} for '{}' producer {} epoch {}: {}", ctx.client(),
               ctx.version(), id, req.producer_id, req.producer_epoch,

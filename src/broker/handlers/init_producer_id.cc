@@ -25,16 +25,14 @@ void handle_init_producer_id(const request_context& ctx, request_body body) {
     if (!decode_request(ctx, body, req)) return;
     protocol::init_producer_id_response resp;
     using protocol::error_code;
-    if (req.transactional_id && !req.transactional_id->empty() && ctx.b.shared()) {
-        log_shared_unsupported(ctx.client(),
-                               "transactions (InitProducerId with a transactional id)");
-        resp.error_code = code(error_code::unsupported_version);
-        return ctx.respond(resp);
-    }
     if (req.transactional_id && !req.transactional_id->empty()) {
         const std::string id = *req.transactional_id;
         if (!ctx.allowed(security::resource_kind::transactional_id, id)) {
             resp.error_code = code(error_code::transactional_id_authorization_failed);
+            return ctx.respond(resp);
+        }
+        if (!ctx.b.coordinates_txn(id)) {  // shared mode: placed on another broker
+            resp.error_code = code(error_code::not_coordinator);
             return ctx.respond(resp);
         }
         ctx.b.txns().init_producer_id(id, req.transaction_timeout_ms, req.producer_id,

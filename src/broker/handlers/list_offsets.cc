@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
 #include "protocol/messages/list_offsets.h"
+#include "shared/shared_log.h"
 
 namespace sluice::broker {
 namespace {
@@ -58,13 +60,22 @@ bool named_twice(const std::vector<protocol::list_offsets_request::partition>& p
                          [&](const auto& p) { return p.partition_index == index; }) > 1;
 }
 
+// A partition's lookup, left for later (shared mode: on a reader thread).
+struct pending_lookup {
+    size_t topic = 0, partition = 0;  // in the response
+    const log::partition_store* plog = nullptr;
+    int64_t timestamp = 0;
+};
+
 }  // namespace
 
 void handle_list_offsets(const request_context& ctx, request_body body) {
     protocol::list_offsets_request req;
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
-    list_offsets_response resp;
+    auto resp_ptr = std::make_shared<list_offsets_response>();
+    auto& resp = *resp_ptr;
+    std::vector<pending_lookup> lookups;
     for (const auto& rt : req.topics) {
         auto& ot = resp.topics.emplace_back();
         ot.name = rt.name;
@@ -85,6 +96,10 @@ void handle_list_offsets(const request_context& ctx, request_body body) {
                                             : error_code::unknown_topic_or_partition);
                 continue;
             }
+            if (!b.member()) {  // shared mode, its lease passed: retriable
+                op.error_code = code(error_code::not_leader_or_follower);
+                continue;
+            }
             if (!timestamp_known(rp.timestamp, ctx.version())) {
                 op.error_code = code(error_code::unsupported_version);
                 continue;
@@ -101,11 +116,30 @@ void handle_list_offsets(const request_context& ctx, request_body body) {
                 continue;
             }
             op.leader_epoch = 0;
-            lookup(*plog, rp.timestamp, req.isolation_level == 1, op);
-            if (ctx.version() == 0 && op.offset >= 0) op.old_style_offsets = {op.offset};
+            lookups.push_back(
+                {resp.topics.size() - 1, ot.partitions.size() - 1, plog, rp.timestamp});
         }
     }
-    ctx.respond(resp);
+    const bool committed = req.isolation_level == 1;
+    auto run = [resp_ptr, lookups = std::move(lookups), committed, v0 = ctx.version() == 0] {
+        for (const auto& l : lookups) {
+            auto& op = resp_ptr->topics[l.topic].partitions[l.partition];
+            lookup(*l.plog, l.timestamp, committed, op);
+            if (v0 && op.offset >= 0) op.old_style_offsets = {op.offset};
+        }
+    };
+    if (!b.shared()) {
+        run();
+        ctx.respond(resp);
+        return;
+    }
+    // Shared mode: the lookups read the database, off the event loop.
+    // The job hands the request on to the loop: the session is let go there, not here.
+    b.shared_log()->run_read([run = std::move(run), ctx = ctx, resp_ptr]() mutable {
+        run();
+        auto& loop = ctx.b.loop();
+        loop.post([ctx = std::move(ctx), resp_ptr] { ctx.respond(*resp_ptr); });
+    });
 }
 
 }  // namespace sluice::broker

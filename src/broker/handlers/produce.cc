@@ -7,6 +7,7 @@
 #include "protocol/legacy_records.h"
 #include "protocol/messages/produce.h"
 #include "protocol/record_batch.h"
+#include "shared/shared_log.h"
 
 namespace sluice::broker {
 namespace {
@@ -202,8 +203,12 @@ log::partition_store* append_one(const request_context& ctx, request_body body,
         if (plog && e != error_code::message_too_large && e != error_code::record_list_too_large &&
             e != error_code::corrupt_message && e != error_code::kafka_storage_error &&
             e != error_code::invalid_required_acks && e != error_code::not_enough_replicas &&
+            e != error_code::not_leader_or_follower &&
             e != error_code::transactional_id_authorization_failed)
-            out.log_start_offset = plog->log_start_offset();
+            // Shared mode: the value last read, as the event loop must not wait on the database.
+            out.log_start_offset =
+                b.shared() ? static_cast<shared::shared_partition*>(plog)->cached_log_start()
+                           : plog->log_start_offset();
         return nullptr;
     };
     if (!t) log_unknown_topic(ctx, "Produce", topic);
@@ -211,6 +216,10 @@ log::partition_store* append_one(const request_context& ctx, request_body body,
         return fail(error_code::unknown_topic_or_partition,
                     t ? fmt::format("topic {} has no partition {}", topic, pd.index)
                       : fmt::format("topic {} does not exist", topic));
+    if (!b.member())
+        return fail(error_code::not_leader_or_follower,
+                    "this broker's lease in the shared catalog has passed (the database is out "
+                    "of reach); it serves again once renewed");
     if (!pd.records) return fail(error_code::invalid_record, "partition data holds no records");
     protocol::batch_limits lim;
     lim.max_batch_bytes = t->log_cfg.max_message_bytes;
@@ -247,11 +256,6 @@ log::partition_store* append_one(const request_context& ctx, request_body body,
                         fmt::format("batch of {} bytes is larger than the topic's segment.bytes "
                                     "({})",
                                     vb.header.size_bytes(), t->log_cfg.segment_bytes));
-        if (vb.header.is_transactional() && b.shared()) {
-            log_shared_unsupported(ctx.client(), "transactions");
-            return fail(error_code::invalid_txn_state,
-                        "shared mode does not support transactions yet");
-        }
         if (vb.header.is_transactional()) {
             if (auto refusal = check_transactional(ctx, txn_id, {topic, pd.index}, vb.header))
                 return fail(refusal->first, refusal->second);

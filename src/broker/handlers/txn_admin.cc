@@ -31,6 +31,11 @@ void handle_describe_transactions(const request_context& ctx, request_body body)
             s.error_code = code(error_code::transactional_id_authorization_failed);
             continue;
         }
+        if (!ctx.b.coordinates_txn(id)) {
+            s.error_code = code(error_code::not_coordinator);
+            continue;
+        }
+        ctx.b.txns().refresh(id);  // shared mode: as stored
         const txn::txn_metadata* t = ctx.b.txns().find(id);
         if (!t) {
             s.error_code = code(error_code::transactional_id_not_found);
@@ -79,6 +84,7 @@ void handle_list_transactions(const request_context& ctx, request_body body) {
         }
     }
     if (!impossible) {
+        ctx.b.txns().refresh_all();  // shared mode: the ids placed here, as stored
         for (const auto& t : ctx.b.txns().list(f)) {
             if (pattern && !std::regex_match(t.transactional_id, *pattern)) continue;
             if (!ctx.allowed_quiet(security::resource_kind::transactional_id, t.transactional_id))

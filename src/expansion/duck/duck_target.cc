@@ -391,7 +391,7 @@ class duck_target final : public target_store {
         if (have.empty()) {
             if (!create)
                 return error{errc::not_found,
-                             fmt::format("table {} does not exist in expansions.duckdb (a target "
+                             fmt::format("table {} does not exist in the DuckDB database (a target "
                                          "made while the broker ran --sql-engine sqlite stays "
                                          "in SQLite: docs/expansions.md, Storage)",
                                          _qualified)};

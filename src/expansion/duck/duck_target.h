@@ -31,7 +31,7 @@ class DuckDB;
 namespace sluice::expansion {
 
 struct duck_options {
-    // The database file, e.g. <data_dir>/expansions.duckdb (made when absent).
+    // The database file, e.g. <data_dir>/sql-duck/sluice.duckdb (made when absent).
     std::filesystem::path file;
     // An open database of that file to write into instead of opening it (`sluice serve
     // --sql-engine duckdb`: the SQL engine's, sql/duck/serving.h, so that its sessions read

@@ -20,6 +20,16 @@ std::vector<pg_param> key_params(const job_key& job) {
 constexpr const char* key_where =
     "job_kind = $1 AND topic_id = $2 AND partition_id = CAST($3 AS INTEGER)";
 
+// A lease (row l) is free once it expired or once its holder's broker registration
+// (sluice_brokers) says that broker is gone: its broker lease passed, or a restart
+// registered a new incarnation. So a killed broker's jobs move with its broker lease
+// instead of waiting out the job lease. A holder that never registered (a tool) keeps
+// its lease until it expires.
+constexpr const char* lease_free =
+    "(l.lease_expires_at <= CURRENT_TIMESTAMP OR EXISTS (SELECT 1 FROM sluice_brokers b "
+    "WHERE b.broker_id = l.holder_broker AND (b.incarnation <> l.holder_incarnation OR "
+    "b.lease_expires_at <= CURRENT_TIMESTAMP)))";
+
 }  // namespace
 
 std::string interval_text(std::chrono::milliseconds ms) {
@@ -29,20 +39,20 @@ std::string interval_text(std::chrono::milliseconds ms) {
 result<std::vector<job_key>> due_jobs(pg_database& db, const std::string& kind) {
     std::vector<job_key> out;
     if (kind == cleanup_job) {
-        auto r = db.exec(std::string("SELECT 1 FROM sluice_job_leases WHERE ") + key_where +
-                             " AND (lease_expires_at > CURRENT_TIMESTAMP OR next_due_at > "
-                             "CURRENT_TIMESTAMP)",
+        auto r = db.exec(std::string("SELECT 1 FROM sluice_job_leases l WHERE ") + key_where +
+                             " AND (NOT " + lease_free + " OR next_due_at > CURRENT_TIMESTAMP)",
                          key_params({kind, "", -1}));
         if (!r) return r.err();
         if (r->size() == 0) out.push_back({kind, "", -1});
         return out;
     }
     auto r = db.exec(
-        "SELECT p.topic_id, p.partition_id FROM sluice_partitions p LEFT JOIN sluice_job_leases l "
-        "ON l.job_kind = $1 AND l.topic_id = CAST(p.topic_id AS VARCHAR(32)) "
-        "AND l.partition_id = p.partition_id "
-        "WHERE l.job_kind IS NULL OR (l.lease_expires_at <= CURRENT_TIMESTAMP "
-        "AND l.next_due_at <= CURRENT_TIMESTAMP) ORDER BY p.topic_id, p.partition_id",
+        std::string("SELECT p.topic_id, p.partition_id FROM sluice_partitions p LEFT JOIN "
+                    "sluice_job_leases l ON l.job_kind = $1 AND l.topic_id = CAST(p.topic_id AS "
+                    "VARCHAR(32)) AND l.partition_id = p.partition_id WHERE l.job_kind IS NULL "
+                    "OR (") +
+            lease_free + " AND l.next_due_at <= CURRENT_TIMESTAMP) ORDER BY p.topic_id, " +
+            "p.partition_id",
         {kind});
     if (!r) return r.err();
     for (size_t i = 0; i < r->size(); ++i)
@@ -63,12 +73,11 @@ result<std::optional<int64_t>> take_lease(pg_database& db, const job_key& job, c
                 "ON CONFLICT (job_kind, topic_id, partition_id) DO NOTHING",
                 key_params(job));
             if (!ins) return ins.err();
-            auto row = tx.exec(
-                std::string("SELECT fencing_token, CASE WHEN lease_expires_at <= "
-                            "CURRENT_TIMESTAMP AND next_due_at <= CURRENT_TIMESTAMP THEN 1 ELSE "
-                            "0 END FROM sluice_job_leases WHERE ") +
-                    key_where + " FOR UPDATE",
-                key_params(job));
+            auto row = tx.exec(std::string("SELECT fencing_token, CASE WHEN ") + lease_free +
+                                   " AND next_due_at <= CURRENT_TIMESTAMP THEN 1 ELSE 0 END FROM "
+                                   "sluice_job_leases l WHERE " +
+                                   key_where + " FOR UPDATE",
+                               key_params(job));
             if (!row) return row.err();
             if (row->size() != 1 || row->int64(0, 1) == 0) return std::optional<int64_t>{};
             const int64_t token = row->int64(0, 0) + 1;

@@ -50,6 +50,8 @@ failure failure_of(d::ExceptionType t, const std::string& msg) {
             return failure::invalid_parameter;
         case d::ExceptionType::OUT_OF_MEMORY:
             return failure::memory_exhausted;
+        case d::ExceptionType::CONSTRAINT:
+            return failure::constraint;
         case d::ExceptionType::INTERRUPT:
             return failure::canceled;
         default:
@@ -72,6 +74,8 @@ outcome<std::unique_ptr<engine>> engine::open(const options& o) {
         config.SetOptionByName("temp_directory", d::Value((o.data_dir / "sql-duck-tmp").string()));
         config.SetOptionByName("max_temp_directory_size", d::Value(kib(o.temp_limit_bytes)));
         config.SetOptionByName("threads", d::Value::BIGINT(std::max(1, o.threads)));
+        // PostgreSQL's `/`: an integer divided by an integer is an integer (truncated).
+        config.SetOptionByName("integer_division", d::Value::BOOLEAN(true));
         config.SetOptionByName("autoinstall_known_extensions", d::Value::BOOLEAN(false));
         config.SetOptionByName("autoload_known_extensions", d::Value::BOOLEAN(false));
         config.SetOptionByName("allow_community_extensions", d::Value::BOOLEAN(false));

@@ -50,10 +50,11 @@ namespace sluice::sql::duck {
 struct options {
     // Temp files go to <data_dir>/sql-duck-tmp (made when needed).
     std::filesystem::path data_dir;
-    // The database file (made when absent; `sluice serve` uses the one expansions write
-    // their columnar targets into, docs/formats/expansion-duckdb.md); empty: in memory.
-    // With a file, DuckDB never checkpoints inside a commit (checkpoint_threshold): the
-    // writer checkpoints on a thread of its own (expansion/duck/duck_target.h).
+    // The database file (made when absent; its directory must exist): users' own tables
+    // (duck/user_tables.h) and, in `sluice serve`, the expansions' columnar targets
+    // (docs/formats/sql-duck.md); empty: in memory, gone when the engine closes. With a
+    // file, DuckDB never checkpoints inside a commit (checkpoint_threshold): the writer
+    // checkpoints on a thread of its own (expansion/duck/duck_target.h).
     std::filesystem::path file;
     // COPY ... TO writes files under it (an absolute directory; DuckDB's
     // allowed_directories); empty: no file access at all.

@@ -1,17 +1,24 @@
 #include "sql/duck/pg_shape.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <string_view>
 
 #include "duckdb/function/scalar_function.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
+#include "duckdb/parser/expression/cast_expression.hpp"
+#include "duckdb/parser/expression/columnref_expression.hpp"
 #include "duckdb/parser/expression/function_expression.hpp"
 #include "duckdb/parser/expression/lambda_expression.hpp"
 #include "duckdb/parser/expression/subquery_expression.hpp"
+#include "duckdb/parser/parsed_data/create_table_info.hpp"
+#include "duckdb/parser/parsed_data/create_view_info.hpp"
 #include "duckdb/parser/parsed_expression_iterator.hpp"
 #include "duckdb/parser/query_node/select_node.hpp"
 #include "duckdb/parser/query_node/set_operation_node.hpp"
+#include "duckdb/parser/statement/create_statement.hpp"
+#include "duckdb/parser/statement/insert_statement.hpp"
 #include "duckdb/parser/statement/select_statement.hpp"
 #include "duckdb/planner/expression/bound_cast_expression.hpp"
 
@@ -49,6 +56,18 @@ bool takes_json(const std::string& name) {
     return false;
 }
 
+// DuckDB's functions that take a lambda (`x -> x + 1`) among their arguments.
+bool takes_lambda(const std::string& name) {
+    static constexpr std::array<std::string_view, 16> names{
+        "list_transform", "array_transform", "apply",        "list_apply",
+        "array_apply",    "list_filter",     "array_filter", "filter",
+        "list_reduce",    "array_reduce",    "reduce",       "list_sort",
+        "map_filter",     "map_transform",   "list_any",     "list_all"};
+    for (const auto n : names)
+        if (n == name) return true;
+    return false;
+}
+
 bool is_json_text_call(const d::ParsedExpression& e) {
     return e.GetExpressionClass() == d::ExpressionClass::FUNCTION &&
            e.Cast<d::FunctionExpression>().function_name == json_text_fn;
@@ -63,10 +82,10 @@ struct json_args {
         d::ParsedExpressionIterator::EnumerateQueryNodeChildren(
             n, [this](d::unique_ptr<d::ParsedExpression>& e) { expr(e); });
     }
-    void expr(d::unique_ptr<d::ParsedExpression>& e, bool argument = false) {
-        // `x -> 'path'` parses as a lambda; outside a function's arguments it can only be
-        // JSON's arrow, json_extract (in them it may be a lambda: left to DuckDB).
-        if (e->GetExpressionClass() == d::ExpressionClass::LAMBDA && !argument) {
+    void expr(d::unique_ptr<d::ParsedExpression>& e, bool lambda_argument = false) {
+        // `x -> 'path'` parses as a lambda; outside the arguments of a function that takes
+        // lambdas it can only be JSON's arrow, json_extract (in them: left to DuckDB).
+        if (e->GetExpressionClass() == d::ExpressionClass::LAMBDA && !lambda_argument) {
             auto& l = e->Cast<d::LambdaExpression>();
             if (l.syntax_type == d::LambdaSyntaxType::SINGLE_ARROW && l.lhs && l.expr) {
                 d::vector<d::unique_ptr<d::ParsedExpression>> args;
@@ -79,13 +98,27 @@ struct json_args {
         }
         bool function = false;
         if (e->GetExpressionClass() == d::ExpressionClass::FUNCTION) {
-            function = true;
             auto& f = e->Cast<d::FunctionExpression>();
+            function = takes_lambda(f.function_name);
             if (takes_json(f.function_name) && !f.children.empty() &&
                 !is_json_text_call(*f.children[0])) {
                 d::vector<d::unique_ptr<d::ParsedExpression>> arg;
                 arg.push_back(std::move(f.children[0]));
                 f.children[0] = d::make_uniq<d::FunctionExpression>(json_text_fn, std::move(arg));
+            }
+        }
+        // x::json reads a BLOB as the JSON text it holds (DuckDB's own cast from BLOB
+        // would make a JSON string of its escaped form).
+        if (e->GetExpressionClass() == d::ExpressionClass::CAST) {
+            auto& c = e->Cast<d::CastExpression>();
+            auto type = c.cast_type.ToString();  // unbound: `"json"`, quoted
+            std::erase(type, '"');
+            std::transform(type.begin(), type.end(), type.begin(),
+                           [](unsigned char x) { return static_cast<char>(std::tolower(x)); });
+            if (type == "json" && !is_json_text_call(*c.child)) {
+                d::vector<d::unique_ptr<d::ParsedExpression>> arg;
+                arg.push_back(std::move(c.child));
+                c.child = d::make_uniq<d::FunctionExpression>(json_text_fn, std::move(arg));
             }
         }
         if (e->GetExpressionClass() == d::ExpressionClass::SUBQUERY)
@@ -94,6 +127,25 @@ struct json_args {
             *e, [this, function](d::unique_ptr<d::ParsedExpression>& c) { expr(c, function); });
     }
 };
+
+// The name PostgreSQL gives a select-list expression (its FigureColname): a column's, a
+// function's (count(*) is `count`), through casts (`key::text` is `key`); empty for
+// the rest.
+std::string pg_name(const d::ParsedExpression& e) {
+    switch (e.GetExpressionClass()) {
+        case d::ExpressionClass::COLUMN_REF:
+            return e.Cast<d::ColumnRefExpression>().GetColumnName();
+        case d::ExpressionClass::FUNCTION: {
+            const auto& f = e.Cast<d::FunctionExpression>();
+            if (f.is_operator || f.function_name.empty()) return {};
+            return f.function_name == "count_star" ? std::string("count") : f.function_name;
+        }
+        case d::ExpressionClass::CAST:
+            return pg_name(*e.Cast<d::CastExpression>().child);
+        default:
+            return {};
+    }
+}
 
 // The columns a query's result is named by: its first SELECT's (of a UNION, the leftmost).
 void name_columns(d::QueryNode& n) {
@@ -106,17 +158,11 @@ void name_columns(d::QueryNode& n) {
     for (auto& e : n.Cast<d::SelectNode>().select_list) {
         if (e->HasAlias()) continue;
         const auto cls = e->GetExpressionClass();
-        if (cls == d::ExpressionClass::FUNCTION) {
-            const auto& f = e->Cast<d::FunctionExpression>();
-            if (!f.is_operator && !f.function_name.empty()) {
-                e->SetAlias(f.function_name == "count_star" ? std::string("count")
-                                                            : f.function_name);
-                continue;
-            }
-        }
-        // DuckDB's name for the rest, as written (before json_args rewrites it).
-        if (cls != d::ExpressionClass::STAR && cls != d::ExpressionClass::COLUMN_REF)
-            e->SetAlias(e->ToString());
+        if (cls == d::ExpressionClass::STAR || cls == d::ExpressionClass::COLUMN_REF) continue;
+        // PostgreSQL's name, else DuckDB's for the rest, as written (before json_args
+        // rewrites it).
+        const auto name = pg_name(*e);
+        e->SetAlias(name.empty() ? e->ToString() : name);
     }
 }
 
@@ -142,10 +188,23 @@ void json_text_never(d::DataChunk&, d::ExpressionState&, d::Vector&) {
 }  // namespace
 
 void shape_statement(duckdb::SQLStatement& s) {
-    if (s.type != d::StatementType::SELECT_STATEMENT) return;
-    auto& node = *s.Cast<d::SelectStatement>().node;
-    name_columns(node);
-    json_args{}.node(node);
+    // The query of a SELECT, and of an INSERT ... SELECT, CREATE TABLE ... AS and CREATE
+    // VIEW (whose columns are named as a SELECT's).
+    d::SelectStatement* q = nullptr;
+    if (s.type == d::StatementType::SELECT_STATEMENT) {
+        q = &s.Cast<d::SelectStatement>();
+    } else if (s.type == d::StatementType::INSERT_STATEMENT) {
+        q = s.Cast<d::InsertStatement>().select_statement.get();
+    } else if (s.type == d::StatementType::CREATE_STATEMENT) {
+        auto& info = *s.Cast<d::CreateStatement>().info;
+        if (info.type == d::CatalogType::TABLE_ENTRY)
+            q = info.Cast<d::CreateTableInfo>().query.get();
+        else if (info.type == d::CatalogType::VIEW_ENTRY)
+            q = info.Cast<d::CreateViewInfo>().query.get();
+    }
+    if (!q || !q->node) return;
+    if (s.type != d::StatementType::INSERT_STATEMENT) name_columns(*q->node);
+    json_args{}.node(*q->node);
 }
 
 void register_json_text(duckdb::DatabaseInstance& db) {
@@ -156,12 +215,31 @@ void register_json_text(duckdb::DatabaseInstance& db) {
     loader.RegisterFunction(std::move(f));
 }
 
-std::string error_hint(std::string_view sql) {
+std::string error_hint(std::string_view sql, std::string_view message) {
+    const auto has = [](std::string_view text, std::string_view what) {
+        return text.find(what) != std::string_view::npos;
+    };
+    // The topic tables' times are milliseconds (BIGINT), as on the SQLite engine.
+    if ((has(message, "No function matches") || has(message, "Cannot compare")) &&
+        has(message, "BIGINT") && (has(sql, "timestamp_producer") || has(sql, "timestamp_broker")))
+        return "HINT: timestamp_producer and timestamp_broker are milliseconds since the epoch: "
+               "use timestamp_producer_tz / timestamp_broker_tz (TIMESTAMPTZ), or for another "
+               "epoch write to_timestamp(ms / 1000.0)";
+    if (has(message, "Could not convert") && has(message, "to INTERVAL"))
+        return "HINT: not an interval: write one as '90 seconds', '1 hour', '2 days 3 hours' or "
+               "INTERVAL 5 MINUTE";
+    // ->> gives text, as PostgreSQL's does (SQLite's gives a JSON number as a number).
+    if ((has(message, "No function matches") || has(message, "Cannot compare") ||
+         has(message, "Cannot mix")) &&
+        has(message, "VARCHAR") && has(sql, "->>"))
+        return "HINT: ->> gives text in PostgreSQL's dialect: cast it to compute with it, e.g. "
+               "sum(CAST(value ->> '$.n' AS BIGINT))";
     // PostgreSQL's grammar (DuckDB's) reserves OFFSET: the topic tables' column must be
     // quoted. Looked for as a word not quoted and not after a qualifier's dot.
     const auto word = [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '"' || c == '.';
     };
+    if (!has(message, "Parser Error")) return {};
     for (size_t i = 0; i + 6 <= sql.size(); ++i) {
         size_t k = 0;
         while (k < 6 && std::tolower(static_cast<unsigned char>(sql[i + k])) == "offset"[k]) ++k;

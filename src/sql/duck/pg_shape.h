@@ -26,7 +26,9 @@ void shape_statement(duckdb::SQLStatement& s);
 // Registers sluice_json_text in db's system catalog.
 void register_json_text(duckdb::DatabaseInstance& db);
 
-// A hint for a statement DuckDB could not parse (`offset` written unquoted), or empty.
-std::string error_hint(std::string_view sql);
+// A hint for a statement DuckDB could not parse or bind (`offset` written unquoted, a
+// millisecond time given to a time function, ->>'s text in arithmetic), from the
+// statement and DuckDB's message; or empty.
+std::string error_hint(std::string_view sql, std::string_view message);
 
 }  // namespace sluice::sql::duck

@@ -25,7 +25,12 @@ namespace sluice::sql::duck {
 
 class engine;
 
+// The engine's database file under the data directory: users' own tables and the
+// expansions' columnar targets (docs/formats/sql-duck.md).
+std::filesystem::path serving_database_file(const std::filesystem::path& data_dir);
+
 // Errors: internal (DuckDB refused the configuration, or the temp directory cannot be made).
+// The database is serving_database_file(opts.data_dir).
 outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& opts);
 
 // The same in two steps, for `sluice serve`: the database first, in `file` (empty: in

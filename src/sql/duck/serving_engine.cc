@@ -45,6 +45,13 @@ outcome<std::shared_ptr<duck::engine>> open_serving_database(
     std::filesystem::remove_all(tmp, ec);
     std::filesystem::create_directories(tmp, ec);
     if (ec) return query_error{failure::internal, fmt::format("sql-duck-tmp: {}", ec.message())};
+    // The database file's directory (docs/formats/sql-duck.md).
+    if (!file.empty()) {
+        std::filesystem::create_directories(file.parent_path(), ec);
+        if (ec)
+            return query_error{failure::internal,
+                               fmt::format("{}: {}", file.parent_path().string(), ec.message())};
+    }
     options o;
     o.data_dir = opts.data_dir;
     o.file = file;
@@ -71,8 +78,12 @@ outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& 
     return std::unique_ptr<sql::engine>(std::make_unique<serving_engine>(opts, std::move(db)));
 }
 
+std::filesystem::path serving_database_file(const std::filesystem::path& data_dir) {
+    return data_dir / "sql-duck" / "sluice.duckdb";
+}
+
 outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& opts) {
-    auto db = open_serving_database(opts, {});
+    auto db = open_serving_database(opts, serving_database_file(opts.data_dir));
     if (!db) return db.error();
     return open_serving_engine(opts, std::move(*db));
 }

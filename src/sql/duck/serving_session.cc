@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <thread>
 
+#include "duckdb/main/database_manager.hpp"
 #include "duckdb/main/pending_query_result.hpp"
 #include "duckdb/parser/expression/constant_expression.hpp"
 #include "duckdb/parser/sql_statement.hpp"
 #include "duckdb/parser/statement/copy_statement.hpp"
 #include "sql/duck/pg_shape.h"
+#include "sql/duck/user_tables.h"
 
 namespace sluice::sql::duck {
 
@@ -23,38 +25,18 @@ int64_t now_ns() {
         .count();
 }
 
-// What users may run: queries, EXPLAIN, transaction control (and SET, which the locked
-// configuration refuses for DuckDB's settings). Everything else would change DuckDB's
-// in-memory catalog, which every session shares, or reach outside it.
-std::optional<query_error> refused(d::StatementType t) {
-    switch (t) {
-        case d::StatementType::SELECT_STATEMENT:
-        case d::StatementType::EXPLAIN_STATEMENT:
-        case d::StatementType::TRANSACTION_STATEMENT:
-        case d::StatementType::VARIABLE_SET_STATEMENT:
-        case d::StatementType::SET_STATEMENT:
-            return std::nullopt;
-        default:
-            return query_error{failure::read_only,
-                               fmt::format("{} is not available on the duckdb SQL engine: it "
-                                           "reads topics and system tables; users' own tables "
-                                           "need --sql-engine sqlite",
-                                           d::StatementTypeToString(t))};
-    }
-}
-
 // COPY (query) TO 'file' and COPY table TO 'file' write under the operator's export
 // directory (--sql-export-dir, one of DuckDB's allowed_directories): a relative
 // name is taken in it, a name outside it refused; COPY ... FROM is refused.
 std::optional<query_error> aim_copy(d::SQLStatement& st, const std::filesystem::path& exports) {
     auto& info = *st.Cast<d::CopyStatement>().info;
-    if (exports.empty())
-        return query_error{failure::read_only,
-                           "COPY is not available: the broker has no --sql-export-dir"};
     if (info.is_from)
         return query_error{failure::read_only,
                            "COPY ... FROM is not available: COPY writes query results under "
                            "--sql-export-dir, COPY (query) TO 'file' (FORMAT parquet)"};
+    if (exports.empty())
+        return query_error{failure::read_only,
+                           "COPY is not available: the broker has no --sql-export-dir"};
     if (info.file_path_expression) {
         auto* c = info.file_path_expression->type == d::ExpressionType::VALUE_CONSTANT
                       ? &info.file_path_expression->Cast<d::ConstantExpression>()
@@ -158,6 +140,28 @@ d::Value param_of(const value& v) {
     if (const auto* b = std::get_if<bytes>(&v))
         return d::Value::BLOB(reinterpret_cast<d::const_data_ptr_t>(b->data()), b->size());
     return d::Value();
+}
+
+// The interface's messages are one line (sql/engine.h): DuckDB's lines joined, without
+// the statement's excerpt (`LINE n: ...`) and its caret.
+std::string one_line(const std::string& m) {
+    std::string out;
+    size_t i = 0;
+    while (i < m.size()) {
+        auto nl = m.find('\n', i);
+        if (nl == std::string::npos) nl = m.size();
+        auto line = std::string_view(m).substr(i, nl - i);
+        i = nl + 1;
+        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())))
+            line.remove_suffix(1);
+        while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front())))
+            line.remove_prefix(1);
+        if (line.starts_with("LINE ")) break;
+        if (line.empty()) continue;
+        if (!out.empty()) out += ' ';
+        out += line;
+    }
+    return out;
 }
 
 std::string first_word(std::string_view s) {
@@ -414,8 +418,11 @@ query_error serving_session::error_for(const d::ErrorData& e) {
                                                       : failure::memory_exhausted,
                 fmt::format("{} (every session's memory together: --sql-memory; temporary files: "
                             "--sql-temp-bytes)",
-                            e.Message())};
-    return {failure_of(e.Type(), msg), e.Message()};
+                            one_line(e.Message()))};
+    // Hints that need only the message (the statement's own come at prepare).
+    auto text = one_line(e.Message());
+    if (const auto hint = error_hint({}, text); !hint.empty()) text += " " + hint;
+    return {failure_of(e.Type(), msg), std::move(text)};
 }
 
 outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_view sql,
@@ -423,6 +430,12 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
     _run.cancel.store(false);  // a cancel that came while idle is forgotten
     if (tail) *tail = {};
     const std::string text(sql);
+    const auto hinted = [&text](query_error q) {
+        if (const auto hint = error_hint(text, q.message);
+            !hint.empty() && q.message.find(hint) == std::string::npos)
+            q.message += " " + hint;
+        return q;
+    };
     try {
         auto statements = _con->ExtractStatements(text);
         if (statements.empty()) return std::unique_ptr<sql::statement>();
@@ -431,22 +444,20 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
         if (tail) *tail = sql.substr(end);
         if (first->type == d::StatementType::COPY_STATEMENT) {
             if (auto why = aim_copy(*first, _db.export_dir)) return *why;
-        } else if (auto why = refused(first->type)) {
+        } else if (auto why =
+                       refused(*first, d::DatabaseManager::GetDefaultDatabase(*_con->context),
+                               _db.access.guard.load())) {
             return *why;
         }
         shape_statement(*first);
         std::string own = text.substr(first->stmt_location, end - first->stmt_location);
         _bound_topics.clear();
         auto prep = _con->Prepare(std::move(first));
-        if (prep->HasError()) return error_for(prep->GetErrorObject());
+        if (prep->HasError()) return hinted(error_for(prep->GetErrorObject()));
         return std::unique_ptr<sql::statement>(
             std::make_unique<serving_statement>(*this, std::move(own), std::move(prep)));
     } catch (const std::exception& e) {
-        d::ErrorData err(e);
-        auto q = error_for(err);
-        if (q.kind == failure::syntax)
-            if (const auto hint = error_hint(text); !hint.empty()) q.message += "\n" + hint;
-        return q;
+        return hinted(error_for(d::ErrorData(e)));
     }
 }
 

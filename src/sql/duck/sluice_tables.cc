@@ -2,13 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 
 #include "catalog/catalog.h"
+#include "duckdb/common/types/blob.hpp"
+#include "duckdb/common/vector_operations/binary_executor.hpp"
 #include "duckdb/common/vector_operations/unary_executor.hpp"
 #include "duckdb/function/cast/cast_function_set.hpp"
 #include "duckdb/function/replacement_scan.hpp"
+#include "duckdb/function/scalar_function.hpp"
 #include "duckdb/function/table_function.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
 #include "duckdb/parser/expression/constant_expression.hpp"
@@ -181,6 +185,50 @@ bool blob_to_text(d::Vector& source, d::Vector& result, d::idx_t count, d::CastP
     return true;
 }
 
+// Text to BLOB as PostgreSQL's bytea input: `\x` then hex digits (what psycopg2 and
+// JDBC send for a bytea parameter), else DuckDB's own form (`\xAA` escapes).
+bool text_to_blob(d::Vector& source, d::Vector& result, d::idx_t count, d::CastParameters&) {
+    d::UnaryExecutor::Execute<d::string_t, d::string_t>(source, result, count, [&](d::string_t t) {
+        const std::string_view v(t.GetData(), t.GetSize());
+        const auto hex = [](char c) { return d::Blob::HEX_MAP[static_cast<uint8_t>(c)]; };
+        bool pg =
+            v.size() >= 2 && v[0] == '\\' && (v[1] == 'x' || v[1] == 'X') && v.size() % 2 == 0;
+        for (size_t i = 2; pg && i < v.size(); ++i) pg = hex(v[i]) >= 0;
+        if (!pg) {
+            auto out = d::StringVector::EmptyString(result, d::Blob::GetBlobSize(t));
+            d::Blob::ToBlob(t, d::data_ptr_cast(out.GetDataWriteable()));
+            out.Finalize();
+            return out;
+        }
+        auto out = d::StringVector::EmptyString(result, (v.size() - 2) / 2);
+        auto* w = out.GetDataWriteable();
+        for (size_t i = 2; i < v.size(); i += 2)
+            w[(i - 2) / 2] = static_cast<char>(hex(v[i]) * 16 + hex(v[i + 1]));
+        out.Finalize();
+        return out;
+    });
+    return true;
+}
+
+// PostgreSQL's convert_from(bytea, 'UTF8'): the bytes as text, an error when they are not
+// UTF-8 (CAST(... AS TEXT) gives NULL instead).
+void convert_from(d::DataChunk& args, d::ExpressionState&, d::Vector& result) {
+    d::BinaryExecutor::Execute<d::string_t, d::string_t, d::string_t>(
+        args.data[0], args.data[1], result, args.size(), [&](d::string_t b, d::string_t enc) {
+            std::string e(enc.GetData(), enc.GetSize());
+            std::erase(e, '-');
+            std::transform(e.begin(), e.end(), e.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+            if (e != "UTF8")
+                throw d::InvalidInputException(
+                    "convert_from: encoding \"%s\" is not supported here: only UTF8",
+                    enc.GetString());
+            if (!is_valid_utf8(std::string_view(b.GetData(), b.GetSize())))
+                throw d::InvalidInputException("invalid byte sequence for encoding \"UTF8\"");
+            return d::StringVector::AddString(result, b);
+        });
+}
+
 }  // namespace
 
 void register_blob_text_cast(duckdb::DatabaseInstance& db) {
@@ -189,6 +237,12 @@ void register_blob_text_cast(duckdb::DatabaseInstance& db) {
     auto& casts = d::DBConfig::GetConfig(db).GetCastFunctions();
     casts.RegisterCastFunction(d::LogicalType::BLOB, d::LogicalType::VARCHAR,
                                d::BoundCastInfo(blob_to_text), 120);
+    casts.RegisterCastFunction(d::LogicalType::VARCHAR, d::LogicalType::BLOB,
+                               d::BoundCastInfo(text_to_blob));
+    d::ScalarFunction f("convert_from", {d::LogicalType::BLOB, d::LogicalType::VARCHAR},
+                        d::LogicalType::VARCHAR, convert_from);
+    d::ExtensionLoader loader(db, "sluice_pg_text");
+    loader.RegisterFunction(std::move(f));
 }
 
 void add_sluice_names(duckdb::DBConfig& config, const table_sources& src) {

@@ -38,6 +38,8 @@ void add_sluice_names(duckdb::DBConfig& config, const table_sources& src);
 
 // Casts BLOB to VARCHAR as UTF-8 text (NULL when not UTF-8), implicitly: CAST(value AS
 // TEXT) and the JSON functions (duck/pg_shape.h) read a topic's bytes as with SQLite.
+// Casts VARCHAR to BLOB reading PostgreSQL's bytea hex form ('\x6b31') too, and adds
+// PostgreSQL's convert_from(bytea, 'UTF8').
 void register_blob_text_cast(duckdb::DatabaseInstance& db);
 
 // Registers sluice_system('name') in db's system catalog.

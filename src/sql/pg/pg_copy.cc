@@ -149,8 +149,9 @@ std::optional<prepare_result> prepare_copy(command_context& ctx, std::string_vie
     }
     token dir = tz.next();
     // DuckDB (native_pg_dialect) writes COPY ... TO 'file' itself, under --sql-export-dir,
-    // and says why it refuses the rest (docs/sql.md, Engines).
-    if (ctx.sess.native_pg_dialect() && (dir.is_word("FROM") || !tz.peek().is_word("STDOUT")))
+    // and says why it refuses a file elsewhere (docs/sql.md, Engines); COPY ... FROM is
+    // refused here as on SQLite.
+    if (ctx.sess.native_pg_dialect() && dir.is_word("TO") && !tz.peek().is_word("STDOUT"))
         return std::nullopt;
     if (dir.is_word("FROM"))
         return prepare_result(pg_error{"0A000", "COPY FROM is not supported: use INSERT"});

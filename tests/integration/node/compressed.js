@@ -39,7 +39,7 @@ function value(codec, i) {
 async function main() {
   const kafka = new Kafka({
     clientId: 'sluice-it-kafkajs-compressed',
-    brokers: [bootstrap],
+    brokers: bootstrap.split(','), // one broker, or a cluster's list
     logLevel: logLevel.NOTHING,
     connectionTimeout: 5000,
     requestTimeout: 15000,

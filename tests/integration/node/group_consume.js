@@ -48,7 +48,7 @@ function offsetsMap(fetched) {
 async function main() {
   const kafka = new Kafka({
     clientId: 'sluice-it-kafkajs-group',
-    brokers: [bootstrap],
+    brokers: bootstrap.split(','), // one broker, or a cluster's list
     logLevel: logLevel.WARN,
     connectionTimeout: 5000,
     requestTimeout: 30000,

@@ -10,7 +10,7 @@ async function main() {
   const N = Number(nArg)
   const kafka = new Kafka({
     clientId: 'sluice-it-kafkajs-idempotent',
-    brokers: [bootstrap],
+    brokers: bootstrap.split(','), // one broker, or a cluster's list
     logLevel: logLevel.WARN,
     retry: { retries: 5 },
   })

@@ -91,7 +91,7 @@ async function withDeadline(promise, ms, what) {
 async function main() {
   const kafka = new Kafka({
     clientId: 'sluice-it-kafkajs',
-    brokers: [bootstrap],
+    brokers: bootstrap.split(','), // one broker, or a cluster's list
     logLevel: logLevel.WARN,
     connectionTimeout: 5000,
     requestTimeout: 30000,

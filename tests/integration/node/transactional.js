@@ -16,7 +16,7 @@ async function main() {
   const [bootstrap, topic, group, input] = process.argv.slice(2)
   const kafka = new Kafka({
     clientId: 'sluice-it-kafkajs-txn',
-    brokers: [bootstrap],
+    brokers: bootstrap.split(','), // one broker, or a cluster's list
     logLevel: logLevel.WARN,
     retry: { retries: 5 },
   })

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "shared/batch_index.h"
+
 #include <atomic>
 #include <mutex>
 #include <optional>
@@ -79,7 +81,10 @@ TEST_F(broker_leases, a_lease_not_renewed_passes_and_a_renewed_one_does_not) {
     auto busy = take(2, 1000ms);
     ASSERT_TRUE(quiet && busy);
     std::atomic<bool> lost{false};
-    busy->start_renewing([&](const error&) { lost = true; });
+    broker_registry::lease_events events;
+    events.lost = [&](const error&) { lost = true; };
+    events.fenced = [&](const error&) { lost = true; };
+    busy->start_renewing(std::move(events));
     std::this_thread::sleep_for(2500ms);  // two and a half leases
     EXPECT_EQ(live_ids(), (std::vector<int32_t>{2}));
     EXPECT_FALSE(lost.load());
@@ -96,10 +101,12 @@ TEST_F(broker_leases, a_fenced_broker_is_told_it_lost_its_lease) {
     ASSERT_TRUE(first);
     std::mutex mu;
     std::optional<error> lost;
-    first->start_renewing([&](const error& e) {
+    broker_registry::lease_events events;
+    events.fenced = [&](const error& e) {
         std::lock_guard lock(mu);
         lost = e;
-    });
+    };
+    first->start_renewing(std::move(events));
     // Another process takes the id by force (as an operator would after a partition).
     auto db = connect();
     ASSERT_TRUE(db->exec("UPDATE sluice_brokers SET incarnation = incarnation + 1").ok());
@@ -114,6 +121,44 @@ TEST_F(broker_leases, a_fenced_broker_is_told_it_lost_its_lease) {
     ASSERT_TRUE(lost.has_value());
     EXPECT_EQ(lost->code, errc::in_use);
     EXPECT_NE(lost->message.find("fenced"), std::string::npos) << lost->message;
+}
+
+// The database out of reach for longer than a lease (simulated: the lease made to pass):
+// the renewal takes the id again as a new incarnation, and a produce commit begun under
+// the old one commits nothing.
+TEST_F(broker_leases, a_lease_that_passed_is_renewed_as_a_new_incarnation_that_fences_the_old) {
+    auto b = take(4, 10s);
+    ASSERT_TRUE(b);
+    auto db = connect();
+    ASSERT_TRUE(create_topic(*db, std::string(32, 'a'), "fenced", 1).ok());
+    object_commit c{"data/4/one", 10, 4, {{std::string(32, 'a'), 0, 1, 0, 10, 0}}, 1};
+    auto first = commit_object(*db, c);
+    ASSERT_TRUE(first.ok()) << first.err().message;
+    EXPECT_EQ((*first)[0].base_offset, 0);
+
+    auto renewed = b->renew();  // within the lease: the same incarnation
+    ASSERT_TRUE(renewed.ok()) << renewed.err().message;
+    EXPECT_FALSE(*renewed);
+    ASSERT_TRUE(db->exec("UPDATE sluice_brokers SET lease_expires_at = CURRENT_TIMESTAMP - "
+                         "CAST('1 second' AS INTERVAL) WHERE broker_id = 4")
+                    .ok());
+    // Passed: commits of the old incarnation are refused even before it registers again.
+    c.object_key = "data/4/two";
+    auto late = commit_object(*db, c);
+    ASSERT_FALSE(late.ok());
+    EXPECT_EQ(late.code(), errc::in_use) << late.err().message;
+    renewed = b->renew();
+    ASSERT_TRUE(renewed.ok()) << renewed.err().message;
+    EXPECT_TRUE(*renewed);
+    EXPECT_EQ(b->incarnation(), 2);
+    EXPECT_EQ(live_ids(), (std::vector<int32_t>{4}));
+    late = commit_object(*db, c);  // still the old incarnation's
+    ASSERT_FALSE(late.ok());
+    EXPECT_EQ(late.code(), errc::in_use);
+    c.broker_incarnation = 2;
+    auto again = commit_object(*db, c);
+    ASSERT_TRUE(again.ok()) << again.err().message;
+    EXPECT_EQ((*again)[0].base_offset, 1);
 }
 
 }  // namespace

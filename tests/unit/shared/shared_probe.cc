@@ -7,10 +7,12 @@
 #include <iostream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "metrics/registry.h"
 #include "shared/batch_index.h"
 #include "shared/catalog_schema.h"
 #include "shared/engine_env.h"
@@ -93,10 +95,30 @@ int s3_command(const std::string& cmd, const std::vector<std::string>& args) {
         auto r = s.remove(args[0]);
         if (!r) return fail(r.err());
         std::cout << "ok\n";
+    } else if (cmd == "s3-count" && args.size() == 1) {
+        // PUT KEY (stdin), GET it, GET a key that is not there, LIST, DELETE KEY; then
+        // the object-store lines of what GET /metrics would show.
+        std::string data((std::istreambuf_iterator<char>(std::cin)),
+                         std::istreambuf_iterator<char>());
+        if (auto r = s.put(args[0], data); !r) return fail(r.err());
+        if (auto r = s.get(args[0]); !r) return fail(r.err());
+        if (auto r = s.get(args[0] + ".absent"); r || r.code() != errc::not_found)
+            return fail(error{errc::io_error, "GET of an absent key did not answer not_found"});
+        if (auto r = s.list(args[0]); !r) return fail(r.err());
+        if (auto r = s.remove(args[0]); !r) return fail(r.err());
+        std::string text = metrics::global().render();
+        size_t at = 0;
+        while (at < text.size()) {
+            size_t nl = text.find('\n', at);
+            std::string_view line(text.data() + at,
+                                  (nl == std::string::npos ? text.size() : nl) - at);
+            if (line.rfind("sluice_object_store_", 0) == 0) std::cout << line << "\n";
+            at = nl == std::string::npos ? text.size() : nl + 1;
+        }
     } else {
         std::cerr << "usage: s3-put KEY < DATA | s3-get KEY [OFFSET LENGTH] | s3-head KEY | "
                      "s3-list PREFIX | "
-                     "s3-delete KEY\n";
+                     "s3-delete KEY | s3-count KEY < DATA\n";
         return 2;
     }
     return 0;

@@ -7,6 +7,7 @@
 
 #include "catalog/catalog.h"
 #include "log/log_manager.h"
+#include "sql/partition_source.h"
 #include "sql/sql_security_util.h"
 #include "sql/statement_context.h"
 #include "sql/topic_table.h"
@@ -282,7 +283,7 @@ TEST_F(topic_fixture, a_table_that_cannot_be_made_leaves_the_others_serving) {
     create_topic("fine", 1);
     produce("fine", 0, {{"k", "served", 5, {}}});
     statement_context ctx;
-    topic_tables tables(*logs, *cat, ctx);
+    topic_tables tables(*cat, logs.get(), nullptr, ctx);
     auto r = tables.install(db);
     EXPECT_TRUE(r) << r.error().message;
     EXPECT_FALSE(tables.table_for("taken"));
@@ -450,6 +451,88 @@ TEST_F(authz_fixture, system_tables_list_what_the_principal_may_describe) {
     EXPECT_EQ(query(*sess, "SELECT DISTINCT topic FROM system.configs"), rows{});
     gate.allow("alice", action::describe_configs, "sluice:topic:secret");
     EXPECT_EQ(query(*sess, "SELECT DISTINCT topic FROM system.configs"), (rows{{"secret"}}));
+}
+
+// Shared mode's path: the partitions through the partition-log interface
+// (engine_options::partitions, log::store_cursor) and the topics from a topic store, here
+// over the same local logs, which implement that interface too.
+struct logs_as_source final : partition_source {
+    explicit logs_as_source(log::log_manager& l) : logs(l) {}
+    log::partition_store* partition(const std::string& topic, int32_t p) override {
+        return logs.get(topic, p);
+    }
+    log::log_manager& logs;
+};
+
+struct interface_fixture : topic_fixture {
+    void SetUp() override {
+        topic_fixture::SetUp();
+        source = std::make_unique<logs_as_source>(*logs);
+        engine_options o;
+        o.data_dir = dir.path / "through";
+        std::filesystem::create_directories(o.data_dir);
+        o.topics = cat.get();
+        o.security = cat.get();
+        o.partitions = source.get();
+        open_engine_and_session(o, through_eng, through);
+    }
+    void TearDown() override {
+        through.reset();
+        through_eng.reset();
+        topic_fixture::TearDown();
+    }
+    std::unique_ptr<logs_as_source> source;
+    std::unique_ptr<engine> through_eng;
+    std::unique_ptr<session> through;
+};
+
+TEST_F(interface_fixture, the_same_rows_through_the_partition_log_interface) {
+    create_topic("orders", 3);
+    for (int i = 0; i < 30; ++i)
+        produce("orders", i % 3,
+                {{"k" + std::to_string(i), "v" + std::to_string(i), 1000 + i, {}}});
+    produce_bytes("orders", 1,
+                  sluice::testing::compress_batch(
+                      build_batch({{"zk", "zipped", 2000, {{"h", "x"}}}, {"zk2", "z2", 2001, {}}}),
+                      protocol::compression::gzip));
+    const char* all =
+        "SELECT partition, offset, timestamp_producer, key, value, headers "
+        "FROM kafka_topics.orders";
+    EXPECT_EQ(query(*through, all), query(*sess, all));
+    EXPECT_EQ(query(*through, "SELECT count(*) FROM kafka_topics.orders"), (rows{{"32"}}));
+    // partition and offset bounds narrow the scan itself.
+    EXPECT_EQ(query(*through,
+                    "SELECT offset, key FROM kafka_topics.orders "
+                    "WHERE partition = 1 AND offset >= 3 AND offset < 6"),
+              (rows{{"3", "k10"}, {"4", "k13"}, {"5", "k16"}}));
+    const auto scan = query(*through,
+                            "SELECT sluice_last_scan() ->> '$.partitions_scanned', "
+                            "sluice_last_scan() ->> '$.records_read'");
+    EXPECT_EQ(scan, (rows{{"1", "3"}}));
+    EXPECT_EQ(query(*through,
+                    "SELECT offset FROM kafka_topics.orders WHERE partition = 1 "
+                    "AND offset > 10"),
+              (rows{{"11"}}));
+    // A lower bound on timestamp_producer starts the read at the first record at or after it.
+    EXPECT_EQ(query(*through,
+                    "SELECT partition, offset FROM kafka_topics.orders "
+                    "WHERE timestamp_producer >= 1027 AND timestamp_producer < 1100"),
+              (rows{{"0", "9"}, {"1", "9"}, {"2", "9"}}));
+    EXPECT_EQ(query(*through, "SELECT sluice_last_scan() ->> '$.records_read'"), (rows{{"5"}}));
+    // No broker append times through the interface.
+    EXPECT_EQ(query(*through, "SELECT count(timestamp_broker) FROM kafka_topics.orders"),
+              (rows{{"0"}}));
+    EXPECT_EQ(
+        query(*through, "SELECT count(*) FROM kafka_topics.orders WHERE timestamp_broker >= 0"),
+        (rows{{"0"}}));
+    EXPECT_EQ(query(*through,
+                    "SELECT partition, log_start_offset, high_watermark, log_end_offset, "
+                    "bytes, segments FROM system.partitions WHERE topic = 'orders'"),
+              (rows{{"0", "0", "10", "10", "NULL", "NULL"},
+                    {"1", "0", "12", "12", "NULL", "NULL"},
+                    {"2", "0", "10", "10", "NULL", "NULL"}}));
+    EXPECT_EQ(query(*through, "SELECT topic, partitions FROM system.topics"),
+              (rows{{"orders", "3"}}));
 }
 
 }  // namespace

@@ -215,14 +215,77 @@ TEST_F(serving_fixture, several_statements_parameters_and_refused_writes) {
     auto empty = sess->prepare("  -- nothing\n");
     ASSERT_TRUE(empty);
     EXPECT_EQ(empty->get(), nullptr);
-    for (const char* sql : {"CREATE TABLE t(a INT)", "COPY (SELECT 1) TO 'x.csv'", "ATTACH 'x.db'",
-                            "INSTALL httpfs", "LOAD httpfs"})
+    for (const char* sql : {"COPY (SELECT 1) TO 'x.csv'", "ATTACH 'x.db'", "INSTALL httpfs",
+                            "LOAD httpfs", "CREATE MACRO m(x) AS x + 1"})
         EXPECT_EQ(run(sql), (rows{{"ERROR read_only"}})) << sql;
     EXPECT_EQ(run("SELECT * FROM read_csv('/etc/passwd')"), (rows{{err(failure::not_authorized)}}));
     EXPECT_EQ(run("BEGIN"), rows{});
     EXPECT_TRUE(sess->in_transaction());
     EXPECT_EQ(run("COMMIT"), rows{});
     EXPECT_FALSE(sess->in_transaction());
+}
+
+TEST_F(serving_fixture, users_tables_are_written_kept_and_fenced_off_the_engines_schemas) {
+    logs->add_topic("orders", 1, {});
+    produce("orders", 0, {{"k", R"({"n": 2})", 1, {}}, {"k", R"({"n": 5})", 2, {}}});
+    EXPECT_EQ(run("CREATE SCHEMA shop"), rows{});
+    EXPECT_EQ(run("CREATE TABLE shop.items(sku TEXT PRIMARY KEY, qty INTEGER)"), rows{});
+    EXPECT_EQ(run("CREATE INDEX items_qty ON shop.items(qty)"), rows{});
+    EXPECT_EQ(run("INSERT INTO shop.items SELECT key_text || \"offset\", (value ->> '$.n')::INT "
+                  "FROM kafka_topics.orders"),
+              rows{});
+    EXPECT_EQ(run("UPDATE shop.items SET qty = qty + 1 WHERE sku = 'k1'"), rows{});
+    EXPECT_EQ(run("SELECT sku, qty FROM shop.items ORDER BY sku"),
+              (rows{{"k0", "2"}, {"k1", "6"}}));
+    EXPECT_EQ(run("INSERT INTO shop.items VALUES ('k0', 1)"), (rows{{err(failure::constraint)}}));
+    EXPECT_EQ(run("CREATE TABLE scratch AS SELECT 1 AS x"), rows{});
+    EXPECT_EQ(run("DROP TABLE scratch"), rows{});
+    // The engine's schemas and other catalogs are not users'.
+    for (const char* sql :
+         {"INSERT INTO kafka_topics.orders(key) VALUES ('x')", "DELETE FROM system.topics",
+          "DELETE FROM pg_catalog.pg_type", "CREATE TABLE kafka_topics.t(a INT)",
+          "CREATE TABLE system.t(a INT)", "CREATE VIEW information_schema.v AS SELECT 1",
+          "DROP SCHEMA kafka_topics", "UPDATE system.topics SET partitions = 1",
+          "CREATE TABLE elsewhere.main.t(a INT)"})
+        EXPECT_EQ(run(sql), (rows{{err(failure::read_only)}})) << sql;
+    for (const char* sql : {"CREATE SCHEMA pg_catalog", "CREATE SCHEMA kafka_topics",
+                            "CREATE SCHEMA system", "CREATE SCHEMA \"a-b\""})
+        EXPECT_EQ(run(sql), (rows{{err(failure::invalid_parameter)}})) << sql;
+    // Kept in <data_dir>/sql-duck across restarts.
+    sess.reset();
+    eng.reset();
+    engine_options o;
+    o.data_dir = dir.path;
+    o.logs = logs.get();
+    auto e = open_serving_engine(o);
+    ASSERT_TRUE(e) << e.error().message;
+    eng = std::move(*e);
+    sess = std::move(*eng->open_session());
+    EXPECT_TRUE(std::filesystem::exists(dir.path / "sql-duck" / "sluice.duckdb"));
+    EXPECT_EQ(run("SELECT sku, qty FROM shop.items ORDER BY sku"),
+              (rows{{"k0", "2"}, {"k1", "6"}}));
+}
+
+TEST_F(serving_fixture, postgres_spellings_the_clients_send) {
+    // bytea's hex input (psycopg2's and JDBC's parameters), DuckDB's escapes still read.
+    EXPECT_EQ(run("SELECT '\\x6b3137'::bytea, '\\x41\\x42'::bytea, octet_length('\\x'::bytea)"),
+              (rows{{"b:k17", "b:AB", "0"}}));
+    EXPECT_EQ(run("SELECT convert_from('\\x6b31'::bytea, 'UTF8')"), (rows{{"k1"}}));
+    EXPECT_EQ(run("SELECT ('\\x7b2261223a317d'::bytea)::json ->> 'a'"), (rows{{"1"}}));
+    EXPECT_EQ(run("SELECT convert_from('\\xff'::bytea, 'UTF8')"),
+              (rows{{err(failure::invalid_parameter)}}));
+    // Integer division as PostgreSQL's; a cast keeps the column's name.
+    std::vector<column> cols;
+    EXPECT_EQ(run("SELECT 7 / 2, 7 / 2.0 AS half, x::text FROM (SELECT 1 AS x)", &cols),
+              (rows{{"3", "3.500000", "1"}}));
+    EXPECT_EQ(cols[2].name, "x");
+    // Messages are one line; a millisecond time in a time function gets a hint.
+    logs->add_topic("orders", 1, {});
+    auto st = sess->prepare("SELECT date_trunc('hour', timestamp_producer) FROM orders");
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().message.find('\n'), std::string::npos) << st.error().message;
+    EXPECT_NE(st.error().message.find("to_timestamp(ms / 1000.0)"), std::string::npos)
+        << st.error().message;
 }
 
 TEST_F(serving_fixture, rows_values_time_and_cancel_are_bounded) {

@@ -32,7 +32,7 @@ var nextGen = flag.Bool("next-gen", false, "group members use the KIP-848 consum
 
 // groupOpts: the options every group member of the program gets.
 func groupOpts(a jsonl.Args, extra ...kgo.Opt) []kgo.Opt {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(a.Bootstrap), kgo.ConsumerGroup(a.Group), kgo.ConsumeTopics(a.Topic)}, extra...)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(a.Brokers...), kgo.ConsumerGroup(a.Group), kgo.ConsumeTopics(a.Topic)}, extra...)
 	if *nextGen {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
@@ -43,7 +43,7 @@ func main() {
 	a, ctx, cancel := jsonl.Start(200)
 	defer cancel()
 
-	admin, err := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap))
+	admin, err := kgo.NewClient(kgo.SeedBrokers(a.Brokers...))
 	if err != nil {
 		jsonl.Fail("client", err)
 	}
@@ -68,7 +68,7 @@ func main() {
 	total := 0
 	for _, c := range codecs {
 		// Defaults otherwise: idempotent, acks=all, linger and batching as shipped.
-		p, err := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap), kgo.ProducerBatchCompression(c.codec),
+		p, err := kgo.NewClient(kgo.SeedBrokers(a.Brokers...), kgo.ProducerBatchCompression(c.codec),
 			kgo.DefaultProduceTopic(a.Topic))
 		if err != nil {
 			jsonl.Fail("producer", err)
@@ -182,7 +182,7 @@ func main() {
 	jsonl.Emit("committed", map[string]any{"offsets": committed})
 
 	// A third member resumes at the commits: it reads only what comes after them.
-	p, _ := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap), kgo.DefaultProduceTopic(a.Topic))
+	p, _ := kgo.NewClient(kgo.SeedBrokers(a.Brokers...), kgo.DefaultProduceTopic(a.Topic))
 	for i := 0; i < 5; i++ {
 		if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte("late"), Value: []byte(fmt.Sprintf("late-%d", i))}).FirstErr(); err != nil {
 			jsonl.Fail("late produce", err)

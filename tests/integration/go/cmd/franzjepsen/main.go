@@ -35,7 +35,7 @@ func main() {
 }
 
 func client(a jsonl.Args, k int) *kgo.Client {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(a.Bootstrap), kgo.DefaultProduceTopic(a.Topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(a.Brokers...), kgo.DefaultProduceTopic(a.Topic),
 		kgo.TransactionalID(fmt.Sprintf("jepsen-go-%d", k)), kgo.TransactionTimeout(10*time.Second),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(6*time.Second))
 	if err != nil {

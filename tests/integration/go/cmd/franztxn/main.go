@@ -38,7 +38,7 @@ func main() {
 
 func member(ctx context.Context, a jsonl.Args, out string, m int, committed *atomic.Int64) {
 	s, err := kgo.NewGroupTransactSession(
-		kgo.SeedBrokers(a.Bootstrap),
+		kgo.SeedBrokers(a.Brokers...),
 		kgo.TransactionalID(fmt.Sprintf("franz-gts-%d", m)),
 		kgo.TransactionTimeout(20*time.Second),
 		kgo.ConsumerGroup(a.Group),

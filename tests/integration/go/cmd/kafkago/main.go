@@ -27,7 +27,7 @@ func toRec(m kafka.Message) jsonl.Rec {
 func main() {
 	a, ctx, cancel := jsonl.Start(100)
 	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(a.Bootstrap), Timeout: 30 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(a.Brokers...), Timeout: 30 * time.Second}
 
 	created, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
 		Topic: a.Topic, NumPartitions: a.Partitions, ReplicationFactor: 1,
@@ -50,7 +50,7 @@ func main() {
 	}{{"none", 0}, {"gzip", compress.Gzip}, {"snappy", compress.Snappy}, {"lz4", compress.Lz4}, {"zstd", compress.Zstd}}
 	total := 0
 	for _, c := range codecs {
-		w := &kafka.Writer{Addr: kafka.TCP(a.Bootstrap), Topic: a.Topic, Balancer: &kafka.Hash{},
+		w := &kafka.Writer{Addr: kafka.TCP(a.Brokers...), Topic: a.Topic, Balancer: &kafka.Hash{},
 			RequiredAcks: kafka.RequireAll, Compression: c.codec, BatchTimeout: 10 * time.Millisecond}
 		msgs := make([]kafka.Message, a.PerCodec)
 		for i := range msgs {
@@ -71,7 +71,7 @@ func main() {
 	var wg sync.WaitGroup
 	readers := make([]*kafka.Reader, 2)
 	for m := range readers {
-		readers[m] = kafka.NewReader(kafka.ReaderConfig{Brokers: []string{a.Bootstrap}, GroupID: a.Group, Topic: a.Topic,
+		readers[m] = kafka.NewReader(kafka.ReaderConfig{Brokers: a.Brokers, GroupID: a.Group, Topic: a.Topic,
 			MaxWait: 200 * time.Millisecond, StartOffset: kafka.FirstOffset, HeartbeatInterval: time.Second,
 			SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
 		wg.Add(1)
@@ -110,7 +110,7 @@ func main() {
 	}
 	jsonl.Emit("committed", map[string]any{"offsets": committed})
 
-	w := &kafka.Writer{Addr: kafka.TCP(a.Bootstrap), Topic: a.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(a.Brokers...), Topic: a.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
 	late := make([]kafka.Message, 5)
 	for i := range late {
 		late[i] = kafka.Message{Key: []byte("late"), Value: []byte(fmt.Sprintf("late-%d", i))}
@@ -119,7 +119,7 @@ func main() {
 		jsonl.Fail("late produce", err)
 	}
 	w.Close()
-	third := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{a.Bootstrap}, GroupID: a.Group, Topic: a.Topic,
+	third := kafka.NewReader(kafka.ReaderConfig{Brokers: a.Brokers, GroupID: a.Group, Topic: a.Topic,
 		MaxWait: 200 * time.Millisecond})
 	var resumed []jsonl.Rec
 	for len(resumed) < 5 {
@@ -170,7 +170,7 @@ func main() {
 	}
 	ends := map[int]int64{}
 	for p := 0; p < a.Partitions; p++ {
-		conn, err := kafka.DialLeader(ctx, "tcp", a.Bootstrap, a.Topic, p)
+		conn, err := kafka.DialLeader(ctx, "tcp", a.Brokers[0], a.Topic, p)
 		if err != nil {
 			jsonl.Fail("dial leader", err)
 		}

@@ -50,7 +50,7 @@ func config() *sarama.Config {
 func main() {
 	a, ctx, cancel := jsonl.Start(100)
 	defer cancel()
-	brokers := []string{a.Bootstrap}
+	brokers := a.Brokers
 
 	admin, err := sarama.NewClusterAdmin(brokers, config())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -38,6 +39,7 @@ func Err(err error) any {
 // Args are the flags every test program of this module takes.
 type Args struct {
 	Bootstrap, Topic, Group string
+	Brokers                 []string // Bootstrap's HOST:PORT list (one broker, or a cluster's)
 	Partitions, PerCodec    int
 }
 
@@ -45,12 +47,13 @@ type Args struct {
 // run's context, which ends after 150 s.
 func Start(perCodec int) (Args, context.Context, context.CancelFunc) {
 	var a Args
-	flag.StringVar(&a.Bootstrap, "bootstrap", "", "host:port")
+	flag.StringVar(&a.Bootstrap, "bootstrap", "", "host:port[,host:port...]")
 	flag.StringVar(&a.Topic, "topic", "", "topic to create and use")
 	flag.IntVar(&a.Partitions, "partitions", 3, "partitions of the topic")
 	flag.IntVar(&a.PerCodec, "per-codec", perCodec, "records per codec")
 	flag.StringVar(&a.Group, "group", "", "consumer group id")
 	flag.Parse()
+	a.Brokers = strings.Split(a.Bootstrap, ",")
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	return a, ctx, cancel
 }

@@ -116,9 +116,9 @@ public final class JdbcTypes {
             c.commit();
 
             // A topic read with parameters, keys as text, the timestamps as timestamptz.
-            try (PreparedStatement q = c.prepareStatement("SELECT partition, offset, key::text, "
+            try (PreparedStatement q = c.prepareStatement("SELECT partition, \"offset\", key::text, "
                     + "timestamp_producer, timestamp_producer_tz FROM " + topicTable
-                    + " WHERE partition = ? AND offset < ? ORDER BY offset")) {
+                    + " WHERE partition = ? AND \"offset\" < ? ORDER BY \"offset\"")) {
                 for (int run = 0; run < 7; ++run) {
                     q.setInt(1, 1);
                     q.setLong(2, 3);

@@ -1,0 +1,106 @@
+#include "log/store_cursor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace sluice::log {
+
+result<void> store_cursor::open(const partition_store* log, offset_t start, offset_t end) {
+    close();
+    auto aborted = log->aborted_transactions(start, end);
+    if (!aborted) return aborted.err();
+    _aborted = std::move(*aborted);
+    _log = log;
+    _start = _next_read = start;
+    _end = end;
+    return {};
+}
+
+void store_cursor::close() {
+    _log = nullptr;
+    _records.reset();
+    _buf.clear();
+    _at = 0;
+    _aborted.clear();
+}
+
+// The next chunk of whole batches from _next_read; false when the range has no more.
+result<bool> store_cursor::read_more() {
+    _records.reset();
+    _buf.clear();
+    _at = 0;
+    for (int attempt = 0; _next_read < _end; ++attempt) {
+        auto r = _log->read(_next_read, read_chunk_bytes, true, true);
+        if (!r) {
+            // Retention or DeleteRecords moved the log start past the range's next offset
+            // meanwhile: what is left starts there.
+            const offset_t start = _log->log_start_offset();
+            if (r.code() != errc::out_of_range || start <= _next_read || attempt > 0)
+                return r.err();
+            _next_read = start;
+            continue;
+        }
+        if (r->data.empty()) return false;
+        _buf = std::move(r->data);
+        _stats.bytes_read += static_cast<int64_t>(_buf.size());
+        return true;
+    }
+    return false;
+}
+
+result<bool> store_cursor::next_batch() {
+    for (;;) {
+        if (_at >= _buf.size()) {
+            auto more = read_more();
+            if (!more || !*more) return more;
+        }
+        const bytes_view rest = bytes_view(_buf).subspan(_at);
+        auto h = protocol::read_batch_header(rest);
+        if (!h || h->size_bytes() > rest.size())
+            return error{errc::corrupt,
+                         fmt::format("a truncated batch after offset {}", _next_read - 1)};
+        _at += h->size_bytes();
+        _header = *h;
+        _next_read = std::max(_next_read, h->last_offset() + 1);
+        if (h->base_offset >= _end) return false;
+        if (h->last_offset() < _start || h->is_control() || in_aborted(_aborted, *h)) continue;
+        auto records = protocol::batch_records(rest.first(h->size_bytes()), _header, _plain);
+        if (!records)
+            return error{errc::corrupt, fmt::format("the batch at offset {}: {}", h->base_offset,
+                                                    records.err().message)};
+        _records.emplace(*records, _header);
+        ++_stats.batches_read;
+        return true;
+    }
+}
+
+result<bool> store_cursor::next() {
+    if (!_log) return false;
+    for (;;) {
+        if (_records) {
+            while (_records->next(_rec)) {
+                if (_rec.offset < _start) continue;
+                if (_rec.offset >= _end) {
+                    close();
+                    return false;
+                }
+                ++_stats.records_read;
+                return true;
+            }
+            if (!_records->ok())
+                return error{errc::corrupt,
+                             fmt::format("malformed records in the batch at offset {}",
+                                         _header.base_offset)};
+            _records.reset();
+        }
+        auto more = next_batch();
+        if (!more) return more;
+        if (!*more) {
+            close();
+            return false;
+        }
+    }
+}
+
+}  // namespace sluice::log

@@ -1,0 +1,229 @@
+"""SQL over topics in shared mode (docs/shared-mode.md, "SQL"): two brokers of
+scripts/cluster (PostgreSQL, s3proxy) with their PostgreSQL and HTTP listeners. Records
+produced through broker 0 are read back at broker 1 with psycopg2 and with HTTP POST
+/v1/sql: the same partitions, offsets, keys, values and timestamps, count(*) equal, an
+offset/partition filter narrowed in the scan (sluice_last_scan), the system tables
+listing the topic with its offsets, and the users and ACLs of the shared catalog
+deciding who reads: a user denied Read on a topic is refused at broker 1's listeners
+(the cluster authenticates on a SASL listener and is permissive: a Deny denies)."""
+
+import base64
+
+import psycopg2
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import sql_helpers as Q
+from cluster_helpers import kafka, running_cluster, state, wait_for
+
+TOPIC = "sql-events"
+CLOSED = "sql-closed"
+PARTITIONS = 3
+COUNT = 90
+BASE_TS = 1764460800000
+USERS = {"reader": "reader-pw", "alice": "alice-pw"}
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    import security_helpers as S
+    p = S.Pki(tmp_path_factory.mktemp("pki"))
+    p.server_cert = p.server()
+    return p
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, pki):
+    """Basic credentials go over HTTPS only: the brokers have a TLS certificate."""
+    import security_helpers as S
+    yield from running_cluster(tmp_path_factory.mktemp("shared-sql"), "--brokers", 2, "--",
+                               "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--authorization", "permissive",
+                               *S.tls_flags(pki, pki.server_cert))
+
+
+def broker(d, i, what):
+    return next(b[what] for b in state(d)["brokers"] if b["id"] == i)
+
+
+def pg_login(d, i, user, password=None):
+    host, port = broker(d, i, "pg").rsplit(":", 1)
+    conn = psycopg2.connect(host=host, port=int(port), dbname="sluice", user=user,
+                            password=password if password is not None else USERS[user], connect_timeout=10)
+    conn.autocommit = True
+    return conn
+
+
+def https_sql(d, pki, user, sql):
+    """POST /v1/sql at broker 1 over HTTPS as `user`: (status, parsed JSON body)."""
+    import json
+    import ssl
+    import urllib.error
+    import urllib.request
+    token = base64.b64encode(("%s:%s" % (user, USERS[user])).encode()).decode()
+    req = urllib.request.Request(broker(d, 1, "http") + "/v1/sql", data=sql.encode(), method="POST",
+                                 headers={"Content-Type": "application/sql", "Authorization": "Basic " + token})
+    ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+    try:
+        with urllib.request.urlopen(req, timeout=30, context=ctx) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        try:
+            return e.code, json.loads(e.read())
+        finally:
+            e.close()
+
+
+@pytest.fixture(scope="module")
+def produced(cluster):
+    """Topics, users and an ACL made through broker 0; COUNT records produced there with
+    their keys, values and timestamps; returns [(partition, offset, key, value, ts)] in
+    partition then offset order."""
+    import kproto as K
+    import security_helpers as S
+    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             KafkaAdminClient, ResourcePattern, ResourceType)
+    admin = AdminClient({"bootstrap.servers": kafka(cluster, 0)})
+    fs = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1), NewTopic(CLOSED, 1, 1)], operation_timeout=30)
+    for f in fs.values():
+        f.result(timeout=30)
+    with K.Conn(kafka(cluster, 0)) as conn:
+        got = S.alter_user_scram_credentials(
+            conn, upsertions=[(u, "SCRAM-SHA-256", 4096, pw) for u, pw in USERS.items()])
+        assert got == {u: (0, None) for u in USERS}, got
+    kadmin = KafkaAdminClient(bootstrap_servers=kafka(cluster, 0))
+    try:
+        deny = ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.DENY,
+                   ResourcePattern(ResourceType.TOPIC, CLOSED, ACLResourcePatternType.LITERAL))
+        assert not kadmin.create_acls([deny])["failed"]
+    finally:
+        kadmin.close()
+    acked, errors = [], []
+
+    def done(err, msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            acked.append((msg.partition(), msg.offset(), msg.key(), msg.value(), msg.timestamp()[1]))
+
+    p = Producer({"bootstrap.servers": kafka(cluster, 0), "enable.idempotence": True, "linger.ms": 5})
+    for i in range(COUNT):
+        p.produce(TOPIC, key=b"key-%d" % i, value=b'{"n":%d}' % i, partition=i % PARTITIONS,
+                  timestamp=BASE_TS + i * 1000, on_delivery=done)
+    p.produce(CLOSED, key=b"s", value=b"secret", on_delivery=done)
+    assert p.flush(30) == 0 and not errors, errors
+    records = sorted(r for r in acked if r[2] != b"s")
+    assert len(records) == COUNT
+    # Broker 1 reads the topics and users of the shared catalog within a second or so.
+    wait_for(lambda: _can_login(cluster, "reader"), timeout=15, what="the users on broker 1")
+    return records
+
+
+def _can_login(d, user):
+    try:
+        pg_login(d, 1, user).close()
+        return True
+    except psycopg2.OperationalError:
+        return False
+
+
+def as_bytes(v):
+    return bytes(v) if v is not None else None
+
+
+def test_topic_rows_at_another_brokers_pg(cluster, produced):
+    with pg_login(cluster, 1, "reader") as conn:
+        def rows():
+            return [(p, o, as_bytes(k), as_bytes(v), t) for p, o, k, v, t in Q.pg_rows(
+                conn, 'SELECT partition, "offset", key, value, timestamp_producer FROM kafka_topics."%s"' % TOPIC)]
+        # Broker 1 knows the topic within its refresh interval.
+        wait_for(lambda: len(rows()) == COUNT, timeout=10, what="the records at broker 1")
+        assert rows() == produced
+        assert Q.pg_rows(conn, 'SELECT count(*) FROM kafka_topics."%s"' % TOPIC) == [(COUNT,)]
+        # Shared mode keeps no broker append times.
+        assert Q.pg_rows(conn, 'SELECT count(timestamp_broker) FROM kafka_topics."%s"' % TOPIC) == [(0,)]
+
+
+def test_filter_on_partition_and_offset_is_pushed_down(cluster, produced):
+    want = [r for r in produced if r[0] == 1 and 5 <= r[1] < 12]
+    assert len(want) == 7
+    with pg_login(cluster, 1, "reader") as conn:
+        got = Q.pg_rows(conn, 'SELECT partition, "offset", key, value, timestamp_producer FROM kafka_topics."%s" '
+                              'WHERE partition = 1 AND "offset" >= 5 AND "offset" < 12' % TOPIC)
+        assert [(p, o, as_bytes(k), as_bytes(v), t) for p, o, k, v, t in got] == want
+        import json
+        scan = json.loads(Q.pg_rows(conn, "SELECT sluice_last_scan()")[0][0])
+        assert scan["partitions_scanned"] == 1 and scan["records_read"] == 7, scan
+        # A lower bound on timestamp_producer starts each partition's read at the first
+        # record at or after it.
+        since = BASE_TS + 60 * 1000
+        got = Q.pg_rows(conn, 'SELECT partition, "offset" FROM kafka_topics."%s" WHERE timestamp_producer >= %d'
+                        % (TOPIC, since))
+        assert sorted(got) == [(p, o) for p, o, _, _, t in produced if t >= since]
+        scan = json.loads(Q.pg_rows(conn, "SELECT sluice_last_scan()")[0][0])
+        assert scan["records_read"] == COUNT - 60, scan
+
+
+def test_system_tables_list_the_topic(cluster, produced):
+    with pg_login(cluster, 1, "reader") as conn:
+        assert Q.pg_rows(conn, "SELECT topic, partitions FROM system.topics WHERE topic = %s", (TOPIC,)) \
+            == [(TOPIC, PARTITIONS)]
+        hw = {p: 0 for p in range(PARTITIONS)}
+        for p, o, *_ in produced:
+            hw[p] = max(hw[p], o + 1)
+        got = Q.pg_rows(conn, "SELECT partition, log_start_offset, high_watermark FROM system.partitions "
+                              "WHERE topic = %s ORDER BY partition", (TOPIC,))
+        assert got == [(p, 0, hw[p]) for p in range(PARTITIONS)]
+
+
+def test_https_at_another_broker(cluster, pki, produced):
+    assert broker(cluster, 1, "http").startswith("https://")
+    status, doc = https_sql(cluster, pki, "reader",
+                            'SELECT partition, "offset", key, value, timestamp_producer FROM kafka_topics."%s"' % TOPIC)
+    assert status == 200, doc
+    assert [tuple(r) for r in doc["rows"]] == [(p, o, k.decode(), v.decode(), t) for p, o, k, v, t in produced]
+    status, doc = https_sql(cluster, pki, "reader", 'SELECT count(*) FROM kafka_topics."%s"' % TOPIC)
+    assert status == 200 and doc["rows"] == [[COUNT]], doc
+    # /metrics is served there too.
+    import ssl
+    import urllib.request
+    token = base64.b64encode(b"reader:" + USERS["reader"].encode()).decode()
+    req = urllib.request.Request(broker(cluster, 1, "http") + "/metrics", headers={"Authorization": "Basic " + token})
+    ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+    with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+        assert r.status == 200 and b"sluice_" in r.read()
+    # The users made through broker 0 (AlterUserScramCredentials) are broker 1's users.
+    import json
+    req = urllib.request.Request(broker(cluster, 1, "http") + "/v1/users", headers={"Authorization": "Basic " + token})
+    with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+        assert sorted(u["name"] for u in json.loads(r.read())["users"]) == sorted(USERS)
+
+
+def test_a_user_denied_read_is_refused(cluster, pki, produced):
+    with pg_login(cluster, 1, "alice") as conn:
+        assert Q.pg_rows(conn, 'SELECT count(*) FROM kafka_topics."%s"' % TOPIC) == [(COUNT,)]
+        e = Q.pg_error(conn, 'SELECT * FROM kafka_topics."%s"' % CLOSED)
+        assert e.pgcode == "42501", (e.pgcode, str(e))
+    status, doc = https_sql(cluster, pki, "alice", 'SELECT * FROM kafka_topics."%s"' % CLOSED)
+    assert status in (400, 403) and doc["error"]["sqlstate"] == "42501", (status, doc)
+    with pg_login(cluster, 1, "reader") as conn:  # not denied: reads it
+        assert [as_bytes(v) for v, in Q.pg_rows(conn, 'SELECT value FROM kafka_topics."%s"' % CLOSED)] == [b"secret"]
+    with pytest.raises(psycopg2.OperationalError):
+        pg_login(cluster, 1, "alice", password="wrong")
+
+
+def test_group_offsets_listed_at_every_broker(cluster, produced):
+    """A group's offsets committed through broker 0 (to its coordinator, by placement) are
+    in system.group_offsets at both brokers, with the partition's lag."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": kafka(cluster, 0), "group.id": "sql-group", "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(TOPIC, 0, 7)], asynchronous=False)
+    finally:
+        c.close()
+    hw = 1 + max(o for p, o, *_ in produced if p == 0)
+    for i in (0, 1):
+        with pg_login(cluster, i, "reader") as conn:
+            got = Q.pg_rows(conn, "SELECT group_id, topic, partition, committed_offset, high_watermark, lag "
+                                  "FROM system.group_offsets WHERE group_id = 'sql-group'")
+            assert got == [("sql-group", TOPIC, 0, 7, hw, hw - 7)], (i, got)

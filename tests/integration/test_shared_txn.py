@@ -1,0 +1,212 @@
+"""Kafka transactions in shared mode (docs/shared-mode.md#transactions): two brokers of
+scripts/cluster over one PostgreSQL and one S3 server, driven by librdkafka
+(confluent-kafka) and raw requests.
+
+- a transactional producer bootstrapped at broker 0 commits and aborts; a read_committed
+  consumer bootstrapped at broker 1 sees exactly the committed records, each once, and a
+  read_uncommitted one sees them all; ListOffsets at read_committed stops at the first
+  offset of a transaction still open, as the Fetch answers' last stable offset does;
+- DescribeProducers (from either broker), DescribeTransactions and ListTransactions (at
+  the id's coordinator) answer from the shared state;
+- offsets sent to a transaction become the group's committed offsets at its commit,
+  whichever broker coordinates the group;
+- the Java client (kafka-clients 4.3, tests/jvm Transactional) commits and aborts on
+  transaction version 2 (each EndTxn bumps the epoch);
+- kill -9 of the coordinator broker with a transaction open: a new producer with the
+  same transactional id (bootstrapped at the survivor) is given the next epoch there,
+  the open transaction is aborted and read_committed consumers pass it.
+"""
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import idempotence_helpers as I
+import java_client_helpers as JC
+import kproto as K
+import kproto_flex as F
+from cluster_helpers import cluster_cmd, kafka, running_cluster, wait_for, wait_topic_known
+
+LEASE_MS = 3000
+PARTS = 3
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cluster")
+    yield from running_cluster(d, "--brokers", 2, "--lease-ms", LEASE_MS)
+
+
+def create_topic(d, name, partitions=PARTS):
+    admin = AdminClient({"bootstrap.servers": kafka(d, 0)})
+    admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)[name].result(timeout=30)
+    wait_topic_known(d, name)
+
+
+def txn_producer(bootstrap, tid):
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5,
+                  "transaction.timeout.ms": 60000})
+    p.init_transactions(60)
+    return p
+
+
+def send(p, topic, values):
+    for i, v in enumerate(values):
+        p.produce(topic, v.encode(), partition=i % PARTS)
+    assert p.flush(30) == 0
+
+
+def read(bootstrap, topic, isolation, expect, timeout=30, settle=1.0, partitions=PARTS):
+    """Every record from offset 0 until `expect` came (and `settle` s more): a list of values."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-%f" % time.time(),
+                  "enable.auto.commit": False, "isolation.level": isolation})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got = []
+    deadline = time.monotonic() + timeout
+    quiet_until = None
+    while time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.value().decode())
+        if len(got) >= expect:
+            quiet_until = quiet_until or time.monotonic() + settle
+            if time.monotonic() >= quiet_until:
+                break
+    c.close()
+    return got
+
+
+def txn_coordinator(d, tid):
+    with K.Conn(kafka(d, 0)) as conn:
+        (c,) = K.find_coordinator(conn, 4, [tid], key_type=1)
+    assert c["error"] == 0, c
+    return c["node_id"]
+
+
+def test_commit_and_abort_seen_read_committed_on_the_other_broker(cluster):
+    create_topic(cluster, "stx")
+    p = txn_producer(kafka(cluster, 0), "stx-1")
+    committed, aborted = [], []
+    for t in range(4):
+        vals = ["t%d-%d" % (t, i) for i in range(12)]
+        p.begin_transaction()
+        send(p, "stx", vals)
+        if t == 2:
+            p.abort_transaction(30)
+            aborted += vals
+        else:
+            p.commit_transaction(30)
+            committed += vals
+    got = read(kafka(cluster, 1), "stx", "read_committed", len(committed))
+    assert sorted(got) == sorted(committed)  # each once, no aborted one
+    every = read(kafka(cluster, 1), "stx", "read_uncommitted", len(committed) + len(aborted))
+    assert sorted(every) == sorted(committed + aborted)
+
+    # A transaction left open: read_committed stops at its first offset.
+    with K.Conn(kafka(cluster, 1)) as conn:
+        hw = F.list_offsets(conn, "stx", [(q, -1) for q in range(PARTS)], isolation_level=0)
+    p.begin_transaction()
+    send(p, "stx", ["open-%d" % i for i in range(PARTS)])
+    with K.Conn(kafka(cluster, 1)) as conn:
+        lso = F.list_offsets(conn, "stx", [(q, -1) for q in range(PARTS)], isolation_level=1)
+        now = F.list_offsets(conn, "stx", [(q, -1) for q in range(PARTS)], isolation_level=0)
+        producers = I.describe_producers(conn, "stx", list(range(PARTS)))
+    before = {x["partition_index"]: x["offset"] for x in hw["topics"][0]["partitions"]}
+    stable = {x["partition_index"]: x["offset"] for x in lso["topics"][0]["partitions"]}
+    latest = {x["partition_index"]: x["offset"] for x in now["topics"][0]["partitions"]}
+    assert stable == before and all(latest[q] == before[q] + 1 for q in range(PARTS)), (before, stable, latest)
+    for q in range(PARTS):
+        (prod,) = producers[q]["producers"]
+        assert prod["txn_start"] == before[q], producers  # the open transaction's first offset
+    assert "open-0" not in read(kafka(cluster, 1), "stx", "read_committed", len(committed), settle=0.5)
+
+    # The coordinator describes and lists it.
+    coord = txn_coordinator(cluster, "stx-1")
+    with K.Conn(kafka(cluster, coord)) as conn:
+        desc = I.describe_transactions(conn, ["stx-1"])["stx-1"]
+        listed = I.list_transactions(conn)["txns"]
+    assert desc["error"] == 0 and desc["state"] == "Ongoing", desc
+    assert sorted(desc["partitions"]) == [("stx", q) for q in range(PARTS)]
+    assert listed.get("stx-1") == (desc["producer_id"], "Ongoing"), listed
+    with K.Conn(kafka(cluster, 1 - coord)) as conn:
+        assert "stx-1" not in I.list_transactions(conn)["txns"]  # each broker lists its own
+        assert I.describe_transactions(conn, ["stx-1"])["stx-1"]["error"] == 16  # NOT_COORDINATOR
+
+    p.commit_transaction(30)
+    got = read(kafka(cluster, 1), "stx", "read_committed", len(committed) + PARTS)
+    assert sorted(got) == sorted(committed + ["open-%d" % i for i in range(PARTS)])
+
+
+def test_offsets_sent_to_a_transaction_become_committed(cluster):
+    create_topic(cluster, "stx-off")
+    p = txn_producer(kafka(cluster, 1), "stx-off")
+    c = Consumer({"bootstrap.servers": kafka(cluster, 0), "group.id": "stx-group"})
+    meta = c.consumer_group_metadata()
+    positions = [TopicPartition("stx-off", q, 10 + q) for q in range(PARTS)]
+    p.begin_transaction()
+    send(p, "stx-off", ["x"])
+    p.send_offsets_to_transaction(positions, meta, 30)
+    p.commit_transaction(30)
+    for b in (0, 1):
+        reader = Consumer({"bootstrap.servers": kafka(cluster, b), "group.id": "stx-group"})
+
+        def committed():
+            got = reader.committed([TopicPartition("stx-off", q) for q in range(PARTS)], timeout=10)
+            return [t.offset for t in got] == [10 + q for q in range(PARTS)]
+        wait_for(committed, timeout=15, what="transactional offsets seen through broker %d" % b)
+        reader.close()
+    c.close()
+
+
+def test_java_client_on_transaction_version_2(cluster):
+    create_topic(cluster, "stx-java", 1)
+    out = JC.run("Transactional", kafka(cluster, 0), "commit-abort", "stx-java", "stx-java")
+    want = ["c1-%d" % i for i in range(10)] + ["c2-%d" % i for i in range(10)]
+    com = [x for x in JC.by_kind(out, "read") if x["isolation"] == "read_committed"][0]
+    assert com["values"] == want, com
+    assert read(kafka(cluster, 1), "stx-java", "read_committed", len(want), partitions=1) == want
+    coord = txn_coordinator(cluster, "stx-java")
+    with K.Conn(kafka(cluster, coord)) as conn:
+        d = I.describe_transactions(conn, ["stx-java"])["stx-java"]
+    # TV2: EndTxn v5 bumped the epoch at each of the three ends (TV1 would keep 0).
+    assert d["state"] == "CompleteCommit" and d["epoch"] == 3, d
+
+
+def test_coordinator_killed_with_a_transaction_open(cluster):
+    create_topic(cluster, "stx-kill")
+    tid = "stx-kill"
+    coord = txn_coordinator(cluster, tid)
+    survivor = 1 - coord
+    p = txn_producer(kafka(cluster, survivor), tid)
+    p.begin_transaction()
+    send(p, "stx-kill", ["before-%d" % i for i in range(PARTS)])
+    p.commit_transaction(30)
+    p.begin_transaction()
+    send(p, "stx-kill", ["lost-%d" % i for i in range(6)])  # in the log, never committed
+    cluster_cmd("kill", cluster, coord)
+    try:
+        # The survivor takes the id once the coordinator's lease passed: the new instance's
+        # InitProducerId aborts the open transaction and fences the old producer.
+        p2 = txn_producer(kafka(cluster, survivor), tid)
+        assert txn_coordinator_at(cluster, survivor, tid) == survivor
+        with pytest.raises(KafkaException):
+            p.commit_transaction(10)
+        p2.begin_transaction()
+        send(p2, "stx-kill", ["after-%d" % i for i in range(PARTS)])
+        p2.commit_transaction(30)
+        want = ["before-%d" % i for i in range(PARTS)] + ["after-%d" % i for i in range(PARTS)]
+        got = read(kafka(cluster, survivor), "stx-kill", "read_committed", len(want))
+        assert sorted(got) == sorted(want)
+        with K.Conn(kafka(cluster, survivor)) as conn:
+            d = I.describe_transactions(conn, [tid])[tid]
+        assert d["error"] == 0 and d["state"] == "CompleteCommit", d
+    finally:
+        cluster_cmd("start", cluster, coord)
+
+
+def txn_coordinator_at(d, broker, tid):
+    with K.Conn(kafka(d, broker)) as conn:
+        (c,) = K.find_coordinator(conn, 4, [tid], key_type=1)
+    return c["node_id"]
