@@ -49,24 +49,69 @@
 #include "sql/schemas.h"
 #include "sql/sqlite_engine.h"
 #ifdef SLUICE_HAS_DUCKDB
+#include "expansion/duck/duck_target.h"
+#include "sql/duck/duck_engine.h"
 #include "sql/duck/serving.h"
 #endif
 
 namespace sluice::app {
 namespace {
 
-// The SQL engine --sql-engine names (docs/sql.md, Engines).
-sql::outcome<std::unique_ptr<sql::engine>> open_sql_engine(const std::string& name,
-                                                           const sql::engine_options& eo) {
-    if (name == "sqlite") return sql::open_engine(eo);
+// The SQL engine --sql-engine names (docs/sql.md, Engines), in two steps: prepare()
+// before the expansions open, since with DuckDB they store their targets columnar in the
+// engine's own database (<data_dir>/sql-duck/sluice.duckdb, docs/expansions.md#storage), then
+// open() once they have.
+class sql_engine_choice {
+  public:
+    sql::outcome<bool> prepare(const std::string& name, const sql::engine_options& eo,
+                               const std::string& export_dir) {
+        _name = name;
+        if (name == "sqlite" && export_dir.empty()) return true;
+        if (name == "sqlite")
+            return sql::query_error{sql::failure::invalid_parameter,
+                                    "--sql-export-dir needs --sql-engine duckdb"};
 #ifdef SLUICE_HAS_DUCKDB
-    return sql::duck::open_serving_engine(eo);
+        std::filesystem::path exports;
+        if (!export_dir.empty()) {
+            std::error_code ec;
+            exports = std::filesystem::weakly_canonical(std::filesystem::absolute(export_dir), ec);
+            if (ec || !std::filesystem::is_directory(exports))
+                return sql::query_error{
+                    sql::failure::invalid_parameter,
+                    fmt::format("--sql-export-dir {}: not a directory", export_dir)};
+        }
+        const auto file = sql::duck::serving_database_file(eo.data_dir);
+        auto db = sql::duck::open_serving_database(eo, file, exports);
+        if (!db) return db.error();
+        _duck = std::move(*db);
+        auto t = expansion::duck_targets::open({.file = file, .database = _duck->database()});
+        if (!t) return sql::query_error{sql::failure::internal, t.err().message};
+        _targets = std::move(*t);
+        return true;
 #else
-    return sql::query_error{sql::failure::invalid_parameter,
-                            "--sql-engine duckdb: this build has no DuckDB (configure with "
-                            "-DSLUICE_DUCKDB=ON, as `make test` does)"};
+        return sql::query_error{sql::failure::invalid_parameter,
+                                "--sql-engine duckdb: this build has no DuckDB (configure with "
+                                "-DSLUICE_DUCKDB=ON, as `make test` does)"};
 #endif
-}
+    }
+    // Where the expansions store their targets; null: SQLite (in the users' schemas).
+    std::shared_ptr<expansion::target_backend> targets() const {
+        return _targets;
+    }
+    sql::outcome<std::unique_ptr<sql::engine>> open(const sql::engine_options& eo) {
+#ifdef SLUICE_HAS_DUCKDB
+        if (_duck) return sql::duck::open_serving_engine(eo, _duck);
+#endif
+        return sql::open_engine(eo);
+    }
+
+  private:
+    std::string _name;
+    std::shared_ptr<expansion::target_backend> _targets;
+#ifdef SLUICE_HAS_DUCKDB
+    std::shared_ptr<sql::duck::engine> _duck;
+#endif
+};
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
 // loop thread like everything else.
@@ -481,8 +526,45 @@ int serve(const serve_options& o) {
         return 1;
     }
     std::shared_ptr<sql::schema_registry> shared_schemas = std::move(*schemas);
+    // SQL: its own threads (one per connection), over the same logs and catalog.
+    sql_state state(b);
+    if (engines) {
+        auto offsets = open_shared_offsets(*engines);
+        if (!offsets) {
+            log_error("app", "shared mode: {}", offsets.err().message);
+            logs.close();
+            return 1;
+        }
+        state.read_offsets_from(std::move(*offsets));
+    }
+    sql::engine_options eo;
+    eo.data_dir = cfg.data_dir;
+    eo.defaults.timeout = std::chrono::milliseconds(o.sql_timeout_ms);
+    eo.defaults.max_rows = o.sql_max_rows;
+    eo.bounds = o.sql_bounds;
+    eo.logs = &logs;
+    eo.catalog = cat->get();
+    eo.state = &state;
+    eo.schemas = shared_schemas;
+    eo.gate = &b.access();
+    // Shared mode: topics, users and policies of the shared catalog; partitions through
+    // the partition-log interface of the shared log.
+    std::optional<shared_sql_partitions> shared_partitions;
+    if (engines) {
+        shared_partitions.emplace(*engines);
+        eo.topics = engines->topics.get();
+        eo.security = engines->security.get();
+        eo.partitions = &*shared_partitions;
+    }
+    sql_engine_choice sql_engine;
+    if (auto r = sql_engine.prepare(o.sql_engine, eo, o.sql_export_dir); !r) {
+        log_error("app", "sql: {}", r.error().message);
+        logs.close();
+        return 1;
+    }
     // Expansions catch up from the log before the broker serves anyone.
-    auto expansions = expansion::service::open({cat->get(), cat->get(), &logs, shared_schemas});
+    auto expansions = expansion::service::open(
+        {cat->get(), cat->get(), &logs, shared_schemas, sql_engine.targets()});
     if (!expansions) {
         log_error("app", "expansions: {}", expansions.err().message);
         logs.close();
@@ -526,38 +608,8 @@ int serve(const serve_options& o) {
              b.topics().all().size(), cfg.data_dir.string(), where,
              cfg.authorization == security::authz_mode::required ? "required" : "permissive");
 
-    // SQL: its own threads (one per connection), over the same logs and catalog.
-    sql_state state(b);
-    if (engines) {
-        auto offsets = open_shared_offsets(*engines);
-        if (!offsets) {
-            log_error("app", "shared mode: {}", offsets.err().message);
-            logs.close();
-            return 1;
-        }
-        state.read_offsets_from(std::move(*offsets));
-    }
-    sql::engine_options eo;
-    eo.data_dir = cfg.data_dir;
-    eo.defaults.timeout = std::chrono::milliseconds(o.sql_timeout_ms);
-    eo.defaults.max_rows = o.sql_max_rows;
-    eo.bounds = o.sql_bounds;
-    eo.logs = &logs;
-    eo.catalog = cat->get();
-    eo.state = &state;
-    eo.schemas = shared_schemas;
     eo.guard = expansions->get();
-    eo.gate = &b.access();
-    // Shared mode: topics, users and policies of the shared catalog; partitions through
-    // the partition-log interface of the shared log.
-    std::optional<shared_sql_partitions> shared_partitions;
-    if (engines) {
-        shared_partitions.emplace(*engines);
-        eo.topics = engines->topics.get();
-        eo.security = engines->security.get();
-        eo.partitions = &*shared_partitions;
-    }
-    auto eng = open_sql_engine(o.sql_engine, eo);
+    auto eng = sql_engine.open(eo);
     if (!eng) {
         log_error("app", "sql: {}", eng.error().message);
         logs.close();

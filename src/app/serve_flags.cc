@@ -194,6 +194,11 @@ void add_serve_flags(CLI::App& cmd, serve_options& o) {
                    "migration to DuckDB lasts; builds with DuckDB only; docs/sql.md, Engines)")
         ->check(CLI::IsMember({"sqlite", "duckdb"}))
         ->capture_default_str();
+    cmd.add_option("--sql-export-dir", o.sql_export_dir,
+                   "With --sql-engine duckdb: an existing directory where SQL users' COPY "
+                   "(query) TO 'file' (FORMAT parquet|csv) writes files (a name relative to it; "
+                   "nothing else of the file system is reachable from SQL). Default: none, "
+                   "COPY refused");
     cmd.add_option("--sql-max-connections", o.sql_max_connections,
                    "Open connections each SQL listener (pg, http) accepts; more are refused")
         ->check(CLI::Range(size_t{1}, size_t{100000}))

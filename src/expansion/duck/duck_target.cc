@@ -58,7 +58,7 @@ void check(d::QueryResult& r) {
 
 struct duck_targets::impl {
     duck_options o;
-    std::unique_ptr<d::DuckDB> db;
+    std::shared_ptr<d::DuckDB> db;
     mutable std::mutex mu;  // the checkpoint thread's state
     std::condition_variable cv;
     bool stop = false;
@@ -117,8 +117,12 @@ class duck_target final : public target_store {
         return guarded("opening", [&]() -> result<void> {
             if (auto r = ensure_table(create); !r) return r;
             _appender = std::make_unique<d::Appender>(_con, _schema, _table);
-            _appender->ClearColumns();
-            for (const auto& c : _layout.columns()) _appender->AddColumn(c.name);
+            // Naming the columns makes every flush an INSERT statement over the rows
+            // (defaults for the others): only for a table with columns of its own.
+            if (!_exact) {
+                _appender->ClearColumns();
+                for (const auto& c : _layout.columns()) _appender->AddColumn(c.name);
+            }
             _chunk.Initialize(d::Allocator::DefaultAllocator(), _types);
             _update = _con.Prepare(fmt::format(
                 "UPDATE main.{} SET next_offset = $3, backfill_start = $4, backfill_next = $5, "
@@ -365,7 +369,8 @@ class duck_target final : public target_store {
         auto q = _con.Query(
             fmt::format("SELECT column_name, data_type, is_nullable, column_default IS NOT NULL "
                         "FROM information_schema.columns WHERE lower(table_schema) = lower({}) "
-                        "AND lower(table_name) = lower({}) AND table_catalog = current_database()",
+                        "AND lower(table_name) = lower({}) AND table_catalog = current_database() "
+                        "ORDER BY ordinal_position",
                         quote_literal(_schema), quote_literal(_table)));
         check(*q);
         struct existing {
@@ -373,14 +378,23 @@ class duck_target final : public target_store {
             bool nullable, has_default;
         };
         std::map<std::string, existing> have;
-        for (auto& row : *q)
-            have[sql::to_lower(row.GetValue<std::string>(0))] = {
-                row.GetValue<std::string>(0), row.GetValue<std::string>(1),
-                row.GetValue<std::string>(2) == "YES", row.GetValue<bool>(3)};
+        std::vector<std::string> order;
+        for (auto& row : *q) {
+            order.push_back(sql::to_lower(row.GetValue<std::string>(0)));
+            have[order.back()] = {row.GetValue<std::string>(0), row.GetValue<std::string>(1),
+                                  row.GetValue<std::string>(2) == "YES", row.GetValue<bool>(3)};
+        }
         const auto& cols = _layout.columns();
+        _exact = order.size() == cols.size();
+        for (size_t i = 0; _exact && i < cols.size(); ++i)
+            _exact = order[i] == sql::to_lower(cols[i].name);
         if (have.empty()) {
             if (!create)
-                return error{errc::not_found, fmt::format("table {} does not exist", _qualified)};
+                return error{errc::not_found,
+                             fmt::format("table {} does not exist in the DuckDB database (a target "
+                                         "made while the broker ran --sql-engine sqlite stays "
+                                         "in SQLite: docs/expansions.md, Storage)",
+                                         _qualified)};
             std::string ddl = "CREATE TABLE " + table_ref() + " (";
             for (size_t i = 0; i < cols.size(); ++i) {
                 const bool nullable = _layout.expanded(i) ||
@@ -390,6 +404,7 @@ class duck_target final : public target_store {
                                    _types[i].ToString(), nullable ? "" : " NOT NULL");
             }
             if (auto r = exec(ddl + ")"); !r) return r;
+            _exact = true;
             log_info("expansion", "created table {} (DuckDB)", _qualified);
             return {};
         }
@@ -424,6 +439,7 @@ class duck_target final : public target_store {
     d::DataChunk _chunk;
     d::unique_ptr<d::PreparedStatement> _update, _insert;
     bool _in_txn = false;
+    bool _exact = false;  // the table has the layout's columns, in its order, and no other
 };
 
 duck_targets::duck_targets(std::unique_ptr<impl> i) : _impl(std::move(i)) {}
@@ -441,16 +457,20 @@ result<std::shared_ptr<duck_targets>> duck_targets::open(const duck_options& o) 
     auto i = std::make_unique<impl>();
     i->o = o;
     try {
-        d::DBConfig config;
-        config.SetOptionByName(
-            "memory_limit",
-            d::Value(fmt::format("{}KiB", std::max<uint64_t>(o.memory_limit_bytes / 1024, 1))));
-        config.SetOptionByName("threads", d::Value::BIGINT(std::max(1, o.threads)));
-        // The backend's thread checkpoints; commits never do (see the header).
-        config.SetOptionByName("checkpoint_threshold", d::Value("1000TiB"));
-        config.SetOptionByName("autoinstall_known_extensions", d::Value::BOOLEAN(false));
-        config.SetOptionByName("autoload_known_extensions", d::Value::BOOLEAN(false));
-        i->db = std::make_unique<d::DuckDB>(o.file.string(), &config);
+        if (o.database) {
+            i->db = o.database;
+        } else {
+            d::DBConfig config;
+            config.SetOptionByName(
+                "memory_limit",
+                d::Value(fmt::format("{}KiB", std::max<uint64_t>(o.memory_limit_bytes / 1024, 1))));
+            config.SetOptionByName("threads", d::Value::BIGINT(std::max(1, o.threads)));
+            // The backend's thread checkpoints; commits never do (see the header).
+            config.SetOptionByName("checkpoint_threshold", d::Value("1000TiB"));
+            config.SetOptionByName("autoinstall_known_extensions", d::Value::BOOLEAN(false));
+            config.SetOptionByName("autoload_known_extensions", d::Value::BOOLEAN(false));
+            i->db = std::make_shared<d::DuckDB>(o.file.string(), &config);
+        }
         d::Connection con(*i->db);
         auto q = con.Query(fmt::format(
             "CREATE TABLE IF NOT EXISTS main.{0} (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);"

@@ -31,8 +31,14 @@ class DuckDB;
 namespace sluice::expansion {
 
 struct duck_options {
-    // The database file, e.g. <data_dir>/expansions.duckdb (made when absent).
+    // The database file, e.g. <data_dir>/sql-duck/sluice.duckdb (made when absent).
     std::filesystem::path file;
+    // An open database of that file to write into instead of opening it (`sluice serve
+    // --sql-engine duckdb`: the SQL engine's, sql/duck/serving.h, so that its sessions read
+    // the targets). Its configuration is the opener's, which must turn DuckDB's automatic
+    // checkpoints off (checkpoint_threshold); memory_limit_bytes and threads then do
+    // not apply.
+    std::shared_ptr<duckdb::DuckDB> database;
     uint64_t memory_limit_bytes = uint64_t{512} << 20;
     int threads = 1;
     // The WAL size past which the backend's thread checkpoints the file.

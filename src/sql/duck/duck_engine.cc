@@ -80,13 +80,21 @@ outcome<std::unique_ptr<engine>> engine::open(const options& o) {
         config.SetOptionByName("autoload_known_extensions", d::Value::BOOLEAN(false));
         config.SetOptionByName("allow_community_extensions", d::Value::BOOLEAN(false));
         config.SetOptionByName("allow_unsigned_extensions", d::Value::BOOLEAN(false));
+        // (DuckDB takes no SET of allowed_directories before it opens: the set itself.)
+        if (!o.export_dir.empty())
+            config.options.allowed_directories.insert(o.export_dir.string() + "/");
         config.SetOptionByName("enable_external_access", d::Value::BOOLEAN(false));
+        // A writer of the file checkpoints on a thread of its own, never inside a commit
+        // (duck/duck_engine.h).
+        if (!o.file.empty()) config.SetOptionByName("checkpoint_threshold", d::Value("1000TiB"));
         config.SetOptionByName("lock_configuration", d::Value::BOOLEAN(true));
         const table_sources names{o.logs, o.catalog, o.state};
         add_sluice_names(config, names);
-        const auto path = o.database_path.string();
-        i->db = std::make_unique<d::DuckDB>(path.empty() ? nullptr : path.c_str(), &config);
+        i->export_dir = o.export_dir;
         auto* self = i.get();
+        i->access.find = [self](d::ClientContext& c) { return self->find(c); };
+        add_table_access(config, i->access);
+        i->db = std::make_shared<d::DuckDB>(o.file.empty() ? nullptr : o.file.c_str(), &config);
         register_topic_scan(*i->db->instance, *o.logs,
                             [self](d::ClientContext& c) { return self->find(c); });
         register_system_scan(*i->db->instance, names,
@@ -96,6 +104,14 @@ outcome<std::unique_ptr<engine>> engine::open(const options& o) {
                            fmt::format("duck engine: {}", d::ErrorData(e).Message())};
     }
     return std::unique_ptr<engine>(new engine(std::move(i)));
+}
+
+std::shared_ptr<duckdb::DuckDB> engine::database() const {
+    return _impl->db;
+}
+
+void engine::set_table_guard(const table_guard* guard) {
+    _impl->access.guard.store(guard);
 }
 
 std::unique_ptr<session> engine::open_session(const security::gate* gate, security::principal who) {

@@ -39,6 +39,10 @@ class catalog;
 }
 namespace sluice::sql {
 class broker_state;
+class table_guard;
+}  // namespace sluice::sql
+namespace duckdb {
+class DuckDB;
 }
 
 namespace sluice::sql::duck {
@@ -46,9 +50,15 @@ namespace sluice::sql::duck {
 struct options {
     // Temp files go to <data_dir>/sql-duck-tmp (made when needed).
     std::filesystem::path data_dir;
-    // The database file holding users' own tables (duck/user_tables.h); empty: in memory,
-    // gone when the engine closes. Its directory must exist.
-    std::filesystem::path database_path;
+    // The database file (made when absent; its directory must exist): users' own tables
+    // (duck/user_tables.h) and, in `sluice serve`, the expansions' columnar targets
+    // (docs/formats/sql-duck.md); empty: in memory, gone when the engine closes. With a
+    // file, DuckDB never checkpoints inside a commit (checkpoint_threshold): the writer
+    // checkpoints on a thread of its own (expansion/duck/duck_target.h).
+    std::filesystem::path file;
+    // COPY ... TO writes files under it (an absolute directory; DuckDB's
+    // allowed_directories); empty: no file access at all.
+    std::filesystem::path export_dir;
     log::log_manager* logs = nullptr;  // required; must outlive the engine
     // The sources of the system tables (system.*, duck/sluice_tables.h); null ones
     // leave their tables out. Must outlive the engine.
@@ -84,6 +94,13 @@ class engine {
     // must end before the engine. One statement at a time per session; sessions may run
     // on different threads at once.
     std::unique_ptr<session> open_session(const security::gate* gate, security::principal who);
+
+    // The database, for other writers and readers in this process (DuckDB lets one
+    // database of a process open a file): the expansions' columnar targets.
+    std::shared_ptr<duckdb::DuckDB> database() const;
+    // Reading a table that holds a topic's records (an expansion's target) needs KafkaRead
+    // on the topic: `guard` names them (null: none). Set once, before sessions open.
+    void set_table_guard(const table_guard* guard);
 
     struct impl;
     // The database and its sessions, for the rest of src/sql/duck (duck_internal.h).

@@ -4,12 +4,14 @@
 // its sessions, and DuckDB's error kinds as the engine interface's. Includes DuckDB's
 // headers: for src/sql/duck only.
 
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "duckdb.hpp"
 #include "sql/duck/duck_engine.h"
+#include "sql/duck/table_access.h"
 #include "sql/duck/topic_scan.h"
 
 namespace sluice::sql::duck {
@@ -19,7 +21,9 @@ namespace d = ::duckdb;
 // The sessions, by their connection's client context: how kafka_topic's bind finds the
 // principal and the cut of the statement it serves.
 struct engine::impl {
-    std::unique_ptr<d::DuckDB> db;
+    std::shared_ptr<d::DuckDB> db;
+    table_access access;               // reads of the database's tables (duck/table_access.h)
+    std::filesystem::path export_dir;  // where COPY ... TO writes (options::export_dir)
     std::mutex mu;
     std::unordered_map<const d::ClientContext*, scan_session> sessions;
 

@@ -15,6 +15,7 @@
 //   rows are stepped; results stream, a chunk (2048 rows) at a time.
 // DuckDB's headers stay out of this one.
 
+#include <filesystem>
 #include <memory>
 
 #include "sql/engine.h"
@@ -22,7 +23,25 @@
 
 namespace sluice::sql::duck {
 
+class engine;
+
+// The engine's database file under the data directory: users' own tables and the
+// expansions' columnar targets (docs/formats/sql-duck.md).
+std::filesystem::path serving_database_file(const std::filesystem::path& data_dir);
+
 // Errors: internal (DuckDB refused the configuration, or the temp directory cannot be made).
+// The database is serving_database_file(opts.data_dir).
 outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& opts);
+
+// The same in two steps, for `sluice serve`: the database first, in `file` (empty: in
+// memory), before the expansions open, which write their columnar targets into it
+// (database()); then the engine serving it, whose opts.guard names those targets.
+// export_dir: where COPY (query) TO 'file' may write (an absolute, existing directory);
+// empty: COPY is refused.
+outcome<std::shared_ptr<duck::engine>> open_serving_database(
+    const engine_options& opts, const std::filesystem::path& file,
+    const std::filesystem::path& export_dir = {});
+outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& opts,
+                                                          std::shared_ptr<duck::engine> db);
 
 }  // namespace sluice::sql::duck

@@ -15,8 +15,10 @@ namespace {
 
 class serving_engine final : public sql::engine {
   public:
-    serving_engine(const engine_options& o, std::unique_ptr<duck::engine> e)
-        : _opts(o), _duck(std::move(e)) {}
+    serving_engine(const engine_options& o, std::shared_ptr<duck::engine> e)
+        : _opts(o), _duck(std::move(e)) {
+        _duck->set_table_guard(o.guard);
+    }
     ~serving_engine() override = default;
 
     outcome<std::unique_ptr<sql::session>> open_session() override {
@@ -27,13 +29,15 @@ class serving_engine final : public sql::engine {
 
   private:
     engine_options _opts;
-    std::unique_ptr<duck::engine> _duck;
+    std::shared_ptr<duck::engine> _duck;
     watchdog _dog;  // stops before the database closes
 };
 
 }  // namespace
 
-outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& opts) {
+outcome<std::shared_ptr<duck::engine>> open_serving_database(
+    const engine_options& opts, const std::filesystem::path& file,
+    const std::filesystem::path& export_dir) {
     if (!opts.logs) return query_error{failure::internal, "duckdb engine: no partition logs"};
     // The temp directory starts empty: what a previous run left there is nobody's.
     const auto tmp = opts.data_dir / "sql-duck-tmp";
@@ -41,13 +45,17 @@ outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& 
     std::filesystem::remove_all(tmp, ec);
     std::filesystem::create_directories(tmp, ec);
     if (ec) return query_error{failure::internal, fmt::format("sql-duck-tmp: {}", ec.message())};
-    // Users' own tables: one DuckDB file (docs/formats/sql-duck.md).
-    const auto tables = opts.data_dir / "sql-duck";
-    std::filesystem::create_directories(tables, ec);
-    if (ec) return query_error{failure::internal, fmt::format("sql-duck: {}", ec.message())};
+    // The database file's directory (docs/formats/sql-duck.md).
+    if (!file.empty()) {
+        std::filesystem::create_directories(file.parent_path(), ec);
+        if (ec)
+            return query_error{failure::internal,
+                               fmt::format("{}: {}", file.parent_path().string(), ec.message())};
+    }
     options o;
     o.data_dir = opts.data_dir;
-    o.database_path = tables / "sluice.duckdb";
+    o.file = file;
+    o.export_dir = export_dir;
     o.logs = opts.logs;
     o.catalog = opts.catalog;
     o.state = opts.state;
@@ -62,7 +70,22 @@ outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& 
     } catch (const std::exception& x) {
         return query_error{failure::internal, fmt::format("duckdb engine: {}", x.what())};
     }
-    return std::unique_ptr<sql::engine>(std::make_unique<serving_engine>(opts, std::move(*e)));
+    return std::shared_ptr<duck::engine>(std::move(*e));
+}
+
+outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& opts,
+                                                          std::shared_ptr<duck::engine> db) {
+    return std::unique_ptr<sql::engine>(std::make_unique<serving_engine>(opts, std::move(db)));
+}
+
+std::filesystem::path serving_database_file(const std::filesystem::path& data_dir) {
+    return data_dir / "sql-duck" / "sluice.duckdb";
+}
+
+outcome<std::unique_ptr<sql::engine>> open_serving_engine(const engine_options& opts) {
+    auto db = open_serving_database(opts, serving_database_file(opts.data_dir));
+    if (!db) return db.error();
+    return open_serving_engine(opts, std::move(*db));
 }
 
 }  // namespace sluice::sql::duck

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <filesystem>
 #include <thread>
 
 #include "duckdb/main/database_manager.hpp"
 #include "duckdb/main/pending_query_result.hpp"
+#include "duckdb/parser/expression/constant_expression.hpp"
 #include "duckdb/parser/sql_statement.hpp"
+#include "duckdb/parser/statement/copy_statement.hpp"
 #include "sql/duck/pg_shape.h"
 #include "sql/duck/user_tables.h"
 
@@ -20,6 +23,42 @@ using steady = std::chrono::steady_clock;
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch())
         .count();
+}
+
+// COPY (query) TO 'file' and COPY table TO 'file' write under the operator's export
+// directory (--sql-export-dir, one of DuckDB's allowed_directories): a relative
+// name is taken in it, a name outside it refused; COPY ... FROM is refused.
+std::optional<query_error> aim_copy(d::SQLStatement& st, const std::filesystem::path& exports) {
+    auto& info = *st.Cast<d::CopyStatement>().info;
+    if (info.is_from)
+        return query_error{failure::read_only,
+                           "COPY ... FROM is not available: COPY writes query results under "
+                           "--sql-export-dir, COPY (query) TO 'file' (FORMAT parquet)"};
+    if (exports.empty())
+        return query_error{failure::read_only,
+                           "COPY is not available: the broker has no --sql-export-dir"};
+    if (info.file_path_expression) {
+        auto* c = info.file_path_expression->type == d::ExpressionType::VALUE_CONSTANT
+                      ? &info.file_path_expression->Cast<d::ConstantExpression>()
+                      : nullptr;
+        if (!c || c->value.type().id() != d::LogicalTypeId::VARCHAR)
+            return query_error{failure::not_authorized,
+                               "COPY ... TO takes the file name as a string literal"};
+        info.file_path = c->value.GetValue<std::string>();
+        info.file_path_expression.reset();
+    }
+    const std::filesystem::path dir = exports.lexically_normal();
+    std::filesystem::path file(info.file_path);
+    if (file.is_relative()) file = dir / file;
+    file = file.lexically_normal();
+    const auto rel = file.lexically_relative(dir);
+    if (info.file_path.empty() || rel.empty() || *rel.begin() == ".." || rel == ".")
+        return query_error{failure::not_authorized,
+                           fmt::format("COPY ... TO '{}': files are written only under "
+                                       "--sql-export-dir ({}); give a name relative to it",
+                                       info.file_path, dir.string())};
+    info.file_path = file.string();
+    return std::nullopt;
 }
 
 // A DuckDB value as a cell of the interface, and the declared type of its column.
@@ -147,6 +186,8 @@ class serving_statement final : public sql::statement {
                 _cols.push_back({names[i], decl_type_of(types[i])});
         }
         _params.resize(_prep->named_param_map.size());
+        _topics = _s.bound_topics();
+        _generation = _s.access_generation();
     }
     ~serving_statement() override { finish(); }
 
@@ -205,9 +246,15 @@ class serving_statement final : public sql::statement {
     uint64_t _rows = 0;
     bool _running = false;
     state _state = state::fresh;
+    std::vector<std::string> _topics;  // read through tables: checked again after a policy change
+    uint64_t _generation = 0;
 };
 
 std::optional<query_error> serving_statement::start() {
+    if (_generation != _s.access_generation()) {
+        if (auto e = _s.check_topics(_topics)) return e;
+        _generation = _s.access_generation();
+    }
     if (auto e = _s.start_statement()) return e;
     _running = true;
     _rows = 0;
@@ -314,7 +361,7 @@ serving_session::serving_session(engine::impl& db, const engine_options& opts, w
     _ctx.set_access(opts.gate, security::principal{});
     {
         std::lock_guard lk(_db.mu);
-        _db.sessions[_con->context.get()] = {&_ctx, &_mu, &_counters};
+        _db.sessions[_con->context.get()] = {&_ctx, &_mu, &_counters, &_bound_topics};
     }
     _dog.add(&_run, _con.get());
 }
@@ -395,10 +442,16 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
         auto& first = statements[0];
         const size_t end = std::min(text.size(), first->stmt_location + first->stmt_length);
         if (tail) *tail = sql.substr(end);
-        if (auto why = refused(*first, d::DatabaseManager::GetDefaultDatabase(*_con->context)))
+        if (first->type == d::StatementType::COPY_STATEMENT) {
+            if (auto why = aim_copy(*first, _db.export_dir)) return *why;
+        } else if (auto why =
+                       refused(*first, d::DatabaseManager::GetDefaultDatabase(*_con->context),
+                               _db.access.guard.load())) {
             return *why;
+        }
         shape_statement(*first);
         std::string own = text.substr(first->stmt_location, end - first->stmt_location);
+        _bound_topics.clear();
         auto prep = _con->Prepare(std::move(first));
         if (prep->HasError()) return hinted(error_for(prep->GetErrorObject()));
         return std::unique_ptr<sql::statement>(
@@ -406,6 +459,14 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
     } catch (const std::exception& e) {
         return hinted(error_for(d::ErrorData(e)));
     }
+}
+
+std::optional<query_error> serving_session::check_topics(const std::vector<std::string>& topics) {
+    std::lock_guard lk(_mu);
+    for (const auto& t : topics)
+        if (auto denied = _ctx.check_topic_read(t))
+            return query_error{failure::not_authorized, *denied};
+    return std::nullopt;
 }
 
 // ---- watchdog ----

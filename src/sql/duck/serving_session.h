@@ -55,6 +55,12 @@ class serving_session final : public sql::session {
     // a cancel came first.
     std::optional<query_error> start_statement();
     void end_statement();
+    // Changes whenever the policies may have changed (statement_context).
+    uint64_t access_generation() const { return _ctx.access_generation(); }
+    // The topics whose records the last statement prepared reads through tables
+    // (expansion targets, duck/table_access.h), and their check before a run.
+    const std::vector<std::string>& bound_topics() const { return _bound_topics; }
+    std::optional<query_error> check_topics(const std::vector<std::string>& topics);
     // DuckDB's error as the interface's, told apart by why the watchdog interrupted.
     query_error error_for(const d::ErrorData& e);
 
@@ -69,6 +75,7 @@ class serving_session final : public sql::session {
     limits _limits;
     std::function<bool()> _check;
     run_state _run;
+    std::vector<std::string> _bound_topics;
 };
 
 // Interrupts the connections whose statement ran past its deadline or was canceled,

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "sql/statement_context.h"
 
@@ -48,6 +50,9 @@ struct scan_session {
     statement_context* ctx = nullptr;
     std::mutex* mu = nullptr;
     scan_counters* counters = nullptr;
+    // Where the check of duck/table_access.h adds the topics whose records the statement
+    // being bound reads through tables (expansion targets); null: not kept.
+    std::vector<std::string>* table_topics = nullptr;
 };
 // Finds the session of a DuckDB connection; ctx null when the connection is not a session's.
 using session_finder = std::function<scan_session(duckdb::ClientContext&)>;

@@ -63,8 +63,8 @@ std::optional<pg_error> parse_copy_options(tokenizer& tz, query_info& info) {
         } else if (name.is_word("HEADER")) {
             info.copy_header = !has_arg || v == "true" || v == "on" || v == "1";
         } else {
-            return pg_error{"0A000", fmt::format("COPY option \"{}\" is not supported",
-                                                 to_lower(name.text))};
+            return pg_error{
+                "0A000", fmt::format("COPY option \"{}\" is not supported", to_lower(name.text))};
         }
         token sep = tz.next();
         if (sep.is_punct(')')) return std::nullopt;
@@ -148,6 +148,11 @@ std::optional<prepare_result> prepare_copy(command_context& ctx, std::string_vie
         return prepare_result(copy_syntax(t.text));
     }
     token dir = tz.next();
+    // DuckDB (native_pg_dialect) writes COPY ... TO 'file' itself, under --sql-export-dir,
+    // and says why it refuses a file elsewhere (docs/sql.md, Engines); COPY ... FROM is
+    // refused here as on SQLite.
+    if (ctx.sess.native_pg_dialect() && dir.is_word("TO") && !tz.peek().is_word("STDOUT"))
+        return std::nullopt;
     if (dir.is_word("FROM"))
         return prepare_result(pg_error{"0A000", "COPY FROM is not supported: use INSERT"});
     if (!dir.is_word("TO")) return prepare_result(copy_syntax(dir.text));

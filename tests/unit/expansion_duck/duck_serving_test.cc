@@ -1,0 +1,186 @@
+// Columnar targets served: the expansions write into the DuckDB database of the SQL
+// engine (`sluice serve --sql-engine duckdb`), whose sessions read them typed, with
+// KafkaRead on the topic checked however the statement reaches the table.
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "../expansion/service_harness.h"
+#include "../sql/sql_security_util.h"
+#include "expansion/duck/duck_target.h"
+#include "sql/duck/duck_engine.h"
+#include "sql/duck/serving.h"
+
+namespace sluice::expansion {
+namespace {
+
+using sluice::testing::test_record;
+using rows = std::vector<std::vector<std::string>>;
+
+constexpr const char* served_schema_json = R"({"fields": [{"name": "id", "type": "int64"},
+    {"name": "price", "type": "float64"}, {"name": "ok", "type": "bool"},
+    {"name": "after", "type": "struct", "fields": [{"name": "name", "type": "string"}]}],
+    "key": {"type": "string"}})";
+
+std::string served_text_of(const sql::value& v) {
+    if (std::holds_alternative<std::monostate>(v)) return "NULL";
+    if (const auto* i = std::get_if<int64_t>(&v)) return "i:" + std::to_string(*i);
+    if (const auto* d = std::get_if<double>(&v)) return fmt::format("d:{}", *d);
+    if (const auto* s = std::get_if<std::string>(&v)) return *s;
+    const auto& b = std::get<bytes>(v);
+    return "b:" + std::string(b.begin(), b.end());
+}
+
+struct served_fixture : ::testing::Test, test::service_harness {
+    void SetUp() override { open(); }
+    void TearDown() override { close(); }
+
+    void open() {
+        eo.data_dir = dir.path;
+        eo.defaults.timeout = std::chrono::milliseconds(5000);
+        eo.defaults.max_rows = 1000;
+        eo.bounds.total_memory = 256 << 20;
+        eo.bounds.max_value_bytes = 1 << 20;
+        eo.gate = &gate;
+        make_targets = [this]() -> std::shared_ptr<target_backend> {
+            eo.logs = logs.get();
+            eo.catalog = cat.get();
+            const auto file = dir.path / "expansions.duckdb";
+            auto db = sql::duck::open_serving_database(eo, file);
+            EXPECT_TRUE(db) << db.error().message;
+            if (!db) return nullptr;
+            duck = *db;
+            auto t = duck_targets::open({.file = file, .database = duck->database()});
+            EXPECT_TRUE(t) << t.err().message;
+            return t ? *t : nullptr;
+        };
+        open_service();
+        eo.guard = svc.get();
+        auto e = sql::duck::open_serving_engine(eo, duck);
+        ASSERT_TRUE(e) << e.error().message;
+        eng = std::move(*e);
+        auto s = eng->open_session();
+        ASSERT_TRUE(s);
+        sess = std::move(*s);
+        sess->set_principal({"alice", true});
+    }
+    void close() {
+        sess.reset();
+        eng.reset();
+        close_service();
+        duck.reset();
+    }
+
+    rows run(std::string_view sql, std::vector<sql::column>* cols = nullptr) {
+        auto st = sess->prepare(sql);
+        if (!st) return {{"ERROR " + std::string(sql::failure_name(st.error().kind))}};
+        return step_all(**st, cols);
+    }
+    static rows step_all(sql::statement& st, std::vector<sql::column>* cols = nullptr) {
+        rows out;
+        if (cols) *cols = st.columns();
+        for (;;) {
+            auto s = st.step();
+            if (s == sql::statement::step_state::done) return out;
+            if (s == sql::statement::step_state::failed)
+                return {{"ERROR " + std::string(sql::failure_name(st.error().kind))}};
+            auto& r = out.emplace_back();
+            for (const auto& v : st.row()) r.push_back(served_text_of(v));
+        }
+    }
+
+    void create(const std::string& target) {
+        create_request r;
+        r.topic = "cdc";
+        r.target = target;
+        r.schema = served_schema_json;
+        r.flatten = true;
+        auto s = svc->create(r);
+        ASSERT_TRUE(s) << s.err().message;
+    }
+
+    static test_record event(int id, const std::string& name) {
+        return {"k" + std::to_string(id),
+                fmt::format(R"({{"id": {}, "price": {}.5, "ok": {}, "after": {{"name": "{}"}}}})",
+                            id, id, id % 2 ? "true" : "false", name)};
+    }
+
+    sql::engine_options eo;
+    sql::test::fake_gate gate;
+    std::shared_ptr<sql::duck::engine> duck;
+    std::unique_ptr<sql::engine> eng;
+    std::unique_ptr<sql::session> sess;
+};
+
+TEST_F(served_fixture, sessions_read_the_rows_typed_once_the_produce_is_answered) {
+    gate.allow("alice", security::action::read, "sluice:topic:cdc");
+    create_topic("cdc", 2);
+    create("cdc.orders");
+    produce("cdc", 0, {event(1, "a"), event(2, "b")});
+    produce("cdc", 1, {event(3, "c"), {"k4", "not json"}});
+    std::vector<sql::column> cols;
+    EXPECT_EQ(run("SELECT _partition, _offset, id, price, ok, after__name, _parse_error, _key "
+                  "FROM cdc.orders ORDER BY 1, 2",
+                  &cols),
+              (rows{{"i:0", "i:0", "i:1", "d:1.5", "i:1", "a", "i:0", "k1"},
+                    {"i:0", "i:1", "i:2", "d:2.5", "i:0", "b", "i:0", "k2"},
+                    {"i:1", "i:0", "i:3", "d:3.5", "i:1", "c", "i:0", "k3"},
+                    {"i:1", "i:1", "NULL", "NULL", "NULL", "NULL", "i:1", "k4"}}));
+    ASSERT_EQ(cols.size(), 8u);
+    EXPECT_EQ(cols[2].decl_type, "INTEGER");
+    EXPECT_EQ(cols[3].decl_type, "REAL");
+    EXPECT_EQ(cols[4].decl_type, "BOOLEAN");
+    EXPECT_EQ(cols[5].decl_type, "TEXT");
+    // A join of the target with its topic, in one statement.
+    EXPECT_EQ(run("SELECT count(*) FROM cdc.orders x JOIN kafka_topics.cdc k "
+                  "ON k.partition = x._partition AND k.\"offset\" = x._offset "
+                  "WHERE x._key = CAST(k.key AS TEXT)"),
+              (rows{{"i:4"}}));
+    // The broker writes targets; users' statements may not.
+    EXPECT_EQ(run("INSERT INTO cdc.orders (_partition) VALUES (9)"), (rows{{"ERROR read_only"}}));
+    EXPECT_EQ(run("DROP TABLE cdc.orders"), (rows{{"ERROR read_only"}}));
+}
+
+TEST_F(served_fixture, reading_a_target_needs_read_on_its_topic_however_it_is_reached) {
+    create_topic("cdc", 1);
+    create("cdc.orders");
+    produce("cdc", 0, {event(1, "a")});
+    for (const auto* sql :
+         {"SELECT * FROM cdc.orders", "SELECT count(*) FROM cdc.orders",
+          "SELECT (SELECT max(id) FROM cdc.orders)",
+          "WITH x AS (SELECT id FROM cdc.orders) "
+          "SELECT * FROM x",
+          "SELECT 1 WHERE EXISTS (SELECT 1 FROM cdc.orders WHERE id = 1)",
+          "EXPLAIN SELECT * FROM cdc.orders", "SELECT * FROM query_table('cdc.orders')"})
+        EXPECT_EQ(run(sql), (rows{{"ERROR insufficient_privilege"}})) << sql;
+    // Storage statistics would show the values' ranges; checkpoints are the broker's.
+    EXPECT_EQ(run("SELECT * FROM pragma_storage_info('cdc.orders')"),
+              (rows{{"ERROR insufficient_privilege"}}));
+    EXPECT_EQ(run("SELECT * FROM checkpoint()"), (rows{{"ERROR insufficient_privilege"}}));
+    gate.allow("alice", security::action::read, "sluice:topic:cdc");
+    EXPECT_EQ(run("SELECT id FROM cdc.orders"), (rows{{"i:1"}}));
+    // A statement prepared before the policy changed is checked again before it runs.
+    auto st = sess->prepare("SELECT id FROM cdc.orders");
+    ASSERT_TRUE(st);
+    EXPECT_EQ(step_all(**st), (rows{{"i:1"}}));
+    (*st)->reset();
+    gate.revoke_all();
+    EXPECT_EQ(step_all(**st), (rows{{"ERROR insufficient_privilege"}}));
+}
+
+TEST_F(served_fixture, a_restart_reads_what_the_store_recovered) {
+    gate.allow("alice", security::action::read, "sluice:topic:cdc");
+    create_topic("cdc", 1);
+    create("orders");
+    produce("cdc", 0, {event(1, "a"), event(2, "b")});
+    svc->stop();
+    produce("cdc", 0, {event(3, "c")}, false);
+    close();
+    open();
+    EXPECT_EQ(run("SELECT _offset, after__name FROM orders ORDER BY 1"),
+              (rows{{"i:0", "a"}, {"i:1", "b"}, {"i:2", "c"}}));
+}
+
+}  // namespace
+}  // namespace sluice::expansion
