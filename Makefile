@@ -43,6 +43,7 @@ test-deps:
 	cd tests/integration/go/sarama-1.44 && go mod download
 	mvn -B -q -f tests/jvm/pom.xml package dependency:build-classpath \
 	    -Dmdep.outputFile=target/classpath.txt
+	scripts/jvm-class-archive
 	scripts/fetch-trino $(TRINO_VERSION) tests/jvm/target
 	$(MAKE) s3proxy
 
