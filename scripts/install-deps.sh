@@ -15,7 +15,7 @@ client_pkgs=(kcat postgresql-client curl python3 python3-confluent-kafka openssl
 # iproute2: tests/integration/test_docs.py brings up the loopback of its namespaces.
 # chromium: the console's tests (tests/integration/console) drive it headless.
 test_pkgs=("${client_pkgs[@]}" iproute2 python3-pytest python3-kafka
-            python3-psycopg2 python3-venv python3-snappy python3-lz4 python3-zstandard
+            python3-psycopg2 python3-venv python3-snappy python3-lz4 python3-zstandard python3-crcmod
             postgresql-15 python3-sqlalchemy chromium)
 bench_pkgs=(fio iperf3 apache2-utils)
 lint_pkgs=(clang-tidy python3)

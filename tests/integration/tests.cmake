@@ -15,7 +15,7 @@
 # brokers are killed or throttled under load).
 set(integration_pairable
   test_admin_answers test_batch_header test_clear_answers test_cli test_cli_command_config
-  test_compaction test_compaction_lag test_config_file test_confluent test_connect_topics
+  test_compaction test_compaction_lag test_compression test_config_file test_confluent test_connect_topics
   test_expansion_keys test_expansions test_expansions_duck test_flexible test_go_clients test_groups_admin
   test_groups_clients test_groups_confluent test_groups_protocol test_groups_restart
   test_idempotence test_journal test_kafka_python test_kafka_python_pypi test_kafkajs test_kcat
