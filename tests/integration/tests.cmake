@@ -10,12 +10,14 @@
 # and runs alone; the tests listed below take one, so a short Python test shares the
 # machine with another, or with one JVM test (never two JVMs at once: a Connect worker
 # or Kafka's tools start in seconds on a free core and in tens of them on a shared one).
+# test_docs runs each page in a network namespace of its own (its fixed ports cannot
+# clash) and starts a few of Kafka's tools, from the class archive: pairable.
 # Alone on purpose: test_shared_maintenance (kill -9 of probes, grace periods and job
 # leases of a few seconds), test_shared_faults (a cluster whose database, object store and
 # brokers are killed or throttled under load).
 set(integration_pairable
   test_admin_answers test_batch_header test_clear_answers test_cli test_cli_command_config
-  test_compaction test_compaction_lag test_compression test_config_file test_confluent test_connect_topics
+  test_compaction test_compaction_lag test_compression test_config_file test_docs test_confluent test_connect_topics
   test_expansion_keys test_expansions test_expansions_duck test_flexible test_go_clients test_groups_admin
   test_groups_clients test_groups_confluent test_groups_protocol test_groups_restart
   test_idempotence test_journal test_kafka_python test_kafka_python_pypi test_kafkajs test_kcat
