@@ -105,7 +105,7 @@ def test_mutual_tls_cn_is_the_user(b, tmp_path):
     run_source(b, tmp_path, b.addr("SSL"), "cmtls", mtls_settings(b, tmp_path / "cmtls"))
 
 
-@pytest.mark.parametrize("user,group,needle", [
+SHORT_ONE = [
     ("no-group", "cnogroup", "GroupAuthorizationException"),
     ("no-write", "cnowrite", "TopicAuthorizationException"),
     ("no-read", "cnoread", "TopicAuthorizationException"),
@@ -113,21 +113,32 @@ def test_mutual_tls_cn_is_the_user(b, tmp_path):
     # "assume the topic exists", logged at DEBUG (TopicAdmin), and gives up 30 s later
     # naming the topic; the broker's log names the missing KafkaCreate.
     ("no-create", "cnocreate", "Could not look up partition metadata for topic"),
-])
-def test_missing_permission_is_named(b, tmp_path, user, group, needle):
-    w = C.Worker(tmp_path / group, b.addr("SASL_SSL"), group_id=group,
-                 extra=C.with_prefixes(sasl_settings(b, user, f"{user}-pw")), name=group)
-    log = w.log_file
-    w.props_file.write_text("")
+]
+
+
+@pytest.fixture(scope="module")
+def short_workers(b, tmp_path_factory):
+    """The four workers one permission short, started together (each mostly waits: the
+    no-create one 30 s on Connect's own clock), so the tests below wait for them at once."""
+    workers = {}
     try:
-        try:
-            w.start(timeout=60)
-        except AssertionError:
-            pass  # a worker that exits at start-up has said why in its log
-        found = H.wait_until(f"{needle} in the worker log", lambda: [
-            ln for ln in log.read_text(errors="replace").splitlines() if needle in ln], timeout=90, interval=1)
+        for user, group, _ in SHORT_ONE:
+            workers[group] = C.Worker(tmp_path_factory.mktemp(group), b.addr("SASL_SSL"), group_id=group,
+                                      extra=C.with_prefixes(sasl_settings(b, user, f"{user}-pw")),
+                                      name=group).launch()
+        yield workers
     finally:
-        w.kill9()
+        for w in workers.values():
+            w.kill9()
+
+
+@pytest.mark.parametrize("user,group,needle", SHORT_ONE)
+def test_missing_permission_is_named(b, short_workers, user, group, needle):
+    w = short_workers[group]
+    log = w.log_file
+    # A worker that exits at start-up has said why in its log.
+    found = H.wait_until(f"{needle} in the worker log", lambda: [
+        ln for ln in log.read_text(errors="replace").splitlines() if needle in ln], timeout=180, interval=1)
     text = "\n".join(found)
     if needle == "GroupAuthorizationException":
         assert f"Not authorized to access group: {group}" in text, text[:2000]
