@@ -365,12 +365,6 @@ int serve(const serve_options& o) {
         }
         *out = *hp;
     }
-    if (o.shared.enabled() && (pg_addr || http_addr) && o.sql_engine != "sqlite") {
-        log_error("app",
-                  "shared mode serves SQL with --sql-engine sqlite only for now "
-                  "(docs/shared-mode.md)");
-        return 2;
-    }
     cfg.auto_create_topics = o.auto_create;
     if (o.default_partitions < 1 || o.default_partitions > broker::max_partitions_per_topic) {
         log_error("app", "--default-partitions must be 1..{}", broker::max_partitions_per_topic);

@@ -6,11 +6,9 @@
 
 namespace sluice::sql {
 
-result<std::optional<std::pair<offset_t, offset_t>>> partition_span(const log::partition_log& log,
-                                                                    offset_t cut,
-                                                                    const range& offsets,
-                                                                    const range& ts_producer,
-                                                                    const range& ts_broker) {
+result<std::optional<std::pair<offset_t, offset_t>>> store_span(const log::partition_store& log,
+                                                                offset_t cut, const range& offsets,
+                                                                const range& ts_producer) {
     using span = std::optional<std::pair<offset_t, offset_t>>;
     offset_t start = std::max(log.log_start_offset(), offsets.lo);
     offset_t end =
@@ -22,6 +20,19 @@ result<std::optional<std::pair<offset_t, offset_t>>> partition_span(const log::p
         if (!*f) return span{};
         start = std::max(start, (*f)->offset);
     }
+    if (start >= end) return span{};
+    return span{std::pair{start, end}};
+}
+
+result<std::optional<std::pair<offset_t, offset_t>>> partition_span(const log::partition_log& log,
+                                                                    offset_t cut,
+                                                                    const range& offsets,
+                                                                    const range& ts_producer,
+                                                                    const range& ts_broker) {
+    using span = std::optional<std::pair<offset_t, offset_t>>;
+    auto s = store_span(log, cut, offsets, ts_producer);
+    if (!s || !*s) return s;
+    auto [start, end] = **s;
     if (ts_broker.lo != std::numeric_limits<int64_t>::min() && start < end) {
         auto f = log.offset_for_append_time(ts_broker.lo);
         if (!f) return f.err();

@@ -14,6 +14,7 @@
 #include "common/result.h"
 #include "common/types.h"
 #include "log/partition_log.h"
+#include "log/partition_store.h"
 #include "protocol/record_reader.h"
 
 namespace sluice::sql {
@@ -25,6 +26,14 @@ struct range {
     bool empty() const { return lo > hi; }
     bool operator==(const range&) const = default;
 };
+
+// The offsets [first, second) of `log` a scan reads through the partition-log interface
+// (shared mode: no append-time index): from the log start up to `cut`, within `offsets`,
+// and from the first record stamped at or after ts_producer.lo (ListOffsets by
+// timestamp). nullopt when nothing is left.
+result<std::optional<std::pair<offset_t, offset_t>>> store_span(const log::partition_store& log,
+                                                                offset_t cut, const range& offsets,
+                                                                const range& ts_producer);
 
 // The offsets [first, second) of `log` a scan reads: from the log start up to `cut` (the
 // last stable offset the scan was given), within `offsets`, and within the timestamp

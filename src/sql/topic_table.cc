@@ -249,18 +249,10 @@ result<bool> enter_shared_partition(topic_cursor& c, int32_t p) {
     c.store = owner.partitions->partition(c.topic, p);
     if (!c.store) return false;
     const offset_t hw = owner.ctx.snapshot({c.topic, p}, c.store->last_stable_offset());
-    offset_t first = std::max<offset_t>(c.offsets.lo, c.store->log_start_offset());
-    const offset_t end = c.offsets.hi < hw ? c.offsets.hi + 1 : hw;
-    // A lower bound on timestamp_producer: no record before the first one at or after it
-    // (ListOffsets by timestamp) has a timestamp in the range.
-    if (c.ts_producer.lo > std::numeric_limits<int64_t>::min() && first < end) {
-        auto at = c.store->offset_for_timestamp(c.ts_producer.lo);
-        if (!at) return at.err();
-        if (!*at) return false;
-        first = std::max(first, (*at)->offset);
-    }
-    if (first >= end) return false;
-    if (auto r = c.store_records.open(c.store, first, end); !r) return r.err();
+    auto span = store_span(*c.store, hw, c.offsets, c.ts_producer);
+    if (!span) return span.err();
+    if (!*span) return false;
+    if (auto r = c.store_records.open(c.store, (*span)->first, (*span)->second); !r) return r.err();
     ++owner.ctx.current_scan().partitions_scanned;
     return true;
 }

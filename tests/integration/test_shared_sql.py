@@ -1,13 +1,18 @@
 """SQL over topics in shared mode (docs/shared-mode.md, "SQL"): two brokers of
-scripts/cluster (PostgreSQL, s3proxy) with their PostgreSQL and HTTP listeners. Records
+scripts/cluster (PostgreSQL, s3proxy) with their PostgreSQL and HTTP listeners, broker 0
+on the SQLite engine and broker 1 on DuckDB (`up --sql-engines sqlite,duckdb`). Records
 produced through broker 0 are read back at broker 1 with psycopg2 and with HTTP POST
 /v1/sql: the same partitions, offsets, keys, values and timestamps, count(*) equal, an
 offset/partition filter narrowed in the scan (sluice_last_scan), the system tables
 listing the topic with its offsets, and the users and ACLs of the shared catalog
 deciding who reads: a user denied Read on a topic is refused at broker 1's listeners
-(the cluster authenticates on a SASL listener and is permissive: a Deny denies)."""
+(the cluster authenticates on a SASL listener and is permissive: a Deny denies). Right
+after the producer's ack, DuckDB at broker 1 answers count, GROUP BY a JSON field and
+offset and timestamp filters as SQLite at broker 0 does, over pg and HTTP, without the
+records of an aborted transaction, and up to the last stable offset while one is open."""
 
 import base64
+import time
 
 import psycopg2
 import pytest
@@ -37,7 +42,8 @@ def pki(tmp_path_factory):
 def cluster(tmp_path_factory, pki):
     """Basic credentials go over HTTPS only: the brokers have a TLS certificate."""
     import security_helpers as S
-    yield from running_cluster(tmp_path_factory.mktemp("shared-sql"), "--brokers", 2, "--",
+    yield from running_cluster(tmp_path_factory.mktemp("shared-sql"), "--brokers", 2,
+                               "--sql-engines", "sqlite,duckdb", "--",
                                "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--authorization", "permissive",
                                *S.tls_flags(pki, pki.server_cert))
 
@@ -135,7 +141,8 @@ def test_topic_rows_at_another_brokers_pg(cluster, produced):
     with pg_login(cluster, 1, "reader") as conn:
         def rows():
             return [(p, o, as_bytes(k), as_bytes(v), t) for p, o, k, v, t in Q.pg_rows(
-                conn, 'SELECT partition, "offset", key, value, timestamp_producer FROM kafka_topics."%s"' % TOPIC)]
+                conn, 'SELECT partition, "offset", key, value, timestamp_producer FROM kafka_topics."%s" '
+                      'ORDER BY 1, 2' % TOPIC)]
         # Broker 1 knows the topic within its refresh interval.
         wait_for(lambda: len(rows()) == COUNT, timeout=10, what="the records at broker 1")
         assert rows() == produced
@@ -145,9 +152,15 @@ def test_topic_rows_at_another_brokers_pg(cluster, produced):
 
 
 def test_filter_on_partition_and_offset_is_pushed_down(cluster, produced):
+    """The rows on both engines; the scan's counters on SQLite's sluice_last_scan() (the
+    DuckDB scan's are checked by tests/unit/sql_duck)."""
     want = [r for r in produced if r[0] == 1 and 5 <= r[1] < 12]
     assert len(want) == 7
     with pg_login(cluster, 1, "reader") as conn:
+        got = Q.pg_rows(conn, 'SELECT partition, "offset", key, value, timestamp_producer FROM kafka_topics."%s" '
+                              'WHERE partition = 1 AND "offset" >= 5 AND "offset" < 12 ORDER BY 2' % TOPIC)
+        assert [(p, o, as_bytes(k), as_bytes(v), t) for p, o, k, v, t in got] == want
+    with pg_login(cluster, 0, "reader") as conn:
         got = Q.pg_rows(conn, 'SELECT partition, "offset", key, value, timestamp_producer FROM kafka_topics."%s" '
                               'WHERE partition = 1 AND "offset" >= 5 AND "offset" < 12' % TOPIC)
         assert [(p, o, as_bytes(k), as_bytes(v), t) for p, o, k, v, t in got] == want
@@ -179,7 +192,8 @@ def test_system_tables_list_the_topic(cluster, produced):
 def test_https_at_another_broker(cluster, pki, produced):
     assert broker(cluster, 1, "http").startswith("https://")
     status, doc = https_sql(cluster, pki, "reader",
-                            'SELECT partition, "offset", key, value, timestamp_producer FROM kafka_topics."%s"' % TOPIC)
+                            'SELECT partition, "offset", key, value, timestamp_producer FROM kafka_topics."%s" '
+                            'ORDER BY 1, 2' % TOPIC)
     assert status == 200, doc
     assert [tuple(r) for r in doc["rows"]] == [(p, o, k.decode(), v.decode(), t) for p, o, k, v, t in produced]
     status, doc = https_sql(cluster, pki, "reader", 'SELECT count(*) FROM kafka_topics."%s"' % TOPIC)
@@ -227,3 +241,104 @@ def test_group_offsets_listed_at_every_broker(cluster, produced):
             got = Q.pg_rows(conn, "SELECT group_id, topic, partition, committed_offset, high_watermark, lag "
                                   "FROM system.group_offsets WHERE group_id = 'sql-group'")
             assert got == [("sql-group", TOPIC, 0, 7, hw, hw - 7)], (i, got)
+
+
+ENGINES_TOPIC = "sql-engines"
+KINDS = ("buy", "hold", "sell")
+
+
+def _answers(d, pki, sql):
+    """`sql`'s rows from SQLite at broker 0 (pg), DuckDB at broker 1 (pg, and HTTPS)."""
+    got = []
+    for i in (0, 1):
+        with pg_login(d, i, "reader") as conn:
+            got.append([tuple(r) for r in Q.pg_rows(conn, sql)])
+    status, doc = https_sql(d, pki, "reader", sql)
+    assert status == 200, doc
+    got.append([tuple(r) for r in doc["rows"]])
+    return got
+
+
+def _same_answers(d, pki, sql, want):
+    sqlite, duck_pg, duck_http = _answers(d, pki, sql)
+    assert sqlite == want, (sql, sqlite)
+    assert duck_pg == want, (sql, duck_pg)
+    assert duck_http == want, (sql, duck_http)
+
+
+def test_duckdb_answers_as_sqlite_right_after_the_ack(cluster, pki, produced):
+    """Records produced at broker 0 are rows of DuckDB at broker 1 as soon as the producer
+    has its ack, with SQLite's answers at broker 0; an aborted transaction's records are
+    never seen, an open one cuts each engine's scan at the last stable offset, and once
+    it commits both engines see what a read_committed consumer reads."""
+    import json
+    from confluent_kafka import Consumer, TopicPartition
+    from cluster_helpers import wait_topic_known
+    admin = AdminClient({"bootstrap.servers": kafka(cluster, 0)})
+    for f in admin.create_topics([NewTopic(ENGINES_TOPIC, 2, 1, config={"retention.ms": "-1"})],
+                                 operation_timeout=30).values():
+        f.result(timeout=30)
+    wait_topic_known(cluster, ENGINES_TOPIC)
+    acked = []
+    p = Producer({"bootstrap.servers": kafka(cluster, 0), "enable.idempotence": True, "linger.ms": 5})
+
+    def done(err, m):
+        assert err is None, err
+        acked.append((m.partition(), m.offset(), m.timestamp()[1]))
+
+    def produce(values, partition=None, producer=p):
+        """values: [(i, JSON)]; i >= 0 stamps BASE_TS + i s and picks partition i % 2."""
+        for i, v in values:
+            kw = {"partition": partition if partition is not None else i % 2}
+            if i >= 0:
+                kw["timestamp"] = BASE_TS + i * 1000
+            producer.produce(ENGINES_TOPIC, value=json.dumps(v).encode(), on_delivery=done, **kw)
+        assert producer.flush(30) == 0
+    produce([(i, {"kind": KINDS[i % 3], "n": i}) for i in range(60)])
+    assert len(acked) == 60
+    t = 'kafka_topics."%s"' % ENGINES_TOPIC
+    count = "SELECT count(*) FROM %s" % t
+    by_kind = "SELECT value ->> '$.kind' AS kind, count(*) AS n FROM %s GROUP BY 1 ORDER BY 1" % t
+    offsets = 'SELECT partition, "offset" FROM %s WHERE partition = 1 AND "offset" BETWEEN 3 AND 9 ORDER BY 1, 2' % t
+    times = ('SELECT partition, "offset" FROM %s WHERE timestamp_producer >= %d AND timestamp_producer < %d '
+             'ORDER BY 1, 2' % (t, BASE_TS + 10000, BASE_TS + 20000))
+    # No wait: the ack means committed in the shared catalog, which every broker reads.
+    _same_answers(cluster, pki, count, [(60,)])
+    _same_answers(cluster, pki, by_kind, [(k, 20) for k in KINDS])
+    _same_answers(cluster, pki, offsets, [(1, o) for o in range(3, 10)])
+    _same_answers(cluster, pki, times, sorted((pa, o) for pa, o, ts in acked if BASE_TS + 10000 <= ts < BASE_TS + 20000))
+
+    tx = Producer({"bootstrap.servers": kafka(cluster, 0), "transactional.id": "sql-engines-tx"})
+    tx.init_transactions(30)
+    tx.begin_transaction()
+    produce([(-1, {"kind": "aborted", "n": -1})] * 5, partition=0, producer=tx)
+    tx.abort_transaction(30)
+    tx.begin_transaction()
+    produce([(-1, {"kind": "committed", "n": 100})] * 4, partition=0, producer=tx)
+    tx.commit_transaction(30)
+    # The markers may follow EndTxn's answer by a moment.
+    wait_for(lambda: _answers(cluster, pki, count) == [[(64,)]] * 3, timeout=10, what="the committed transaction")
+    _same_answers(cluster, pki, by_kind, sorted([(k, 20) for k in KINDS] + [("committed", 4)]))
+
+    # An open transaction on partition 1: its records, and the ones after them, wait
+    # for its end (the last stable offset), on both engines.
+    tx.begin_transaction()
+    produce([(-1, {"kind": "open", "n": 1})] * 3, partition=1, producer=tx)
+    produce([(-1, {"kind": "after", "n": 2})] * 2, partition=1)
+    _same_answers(cluster, pki, "SELECT count(*) FROM %s WHERE partition = 1" % t, [(30,)])
+    tx.commit_transaction(30)
+    wait_for(lambda: _answers(cluster, pki, count) == [[(69,)]] * 3, timeout=10, what="the second commit")
+    _same_answers(cluster, pki, by_kind,
+                  sorted([(k, 20) for k in KINDS] + [("committed", 4), ("open", 3), ("after", 2)]))
+    # What a read_committed consumer at broker 1 reads is what the engines return.
+    c = Consumer({"bootstrap.servers": kafka(cluster, 1), "group.id": "sql-engines-reader",
+                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    c.assign([TopicPartition(ENGINES_TOPIC, pa, 0) for pa in range(2)])
+    consumed = set()
+    deadline = time.monotonic() + 30
+    while len(consumed) < 69 and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            consumed.add((m.partition(), m.offset()))
+    c.close()
+    _same_answers(cluster, pki, 'SELECT partition, "offset" FROM %s ORDER BY 1, 2' % t, sorted(consumed))

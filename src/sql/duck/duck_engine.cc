@@ -88,14 +88,14 @@ outcome<std::unique_ptr<engine>> engine::open(const options& o) {
         // (duck/duck_engine.h).
         if (!o.file.empty()) config.SetOptionByName("checkpoint_threshold", d::Value("1000TiB"));
         config.SetOptionByName("lock_configuration", d::Value::BOOLEAN(true));
-        const table_sources names{o.logs, o.catalog, o.state};
+        const table_sources names{o.logs, o.catalog, o.state, o.topics, o.security, o.partitions};
         add_sluice_names(config, names);
         i->export_dir = o.export_dir;
         auto* self = i.get();
         i->access.find = [self](d::ClientContext& c) { return self->find(c); };
         add_table_access(config, i->access);
         i->db = std::make_shared<d::DuckDB>(o.file.empty() ? nullptr : o.file.c_str(), &config);
-        register_topic_scan(*i->db->instance, *o.logs,
+        register_topic_scan(*i->db->instance, names.topic_scan(),
                             [self](d::ClientContext& c) { return self->find(c); });
         register_system_scan(*i->db->instance, names,
                              [self](d::ClientContext& c) { return self->find(c); });

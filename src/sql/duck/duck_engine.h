@@ -36,9 +36,12 @@ class log_manager;
 }
 namespace sluice::catalog {
 class catalog;
-}
+class security_store;
+class topic_store;
+}  // namespace sluice::catalog
 namespace sluice::sql {
 class broker_state;
+class partition_source;
 class table_guard;
 }  // namespace sluice::sql
 namespace duckdb {
@@ -60,6 +63,12 @@ struct options {
     // allowed_directories); empty: no file access at all.
     std::filesystem::path export_dir;
     log::log_manager* logs = nullptr;  // required; must outlive the engine
+    // Shared mode (docs/shared-mode.md, "SQL"; as sql::engine_options): the shared
+    // catalog's topics and policies, and the partitions through the partition-log
+    // interface, in place of `catalog`'s topics and `logs`. Null: single-node mode.
+    const catalog::topic_store* topics = nullptr;
+    const catalog::security_store* security = nullptr;
+    partition_source* partitions = nullptr;
     // The sources of the system tables (system.*, duck/sluice_tables.h); null ones
     // leave their tables out. Must outlive the engine.
     catalog::catalog* catalog = nullptr;

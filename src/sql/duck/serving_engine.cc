@@ -57,6 +57,9 @@ outcome<std::shared_ptr<duck::engine>> open_serving_database(
     o.file = file;
     o.export_dir = export_dir;
     o.logs = opts.logs;
+    o.topics = opts.topics;
+    o.security = opts.security;
+    o.partitions = opts.partitions;
     o.catalog = opts.catalog;
     o.state = opts.state;
     o.memory_limit_bytes = opts.bounds.total_memory;

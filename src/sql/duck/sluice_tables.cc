@@ -42,10 +42,16 @@ bool same_ignoring_case(std::string_view a, std::string_view b) {
 // The topic a table name means: exactly that one, else the only one equal to it
 // without regard to case; empty when none.
 std::string topic_named(const table_sources& src, const std::string& name) {
-    if (auto t = src.logs->topic(name); t && !t->removed.load()) return name;
-    if (!src.catalog) return {};
+    if (src.partitions) {  // shared mode
+        if (src.topics->find_topic(name)) return name;
+    } else if (auto t = src.logs->topic(name); t && !t->removed.load()) {
+        return name;
+    }
+    const catalog::topic_store* listed =
+        src.partitions ? src.topics : static_cast<const catalog::topic_store*>(src.catalog);
+    if (!listed) return {};
     std::string found;
-    for (const auto& t : src.catalog->list_topics()) {
+    for (const auto& t : listed->list_topics()) {
         if (!same_ignoring_case(t.name, name)) continue;
         if (!found.empty()) return {};  // ambiguous
         found = t.name;
@@ -139,7 +145,9 @@ d::unique_ptr<d::FunctionData> system_bind_fn(d::ClientContext& context,
     b->name = input.inputs.empty() || input.inputs[0].IsNull()
                   ? std::string()
                   : input.inputs[0].GetValue<std::string>();
-    auto specs = system_table_specs({self.src.logs, self.src.catalog, self.src.state, s.ctx});
+    const auto& src = self.src;
+    auto specs = system_table_specs({src.partitions ? nullptr : src.logs, src.catalog, src.state,
+                                     s.ctx, src.topics, src.security, src.partitions});
     auto it = specs.find(b->name);
     if (it == specs.end())
         throw d::CatalogException(fmt::format("Table with name system.{} does not exist", b->name));

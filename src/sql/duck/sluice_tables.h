@@ -19,7 +19,8 @@ class log_manager;
 }
 namespace sluice::catalog {
 class catalog;
-}
+class security_store;
+}  // namespace sluice::catalog
 namespace sluice::sql {
 class broker_state;
 }
@@ -30,6 +31,16 @@ struct table_sources {
     log::log_manager* logs = nullptr;
     catalog::catalog* catalog = nullptr;  // null: no system tables, exact topic names only
     broker_state* state = nullptr;        // null: no group and transaction tables
+    // Shared mode (sql::engine_options): the shared catalog's topics and policies, and
+    // the partitions through the partition-log interface, in place of catalog's and
+    // logs' (the system tables then read them as the SQLite engine's do).
+    const catalog::topic_store* topics = nullptr;
+    const catalog::security_store* security = nullptr;
+    partition_source* partitions = nullptr;
+
+    topic_source topic_scan() const {
+        return partitions ? topic_source{logs, topics, partitions} : topic_source{logs};
+    }
 };
 
 // Adds the replacement scans to `config`, before the database opens. src's pointers must

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "catalog/metadata_store.h"
 #include "duckdb.hpp"
 #include "duckdb/function/table_function.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
@@ -21,8 +22,10 @@
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "log/record_cursor.h"
+#include "log/store_cursor.h"
 #include "protocol/record_reader.h"
 #include "sql/json_text.h"
+#include "sql/partition_source.h"
 #include "sql/topic_scan_range.h"
 
 namespace sluice::sql::duck {
@@ -55,9 +58,10 @@ constexpr d::idx_t regular_columns = c_key_text;
 // the scan starts (global_state).
 struct bind_data final : d::TableFunctionData {
     std::string topic;
-    log::log_manager* logs = nullptr;
-    // Held for the scan: the partitions stay valid even if the topic is deleted
-    // meanwhile (they then answer not_found).
+    topic_source src;
+    // Single-node mode, held for the scan: the partitions stay valid even if the topic is
+    // deleted meanwhile (they then answer not_found). Shared mode has none: the shared
+    // log's partitions live as long as the log.
     std::shared_ptr<log::topic_state> state;
     scan_session session;
     range partitions, offsets, ts_producer, ts_broker;
@@ -86,10 +90,30 @@ struct local_state final : d::LocalTableFunctionState {
     int32_t partition = -1;
     log::partition_log* log = nullptr;  // null between partitions
     log::record_cursor records;
+    // Shared mode: the partition through the partition-log interface instead.
+    log::partition_store* store = nullptr;
+    log::store_cursor store_records;
+
+    bool reading() const { return log || store; }
+    const protocol::record_ref& rec() const {
+        return store ? store_records.record() : records.record();
+    }
 };
 
+// Partition p of the scan's topic through the interface both modes share; null past the
+// last one.
+log::partition_store* partition_of(const bind_data& b, int32_t p) {
+    if (b.src.shared()) return b.src.partitions->partition(b.topic, p);
+    return b.src.logs->partition(*b.state, p);
+}
+
+bool topic_removed(const bind_data& b) {
+    if (b.src.shared()) return !b.src.topics->find_topic(b.topic).has_value();
+    return b.state->removed.load();
+}
+
 [[noreturn]] void scan_error(const bind_data& b, int32_t p, const error& e) {
-    if (b.state->removed.load())
+    if (topic_removed(b))
         throw d::CatalogException(
             fmt::format("no such topic: {} (the topic was deleted during the query)", b.topic));
     throw d::IOException(fmt::format("{}-{}: {}", b.topic, p, e.message));
@@ -97,7 +121,7 @@ struct local_state final : d::LocalTableFunctionState {
 
 d::unique_ptr<d::FunctionData> bind(d::ClientContext& context, d::TableFunctionBindInput& input,
                                     d::vector<d::LogicalType>& types, d::vector<d::string>& names,
-                                    log::log_manager& logs, const session_finder& find) {
+                                    const topic_source& src, const session_finder& find) {
     const auto s = find(context);
     if (!s.ctx) throw d::PermissionException("kafka_topic: only a Sluice SQL session reads topics");
     if (input.inputs.empty() || input.inputs[0].IsNull())
@@ -110,11 +134,12 @@ d::unique_ptr<d::FunctionData> bind(d::ClientContext& context, d::TableFunctionB
         std::lock_guard lk(*s.mu);
         if (auto why = s.ctx->check_topic_read(b->topic)) throw d::PermissionException(*why);
     }
-    b->logs = &logs;
+    b->src = src;
     b->session = s;
-    b->state = logs.topic(b->topic);
-    if (!b->state || b->state->removed.load())
-        throw d::CatalogException(fmt::format("no such topic: {}", b->topic));
+    if (!src.shared()) b->state = src.logs->topic(b->topic);
+    const bool exists = src.shared() ? src.topics->find_topic(b->topic).has_value()
+                                     : b->state && !b->state->removed.load();
+    if (!exists) throw d::CatalogException(fmt::format("no such topic: {}", b->topic));
     types = {d::LogicalType::INTEGER, d::LogicalType::BIGINT, d::LogicalType::BIGINT,
              d::LogicalType::BIGINT,  d::LogicalType::BLOB,   d::LogicalType::BLOB,
              d::LogicalType::VARCHAR};
@@ -301,7 +326,7 @@ d::unique_ptr<d::NodeStatistics> cardinality(d::ClientContext&, const d::Functio
     const auto& b = data->Cast<bind_data>();
     d::idx_t rows = 0;
     for (int32_t p = 0;; ++p) {
-        auto* pl = b.logs->partition(*b.state, p);
+        const auto* pl = partition_of(b, p);
         if (!pl) break;
         rows += static_cast<d::idx_t>(
             std::max<offset_t>(0, pl->last_stable_offset() - pl->log_start_offset()));
@@ -326,7 +351,7 @@ d::unique_ptr<d::GlobalTableFunctionState> init_global(d::ClientContext&,
         // same one (statement_context::snapshot), and only what a READ_COMMITTED
         // consumer may see (up to the last stable offset).
         for (int32_t p = 0;; ++p) {
-            auto* pl = b.logs->partition(*b.state, p);
+            const auto* pl = partition_of(b, p);
             if (!pl) break;
             g->cut.push_back(s.ctx->snapshot({b.topic, p}, pl->last_stable_offset()));
         }
@@ -348,10 +373,22 @@ d::unique_ptr<d::LocalTableFunctionState> init_local(d::ExecutionContext&,
 // Positions l on partition p: where its records start and end under the ranges. false
 // (with no error) when the partition has nothing to return.
 result<bool> enter_partition(const bind_data& b, const global_state& g, local_state& l, int32_t p) {
-    l.log = b.logs->partition(*b.state, p);
+    const offset_t cut = g.cut[static_cast<size_t>(p)];
+    if (b.src.shared()) {
+        l.store = b.src.partitions->partition(b.topic, p);
+        if (!l.store) return false;
+        l.partition = p;
+        auto span = store_span(*l.store, cut, b.offsets, b.ts_producer);
+        if (!span) return span.err();
+        if (!*span) return false;
+        if (auto r = l.store_records.open(l.store, (*span)->first, (*span)->second); !r)
+            return r.err();
+        ++b.session.counters->partitions_scanned;
+        return true;
+    }
+    l.log = b.src.logs->partition(*b.state, p);
     if (!l.log) return false;
     l.partition = p;
-    const offset_t cut = g.cut[static_cast<size_t>(p)];
     auto span = partition_span(*l.log, cut, b.offsets, b.ts_producer, b.ts_broker);
     if (!span) return span.err();
     if (!*span) return false;
@@ -361,15 +398,17 @@ result<bool> enter_partition(const bind_data& b, const global_state& g, local_st
     return true;
 }
 
-// The next record of the scan into l.records.record(); false at the end.
+// The next record of the scan into l.rec(); false at the end.
 bool advance(const bind_data& b, global_state& g, local_state& l) {
     for (;;) {
-        if (l.log) {
-            auto more = l.records.next();
+        if (l.reading()) {
+            auto more = l.store ? l.store_records.next() : l.records.next();
             if (!more) scan_error(b, l.partition, more.err());
             if (*more) return true;
             l.log = nullptr;
             l.records.close();
+            l.store = nullptr;
+            l.store_records.close();
         }
         int32_t p = 0;
         {
@@ -379,7 +418,10 @@ bool advance(const bind_data& b, global_state& g, local_state& l) {
         }
         auto entered = enter_partition(b, g, l, p);
         if (!entered) scan_error(b, p, entered.err());
-        if (!*entered) l.log = nullptr;
+        if (!*entered) {
+            l.log = nullptr;
+            l.store = nullptr;
+        }
     }
 }
 
@@ -416,7 +458,7 @@ void set_time(d::Vector& v, d::idx_t row, int64_t ms) {
 }
 
 void set_headers(const bind_data& b, const local_state& l, d::Vector& v, d::idx_t row) {
-    const auto& rec = l.records.record();
+    const auto& rec = l.rec();
     if (rec.header_count == 0) {
         d::FlatVector::GetData<d::string_t>(v)[row] = d::string_t("[]");
         return;
@@ -431,8 +473,16 @@ void set_headers(const bind_data& b, const local_state& l, d::Vector& v, d::idx_
 }
 
 void count_reads(const bind_data& b, local_state& l) {
-    auto& from = l.records.stats();
     auto& to = *b.session.counters;
+    if (b.src.shared()) {
+        auto& from = l.store_records.stats();
+        to.batches_read += from.batches_read;
+        to.bytes_read += from.bytes_read;
+        to.records_read += from.records_read;
+        from = {};
+        return;
+    }
+    auto& from = l.records.stats();
     to.segments_read += from.segments_read;
     to.batches_read += from.batches_read;
     to.bytes_read += from.bytes_read;
@@ -446,7 +496,7 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
     auto& l = input.local_state->Cast<local_state>();
     d::idx_t n = 0;
     while (n < STANDARD_VECTOR_SIZE && advance(b, g, l)) {
-        const auto& rec = l.records.record();
+        const auto& rec = l.rec();
         // Producer times need not grow along a partition, so the range cannot end the scan
         // early; a record outside it is dropped before any column is built.
         if (rec.timestamp < b.ts_producer.lo || rec.timestamp > b.ts_producer.hi) continue;
@@ -463,6 +513,10 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
                     d::FlatVector::GetData<int64_t>(v)[n] = rec.timestamp;
                     break;
                 case c_ts_broker: {
+                    if (l.store) {  // shared mode keeps no append times
+                        d::FlatVector::SetNull(v, n, true);
+                        break;
+                    }
                     auto t = l.records.append_time();
                     if (!t) scan_error(b, l.partition, t.err());
                     d::FlatVector::GetData<int64_t>(v)[n] = *t;
@@ -472,6 +526,10 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
                     set_time(v, n, rec.timestamp);
                     break;
                 case c_ts_broker_tz: {
+                    if (l.store) {
+                        d::FlatVector::SetNull(v, n, true);
+                        break;
+                    }
                     auto t = l.records.append_time();
                     if (!t) scan_error(b, l.partition, t.err());
                     set_time(v, n, *t);
@@ -506,23 +564,22 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
 
 }  // namespace
 
-void register_topic_scan(duckdb::DatabaseInstance& db, log::log_manager& logs,
-                         session_finder find) {
-    // DuckDB's callbacks are plain function pointers: the log manager and the session
+void register_topic_scan(duckdb::DatabaseInstance& db, topic_source src, session_finder find) {
+    // DuckDB's callbacks are plain function pointers: the topics' source and the session
     // finder reach bind through the function's info.
     struct info final : d::TableFunctionInfo {
-        log::log_manager* logs = nullptr;
+        topic_source src;
         session_finder find;
     };
     auto i = d::make_shared_ptr<info>();
-    i->logs = &logs;
+    i->src = src;
     i->find = std::move(find);
     d::TableFunction f(
         "kafka_topic", {d::LogicalType::VARCHAR}, scan,
         [](d::ClientContext& context, d::TableFunctionBindInput& input,
            d::vector<d::LogicalType>& types, d::vector<d::string>& names) {
             const auto& self = input.info->Cast<info>();
-            return bind(context, input, types, names, *self.logs, self.find);
+            return bind(context, input, types, names, self.src, self.find);
         },
         init_global, init_local);
     f.function_info = std::move(i);

@@ -9,8 +9,12 @@
 // becomes a VARCHAR), timestamp_producer_tz and timestamp_broker_tz TIMESTAMPTZ.
 // Internal to src/sql/duck: it includes DuckDB's C++ headers' types by name only.
 //
-// The logs are read through log::log_manager, partition_log and record_cursor, all in
-// topic_scan.cc: the partition-log interface of shared mode replaces them there.
+// Single-node mode reads the local logs (log::log_manager, partition_log and
+// record_cursor); shared mode (docs/shared-mode.md, "SQL") the topics of the shared
+// catalog and their partitions through the partition-log interface (sql/partition_source.h,
+// log::store_cursor): the same pushdown of partition, offset and a lower bound on
+// timestamp_producer, the same read_committed cut, timestamp_broker NULL (shared mode
+// keeps no append times).
 
 #include <atomic>
 #include <cstdint>
@@ -27,6 +31,12 @@ class ClientContext;
 }  // namespace duckdb
 namespace sluice::log {
 class log_manager;
+}
+namespace sluice::catalog {
+class topic_store;
+}
+namespace sluice::sql {
+class partition_source;
 }
 
 namespace sluice::sql::duck {
@@ -57,7 +67,16 @@ struct scan_session {
 // Finds the session of a DuckDB connection; ctx null when the connection is not a session's.
 using session_finder = std::function<scan_session(duckdb::ClientContext&)>;
 
-// Registers kafka_topic in db's system catalog. logs must outlive db.
-void register_topic_scan(duckdb::DatabaseInstance& db, log::log_manager& logs, session_finder find);
+// Where kafka_topic finds a topic and its partitions.
+struct topic_source {
+    log::log_manager* logs = nullptr;  // single-node mode
+    // Shared mode (both set): the shared catalog's topics, and their partitions.
+    const catalog::topic_store* topics = nullptr;
+    partition_source* partitions = nullptr;
+    bool shared() const { return partitions != nullptr; }
+};
+
+// Registers kafka_topic in db's system catalog. src's pointers must outlive db.
+void register_topic_scan(duckdb::DatabaseInstance& db, topic_source src, session_finder find);
 
 }  // namespace sluice::sql::duck

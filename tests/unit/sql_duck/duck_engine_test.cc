@@ -1,5 +1,6 @@
 // src/sql/duck: kafka_topic over real partition logs written by the log library, its
-// filter pushdown, the read_committed cut, authorization and the locked-down engine.
+// filter pushdown, the read_committed cut, authorization and the locked-down engine; and
+// the same through the partition-log interface (shared mode).
 
 #include "sql/duck/duck_engine.h"
 
@@ -9,7 +10,9 @@
 #include <future>
 #include <thread>
 
+#include "catalog/catalog.h"
 #include "log/log_manager.h"
+#include "sql/partition_source.h"
 #include "sql/sql_security_util.h"
 #include "sql/sql_test_util.h"
 #include "support/batch_builder.h"
@@ -352,6 +355,155 @@ TEST_F(duck_fixture, no_file_network_or_extension_access_and_the_settings_are_lo
               (rows{{"false", "true", "false", (dir.path / "sql-duck-tmp").string()}}));
     EXPECT_EQ(query("SELECT current_setting('memory_limit')"), (rows{{"256.0 MiB"}}));
     EXPECT_EQ(failure_of("SELECT 1 FROM kafka_topic(NULL)").kind, failure::invalid_parameter);
+}
+
+// Shared mode's path (docs/shared-mode.md, "SQL"): the topics from a topic store and the
+// partitions through the partition-log interface (options::partitions, log::store_cursor),
+// here over the same local logs, which implement that interface too: the same rows, the
+// same pushdown (but no append times), the same read_committed cut as the local path.
+struct logs_as_source final : partition_source {
+    explicit logs_as_source(log::log_manager& l) : logs(l) {}
+    log::partition_store* partition(const std::string& topic, int32_t p) override {
+        return logs.get(topic, p);
+    }
+    log::log_manager& logs;
+};
+
+struct shared_fixture : duck_fixture {
+    void SetUp() override {
+        duck_fixture::SetUp();
+        auto c = catalog::catalog::open(dir.path / "catalog.db");
+        ASSERT_TRUE(c) << c.err().message;
+        cat = std::move(*c);
+        source = std::make_unique<logs_as_source>(*logs);
+        options o;
+        o.data_dir = dir.path / "through";
+        std::filesystem::create_directories(o.data_dir);
+        o.logs = logs.get();
+        o.catalog = cat.get();
+        o.topics = cat.get();
+        o.security = cat.get();
+        o.partitions = source.get();
+        auto e = engine::open(o);
+        ASSERT_TRUE(e) << e.error().message;
+        through_eng = std::move(*e);
+        through = through_eng->open_session(nullptr, {"alice", true});
+    }
+    void TearDown() override {
+        through.reset();
+        through_eng.reset();
+        duck_fixture::TearDown();
+    }
+    void create_shared_topic(const std::string& name, int32_t partitions) {
+        catalog::topic_info t;
+        t.name = name;
+        t.id = catalog::random_uuid();
+        t.partitions = partitions;
+        ASSERT_TRUE(cat->create_topic(t));
+        create_topic(name, partitions);
+    }
+    rows shared_query(std::string_view sql) {
+        auto r = through->query(sql);
+        EXPECT_TRUE(r) << sql << ": " << (r ? "" : r.error().message);
+        rows out;
+        for (const auto& row : r ? r->rows : decltype(r->rows){}) {
+            auto& cells = out.emplace_back();
+            for (const auto& c : row) cells.push_back(c ? *c : "NULL");
+        }
+        return out;
+    }
+    const scan_stats& shared_scan() const { return through->last_scan(); }
+
+    std::unique_ptr<catalog::catalog> cat;
+    std::unique_ptr<logs_as_source> source;
+    std::unique_ptr<engine> through_eng;
+    std::unique_ptr<session> through;
+};
+
+TEST_F(shared_fixture, the_same_rows_through_the_partition_log_interface) {
+    create_shared_topic("Orders", 3);
+    for (int i = 0; i < 30; ++i)
+        produce("Orders", i % 3,
+                {{"k" + std::to_string(i), "{\"n\":" + std::to_string(i % 4) + "}", 1000 + i, {}}});
+    produce_bytes("Orders", 1,
+                  sluice::testing::compress_batch(
+                      build_batch({{"zk", "zipped", 2000, {{"h", "x"}}}, {"zk2", "z2", 2001, {}}}),
+                      protocol::compression::gzip));
+    for (const char* sql :
+         {"SELECT partition, \"offset\", timestamp_producer, key, value, headers, key_text, "
+          "timestamp_producer_tz FROM kafka_topics.\"Orders\" ORDER BY 1, 2",
+          "SELECT count(*), count(DISTINCT key) FROM kafka_topic('Orders')",
+          "SELECT value ->> '$.n' AS n, count(*) FROM kafka_topic('Orders') GROUP BY 1 ORDER BY 1"})
+        EXPECT_EQ(shared_query(sql), query(sql)) << sql;
+    EXPECT_EQ(shared_query("SELECT count(*) FROM orders"), (rows{{"32"}}));
+    // Shared mode keeps no broker append times: NULL, and a filter on them matches nothing.
+    EXPECT_EQ(
+        shared_query("SELECT count(timestamp_broker), count(timestamp_broker_tz) FROM orders"),
+        (rows{{"0", "0"}}));
+    EXPECT_EQ(shared_query("SELECT count(*) FROM orders WHERE timestamp_broker > 0"),
+              (rows{{"0"}}));
+    // The system tables read the partitions through the interface too.
+    EXPECT_EQ(shared_query("SELECT partition, log_start_offset, high_watermark, bytes "
+                           "FROM system.partitions WHERE topic = 'Orders' ORDER BY 1"),
+              (rows{{"0", "0", "10", "NULL"}, {"1", "0", "12", "NULL"}, {"2", "0", "10", "NULL"}}));
+    auto e = through->query("SELECT * FROM kafka_topic('nosuch')");
+    ASSERT_FALSE(e);
+    EXPECT_EQ(e.error().kind, failure::undefined_table);
+}
+
+TEST_F(shared_fixture, partitions_offsets_and_producer_times_are_pushed_into_the_scan) {
+    create_shared_topic("t", 3);
+    for (int p = 0; p < 3; ++p)
+        for (int b = 0; b < 4; ++b)
+            produce("t", p,
+                    {{"k", "v" + std::to_string(b * 2), 1000 + b * 2, {}},
+                     {"k", "v" + std::to_string(b * 2 + 1), 1001 + b * 2, {}}});
+    EXPECT_EQ(shared_query("SELECT count(*) FROM t"), (rows{{"24"}}));
+    EXPECT_EQ(shared_scan().partitions_scanned, 3);
+    EXPECT_EQ(shared_scan().records_read, 24);
+    EXPECT_EQ(shared_query("SELECT string_agg(\"offset\"::VARCHAR, ',' ORDER BY \"offset\") "
+                           "FROM t WHERE partition = 2 AND \"offset\" BETWEEN 3 AND 5"),
+              (rows{{"3,4,5"}}));
+    EXPECT_EQ(shared_scan().partitions_scanned, 1);
+    EXPECT_EQ(shared_scan().batches_read, 2);  // the batches [2,3] and [4,5]
+    // A lower bound on timestamp_producer starts each partition at the first record at or
+    // after it (ListOffsets by timestamp).
+    EXPECT_EQ(shared_query("SELECT count(*) FROM t WHERE timestamp_producer >= 1006"),
+              (rows{{"6"}}));
+    EXPECT_EQ(shared_scan().records_read, 6);
+    EXPECT_EQ(shared_query("SELECT count(*) FROM t WHERE partition = 9"), (rows{{"0"}}));
+    EXPECT_EQ(shared_scan().partitions_scanned, 0);
+}
+
+TEST_F(shared_fixture, read_committed_cut_as_on_the_local_path) {
+    create_shared_topic("tx", 1);
+    auto* pl = logs->get("tx", 0);
+    produce("tx", 0, {{"k", "plain", 1, {}}});
+    auto txn = [&](int64_t pid, const std::string& v) {
+        sluice::testing::batch_options o;
+        o.producer_id = pid;
+        o.producer_epoch = 0;
+        o.base_sequence = 0;
+        o.transactional = true;
+        return produce_bytes("tx", 0, build_batch({{"k", v, 2, {}}, {"k", v, 3, {}}}, o));
+    };
+    auto marker = [&](int64_t pid, bool commit) {
+        auto r = pl->write_marker(pid, 0, commit, 0, 2000);
+        ASSERT_TRUE(r) << r.err().message;
+        wait_durable(pl, r->last_offset);
+    };
+    txn(7, "committed");                        // 1..2
+    txn(8, "aborted");                          // 3..4
+    marker(7, true);                            // 5
+    marker(8, false);                           // 6
+    txn(9, "open");                             // 7..8: the last stable offset stays at 7
+    produce("tx", 0, {{"k", "after", 4, {}}});  // 9: above the last stable offset
+    const char* all = "SELECT \"offset\", value_text FROM kafka_topic('tx') ORDER BY 1";
+    EXPECT_EQ(shared_query(all), (rows{{"0", "plain"}, {"1", "committed"}, {"2", "committed"}}));
+    marker(9, true);  // 10: everything up to it is stable now
+    EXPECT_EQ(shared_query(all), query(all));
+    EXPECT_EQ(shared_query("SELECT count(*), count(*) FILTER (value_text = 'aborted') FROM tx"),
+              (rows{{"6", "0"}}));
 }
 
 }  // namespace
