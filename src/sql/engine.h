@@ -48,6 +48,7 @@ enum class failure {
     busy,               // 55P03 lock_not_available (the user database stayed locked)
     disk_full,          // 53100 disk_full (the data directory's file system has no room)
     shutting_down,      // 57P01 admin_shutdown
+    not_supported,      // 0A000 feature_not_supported (savepoints on the duckdb engine)
     internal,           // XX000 internal_error
 };
 const char* sqlstate(failure f);

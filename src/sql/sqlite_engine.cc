@@ -47,6 +47,8 @@ const char* sqlstate(failure f) {
             return "53100";
         case failure::shutting_down:
             return "57P01";
+        case failure::not_supported:
+            return "0A000";
         case failure::internal:
             return "XX000";
     }
@@ -91,6 +93,8 @@ const char* failure_name(failure f) {
             return "disk_full";
         case failure::shutting_down:
             return "shutting_down";
+        case failure::not_supported:
+            return "not_supported";
         case failure::internal:
             return "internal";
     }

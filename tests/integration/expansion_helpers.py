@@ -190,7 +190,7 @@ def positions(conn, table, where="TRUE"):
 
 def topic_positions(conn, topic, where="TRUE"):
     with conn.cursor() as cur:
-        cur.execute('SELECT partition, offset FROM kafka_topics."%s" WHERE %s' % (topic.replace('"', '""'), where))
+        cur.execute('SELECT partition, "offset" FROM kafka_topics."%s" WHERE %s' % (topic.replace('"', '""'), where))
         return [tuple(r) for r in cur.fetchall()]
 
 

@@ -82,6 +82,13 @@ QUERIES = {
                         '(SELECT partition, "offset" FROM {topic})', (500,), "SEARCH c USING INDEX " + IDX),
 }
 
+if S.ON_DUCKDB:
+    # CROSS JOIN ... ON is SQLite's (where it fixes the join order); PostgreSQL's dialect
+    # writes the condition in WHERE.
+    _, want, shows = QUERIES["cross-join-lookups"]
+    QUERIES["cross-join-lookups"] = ("SELECT count(*), sum(length(t.value)) FROM j.t c CROSS JOIN {topic} t "
+                                     "WHERE " + ON + " AND c.n < 50000", want, shows)
+
 
 def timed(pg, sql):
     start = time.monotonic()
@@ -93,8 +100,17 @@ def timed(pg, sql):
 def test_join_spelling_uses_an_index(b, pg, filled, name):
     sql, want, plan_shows = QUERIES[name]
     sql = sql.format(topic=filled)
-    plan = " | ".join(str(r[-1]) for r in S.pg_rows(pg, "EXPLAIN QUERY PLAN " + sql))
-    assert plan_shows in plan, plan
+    if S.ON_DUCKDB:
+        # DuckDB has no per-row index search to show (EXPLAIN QUERY PLAN is SQLite's): the
+        # same property, no scan of one side per row of the other, is a hash join on the
+        # (partition, offset) keys and no nested loop or cross product in its plan.
+        plan = " | ".join(str(r[-1]) for r in S.pg_rows(pg, "EXPLAIN " + sql))
+        assert "HASH_JOIN" in plan, plan
+        for per_row in ("NESTED_LOOP_JOIN", "BLOCKWISE_NL_JOIN", "CROSS_PRODUCT", "PIECEWISE_MERGE_JOIN"):
+            assert per_row not in plan, plan
+    else:
+        plan = " | ".join(str(r[-1]) for r in S.pg_rows(pg, "EXPLAIN QUERY PLAN " + sql))
+        assert plan_shows in plan, plan
     S.pg_rows(pg, sql)  # the page cache and the statement warm
     got, took = timed(pg, sql)
     assert got == [want], (name, got)

@@ -7,6 +7,7 @@
 #include "sql/duck/pg_shape.h"
 #include "sql/duck/serving.h"
 #include "sql/duck/serving_session.h"
+#include "sql/duck/session_functions.h"
 #include "sql/duck/sluice_tables.h"
 
 namespace sluice::sql::duck {
@@ -70,6 +71,9 @@ outcome<std::shared_ptr<duck::engine>> open_serving_database(
     try {
         register_blob_text_cast(*(*e)->internals().db->instance);
         register_json_text(*(*e)->internals().db->instance);
+        auto* impl = &(*e)->internals();
+        register_session_functions(*impl->db->instance,
+                                   [impl](duckdb::ClientContext& c) { return impl->find(c); });
     } catch (const std::exception& x) {
         return query_error{failure::internal, fmt::format("duckdb engine: {}", x.what())};
     }

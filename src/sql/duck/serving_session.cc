@@ -11,7 +11,9 @@
 #include "duckdb/parser/expression/constant_expression.hpp"
 #include "duckdb/parser/sql_statement.hpp"
 #include "duckdb/parser/statement/copy_statement.hpp"
+#include "sql/budget.h"
 #include "sql/duck/pg_shape.h"
+#include "sql/duck/statement_checks.h"
 #include "sql/duck/user_tables.h"
 
 namespace sluice::sql::duck {
@@ -344,9 +346,9 @@ sql::statement::step_state serving_statement::step() {
         _row.push_back(cell_of(_chunk->GetValue(c, _pos)));
         if (cell_size(_row.back()) > max_value)
             return fail(
-                {failure::program_limit, fmt::format("a value of column {} is longer than {} bytes "
+                {failure::program_limit, fmt::format("a value of column {} is longer than {} "
                                                      "(--sql-max-value-bytes)",
-                                                     _cols[c].name, max_value)});
+                                                     _cols[c].name, format_bytes(max_value))});
     }
     ++_pos;
     ++_rows;
@@ -390,7 +392,12 @@ std::optional<query_error> serving_session::start_statement() {
     if (_run.cancel.exchange(false))
         return query_error{failure::canceled, "canceling statement due to user request"};
     {
+        // The previous statement's counters become sluice_last_scan()'s.
         std::lock_guard lk(_mu);
+        _ctx.current_scan() = _counters.load();
+        for (auto* c : {&_counters.partitions_scanned, &_counters.segments_read,
+                        &_counters.batches_read, &_counters.records_read, &_counters.bytes_read})
+            c->store(0);
         _ctx.begin_statement();
     }
     _run.interrupted.store(0);
@@ -419,6 +426,9 @@ query_error serving_session::error_for(const d::ErrorData& e) {
                 fmt::format("{} (every session's memory together: --sql-memory; temporary files: "
                             "--sql-temp-bytes)",
                             one_line(e.Message()))};
+    // DuckDB's max_expression_depth, 1000 as SQLite's SQLITE_LIMIT_EXPR_DEPTH: the same bound.
+    if (e.Type() == d::ExceptionType::PARSER && msg.find("expression depth") != std::string::npos)
+        return {failure::program_limit, "Expression tree is too large (maximum depth 1000)"};
     // Hints that need only the message (the statement's own come at prepare).
     auto text = one_line(e.Message());
     if (const auto hint = error_hint({}, text); !hint.empty()) text += " " + hint;
@@ -429,6 +439,11 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
                                                                   std::string_view* tail) {
     _run.cancel.store(false);  // a cancel that came while idle is forgotten
     if (tail) *tail = {};
+    // The separators before a statement (the `;` a tail starts with): DuckDB's parser
+    // places a statement after an empty one wrongly ("; SELECT 2" fails to prepare).
+    while (!sql.empty() &&
+           (sql.front() == ';' || std::isspace(static_cast<unsigned char>(sql.front()))))
+        sql.remove_prefix(1);
     const std::string text(sql);
     const auto hinted = [&text](query_error q) {
         if (const auto hint = error_hint(text, q.message);
@@ -437,6 +452,7 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
         return q;
     };
     try {
+        if (auto why = text_refused(text)) return *why;
         auto statements = _con->ExtractStatements(text);
         if (statements.empty()) return std::unique_ptr<sql::statement>();
         auto& first = statements[0];
@@ -448,12 +464,20 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
                        refused(*first, d::DatabaseManager::GetDefaultDatabase(*_con->context),
                                _db.access.guard.load())) {
             return *why;
+        } else if (auto hidden = path_refused(*first)) {
+            return *hidden;
+        } else if (auto big = compound_refused(*first)) {
+            return *big;
         }
         shape_statement(*first);
         std::string own = text.substr(first->stmt_location, end - first->stmt_location);
         _bound_topics.clear();
         auto prep = _con->Prepare(std::move(first));
         if (prep->HasError()) return hinted(error_for(prep->GetErrorObject()));
+        if (prep->GetNames().size() > max_result_columns)
+            return query_error{
+                failure::program_limit,
+                fmt::format("too many columns in result set (at most {})", max_result_columns)};
         return std::unique_ptr<sql::statement>(
             std::make_unique<serving_statement>(*this, std::move(own), std::move(prep)));
     } catch (const std::exception& e) {

@@ -311,6 +311,42 @@ TEST_F(serving_fixture, rows_values_time_and_cancel_are_bounded) {
     EXPECT_EQ(run("SELECT 1"), (rows{{"1"}}));
 }
 
+TEST_F(serving_fixture, paths_pragmas_and_savepoints_are_refused) {
+    for (const char* sql :
+         {"PRAGMA database_list", "SELECT path FROM duckdb_databases()",
+          "SELECT file FROM pragma_database_list", "SELECT current_setting('temp_directory')",
+          "WITH x AS (SELECT * FROM duckdb_settings()) SELECT * FROM x",
+          "SELECT 1 WHERE EXISTS (SELECT 1 FROM pg_settings)",
+          "SELECT (SELECT max(path) FROM duckdb_temporary_files())",
+          "CREATE VIEW v AS SELECT path FROM duckdb_databases()",
+          "EXPLAIN SELECT * FROM duckdb_extensions()"})
+        EXPECT_EQ(run(sql), (rows{{err(failure::read_only)}})) << sql;
+    EXPECT_EQ(run("SELECT current_setting('TimeZone') IS NOT NULL"), (rows{{"1"}}));
+    for (const char* sql : {"SAVEPOINT a", "release a", " -- c\n ROLLBACK TO SAVEPOINT a",
+                            "/* c */ rollback work to a"})
+        EXPECT_EQ(run(sql), (rows{{err(failure::not_supported)}})) << sql;
+    EXPECT_EQ(sqlstate(failure::not_supported), std::string("0A000"));
+}
+
+TEST_F(serving_fixture, last_scan_counts_the_previous_statement) {
+    logs->add_topic("orders", 1, {});
+    produce("orders", 0, {{"k1", "a", 1111, {}}, {"k2", "b", 1112, {}}});
+    EXPECT_EQ(run("SELECT count(value) FROM kafka_topics.orders"), (rows{{"2"}}));
+    EXPECT_EQ(run("SELECT sluice_last_scan() ->> '$.records_read', "
+                  "sluice_last_scan() ->> '$.partitions_scanned'"),
+              (rows{{"2", "1"}}));
+    // The statement before was that one, which read no topic.
+    EXPECT_EQ(run("SELECT sluice_last_scan() ->> '$.records_read'"), (rows{{"0"}}));
+}
+
+TEST_F(serving_fixture, the_statement_after_a_semicolon_prepares) {
+    std::string_view tail;
+    auto st = sess->prepare("SELECT 1; SELECT 2", &tail);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(run(tail), (rows{{"2"}}));
+    EXPECT_EQ(run("; SELECT 3"), (rows{{"3"}}));
+}
+
 TEST_F(serving_fixture, results_stream_a_chunk_at_a_time) {
     // A result far larger than the row limit allows is stepped row by row: the first
     // rows come before the statement has produced the rest.

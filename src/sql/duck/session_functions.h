@@ -1,0 +1,22 @@
+#pragma once
+
+// Functions of a session's own state, as the SQLite engine has them (sql/functions.h).
+// Internal to src/sql/duck.
+// - sluice_last_scan(): a JSON object with the counters of what the previous statement's
+//   scans of the topic tables read (partitions_scanned, segments_read, batches_read,
+//   records_read, bytes_read), the same text as on the SQLite engine. The counters move
+//   from the session's scan_counters to its statement_context when a statement starts
+//   (serving_session::start_statement).
+
+#include "sql/duck/topic_scan.h"
+
+namespace duckdb {
+class DatabaseInstance;
+}
+
+namespace sluice::sql::duck {
+
+// Registers sluice_last_scan in db's system catalog; find gives a connection's session.
+void register_session_functions(duckdb::DatabaseInstance& db, session_finder find);
+
+}  // namespace sluice::sql::duck
