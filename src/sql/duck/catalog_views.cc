@@ -34,6 +34,9 @@ struct wrap_info final : d::TableFunctionInfo {
     session_finder find;
     // Rows after the original's (may be empty); the columns it leaves out are NULL.
     std::function<std::vector<catalog_row>(d::ClientContext&, const wrap_info&)> extra;
+    // Whether the original's errors are replaced by one without their text (which may
+    // name the server's paths: duckdb_extensions() names its extension directory).
+    bool quiet_errors = false;
     // Edits a chunk of the original's rows in place, by column name.
     std::function<void(const d::vector<d::string>&, d::DataChunk&)> fix;
 };
@@ -65,6 +68,18 @@ struct wrap_global final : d::GlobalTableFunctionState {
     bool original_done = false;
 };
 
+// Runs one of the original's callbacks, its error replaced when self.quiet_errors.
+template <class F>
+auto guarded(const wrap_info& self, F&& f) -> decltype(f()) {
+    if (!self.quiet_errors) return f();
+    try {
+        return f();
+    } catch (const std::exception&) {
+        throw d::PermissionException("%s() is not available: it reads the server's file system",
+                                     self.original.name);
+    }
+}
+
 d::unique_ptr<d::FunctionData> wrap_bind_fn(d::ClientContext& context,
                                             d::TableFunctionBindInput& input,
                                             d::vector<d::LogicalType>& types,
@@ -72,7 +87,8 @@ d::unique_ptr<d::FunctionData> wrap_bind_fn(d::ClientContext& context,
     const auto& self = input.info->Cast<wrap_info>();
     auto b = d::make_uniq<wrap_bind>();
     b->self = &self;
-    if (self.original.bind) b->inner = self.original.bind(context, input, types, names);
+    if (self.original.bind)
+        b->inner = guarded(self, [&] { return self.original.bind(context, input, types, names); });
     b->names = names;
     b->types = types;
     return b;
@@ -85,7 +101,8 @@ d::unique_ptr<d::GlobalTableFunctionState> wrap_init(d::ClientContext& context,
     auto g = d::make_uniq<wrap_global>();
     d::TableFunctionInitInput inner(b.inner.get(), input.column_indexes, input.projection_ids,
                                     input.filters);
-    if (self.original.init_global) g->inner = self.original.init_global(context, inner);
+    if (self.original.init_global)
+        g->inner = guarded(self, [&] { return self.original.init_global(context, inner); });
     if (self.extra) g->extra = self.extra(context, self);
     return g;
 }
@@ -96,7 +113,7 @@ void wrap_scan(d::ClientContext& context, d::TableFunctionInput& input, d::DataC
     const auto& self = *b.self;
     if (!g.original_done) {
         d::TableFunctionInput inner(b.inner.get(), nullptr, g.inner.get());
-        self.original.function(context, inner, out);
+        guarded(self, [&] { self.original.function(context, inner, out); });
         if (out.size() > 0) {
             if (self.fix) self.fix(b.names, out);
             return;
@@ -415,7 +432,9 @@ void register_catalog_views(duckdb::DatabaseInstance& db, const table_sources& s
     // PRAGMA database_list (and pragma_database_list) reads duckdb_databases().
     wrap(loader, "duckdb_databases", make(extra_fn(), hide("path")));
     wrap(loader, "duckdb_temporary_files", make(extra_fn(), hide("path")));
-    wrap(loader, "duckdb_extensions", make(extra_fn(), hide("install_path")));
+    auto extensions = make(extra_fn(), hide("install_path"));
+    extensions->quiet_errors = true;
+    wrap(loader, "duckdb_extensions", std::move(extensions));
     wrap(loader, "duckdb_settings", make(extra_fn(), fix_fn(hide_path_settings)));
     wrap_current_setting(loader);
     replace_user_functions(loader, find);

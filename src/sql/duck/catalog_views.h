@@ -15,7 +15,9 @@
 // And what would show the data directory's path is hidden: duckdb_databases()' path,
 // PRAGMA database_list's file (read from it), duckdb_settings()' values of the settings naming
 // directories or paths, duckdb_temporary_files()' path, duckdb_extensions()' install path
-// are NULL; current_setting() of those settings is refused (42501).
+// are NULL (and duckdb_extensions()' error, which names its directory, replaced);
+// current_setting() of those settings is refused (42501). current_user, session_user and
+// current_role are the session's principal's user, as on SQLite (DuckDB's say 'duckdb').
 // Internal to src/sql/duck.
 
 #include "duckdb.hpp"
