@@ -11,6 +11,7 @@
 #include "catalog/catalog.h"
 #include "duckdb/catalog/catalog_entry/scalar_function_catalog_entry.hpp"
 #include "duckdb/catalog/catalog_entry/table_function_catalog_entry.hpp"
+#include "duckdb/common/vector_operations/unary_executor.hpp"
 #include "duckdb/main/attached_database.hpp"
 #include "duckdb/main/database_manager.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
@@ -398,6 +399,17 @@ void user_fn(d::DataChunk&, d::ExpressionState& state, d::Vector& result) {
         d::StringVector::AddString(result, data.user);
 }
 
+// pg_get_userbyid(oid): one role owns everything, the engine's (as on SQLite, where its
+// OID is 10; DuckDB's catalog says 0).
+void userbyid(d::DataChunk& args, d::ExpressionState&, d::Vector& result) {
+    d::UnaryExecutor::Execute<int64_t, d::string_t>(
+        args.data[0], result, args.size(), [&](int64_t oid) {
+            return d::StringVector::AddString(result, oid == 0 || oid == 10
+                                                          ? std::string("sluice")
+                                                          : fmt::format("unknown (OID={})", oid));
+        });
+}
+
 void replace_user_functions(d::ExtensionLoader& loader, const session_finder& find) {
     for (const char* name : {"current_user", "session_user", "current_role"}) {
         d::ScalarFunction f(name, {}, d::LogicalType::VARCHAR, user_fn, user_bind);
@@ -409,6 +421,13 @@ void replace_user_functions(d::ExtensionLoader& loader, const session_finder& fi
         create.internal = true;
         loader.RegisterFunction(std::move(create));
     }
+    // In pg_catalog, where psql calls it (pg_catalog.pg_get_userbyid) and the search path
+    // finds it.
+    d::CreateScalarFunctionInfo owner(d::ScalarFunction("pg_get_userbyid", {d::LogicalType::BIGINT},
+                                                        d::LogicalType::VARCHAR, userbyid));
+    owner.schema = "pg_catalog";
+    owner.internal = true;
+    loader.RegisterFunction(std::move(owner));
 }
 
 }  // namespace
