@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "duckdb.hpp"
+#include "sql/duck/catalog_views.h"
 #include "sql/duck/duck_internal.h"
 #include "sql/duck/sluice_tables.h"
 #include "sql/duck/topic_scan.h"
@@ -99,6 +100,8 @@ outcome<std::unique_ptr<engine>> engine::open(const options& o) {
                             [self](d::ClientContext& c) { return self->find(c); });
         register_system_scan(*i->db->instance, names,
                              [self](d::ClientContext& c) { return self->find(c); });
+        register_catalog_views(*i->db->instance, names,
+                               [self](d::ClientContext& c) { return self->find(c); });
     } catch (const std::exception& e) {
         return query_error{failure::internal,
                            fmt::format("duck engine: {}", d::ErrorData(e).Message())};

@@ -83,7 +83,10 @@ d::unique_ptr<d::TableRef> resolve(d::ClientContext&, d::ReplacementScanInput& i
                            : nullptr;
     const bool qualified = same_ignoring_case(qualifier, "kafka_topics");
     if (!qualified && !qualifier.empty()) return nullptr;
-    const auto topic = topic_named(src, in.table_name);
+    auto topic = topic_named(src, in.table_name);
+    // kafka_topics."T" of no topic is kafka_topic's to refuse: a topic the principal may
+    // not read is refused (42501) whether or not it exists, else it is missing (42P01).
+    if (topic.empty() && qualified) topic = in.table_name;
     if (topic.empty()) return nullptr;
     return function_table("kafka_topic", topic, in.table_name);
 }
@@ -101,9 +104,10 @@ struct system_global final : d::GlobalTableFunctionState {
     size_t next = 0;
 };
 
-// "CREATE TABLE x(topic TEXT, partitions INTEGER, ...)" as names and DuckDB types.
-void columns_of(const std::string& declaration, d::vector<d::LogicalType>& types,
-                d::vector<d::string>& names) {
+}  // namespace
+
+void system_columns(const std::string& declaration, d::vector<d::LogicalType>& types,
+                    d::vector<d::string>& names) {
     const auto open = declaration.find('(');
     const auto close = declaration.rfind(')');
     std::string_view cols(declaration.data() + open + 1, close - open - 1);
@@ -119,6 +123,8 @@ void columns_of(const std::string& declaration, d::vector<d::LogicalType>& types
                                                     : d::LogicalType::VARCHAR);
     }
 }
+
+namespace {
 
 d::Value duck_value(const value& v) {
     if (const auto* i = std::get_if<int64_t>(&v)) return d::Value::BIGINT(*i);
@@ -153,7 +159,7 @@ d::unique_ptr<d::FunctionData> system_bind_fn(d::ClientContext& context,
         throw d::CatalogException(fmt::format("Table with name system.{} does not exist", b->name));
     b->spec = std::move(it->second);
     b->session = s;
-    columns_of(b->spec.declaration, types, names);
+    system_columns(b->spec.declaration, types, names);
     return b;
 }
 

@@ -43,6 +43,16 @@ struct table_sources {
     }
 };
 
+// The columns of every topic's table, kafka_topic's, in order (not the hidden ones).
+// Defined in topic_scan.cc.
+void topic_columns(duckdb::vector<duckdb::LogicalType>& types,
+                   duckdb::vector<duckdb::string>& names);
+
+// The columns of a system table's declaration, "CREATE TABLE x(topic TEXT, n INTEGER)", as
+// sluice_system('x') gives them.
+void system_columns(const std::string& declaration, duckdb::vector<duckdb::LogicalType>& types,
+                    duckdb::vector<duckdb::string>& names);
+
 // Adds the replacement scans to `config`, before the database opens. src's pointers must
 // outlive the database.
 void add_sluice_names(duckdb::DBConfig& config, const table_sources& src);

@@ -1,5 +1,7 @@
 #include "sql/duck/topic_scan.h"
 
+#include "sql/duck/sluice_tables.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -140,11 +142,7 @@ d::unique_ptr<d::FunctionData> bind(d::ClientContext& context, d::TableFunctionB
     const bool exists = src.shared() ? src.topics->find_topic(b->topic).has_value()
                                      : b->state && !b->state->removed.load();
     if (!exists) throw d::CatalogException(fmt::format("no such topic: {}", b->topic));
-    types = {d::LogicalType::INTEGER, d::LogicalType::BIGINT, d::LogicalType::BIGINT,
-             d::LogicalType::BIGINT,  d::LogicalType::BLOB,   d::LogicalType::BLOB,
-             d::LogicalType::VARCHAR};
-    names = {"partition", "offset", "timestamp_producer", "timestamp_broker", "key",
-             "value",     "headers"};
+    topic_columns(types, names);
     return b;
 }
 
@@ -590,6 +588,15 @@ void register_topic_scan(duckdb::DatabaseInstance& db, topic_source src, session
     f.get_virtual_columns = virtual_columns;
     d::ExtensionLoader loader(db, "sluice");
     loader.RegisterFunction(std::move(f));
+}
+
+void topic_columns(duckdb::vector<duckdb::LogicalType>& types,
+                   duckdb::vector<duckdb::string>& names) {
+    types = {d::LogicalType::INTEGER, d::LogicalType::BIGINT, d::LogicalType::BIGINT,
+             d::LogicalType::BIGINT,  d::LogicalType::BLOB,   d::LogicalType::BLOB,
+             d::LogicalType::VARCHAR};
+    names = {"partition", "offset", "timestamp_producer", "timestamp_broker", "key",
+             "value",     "headers"};
 }
 
 }  // namespace sluice::sql::duck

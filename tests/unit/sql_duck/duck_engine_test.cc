@@ -350,9 +350,16 @@ TEST_F(duck_fixture, no_file_network_or_extension_access_and_the_settings_are_lo
     EXPECT_FALSE(std::filesystem::exists("/tmp/sluice-duck-copy.csv"));
     EXPECT_EQ(query("SELECT current_setting('enable_external_access'), "
                     "current_setting('lock_configuration'), "
-                    "current_setting('autoload_known_extensions'), "
-                    "current_setting('temp_directory')"),
-              (rows{{"false", "true", "false", (dir.path / "sql-duck-tmp").string()}}));
+                    "current_setting('autoload_known_extensions')"),
+              (rows{{"false", "true", "false"}}));
+    // The temp directory is the data directory's, a path SQL users are not shown
+    // (duck/catalog_views.h).
+    EXPECT_EQ(failure_of("SELECT current_setting('temp_directory')").kind, failure::not_authorized);
+    EXPECT_EQ(query("SELECT count(*) FROM duckdb_settings() "
+                    "WHERE name = 'temp_directory' AND value IS NULL"),
+              (rows{{"1"}}));
+    EXPECT_EQ(query("SELECT count(*) FROM duckdb_databases() WHERE path IS NOT NULL"),
+              (rows{{"0"}}));
     EXPECT_EQ(query("SELECT current_setting('memory_limit')"), (rows{{"256.0 MiB"}}));
     EXPECT_EQ(failure_of("SELECT 1 FROM kafka_topic(NULL)").kind, failure::invalid_parameter);
 }

@@ -122,6 +122,10 @@ TEST_F(serving_fixture, topics_read_as_kafka_topics_with_the_sqlite_engines_colu
                   "FROM kafka_topics.orders ORDER BY partition"),
               (rows{{"c", R"({"op":"c","id":1})", "k1"}, {"u", R"({"op":"u","id":2})", "k2"}}));
     EXPECT_EQ(run("SELECT count(*) FROM orders WHERE partition = 1"), (rows{{"1"}}));
+    // A topic alice may not read is refused whether or not it exists, as on SQLite; one
+    // she may read that does not exist is missing.
+    EXPECT_EQ(run("SELECT * FROM kafka_topics.nosuch"), (rows{{"ERROR insufficient_privilege"}}));
+    gate.allow("alice", security::action::read, "sluice:topic:nosuch");
     EXPECT_EQ(run("SELECT * FROM kafka_topics.nosuch"), (rows{{"ERROR undefined_table"}}));
 }
 
