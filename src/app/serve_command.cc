@@ -63,7 +63,8 @@ namespace {
 // open() once they have.
 class sql_engine_choice {
   public:
-    sql::outcome<bool> prepare(const std::string& name, const sql::engine_options& eo,
+    sql::outcome<bool> prepare(const std::string& name,
+                               [[maybe_unused]] const sql::engine_options& eo,
                                const std::string& export_dir) {
         _name = name;
         if (name == "sqlite" && export_dir.empty()) return true;
@@ -557,16 +558,35 @@ int serve(const serve_options& o) {
         return 1;
     }
     // Expansions catch up from the log before the broker serves anyone.
-    auto expansions = expansion::service::open(
-        {cat->get(), cat->get(), &logs, shared_schemas, sql_engine.targets()});
+    // Shared mode: the definitions are the shared catalog's, the events the shared log's;
+    // each broker expands them into its own copy of the targets (docs/expansions.md).
+    expansion::service_options xo{cat->get(), cat->get(), &logs, shared_schemas,
+                                  sql_engine.targets()};
+    if (engines) {
+        xo.topics = engines->topics.get();
+        xo.expansions = engines->expansions.get();
+        xo.partitions = &*shared_partitions;
+    }
+    auto expansions = expansion::service::open(std::move(xo));
     if (!expansions) {
         log_error("app", "expansions: {}", expansions.err().message);
         logs.close();
         return 1;
     }
     expansion_bridge bridge(**expansions);
-    if (!engines) b.set_expansions(&bridge);  // shared mode has no expansions yet
+    b.set_expansions(&bridge);
     (*expansions)->start();
+    std::unique_ptr<shared::pg_refresher> expansion_refresher;
+    if (engines) {
+        auto r = follow_shared_expansions(*engines,
+                                          [s = expansions->get()] { s->definitions_changed(); });
+        if (!r) {
+            log_error("app", "shared mode: {}", r.err().message);
+            logs.close();
+            return 1;
+        }
+        expansion_refresher = std::move(*r);
+    }
     auto bound = b.start();
     if (!bound) {
         log_error("app", "{}", bound.err().message);
@@ -650,7 +670,7 @@ int serve(const serve_options& o) {
             return 1;
         }
         http = std::move(*s);
-        if (!engines) expansion::add_http_routes(*http, **expansions);  // none in shared mode yet
+        expansion::add_http_routes(*http, **expansions);
         add_security_routes(
             *http, engines ? static_cast<catalog::security_store&>(*engines->security) : **cat);
         add_metrics_routes(*http, ready, o.metrics);
@@ -676,6 +696,7 @@ int serve(const serve_options& o) {
     // Queries end before the logs they read close.
     if (http) http->stop();
     if (pg) pg->stop();
+    expansion_refresher.reset();
     (*expansions)->stop();
     maintenance.reset();
     if (registry) {

@@ -158,6 +158,11 @@ result<shared_engines> open_shared_engines(const shared_serve_options& o) {
         return error{security.code(),
                      "--shared-catalog: users and policies: " + security.err().message};
     e.security = std::move(*security);
+    auto expansions = shared::pg_expansion_store::open(e.db);
+    if (!expansions)
+        return error{expansions.code(),
+                     "--shared-catalog: expansions: " + expansions.err().message};
+    e.expansions = std::move(*expansions);
     auto refresher = shared::pg_refresher::start(
         e.db, {{shared::security_channel, [s = e.security.get()] { return s->refresh(); }}});
     if (!refresher)
@@ -172,6 +177,19 @@ result<shared_engines> open_shared_engines(const shared_serve_options& o) {
     if (!log) return error{log.code(), "shared log: " + log.err().message};
     e.log = std::move(*log);
     return e;
+}
+
+result<std::unique_ptr<shared::pg_refresher>> follow_shared_expansions(
+    shared_engines& e, std::function<void()> changed) {
+    auto r = shared::pg_refresher::start(
+        e.db, {{shared::expansions_channel,
+                [s = e.expansions.get(), changed = std::move(changed)]() -> result<bool> {
+                    auto moved = s->refresh();
+                    if (moved && *moved) changed();
+                    return moved;
+                }}});
+    if (!r) return error{r.code(), "--shared-catalog: expansions: " + r.err().message};
+    return r;
 }
 
 result<std::unique_ptr<shared::broker_registry>> register_shared_broker(

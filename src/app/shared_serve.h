@@ -19,6 +19,7 @@
 #include "shared/broker_registry.h"
 #include "shared/maintenance/maintenance.h"
 #include "shared/object_store.h"
+#include "shared/pg_expansion_store.h"
 #include "shared/pg_metadata.h"
 #include "shared/pg_refresher.h"
 #include "shared/pg_security_store.h"
@@ -60,6 +61,9 @@ struct shared_engines {
     // memory, refreshed on another broker's NOTIFY (or every second) by `refresher`.
     std::unique_ptr<shared::pg_security_store> security;
     std::unique_ptr<shared::pg_refresher> refresher;
+    // Expansions' definitions (each broker keeps a copy of every target of its own:
+    // docs/expansions.md, "Shared mode"); follow_shared_expansions refreshes them.
+    std::unique_ptr<shared::pg_expansion_store> expansions;
     shared::pg_config db;
     std::string object_prefix;  // where the brokers' objects are (shared_log_config)
     std::string where;          // for the start-up log line (no secrets)
@@ -86,6 +90,12 @@ result<std::unique_ptr<catalog::offset_store>> open_shared_offsets(const shared_
 // Checks the options, connects to the database (creating or upgrading the shared
 // catalog's schema) and to the object store. Errors name the flag or engine at fault.
 result<shared_engines> open_shared_engines(const shared_serve_options& o);
+
+// Reads the expansions' definitions again when another broker changed them (NOTIFY, or
+// every second), then calls `changed` (on the refresher's thread; must not block).
+// Destroy the refresher before what `changed` calls.
+result<std::unique_ptr<shared::pg_refresher>> follow_shared_expansions(
+    shared_engines& e, std::function<void()> changed);
 
 // Runs the background work (merging, retention, cleanup of unreferenced objects) every
 // few seconds on a thread of its own, sharing it with the other brokers through the

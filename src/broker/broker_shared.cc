@@ -34,7 +34,11 @@ void broker::set_shared(shared_mode s) {
                         if (t) tps.push_back({t->info.name, p});
                     }
                 }
-                if (!tps.empty()) notify_data(tps);
+                if (tps.empty()) return;
+                // Expansions read what any broker committed (a reconnected listener's
+                // `all` is caught by their own poll of the high watermarks).
+                if (auto* h = _expansions.load(); h && !all) h->on_high_watermark(tps);
+                notify_data(tps);
             });
         });
 }

@@ -17,7 +17,8 @@ class expansion_hooks {
     virtual ~expansion_hooks() = default;
     // Whether produce answers for the topic wait for its expansions.
     virtual bool expands(const std::string& topic) const = 0;
-    // Called on the flusher thread with the partitions whose high watermark advanced.
+    // Called on the flusher thread with the partitions whose high watermark advanced (in
+    // shared mode: on the event loop, after a commit notification of any broker).
     virtual void on_high_watermark(const std::vector<topic_partition>& tps) = 0;
     // Runs fn, on any thread, once tp's expansions have expanded its events up to `last`.
     virtual void when_expanded(const topic_partition& tp, offset_t last,

@@ -11,44 +11,17 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "expansion/row_builder.h"
+#include "expansion/running.h"
 #include "expansion/schema.h"
 #include "expansion/target.h"
 #include "log/log_manager.h"
 #include "log/record_cursor.h"
+#include "log/store_cursor.h"
+#include "sql/partition_source.h"
 #include "sql/schemas.h"
 #include "sql/sql_text.h"
 
 namespace sluice::expansion {
-
-// One expansion as the service runs it.
-struct running {
-    catalog::expansion_info info;
-    std::string schema_name, table;  // of the target
-    std::string key;                 // lower-case target, the maps' key
-    expansion::schema fields;
-    std::optional<expansion::layout> columns;
-    std::unique_ptr<row_builder> rows;
-    bool key_source = false;
-
-    // The expander's (or a drop's) while it holds work_mu.
-    std::mutex work_mu;
-    std::unique_ptr<target_store> target;  // null until opened
-    progress_map progress;                 // as committed
-    log::record_cursor cursor;
-    bool dropped = false;
-    bool caught_up = false;  // catch_up() has run to its end
-    // While a user's write holds the target's file: when to try again (steady ms), and
-    // since when (for the log line once it writes again).
-    int64_t busy_until = 0;
-    int64_t busy_since = 0;
-
-    // Guarded by service::_mu: what waiters and status see.
-    progress_map published;
-    std::string error;
-    int64_t retry_at = 0;  // steady ms, while failed
-    bool backfill_left = false;
-    int64_t rows_written = 0;
-};
 
 namespace {
 
@@ -59,11 +32,15 @@ constexpr int64_t backfill_rows_per_commit = 5'000;
 // again this soon; meanwhile the expander serves the other expansions.
 constexpr auto busy_retry = std::chrono::milliseconds(50);
 
+}  // namespace
+
 int64_t steady_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
+
+namespace {
 
 struct target_name {
     std::string schema, table;
@@ -88,7 +65,8 @@ result<target_name> parse_target(const std::string& target) {
     return t;
 }
 
-// The maps' key for a target as users name it: lower case, `main.` when unqualified.
+}  // namespace
+
 std::string target_key(std::string_view target) {
     auto key = sql::to_lower(target);
     return key.find('.') == std::string::npos ? "main." + key : key;
@@ -114,47 +92,14 @@ result<std::shared_ptr<running>> prepare(const catalog::expansion_info& info) {
     return e;
 }
 
+namespace {
+
 // After a commit: ends a wait for a busy file, with a log line.
 void writing_again(running& e) {
     if (e.busy_since == 0) return;
     log_info("expansion", "{}: writing again after waiting {} ms for the lock", e.info.target,
              steady_ms() - e.busy_since);
     e.busy_since = 0;
-}
-
-// Where expansion stops reading a partition: durable events only (the high watermark
-// runs ahead of the fsync: rows of events a machine crash then loses would outlive
-// them, see catch_up), and committed ones (below the last stable offset: an open
-// transaction's records are written when it commits, an aborted one's never).
-offset_t readable_end(const log::partition_log& plog) {
-    return std::min(plog.durable_offset(), plog.last_stable_offset());
-}
-
-// Inserts the rows of partition p's events in [from, to) inside e's open transaction;
-// returns how many.
-result<int64_t> write_rows(running& e, const log::partition_log* plog, int32_t p, offset_t from,
-                           offset_t to) {
-    int64_t rows = 0;
-    // Committed records only: `to` is at or below the last stable offset (readable_end).
-    if (auto r = e.cursor.open_committed(plog, from, to); !r)
-        return error{r.code(), fmt::format("{}-{}: {}", e.info.topic, p, r.err().message)};
-    for (;;) {
-        auto more = e.cursor.next();
-        if (!more)
-            return error{more.code(),
-                         fmt::format("{}-{}: {}", e.info.topic, p, more.err().message)};
-        if (!*more) break;
-        const auto& rec = e.cursor.record();
-        const auto source = e.key_source ? rec.key : rec.value;
-        auto at = e.cursor.append_time();
-        if (!at) return at.err();
-        if (auto r = e.target->insert(p, rec.offset, *at, e.rows->build(source), source, rec.key);
-            !r)
-            return r.err();
-        ++rows;
-    }
-    e.cursor.close();
-    return rows;
 }
 
 }  // namespace
@@ -170,28 +115,43 @@ service::~service() {
 
 result<std::unique_ptr<service>> service::open(service_options o) {
     std::unique_ptr<service> s(new service(std::move(o)));
-    for (const auto& info : s->_o.expansions->list_expansions()) {
-        auto e = prepare(info);
-        if (!e) {
-            // Only a hand-edited catalog gets here; keep serving the others.
-            log_error("expansion", "{}: cannot load its definition: {}", info.target,
-                      e.err().message);
-            continue;
-        }
-        auto& run = **e;
-        std::lock_guard work(run.work_mu);
-        if (auto r = s->catch_up(run); !r) {
-            run.error = r.err().message;
-            run.retry_at = steady_ms() + s->_o.retry_interval.count();
-            log_error("expansion", "{}: {}", info.target, r.err().message);
-        }
-        s->_by_target[run.key] = *e;
-        s->_by_topic.emplace(info.topic, *e);
-    }
+    for (const auto& info : s->_o.expansions->list_expansions()) s->load(info);
     return s;
 }
 
+bool service::load(const catalog::expansion_info& info) {
+    auto e = prepare(info);
+    if (!e) {
+        // Only a hand-edited catalog gets here; keep serving the others.
+        log_error("expansion", "{}: cannot load its definition: {}", info.target, e.err().message);
+        return false;
+    }
+    auto& run = **e;
+    std::lock_guard work(run.work_mu);
+    auto r = catch_up(run);
+    std::lock_guard lock(_mu);
+    if (!r) {
+        run.error = r.err().message;
+        run.retry_at = steady_ms() + _o.retry_interval.count();
+        log_error("expansion", "{}: {}", info.target, r.err().message);
+    }
+    _by_target[run.key] = *e;
+    _by_topic.emplace(info.topic, *e);
+    return true;
+}
+
+void service::forget(const running& e) {
+    _by_target.erase(e.key);
+    for (auto it = _by_topic.begin(); it != _by_topic.end(); ++it)
+        if (it->second.get() == &e) {
+            _by_topic.erase(it);
+            break;
+        }
+}
+
 result<void> service::catch_up(running& e) {
+    if (!e.target && _o.partitions)
+        if (auto r = open_copy(e); !r) return r;
     if (!e.target) {
         auto t = _targets->open(e.schema_name, e.table, *e.columns, false);
         if (!t) return t.err();
@@ -203,12 +163,12 @@ result<void> service::catch_up(running& e) {
     // Rows of events the log no longer has (it lost an unsynced tail the expansion had
     // read: only possible if the target was written ahead of the log's fsync, which the
     // expander never does; checked all the same, since the cost is a lookup).
-    auto topic = _o.logs->topic(e.info.topic);
-    if (!topic) return error{errc::not_found, fmt::format("topic '{}' is gone", e.info.topic)};
+    if (!topic_exists(e.info.topic))
+        return error{errc::not_found, fmt::format("topic '{}' is gone", e.info.topic)};
     for (auto& [p, pp] : e.progress) {
-        auto* plog = _o.logs->partition(*topic, p);
-        if (!plog) continue;
-        const offset_t end = plog->log_end_offset();
+        const auto part = partition(e.info.topic, p);
+        if (!part) continue;
+        const offset_t end = part.store->log_end_offset();
         if (pp.next <= end && pp.backfill_end <= end) continue;
         auto deleted = e.target->delete_from(p, end);
         if (!deleted) return deleted.err();
@@ -277,8 +237,25 @@ void service::stop() {
 void service::run() {
     std::unique_lock lk(_mu);
     size_t backfill_turn = 0;
+    int64_t next_poll = 0;  // shared mode: when to read every high watermark again
     while (!_stop) {
+        if (_definitions_changed) {
+            _definitions_changed = false;
+            lk.unlock();
+            sync_definitions();
+            lk.lock();
+            continue;
+        }
         const int64_t now = steady_ms();
+        // Shared mode: commits at other brokers move the high watermarks too; the broker
+        // passes on the notifications it gets (on_high_watermark), and this catches those
+        // a lost listener connection missed.
+        if (_o.partitions && now >= next_poll) {
+            next_poll = now + 1000;
+            for (auto it = _by_topic.begin(); it != _by_topic.end();
+                 it = _by_topic.upper_bound(it->first))
+                for (int32_t p : partitions_of(it->first)) _dirty.insert({it->first, p});
+        }
         // What to do: the dirty partitions of each healthy expansion of their topic, and
         // whole failed expansions whose retry is due.
         std::vector<std::pair<std::shared_ptr<running>, std::vector<int32_t>>> live;
@@ -288,6 +265,7 @@ void service::run() {
             return live.emplace_back(e, std::vector<int32_t>{}).second;
         };
         int64_t next_retry = now + 1000;
+        if (_o.partitions) next_retry = std::min(next_retry, next_poll);
         std::set<topic_partition> deferred;  // for expansions whose file is busy
         for (const auto& tp : _dirty) {
             auto [a, b] = _by_topic.equal_range(tp.topic);
@@ -356,16 +334,8 @@ void service::run() {
     }
 }
 
-std::vector<int32_t> service::partitions_of(const std::string& topic) const {
-    std::vector<int32_t> out;
-    if (auto t = _o.logs->topic(topic))
-        for (int32_t p = 0; _o.logs->partition(*t, p); ++p) out.push_back(p);
-    return out;
-}
-
 bool service::expand_live(running& e, const std::vector<int32_t>& parts) {
-    auto topic = _o.logs->topic(e.info.topic);
-    if (!topic) return false;
+    if (!topic_exists(e.info.topic)) return false;
 
     // Only the partitions this transaction moves: a topic may have thousands.
     std::vector<std::pair<int32_t, partition_progress>> changed;
@@ -374,12 +344,12 @@ bool service::expand_live(running& e, const std::vector<int32_t>& parts) {
     bool in_txn = false, left = false;
     auto body = [&]() -> result<void> {
         for (int32_t p : parts) {
-            auto* plog = _o.logs->partition(*topic, p);
-            if (!plog) continue;
+            const auto part = partition(e.info.topic, p);
+            if (!part) continue;
             // A partition added after the expansion was created starts at 0.
             const auto at = e.progress.find(p);
             partition_progress pp = at == e.progress.end() ? partition_progress{} : at->second;
-            const offset_t hw = readable_end(*plog);
+            const offset_t hw = readable_end(part);
             if (pp.next >= hw) continue;
             if (budget <= 0) {
                 left = true;
@@ -390,7 +360,7 @@ bool service::expand_live(running& e, const std::vector<int32_t>& parts) {
                 in_txn = true;
             }
             offset_t from = pp.next;
-            if (const offset_t start = plog->log_start_offset(); from < start) {
+            if (const offset_t start = part.store->log_start_offset(); from < start) {
                 log_warn("expansion",
                          "{}: events {}..{} of partition {} were deleted before "
                          "they could be expanded",
@@ -398,7 +368,7 @@ bool service::expand_live(running& e, const std::vector<int32_t>& parts) {
                 from = start;
             }
             const offset_t to = std::min(hw, from + budget);
-            auto written = write_rows(e, plog, p, from, to);
+            auto written = write_rows(e, part, p, from, to);
             if (!written) return written.err();
             rows += *written;
             budget -= to - from;
@@ -427,20 +397,19 @@ bool service::expand_live(running& e, const std::vector<int32_t>& parts) {
 }
 
 bool service::expand_backfill(running& e) {
-    auto topic = _o.logs->topic(e.info.topic);
-    if (!topic) return false;
+    if (!topic_exists(e.info.topic)) return false;
     for (auto& entry : e.progress) {
         const int32_t p = entry.first;
         auto& current = entry.second;
         if (!current.backfilling()) continue;
-        auto* plog = _o.logs->partition(*topic, p);
-        if (!plog) continue;
+        const auto part = partition(e.info.topic, p);
+        if (!part) continue;
         partition_progress pp = current;
-        pp.backfill_next = std::max(pp.backfill_next, plog->log_start_offset());
+        pp.backfill_next = std::max(pp.backfill_next, part.store->log_start_offset());
         const offset_t to = std::min(pp.backfill_end, pp.backfill_next + backfill_rows_per_commit);
         int64_t rows = 0;
         auto r = e.target->in_transaction([&]() -> result<void> {
-            auto written = write_rows(e, plog, p, pp.backfill_next, to);
+            auto written = write_rows(e, part, p, pp.backfill_next, to);
             if (!written) return written.err();
             rows = *written;
             pp.backfill_next = std::max(to, pp.backfill_next);
@@ -567,8 +536,7 @@ result<status> service::create(const create_request& r) {
 
     std::lock_guard create(_create_mu);
     auto topic_info = _o.topics->find_topic(r.topic);
-    auto topic = _o.logs->topic(r.topic);
-    if (!topic_info || !topic)
+    if (!topic_info || !topic_exists(r.topic))
         return error{errc::not_found, fmt::format("topic '{}' does not exist", r.topic)};
     {
         std::lock_guard lock(_mu);
@@ -582,15 +550,19 @@ result<status> service::create(const create_request& r) {
     // Live expansion starts at each partition's high watermark now; a backfill covers
     // what lies below it.
     for (int32_t p = 0; p < topic_info->partitions; ++p) {
-        auto* plog = _o.logs->partition(*topic, p);
-        if (!plog) continue;
+        const auto part = partition(r.topic, p);
+        if (!part) continue;
         partition_progress pp;
-        pp.next = readable_end(*plog);
-        pp.backfill_start = pp.backfill_next = r.backfill ? plog->log_start_offset() : pp.next;
+        pp.next = readable_end(part);
+        pp.backfill_start = pp.backfill_next =
+            r.backfill ? part.store->log_start_offset() : pp.next;
         pp.backfill_end = pp.next;
         e.progress[p] = pp;
+        // Shared mode: the other brokers' copies start there too.
+        if (_o.partitions) info.starts[p] = {pp.next, pp.backfill_start};
     }
     if (auto s = (*target)->reset_progress(e.progress); !s) return s.err();
+    e.info = info;
     if (auto s = _o.expansions->create_expansion(info); !s) {
         (void)(*target)->remove(false);
         return s.err();
@@ -613,10 +585,13 @@ result<status> service::create(const create_request& r) {
              info.topic, info.source, info.flatten ? ", flattened" : "",
              info.copy_source ? ", with the source" : "", backfill ? ", backfilling" : "");
     status s;
+    progress_map published;
     {
         std::lock_guard lock(_mu);
         s = describe(e);
+        published = e.published;
     }
+    add_lag(s, published);
     count_target_rows(s);
     return s;
 }
@@ -636,12 +611,7 @@ result<void> service::drop(const std::string& target, bool drop_table) {
     e->dropped = true;
     {
         std::lock_guard lock(_mu);
-        _by_target.erase(e->key);
-        for (auto it = _by_topic.begin(); it != _by_topic.end(); ++it)
-            if (it->second == e) {
-                _by_topic.erase(it);
-                break;
-            }
+        forget(*e);
     }
     publish(*e);  // producers waiting for it alone go on
     if (!e->target) {
@@ -666,17 +636,22 @@ status service::describe(const running& e) const {
     s.rows_written = e.rows_written;
     s.state = !e.error.empty() ? "failed" : e.backfill_left ? "backfilling" : "running";
     s.columns = e.columns->columns();
-    if (auto topic = _o.logs->topic(e.info.topic)) {
-        for (int32_t p = 0; auto* plog = _o.logs->partition(*topic, p); ++p) {
-            auto it = e.published.find(p);
-            const partition_progress pp =
-                it == e.published.end() ? partition_progress{} : it->second;
-            s.lag += std::max<int64_t>(0, plog->high_watermark() - pp.next);
-            s.backfill_total += pp.backfill_end - pp.backfill_start;
-            s.backfill_done += pp.backfill_next - pp.backfill_start;
-        }
+    for (const auto& [_, pp] : e.published) {
+        s.backfill_total += pp.backfill_end - pp.backfill_start;
+        s.backfill_done += pp.backfill_next - pp.backfill_start;
     }
     return s;
+}
+
+void service::add_lag(status& s, const progress_map& published) const {
+    // Outside _mu: in shared mode a high watermark is a query.
+    for (int32_t p : partitions_of(s.info.topic)) {
+        const auto part = partition(s.info.topic, p);
+        if (!part) continue;
+        auto it = published.find(p);
+        const offset_t next = it == published.end() ? 0 : it->second.next;
+        s.lag += std::max<int64_t>(0, part.store->high_watermark() - next);
+    }
 }
 
 void service::count_target_rows(status& s) const {
@@ -693,22 +668,32 @@ void service::count_target_rows(status& s) const {
 
 std::vector<status> service::list() const {
     std::vector<status> out;
+    std::vector<progress_map> published;
     {
         std::lock_guard lock(_mu);
-        for (const auto& [_, e] : _by_target) out.push_back(describe(*e));
+        for (const auto& [_, e] : _by_target) {
+            out.push_back(describe(*e));
+            published.push_back(e->published);
+        }
     }
-    for (auto& s : out) count_target_rows(s);
+    for (size_t i = 0; i < out.size(); ++i) {
+        add_lag(out[i], published[i]);
+        count_target_rows(out[i]);
+    }
     return out;
 }
 
 std::optional<status> service::find(const std::string& target) const {
     std::optional<status> s;
+    progress_map published;
     {
         std::lock_guard lock(_mu);
         auto it = _by_target.find(target_key(target));
         if (it == _by_target.end()) return std::nullopt;
         s = describe(*it->second);
+        published = it->second->published;
     }
+    add_lag(*s, published);
     count_target_rows(*s);
     return s;
 }

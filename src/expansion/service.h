@@ -36,14 +36,25 @@ class topic_store;
 }  // namespace sluice::catalog
 namespace sluice::log {
 class log_manager;
-}
+class partition_log;
+class partition_store;
+}  // namespace sluice::log
 namespace sluice::sql {
 class schema_registry;
-}
+class partition_source;
+}  // namespace sluice::sql
 
 namespace sluice::expansion {
 
 struct running;  // service.cc
+
+// A partition as the expansions read it: a local log (with its durable offset and append
+// times), or the partition-log interface alone (shared mode).
+struct source_partition {
+    const log::partition_log* local = nullptr;
+    const log::partition_store* store = nullptr;
+    explicit operator bool() const { return store != nullptr; }
+};
 
 struct create_request {
     std::string topic;
@@ -77,6 +88,13 @@ struct service_options {
     // Where targets are stored; null: SQLite, in the files of `schemas`
     // (expansion/target_store.h). Must be the same across restarts of one data directory.
     std::shared_ptr<target_backend> targets;
+    // Shared mode (docs/expansions.md, "Shared mode"): the partitions of `topics`' topics
+    // through the partition-log interface instead of `logs`. Every broker then expands
+    // every event into a copy of each target of its own, starting where the shared
+    // definition says (expansion_info::starts), and learns of other brokers' creates and
+    // drops through definitions_changed(); the events' high watermarks are read every
+    // second, and on on_high_watermark.
+    sql::partition_source* partitions = nullptr;
     // Events per transaction at most; a larger backlog takes several.
     int64_t max_rows_per_commit = 50'000;
     // How long a failed expansion waits before it is tried again.
@@ -106,6 +124,10 @@ class service final : public sql::table_guard {
     result<void> drop(const std::string& target, bool drop_table);
     std::vector<status> list() const;
     std::optional<status> find(const std::string& target) const;
+
+    // Shared mode: the definitions in `expansions` changed (another broker created or
+    // dropped one); the expander starts and stops expansions to match, soon.
+    void definitions_changed();
 
     // --- for the broker ---
     bool expands(const std::string& topic) const;
@@ -138,10 +160,23 @@ class service final : public sql::table_guard {
     // now satisfied run.
     void publish(const running& e);
     // The lowest live position of the healthy expansions of tp's topic; max when none.
-    offset_t position(const topic_partition& tp) const;  // _mu held
-    status describe(const running& e) const;             // _mu held
-    void count_target_rows(status& s) const;             // _mu not held: reads the table
+    offset_t position(const topic_partition& tp) const;            // _mu held
+    status describe(const running& e) const;                       // _mu held
+    void count_target_rows(status& s) const;                       // _mu not held: reads the table
+    void add_lag(status& s, const progress_map& published) const;  // _mu not held
     result<void> catch_up(running& e);
+    // Prepares info's expansion, catches it up (marked failed, to be retried, when it
+    // cannot) and adds it to the maps; false when the definition cannot be read.
+    bool load(const catalog::expansion_info& info);
+    void forget(const running& e);  // _mu held: takes e out of the maps
+    // Shared mode: opens (creating when absent) this broker's copy of e's target, its
+    // progress set from the definition's starts when it has none.
+    result<void> open_copy(running& e);
+    // Shared mode: starts the expansions of the definitions not running here, stops those
+    // whose definition is gone (keeping their tables). Holds _create_mu.
+    void sync_definitions();
+    source_partition partition(const std::string& topic, int32_t p) const;
+    bool topic_exists(const std::string& topic) const;
 
     service_options _o;
     std::unique_ptr<checkpointer> _checkpoints;
@@ -150,6 +185,7 @@ class service final : public sql::table_guard {
     mutable std::mutex _mu;
     std::condition_variable _cv;
     bool _stop = false;
+    bool _definitions_changed = false;                           // guarded by _mu
     std::map<std::string, std::shared_ptr<running>> _by_target;  // by lower-case target
     std::multimap<std::string, std::shared_ptr<running>> _by_topic;
     std::set<topic_partition> _dirty;

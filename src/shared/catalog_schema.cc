@@ -304,6 +304,19 @@ constexpr const char* version_6[] = {
     "INSERT INTO sluice_change_versions (subject, version) VALUES ('txn_offsets', 0)",
 };
 
+// Version 7: expansions in shared mode. Where each partition's expansion starts (the
+// high watermark when it was created, and the log start too with a backfill), so that
+// every broker expanding the topic into its own copy of the target starts at the same
+// offsets.
+constexpr const char* version_7[] = {
+    R"(CREATE TABLE sluice_expansion_starts (
+        target TEXT NOT NULL REFERENCES sluice_expansions (target) ON DELETE CASCADE,
+        partition_id INTEGER NOT NULL,
+        live_from BIGINT NOT NULL,
+        backfill_from BIGINT NOT NULL,
+        PRIMARY KEY (target, partition_id)))",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -313,7 +326,8 @@ struct migration {
 constexpr migration migrations[] = {
     {1, version_1, std::size(version_1)}, {2, version_2, std::size(version_2)},
     {3, version_3, std::size(version_3)}, {4, version_4, std::size(version_4)},
-    {5, version_5, std::size(version_5)}, {6, version_6, std::size(version_6)}};
+    {5, version_5, std::size(version_5)}, {6, version_6, std::size(version_6)},
+    {7, version_7, std::size(version_7)}};
 
 result<int> upgrade(pg_database& db);
 

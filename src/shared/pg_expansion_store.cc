@@ -34,6 +34,15 @@ result<pg_expansion_store::state> load_expansions(pg_transaction& tx) {
         e.created_ms = rows->int64(r, 6);
         out.by_target.emplace(e.target, std::move(e));
     }
+    auto starts = tx.exec(
+        "SELECT target, partition_id, live_from, backfill_from FROM sluice_expansion_starts");
+    if (!starts) return starts.err();
+    for (size_t r = 0; r < starts->size(); ++r) {
+        auto it = out.by_target.find(starts->text(r, 0));
+        if (it == out.by_target.end()) continue;
+        it->second.starts[static_cast<int32_t>(starts->int64(r, 1))] = {starts->int64(r, 2),
+                                                                        starts->int64(r, 3)};
+    }
     return out;
 }
 
@@ -101,6 +110,15 @@ result<void> pg_expansion_store::create_expansion(const expansion_info& in) {
                 {e.target, e.topic, e.source, e.flatten ? "1" : "0", e.copy_source ? "1" : "0",
                  e.schema, std::to_string(e.created_ms)});
             if (!ins) return ins.err();
+            for (const auto& [p, start] : e.starts) {
+                auto at = tx.exec(
+                    "INSERT INTO sluice_expansion_starts (target, partition_id, live_from, "
+                    "backfill_from) VALUES ($1, CAST($2 AS INTEGER), CAST($3 AS BIGINT), "
+                    "CAST($4 AS BIGINT))",
+                    {e.target, std::to_string(p), std::to_string(start.live_from),
+                     std::to_string(start.backfill_from)});
+                if (!at) return at.err();
+            }
             return {};
         },
         e.target);

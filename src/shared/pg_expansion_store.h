@@ -1,9 +1,10 @@
 #pragma once
 
 // Expansions' definitions (catalog/expansion_store.h) in the shared catalog:
-// sluice_expansions, with the 'expansions' row of sluice_change_versions
-// (docs/formats/shared-catalog.md, version 4). The target tables and the expansions'
-// progress are not here.
+// sluice_expansions and where each partition starts (sluice_expansion_starts, version 7),
+// with the 'expansions' row of sluice_change_versions (docs/formats/shared-catalog.md,
+// version 4). The target tables and the expansions' progress are not here: every broker
+// keeps a copy of each target of its own (docs/expansions.md, "Shared mode").
 
 #include <functional>
 #include <map>

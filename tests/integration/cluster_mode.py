@@ -38,7 +38,7 @@ SHARED_MODE_MISSING = {
     "transactions": None,
     "describe_producers": None,
     "share_groups": "share groups",
-    "expansions": "expansions (SQL over topics and the system tables is served)",
+    "expansions": None,
     "compaction": "compaction (cleanup.policy=compact)",
     "log_append_time": "LogAppendTime topics",
 }

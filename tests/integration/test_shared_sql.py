@@ -9,7 +9,13 @@ deciding who reads: a user denied Read on a topic is refused at broker 1's liste
 (the cluster authenticates on a SASL listener and is permissive: a Deny denies). Right
 after the producer's ack, DuckDB at broker 1 answers count, GROUP BY a JSON field and
 offset and timestamp filters as SQLite at broker 0 does, over pg and HTTP, without the
-records of an aborted transaction, and up to the last stable offset while one is open."""
+records of an aborted transaction, and up to the last stable offset while one is open.
+
+Expansions (docs/expansions.md, "Shared mode"): one created over HTTP at broker 1, with a
+backfill, over events produced at broker 0 before and after; both brokers' copies of the
+target hold the same typed rows; listed at broker 0; exactly once on broker 0 after a
+kill -9 while events produced at broker 1 stream in, and it catching up on restart; a drop
+at broker 0 ends it at broker 1."""
 
 import base64
 import time
@@ -62,13 +68,20 @@ def pg_login(d, i, user, password=None):
 
 def https_sql(d, pki, user, sql):
     """POST /v1/sql at broker 1 over HTTPS as `user`: (status, parsed JSON body)."""
+    return https_call(d, pki, 1, user, "POST", "/v1/sql", sql.encode(), "application/sql")
+
+
+def https_call(d, pki, i, user, method, path, data=None, ctype=None):
+    """One HTTPS request to broker i as `user`: (status, parsed JSON body)."""
     import json
     import ssl
     import urllib.error
     import urllib.request
     token = base64.b64encode(("%s:%s" % (user, USERS[user])).encode()).decode()
-    req = urllib.request.Request(broker(d, 1, "http") + "/v1/sql", data=sql.encode(), method="POST",
-                                 headers={"Content-Type": "application/sql", "Authorization": "Basic " + token})
+    headers = {"Authorization": "Basic " + token}
+    if ctype:
+        headers["Content-Type"] = ctype
+    req = urllib.request.Request(broker(d, i, "http") + path, data=data, method=method, headers=headers)
     ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
     try:
         with urllib.request.urlopen(req, timeout=30, context=ctx) as resp:
@@ -342,3 +355,103 @@ def test_duckdb_answers_as_sqlite_right_after_the_ack(cluster, pki, produced):
             consumed.add((m.partition(), m.offset()))
     c.close()
     _same_answers(cluster, pki, 'SELECT partition, "offset" FROM %s ORDER BY 1, 2' % t, sorted(consumed))
+
+
+EXP_TOPIC = "sql-exp"
+EXP_TARGET = "exp.events"
+EXP_SCHEMA = {"fields": [{"name": "n", "type": "int64"}, {"name": "name", "type": "string"}]}
+
+
+def produce_events_at(d, i, start, count):
+    """Events start..start+count-1 as JSON, one request each, at broker i itself (every
+    broker takes every partition in shared mode); returns [(partition, offset, n, name)]."""
+    import kproto as K
+    out = []
+    with K.Conn(kafka(d, i)) as conn:
+        for n in range(start, start + count):
+            value = b'{"n":%d,"name":"e%d"}' % (n, n)
+            r = K.produce_v3(conn, EXP_TOPIC, n % 2, K.encode_batch([(BASE_TS + n, b"k%d" % n, value, [])]))
+            assert r["error"] == 0, r
+            out.append((n % 2, r["base_offset"], n, "e%d" % n))
+    return out
+
+
+def target_rows(d, i):
+    try:
+        with pg_login(d, i, "reader") as conn:
+            return Q.pg_rows(conn, "SELECT _partition, _offset, n, name FROM %s ORDER BY _partition, _offset"
+                             % EXP_TARGET)
+    except psycopg2.Error:
+        return None  # not there yet, or the broker is down
+
+
+def expansion_api(d, pki, i, method, path, body=None):
+    import json
+    return https_call(d, pki, i, "reader", method, path, json.dumps(body).encode() if body else None,
+                      "application/json" if body else None)
+
+
+@pytest.fixture(scope="module")
+def expanded(cluster, pki, produced):
+    """The expansion created at broker 1 over events produced at broker 0 before (backfilled)
+    and after; returns the rows it must hold."""
+    admin = AdminClient({"bootstrap.servers": kafka(cluster, 0)})
+    for f in admin.create_topics([NewTopic(EXP_TOPIC, 2, 1)], operation_timeout=30).values():
+        f.result(timeout=30)
+    before = produce_events_at(cluster, 0, 0, 10)
+    wait_for(lambda: expansion_api(cluster, pki, 1, "POST", "/v1/expansions",
+                                   {"topic": EXP_TOPIC, "target": EXP_TARGET, "schema": EXP_SCHEMA,
+                                    "backfill": True})[0] == 201,
+             timeout=10, what="the topic known at broker 1 and the expansion created")
+    return sorted(before + produce_events_at(cluster, 0, 10, 30))
+
+
+def test_expansion_rows_at_every_broker(cluster, pki, expanded):
+    assert len(expanded) == 40
+    for i in (0, 1):
+        wait_for(lambda: target_rows(cluster, i) == expanded, timeout=15, what="the rows at broker %d" % i)
+    # Broker 0 lists the expansion created at broker 1, with its rows.
+    status, doc = expansion_api(cluster, pki, 0, "GET", "/v1/expansions/" + EXP_TARGET)
+    assert status == 200 and doc["topic"] == EXP_TOPIC and doc["rows"] == 40, doc
+    assert doc["state"] == "running" and doc["backfill"] == {"total": 10, "done": 10}, doc
+    status, doc = expansion_api(cluster, pki, 1, "GET", "/v1/expansions")
+    assert status == 200 and [e["target"] for e in doc["expansions"]] == [EXP_TARGET], doc
+    # The target belongs to the expansion on every broker.
+    with pg_login(cluster, 0, "reader") as conn:
+        assert Q.pg_error(conn, "DELETE FROM %s" % EXP_TARGET).pgcode == "42501"
+
+
+def test_expansion_exactly_once_after_kill(cluster, pki, expanded):
+    """kill -9 of broker 0 while it expands events produced at broker 1: broker 1's copy
+    goes on; broker 0's, restarted, catches up from its own progress, each event once."""
+    import threading
+    from cluster_helpers import cluster_cmd
+    more, errors = [], []
+
+    def produce():
+        try:
+            more.extend(produce_events_at(cluster, 1, 40, 150))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    t = threading.Thread(target=produce)
+    t.start()
+    try:
+        wait_for(lambda: len(target_rows(cluster, 0) or []) >= 80, timeout=30, what="broker 0 expanding")
+        cluster_cmd("kill", cluster, 0)
+    finally:
+        t.join(60)
+    assert not errors, errors
+    want = sorted(expanded + more)
+    wait_for(lambda: target_rows(cluster, 1) == want, timeout=15, what="all rows at broker 1")
+    cluster_cmd("start", cluster, 0)
+    wait_for(lambda: target_rows(cluster, 0) == want, timeout=20, what="all rows at broker 0 again")
+
+
+def test_expansion_dropped_at_another_broker(cluster, pki, expanded):
+    status, doc = expansion_api(cluster, pki, 0, "DELETE", "/v1/expansions/" + EXP_TARGET)
+    assert status == 200, doc
+    wait_for(lambda: expansion_api(cluster, pki, 1, "GET", "/v1/expansions/" + EXP_TARGET)[0] == 404,
+             timeout=10, what="the drop at broker 1")
+    # Its table stays at broker 1 (no drop_target), no longer the broker's alone.
+    assert len(target_rows(cluster, 1)) == 190

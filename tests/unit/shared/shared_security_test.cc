@@ -167,6 +167,7 @@ TEST_F(shared_security, expansions_reach_the_other_broker_and_hold_their_topic) 
     e.target = "main.orders";
     e.topic = "orders";
     e.schema = "{}";
+    e.starts = {{0, {12, 0}}, {1, {7, 7}}};  // where each partition starts (version 7)
     ASSERT_TRUE((*a)->create_expansion(e).ok());
     EXPECT_TRUE((*b)->list_expansions().empty());  // not refreshed yet
     auto r = (*b)->refresh();
@@ -174,6 +175,7 @@ TEST_F(shared_security, expansions_reach_the_other_broker_and_hold_their_topic) 
     EXPECT_TRUE(*r);
     ASSERT_EQ((*b)->list_expansions().size(), 1u);
     EXPECT_EQ((*b)->list_expansions()[0], (*a)->list_expansions()[0]);
+    EXPECT_EQ((*b)->list_expansions()[0].starts, e.starts);
     EXPECT_FALSE(*(*b)->refresh());
     // Another broker's topic store refuses to delete the topic, whatever its cache holds.
     auto other = pg_topic_store::open(_cfg);
