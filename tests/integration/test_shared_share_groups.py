@@ -68,8 +68,8 @@ def commit_failures(members):
     return [f for m in members for e in m.snapshot("commit") for f in e["failed"]]
 
 
-def leader(d, topic, partition):
-    md = AdminClient({"bootstrap.servers": kafka(d, 0)}).list_topics(topic, timeout=10)
+def leader(d, topic, partition, at=0):
+    md = AdminClient({"bootstrap.servers": kafka(d, at)}).list_topics(topic, timeout=10)
     return md.topics[topic].partitions[partition].leader
 
 
@@ -134,5 +134,5 @@ def test_broker_kill_moves_the_partition_and_lapsed_locks_deliver_again(cluster,
     again = {v: c for (v, c, _, _) in deliveries([other])}
     assert all(again[v] == 2 for v in held), ("held records are a second delivery", again, held)
     assert accepted([other]) == collections.Counter(want), accepted([other])
-    assert leader(cluster, topic, 0) == alive
+    assert leader(cluster, topic, 0, at=alive) == alive
     other.stop()
