@@ -79,15 +79,8 @@ std::span<const api_def> supported_apis() {
 bool served_in_shared_mode(api_key k) {
     switch (k) {
         // WriteTxnMarkers (Kafka's inter-broker API: shared mode's coordinators append
-        // markers to the shared log themselves) and share groups: docs/shared-mode.md.
+        // markers to the shared log themselves): docs/shared-mode.md.
         case api_key::write_txn_markers:
-        case api_key::share_group_heartbeat:
-        case api_key::share_group_describe:
-        case api_key::share_fetch:
-        case api_key::share_acknowledge:
-        case api_key::describe_share_group_offsets:
-        case api_key::alter_share_group_offsets:
-        case api_key::delete_share_group_offsets:
             return false;
         default:
             return true;

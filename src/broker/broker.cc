@@ -6,7 +6,6 @@
 
 #include "broker/broker_metrics.h"
 #include "broker/session.h"
-#include "catalog/share_store.h"
 
 #include "common/clock.h"
 #include "common/logging.h"
@@ -222,12 +221,16 @@ result<void> broker::load_transactions() {
 }
 
 result<void> broker::load_share_groups() {
-    auto store = catalog::share_store::open(_cfg.data_dir / "catalog.db");
+    auto store = _stores.open_share();
     if (!store) return store.err();
-    auto stored = (*store)->load();
-    if (!stored) return stored.err();
-    const size_t n = stored->size();
-    for (auto& s : *stored) _share_groups.restore(std::move(s));
+    size_t n = 0;
+    // Shared mode keeps none in memory: each request reads the database.
+    if (!(*store)->shared()) {
+        auto stored = (*store)->load("");
+        if (!stored) return stored.err();
+        n = stored->size();
+        for (auto& s : *stored) _share_groups.restore(std::move(s));
+    }
     _share_store = std::move(*store);
     _share_groups.set_store(_share_store.get());
     log_info("group",

@@ -1,12 +1,26 @@
 #include "broker/metadata_stores.h"
 
 #include "catalog/group_store.h"
+#include "catalog/share_store.h"
 #include "catalog/txn_store.h"
 #include "shared/pg_group_store.h"
 #include "shared/pg_offset_store.h"
+#include "shared/pg_share_store.h"
 #include "shared/pg_txn_store.h"
 
 namespace sluice::broker {
+
+namespace {
+// Opens Store on the catalog file, as the interface Base.
+template <typename Base, typename Store>
+std::function<result<std::unique_ptr<Base>>()> local_opener(const std::filesystem::path& file) {
+    return [file]() -> result<std::unique_ptr<Base>> {
+        auto r = Store::open(file);
+        if (!r) return r.err();
+        return std::unique_ptr<Base>(std::move(*r));
+    };
+}
+}  // namespace
 
 metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesystem::path& file) {
     metadata_stores s;
@@ -16,21 +30,10 @@ metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesyst
     s.security = &cat;
     s.expansions = &cat;
     s.group_configs = &cat;
-    s.open_offsets = [file]() -> result<std::unique_ptr<catalog::offset_store>> {
-        auto r = catalog::local_offset_store::open(file);
-        if (!r) return r.err();
-        return std::unique_ptr<catalog::offset_store>(std::move(*r));
-    };
-    s.open_groups = [file]() -> result<std::unique_ptr<group::state_store>> {
-        auto r = catalog::group_store::open(file);
-        if (!r) return r.err();
-        return std::unique_ptr<group::state_store>(std::move(*r));
-    };
-    s.open_transactions = [file]() -> result<std::unique_ptr<txn::state_store>> {
-        auto r = catalog::txn_store::open(file);
-        if (!r) return r.err();
-        return std::unique_ptr<txn::state_store>(std::move(*r));
-    };
+    s.open_offsets = local_opener<catalog::offset_store, catalog::local_offset_store>(file);
+    s.open_groups = local_opener<group::state_store, catalog::group_store>(file);
+    s.open_transactions = local_opener<txn::state_store, catalog::txn_store>(file);
+    s.open_share = local_opener<group::share::partition_store, catalog::share_store>(file);
     return s;
 }
 
@@ -59,6 +62,7 @@ metadata_stores shared_metadata_stores(catalog::topic_store& topics,
     s.open_offsets = opener<catalog::offset_store, shared::pg_offset_store>(db);
     s.open_groups = opener<group::state_store, shared::pg_group_store>(db);
     s.open_transactions = opener<txn::state_store, shared::pg_txn_store>(db);
+    s.open_share = opener<group::share::partition_store, shared::pg_share_store>(db);
     return s;
 }
 

@@ -15,6 +15,7 @@
 #include "catalog/catalog.h"
 #include "catalog/offset_store.h"
 #include "common/result.h"
+#include "group/share/coordinator.h"
 #include "group/state_store.h"
 #include "shared/pg_database.h"
 #include "txn/state_store.h"
@@ -37,6 +38,8 @@ struct metadata_stores {
     std::function<result<std::unique_ptr<catalog::offset_store>>()> open_offsets;
     std::function<result<std::unique_ptr<group::state_store>>()> open_groups;
     std::function<result<std::unique_ptr<txn::state_store>>()> open_transactions;
+    // Share-partition state of share groups; used from the broker's loop thread.
+    std::function<result<std::unique_ptr<group::share::partition_store>>()> open_share;
 };
 
 // Everything in the catalog `cat` opened from `file`.
@@ -44,7 +47,8 @@ metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesyst
 
 // Shared mode's set: the given stores (the shared catalog's, pg_topic_store,
 // pg_producer_ids, pg_broker_config_store, pg_security_store) and, each on a connection of
-// its own to the database `db`, pg_offset_store, pg_group_store and pg_txn_store.
+// its own to the database `db`, pg_offset_store, pg_group_store, pg_txn_store and
+// pg_share_store.
 metadata_stores shared_metadata_stores(catalog::topic_store& topics,
                                        catalog::producer_id_allocator& producer_ids,
                                        catalog::broker_config_store& broker_configs,

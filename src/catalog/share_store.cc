@@ -21,11 +21,13 @@ result<std::unique_ptr<share_store>> share_store::open(const std::filesystem::pa
     return std::unique_ptr<share_store>(new share_store(std::move(*d)));
 }
 
-result<std::vector<stored_share_partition>> share_store::load() {
+result<std::vector<stored_share_partition>> share_store::load(const std::string& group) {
     auto rows = _db->prepare(
         "SELECT group_id, topic, partition, start_offset, end_offset, records "
-        "FROM share_partitions ORDER BY group_id, topic, partition");
+        "FROM share_partitions WHERE ?1 = '' OR group_id = ?1 ORDER BY group_id, topic, "
+        "partition");
     if (!rows) return rows.err();
+    rows->bind(1, group);
     std::vector<stored_share_partition> out;
     for (;;) {
         auto row = rows->step();
@@ -36,15 +38,12 @@ result<std::vector<stored_share_partition>> share_store::load() {
         s.partition = {rows->column_text(1), static_cast<int32_t>(rows->column_int64(2))};
         const int64_t start = rows->column_int64(3);
         const int64_t end = rows->column_int64(4);
-        auto records = group::share::parse_records(rows->column_text(5));
-        if (!records || (!records->empty() &&
-                         (records->begin()->first < start || records->rbegin()->first >= end)))
+        auto window = group::share::parse_window(start, end, rows->column_text(5));
+        if (!window)
             return error{errc::corrupt,
                          fmt::format("share group '{}': the stored window of {}-{} does not parse",
                                      s.group, s.partition.first, s.partition.second)};
-        // Offsets of the window with no run were handed out never: available.
-        for (int64_t o = start; o < end; ++o) (*records)[o];
-        s.state = share_partition(start, end, std::move(*records));
+        s.state = std::move(*window);
         out.push_back(std::move(s));
     }
     return out;

@@ -26,7 +26,8 @@ class share_store final : public group::share::partition_store {
     share_store& operator=(const share_store&) = delete;
     ~share_store() override;
 
-    result<std::vector<group::share::stored_share_partition>> load();
+    result<std::vector<group::share::stored_share_partition>> load(
+        const std::string& group) override;
     // One row, committed (synchronous = FULL) before it returns.
     result<void> save(const std::string& group, const group::share::tp& p,
                       const group::share::share_partition& s) override;

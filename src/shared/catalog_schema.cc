@@ -317,6 +317,31 @@ constexpr const char* version_7[] = {
         PRIMARY KEY (target, partition_id)))",
 };
 
+// Version 8: share groups in shared mode. Each share-partition's window (its start and
+// end offsets and its records' states and delivery counts, as the SQLite catalog's
+// share_partitions keeps them) and the runs of records a member holds acquired, with the
+// lock's deadline, so that another broker serving the partition keeps the locks.
+constexpr const char* version_8[] = {
+    R"(CREATE TABLE sluice_share_partitions (
+        group_id TEXT NOT NULL,
+        topic_name TEXT NOT NULL,
+        partition_id INTEGER NOT NULL,
+        start_offset BIGINT NOT NULL,
+        end_offset BIGINT NOT NULL,
+        records TEXT NOT NULL,
+        PRIMARY KEY (group_id, topic_name, partition_id)))",
+    R"(CREATE TABLE sluice_share_acquired (
+        group_id TEXT NOT NULL,
+        topic_name TEXT NOT NULL,
+        partition_id INTEGER NOT NULL,
+        first_offset BIGINT NOT NULL,
+        last_offset BIGINT NOT NULL,
+        member_id TEXT NOT NULL,
+        delivery_count SMALLINT NOT NULL,
+        lock_until_ms BIGINT NOT NULL,
+        PRIMARY KEY (group_id, topic_name, partition_id, first_offset)))",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -327,7 +352,7 @@ constexpr migration migrations[] = {
     {1, version_1, std::size(version_1)}, {2, version_2, std::size(version_2)},
     {3, version_3, std::size(version_3)}, {4, version_4, std::size(version_4)},
     {5, version_5, std::size(version_5)}, {6, version_6, std::size(version_6)},
-    {7, version_7, std::size(version_7)}};
+    {7, version_7, std::size(version_7)}, {8, version_8, std::size(version_8)}};
 
 result<int> upgrade(pg_database& db);
 

@@ -37,7 +37,7 @@ def sluice_bin():
 SHARED_MODE_MISSING = {
     "transactions": None,
     "describe_producers": None,
-    "share_groups": "share groups",
+    "share_groups": None,
     "expansions": None,
     "compaction": "compaction (cleanup.policy=compact)",
     "log_append_time": "LogAppendTime topics",

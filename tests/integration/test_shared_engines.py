@@ -20,7 +20,7 @@ import s3_helpers as S3
 
 REPO = Path(__file__).resolve().parents[2]
 # The shared catalog version this build writes (src/shared/catalog_schema.h).
-CATALOG_VERSION = 7
+CATALOG_VERSION = 8
 
 
 def probe_bin():
@@ -264,8 +264,9 @@ def test_catalog_upgrades_from_version_2(pg):
     run(env, "pg-schema")
     # A version 2 catalog: without the job leases of version 3, the users, policies and
     # expansions of version 4, the classic members' columns of version 5 and the
-    # partitions' transactions of version 6 and the expansions' starts of version 7.
-    for table in ("sluice_job_leases", "sluice_expansion_starts", "sluice_expansions", "sluice_policy_attachments",
+    # partitions' transactions of version 6, the expansions' starts of version 7 and the
+    # share-partitions of version 8.
+    for table in ("sluice_job_leases", "sluice_expansion_starts", "sluice_share_partitions", "sluice_share_acquired", "sluice_expansions", "sluice_policy_attachments",
                   "sluice_policies", "sluice_scram_credentials", "sluice_change_versions",
                   "sluice_txn_open", "sluice_txn_aborted"):
         pg.execute(f"DROP TABLE {table}")

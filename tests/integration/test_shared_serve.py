@@ -200,17 +200,18 @@ def test_kill_a_broker_under_acks_all_load(cluster):
 
 
 def test_unsupported_features_are_refused(cluster):
-    """Share groups and WriteTxnMarkers (Kafka's inter-broker API): left out of
-    ApiVersions, and refused with UNSUPPORTED_VERSION and a log line when sent anyway.
-    Transactions are served (test_shared_txn.py)."""
+    """WriteTxnMarkers (Kafka's inter-broker API): left out of ApiVersions, and refused
+    with UNSUPPORTED_VERSION and a log line when sent anyway. Transactions
+    (test_shared_txn.py) and share groups (test_shared_share_groups.py) are served."""
     import kproto as K
     with K.Conn(kafka(cluster, 0)) as conn:
         err, apis = K.api_versions_v0(conn)
         assert err == 0 and 0 in apis and 1 in apis  # Produce, Fetch
         for key in (22, 24, 25, 26, 28, 61, 65, 66):  # InitProducerId ... ListTransactions
             assert key in apis
-        for key in (27, 76, 78):  # WriteTxnMarkers, ShareGroupHeartbeat, ShareFetch
-            assert key not in apis
+        for key in (76, 77, 78, 79, 90, 91, 92):  # ShareGroupHeartbeat ... DeleteShareGroupOffsets
+            assert key in apis
+        assert 27 not in apis  # WriteTxnMarkers
         r = conn.roundtrip(27, 0, K.i32(0))  # WriteTxnMarkers, no markers
         assert r.i16() == 35  # UNSUPPORTED_VERSION
     log = (cluster / "broker-0.log").read_text(errors="replace")

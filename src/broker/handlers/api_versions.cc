@@ -21,15 +21,14 @@ void handle_api_versions(const request_context& ctx, request_body body) {
     // out supported features whose minimum is 0 (KAFKA-17011). share.version 1: share
     // groups (KIP-932) are on; KafkaShareConsumer refuses a broker without it.
     const int16_t tv = ctx.b.config().transaction_version;
-    // Shared mode has no share groups yet.
     if (ctx.version() >= 4) {
         resp.supported_features.push_back({"group.version", 0, 1});
-        if (!shared) resp.supported_features.push_back({"share.version", 0, 1});
+        resp.supported_features.push_back({"share.version", 0, 1});
         resp.supported_features.push_back({"transaction.version", 0, 2});
     }
     resp.finalized_features_epoch = 1;
     resp.finalized_features.push_back({"group.version", 1, 1});
-    if (!shared) resp.finalized_features.push_back({"share.version", 1, 1});
+    resp.finalized_features.push_back({"share.version", 1, 1});
     resp.finalized_features.push_back({"transaction.version", tv, tv});
     ctx.respond(resp);
 }

@@ -42,7 +42,7 @@ std::vector<protocol::batch_header> whole_batches(const bytes& data) {
 // read_committed: what a share consumer must never get, control records and the records
 // of aborted transactions (the log's aborted-transaction index, as Fetch uses it).
 result<std::vector<group::share::offset_range>> not_committed(
-    const log::partition_log& plog, const std::vector<protocol::batch_header>& batches) {
+    const log::partition_store& plog, const std::vector<protocol::batch_header>& batches) {
     std::vector<group::share::offset_range> out;
     if (batches.empty()) return out;
     auto aborted =
@@ -65,7 +65,9 @@ std::vector<share_read> acquire_all(broker& b, const std::string& group, const s
     for (const auto& p : parts) {
         if (budget <= 0 || bytes_left == 0) break;
         const topic_state* ts = b.topics().find(p.first);
-        log::partition_log* plog = ts ? b.logs().get(p.first, p.second) : nullptr;
+        // Shared mode: the shared log's partition, read on this thread (the share-partition
+        // state's transactions are too).
+        log::partition_store* plog = ts ? b.partition(*ts, p.second) : nullptr;
         if (!plog) {
             out.push_back({{{}, p.second}, error_code::unknown_topic_or_partition, {}, {}});
             continue;
@@ -119,7 +121,8 @@ share_fetch_response respond_with(broker& b, const std::string& group,
     auto entry = [&](const share_key& k) -> share_fetch_response::partition& {
         auto& p = parts[k];
         p.partition_index = k.second;
-        p.current_leader = {b.leader_for(k.second), 0};
+        const topic_state* ts = b.topics().find(catalog::uuid(k.first));
+        p.current_leader = {ts ? b.leader_for(*ts, k.second) : b.leader_for(k.second), 0};
         p.records.data = bytes{};
         return p;
     };

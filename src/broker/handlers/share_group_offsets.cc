@@ -29,7 +29,8 @@ proto::describe_share_group_offsets_response::partition describe_partition(
     if (!o) return out;  // no state: start offset and lag -1, as Kafka
     out.start_offset = o->start_offset;
     out.leader_epoch = 0;
-    if (log::partition_log* plog = b.logs().get(p.first, p.second))
+    const topic_state* ts = b.topics().find(p.first);
+    if (log::partition_store* plog = ts ? b.partition(*ts, p.second) : nullptr)
         out.lag =
             std::max<int64_t>(0, plog->high_watermark() - o->start_offset - o->done_in_window);
     return out;

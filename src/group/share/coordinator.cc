@@ -67,9 +67,7 @@ void coordinator::assign(group_data& g) {
 }
 
 void coordinator::remove_member(group_data& g, const std::string& member_id, const char* reason) {
-    for (auto& [key, sp] : _partitions)
-        if (key.first == g.id && sp.release_member(member_id, _clock.steady_ms(), limits(g.id)))
-            (void)save(g.id, key.second, sp);
+    release_member(g.id, member_id, group_partitions(g.id));
     g.members.erase(member_id);
     ++g.epoch;
     g.sizes = subscribed_sizes(g);
@@ -175,7 +173,15 @@ std::optional<group_description> coordinator::describe(const std::string& group_
 
 std::vector<partition_description> coordinator::partitions() const {
     std::vector<partition_description> out;
-    for (const auto& [key, sp] : _partitions) {
+    // Shared mode: the database's rows, which every broker sees alike.
+    std::map<std::pair<std::string, tp>, share_partition> stored;
+    if (shared_store()) {
+        auto rows = _store->load("");
+        if (!rows) log_warn("group", "share-partitions not read: {}", rows.err().message);
+        if (rows)
+            for (auto& r : *rows) stored[{r.group, r.partition}] = std::move(r.state);
+    }
+    for (const auto& [key, sp] : shared_store() ? stored : _partitions) {
         size_t in_flight = 0;
         for (const auto& [off, r] : sp.records())
             if (r.state == record_state::available || r.state == record_state::acquired)
@@ -214,16 +220,61 @@ session_result coordinator::use_session(const std::string& group, const std::str
 }
 
 void coordinator::close_session(const std::string& group, const std::string& member) {
+    // Shared mode: what the member acquired here is in this broker's session partitions
+    // (it closes a session at every broker it fetched from).
+    std::vector<tp> parts;
+    if (auto it = _sessions.find({group, member}); it != _sessions.end() && shared_store())
+        parts.assign(it->second.partitions.begin(), it->second.partitions.end());
     _sessions.erase({group, member});
-    const int64_t now = _clock.steady_ms();
-    for (auto& [key, sp] : _partitions)
-        if (key.first == group && sp.release_member(member, now, limits(group)))
-            (void)save(group, key.second, sp);
+    release_member(group, member, shared_store() ? parts : group_partitions(group));
 }
 
-share_partition* coordinator::partition(const std::string& group, const tp& p) {
+void coordinator::release_member(const std::string& group, const std::string& member,
+                                 const std::vector<tp>& parts) {
+    const int64_t now = _clock.steady_ms();
+    const partition_limits lim = limits(group);
+    for (const auto& p : parts)
+        (void)update(group, p, [&](std::optional<share_partition>& sp) {
+            return sp && sp->release_member(member, now, lim);
+        });
+}
+
+std::vector<tp> coordinator::group_partitions(const std::string& group) const {
+    std::vector<tp> out;
+    if (shared_store()) {
+        auto rows = _store->load(group);
+        if (!rows) {
+            log_warn("group", "share group {}: share-partitions not read: {}", group,
+                     rows.err().message);
+            return out;
+        }
+        for (const auto& r : *rows) out.push_back(r.partition);
+        return out;
+    }
+    for (auto it = _partitions.lower_bound({group, tp{}});
+         it != _partitions.end() && it->first.first == group; ++it)
+        out.push_back(it->first.second);
+    return out;
+}
+
+error_code coordinator::update(const std::string& group, const tp& p,
+                               const partition_store::update_fn& fn) {
+    if (shared_store()) {
+        if (auto r = _store->update(group, p, fn); !r) {
+            log_warn("group", "share group {}: state of {}-{} not changed: {}", group, p.first,
+                     p.second, r.err().message);
+            return error_code::kafka_storage_error;
+        }
+        return error_code::none;
+    }
+    // A copy, so that nothing is handed out that is not on disk.
     auto it = _partitions.find({group, p});
-    return it == _partitions.end() ? nullptr : &it->second;
+    std::optional<share_partition> sp;
+    if (it != _partitions.end()) sp = it->second;
+    if (!fn(sp) || !sp) return error_code::none;
+    if (auto e = save(group, p, *sp); e != error_code::none) return e;
+    _partitions[{group, p}] = std::move(*sp);
+    return error_code::none;
 }
 
 error_code coordinator::save(const std::string& group, const tp& p, const share_partition& s) {
@@ -238,19 +289,22 @@ error_code coordinator::save(const std::string& group, const tp& p, const share_
 
 int64_t coordinator::fetch_position(const std::string& group, const tp& p, int64_t log_start,
                                     int64_t high_watermark) {
-    auto [it, created] = _partitions.try_emplace({group, p});
-    share_partition& sp = it->second;
-    if (created) {
-        const bool earliest = settings(group).auto_offset_reset == "earliest";
-        const int64_t at = earliest ? log_start : high_watermark;
-        sp = share_partition(at, at, {});
-        if (save(group, p, sp) != error_code::none) {
-            _partitions.erase(it);
-            return -1;
+    const bool earliest = settings(group).auto_offset_reset == "earliest";
+    const partition_limits lim = limits(group);
+    const int64_t now = _clock.steady_ms();
+    int64_t pos = -1;
+    auto e = update(group, p, [&](std::optional<share_partition>& sp) {
+        bool changed = false;
+        if (!sp) {
+            const int64_t at = earliest ? log_start : high_watermark;
+            sp = share_partition(at, at, {});
+            changed = true;
         }
-    }
-    if (sp.settle(_clock.steady_ms(), log_start, limits(group))) (void)save(group, p, sp);
-    return sp.fetch_position(high_watermark, limits(group));
+        changed = sp->settle(now, log_start, lim) || changed;
+        pos = sp->fetch_position(high_watermark, lim);
+        return changed;
+    });
+    return e == error_code::none ? pos : -1;
 }
 
 result<std::vector<acquired_range>> coordinator::acquire(const std::string& group,
@@ -258,32 +312,36 @@ result<std::vector<acquired_range>> coordinator::acquire(const std::string& grou
                                                          int64_t first, int64_t last,
                                                          int32_t max_records,
                                                          const std::vector<offset_range>& skip) {
-    share_partition* sp = partition(group, p);
-    if (!sp) return std::vector<acquired_range>{};
-    share_partition before = *sp;
-    auto out =
-        sp->acquire(member, first, last, max_records, _clock.steady_ms(), limits(group), skip);
-    if ((!out.empty() || sp->start() != before.start() || sp->end() != before.end()) &&
-        save(group, p, *sp) != error_code::none) {
-        *sp = std::move(before);  // nothing handed out that is not on disk
-        return error{errc::io_error, "share-partition state not saved"};
-    }
+    const partition_limits lim = limits(group);
+    const int64_t now = _clock.steady_ms();
+    std::vector<acquired_range> out;
+    auto e = update(group, p, [&](std::optional<share_partition>& sp) {
+        out.clear();
+        if (!sp) return false;
+        const int64_t start = sp->start(), end = sp->end();
+        out = sp->acquire(member, first, last, max_records, now, lim, skip);
+        return !out.empty() || !skip.empty() || sp->start() != start || sp->end() != end;
+    });
+    if (e != error_code::none) return error{errc::io_error, "share-partition state not saved"};
     return out;
 }
 
 error_code coordinator::acknowledge(const std::string& group, const std::string& member,
                                     const tp& p, int64_t first, int64_t last,
                                     const std::vector<int8_t>& types) {
-    share_partition* sp = partition(group, p);
-    if (!sp) return error_code::invalid_record_state;
-    share_partition before = *sp;
-    auto e = sp->acknowledge(member, first, last, types, _clock.steady_ms(), limits(group));
-    if (e != error_code::none) return e;
-    if (auto s = save(group, p, *sp); s != error_code::none) {
-        *sp = std::move(before);
-        return s;
-    }
-    return error_code::none;
+    const partition_limits lim = limits(group);
+    const int64_t now = _clock.steady_ms();
+    error_code out = error_code::invalid_record_state;
+    auto e = update(group, p, [&](std::optional<share_partition>& sp) {
+        out = sp ? sp->acknowledge(member, first, last, types, now, lim)
+                 : error_code::invalid_record_state;
+        return out == error_code::none;
+    });
+    return e != error_code::none ? e : out;
+}
+
+result<void> partition_store::update(const std::string&, const tp&, const update_fn&) {
+    return error{errc::unsupported, "this share-partition store is changed through save()"};
 }
 
 }  // namespace sluice::group::share

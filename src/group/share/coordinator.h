@@ -16,8 +16,12 @@
 // records' states. Every change of a window is saved through the partition_store
 // before the request that made it is answered, so acknowledged records stay
 // acknowledged across a crash; locks are not kept (a restarted broker offers what was
-// acquired again). Membership and share sessions live in memory: after a restart
-// members rejoin (UNKNOWN_MEMBER_ID, SHARE_SESSION_NOT_FOUND). Runs on one thread.
+// acquired again). In shared mode (a store whose shared() is true) no window is kept in
+// memory: each one is read, changed and written back in one database transaction
+// (partition_store::update), locks included, so any broker serves any share-partition
+// (docs/shared-mode.md#share-groups). Membership and share sessions live in memory:
+// after a restart members rejoin (UNKNOWN_MEMBER_ID, SHARE_SESSION_NOT_FOUND). Runs on
+// one thread.
 
 #include <functional>
 #include <map>
@@ -55,19 +59,34 @@ struct config {
 
 using tp = std::pair<std::string, int32_t>;
 
-// Where share-partition state is kept (catalog::share_store; docs/formats/catalog.md).
-class partition_store {
-  public:
-    virtual ~partition_store() = default;
-    virtual result<void> save(const std::string& group, const tp& p, const share_partition& s) = 0;
-    // Removes the state of these partitions of the group, in one transaction.
-    virtual result<void> erase(const std::string& group, const std::vector<tp>& parts) = 0;
-};
-
 struct stored_share_partition {
     std::string group;
     tp partition;
     share_partition state;
+};
+
+// Where share-partition state is kept: catalog::share_store (single-node mode,
+// docs/formats/catalog.md) or shared::pg_share_store (shared mode,
+// docs/formats/shared-catalog.md).
+class partition_store {
+  public:
+    virtual ~partition_store() = default;
+    // Every stored share-partition (`group` empty) or those of one group.
+    virtual result<std::vector<stored_share_partition>> load(const std::string& group) = 0;
+    virtual result<void> save(const std::string& group, const tp& p, const share_partition& s) = 0;
+    // Removes the state of these partitions of the group, in one transaction.
+    virtual result<void> erase(const std::string& group, const std::vector<tp>& parts) = 0;
+
+    // Whether other brokers change the same state (shared mode). The coordinator then
+    // keeps no share-partition in memory: every read and change goes through update(),
+    // so that whichever broker serves a partition works on the state as last committed.
+    virtual bool shared() const { return false; }
+    // Shared stores: in one transaction, reads the partition's state (nullopt: none
+    // stored), lets `fn` change it and, when fn returns true, saves what it left (the
+    // state must then be set). `fn` may run more than once (the transaction is retried
+    // after a serialization failure), so it only computes.
+    using update_fn = std::function<bool(std::optional<share_partition>&)>;
+    virtual result<void> update(const std::string& group, const tp& p, const update_fn& fn);
 };
 
 struct heartbeat_request {
@@ -209,7 +228,15 @@ class coordinator {
     void assign(group_data& g);
     std::map<std::string, int32_t> subscribed_sizes(const group_data& g) const;
     partition_limits limits(const std::string& group) const;
-    share_partition* partition(const std::string& group, const tp& p);
+    // Reads, changes and saves one share-partition (partition_store::update): in shared
+    // mode in the store's transaction, otherwise on the copy in memory, saved before it
+    // replaces that copy. KAFKA_STORAGE_ERROR when the store failed.
+    error_code update(const std::string& group, const tp& p, const partition_store::update_fn& fn);
+    bool shared_store() const { return _store && _store->shared(); }
+    // The share-partitions the group has state for.
+    std::vector<tp> group_partitions(const std::string& group) const;
+    void release_member(const std::string& group, const std::string& member,
+                        const std::vector<tp>& parts);
     error_code save(const std::string& group, const tp& p, const share_partition& s);
     result<void> erase(const std::string& group, const std::vector<tp>& parts);
 

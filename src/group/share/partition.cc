@@ -224,4 +224,13 @@ std::optional<std::map<int64_t, in_flight_record>> parse_records(std::string_vie
     return out;
 }
 
+std::optional<share_partition> parse_window(int64_t start, int64_t end, std::string_view records) {
+    auto r = parse_records(records);
+    if (!r || start > end ||
+        (!r->empty() && (r->begin()->first < start || r->rbegin()->first >= end)))
+        return std::nullopt;
+    for (int64_t o = start; o < end; ++o) (*r)[o];
+    return share_partition(start, end, std::move(*r));
+}
+
 }  // namespace sluice::group::share

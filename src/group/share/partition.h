@@ -111,5 +111,8 @@ namespace sluice::group::share {
 std::string format_records(const std::map<int64_t, in_flight_record>& records);
 // nullopt when s is not in that form.
 std::optional<std::map<int64_t, in_flight_record>> parse_records(std::string_view s);
+// A stored window [start, end) with its records (format_records; offsets with no run are
+// available); nullopt when they do not parse or lie outside the window.
+std::optional<share_partition> parse_window(int64_t start, int64_t end, std::string_view records);
 
 }  // namespace sluice::group::share

@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "group/coordinator.h"
 #include "store_backends.h"
 
 namespace sluice::shared::testing {
@@ -300,6 +301,61 @@ TYPED_TEST(metadata_stores, transaction_state_is_put_replaced_and_erased) {
     rows = this->_s.txns->load();
     ASSERT_TRUE(rows.ok());
     ASSERT_EQ(rows->size(), 1u);
+}
+
+TYPED_TEST(metadata_stores, share_partitions_keep_their_window_and_the_shared_one_its_locks) {
+    using group::share::record_state;
+    using group::share::share_partition;
+    auto& shares = *this->_s.shares;
+    const group::share::partition_limits lim{30000, 5, 2000};
+    const int64_t now = group::steady_now_ms();
+    share_partition sp(10, 10, {});
+    ASSERT_EQ(sp.acquire("m1", 10, 14, 10, now, lim).size(), 1u);  // 10..14 to m1
+    ASSERT_EQ(sp.acknowledge("m1", 10, 11, {1}, now, lim), protocol::error_code::none);
+    ASSERT_EQ(sp.acknowledge("m1", 13, 13, {3}, now, lim), protocol::error_code::none);
+    ASSERT_TRUE(shares.save("g", {"t", 0}, sp).ok());
+    ASSERT_TRUE(shares.save("h", {"t", 1}, share_partition(5, 5, {})).ok());
+    this->reopen();
+    auto rows = this->_s.shares->load("g");
+    ASSERT_TRUE(rows.ok()) << rows.err().message;
+    ASSERT_EQ(rows->size(), 1u);
+    const share_partition& back = (*rows)[0].state;
+    EXPECT_EQ(back.start(), 12);
+    EXPECT_EQ(back.end(), 15);
+    EXPECT_EQ(back.records().at(13).state, record_state::archived);
+    EXPECT_EQ(back.records().at(12).delivery_count, 1);
+    if (this->_s.shares->shared()) {
+        // The shared catalog keeps the lock: still m1's, until about 30 s from now.
+        const auto& r = back.records().at(14);
+        EXPECT_EQ(r.state, record_state::acquired);
+        EXPECT_EQ(r.member, "m1");
+        EXPECT_NEAR(static_cast<double>(r.lock_until_ms), static_cast<double>(now + 30000), 2000);
+        // update(): read, changed and saved in one transaction.
+        protocol::error_code e{};
+        auto u = this->_s.shares->update("g", {"t", 0}, [&](auto& s) {
+            e = s->acknowledge("m1", 12, 12, {1}, now, lim);
+            return e == protocol::error_code::none;
+        });
+        ASSERT_TRUE(u.ok()) << u.err().message;
+        EXPECT_EQ(e, protocol::error_code::none);
+        auto created = this->_s.shares->update("g", {"t", 2}, [](auto& s) {
+            if (!s) s = share_partition(7, 7, {});
+            return true;
+        });
+        ASSERT_TRUE(created.ok());
+        rows = this->_s.shares->load("g");
+        ASSERT_TRUE(rows.ok());
+        ASSERT_EQ(rows->size(), 2u);
+        EXPECT_EQ((*rows)[0].state.start(), 14);
+        EXPECT_EQ((*rows)[1].state.start(), 7);
+    } else {
+        EXPECT_EQ(back.records().at(14).state, record_state::available);  // locks not kept
+    }
+    ASSERT_TRUE(this->_s.shares->erase("g", {{"t", 0}, {"t", 2}}).ok());
+    rows = this->_s.shares->load("");
+    ASSERT_TRUE(rows.ok());
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ((*rows)[0].group, "h");
 }
 
 TYPED_TEST(metadata_stores, producer_ids_are_never_given_twice_across_restarts) {

@@ -19,6 +19,7 @@
 #include "catalog/catalog.h"
 #include "catalog/group_store.h"
 #include "catalog/offset_store.h"
+#include "catalog/share_store.h"
 #include "catalog/txn_store.h"
 #include "shared/catalog_schema.h"
 #include "shared/pg_expansion_store.h"
@@ -26,6 +27,7 @@
 #include "shared/pg_metadata.h"
 #include "shared/pg_offset_store.h"
 #include "shared/pg_security_store.h"
+#include "shared/pg_share_store.h"
 #include "shared/pg_topic_store.h"
 #include "shared/pg_txn_store.h"
 
@@ -41,6 +43,7 @@ struct stores {
     std::unique_ptr<catalog::offset_store> offsets;
     std::unique_ptr<group::state_store> groups;
     std::unique_ptr<txn::state_store> txns;
+    std::unique_ptr<group::share::partition_store> shares;
 };
 
 class local_backend {
@@ -76,6 +79,9 @@ class local_backend {
         auto t = catalog::txn_store::open(_dir / "catalog.db");
         ASSERT_TRUE(t.ok()) << t.err().message;
         s.txns = std::move(*t);
+        auto sh = catalog::share_store::open(_dir / "catalog.db");
+        ASSERT_TRUE(sh.ok()) << sh.err().message;
+        s.shares = std::move(*sh);
     }
 
   private:
@@ -142,6 +148,9 @@ class pg_backend {
         auto x = pg_txn_store::open(_cfg);
         ASSERT_TRUE(x.ok()) << x.err().message;
         s.txns = std::move(*x);
+        auto sh = pg_share_store::open(_cfg);
+        ASSERT_TRUE(sh.ok()) << sh.err().message;
+        s.shares = std::move(*sh);
     }
     const pg_config& config() const { return _cfg; }
 

@@ -1,0 +1,129 @@
+"""Share groups (KIP-932) in shared mode (docs/shared-mode.md#share-groups): two brokers of
+scripts/cluster over one PostgreSQL and one S3 server, the Java client's
+KafkaShareConsumer (kafka-clients 4.3.1, tests/jvm's ShareMember) and librdkafka's
+producer.
+
+- two share consumers bootstrapped at different brokers share a topic produced through
+  another client: every record is accepted exactly once and no acknowledgement fails; a
+  released record comes back with its delivery count raised, a rejected one never;
+- kill -9 of the broker serving a partition while a consumer (also killed) holds its
+  records: the other consumer goes on at the survivor, gets the held records again once
+  their acquisition lock lapsed (delivery count 2, not before the lock's deadline) and
+  the records produced after the kill.
+"""
+
+import collections
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import java_client_helpers as JC
+import sluice_helpers as H
+from cluster_helpers import cluster_cmd, kafka, running_cluster, wait_topic_known
+
+LEASE_MS = 3000
+LOCK_MS = 4000
+BROKER_FLAGS = ["--share-auto-offset-reset", "earliest",
+                "--group-share-record-lock-duration-ms", str(LOCK_MS),
+                "--group-share-heartbeat-interval-ms", "1000"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cluster")
+    yield from running_cluster(d, "--brokers", 2, "--lease-ms", LEASE_MS, "--fast-s3", "--", *BROKER_FLAGS)
+
+
+def create_topic(d, name, partitions):
+    admin = AdminClient({"bootstrap.servers": kafka(d, 0)})
+    admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)[name].result(timeout=30)
+    wait_topic_known(d, name)
+
+
+def produce(bootstrap, topic, values, partitions):
+    p = Producer(H.producer_conf(bootstrap))
+    for i, v in enumerate(values):
+        p.produce(topic, value=v.encode(), partition=i % partitions)
+    assert p.flush(30) == 0
+    return list(values)
+
+
+def share_member(procs, bootstrap, group, topic, name, *props):
+    return JC.Member(procs, bootstrap, group, topic, name, *props, main="ShareMember")
+
+
+def deliveries(members):
+    """(value, delivery count, what the member did, member) of every delivery."""
+    return [(e["value"], e["delivery_count"], e["ack"], m.name)
+            for m in members for e in m.snapshot("record")]
+
+
+def accepted(members):
+    return collections.Counter(v for (v, _, ack, _) in deliveries(members) if ack == "ACCEPT")
+
+
+def commit_failures(members):
+    return [f for m in members for e in m.snapshot("commit") for f in e["failed"]]
+
+
+def leader(d, topic, partition, at=0):
+    md = AdminClient({"bootstrap.servers": kafka(d, at)}).list_topics(topic, timeout=10)
+    return md.topics[topic].partitions[partition].leader
+
+
+def test_two_consumers_at_two_brokers_accept_every_record_once(cluster, procs):
+    topic = "share-spread"
+    create_topic(cluster, topic, 2)
+    want = produce(kafka(cluster, 0), topic, ["v-%03d" % i for i in range(80)], 2)
+    # ShareMember releases "release-once..." at its first delivery and rejects "reject...".
+    produce(kafka(cluster, 1), topic, ["release-once-1", "reject-1"], 1)
+    members = [share_member(procs, kafka(cluster, i), "share-spread-g", topic, n,
+                            "max.poll.records=5", "sluice.delay.ms=10")
+               for i, n in ((0, "A"), (1, "B"))]
+    JC.wait_for("every record to be accepted",
+                lambda: set(accepted(members)) >= set(want) | {"release-once-1"}, timeout=60)
+    counts = accepted(members)
+    assert all(counts[v] == 1 for v in want), [v for v in want if counts[v] != 1]
+    assert set(counts) == set(want) | {"release-once-1"}, counts
+    by_value = collections.defaultdict(list)
+    for (v, count, ack, _) in deliveries(members):
+        by_value[v].append((count, ack))
+    assert all(by_value[v] == [(1, "ACCEPT")] for v in want), "no redelivery was needed"
+    # A released record comes back with its delivery count raised; a rejected one never.
+    assert by_value["release-once-1"] == [(1, "RELEASE"), (2, "ACCEPT")], by_value["release-once-1"]
+    assert by_value["reject-1"] == [(1, "REJECT")], by_value["reject-1"]
+    assert commit_failures(members) == []
+    by_member = collections.Counter(m for (_, _, _, m) in deliveries(members))
+    assert set(by_member) == {"A", "B"}, by_member
+    for m in members:
+        m.stop()
+
+
+def test_broker_kill_moves_the_partition_and_lapsed_locks_deliver_again(cluster, procs):
+    topic = "share-kill"
+    create_topic(cluster, topic, 1)
+    dead = leader(cluster, topic, 0)
+    alive = 1 - dead
+    group = "share-kill-g"
+    first = produce(kafka(cluster, alive), topic, ["held-%d" % i for i in range(10)], 1)
+    holder = share_member(procs, kafka(cluster, alive), group, topic, "H", "sluice.hold=true")
+    JC.wait_for("H to hold records", lambda: holder.snapshot("holding"), timeout=60)
+    held = {e["value"] for e in holder.snapshot("record")}
+    assert held, holder.describe()
+    other = share_member(procs, kafka(cluster, alive), group, topic, "B")
+    time.sleep(1)
+    assert not held & set(accepted([other])), "locked records went to B before their lock lapsed"
+    # The consumer holding the records and the broker that served them die together.
+    H.kill_group(holder.proc)
+    cluster_cmd("kill", cluster, dead)
+    second = produce(kafka(cluster, alive), topic, ["after-%d" % i for i in range(5)], 1)
+    want = first + second
+    JC.wait_for("B to get every record at the survivor", lambda: set(accepted([other])) >= set(want),
+                timeout=60)
+    again = {v: c for (v, c, _, _) in deliveries([other])}
+    assert all(again[v] == 2 for v in held), ("held records are a second delivery", again, held)
+    assert accepted([other]) == collections.Counter(want), accepted([other])
+    assert leader(cluster, topic, 0, at=alive) == alive
+    other.stop()
