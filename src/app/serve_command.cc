@@ -63,7 +63,8 @@ namespace {
 // open() once they have.
 class sql_engine_choice {
   public:
-    sql::outcome<bool> prepare(const std::string& name, const sql::engine_options& eo,
+    sql::outcome<bool> prepare(const std::string& name,
+                               [[maybe_unused]] const sql::engine_options& eo,
                                const std::string& export_dir) {
         _name = name;
         if (name == "sqlite" && export_dir.empty()) return true;

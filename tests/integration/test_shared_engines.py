@@ -20,7 +20,7 @@ import s3_helpers as S3
 
 REPO = Path(__file__).resolve().parents[2]
 # The shared catalog version this build writes (src/shared/catalog_schema.h).
-CATALOG_VERSION = 6
+CATALOG_VERSION = 7
 
 
 def probe_bin():
