@@ -172,8 +172,8 @@ struct compact_swap {
 // were read; then the new object, the rows replaced, the clean offset moved, the dropped
 // ABORT markers' entries deleted and the old objects marked when no batch is left in them.
 result<compact_swap> swap_compacted(pg_database& db, const job_key& job, int64_t token,
-                               const settings& s, const std::string& key, const cleanable& c,
-                               const rewrite& w, const log::record_selector& select) {
+                                    const settings& s, const std::string& key, const cleanable& c,
+                                    const rewrite& w, const log::record_selector& select) {
     return db.transact<compact_swap>(
         isolation_level::read_committed, [&](pg_transaction& tx) -> result<compact_swap> {
             if (auto held = check_lease(tx, job, token); !held)
