@@ -42,6 +42,7 @@
 namespace sluice::log {
 
 class partition_log;
+class record_selector;  // log/compaction_filter.h
 
 // The flusher's dirty list, as a partition sees it.
 class dirty_sink {
@@ -382,7 +383,6 @@ class partition_log final : public partition_store {
 
   private:
     struct clean_plan;
-    using key_offsets = std::unordered_map<std::string, offset_t>;  // key -> latest offset
     // What a segment keeps: its batches filtered, their positions in data, append times.
     struct kept_batches {
         bytes data;
@@ -399,16 +399,10 @@ class partition_log final : public partition_store {
     // offset), unless it is one segment that loses nothing. Returns the new data file's
     // size, or -1 when nothing was written. _st->clean_mu held.
     result<int64_t> rewrite_group(const clean_plan& plan, size_t from, size_t to,
-                                  const key_offsets& latest, const log_config& cfg,
-                                  timestamp_ms now, io_throttle& io, bytes& buf_space,
-                                  clean_result& out);
+                                  record_selector& select, const log_config& cfg, timestamp_ms now,
+                                  io_throttle& io, bytes& buf_space, clean_result& out);
     result<kept_batches> filter_segment(const clean_plan& plan, size_t index, bytes_view buf,
-                                        const key_offsets& latest, const log_config& cfg,
-                                        timestamp_ms now);
-    // Appends transaction marker b to out, with its delete horizon, or drops it.
-    static result<void> keep_marker(const clean_plan& plan, const protocol::batch_header& h,
-                                    bytes_view b, const log_config& cfg, timestamp_ms now,
-                                    kept_batches& out);
+                                        record_selector& select);
     // Forgets the rewrites of segments that retention or DeleteRecords removed during
     // the pass. trim_mu held.
     result<void> drop_trimmed(std::vector<offset_t>& bases, std::vector<int64_t>& sizes,

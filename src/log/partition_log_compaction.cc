@@ -12,14 +12,12 @@
 #include <map>
 #include <set>
 #include <string>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
-#include "common/crc32c.h"
-#include "common/endian.h"
 #include "common/logging.h"
 #include "log/cleaner_files.h"
+#include "log/compaction_filter.h"
 #include "log/file_header.h"
 #include "log/partition_log.h"
 
@@ -42,13 +40,8 @@ struct partition_log::clean_plan {
     std::set<offset_t> producer_last;
     // Transactions (KIP-98): the aborted ones, whose records every pass removes, as
     // Kafka's cleaner does; their markers stay until delete.retention.ms after the
-    // transaction has no record left (see keep_marker).
+    // transaction has no record left (record_selector).
     std::vector<aborted_txn> aborted;
-    // Filled as the pass reads the segments in offset order: per producer, whether the
-    // transaction being read keeps a record; the ABORT markers the pass drops (producer,
-    // marker offset), whose aborted-transaction index entries go with them.
-    mutable std::map<int64_t, bool> txn_kept;
-    mutable std::vector<std::pair<int64_t, offset_t>> dropped_aborts;
 };
 
 namespace {
@@ -101,32 +94,6 @@ result<void> each_batch(bytes_view buf, Fn&& fn) {
         pos += h->size_bytes();
     }
     return {};
-}
-
-std::string key_of(bytes_view k) {
-    return {reinterpret_cast<const char*>(k.data()), k.size()};
-}
-
-// The time a record counts as written: the broker's on LogAppendTime batches.
-timestamp_ms record_time(const protocol::batch_header& h, const protocol::record_view& r) {
-    return h.ts_type() == protocol::timestamp_type::log_append_time ? h.max_timestamp : r.timestamp;
-}
-
-// KIP-534's delete horizon: attributes bit 6 says the batch's base timestamp is the time
-// after which the cleaner may remove it (a marker whose transaction has no record left).
-constexpr int16_t delete_horizon_flag = 0x40;
-
-// Appends batch b to out with the delete horizon set to `horizon` (CRC recomputed).
-void append_with_horizon(bytes_view b, timestamp_ms horizon, bytes& out) {
-    const size_t at = out.size();
-    out.insert(out.end(), b.begin(), b.end());
-    uint8_t* p = out.data() + at;
-    const auto attrs = static_cast<int16_t>(
-        load_be<int16_t>(p + protocol::batch_attributes_offset) | delete_horizon_flag);
-    store_be<int16_t>(p + protocol::batch_attributes_offset, attrs);
-    store_be<int64_t>(p + protocol::batch_attributes_offset + 6, horizon);
-    const size_t covered = protocol::batch_attributes_offset;
-    store_be<uint32_t>(p + protocol::batch_crc_offset, crc32c(p + covered, b.size() - covered));
 }
 
 result<void> sync_file(const fs::path& p) {
@@ -233,7 +200,8 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
 
     bytes segment_buf;  // read_batches' buffer, for every segment of the pass
     // 1. The latest offset of each key in the dirty part. Records below it go.
-    key_offsets latest;
+    record_selector select({plan.log_start, plan.dirty_start, plan.producer_last, plan.aborted,
+                            cfg.delete_retention_ms, now});
     for (const auto& s : plan.segs) {
         if (s.end <= plan.dirty_start) continue;
         auto buf = read_batches(s.path, s.size, io, segment_buf);
@@ -241,15 +209,7 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
         if (!buf) return buf.err();
         out.bytes_read += s.size;
         auto r = each_batch(*buf, [&](const protocol::batch_header& h, bytes_view b, size_t) {
-            // Markers' keys are control record keys, and aborted records never were
-            // values of their keys: neither supersedes a record.
-            if (h.is_control() || in_aborted(plan.aborted, h)) return result<void>();
-            // A compressed batch is decompressed here, and again by filter_batch below.
-            protocol::for_each_record(b, [&](const protocol::record_view& rec) {
-                if (rec.offset >= plan.dirty_start && rec.key)
-                    latest[key_of(*rec.key)] = rec.offset;
-                return true;
-            });
+            select.note_latest(h, b);
             return result<void>();
         });
         if (!r) return r.err();
@@ -268,7 +228,7 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     std::vector<std::vector<offset_t>> merged;
     for (size_t from = 0; from < plan.segs.size();) {
         const size_t to = group_end(plan, from, cfg.segment_bytes);
-        auto size = rewrite_group(plan, from, to, latest, cfg, now, io, segment_buf, out);
+        auto size = rewrite_group(plan, from, to, select, cfg, now, io, segment_buf, out);
         if (!size) return size.err();
         if (*size >= 0) {
             bases.push_back(plan.segs[from].base);
@@ -286,8 +246,8 @@ result<partition_log::clean_result> partition_log::clean(const log_config& cfg, 
     if (auto r = drop_trimmed(bases, sizes, merged); !r) return r.err();
     // Before the swap: an ABORT marker's index entry may go before the marker (no record
     // of its transaction is left), never after it.
-    if (!plan.dropped_aborts.empty()) {
-        if (auto r = forget_aborted(plan.dropped_aborts); !r) return r.err();
+    if (!select.dropped_aborts().empty()) {
+        if (auto r = forget_aborted(select.dropped_aborts()); !r) return r.err();
     }
     if (!bases.empty()) {
         // cleaning/ and its files are durable before the marker can be: its own fsync,
@@ -336,7 +296,7 @@ size_t partition_log::group_end(const clean_plan& plan, size_t from, int64_t seg
 }
 
 result<int64_t> partition_log::rewrite_group(const clean_plan& plan, size_t from, size_t to,
-                                             const key_offsets& latest, const log_config& cfg,
+                                             record_selector& select, const log_config& cfg,
                                              timestamp_ms now, io_throttle& io, bytes& buf_space,
                                              clean_result& out) {
     const fs::path cleaning = _st->dir / cleaning_dir_name;
@@ -356,7 +316,7 @@ result<int64_t> partition_log::rewrite_group(const clean_plan& plan, size_t from
         if (!buf && buf.code() == errc::not_found) return abandon();  // trimmed meanwhile
         if (!buf) return buf.err();
         out.bytes_read += s.size;
-        auto kept = filter_segment(plan, i, *buf, latest, cfg, now);
+        auto kept = filter_segment(plan, i, *buf, select);
         if (!kept) return kept.err();
         removed += kept->removed;
         // A segment alone is rewritten only when it loses a record (or a marker gets
@@ -400,42 +360,9 @@ result<int64_t> partition_log::rewrite_group(const clean_plan& plan, size_t from
     return ns->size();
 }
 
-// A transaction marker, as Kafka's cleaner treats it (KIP-534): kept while its
-// transaction has a record left in the log; once the pass finds none, kept with its
-// delete horizon set to now + delete.retention.ms (so that a read_committed consumer
-// that read the transaction's records before they went still finds the marker that ends
-// them); removed by the first pass after that horizon, an ABORT marker with its
-// aborted-transaction index entry.
-result<void> partition_log::keep_marker(const clean_plan& plan, const protocol::batch_header& h,
-                                        bytes_view b, const log_config& cfg, timestamp_ms now,
-                                        kept_batches& out) {
-    auto c = protocol::decode_control_batch(b);
-    if (!c) return c.err();
-    const auto it = plan.txn_kept.find(h.producer_id);
-    const bool has_records = it != plan.txn_kept.end() && it->second;
-    if (c->is_marker()) plan.txn_kept.erase(h.producer_id);
-    const bool stamped = (h.attributes & delete_horizon_flag) != 0;
-    // Kept as it is: not a marker, a marker whose transaction still has records, or a
-    // stamped marker whose horizon (its base timestamp) has not passed.
-    if (!c->is_marker() || has_records || (stamped && now < h.base_timestamp)) {
-        out.data.insert(out.data.end(), b.begin(), b.end());
-    } else if (!stamped) {
-        constexpr int64_t top = std::numeric_limits<int64_t>::max();
-        const int64_t keep_ms = std::max<int64_t>(cfg.delete_retention_ms, 0);
-        append_with_horizon(b, keep_ms > top - now ? top : now + keep_ms, out.data);
-        out.changed = true;
-    } else {
-        out.removed += h.record_count;
-        if (!c->is_commit()) plan.dropped_aborts.emplace_back(h.producer_id, h.base_offset);
-    }
-    return {};
-}
-
 result<partition_log::kept_batches> partition_log::filter_segment(const clean_plan& plan,
                                                                   size_t index, bytes_view buf,
-                                                                  const key_offsets& latest,
-                                                                  const log_config& cfg,
-                                                                  timestamp_ms now) {
+                                                                  record_selector& select) {
     const auto& s = plan.segs[index];
     // Offsets stay, so the kept batches keep their append times: the original's
     // entries, or estimates where it has none (a file from an older version).
@@ -456,34 +383,11 @@ result<partition_log::kept_batches> partition_log::filter_segment(const clean_pl
     kept_batches out;
     auto r = each_batch(buf, [&](const protocol::batch_header& h, bytes_view b, size_t) {
         const timestamp_ms appended = time_of(h);
-        auto keep = [&](const protocol::record_view& rec) {
-            if (rec.offset < plan.log_start || !rec.key) return true;
-            auto it = latest.find(key_of(*rec.key));
-            if (it != latest.end() && rec.offset < it->second) return false;
-            // A tombstone goes once an earlier pass has seen it (it lies in the clean
-            // part) and delete.retention.ms has passed since its timestamp.
-            if (!rec.value && rec.offset < plan.dirty_start &&
-                now - record_time(h, rec) > cfg.delete_retention_ms)
-                return false;
-            return true;
-        };
         const size_t at = out.data.size();
-        // Each idempotent producer's last batch stays whole: the producer state
-        // rebuilt from the log needs its sequence range (Kafka keeps its header). An
-        // aborted transaction's batches go whole.
-        if (h.is_control()) {
-            if (auto m = keep_marker(plan, h, b, cfg, now, out); !m) return m;
-        } else if (h.producer_id >= 0 && plan.producer_last.contains(h.base_offset)) {
-            out.data.insert(out.data.end(), b.begin(), b.end());
-        } else if (in_aborted(plan.aborted, h)) {
-            out.removed += h.record_count;
-        } else {
-            auto d = protocol::filter_batch(b, keep, out.data);
-            if (!d) return result<void>(d.err());
-            out.removed += *d;
-        }
-        if (out.data.size() > at && h.is_transactional() && !h.is_control())
-            plan.txn_kept[h.producer_id] = true;
+        auto v = select.filter(h, b, out.data);
+        if (!v) return result<void>(v.err());
+        out.removed += v->removed;
+        out.changed = out.changed || v->changed;
         if (out.data.size() > at) {
             out.batches.emplace_back(*protocol::read_batch_header(bytes_view(out.data).subspan(at)),
                                      at);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "log/producer_state.h"
+#include "protocol/record_batch.h"
 
 namespace sluice::shared {
 
@@ -259,7 +260,8 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
     return db.transact<std::vector<batch_outcome>>(
         isolation_level::read_committed,
         [&](pg_transaction& tx) -> result<std::vector<batch_outcome>> {
-            std::map<partition_key, int64_t> next;  // ordered: the lock order
+            std::map<partition_key, int64_t> next;         // ordered: the lock order
+            std::map<partition_key, int64_t> appended_at;  // last_append_time_ms
             producers ps;
             for (const auto& b : commit.batches) {
                 next.emplace(partition_key{b.topic_id, b.partition}, 0);
@@ -275,7 +277,8 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                 params.emplace_back(std::to_string(key.second));
             }
             auto locked = tx.exec(
-                fmt::format("SELECT topic_id, partition_id, high_watermark FROM sluice_partitions "
+                fmt::format("SELECT topic_id, partition_id, high_watermark, last_append_time_ms "
+                            "FROM sluice_partitions "
                             "WHERE (topic_id, partition_id) IN ({}) "
                             "ORDER BY topic_id, partition_id FOR UPDATE",
                             rows),
@@ -288,8 +291,10 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                                 next.size() - locked->size(), next.size(), commit.object_key)};
             }
             for (size_t r = 0; r < locked->size(); ++r) {
-                next[{locked->text(r, 0), static_cast<int32_t>(locked->int64(r, 1))}] =
-                    locked->int64(r, 2);
+                const partition_key tp{locked->text(r, 0),
+                                       static_cast<int32_t>(locked->int64(r, 1))};
+                next[tp] = locked->int64(r, 2);
+                appended_at[tp] = locked->int64(r, 3);
             }
             if (auto r = check_registration(tx, commit); !r) return r.err();
             if (auto r = load_producers(tx, ps); !r) return r.err();
@@ -372,12 +377,23 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                         open.touched.insert(k);
                     }
                 }
-                out.push_back({batch_verdict::appended, hw, hw + b.record_count - 1, {}});
+                // LogAppendTime: the broker's stamp, never below the partition's last one
+                // (another broker's clock may be ahead, or its window committed first).
+                int64_t max_ts = b.max_timestamp_ms;
+                if (b.log_append_time) {
+                    int64_t& last = appended_at[tp];
+                    last = max_ts = std::max(max_ts, last);
+                }
+                out.push_back({batch_verdict::appended,
+                               hw,
+                               hw + b.record_count - 1,
+                               {},
+                               b.log_append_time ? max_ts : -1});
                 add_row(values, bp,
                         {b.topic_id, std::to_string(b.partition), std::to_string(hw),
                          std::to_string(hw + b.record_count - 1), commit.object_key,
                          std::to_string(b.byte_position), std::to_string(b.byte_size),
-                         std::to_string(b.max_timestamp_ms), std::to_string(b.record_count)});
+                         std::to_string(max_ts), std::to_string(b.record_count)});
                 hw += b.record_count;
                 if (bp.size() >= 9 * max_rows_per_insert) {
                     if (auto r = insert_rows(); !r) return r.err();
@@ -392,24 +408,36 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
             std::string note;
             for (const auto& [key, hw] : next) {
                 size_t n = up.size();
-                hws += fmt::format("{}(${}, CAST(${} AS INTEGER), CAST(${} AS BIGINT))",
-                                   hws.empty() ? "" : ", ", n + 1, n + 2, n + 3);
+                hws += fmt::format(
+                    "{}(${}, CAST(${} AS INTEGER), CAST(${} AS BIGINT), CAST(${} AS BIGINT))",
+                    hws.empty() ? "" : ", ", n + 1, n + 2, n + 3, n + 4);
                 up.emplace_back(key.first);
                 up.emplace_back(std::to_string(key.second));
                 up.emplace_back(std::to_string(hw));
+                up.emplace_back(std::to_string(appended_at[key]));
                 note += fmt::format("{}:{}:{}\n", key.first, key.second, hw);
             }
-            auto moved =
-                tx.exec("UPDATE sluice_partitions SET high_watermark = v.hw FROM (VALUES " + hws +
-                            ") AS v (topic_id, partition_id, hw) "
-                            "WHERE sluice_partitions.topic_id = v.topic_id "
-                            "AND sluice_partitions.partition_id = v.partition_id",
-                        up);
+            auto moved = tx.exec(
+                "UPDATE sluice_partitions SET high_watermark = v.hw, last_append_time_ms = "
+                "v.at FROM (VALUES " +
+                    hws +
+                    ") AS v (topic_id, partition_id, hw, at) "
+                    "WHERE sluice_partitions.topic_id = v.topic_id "
+                    "AND sluice_partitions.partition_id = v.partition_id",
+                up);
             if (!moved) return moved.err();
             if (note.size() >= 8000) note.clear();
             if (auto r = tx.notify(commit_channel, note); !r) return r.err();
             return out;
         });
+}
+
+void restore_batch(uint8_t* batch, size_t size, int64_t base_offset, int64_t max_timestamp_ms) {
+    protocol::set_base_offset(batch, base_offset);
+    if (auto h = protocol::read_batch_header(bytes_view(batch, size));
+        h && h->ts_type() == protocol::timestamp_type::log_append_time &&
+        h->max_timestamp != max_timestamp_ms)
+        protocol::set_log_append_time(batch, size, max_timestamp_ms);
 }
 
 result<void> create_topic(pg_database& db, const std::string& topic_id, const std::string& name,

@@ -30,6 +30,10 @@ struct batch_append {
     // the producer's epoch or a newer one, ends it; an ABORT adds it to sluice_txn_aborted.
     bool transactional = false;
     int8_t marker = -1;
+    // LogAppendTime: max_timestamp_ms is the broker's append time, also stamped in the
+    // batch's header; the commit raises it to the partition's last append time when that
+    // is later (sluice_partitions.last_append_time_ms), so times never go back.
+    bool log_append_time = false;
 };
 
 // What the commit did with one batch.
@@ -45,7 +49,8 @@ struct batch_outcome {
     batch_verdict verdict = batch_verdict::appended;
     int64_t base_offset = -1;  // appended or duplicate; -1 when refused
     int64_t last_offset = -1;
-    std::string reason;  // when refused
+    std::string reason;            // when refused
+    int64_t log_append_time = -1;  // appended LogAppendTime batches: the time stored
 };
 
 struct object_commit {
@@ -74,6 +79,12 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
 // lines for the partitions it moved, or empty when they do not fit NOTIFY's 8000 bytes
 // (then listeners read every partition they wait on afresh).
 inline constexpr const char* commit_channel = "sluice_commits";
+
+// A batch as read from its object made what its sluice_batches row says: the assigned
+// base offset written in (the CRC does not cover it), and a LogAppendTime batch whose
+// commit raised its time (batch_append::log_append_time) given that time, its CRC
+// recomputed. Every reader of stored batches calls it (fetch, compaction).
+void restore_batch(uint8_t* batch, size_t size, int64_t base_offset, int64_t max_timestamp_ms);
 
 // Adds a topic and its partitions (empty, offsets from 0).
 result<void> create_topic(pg_database& db, const std::string& topic_id, const std::string& name,

@@ -342,6 +342,15 @@ constexpr const char* version_8[] = {
         PRIMARY KEY (group_id, topic_name, partition_id, first_offset)))",
 };
 
+// Version 9: LogAppendTime and compaction in shared mode. A partition's last append time
+// (the produce commit never stamps a LogAppendTime batch below it, whichever broker's
+// clock is behind) and the offset below which compaction has seen every record (its
+// clean part: tombstones there go after delete.retention.ms).
+constexpr const char* version_9[] = {
+    "ALTER TABLE sluice_partitions ADD COLUMN last_append_time_ms BIGINT NOT NULL DEFAULT -1",
+    "ALTER TABLE sluice_partitions ADD COLUMN clean_offset BIGINT NOT NULL DEFAULT 0",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -352,7 +361,8 @@ constexpr migration migrations[] = {
     {1, version_1, std::size(version_1)}, {2, version_2, std::size(version_2)},
     {3, version_3, std::size(version_3)}, {4, version_4, std::size(version_4)},
     {5, version_5, std::size(version_5)}, {6, version_6, std::size(version_6)},
-    {7, version_7, std::size(version_7)}, {8, version_8, std::size(version_8)}};
+    {7, version_7, std::size(version_7)}, {8, version_8, std::size(version_8)},
+    {9, version_9, std::size(version_9)}};
 
 result<int> upgrade(pg_database& db);
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "protocol/record_batch.h"
 #include "shared/batch_index.h"
 #include "shared/pg_refresher.h"
 
@@ -208,6 +209,12 @@ void shared_log::write_window(std::vector<pending>& taken) {
         for (size_t i : by_part[part]) {
             for (const auto& b : taken[i].batches) {
                 const size_t size = b.header.size_bytes();
+                // LogAppendTime topics: stamped by this broker as the window is written
+                // (the commit may raise it: batch_append::log_append_time).
+                if (taken[i].log_append_time)
+                    protocol::set_log_append_time(
+                        reinterpret_cast<uint8_t*>(taken[i].data.data()) + b.position, size,
+                        unix_ms);
                 commit.batches.push_back(
                     {part->_topic_id, part->_name.partition, b.header.last_offset_delta + 1,
                      object.size(), static_cast<uint32_t>(size),
@@ -215,6 +222,10 @@ void shared_log::write_window(std::vector<pending>& taken) {
                      b.header.producer_epoch, b.header.base_sequence,
                      b.header.is_transactional() && !b.header.is_control(),
                      b.header.is_control() ? taken[i].marker : int8_t{-1}});
+                if (taken[i].log_append_time) {
+                    commit.batches.back().max_timestamp_ms = unix_ms;
+                    commit.batches.back().log_append_time = true;
+                }
                 object.append(taken[i].data, b.position, size);
             }
         }
@@ -251,6 +262,7 @@ void shared_log::write_window(std::vector<pending>& taken) {
                 }
                 if (o.base_offset >= 0) {
                     if (info.base_offset < 0) info.base_offset = o.base_offset;
+                    if (info.log_append_time < 0) info.log_append_time = o.log_append_time;
                     info.last_offset = o.last_offset;
                 }
                 if (o.verdict == batch_verdict::appended) raise_to(part->_hw, o.last_offset + 1);

@@ -106,7 +106,8 @@ class shared_log {
         std::string data;  // the batches, as validated
         std::vector<protocol::validated_batch> batches;
         log::partition_store::append_done done;
-        int8_t marker = -1;  // a transaction marker: 0 ABORT, 1 COMMIT
+        int8_t marker = -1;            // a transaction marker: 0 ABORT, 1 COMMIT
+        bool log_append_time = false;  // stamp the batches with the window's time
     };
 
     shared_log(object_store& store, shared_log_config config);
@@ -177,6 +178,12 @@ class shared_partition final : public log::partition_store {
     void submit_append(std::span<uint8_t> payload,
                        const std::vector<protocol::validated_batch>& batches, timestamp_ms now,
                        append_done done) override;
+    // submit_append for a topic whose message.timestamp.type is LogAppendTime when
+    // `log_append_time`: the batches carry the append time (the window's, on this
+    // broker's clock, raised by the commit to the partition's last one when that is
+    // later), and `done`'s append_info says it.
+    void submit(std::span<uint8_t> payload, const std::vector<protocol::validated_batch>& batches,
+                bool log_append_time, append_done done);
     result<log::read_result> read(offset_t offset, size_t max_bytes, bool min_one,
                                   bool committed = false) const override;
     // These read the database; when it cannot be reached they answer the last value seen.

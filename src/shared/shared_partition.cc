@@ -8,6 +8,7 @@
 
 #include "protocol/control_batch.h"
 #include "protocol/record_batch.h"
+#include "shared/batch_index.h"
 #include "shared/maintenance/maintenance.h"
 #include "shared/shared_log.h"
 
@@ -21,6 +22,7 @@ struct batch_row {
     std::string object;
     uint64_t position = 0;
     uint64_t size = 0;
+    int64_t max_timestamp = 0;
 };
 
 }  // namespace
@@ -28,8 +30,15 @@ struct batch_row {
 void shared_partition::submit_append(std::span<uint8_t> payload,
                                      const std::vector<protocol::validated_batch>& batches,
                                      timestamp_ms /*now*/, append_done done) {
+    submit(payload, batches, false, std::move(done));
+}
+
+void shared_partition::submit(std::span<uint8_t> payload,
+                              const std::vector<protocol::validated_batch>& batches,
+                              bool log_append_time, append_done done) {
     if (batches.empty()) return done(error{errc::invalid_argument, "append of no batches"});
-    _owner.enqueue({this, std::string(payload.begin(), payload.end()), batches, std::move(done)});
+    _owner.enqueue({this, std::string(payload.begin(), payload.end()), batches, std::move(done), -1,
+                    log_append_time});
 }
 
 namespace {
@@ -100,8 +109,8 @@ result<log::read_result> shared_partition::read(offset_t offset, size_t max_byte
             }
             if (offset >= bound) return {};
             auto q = tx.exec(
-                "SELECT base_offset, last_offset, object_key, byte_position, byte_size "
-                "FROM sluice_batches WHERE topic_id = $1 AND partition_id = $2 "
+                "SELECT base_offset, last_offset, object_key, byte_position, byte_size, "
+                "max_timestamp_ms FROM sluice_batches WHERE topic_id = $1 AND partition_id = $2 "
                 "AND last_offset >= $3 AND base_offset < $4 ORDER BY base_offset LIMIT 1000",
                 {_topic_id, std::to_string(_name.partition), std::to_string(offset),
                  std::to_string(bound)});
@@ -111,7 +120,7 @@ result<log::read_result> shared_partition::read(offset_t offset, size_t max_byte
                 const auto size = static_cast<uint64_t>(q->int64(i, 4));
                 if (total + size > max_bytes && !(rows.empty() && min_one)) break;
                 rows.push_back({q->int64(i, 0), q->int64(i, 1), q->text(i, 2),
-                                static_cast<uint64_t>(q->int64(i, 3)), size});
+                                static_cast<uint64_t>(q->int64(i, 3)), size, q->int64(i, 5)});
                 total += size;
             }
             return {};
@@ -138,7 +147,7 @@ result<log::read_result> shared_partition::read(offset_t offset, size_t max_byte
     out.data.assign(data.begin(), data.end());
     size_t at = 0;
     for (const auto& row : rows) {
-        protocol::set_base_offset(out.data.data() + at, row.base);
+        restore_batch(out.data.data() + at, row.size, row.base, row.max_timestamp);
         at += row.size;
     }
     return out;

@@ -39,8 +39,8 @@ SHARED_MODE_MISSING = {
     "describe_producers": None,
     "share_groups": None,
     "expansions": None,
-    "compaction": "compaction (cleanup.policy=compact)",
-    "log_append_time": "LogAppendTime topics",
+    "compaction": None,
+    "log_append_time": None,
 }
 
 

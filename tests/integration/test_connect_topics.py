@@ -223,7 +223,8 @@ def compare(topic, want, got):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.shared_missing("compaction")
+@pytest.mark.single_node("waits on the cleaner's log lines of its one broker process (--log-cleaner-backoff-ms); "
+                         "shared mode's compaction: test_shared_faults.py")
 def test_connect_internal_topics_compact_to_latest_per_key(broker_factory):
     b = broker_factory(extra_args=["--log-cleaner-backoff-ms", "200"])
     adm = H.admin_client(b.bootstrap)

@@ -20,7 +20,7 @@ import s3_helpers as S3
 
 REPO = Path(__file__).resolve().parents[2]
 # The shared catalog version this build writes (src/shared/catalog_schema.h).
-CATALOG_VERSION = 8
+CATALOG_VERSION = 9
 
 
 def probe_bin():
@@ -265,13 +265,16 @@ def test_catalog_upgrades_from_version_2(pg):
     # A version 2 catalog: without the job leases of version 3, the users, policies and
     # expansions of version 4, the classic members' columns of version 5 and the
     # partitions' transactions of version 6, the expansions' starts of version 7 and the
-    # share-partitions of version 8.
-    for table in ("sluice_job_leases", "sluice_expansion_starts", "sluice_share_partitions", "sluice_share_acquired", "sluice_expansions", "sluice_policy_attachments",
+    # share-partitions of version 8, the partitions' append times and clean offsets of
+    # version 9.
+    for table in ("sluice_job_leases", "sluice_expansion_starts", "sluice_share_partitions",
+                  "sluice_share_acquired", "sluice_expansions", "sluice_policy_attachments",
                   "sluice_policies", "sluice_scram_credentials", "sluice_change_versions",
                   "sluice_txn_open", "sluice_txn_aborted"):
         pg.execute(f"DROP TABLE {table}")
     pg.execute("DROP TABLE sluice_consumer_group_member_protocols")
     pg.execute("ALTER TABLE sluice_consumer_group_members DROP COLUMN classic_session_timeout_ms")
+    pg.execute("ALTER TABLE sluice_partitions DROP COLUMN last_append_time_ms, DROP COLUMN clean_offset")
     pg.execute("UPDATE sluice_catalog_version SET version = 2")
     assert run(env, "pg-schema").stdout == f"found 2 now {CATALOG_VERSION}\n".encode()
     assert pg.execute("SELECT count(*) FROM sluice_job_leases") == [(0,)]

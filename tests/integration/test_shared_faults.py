@@ -14,6 +14,11 @@ started by scripts/cluster over Debian's PostgreSQL and s3proxy, driven by librd
 - retention through the brokers: a topic with a small retention.ms loses its old
   records after the background work's interval; ListOffsets earliest moves and the old
   offsets can no longer be fetched;
+- compaction through the brokers: the background job keeps the latest record of each
+  key at its offset (every broker's fetch and a client's consumer read the same), then
+  removes the tombstones it saw;
+- LogAppendTime: batches taken by either broker carry its append time, in the produce
+  answer and in every broker's fetch, never going back along the partition;
 - a SCRAM user and an ACL made through broker 0 hold on broker 1's SASL listener.
 """
 
@@ -25,6 +30,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import kproto as K
 from cluster_helpers import cluster_cmd, consume_all, kafka, running_cluster, state, wait_for
 
 # Longer than the database is down in test_database_restarted_under_load, shorter than in
@@ -226,6 +232,105 @@ def test_retention_through_the_brokers(cluster):
     m = fetch_from(cluster, "short-lived", 50)
     assert not isinstance(m, KafkaError), m
     assert (m.offset(), m.value()) == (50, b"new-00")
+
+
+def raw_records(d, broker, topic, partition):
+    """Every record of the partition as broker `broker` answers a raw Fetch (kproto): (offset,
+    key, value, timestamp type, timestamp)."""
+    with K.Conn(kafka(d, broker)) as conn:
+        recs, _ = K.fetch_all_v4(conn, topic, partition)
+    return [(r.offset, r.key, r.value, r.timestamp_type, r.timestamp) for r in recs]
+
+
+def test_compaction_through_the_brokers(cluster):
+    """cleanup.policy=compact: after the background job ran, every broker answers the latest
+    record of each key at its original offset; tombstones go at a later run, once seen."""
+    create_topic(cluster, "compacted", 1, {"cleanup.policy": "compact", "delete.retention.ms": "0",
+                                           "min.cleanable.dirty.ratio": "0.01"})
+    p = Producer({"bootstrap.servers": kafka(cluster, 0), "acks": "all", "linger.ms": 5})
+    latest = {}
+
+    def delivered(err, msg):
+        assert err is None, err
+        latest[msg.key()] = (msg.offset(), msg.value())
+    for r in range(4):  # a batch (an object) per round
+        for k in range(6):
+            p.produce("compacted", key=b"k%d" % k, value=b"k%d-v%d" % (k, r), partition=0, on_delivery=delivered)
+        assert p.flush(30) == 0
+    for k in (4, 5):
+        p.produce("compacted", key=b"k%d" % k, value=None, partition=0, on_delivery=delivered)
+    assert p.flush(30) == 0
+    # The partition's last batch is never compacted (as Kafka's active segment).
+    p.produce("compacted", key=b"tail-1", value=b"t1", partition=0, on_delivery=delivered)
+    assert p.flush(30) == 0
+    expect = sorted((o, k, v) for k, (o, v) in latest.items())
+    start = time.monotonic()
+
+    def compacted():
+        got = [(o, k, v) for o, k, v, _, _ in raw_records(cluster, 1, "compacted", 0)]
+        return got if got == expect else None
+    wait_for(compacted, timeout=30, what="compaction (latest value per key)")
+    print("compacted %.1f s after the produce" % (time.monotonic() - start))
+    assert [(o, k, v) for o, k, v, _, _ in raw_records(cluster, 0, "compacted", 0)] == expect
+    # A client's consumer skips the offset holes and reads the same.
+    c = Consumer({"bootstrap.servers": kafka(cluster, 1), "group.id": "cmp-%f" % time.time(),
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition("compacted", 0, 0)])
+    got, deadline = [], time.monotonic() + 30
+    while len(got) < len(expect) and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append((m.offset(), m.key(), m.value()))
+    c.close()
+    assert got == expect
+    # The tombstones were seen by that run: the next one (new data makes the log dirty
+    # again) removes them, delete.retention.ms being 0.
+    p.produce("compacted", key=b"tail-2", value=b"t2", partition=0, on_delivery=delivered)
+    assert p.flush(30) == 0
+    del latest[b"k4"], latest[b"k5"]
+    expect = sorted((o, k, v) for k, (o, v) in latest.items())
+    wait_for(compacted, timeout=30, what="the tombstones to go")
+    assert [(o, k, v) for o, k, v, _, _ in raw_records(cluster, 0, "compacted", 0)] == expect
+    assert low_watermarks(cluster, "compacted", 1) == [(0, 28)]
+
+
+def test_log_append_time_from_both_brokers(cluster):
+    """message.timestamp.type=LogAppendTime: the broker that takes a batch stamps it; the
+    produce answer carries the time, every broker's fetch the same, never going back."""
+    create_topic(cluster, "appended", 1, {"message.timestamp.type": "LogAppendTime"})
+    answers = []
+    before = int(time.time() * 1000)
+    for i in range(12):  # alternating brokers, every broker accepting every partition
+        with K.Conn(kafka(cluster, i % 2)) as conn:
+            batch = K.encode_batch([(1000, b"k", b"v%d" % i, [])])  # CreateTime 1970
+            r = K.produce_v3(conn, "appended", 0, batch)
+            assert r["error"] == 0, r
+            answers.append((r["base_offset"], r["log_append_time"]))
+    after = int(time.time() * 1000)
+    assert [o for o, _ in answers] == list(range(12))
+    times = [t for _, t in answers]
+    assert all(before - 1000 <= t <= after + 1000 for t in times), (before, times, after)
+    assert times == sorted(times), times  # never back along the partition
+    for b in (0, 1):
+        recs = raw_records(cluster, b, "appended", 0)
+        assert [(o, tt, ts) for o, _, _, tt, ts in recs] == [(o, 1, t) for o, t in answers]
+    # A librdkafka producer's delivery report and consumer see the broker's time.
+    p = Producer({"bootstrap.servers": kafka(cluster, 1), "acks": "all"})
+    reports = []
+    p.produce("appended", value=b"client", partition=0, timestamp=1000,
+              on_delivery=lambda err, msg: reports.append((err, msg.offset(), msg.timestamp())))
+    assert p.flush(30) == 0
+    (err, offset, (tstype, ts)), = reports
+    assert err is None and offset == 12 and tstype == 2 and ts >= times[-1], reports  # LOG_APPEND_TIME
+    c = Consumer({"bootstrap.servers": kafka(cluster, 0), "group.id": "lat-%f" % time.time(),
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition("appended", 0, 12)])
+    deadline = time.monotonic() + 30
+    m = None
+    while m is None and time.monotonic() < deadline:
+        m = c.poll(0.5)
+    c.close()
+    assert m is not None and not m.error() and m.timestamp() == (2, ts), m
 
 
 S3_RETRY_DEADLINE_MS = 3000

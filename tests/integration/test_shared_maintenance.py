@@ -277,12 +277,12 @@ def test_two_brokers_running_maintenance_at_once_do_each_job_once(s3, pg):  # no
                 if line.startswith("job ")]
     keys = [r[:3] for r in ran]
     assert len(keys) == len(set(keys)), ran  # no job twice
-    for kind in ("merge", "retention"):
+    for kind in ("compact", "merge", "retention"):
         assert sorted(int(p) for k, t, p in keys if k == kind and t == topic) == list(range(6))
     # The lease table says the same: each of the topic's jobs taken once, run once.
     rows = pg.execute("SELECT job_kind, partition_id, fencing_token, runs, holder_broker FROM sluice_job_leases "
                       "WHERE topic_id = %s ORDER BY 1, 2", (topic,))
-    assert [(k, p, t, r) for k, p, t, r, _ in rows] == [(k, p, 1, 1) for k in ("merge", "retention")
+    assert [(k, p, t, r) for k, p, t, r, _ in rows] == [(k, p, 1, 1) for k in ("compact", "merge", "retention")
                                                          for p in range(6)]
     print("jobs per broker:", {b: sum(1 for r in ran if r[3] == b) for b in (1, 2)})
     # Due again only after the interval: a third pass now runs none of them.

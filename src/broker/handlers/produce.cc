@@ -418,19 +418,20 @@ void handle_produce(const request_context& ctx, request_body body) {
     // Shared mode: every partition answers after its window's commit, acks 1 and -1 alike
     // (its offsets are assigned there); acks=0 answers nothing.
     const bool answers = req.acks != 0;
-    shared_submit submit = [&b, p, answers](log::partition_store& plog, const topic_state&,
+    shared_submit submit = [&b, p, answers](log::partition_store& plog, const topic_state& t,
                                             std::span<uint8_t> payload,
                                             const std::vector<protocol::validated_batch>& batches,
-                                            timestamp_ms now, produce_response::partition& out) {
+                                            timestamp_ms, produce_response::partition& out) {
         ++p->waiting;
-        plog.submit_append(payload, batches, now,
-                           [&b, p, answers, &out, tp = plog.id(),
-                            bytes = payload.size()](result<log::append_info> r) {
-                               b.loop().post([p, answers, &out, tp, bytes, r = std::move(r)] {
-                                   shared_appended(p, out, tp, bytes, r);
-                                   if (--p->waiting == 0 && answers) p->answer();
-                               });
-                           });
+        static_cast<shared::shared_partition&>(plog).submit(
+            payload, batches, t.log_cfg.timestamp_type == protocol::timestamp_type::log_append_time,
+            [&b, p, answers, &out, tp = plog.id(),
+             bytes = payload.size()](result<log::append_info> r) {
+                b.loop().post([p, answers, &out, tp, bytes, r = std::move(r)] {
+                    shared_appended(p, out, tp, bytes, r);
+                    if (--p->waiting == 0 && answers) p->answer();
+                });
+            });
     };
     p->resp.responses.reserve(req.topics.size());
     for (auto& td : req.topics) {

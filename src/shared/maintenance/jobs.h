@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "catalog/topic_config.h"
 #include "shared/maintenance/maintenance.h"
 
 namespace sluice::shared::maintenance {
@@ -41,6 +42,42 @@ result<void> check_lease(pg_transaction& tx, const job_key& job, int64_t token);
 result<void> finish_lease(pg_database& db, const job_key& job, int64_t token, const settings& s,
                           const std::optional<std::string>& failure);
 
+// One row of a partition's batch index, as merging and compaction move it.
+struct batch_row {
+    int64_t base = 0;
+    std::string object;
+    uint64_t position = 0;
+    uint64_t size = 0;
+    bool operator==(const batch_row&) const = default;
+};
+
+// Adjacent rows of one object, contiguous in it: one range read.
+struct batch_piece {
+    size_t first = 0;  // index in the rows
+    size_t count = 0;
+    uint64_t bytes = 0;
+};
+
+// The rows (in offset order) as runs of one object each, read in one range.
+std::vector<batch_piece> pieces_of(const std::vector<batch_row>& rows);
+
+// The bytes of pieces [begin, end), byte for byte as stored, each row checked to be one
+// whole record batch of its indexed size.
+result<std::string> copy_rows(object_store& store, const std::vector<batch_row>& rows,
+                              const std::vector<batch_piece>& pieces, size_t begin, size_t end);
+
+// In a job's final transaction (the partition's row locked): whether the partition's
+// rows from rows.front().base to rows.back().base are still exactly `rows` (a merge,
+// compaction, retention or DeleteRecords may have changed them since they were read).
+result<bool> rows_unchanged(pg_transaction& tx, const job_key& job,
+                            const std::vector<batch_row>& rows);
+
+// The topic's configs as the catalog holds them (sluice_topic_configs), for
+// catalog::effective_config with settings::topic_defaults.
+result<catalog::topic_info> load_topic_configs(pg_database& db, const std::string& topic_id);
+int64_t config_int(const catalog::topic_info& topic, const settings& s, const std::string& key,
+                   int64_t fallback);
+
 // What a job did, for its job_run's detail and the pass's counters.
 struct job_outcome {
     std::string detail;
@@ -52,6 +89,8 @@ result<job_outcome> merge_partition(pg_database& db, object_store& store, const 
                                     const job_key& job, int64_t token, pass_stats& stats);
 result<job_outcome> retain_partition(pg_database& db, const settings& s, const job_key& job,
                                      int64_t token, pass_stats& stats);
+result<job_outcome> compact_partition(pg_database& db, object_store& store, const settings& s,
+                                      const job_key& job, int64_t token, pass_stats& stats);
 result<job_outcome> clean_objects(pg_database& db, object_store& store, const settings& s,
                                   const job_key& job, int64_t token, pass_stats& stats);
 

@@ -16,6 +16,7 @@ result<job_outcome> run_job(pg_database& db, object_store& store, const settings
                             const job_key& job, int64_t token, pass_stats& stats) {
     if (job.kind == merge_job) return merge_partition(db, store, s, job, token, stats);
     if (job.kind == retention_job) return retain_partition(db, s, job, token, stats);
+    if (job.kind == compact_job) return compact_partition(db, store, s, job, token, stats);
     return clean_objects(db, store, s, job, token, stats);
 }
 
@@ -25,7 +26,8 @@ result<pass_stats> run_once(pg_database& db, object_store& store, const settings
     pass_stats stats;
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     for (const std::string& kind : s.jobs) {
-        if (kind != merge_job && kind != retention_job && kind != cleanup_job)
+        if (kind != merge_job && kind != retention_job && kind != compact_job &&
+            kind != cleanup_job)
             return error{errc::invalid_config, "no background job '" + kind + "'"};
         auto due = due_jobs(db, kind);
         if (!due) return due.err();

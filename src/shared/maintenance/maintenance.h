@@ -29,6 +29,7 @@ namespace sluice::shared::maintenance {
 // The job kinds, as sluice_job_leases.job_kind names them.
 inline constexpr const char* merge_job = "merge";          // per partition
 inline constexpr const char* retention_job = "retention";  // per partition
+inline constexpr const char* compact_job = "compact";      // per partition
 inline constexpr const char* cleanup_job = "cleanup";      // one for the cluster
 
 struct settings {
@@ -57,8 +58,11 @@ struct settings {
     // Topic config defaults by topic config name ("retention.ms"), as the broker's own
     // settings give them (catalog::effective_config's broker_defaults).
     std::map<std::string, std::string> topic_defaults;
-    // The jobs this broker takes (all three by default).
-    std::vector<std::string> jobs{merge_job, retention_job, cleanup_job};
+    // The jobs this broker takes (all four by default).
+    std::vector<std::string> jobs{merge_job, retention_job, compact_job, cleanup_job};
+    // Compaction reads at most this many bytes of a partition's batches per run (the
+    // rest waits for the next run): its rewrite is held in memory.
+    uint64_t compact_max_bytes = 64u << 20;
     // At most this many jobs per pass (the rest wait for the next pass or another broker).
     size_t max_jobs_per_pass = 64;
 };
@@ -79,6 +83,8 @@ struct pass_stats {
     uint64_t objects_merged = 0;  // objects written by merging
     uint64_t batches_moved = 0;
     uint64_t bytes_copied = 0;
+    // Compaction
+    uint64_t records_compacted = 0;  // records compaction removed
     // Retention and cleanup
     uint64_t batches_deleted = 0;
     uint64_t objects_marked = 0;   // no batch references them: deleted after the grace

@@ -15,23 +15,13 @@ namespace sluice::shared::maintenance {
 
 namespace {
 
-struct row {
-    int64_t base = 0;
-    std::string object;
-    uint64_t position = 0;
-    uint64_t size = 0;
-    bool operator==(const row&) const = default;
-};
-
-// Adjacent rows of one object, contiguous in it: one range read.
-struct piece {
-    size_t first = 0;  // index in the rows
-    size_t count = 0;
-    uint64_t bytes = 0;
-};
+using row = batch_row;
+using piece = batch_piece;
 
 constexpr size_t max_batches_per_object = 10000;
 constexpr size_t max_objects_per_job = 8;
+
+}  // namespace
 
 std::vector<piece> pieces_of(const std::vector<row>& rows) {
     std::vector<piece> out;
@@ -49,6 +39,8 @@ std::vector<piece> pieces_of(const std::vector<row>& rows) {
     }
     return out;
 }
+
+namespace {
 
 // The first run of at least s.merge_min_objects small pieces from `from` on, within the
 // size and batch caps: [begin, end) in `pieces`; begin == end when there is none.
@@ -89,8 +81,8 @@ result<std::vector<row>> load_rows(pg_database& db, const job_key& job) {
     return rows;
 }
 
-// The bytes of rows [first, first + count), byte for byte, each checked to be one whole
-// record batch of its indexed size.
+}  // namespace
+
 result<std::string> copy_rows(object_store& store, const std::vector<row>& rows,
                               const std::vector<piece>& pieces, size_t begin, size_t end) {
     std::string out;
@@ -118,6 +110,23 @@ result<std::string> copy_rows(object_store& store, const std::vector<row>& rows,
     return out;
 }
 
+result<bool> rows_unchanged(pg_transaction& tx, const job_key& job, const std::vector<row>& rows) {
+    auto now = tx.exec(
+        "SELECT base_offset, object_key, byte_position, byte_size FROM sluice_batches "
+        "WHERE topic_id = $1 AND partition_id = CAST($2 AS INTEGER) AND base_offset >= "
+        "CAST($3 AS BIGINT) AND base_offset <= CAST($4 AS BIGINT) ORDER BY base_offset",
+        {job.topic_id, std::to_string(job.partition), std::to_string(rows.front().base),
+         std::to_string(rows.back().base)});
+    if (!now) return now.err();
+    bool same = now->size() == rows.size();
+    for (size_t i = 0; same && i < rows.size(); ++i)
+        same = row{now->int64(i, 0), now->text(i, 1), static_cast<uint64_t>(now->int64(i, 2)),
+                   static_cast<uint64_t>(now->int64(i, 3))} == rows[i];
+    return same;
+}
+
+namespace {
+
 struct swap_outcome {
     bool refused = false;  // the lease passed or the rows changed: the new object is unused
     std::string why;
@@ -136,19 +145,9 @@ result<swap_outcome> swap_rows(pg_database& db, const job_key& job, int64_t toke
                 return swap_outcome{true, held.err().message, 0};
             if (auto lock = lock_partition(tx, job.topic_id, job.partition); !lock)
                 return lock.err();
-            auto now = tx.exec(
-                "SELECT base_offset, object_key, byte_position, byte_size FROM sluice_batches "
-                "WHERE topic_id = $1 AND partition_id = CAST($2 AS INTEGER) AND base_offset >= "
-                "CAST($3 AS BIGINT) AND base_offset <= CAST($4 AS BIGINT) ORDER BY base_offset",
-                {job.topic_id, std::to_string(job.partition), std::to_string(moved.front().base),
-                 std::to_string(moved.back().base)});
-            if (!now) return now.err();
-            bool same = now->size() == moved.size();
-            for (size_t i = 0; same && i < moved.size(); ++i)
-                same =
-                    row{now->int64(i, 0), now->text(i, 1), static_cast<uint64_t>(now->int64(i, 2)),
-                        static_cast<uint64_t>(now->int64(i, 3))} == moved[i];
-            if (!same) return swap_outcome{true, "the batches changed meanwhile (retention?)", 0};
+            auto same = rows_unchanged(tx, job, moved);
+            if (!same) return same.err();
+            if (!*same) return swap_outcome{true, "the batches changed meanwhile (retention?)", 0};
             auto ins = tx.exec(
                 "INSERT INTO sluice_objects (object_key, size_bytes, created_by, created_at, "
                 "state, state_changed_at) VALUES ($1, CAST($2 AS BIGINT), CAST($3 AS INTEGER), "

@@ -60,15 +60,26 @@ result<trimmed> trim_locked(pg_transaction& tx, const std::string& topic_id, int
     return out;
 }
 
-int64_t to_int64(const std::string& v, int64_t fallback) {
+}  // namespace
+
+result<catalog::topic_info> load_topic_configs(pg_database& db, const std::string& topic_id) {
+    auto cfg =
+        db.exec("SELECT config_key, config_value FROM sluice_topic_configs WHERE topic_id = $1",
+                {topic_id});
+    if (!cfg) return cfg.err();
+    catalog::topic_info topic;
+    for (size_t i = 0; i < cfg->size(); ++i) topic.configs[cfg->text(i, 0)] = cfg->text(i, 1);
+    return topic;
+}
+
+int64_t config_int(const catalog::topic_info& topic, const settings& s, const std::string& key,
+                   int64_t fallback) {
     try {
-        return std::stoll(v);
+        return std::stoll(catalog::effective_config(topic, key, s.topic_defaults));
     } catch (...) {
         return fallback;
     }
 }
-
-}  // namespace
 
 result<std::pair<int64_t, int64_t>> lock_partition(pg_transaction& tx, const std::string& topic_id,
                                                    int32_t partition) {
@@ -136,17 +147,12 @@ result<int64_t> advance_log_start(pg_database& db, const std::string& topic_id, 
 
 result<job_outcome> retain_partition(pg_database& db, const settings& s, const job_key& job,
                                      int64_t token, pass_stats& stats) {
-    auto cfg =
-        db.exec("SELECT config_key, config_value FROM sluice_topic_configs WHERE topic_id = $1",
-                {job.topic_id});
-    if (!cfg) return cfg.err();
-    catalog::topic_info topic;
-    for (size_t i = 0; i < cfg->size(); ++i) topic.configs[cfg->text(i, 0)] = cfg->text(i, 1);
+    auto loaded = load_topic_configs(db, job.topic_id);
+    if (!loaded) return loaded.err();
+    const catalog::topic_info& topic = *loaded;
     const std::string policy = catalog::effective_config(topic, "cleanup.policy", s.topic_defaults);
-    const int64_t retention_ms =
-        to_int64(catalog::effective_config(topic, "retention.ms", s.topic_defaults), -1);
-    const int64_t retention_bytes =
-        to_int64(catalog::effective_config(topic, "retention.bytes", s.topic_defaults), -1);
+    const int64_t retention_ms = config_int(topic, s, "retention.ms", -1);
+    const int64_t retention_bytes = config_int(topic, s, "retention.bytes", -1);
     if (policy.find("delete") == std::string::npos)
         return job_outcome{"cleanup.policy " + policy + ": nothing to delete"};
     if (retention_ms < 0 && retention_bytes < 0) return job_outcome{"no retention limit"};
