@@ -60,7 +60,10 @@ def make_events(path, n, users, seed=36):
 
 def create_topic(bootstrap, topic):
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)]).values():
+    # The events carry 2025's timestamps: without retention.ms=-1 the default seven days'
+    # retention deletes them while the queries run.
+    new = NewTopic(topic, num_partitions=4, replication_factor=1, config={"retention.ms": "-1"})
+    for fut in admin.create_topics([new]).values():
         fut.result(30)
 
 
