@@ -10,8 +10,13 @@
       decode(value),
   (c) DuckDB over the raw NDJSON file of the events,
   (d) DuckDB over its own table of them (typed columns),
-in one run; then the expansion-target question: rows/s of DuckDB's appender for 19
-typed columns. Prints a markdown table of best-of-N seconds with ratios.
+in one run. Each broker (SQLite engine, then DuckDB engine) also gets an expansion of the
+events into typed columns (x.events; on DuckDB a columnar table): a query over the target
+alone and joins of the topic with it, against (d) over its own tables; and the producer
+throughput of a flat-out acks=all load with and without a loop of the analytical
+queries over HTTP beside it (sluice-loadgen). Then the expansion-target question: rows/s
+of DuckDB's appender for 19 typed columns. Prints markdown tables of best-of-N seconds
+with ratios.
 
 Run through bench/sql_analytical, which makes the virtual environment and builds the
 tools; see bench/README.md."""
@@ -26,11 +31,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 import duckdb
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from sql_analytical_lib import (TARGET, create_expansion, http_sql, load_average,
+                                produce_alongside, wait_expansion)
 
 KINDS = ["view", "click", "cart", "buy", "refund", "login", "logout", "search"]
 BASE_TS = 1_750_000_000_000
@@ -51,10 +58,16 @@ def make_events(path, n, users, seed=36):
     return lines
 
 
-def produce(bootstrap, topic, lines):
+def create_topic(bootstrap, topic):
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)]).values():
+    # The events carry 2025's timestamps: without retention.ms=-1 the default seven days'
+    # retention deletes them while the queries run.
+    new = NewTopic(topic, num_partitions=4, replication_factor=1, config={"retention.ms": "-1"})
+    for fut in admin.create_topics([new]).values():
         fut.result(30)
+
+
+def produce(bootstrap, topic, lines):
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
                   "queue.buffering.max.messages": 1_000_000, "acks": 1,
                   "partitioner": "murmur2_random"})
@@ -135,7 +148,34 @@ def queries(n):
             if "kafka_topics.events" in f:
                 f = f.replace("value_text ->>", "decode(value) ->>")
             per["f"] = f
+    # The expansion target x.events (typed: ts, user, kind, amount) alone and joined with
+    # its topic on the event's place; (d) joins its table with raw (id, ts), the "topic"
+    # of its own rows (both made from the NDJSON, events carrying the id too).
+    on = 'c._partition = t.partition AND c._offset = t."offset"'
+    for name, sql in [
+            ("target: GROUP BY kind, sum(amount)",
+             "SELECT kind, sum(amount) FROM {X} GROUP BY 1 ORDER BY 1"),
+            ("target: filter kind and amount",
+             "SELECT count(*) FROM {X} WHERE kind = 'buy' AND amount > 900")]:
+        q[name] = {"a": sql.format(X=TARGET), "f": sql.format(X=TARGET), "d": sql.format(X="events")}
+    join_min = ("SELECT c.kind, count(*), sum(c.amount) FROM kafka_topics.events t JOIN %s c ON %s "
+                "WHERE %s GROUP BY 1 ORDER BY 1" % (TARGET, on, tr.replace("timestamp_", "t.timestamp_")))
+    q["join topic and target, one minute, by kind"] = {
+        "a": join_min, "f": join_min,
+        "d": "SELECT c.kind, count(*), sum(c.amount) FROM raw t JOIN events c ON c.id = t.id "
+             "WHERE t.ts >= %d AND t.ts < %d GROUP BY 1 ORDER BY 1" % (t0, t1)}
+    join_all = ("SELECT count(*), sum(c.amount), max(t.timestamp_producer) FROM kafka_topics.events t "
+                "JOIN %s c ON %s" % (TARGET, on))
+    q["join topic and target, every event"] = {
+        "a": join_all, "f": join_all,
+        "d": "SELECT count(*), sum(c.amount), max(t.ts) FROM raw t JOIN events c ON c.id = t.id"}
     return q
+
+
+# What the query loop beside the produce load runs, round robin (best_of's names).
+LOOP_QUERIES = ["GROUP BY kind, sum(amount)", "filter kind and amount",
+                "one minute: count, sum(amount)", "target: GROUP BY kind, sum(amount)",
+                "join topic and target, one minute, by kind"]
 
 
 def norm(cell):
@@ -156,16 +196,6 @@ def best_of(runs, fn):
     return min(times), out
 
 
-def http_sql(url, sql):
-    req = urllib.request.Request(url + "/v1/sql?format=json&timeout_ms=600000", data=sql.encode(),
-                                 method="POST")
-    with urllib.request.urlopen(req, timeout=900) as r:
-        body = json.loads(r.read())
-    if "error" in body:
-        raise RuntimeError("%s: %s" % (sql, body["error"]))
-    return body["rows"]
-
-
 def start_broker(binary, data, engine="sqlite"):
     proc = subprocess.Popen([binary, "serve", "--data-dir", data, "--listen", "127.0.0.1:0",
                              "--http", "127.0.0.1:0", "--sql-timeout-ms", "600000",
@@ -183,94 +213,171 @@ def start_broker(binary, data, engine="sqlite"):
     return proc, kafka, http
 
 
+ENGINES = [("a", "(a) Sluice HTTP, SQLite"), ("f", "(f) Sluice HTTP, DuckDB"),
+           ("b", "(b) kafka_topic, C API"), ("e", "(e) src/sql/duck"), ("c", "(c) DuckDB NDJSON"),
+           ("d", "(d) DuckDB table")]
+RATIOS = ["af", "fc", "fd", "ac", "ad", "bc", "ec", "ed", "ae", "be"]
+
+
+def print_tables(times, load, args):
+    """The seconds and ratios of the engines that ran, then the produce loads."""
+    seen = {e for tm in times.values() for e in tm}
+    engines = [(e, label) for e, label in ENGINES if e in seen]
+    ratios = [r for r in RATIOS if any(r[0] in tm and r[1] in tm for tm in times.values())]
+    print("\n| query | %s | %s |" % (" | ".join(label for _, label in engines),
+                                     " | ".join("%s/%s" % (r[0], r[1]) for r in ratios)))
+    print("|---|%s" % ("---:|" * (len(engines) + len(ratios))))
+    for name, tm in times.items():
+        cells = ["%.4f s" % tm[e] if e in tm else "-" for e, _ in engines]
+        cells += ["%.1f" % (tm[r[0]] / tm[r[1]]) if r[0] in tm and tm.get(r[1]) else "-"
+                  for r in ratios]
+        print("| %s | %s |" % (name, " | ".join(cells)))
+    if not any(load.values()):
+        return
+    print("\n| engine | produce alone, rec/s (p99 ms) | with the query loop, rec/s (p99 ms) | "
+          "with / alone | statements done (timed out at %d ms) | load average |"
+          % args.loop_timeout_ms)
+    print("|---|---:|---:|---:|---:|---|")
+    for e, label in ENGINES:
+        r = load.get(e)
+        if r:
+            q, b = r["quiet"], r["busy"]
+            print("| %s | %s (%s) | %s (%s) | %.2f | %d (%d) | %s |" % (
+                label, format(int(float(q["rps"])), ","), q["p99_ms"],
+                format(int(float(b["rps"])), ","), b["p99_ms"],
+                float(b["rps"]) / float(q["rps"]), r["loop"][0], r["loop"][1], r["load"]))
+    print("\n%d s of flat-out acks=all produce of %d-byte records into a fresh 4-partition topic "
+          "(sluice-loadgen), alone, then with the loop of %s over HTTP." % (
+              args.load_seconds, args.load_record_size, ", ".join(LOOP_QUERIES)))
+
+
+def run_scan(args, data, qs, engine, times, results):
+    """(b) or (e): sluice-duckbench over the stopped broker's partition logs."""
+    cmd = [args.duckbench, "scan"] + (["--engine", "sluice"] if engine == "e" else []) + [
+        "--data-dir", data, "--topic", "events", "--threads",
+           str(args.threads), "--runs", str(args.runs), "--setup", "CREATE SCHEMA kafka_topics",
+           "--setup", "CREATE VIEW kafka_topics.events AS SELECT *%s FROM kafka_topic('events')"
+           % (", value_text" if engine == "e" else "")]  # value_text is hidden from *
+    for name, per in qs.items():
+        if engine in per:
+            cmd += ["--query", "%s=%s" % (name, per[engine])]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit("sluice-duckbench (%s) failed: %s" % (engine, run.stderr[-2000:]))
+    for line in run.stdout.splitlines():
+        r = json.loads(line)
+        times[r["name"]][engine] = r["best_s"]
+        results[r["name"]][engine] = [r["first"].split("|")] if r["first"] else []
+
+
+def run_http(args, http, qs, engine, runs, times, results):
+    for name, per in qs.items():
+        if engine in per:
+            t, rows = best_of(runs, lambda: http_sql(http, per[engine]))
+            times[name][engine], results[name][engine] = t, rows
+            print("#   %s %s: %.3f s (load %s)" % (engine, name, t, load_average()), flush=True)
+
+
+def alongside(args, kafka, http, qs, engine):
+    """Producer throughput with and without the query loop, on this broker."""
+    if args.load_seconds <= 0:
+        return None
+    stmts = [qs[n][engine] for n in LOOP_QUERIES]
+    r = produce_alongside(args.loadgen, kafka, http, lambda t: create_topic(kafka, t), stmts,
+                          args.load_seconds, args.load_record_size, args.loop_timeout_ms, engine)
+    r["load"] = load_average()
+    print("# produce alone %s rec/s, with queries %s rec/s (%d statements done, %d timed out; load %s)"
+          % (r["quiet"]["rps"], r["busy"]["rps"], r["loop"][0], r["loop"][1], r["load"]), flush=True)
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=2_000_000)
     ap.add_argument("--users", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--sqlite-runs", type=int, help="runs of (a) (default --runs)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--append-rows", type=int, default=1_000_000)
     ap.add_argument("--sluice", default="build/sluice")
     ap.add_argument("--duckbench", default="build/bench/sluice-duckbench")
+    ap.add_argument("--loadgen", default="build/bench/sluice-loadgen")
+    ap.add_argument("--load-seconds", type=int, default=20,
+                    help="seconds of each produce load beside the queries (0: none)")
+    ap.add_argument("--load-record-size", type=int, default=200)
+    ap.add_argument("--loop-timeout-ms", type=int, default=30000,
+                    help="statement timeout of the query loop beside the produce load")
     ap.add_argument("--keep", help="keep the data directory and NDJSON file here")
     ap.add_argument("--no-append", action="store_true", help="skip the appender measurements")
+    ap.add_argument("--no-scans", action="store_true",
+                    help="skip (b) and (e), sluice-duckbench over the stopped broker's logs")
     args = ap.parse_args()
+    sqlite_runs = args.sqlite_runs or args.runs
 
     work = args.keep or tempfile.mkdtemp(prefix="sluice-sql-analytical-")
     os.makedirs(work, exist_ok=True)
     data = os.path.join(work, "data")
     ndjson = os.path.join(work, "events.ndjson")
-    print("# %d events, %d keys, %d runs (best), DuckDB %s, %d threads; %s" % (
-        args.events, args.users, args.runs, duckdb.__version__, args.threads, work), flush=True)
+    print("# %d events, %d keys, %d runs (best; %d of SQLite), DuckDB %s, %d threads; %s; load %s"
+          % (args.events, args.users, args.runs, sqlite_runs, duckdb.__version__, args.threads, work,
+             load_average()), flush=True)
     lines = make_events(ndjson, args.events, args.users)
     print("# NDJSON: %.0f MB" % (os.path.getsize(ndjson) / 1e6), flush=True)
 
     qs = queries(args.events)
+    if args.no_scans:
+        for per in qs.values():
+            per.pop("b", None)
+            per.pop("e", None)
+        qs = {n: per for n, per in qs.items() if per}
     times = {name: {} for name in qs}
     results = {name: {} for name in qs}
+    load = {}
 
-    # (a) Sluice over HTTP, on the live broker.
+    # (a) Sluice over HTTP, on the live broker, its expansion live while producing.
     shutil.rmtree(data, ignore_errors=True)
     proc, kafka, http = start_broker(args.sluice, data)
     try:
+        create_topic(kafka, "events")
+        create_expansion(http, "events", backfill=False)
         rate = produce(kafka, "events", lines)
-        print("# produced at %.0f events/s" % rate, flush=True)
+        print("# produced at %.0f events/s (SQLite expansion live)" % rate, flush=True)
         del lines
-        for name, per in qs.items():
-            if "a" in per:
-                t, rows = best_of(args.runs, lambda: http_sql(http, per["a"]))
-                times[name]["a"], results[name]["a"] = t, rows
+        wait_expansion(http, args.events)
+        run_http(args, http, qs, "a", sqlite_runs, times, results)
+        load["a"] = alongside(args, kafka, http, qs, "a")
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
+        proc.wait(timeout=300)
 
-    # (f) the same broker's data, served by its DuckDB engine.
+    # (f) the same broker's data, served by its DuckDB engine; the expansion made again
+    # with a backfill into the columnar store.
     proc, kafka, http = start_broker(args.sluice, data, "duckdb")
     try:
-        for name, per in qs.items():
-            if "f" in per:
-                t, rows = best_of(args.runs, lambda: http_sql(http, per["f"]))
-                times[name]["f"], results[name]["f"] = t, rows
+        create_expansion(http, "events", backfill=True)
+        s = wait_expansion(http, args.events)
+        print("# DuckDB expansion backfilled in %.1f s (%.0f events/s)" % (s, args.events / s), flush=True)
+        run_http(args, http, qs, "f", args.runs, times, results)
+        load["f"] = alongside(args, kafka, http, qs, "f")
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
+        proc.wait(timeout=300)
 
-    # (b) kafka_topic over the stopped broker's partition logs.
-    cmd = [args.duckbench, "scan", "--data-dir", data, "--topic", "events", "--threads",
-           str(args.threads), "--runs", str(args.runs), "--setup", "CREATE SCHEMA kafka_topics",
-           "--setup", "CREATE VIEW kafka_topics.events AS SELECT * FROM kafka_topic('events')"]
-    for name, per in qs.items():
-        if "b" in per:
-            cmd += ["--query", "%s=%s" % (name, per["b"])]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        r = json.loads(line)
-        times[r["name"]]["b"] = r["best_s"]
-        results[r["name"]]["b"] = [r["first"].split("|")] if r["first"] else []
+    if not args.no_scans:
+        run_scan(args, data, qs, "b", times, results)
+        run_scan(args, data, qs, "e", times, results)
 
-    # (e) src/sql/duck's kafka_topic over the same logs.
-    cmd = [args.duckbench, "scan", "--engine", "sluice", "--data-dir", data, "--topic", "events",
-           "--threads", str(args.threads), "--runs", str(args.runs), "--setup",
-           "CREATE SCHEMA kafka_topics", "--setup",
-           "CREATE VIEW kafka_topics.events AS SELECT * FROM kafka_topic('events')"]
-    for name, per in qs.items():
-        if "e" in per:
-            cmd += ["--query", "%s=%s" % (name, per["e"])]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        r = json.loads(line)
-        times[r["name"]]["e"] = r["best_s"]
-        results[r["name"]]["e"] = [r["first"].split("|")] if r["first"] else []
-
-    # (c) and (d): DuckDB over the NDJSON file and over its own table.
+    # (c) and (d): DuckDB over the NDJSON file and over its own tables.
     con = duckdb.connect(config={"threads": args.threads})
     for name, per in qs.items():
         if "c" in per:
             sql = per["c"].replace("{F}", ndjson)
             times[name]["c"], results[name]["c"] = best_of(args.runs, lambda: con.execute(sql).fetchall())
     t = time.monotonic()
-    con.execute("CREATE TABLE events AS SELECT * FROM read_ndjson('%s')" % ndjson)
+    con.execute("CREATE TABLE events AS SELECT row_number() OVER () AS id, * FROM read_ndjson('%s')"
+                % ndjson)
     load_s = time.monotonic() - t
+    con.execute("CREATE TABLE raw AS SELECT id, ts FROM events")
     for name, per in qs.items():
         if "d" in per:
             times[name]["d"], results[name]["d"] = best_of(args.runs, lambda: con.execute(per["d"]).fetchall())
@@ -281,24 +388,9 @@ def main():
         if len({tuple(v) for v in firsts.values()}) != 1:
             sys.exit("results differ for %s: %s" % (name, firsts))
 
-    print("\n| query | (a) Sluice HTTP, SQLite | (f) Sluice HTTP, DuckDB | (b) kafka_topic, C API "
-          "| (e) src/sql/duck | (c) DuckDB NDJSON | (d) DuckDB table | a/f | f/c | a/c | b/c | e/c "
-          "| e/d | a/e | b/e |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-
-    def cell(v):
-        return "%.4f s" % v if v is not None else "-"
-
-    def ratio(x, y):
-        return "%.1f" % (x / y) if x is not None and y else "-"
-
-    for name in qs:
-        tm = times[name]
-        a, b, c, d, e, f = (tm.get(k) for k in "abcdef")
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            name, cell(a), cell(f), cell(b), cell(e), cell(c), cell(d), ratio(a, f), ratio(f, c),
-            ratio(a, c), ratio(b, c), ratio(e, c), ratio(e, d), ratio(a, e), ratio(b, e)))
-    print("\n(d)'s table was loaded from the NDJSON in %.2f s. Results agree across engines." % load_s)
+    print_tables(times, load, args)
+    print("\n(d)'s table was loaded from the NDJSON in %.2f s. Results agree across engines; load %s."
+          % (load_s, load_average()))
 
     if args.no_append:
         if not args.keep:
