@@ -61,9 +61,16 @@ result<std::shared_ptr<running>> prepare(const catalog::expansion_info& info);
 
 // Where expansion stops reading a partition (service_sources.cc says why).
 offset_t readable_end(const source_partition& part);
-// Inserts the rows of partition p's events in [from, to) inside e's open transaction;
-// returns how many.
-result<int64_t> write_rows(running& e, const source_partition& part, int32_t p, offset_t from,
-                           offset_t to);
+// What write_rows did: how many rows it inserted, and the offset below which it read every
+// event: `to`, or less when the partition's reads ended early (a shared partition's read
+// can trail the last stable offset that the broker's view of the partition already has).
+// Progress moves to `end`, never past it.
+struct written_rows {
+    int64_t rows = 0;
+    offset_t end = 0;
+};
+// Inserts the rows of partition p's events in [from, to) inside e's open transaction.
+result<written_rows> write_rows(running& e, const source_partition& part, int32_t p, offset_t from,
+                                offset_t to);
 
 }  // namespace sluice::expansion

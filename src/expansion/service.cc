@@ -370,10 +370,12 @@ bool service::expand_live(running& e, const std::vector<int32_t>& parts) {
             const offset_t to = std::min(hw, from + budget);
             auto written = write_rows(e, part, p, from, to);
             if (!written) return written.err();
-            rows += *written;
+            rows += written->rows;
             budget -= to - from;
-            pp.next = std::max(to, pp.next);
-            if (pp.next < hw) left = true;
+            pp.next = std::max(written->end, pp.next);
+            // A read that found nothing yet is tried again on the next wake-up (a commit's
+            // notification, or the poll), not at once.
+            if (pp.next < hw && written->end > from) left = true;
             if (auto r = e.target->save_progress(p, pp); !r) return r;
             changed.emplace_back(p, pp);
         }
@@ -411,8 +413,8 @@ bool service::expand_backfill(running& e) {
         auto r = e.target->in_transaction([&]() -> result<void> {
             auto written = write_rows(e, part, p, pp.backfill_next, to);
             if (!written) return written.err();
-            rows = *written;
-            pp.backfill_next = std::max(to, pp.backfill_next);
+            rows = written->rows;
+            pp.backfill_next = std::max(written->end, pp.backfill_next);
             return e.target->save_progress(p, pp);
         });
         if (!r) return retry_or_fail(e, r.err());

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "catalog/expansion_store.h"
@@ -59,9 +60,13 @@ result<int64_t> write_local_rows(running& e, const log::partition_log* plog, int
 // Inserts the rows of partition p's events in [from, to) inside e's open transaction;
 // returns how many. Shared mode keeps no broker append times: _timestamp_broker holds the
 // record's timestamp there, the same on every broker.
-result<int64_t> write_rows(running& e, const source_partition& part, int32_t p, offset_t from,
-                           offset_t to) {
-    if (part.local) return write_local_rows(e, part.local, p, from, to);
+result<written_rows> write_rows(running& e, const source_partition& part, int32_t p, offset_t from,
+                                offset_t to) {
+    if (part.local) {
+        auto rows = write_local_rows(e, part.local, p, from, to);
+        if (!rows) return rows.err();
+        return written_rows{*rows, to};
+    }
     int64_t rows = 0;
     if (auto r = e.shared_cursor.open(part.store, from, to); !r)
         return error{r.code(), fmt::format("{}-{}: {}", e.info.topic, p, r.err().message)};
@@ -83,8 +88,9 @@ result<int64_t> write_rows(running& e, const source_partition& part, int32_t p, 
         }
         ++rows;
     }
+    const offset_t end = std::min(to, e.shared_cursor.read_up_to());
     e.shared_cursor.close();
-    return rows;
+    return written_rows{rows, end};
 }
 
 std::vector<int32_t> service::partitions_of(const std::string& topic) const {

@@ -44,6 +44,9 @@ class store_cursor {
     const protocol::batch_header& batch() const { return _header; }
 
     counters& stats() { return _stats; }
+    // Every offset below it was read or skipped (past the range's end once next() said
+    // false at its end; short of it when a read of the partition found nothing more).
+    offset_t read_up_to() const { return _next_read; }
 
   private:
     result<bool> next_batch();
