@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 import java_client_helpers as JC
 import sluice_helpers as H
 from cluster_helpers import cluster_cmd, kafka, running_cluster, wait_topic_known
+from test_share_groups import accepted, commit_failures, deliveries, share_member
 
 LEASE_MS = 3000
 LOCK_MS = 4000
@@ -48,24 +49,6 @@ def produce(bootstrap, topic, values, partitions):
         p.produce(topic, value=v.encode(), partition=i % partitions)
     assert p.flush(30) == 0
     return list(values)
-
-
-def share_member(procs, bootstrap, group, topic, name, *props):
-    return JC.Member(procs, bootstrap, group, topic, name, *props, main="ShareMember")
-
-
-def deliveries(members):
-    """(value, delivery count, what the member did, member) of every delivery."""
-    return [(e["value"], e["delivery_count"], e["ack"], m.name)
-            for m in members for e in m.snapshot("record")]
-
-
-def accepted(members):
-    return collections.Counter(v for (v, _, ack, _) in deliveries(members) if ack == "ACCEPT")
-
-
-def commit_failures(members):
-    return [f for m in members for e in m.snapshot("commit") for f in e["failed"]]
 
 
 def leader(d, topic, partition, at=0):

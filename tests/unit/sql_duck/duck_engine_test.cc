@@ -71,6 +71,21 @@ struct duck_fixture : ::testing::Test {
         logs->when_durable(pl, last, [done](result<void> x) { done->set_value(std::move(x)); });
         ASSERT_EQ(fut.wait_for(std::chrono::seconds(5)), std::future_status::ready);
     }
+    // Two records with value v in a transaction of producer pid, to partition 0.
+    offset_t produce_txn(const std::string& topic, int64_t pid, const std::string& v) {
+        sluice::testing::batch_options o;
+        o.producer_id = pid;
+        o.producer_epoch = 0;
+        o.base_sequence = 0;
+        o.transactional = true;
+        return produce_bytes(topic, 0, build_batch({{"k", v, 2, {}}, {"k", v, 3, {}}}, o));
+    }
+    // Ends producer pid's transaction with a COMMIT or ABORT marker, durable on return.
+    void write_marker(log::partition_log* pl, int64_t pid, bool commit) {
+        auto r = pl->write_marker(pid, 0, commit, 0, 2000);
+        ASSERT_TRUE(r) << r.err().message;
+        wait_durable(pl, r->last_offset);
+    }
 
     rows query(std::string_view sql) {
         auto r = sess->query(sql);
@@ -229,19 +244,8 @@ TEST_F(duck_fixture, read_committed_and_one_cut_per_statement) {
     create_topic("tx", 1);
     auto* pl = logs->get("tx", 0);
     produce("tx", 0, {{"k", "plain", 1, {}}});
-    auto txn = [&](int64_t pid, const std::string& v) {
-        sluice::testing::batch_options o;
-        o.producer_id = pid;
-        o.producer_epoch = 0;
-        o.base_sequence = 0;
-        o.transactional = true;
-        return produce_bytes("tx", 0, build_batch({{"k", v, 2, {}}, {"k", v, 3, {}}}, o));
-    };
-    auto marker = [&](int64_t pid, bool commit) {
-        auto r = pl->write_marker(pid, 0, commit, 0, 2000);
-        ASSERT_TRUE(r) << r.err().message;
-        wait_durable(pl, r->last_offset);
-    };
+    auto txn = [&](int64_t pid, const std::string& v) { return produce_txn("tx", pid, v); };
+    auto marker = [&](int64_t pid, bool commit) { write_marker(pl, pid, commit); };
     txn(7, "committed");                        // 1..2
     txn(8, "aborted");                          // 3..4
     marker(7, true);                            // 5
@@ -486,19 +490,8 @@ TEST_F(shared_fixture, read_committed_cut_as_on_the_local_path) {
     create_shared_topic("tx", 1);
     auto* pl = logs->get("tx", 0);
     produce("tx", 0, {{"k", "plain", 1, {}}});
-    auto txn = [&](int64_t pid, const std::string& v) {
-        sluice::testing::batch_options o;
-        o.producer_id = pid;
-        o.producer_epoch = 0;
-        o.base_sequence = 0;
-        o.transactional = true;
-        return produce_bytes("tx", 0, build_batch({{"k", v, 2, {}}, {"k", v, 3, {}}}, o));
-    };
-    auto marker = [&](int64_t pid, bool commit) {
-        auto r = pl->write_marker(pid, 0, commit, 0, 2000);
-        ASSERT_TRUE(r) << r.err().message;
-        wait_durable(pl, r->last_offset);
-    };
+    auto txn = [&](int64_t pid, const std::string& v) { return produce_txn("tx", pid, v); };
+    auto marker = [&](int64_t pid, bool commit) { write_marker(pl, pid, commit); };
     txn(7, "committed");                        // 1..2
     txn(8, "aborted");                          // 3..4
     marker(7, true);                            // 5
