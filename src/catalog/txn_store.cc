@@ -107,10 +107,10 @@ result<void> txn_store::erase_rows(const std::string& id) {
     return {};
 }
 
-result<void> txn_store::put(const txn::txn_metadata& t) {
+result<bool> txn_store::put(const txn::txn_metadata& t) {
     auto txn = detail::write_txn::begin(*_db);
     if (!txn) return txn.err();
-    if (auto r = erase_rows(t.transactional_id); !r) return r;
+    if (auto r = erase_rows(t.transactional_id); !r) return r.err();
     auto meta = _db->prepare(
         "INSERT INTO txn_metadata (transactional_id, producer_id, producer_epoch, "
         "last_producer_id, last_producer_epoch, next_producer_id, timeout_ms, state, tv2, "
@@ -121,7 +121,7 @@ result<void> txn_store::put(const txn::txn_metadata& t) {
     meta->bind(6, t.next_producer_id).bind(7, int64_t{t.timeout_ms});
     meta->bind(8, txn::state_name(t.state)).bind(9, int64_t{t.tv2 ? 1 : 0});
     meta->bind(10, t.start_ms).bind(11, t.update_ms);
-    if (auto r = meta->run(); !r) return r;
+    if (auto r = meta->run(); !r) return r.err();
     auto part = _db->prepare(
         "INSERT INTO txn_partitions (transactional_id, topic, partition) VALUES (?1, ?2, ?3)");
     if (!part) return part.err();
@@ -132,12 +132,13 @@ result<void> txn_store::put(const txn::txn_metadata& t) {
                          .bind(3, int64_t{tp.partition})
                          .run();
             !r)
-            return r;
+            return r.err();
     auto group =
         _db->prepare("INSERT INTO txn_groups (transactional_id, group_id) VALUES (?1, ?2)");
     if (!group) return group.err();
     for (const auto& g : t.groups)
-        if (auto r = group->reset().bind(1, t.transactional_id).bind(2, g).run(); !r) return r;
+        if (auto r = group->reset().bind(1, t.transactional_id).bind(2, g).run(); !r)
+            return r.err();
     auto off = _db->prepare(
         "INSERT INTO txn_offsets (transactional_id, group_id, topic, partition, offset, "
         "leader_epoch, metadata, commit_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
@@ -150,16 +151,18 @@ result<void> txn_store::put(const txn::txn_metadata& t) {
         else
             off->bind_null(7);
         off->bind(8, o.commit_ms);
-        if (auto r = off->run(); !r) return r;
+        if (auto r = off->run(); !r) return r.err();
     }
-    return txn->commit();
+    if (auto r = txn->commit(); !r) return r.err();
+    return true;
 }
 
-result<void> txn_store::erase(const std::string& transactional_id) {
+result<bool> txn_store::erase(const std::string& transactional_id, int64_t /*version*/) {
     auto txn = detail::write_txn::begin(*_db);
     if (!txn) return txn.err();
-    if (auto r = erase_rows(transactional_id); !r) return r;
-    return txn->commit();
+    if (auto r = erase_rows(transactional_id); !r) return r.err();
+    if (auto r = txn->commit(); !r) return r.err();
+    return true;
 }
 
 }  // namespace sluice::catalog

@@ -29,8 +29,9 @@ class txn_store final : public txn::state_store {
     ~txn_store() override;
 
     result<std::vector<txn::txn_metadata>> load() override;
-    result<void> put(const txn::txn_metadata& t) override;
-    result<void> erase(const std::string& transactional_id) override;
+    // Unconditional (one writer): always true once stored.
+    result<bool> put(const txn::txn_metadata& t) override;
+    result<bool> erase(const std::string& transactional_id, int64_t version) override;
 
   private:
     explicit txn_store(std::unique_ptr<detail::db> d);

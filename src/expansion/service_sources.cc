@@ -58,8 +58,9 @@ result<int64_t> write_local_rows(running& e, const log::partition_log* plog, int
 }  // namespace
 
 // Inserts the rows of partition p's events in [from, to) inside e's open transaction;
-// returns how many. Shared mode keeps no broker append times: _timestamp_broker holds the
-// record's timestamp there, the same on every broker.
+// returns how many. _timestamp_broker is the batch's append time from the batch index, the
+// same on every broker (the record's timestamp for batches committed before the shared
+// catalog kept append times, version 10).
 result<written_rows> write_rows(running& e, const source_partition& part, int32_t p, offset_t from,
                                 offset_t to) {
     if (part.local) {
@@ -80,8 +81,8 @@ result<written_rows> write_rows(running& e, const source_partition& part, int32_
         if (!*more) break;
         const auto& rec = e.shared_cursor.record();
         const auto source = e.key_source ? rec.key : rec.value;
-        if (auto r = e.target->insert(p, rec.offset, rec.timestamp, e.rows->build(source), source,
-                                      rec.key);
+        const int64_t at = e.shared_cursor.append_time().value_or(rec.timestamp);
+        if (auto r = e.target->insert(p, rec.offset, at, e.rows->build(source), source, rec.key);
             !r) {
             e.shared_cursor.close();
             return r.err();

@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/types.h"
 #include "protocol/record_batch.h"
@@ -73,6 +74,10 @@ struct read_result {
     offset_t last_stable_offset = 0;
     offset_t log_start_offset = 0;
     offset_t log_end_offset = 0;
+    // Each batch's append time, in the order of the batches in data (-1: not known), from
+    // a store that keeps it with the batches (shared mode's batch index); empty from a
+    // local log, whose append times are partition_log::append_times.
+    std::vector<timestamp_ms> append_times;
 };
 
 // A run of records the broker appended at one time: those from first_offset up to the

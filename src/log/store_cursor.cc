@@ -22,6 +22,9 @@ void store_cursor::close() {
     _records.reset();
     _buf.clear();
     _at = 0;
+    _times.clear();
+    _batch_index = 0;
+    _append_time = -1;
     _aborted.clear();
 }
 
@@ -30,6 +33,8 @@ result<bool> store_cursor::read_more() {
     _records.reset();
     _buf.clear();
     _at = 0;
+    _times.clear();
+    _batch_index = 0;
     for (int attempt = 0; _next_read < _end; ++attempt) {
         auto r = _log->read(_next_read, read_chunk_bytes, true, true);
         if (!r) {
@@ -43,6 +48,7 @@ result<bool> store_cursor::read_more() {
         }
         if (r->data.empty()) return false;
         _buf = std::move(r->data);
+        _times = std::move(r->append_times);
         _stats.bytes_read += static_cast<int64_t>(_buf.size());
         return true;
     }
@@ -62,6 +68,8 @@ result<bool> store_cursor::next_batch() {
                          fmt::format("a truncated batch after offset {}", _next_read - 1)};
         _at += h->size_bytes();
         _header = *h;
+        const size_t index = _batch_index++;
+        _append_time = index < _times.size() ? _times[index] : -1;
         _next_read = std::max(_next_read, h->last_offset() + 1);
         if (h->base_offset >= _end) return false;
         if (h->last_offset() < _start || h->is_control() || in_aborted(_aborted, *h)) continue;

@@ -6,8 +6,9 @@
 // (shared/shared_log.h). Whole batches come in reads of read_chunk_bytes; control
 // batches (transaction markers) and the records of aborted transactions are never
 // returned, as a READ_COMMITTED consumer sees the partition. Records that retention or
-// DeleteRecords removed meanwhile are skipped. The partition keeps no append times
-// through this interface (record_cursor reads those of a local log).
+// DeleteRecords removed meanwhile are skipped. The current batch's append time is the
+// store's (read_result::append_times: shared mode's batch index; record_cursor reads
+// those of a local log).
 
 #include <cstdint>
 #include <optional>
@@ -42,6 +43,11 @@ class store_cursor {
     result<bool> next();
     const protocol::record_ref& record() const { return _rec; }
     const protocol::batch_header& batch() const { return _header; }
+    // When the broker appended the current record's batch (ms since the epoch); nullopt
+    // when the store did not say.
+    std::optional<timestamp_ms> append_time() const {
+        return _append_time >= 0 ? std::optional(_append_time) : std::nullopt;
+    }
 
     counters& stats() { return _stats; }
     // Every offset below it was read or skipped (past the range's end once next() said
@@ -57,8 +63,11 @@ class store_cursor {
     offset_t _end = 0;
     offset_t _next_read = 0;
     bytes _buf;
-    size_t _at = 0;  // the next batch's position in _buf
-    bytes _plain;    // a compressed batch's records, decompressed
+    size_t _at = 0;                    // the next batch's position in _buf
+    std::vector<timestamp_ms> _times;  // the append times of _buf's batches, in order
+    size_t _batch_index = 0;           // the next batch's index in _times
+    timestamp_ms _append_time = -1;    // the current batch's
+    bytes _plain;                      // a compressed batch's records, decompressed
     protocol::batch_header _header;
     std::optional<protocol::record_reader> _records;
     protocol::record_ref _rec;

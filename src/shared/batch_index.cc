@@ -316,14 +316,14 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
             std::vector<pg_param> bp;
             std::string values;
             bool inserted = false;
-            // PostgreSQL takes at most 65,535 parameters per statement (9 per row): a
+            // PostgreSQL takes at most 65,535 parameters per statement (10 per row): a
             // window of many small batches is inserted in several statements.
             auto insert_rows = [&]() -> result<void> {
                 if (values.empty()) return {};
                 auto ins = tx.exec(
                     "INSERT INTO sluice_batches (topic_id, partition_id, base_offset, "
                     "last_offset, object_key, byte_position, byte_size, max_timestamp_ms, "
-                    "record_count) VALUES " +
+                    "record_count, append_time_ms) VALUES " +
                         values,
                     bp);
                 if (!ins) return ins.err();
@@ -333,6 +333,7 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                 return {};
             };
             constexpr size_t max_rows_per_insert = 5000;
+            constexpr size_t row_params = 10;
             for (const auto& b : commit.batches) {
                 const partition_key tp{b.topic_id, b.partition};
                 int64_t& hw = next[tp];
@@ -377,25 +378,31 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                         open.touched.insert(k);
                     }
                 }
-                // LogAppendTime: the broker's stamp, never below the partition's last one
-                // (another broker's clock may be ahead, or its window committed first).
+                // The append time (and LogAppendTime's stamp, the same time): the broker's
+                // clock at its window, never below the partition's last one (another
+                // broker's clock may be ahead, or its window committed first).
                 int64_t max_ts = b.max_timestamp_ms;
-                if (b.log_append_time) {
+                int64_t append_time = -1;
+                if (b.log_append_time || b.append_time_ms >= 0) {
                     int64_t& last = appended_at[tp];
-                    last = max_ts = std::max(max_ts, last);
+                    append_time = std::max(b.log_append_time ? max_ts : b.append_time_ms, last);
+                    last = append_time;
+                    if (b.log_append_time) max_ts = append_time;
                 }
                 out.push_back({batch_verdict::appended,
                                hw,
                                hw + b.record_count - 1,
                                {},
-                               b.log_append_time ? max_ts : -1});
+                               b.log_append_time ? max_ts : -1,
+                               append_time});
                 add_row(values, bp,
                         {b.topic_id, std::to_string(b.partition), std::to_string(hw),
                          std::to_string(hw + b.record_count - 1), commit.object_key,
                          std::to_string(b.byte_position), std::to_string(b.byte_size),
-                         std::to_string(max_ts), std::to_string(b.record_count)});
+                         std::to_string(max_ts), std::to_string(b.record_count),
+                         std::to_string(append_time)});
                 hw += b.record_count;
-                if (bp.size() >= 9 * max_rows_per_insert) {
+                if (bp.size() >= row_params * max_rows_per_insert) {
                     if (auto r = insert_rows(); !r) return r.err();
                 }
             }

@@ -34,6 +34,11 @@ struct batch_append {
     // batch's header; the commit raises it to the partition's last append time when that
     // is later (sluice_partitions.last_append_time_ms), so times never go back.
     bool log_append_time = false;
+    // The broker's clock when it wrote the batch's window (ms since the epoch): stored as
+    // the batch's append time (sluice_batches.append_time_ms, timestamp_broker in SQL),
+    // raised like LogAppendTime to the partition's last append time so that it never
+    // goes back along a partition. -1: not known (stored as -1).
+    int64_t append_time_ms = -1;
 };
 
 // What the commit did with one batch.
@@ -51,6 +56,7 @@ struct batch_outcome {
     int64_t last_offset = -1;
     std::string reason;            // when refused
     int64_t log_append_time = -1;  // appended LogAppendTime batches: the time stored
+    int64_t append_time = -1;      // appended batches: the append time stored
 };
 
 struct object_commit {

@@ -351,6 +351,16 @@ constexpr const char* version_9[] = {
     "ALTER TABLE sluice_partitions ADD COLUMN clean_offset BIGINT NOT NULL DEFAULT 0",
 };
 
+// Version 10: a transactional id's record carries a change counter, so that a write made
+// from what a broker read fails when another broker changed the record in between (a
+// zombie producer racing its successor through two brokers); and each batch keeps the
+// time the broker appended it (its produce window's time, -1 for batches committed
+// before version 10), which SQL answers as timestamp_broker.
+constexpr const char* version_10[] = {
+    "ALTER TABLE sluice_txn_metadata ADD COLUMN version BIGINT NOT NULL DEFAULT 1",
+    "ALTER TABLE sluice_batches ADD COLUMN append_time_ms BIGINT NOT NULL DEFAULT -1",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -362,7 +372,7 @@ constexpr migration migrations[] = {
     {3, version_3, std::size(version_3)}, {4, version_4, std::size(version_4)},
     {5, version_5, std::size(version_5)}, {6, version_6, std::size(version_6)},
     {7, version_7, std::size(version_7)}, {8, version_8, std::size(version_8)},
-    {9, version_9, std::size(version_9)}};
+    {9, version_9, std::size(version_9)}, {10, version_10, std::size(version_10)}};
 
 result<int> upgrade(pg_database& db);
 

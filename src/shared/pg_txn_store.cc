@@ -59,28 +59,53 @@ result<void> load_children(pg_transaction& tx, std::vector<txn_metadata>& out,
     return {};
 }
 
-result<void> erase_rows(pg_transaction& tx, const std::string& id) {
+// The children of the id's record (its row stays).
+result<void> erase_children(pg_transaction& tx, const std::string& id) {
     for (const char* sql : {"DELETE FROM sluice_txn_offsets WHERE transactional_id = $1",
                             "DELETE FROM sluice_txn_groups WHERE transactional_id = $1",
-                            "DELETE FROM sluice_txn_partitions WHERE transactional_id = $1",
-                            "DELETE FROM sluice_txn_metadata WHERE transactional_id = $1"})
+                            "DELETE FROM sluice_txn_partitions WHERE transactional_id = $1"})
         if (auto r = tx.exec(sql, {id}); !r) return r.err();
     return {};
 }
 
-result<void> put_rows(pg_transaction& tx, const txn_metadata& t) {
-    auto meta = tx.exec(
-        "INSERT INTO sluice_txn_metadata (transactional_id, producer_id, producer_epoch, "
-        "last_producer_id, last_producer_epoch, next_producer_id, timeout_ms, state, tv2, "
-        "start_ms, update_ms) VALUES ($1, CAST($2 AS BIGINT), CAST($3 AS SMALLINT), "
-        "CAST($4 AS BIGINT), CAST($5 AS SMALLINT), CAST($6 AS BIGINT), CAST($7 AS INTEGER), $8, "
-        "CAST($9 AS INTEGER), CAST($10 AS BIGINT), CAST($11 AS BIGINT))",
-        {t.transactional_id, std::to_string(t.producer_id), std::to_string(t.producer_epoch),
-         std::to_string(t.last_producer_id), std::to_string(t.last_producer_epoch),
-         std::to_string(t.next_producer_id), std::to_string(t.timeout_ms),
-         std::string(txn::state_name(t.state)), t.tv2 ? "1" : "0", std::to_string(t.start_ms),
-         std::to_string(t.update_ms)});
+result<bool> put_metadata(pg_transaction& tx, const txn_metadata& t) {
+    std::vector<pg_param> params{t.transactional_id,
+                                 std::to_string(t.producer_id),
+                                 std::to_string(t.producer_epoch),
+                                 std::to_string(t.last_producer_id),
+                                 std::to_string(t.last_producer_epoch),
+                                 std::to_string(t.next_producer_id),
+                                 std::to_string(t.timeout_ms),
+                                 std::string(txn::state_name(t.state)),
+                                 t.tv2 ? "1" : "0",
+                                 std::to_string(t.start_ms),
+                                 std::to_string(t.update_ms),
+                                 std::to_string(t.version)};
+    auto meta =
+        t.version == 0
+            ? tx.exec(
+                  "INSERT INTO sluice_txn_metadata (transactional_id, producer_id, "
+                  "producer_epoch, last_producer_id, last_producer_epoch, next_producer_id, "
+                  "timeout_ms, state, tv2, start_ms, update_ms, version) VALUES ($1, "
+                  "CAST($2 AS BIGINT), CAST($3 AS SMALLINT), CAST($4 AS BIGINT), CAST($5 AS "
+                  "SMALLINT), CAST($6 AS BIGINT), CAST($7 AS INTEGER), $8, CAST($9 AS "
+                  "INTEGER), CAST($10 AS BIGINT), CAST($11 AS BIGINT), CAST($12 AS BIGINT) + "
+                  "1) ON CONFLICT (transactional_id) DO NOTHING",
+                  params)
+            : tx.exec(
+                  "UPDATE sluice_txn_metadata SET producer_id = CAST($2 AS BIGINT), "
+                  "producer_epoch = CAST($3 AS SMALLINT), last_producer_id = CAST($4 AS "
+                  "BIGINT), last_producer_epoch = CAST($5 AS SMALLINT), next_producer_id = "
+                  "CAST($6 AS BIGINT), timeout_ms = CAST($7 AS INTEGER), state = $8, tv2 = "
+                  "CAST($9 AS INTEGER), start_ms = CAST($10 AS BIGINT), update_ms = CAST($11 "
+                  "AS BIGINT), version = version + 1 WHERE transactional_id = $1 AND version = "
+                  "CAST($12 AS BIGINT)",
+                  params);
     if (!meta) return meta.err();
+    return meta->affected == 1;
+}
+
+result<void> put_children(pg_transaction& tx, const txn_metadata& t) {
     for (const auto& tp : t.partitions) {
         auto r = tx.exec(
             "INSERT INTO sluice_txn_partitions (transactional_id, topic_name, partition_id) "
@@ -118,7 +143,7 @@ result<std::vector<txn_metadata>> load_records(pg_database& db, const std::strin
             auto rows = tx.exec(
                 "SELECT transactional_id, producer_id, producer_epoch, last_producer_id, "
                 "last_producer_epoch, next_producer_id, timeout_ms, state, tv2, start_ms, "
-                "update_ms FROM sluice_txn_metadata " +
+                "update_ms, version FROM sluice_txn_metadata " +
                     where + " ORDER BY transactional_id",
                 params);
             if (!rows) return rows.err();
@@ -143,6 +168,7 @@ result<std::vector<txn_metadata>> load_records(pg_database& db, const std::strin
                 t.tv2 = rows->int64(r, 8) != 0;
                 t.start_ms = rows->int64(r, 9);
                 t.update_ms = rows->int64(r, 10);
+                t.version = rows->int64(r, 11);
                 index[t.transactional_id] = out.size();
                 out.push_back(std::move(t));
             }
@@ -164,16 +190,29 @@ result<std::optional<txn_metadata>> pg_txn_store::load_one(const std::string& tr
     return std::optional(std::move(r->front()));
 }
 
-result<void> pg_txn_store::put(const txn_metadata& t) {
-    return _db->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
-        if (auto r = erase_rows(tx, t.transactional_id); !r) return r;
-        return put_rows(tx, t);
-    });
+result<bool> pg_txn_store::put(const txn_metadata& t) {
+    return _db->transact<bool>(isolation_level::serializable,
+                               [&](pg_transaction& tx) -> result<bool> {
+                                   auto stored = put_metadata(tx, t);
+                                   if (!stored || !*stored) return stored;
+                                   if (auto r = erase_children(tx, t.transactional_id); !r)
+                                       return r.err();
+                                   if (auto r = put_children(tx, t); !r) return r.err();
+                                   return true;
+                               });
 }
 
-result<void> pg_txn_store::erase(const std::string& transactional_id) {
-    return _db->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
-        return erase_rows(tx, transactional_id);
+result<bool> pg_txn_store::erase(const std::string& transactional_id, int64_t version) {
+    return _db->transact<
+        bool>(isolation_level::serializable, [&](pg_transaction& tx) -> result<bool> {
+        auto row = tx.exec(
+            "DELETE FROM sluice_txn_metadata WHERE transactional_id = $1 AND version = CAST($2 AS "
+            "BIGINT)",
+            {transactional_id, std::to_string(version)});
+        if (!row) return row.err();
+        if (row->affected != 1) return false;
+        if (auto r = erase_children(tx, transactional_id); !r) return r.err();
+        return true;
     });
 }
 

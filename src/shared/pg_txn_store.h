@@ -2,7 +2,7 @@
 
 // Transaction state (txn/state_store.h) in the shared catalog's sluice_txn_metadata,
 // sluice_txn_partitions, sluice_txn_groups and sluice_txn_offsets tables
-// (docs/formats/shared-catalog.md, version 2).
+// (docs/formats/shared-catalog.md, version 2; the records' change counter, version 10).
 
 #include <memory>
 #include <string>
@@ -21,9 +21,10 @@ class pg_txn_store final : public txn::state_store {
 
     result<std::vector<txn::txn_metadata>> load() override;
     result<std::optional<txn::txn_metadata>> load_one(const std::string& transactional_id) override;
-    // Each in one SERIALIZABLE transaction.
-    result<void> put(const txn::txn_metadata& t) override;
-    result<void> erase(const std::string& transactional_id) override;
+    // Each in one SERIALIZABLE transaction, conditional on the record's version
+    // (state_store::put): UPDATE ... WHERE version = the version read.
+    result<bool> put(const txn::txn_metadata& t) override;
+    result<bool> erase(const std::string& transactional_id, int64_t version) override;
 
   private:
     std::unique_ptr<pg_database> _db;

@@ -222,6 +222,7 @@ void shared_log::write_window(std::vector<pending>& taken) {
                      b.header.producer_epoch, b.header.base_sequence,
                      b.header.is_transactional() && !b.header.is_control(),
                      b.header.is_control() ? taken[i].marker : int8_t{-1}});
+                commit.batches.back().append_time_ms = unix_ms;
                 if (taken[i].log_append_time) {
                     commit.batches.back().max_timestamp_ms = unix_ms;
                     commit.batches.back().log_append_time = true;

@@ -23,6 +23,7 @@ struct batch_row {
     uint64_t position = 0;
     uint64_t size = 0;
     int64_t max_timestamp = 0;
+    int64_t append_time = -1;
 };
 
 }  // namespace
@@ -110,8 +111,9 @@ result<log::read_result> shared_partition::read(offset_t offset, size_t max_byte
             if (offset >= bound) return {};
             auto q = tx.exec(
                 "SELECT base_offset, last_offset, object_key, byte_position, byte_size, "
-                "max_timestamp_ms FROM sluice_batches WHERE topic_id = $1 AND partition_id = $2 "
-                "AND last_offset >= $3 AND base_offset < $4 ORDER BY base_offset LIMIT 1000",
+                "max_timestamp_ms, append_time_ms FROM sluice_batches WHERE topic_id = $1 AND "
+                "partition_id = $2 AND last_offset >= $3 AND base_offset < $4 ORDER BY "
+                "base_offset LIMIT 1000",
                 {_topic_id, std::to_string(_name.partition), std::to_string(offset),
                  std::to_string(bound)});
             if (!q) return q.err();
@@ -120,7 +122,8 @@ result<log::read_result> shared_partition::read(offset_t offset, size_t max_byte
                 const auto size = static_cast<uint64_t>(q->int64(i, 4));
                 if (total + size > max_bytes && !(rows.empty() && min_one)) break;
                 rows.push_back({q->int64(i, 0), q->int64(i, 1), q->text(i, 2),
-                                static_cast<uint64_t>(q->int64(i, 3)), size, q->int64(i, 5)});
+                                static_cast<uint64_t>(q->int64(i, 3)), size, q->int64(i, 5),
+                                q->int64(i, 6)});
                 total += size;
             }
             return {};
@@ -146,8 +149,10 @@ result<log::read_result> shared_partition::read(offset_t offset, size_t max_byte
     }
     out.data.assign(data.begin(), data.end());
     size_t at = 0;
+    out.append_times.reserve(rows.size());
     for (const auto& row : rows) {
         restore_batch(out.data.data() + at, row.size, row.base, row.max_timestamp);
+        out.append_times.push_back(row.append_time);
         at += row.size;
     }
     return out;

@@ -136,7 +136,8 @@ char op_code(unsigned char op) {
 // checks each row, so a scan may read more than the predicate needs but never returns
 // a row it should not.
 int best_index(sqlite3_vtab* t, sqlite3_index_info* info) {
-    // Shared mode has no broker append times to apply a bound on timestamp_broker with.
+    // Shared mode's scan does not narrow with a bound on timestamp_broker (it has no
+    // append-time index): SQLite checks it row by row.
     const bool shared = reinterpret_cast<topic_vtab*>(t)->owner->partitions != nullptr;
     std::string plan;
     int argv = 0;
@@ -403,7 +404,12 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
             break;
         case c_ts_broker: {
             if (c.shared()) {
-                sqlite3_result_null(ctx);
+                // The batch's append time from the batch index (NULL for batches
+                // committed before the shared catalog's version 10).
+                if (auto t = c.store_records.append_time())
+                    sqlite3_result_int64(ctx, *t);
+                else
+                    sqlite3_result_null(ctx);
                 break;
             }
             auto t = c.records.append_time();
@@ -416,7 +422,12 @@ int column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
             break;
         case c_ts_broker_tz: {
             if (c.shared()) {
-                sqlite3_result_null(ctx);
+                // The batch's append time from the batch index (NULL for batches
+                // committed before the shared catalog's version 10).
+                if (auto t = c.store_records.append_time())
+                    result_timestamp(ctx, *t);
+                else
+                    sqlite3_result_null(ctx);
                 break;
             }
             auto t = c.records.append_time();

@@ -6,8 +6,8 @@
 // each partition's high watermark as the statement first saw it, and uses the offset,
 // time and append-time indexes to start and stop where the WHERE clause allows. In
 // shared mode it reads the batches through the partition-log interface
-// (log/store_cursor.h) over the offsets the WHERE clause allows; timestamp_broker is NULL
-// there (shared mode keeps no broker append times).
+// (log/store_cursor.h) over the offsets the WHERE clause allows; timestamp_broker is each
+// batch's append time from the batch index there.
 
 #include <sqlite3.h>
 

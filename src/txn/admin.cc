@@ -43,8 +43,14 @@ size_t coordinator::remove_expired_ids() {
     size_t removed = 0;
     for (const auto& id : idle) {
         const auto& t = _txns.at(id);
-        if (auto r = _svc.store->erase(id); !r) {
+        auto r = _svc.store->erase(id, t.version);
+        if (!r) {
             log_error("txn", "forgetting expired transactional id '{}': {}", id, r.err().message);
+            continue;
+        }
+        if (!*r) {
+            // Used at another broker since it was read: not idle after all.
+            refresh(id);
             continue;
         }
         log_info("txn",

@@ -15,6 +15,18 @@ txn_state completed(bool commit) {
 
 void coordinator::end_txn(const std::string& id, int64_t producer_id, int16_t producer_epoch,
                           bool commit, bool tv2, answer_fn cb) {
+    // cb is called once: by end_txn_once unless its write lost a race (then it is run
+    // again, reading the id afresh), or below when the races go on.
+    for (int attempt = 1;; ++attempt) {
+        _lost_race = false;
+        end_txn_once(id, producer_id, producer_epoch, commit, tv2, cb);
+        if (!_lost_race) return;
+        if (attempt == max_race_attempts) return cb({txn_error::concurrent_transactions});
+    }
+}
+
+void coordinator::end_txn_once(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+                               bool commit, bool tv2, const answer_fn& cb) {
     refresh(id);
     const txn_metadata* cur = find(id);
     if (!cur) return cb({txn_error::invalid_producer_id_mapping});
@@ -43,11 +55,14 @@ void coordinator::end_txn(const std::string& id, int64_t producer_id, int16_t pr
         return cb({same ? txn_error::concurrent_transactions : txn_error::invalid_txn_state});
     }
     if (cur->state == txn_state::ongoing)
-        return begin_end(*cur, commit, tv2 ? end_mode::client_tv2 : end_mode::client_tv1,
-                         std::move(cb));
+        return begin_end(*cur, commit, tv2 ? end_mode::client_tv2 : end_mode::client_tv1, cb);
     // Nothing open. TV2 ends an empty transaction with an epoch bump (KAFKA-18401);
     // TV1 accepts only a retry of the EndTxn that completed it.
-    if (tv2) return cb(bump_empty(*cur, commit));
+    if (tv2) {
+        auto answer = bump_empty(*cur, commit);
+        if (!_lost_race) cb(answer);
+        return;
+    }
     if (done_state && cur->state == completed(commit))
         return cb({txn_error::none, cur->producer_id, cur->producer_epoch});
     cb({txn_error::invalid_txn_state});
@@ -67,11 +82,13 @@ producer_answer coordinator::bump_empty(const txn_metadata& t, bool commit) {
     }
     next.state = completed(commit);
     next.tv2 = true;
-    if (!save(next)) return {txn_error::not_available};
-    return {txn_error::none, next.producer_id, next.producer_epoch};
+    if (save(next) != saved::stored) return {txn_error::not_available};
+    const auto& done = _txns.at(t.transactional_id);
+    return {txn_error::none, done.producer_id, done.producer_epoch};
 }
 
-void coordinator::begin_end(const txn_metadata& t, bool commit, end_mode mode, answer_fn cb) {
+void coordinator::begin_end(const txn_metadata& t, bool commit, end_mode mode,
+                            const answer_fn& cb) {
     txn_metadata next = t;
     const bool bump = mode == end_mode::client_tv2 || (mode == end_mode::fence && t.tv2);
     if (bump) {
@@ -96,13 +113,14 @@ void coordinator::begin_end(const txn_metadata& t, bool commit, end_mode mode, a
     }
     if (mode == end_mode::client_tv1) next.tv2 = false;
     next.state = commit ? txn_state::prepare_commit : txn_state::prepare_abort;
-    if (!save(next)) {
-        if (cb) cb({txn_error::not_available});
+    const std::string id = t.transactional_id;  // t may be the record save replaces
+    if (auto s = save(next); s != saved::stored) {
+        if (s == saved::failed && cb) cb({txn_error::not_available});
         return;
     }
-    auto& waiting = _completing[t.transactional_id];
-    if (cb) waiting.push_back(std::move(cb));
-    run_completion(t.transactional_id);
+    auto& waiting = _completing[id];
+    if (cb) waiting.push_back(cb);
+    run_completion(id);
 }
 
 void coordinator::run_completion(const std::string& id) {
@@ -138,13 +156,24 @@ void coordinator::finish(const std::string& id, const result<void>& r) {
             next.producer_epoch = 0;
             next.next_producer_id = -1;
         }
-        if (save(next)) {
-            const auto& done = _txns.at(id);
-            answer = {txn_error::none, done.producer_id, done.producer_epoch};
-            log_info("txn", "transactional id '{}': transaction {}", id,
-                     commit ? "committed" : "aborted");
-        } else {
-            answer = {txn_error::not_available};
+        switch (save(next)) {
+            case saved::stored: {
+                const auto& done = _txns.at(id);
+                answer = {txn_error::none, done.producer_id, done.producer_epoch};
+                log_info("txn", "transactional id '{}': transaction {}", id,
+                         commit ? "committed" : "aborted");
+                break;
+            }
+            case saved::lost_race:
+                // Another broker changed the record while the markers were written (it
+                // completed the transaction too, taking the id over): the client's retry
+                // of EndTxn finds what it did.
+                _lost_race = false;
+                answer = {txn_error::concurrent_transactions};
+                break;
+            case saved::failed:
+                answer = {txn_error::not_available};
+                break;
         }
     }
     for (auto& cb : waiting) cb(answer);

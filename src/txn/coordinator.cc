@@ -102,15 +102,37 @@ std::vector<txn_metadata> coordinator::all() const {
     return out;
 }
 
-bool coordinator::save(txn_metadata next) {
+coordinator::saved coordinator::save(txn_metadata next) {
     next.update_ms = _svc.wall_ms();
-    if (auto r = _svc.store->put(next); !r) {
+    auto r = _svc.store->put(next);
+    if (!r) {
         log_error("txn", "storing transactional id '{}': {}", next.transactional_id,
                   r.err().message);
-        return false;
+        return saved::failed;
     }
+    if (!*r) {
+        // Another broker's coordinator (or one serving a request for this id there)
+        // changed the record since it was read: read it again; the caller decides again.
+        log_info("txn",
+                 "transactional id '{}' changed at another broker since version {}: "
+                 "reading it again",
+                 next.transactional_id, next.version);
+        _lost_race = true;
+        refresh(next.transactional_id);
+        return saved::lost_race;
+    }
+    ++next.version;
     _txns[next.transactional_id] = std::move(next);
-    return true;
+    return saved::stored;
+}
+
+txn_error coordinator::decide(const std::function<txn_error()>& op) {
+    for (int attempt = 1;; ++attempt) {
+        _lost_race = false;
+        txn_error e = op();
+        if (!_lost_race) return e;
+        if (attempt == max_race_attempts) return txn_error::concurrent_transactions;
+    }
 }
 
 txn_error coordinator::check_producer(const txn_metadata* t, int64_t producer_id,
@@ -124,41 +146,52 @@ txn_error coordinator::check_producer(const txn_metadata* t, int64_t producer_id
 
 void coordinator::init_producer_id(const std::string& id, int32_t timeout_ms, int64_t producer_id,
                                    int16_t producer_epoch, const answer_fn& cb) {
+    producer_answer out;
+    decide([&] {
+        out = init_once(id, timeout_ms, producer_id, producer_epoch);
+        return out.error;
+    });
+    if (_lost_race) out = {txn_error::concurrent_transactions};
+    cb(out);
+}
+
+producer_answer coordinator::init_once(const std::string& id, int32_t timeout_ms,
+                                       int64_t producer_id, int16_t producer_epoch) {
     if (timeout_ms <= 0 || timeout_ms > _cfg.max_timeout_ms)
-        return cb({txn_error::invalid_transaction_timeout});
+        return {txn_error::invalid_transaction_timeout};
     refresh(id);
     const txn_metadata* cur = find(id);
     txn_metadata next;
     if (!cur) {
         auto pid = _svc.allocate_producer_id();
-        if (!pid) return cb({txn_error::not_available});
+        if (!pid) return {txn_error::not_available};
         next.transactional_id = id;
         next.producer_id = *pid;
         next.producer_epoch = 0;
     } else {
         if (_completing.contains(id) || is_prepare(cur->state))
-            return cb({txn_error::concurrent_transactions});
+            return {txn_error::concurrent_transactions};
         // KIP-360 (Kafka's isValidProducerId): the current id, or the previous one after
         // a rotation that the producer's exhausted epoch caused.
         if (producer_id >= 0 && cur->producer_epoch >= 0 && producer_id != cur->producer_id &&
             !(producer_id == cur->last_producer_id && epoch_exhausted(producer_epoch)))
-            return cb({txn_error::producer_fenced});
+            return {txn_error::producer_fenced};
         if (cur->state == txn_state::ongoing) {
             // Abort the previous instance's transaction with a bumped epoch (fencing it);
             // the retry bumps again and gets its own epoch.
             begin_end(*cur, false, end_mode::fence, nullptr);
-            return cb({txn_error::concurrent_transactions});
+            return {txn_error::concurrent_transactions};
         }
         next = *cur;
         if (producer_id >= 0 && producer_id == cur->last_producer_id &&
             producer_id != cur->producer_id) {
             // A retry after the rotation it caused: the answer it missed.
-            return cb({txn_error::none, cur->producer_id, cur->producer_epoch});
+            return {txn_error::none, cur->producer_id, cur->producer_epoch};
         }
         if (epoch_exhausted(cur->producer_epoch) &&
             (producer_id < 0 || producer_epoch == cur->producer_epoch)) {
             auto pid = _svc.allocate_producer_id();
-            if (!pid) return cb({txn_error::not_available});
+            if (!pid) return {txn_error::not_available};
             next.last_producer_id = cur->producer_id;
             next.last_producer_epoch = producer_id >= 0 ? cur->producer_epoch : int16_t{-1};
             next.producer_id = *pid;
@@ -172,9 +205,9 @@ void coordinator::init_producer_id(const std::string& id, int32_t timeout_ms, in
             next.producer_epoch = static_cast<int16_t>(cur->producer_epoch + 1);
         } else if (producer_epoch == cur->last_producer_epoch) {
             // A retry of the bump that already happened (KAFKA-19367: no second bump).
-            return cb({txn_error::none, cur->producer_id, cur->producer_epoch});
+            return {txn_error::none, cur->producer_id, cur->producer_epoch};
         } else {
-            return cb({txn_error::producer_fenced});
+            return {txn_error::producer_fenced};
         }
         next.state = txn_state::empty;
     }
@@ -184,16 +217,22 @@ void coordinator::init_producer_id(const std::string& id, int32_t timeout_ms, in
     next.offsets.clear();
     next.start_ms = -1;
     next.tv2 = false;
-    if (!save(next)) return cb({txn_error::not_available});
+    if (save(next) != saved::stored) return {txn_error::not_available};
     const auto& t = _txns[id];
     log_info("txn", "transactional id '{}': producer id {} epoch {}", id, t.producer_id,
              t.producer_epoch);
-    cb({txn_error::none, t.producer_id, t.producer_epoch});
+    return {txn_error::none, t.producer_id, t.producer_epoch};
 }
 
 txn_error coordinator::add_partitions(const std::string& id, int64_t producer_id,
                                       int16_t producer_epoch,
                                       const std::vector<topic_partition>& tps, bool tv2) {
+    return decide([&] { return add_partitions_once(id, producer_id, producer_epoch, tps, tv2); });
+}
+
+txn_error coordinator::add_partitions_once(const std::string& id, int64_t producer_id,
+                                           int16_t producer_epoch,
+                                           const std::vector<topic_partition>& tps, bool tv2) {
     refresh(id);
     const txn_metadata* cur = find(id);
     if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
@@ -208,7 +247,7 @@ txn_error coordinator::add_partitions(const std::string& id, int64_t producer_id
         next.tv2 = tv2;
     }
     for (const auto& tp : tps) next.add_partition(tp);
-    return save(std::move(next)) ? txn_error::none : txn_error::not_available;
+    return save(std::move(next)) == saved::stored ? txn_error::none : txn_error::not_available;
 }
 
 txn_error coordinator::verify_partitions(const std::string& id, int64_t producer_id,
@@ -227,6 +266,11 @@ txn_error coordinator::verify_partitions(const std::string& id, int64_t producer
 
 txn_error coordinator::add_group(const std::string& id, int64_t producer_id, int16_t producer_epoch,
                                  const std::string& group_id) {
+    return decide([&] { return add_group_once(id, producer_id, producer_epoch, group_id); });
+}
+
+txn_error coordinator::add_group_once(const std::string& id, int64_t producer_id,
+                                      int16_t producer_epoch, const std::string& group_id) {
     refresh(id);
     const txn_metadata* cur = find(id);
     if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
@@ -237,12 +281,21 @@ txn_error coordinator::add_group(const std::string& id, int64_t producer_id, int
         next.start_ms = _svc.wall_ms();
     }
     next.add_group(group_id);
-    return save(std::move(next)) ? txn_error::none : txn_error::not_available;
+    return save(std::move(next)) == saved::stored ? txn_error::none : txn_error::not_available;
 }
 
 txn_error coordinator::commit_offsets(const std::string& id, int64_t producer_id,
                                       int16_t producer_epoch, const std::string& group_id,
                                       std::vector<pending_offset> offsets, bool add_group) {
+    return decide([&] {
+        return commit_offsets_once(id, producer_id, producer_epoch, group_id, offsets, add_group);
+    });
+}
+
+txn_error coordinator::commit_offsets_once(const std::string& id, int64_t producer_id,
+                                           int16_t producer_epoch, const std::string& group_id,
+                                           const std::vector<pending_offset>& offsets,
+                                           bool add_group) {
     refresh(id);
     const txn_metadata* cur = find(id);
     if (auto e = check_producer(cur, producer_id, producer_epoch); e != txn_error::none) return e;
@@ -256,11 +309,11 @@ txn_error coordinator::commit_offsets(const std::string& id, int64_t producer_id
         }
         next.add_group(group_id);
     }
-    for (auto& o : offsets) {
+    for (auto o : offsets) {
         o.group_id = group_id;
         next.put_offset(std::move(o));
     }
-    return save(std::move(next)) ? txn_error::none : txn_error::not_available;
+    return save(std::move(next)) == saved::stored ? txn_error::none : txn_error::not_available;
 }
 
 bool coordinator::has_pending_offset(const std::string& group_id, const topic_partition& tp) {

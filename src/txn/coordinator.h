@@ -152,12 +152,33 @@ class coordinator {
   private:
     enum class end_mode : uint8_t { client_tv1, client_tv2, fence };
     txn_error check_producer(const txn_metadata* t, int64_t producer_id, int16_t epoch) const;
-    // Stores next and makes it the id's state.
-    bool save(txn_metadata next);
+    // Stores next (made from the record at next.version) and makes it the id's state.
+    // lost_race: another broker changed the record since it was read (shared mode); the
+    // id has been read again, and _lost_race is set so that the operation decides again.
+    enum class saved : uint8_t { stored, lost_race, failed };
+    saved save(txn_metadata next);
+    // Runs op (which reads the id afresh and decides) again while its write loses a race
+    // with another broker's, at most max_race_attempts times; then the answer is
+    // CONCURRENT_TRANSACTIONS, which clients retry.
+    static constexpr int max_race_attempts = 3;
+    txn_error decide(const std::function<txn_error()>& op);
+    producer_answer init_once(const std::string& id, int32_t timeout_ms, int64_t producer_id,
+                              int16_t producer_epoch);
+    txn_error add_partitions_once(const std::string& id, int64_t producer_id,
+                                  int16_t producer_epoch, const std::vector<topic_partition>& tps,
+                                  bool tv2);
+    txn_error add_group_once(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+                             const std::string& group_id);
+    txn_error commit_offsets_once(const std::string& id, int64_t producer_id,
+                                  int16_t producer_epoch, const std::string& group_id,
+                                  const std::vector<pending_offset>& offsets, bool add_group);
+    void end_txn_once(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+                      bool commit, bool tv2, const answer_fn& cb);
     // Takes the stored record (nullopt: none) as the id's state.
     void adopt(const std::string& id, std::optional<txn_metadata> t);
-    // Ongoing -> Prepare*: durable, then markers; cb (optional) once complete.
-    void begin_end(const txn_metadata& t, bool commit, end_mode mode, answer_fn cb);
+    // Ongoing -> Prepare*: durable, then markers; cb (optional) once complete. A lost race
+    // leaves cb uncalled (_lost_race says so).
+    void begin_end(const txn_metadata& t, bool commit, end_mode mode, const answer_fn& cb);
     void run_completion(const std::string& id);
     void finish(const std::string& id, const result<void>& r);
     // TV2: ends an empty transaction with only an epoch bump (KAFKA-18401).
@@ -168,6 +189,8 @@ class coordinator {
     std::map<std::string, txn_metadata> _txns;
     // Ids whose markers are being written, with the EndTxn answers waiting for them.
     std::map<std::string, std::vector<answer_fn>> _completing;
+    // Set by save when a write lost a race (see decide).
+    bool _lost_race = false;
 };
 
 }  // namespace sluice::txn

@@ -31,9 +31,15 @@ class state_store {
         return std::optional<txn_metadata>{};
     }
     // Replaces the id's whole record (partitions, groups and offsets too) in one
-    // transaction, durable when it returns.
-    virtual result<void> put(const txn_metadata& t) = 0;
-    virtual result<void> erase(const std::string& transactional_id) = 0;
+    // transaction, durable when it returns, if the stored record is still the one t was
+    // made from: t.version is the version read (0: none was stored), and the record is
+    // stored with version t.version + 1. false, writing nothing, when another writer
+    // changed (or created, or erased) the record since: the caller reads it again and
+    // decides again. The embedded catalog has one writer (its broker's coordinator) and
+    // does not check.
+    virtual result<bool> put(const txn_metadata& t) = 0;
+    // Erases the id's record if it is still at `version`; false otherwise, as put.
+    virtual result<bool> erase(const std::string& transactional_id, int64_t version) = 0;
 };
 
 }  // namespace sluice::txn

@@ -72,6 +72,10 @@ struct txn_metadata {
     std::vector<pending_offset> offsets;      // TxnOffsetCommit, latest per (group, tp)
     int64_t start_ms = -1;                    // wall clock when the transaction became Ongoing
     int64_t update_ms = 0;                    // wall clock of the last change
+    // The stored record's change counter (shared mode; 0: not stored yet). A write made
+    // from this record succeeds only while the stored one still has this version
+    // (state_store::put), and stores version + 1.
+    int64_t version = 0;
     bool operator==(const txn_metadata&) const = default;
 
     bool has_partition(const topic_partition& tp) const;

@@ -20,7 +20,7 @@ import s3_helpers as S3
 
 REPO = Path(__file__).resolve().parents[2]
 # The shared catalog version this build writes (src/shared/catalog_schema.h).
-CATALOG_VERSION = 9
+CATALOG_VERSION = 10
 
 
 def probe_bin():
@@ -266,7 +266,8 @@ def test_catalog_upgrades_from_version_2(pg):
     # expansions of version 4, the classic members' columns of version 5 and the
     # partitions' transactions of version 6, the expansions' starts of version 7 and the
     # share-partitions of version 8, the partitions' append times and clean offsets of
-    # version 9.
+    # version 9, the transaction records' versions and the batches' append times of
+    # version 10. A transaction record written then starts at version 1.
     for table in ("sluice_job_leases", "sluice_expansion_starts", "sluice_share_partitions",
                   "sluice_share_acquired", "sluice_expansions", "sluice_policy_attachments",
                   "sluice_policies", "sluice_scram_credentials", "sluice_change_versions",
@@ -275,8 +276,15 @@ def test_catalog_upgrades_from_version_2(pg):
     pg.execute("DROP TABLE sluice_consumer_group_member_protocols")
     pg.execute("ALTER TABLE sluice_consumer_group_members DROP COLUMN classic_session_timeout_ms")
     pg.execute("ALTER TABLE sluice_partitions DROP COLUMN last_append_time_ms, DROP COLUMN clean_offset")
+    pg.execute("ALTER TABLE sluice_txn_metadata DROP COLUMN version")
+    pg.execute("ALTER TABLE sluice_batches DROP COLUMN append_time_ms")
+    pg.execute("INSERT INTO sluice_txn_metadata VALUES ('old', 5, 0, -1, -1, -1, 60000, 'Empty', 0, -1, 0)")
     pg.execute("UPDATE sluice_catalog_version SET version = 2")
     assert run(env, "pg-schema").stdout == f"found 2 now {CATALOG_VERSION}\n".encode()
+    assert pg.execute("SELECT transactional_id, version FROM sluice_txn_metadata") == [("old", 1)]
+    pg.execute("DELETE FROM sluice_txn_metadata WHERE transactional_id = 'old'")
+    assert pg.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                      "'sluice_batches' AND column_name = 'append_time_ms'") == [(1,)]
     assert pg.execute("SELECT count(*) FROM sluice_job_leases") == [(0,)]
     assert pg.execute("SELECT subject, version FROM sluice_change_versions ORDER BY subject") == [
         ("expansions", 0), ("security", 0), ("txn_offsets", 0)]

@@ -34,6 +34,7 @@ PARTITIONS = 3
 COUNT = 90
 BASE_TS = 1764460800000
 USERS = {"reader": "reader-pw", "alice": "alice-pw"}
+PRODUCE_WINDOW = {}  # the wall clock (ms) before the first produce and after the last ack
 
 
 @pytest.fixture(scope="module")
@@ -126,11 +127,13 @@ def produced(cluster):
             acked.append((msg.partition(), msg.offset(), msg.key(), msg.value(), msg.timestamp()[1]))
 
     p = Producer({"bootstrap.servers": kafka(cluster, 0), "enable.idempotence": True, "linger.ms": 5})
+    PRODUCE_WINDOW["from"] = int(time.time() * 1000)
     for i in range(COUNT):
         p.produce(TOPIC, key=b"key-%d" % i, value=b'{"n":%d}' % i, partition=i % PARTITIONS,
                   timestamp=BASE_TS + i * 1000, on_delivery=done)
     p.produce(CLOSED, key=b"s", value=b"secret", on_delivery=done)
     assert p.flush(30) == 0 and not errors, errors
+    PRODUCE_WINDOW["to"] = int(time.time() * 1000)
     records = sorted(r for r in acked if r[2] != b"s")
     assert len(records) == COUNT
     # Broker 1 reads the topics and users of the shared catalog within a second or so.
@@ -160,8 +163,41 @@ def test_topic_rows_at_another_brokers_pg(cluster, produced):
         wait_for(lambda: len(rows()) == COUNT, timeout=10, what="the records at broker 1")
         assert rows() == produced
         assert Q.pg_rows(conn, 'SELECT count(*) FROM kafka_topics."%s"' % TOPIC) == [(COUNT,)]
-        # Shared mode keeps no broker append times.
-        assert Q.pg_rows(conn, 'SELECT count(timestamp_broker) FROM kafka_topics."%s"' % TOPIC) == [(0,)]
+
+
+def test_timestamp_broker_is_the_batches_append_time_on_both_engines(cluster, produced):
+    """Each batch's append time from the batch index (shared catalog version 10), as
+    single-node mode's timestamp_broker: within the produce's time range (the brokers
+    share this machine's clock), never decreasing along a partition, one time for all the
+    records of a batch, and the same on SQLite (broker 0) and DuckDB (broker 1)."""
+    sql = ('SELECT partition, "offset", timestamp_broker, extract(epoch FROM timestamp_broker_tz) * 1000 '
+           'FROM kafka_topics."%s" ORDER BY partition, "offset"' % TOPIC)
+    answers = []
+    for i in (0, 1):
+        with pg_login(cluster, i, "reader") as conn:
+            wait_for(lambda: len(Q.pg_rows(conn, sql)) == COUNT, timeout=10, what="the records")
+            answers.append([(p, o, t, None if tz is None else round(tz)) for p, o, t, tz in Q.pg_rows(conn, sql)])
+    assert answers[0] == answers[1]
+    rows = answers[0]
+    lo, hi = PRODUCE_WINDOW["from"], PRODUCE_WINDOW["to"]
+    assert all(t is not None and lo <= t <= hi for _, _, t, _ in rows), (lo, hi, rows[:5])
+    assert all(t == tz for _, _, t, tz in rows), rows[:5]
+    for part in range(PARTITIONS):
+        times = [t for p, _, t, _ in rows if p == part]
+        assert times == sorted(times), times
+    # Records of one batch share its time: the producer's batches (linger.ms 5) hold
+    # several records, so a partition has fewer distinct times than records.
+    distinct = len({(p, t) for p, _, t, _ in rows})
+    print("timestamp_broker: %d records, %d distinct (partition, time), produce took %d ms"
+          % (len(rows), distinct, hi - lo))
+    assert distinct < COUNT
+    # A bound on it is applied (row by row) the same on both engines.
+    mid = sorted(t for _, _, t, _ in rows)[COUNT // 2]
+    for i in (0, 1):
+        with pg_login(cluster, i, "reader") as conn:
+            got = Q.pg_rows(conn, 'SELECT count(*) FROM kafka_topics."%s" WHERE timestamp_broker >= %d'
+                            % (TOPIC, mid))
+            assert got == [(sum(1 for _, _, t, _ in rows if t >= mid),)]
 
 
 def test_filter_on_partition_and_offset_is_pushed_down(cluster, produced):

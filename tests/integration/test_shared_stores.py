@@ -45,4 +45,7 @@ def test_stores_and_leases_against_postgresql(pg):
     # the time it took, through NOTIFY and through the poll alone.
     for line in re.findall(r"^\w+ authenticated on broker B .*$", out, re.M):
         print(line)
+    # Two brokers changing one transaction's record at once (shared_catalog_test.cc).
+    for line in re.findall(r"^concurrent transaction record writes: .*$", out, re.M):
+        print(line)
     assert len(re.findall(r"authenticated on broker B", out)) == 2, out[-4000:]

@@ -14,9 +14,16 @@ scripts/cluster over one PostgreSQL and one S3 server, driven by librdkafka
   transaction version 2 (each EndTxn bumps the epoch);
 - kill -9 of the coordinator broker with a transaction open: a new producer with the
   same transactional id (bootstrapped at the survivor) is given the next epoch there,
-  the open transaction is aborted and read_committed consumers pass it.
+  the open transaction is aborted and read_committed consumers pass it;
+- races between brokers on one transactional id's record (its writes are conditional on
+  the version read): a transaction version 2 producer's Produce requests to both brokers
+  at once each add their partition (every partition gets its marker), and a zombie's
+  Produce requests through one broker racing its successor's InitProducerId at the
+  coordinator leave the successor's state, fence the zombie and commit nothing of it.
 """
 
+import re
+import threading
 import time
 
 import pytest
@@ -172,6 +179,137 @@ def test_java_client_on_transaction_version_2(cluster):
         d = I.describe_transactions(conn, ["stx-java"])["stx-java"]
     # TV2: EndTxn v5 bumped the epoch at each of the three ends (TV1 would keep 0).
     assert d["state"] == "CompleteCommit" and d["epoch"] == 3, d
+
+
+# Raw requests of transaction version 2 (Kafka's message schemas): Produce v12 adds the
+# partition to the producer's transaction itself; EndTxn v5 bumps the epoch.
+PRODUCE_V12 = 12
+END_TXN = 26
+END_TXN_REQ = [("transactional_id", "str"), ("producer_id", "i64"), ("producer_epoch", "i16"),
+               ("committed", "bool")]
+END_TXN_RESP = [("throttle_time_ms", "i32"), ("error_code", "i16"), ("producer_id", "i64"),
+                ("producer_epoch", "i16")]
+CONCURRENT_TRANSACTIONS, NOT_ENOUGH_REPLICAS = 51, 19
+FENCED = (47, 90)  # INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+RACE_PARTS = 8
+
+
+def init_txn(d, broker, tid):
+    """InitProducerId v4 for tid at broker, retried while the previous transaction ends."""
+    deadline = time.monotonic() + 30
+    with K.Conn(kafka(d, broker)) as conn:
+        while True:
+            r = F.init_producer_id(conn, transactional_id=tid)
+            if r["error_code"] != CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
+                assert r["error_code"] == 0, r
+                return r["producer_id"], r["producer_epoch"]
+            time.sleep(0.05)
+
+
+def produce_txn(d, broker, tid, topic, partition, pid, epoch, value):
+    """One transactional batch (sequence 0: each epoch starts there) by Produce v12; retried
+    on the retriable answers; returns the error code."""
+    records = I.batch(pid, epoch, 0, [value.encode()], int(time.time() * 1000), transactional=True)
+    with K.Conn(kafka(d, broker)) as conn:
+        for _ in range(20):
+            r = F.call(conn, K.PRODUCE, PRODUCE_V12, F.PRODUCE_REQ, F.PRODUCE_RESP,
+                       dict(transactional_id=tid, acks=-1, timeout_ms=10000,
+                            topic_data=[dict(name=topic, partition_data=[dict(index=partition, records=records)])]))
+            code = r["responses"][0]["partition_responses"][0]["error_code"]
+            if code != NOT_ENOUGH_REPLICAS:
+                return code
+            time.sleep(0.05)
+    return code
+
+
+def end_txn(d, broker, tid, pid, epoch, commit=True):
+    with K.Conn(kafka(d, broker)) as conn:
+        return F.call(conn, END_TXN, 5, END_TXN_REQ, END_TXN_RESP,
+                      dict(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit))
+
+
+def in_parallel(calls):
+    """Runs each call in its own thread, all released at once; their results in order."""
+    out = [None] * len(calls)
+    start = threading.Barrier(len(calls))
+
+    def run(i, fn):
+        start.wait()
+        out[i] = fn()
+    threads = [threading.Thread(target=run, args=(i, fn)) for i, fn in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return out
+
+
+def lost_races(d):
+    """How many transaction-record writes the brokers found changed since their read."""
+    return sum(len(re.findall(r"changed at another broker since version", log.read_text(errors="replace")))
+               for log in d.glob("broker-*.log"))
+
+
+def test_partitions_added_through_both_brokers_at_once_all_get_markers(cluster):
+    topic, tid = "stx-race", "stx-race"
+    create_topic(cluster, topic, RACE_PARTS)
+    coord = txn_coordinator(cluster, tid)
+    before = lost_races(cluster)
+    pid, epoch = init_txn(cluster, coord, tid)
+    want = []
+    rounds = 6
+    for r in range(rounds):
+        vals = ["r%d-p%d" % (r, q) for q in range(RACE_PARTS)]
+        codes = in_parallel([lambda q=q: produce_txn(cluster, q % 2, tid, topic, q, pid, epoch, vals[q])
+                             for q in range(RACE_PARTS)])
+        assert codes == [0] * RACE_PARTS, codes
+        ended = end_txn(cluster, coord, tid, pid, epoch)
+        assert ended["error_code"] == 0, ended
+        pid, epoch = ended["producer_id"], ended["producer_epoch"]
+        want += vals
+    # Each partition's records committed: had an add been lost from the record, that
+    # partition would have no COMMIT marker and its last stable offset would stay put.
+    got = read(kafka(cluster, 1), topic, "read_committed", len(want), partitions=RACE_PARTS)
+    assert sorted(got) == sorted(want)
+    print("partitions added through both brokers at once: %d adds, %d writes found the record changed"
+          % (rounds * RACE_PARTS, lost_races(cluster) - before))
+
+
+def test_zombie_racing_its_successor_through_another_broker_is_fenced(cluster):
+    topic, tid = "stx-zombie", "stx-zombie"
+    create_topic(cluster, topic, RACE_PARTS)
+    coord = txn_coordinator(cluster, tid)
+    other = 1 - coord
+    before = lost_races(cluster)
+    want, fenced = [], 0
+    rounds = 5
+    for r in range(rounds):
+        zpid, zepoch = init_txn(cluster, coord, tid)
+        assert produce_txn(cluster, other, tid, topic, 0, zpid, zepoch, "zombie-%d-0" % r) == 0
+        # The zombie adds partitions through the other broker while its successor's
+        # InitProducerId at the coordinator aborts its transaction and fences it.
+        zombie = [lambda q=q: produce_txn(cluster, other, tid, topic, q, zpid, zepoch, "zombie-%d-%d" % (r, q))
+                  for q in range(1, RACE_PARTS)]
+        *zcodes, (spid, sepoch) = in_parallel(zombie + [lambda: init_txn(cluster, coord, tid)])
+        assert all(c == 0 or c in FENCED for c in zcodes), zcodes
+        fenced += sum(1 for c in zcodes if c in FENCED)
+        assert (spid, sepoch) != (zpid, zepoch)
+        # The successor's state stands: its transaction commits, the zombie's end is fenced.
+        vals = ["succ-%d-%d" % (r, q) for q in range(RACE_PARTS)]
+        codes = in_parallel([lambda q=q: produce_txn(cluster, q % 2, tid, topic, q, spid, sepoch, vals[q])
+                             for q in range(RACE_PARTS)])
+        assert codes == [0] * RACE_PARTS, codes
+        assert end_txn(cluster, coord, tid, zpid, zepoch)["error_code"] in FENCED
+        ended = end_txn(cluster, coord, tid, spid, sepoch)
+        assert ended["error_code"] == 0, ended
+        want += vals
+    got = read(kafka(cluster, 1), topic, "read_committed", len(want), partitions=RACE_PARTS)
+    assert sorted(got) == sorted(want)  # no zombie record committed, every successor's one
+    with K.Conn(kafka(cluster, coord)) as conn:
+        d = I.describe_transactions(conn, [tid])[tid]
+    assert d["error"] == 0 and d["state"] == "CompleteCommit" and d["epoch"] == ended["producer_epoch"], d
+    print("zombie racing its successor: %d rounds, %d zombie adds fenced, %d writes found the record changed"
+          % (rounds, fenced, lost_races(cluster) - before))
 
 
 def test_coordinator_killed_with_a_transaction_open(cluster):

@@ -27,6 +27,7 @@ namespace {
 struct cleanable {
     std::vector<batch_row> rows;          // in offset order
     std::vector<int64_t> max_timestamps;  // the rows' max_timestamp_ms
+    std::vector<int64_t> append_times;    // the rows' append_time_ms
     std::vector<int64_t> last_offsets;    // the rows' last_offset
     int64_t log_start = 0;
     int64_t clean_offset = 0;               // sluice_partitions.clean_offset
@@ -72,8 +73,9 @@ result<cleanable> load_cleanable(pg_database& db, const job_key& job, const sett
         params.emplace_back(std::to_string(end));
         auto q = tx.exec(
             "SELECT base_offset, last_offset, object_key, byte_position, byte_size, "
-            "max_timestamp_ms FROM sluice_batches WHERE topic_id = $1 AND partition_id = "
-            "CAST($2 AS INTEGER) AND last_offset < CAST($3 AS BIGINT) ORDER BY base_offset "
+            "max_timestamp_ms, append_time_ms FROM sluice_batches WHERE topic_id = $1 AND "
+            "partition_id = CAST($2 AS INTEGER) AND last_offset < CAST($3 AS BIGINT) ORDER BY "
+            "base_offset "
             "LIMIT 100000",
             params);
         if (!q) return q.err();
@@ -88,6 +90,7 @@ result<cleanable> load_cleanable(pg_database& db, const job_key& job, const sett
             c.rows.push_back(
                 {q->int64(i, 0), q->text(i, 2), static_cast<uint64_t>(q->int64(i, 3)), size});
             c.max_timestamps.push_back(max_ts);
+            c.append_times.push_back(q->int64(i, 6));
             c.last_offsets.push_back(q->int64(i, 1));
             c.end = q->int64(i, 1) + 1;
         }
@@ -112,6 +115,7 @@ struct kept_row {
     uint64_t size = 0;
     int64_t max_timestamp = 0;
     int32_t records = 0;
+    int64_t append_time = -1;  // the original batch's
 };
 
 struct rewrite {
@@ -155,8 +159,8 @@ result<rewrite> select_records(const cleanable& c, std::string& data,
         if (!nh) return error{errc::corrupt, "compaction wrote a batch without its header"};
         const bool append_time = nh->ts_type() == protocol::timestamp_type::log_append_time;
         out.rows.push_back({nh->base_offset, nh->last_offset(), from, kept.size() - from,
-                            append_time ? c.max_timestamps[i] : nh->max_timestamp,
-                            nh->record_count});
+                            append_time ? c.max_timestamps[i] : nh->max_timestamp, nh->record_count,
+                            c.append_times[i]});
     }
     out.data.assign(kept.begin(), kept.end());
     return out;
@@ -212,17 +216,18 @@ result<compact_swap> swap_compacted(pg_database& db, const job_key& job, int64_t
                     values += fmt::format(
                         "{}($1, CAST($2 AS INTEGER), CAST(${} AS BIGINT), CAST(${} AS BIGINT), "
                         "$3, CAST(${} AS BIGINT), CAST(${} AS INTEGER), CAST(${} AS BIGINT), "
-                        "CAST(${} AS INTEGER))",
-                        values.empty() ? "" : ", ", n + 1, n + 2, n + 3, n + 4, n + 5, n + 6);
+                        "CAST(${} AS INTEGER), CAST(${} AS BIGINT))",
+                        values.empty() ? "" : ", ", n + 1, n + 2, n + 3, n + 4, n + 5, n + 6,
+                        n + 7);
                     for (int64_t v : {k.base, k.last, static_cast<int64_t>(k.position),
                                       static_cast<int64_t>(k.size), k.max_timestamp,
-                                      static_cast<int64_t>(k.records)})
+                                      static_cast<int64_t>(k.records), k.append_time})
                         params.emplace_back(std::to_string(v));
                 }
                 auto ins = tx.exec(
                     "INSERT INTO sluice_batches (topic_id, partition_id, base_offset, "
                     "last_offset, object_key, byte_position, byte_size, max_timestamp_ms, "
-                    "record_count) VALUES " +
+                    "record_count, append_time_ms) VALUES " +
                         values,
                     params);
                 if (!ins) return ins.err();

@@ -511,8 +511,11 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
                     d::FlatVector::GetData<int64_t>(v)[n] = rec.timestamp;
                     break;
                 case c_ts_broker: {
-                    if (l.store) {  // shared mode keeps no append times
-                        d::FlatVector::SetNull(v, n, true);
+                    if (l.store) {  // the batch index's (NULL: committed before it kept one)
+                        if (auto t = l.store_records.append_time())
+                            d::FlatVector::GetData<int64_t>(v)[n] = *t;
+                        else
+                            d::FlatVector::SetNull(v, n, true);
                         break;
                     }
                     auto t = l.records.append_time();
@@ -525,7 +528,10 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
                     break;
                 case c_ts_broker_tz: {
                     if (l.store) {
-                        d::FlatVector::SetNull(v, n, true);
+                        if (auto t = l.store_records.append_time())
+                            set_time(v, n, *t);
+                        else
+                            d::FlatVector::SetNull(v, n, true);
                         break;
                     }
                     auto t = l.records.append_time();

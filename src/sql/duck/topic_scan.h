@@ -13,8 +13,8 @@
 // record_cursor); shared mode (docs/shared-mode.md, "SQL") the topics of the shared
 // catalog and their partitions through the partition-log interface (sql/partition_source.h,
 // log::store_cursor): the same pushdown of partition, offset and a lower bound on
-// timestamp_producer, the same read_committed cut, timestamp_broker NULL (shared mode
-// keeps no append times).
+// timestamp_producer, the same read_committed cut, timestamp_broker each batch's append
+// time from the batch index (not pushed down there: DuckDB filters it row by row).
 
 #include <atomic>
 #include <cstdint>

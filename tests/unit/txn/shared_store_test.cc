@@ -91,5 +91,84 @@ TEST_F(shared_fixture, OnlyTheOwnerExpiresAndLists) {
     EXPECT_EQ(store.rows.at("x").state, txn_state::complete_abort);
 }
 
+// A zombie producer (the old epoch) acting through broker b while its successor's
+// InitProducerId at the coordinator a lands between b's read and b's write: b's write is
+// refused, b reads again and fences the zombie; the successor's state stays.
+TEST_F(shared_fixture, AZombieRacingItsSuccessorThroughAnotherBrokerIsFenced) {
+    auto zombie = init_at(*a, "x");
+    ASSERT_EQ(a->add_partitions("x", zombie.producer_id, zombie.producer_epoch, {{"t", 0}}, true),
+              txn_error::none);
+    producer_answer successor{txn_error::not_available};
+    store.before_put = [&] {
+        EXPECT_EQ(init_at(*a, "x").error, txn_error::concurrent_transactions);  // aborts
+        successor = init_at(*a, "x");
+    };
+    EXPECT_EQ(b->add_partitions("x", zombie.producer_id, zombie.producer_epoch, {{"t", 1}}, true),
+              txn_error::producer_fenced);
+    EXPECT_EQ(store.lost, 1);
+    ASSERT_EQ(successor.error, txn_error::none);
+    const auto& row = store.rows.at("x");
+    EXPECT_EQ(row.producer_epoch, successor.producer_epoch);
+    EXPECT_EQ(row.state, txn_state::empty);
+    EXPECT_TRUE(row.partitions.empty());
+    // The zombie's transaction was aborted, on the partition it had; nothing committed.
+    ASSERT_EQ(parts.calls.size(), 1u);
+    EXPECT_FALSE(parts.calls[0].commit);
+    EXPECT_EQ(parts.calls[0].t.partitions, (std::vector<topic_partition>{{"t", 0}}));
+    std::optional<producer_answer> end;
+    a->end_txn("x", zombie.producer_id, zombie.producer_epoch, true, true,
+               [&](producer_answer x) { end = x; });
+    ASSERT_TRUE(end);
+    EXPECT_EQ(end->error, txn_error::producer_fenced);
+    EXPECT_EQ(parts.calls.size(), 1u);
+}
+
+// The zombie's TxnOffsetCommit at the group's coordinator b, racing the successor's fence:
+// no pending offset of the zombie's survives.
+TEST_F(shared_fixture, AZombiesOffsetsRacingTheFenceAreRefused) {
+    auto zombie = init_at(*a, "x");
+    ASSERT_EQ(a->add_partitions("x", zombie.producer_id, zombie.producer_epoch, {{"t", 0}}, true),
+              txn_error::none);
+    store.before_put = [&] { init_at(*a, "x"); };
+    pending_offset o;
+    o.tp = {"t", 0};
+    o.offset = 99;
+    EXPECT_EQ(b->commit_offsets("x", zombie.producer_id, zombie.producer_epoch, "g", {o}, true),
+              txn_error::producer_fenced);
+    EXPECT_TRUE(store.rows.at("x").offsets.empty());
+    EXPECT_EQ(store.rows.at("x").producer_epoch, zombie.producer_epoch + 1);
+    EXPECT_FALSE(b->has_pending_offset("g", {"t", 0}));
+}
+
+// One producer's Produce requests at two brokers add partitions at once (TV2's implicit
+// add): the write that loses the race is made again from the record read afresh.
+TEST_F(shared_fixture, PartitionsAddedAtTwoBrokersAtOnceAreAllKept) {
+    auto p = init_at(*a, "x");
+    store.before_put = [&] {
+        EXPECT_EQ(a->add_partitions("x", p.producer_id, p.producer_epoch, {{"t", 2}}, true),
+                  txn_error::none);
+    };
+    EXPECT_EQ(b->add_partitions("x", p.producer_id, p.producer_epoch, {{"t", 1}}, true),
+              txn_error::none);
+    EXPECT_EQ(store.lost, 1);
+    EXPECT_EQ(store.rows.at("x").partitions, (std::vector<topic_partition>{{"t", 1}, {"t", 2}}));
+    std::optional<producer_answer> end;
+    a->end_txn("x", p.producer_id, p.producer_epoch, true, true,
+               [&](producer_answer x) { end = x; });
+    ASSERT_TRUE(end);
+    EXPECT_EQ(end->error, txn_error::none);
+    EXPECT_EQ(parts.calls.back().t.partitions, (std::vector<topic_partition>{{"t", 1}, {"t", 2}}));
+}
+
+// An id the owner finds idle is not forgotten when another broker used it meanwhile.
+TEST_F(shared_fixture, AnIdUsedElsewhereIsNotForgotten) {
+    auto p = init_at(*a, "x");
+    now += id_expiration_ms + 1;
+    ASSERT_EQ(b->add_partitions("x", p.producer_id, p.producer_epoch, {{"t", 1}}, true),
+              txn_error::none);  // a has not read it since
+    EXPECT_EQ(a->remove_expired_ids(), 0u);
+    EXPECT_TRUE(store.rows.contains("x"));
+}
+
 }  // namespace
 }  // namespace sluice::txn::test

@@ -2,14 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
+#include <utility>
 
 #include "txn/coordinator.h"
 
 namespace sluice::txn::test {
 
-// Keeps records in memory; can be told to fail, to check that a failed write changes
-// nothing.
+// Keeps records in memory, with the shared catalog's conditional writes (a put or erase
+// made from a record another writer changed since is refused); can be told to fail, to
+// check that a failed write changes nothing, and to run something just before a put
+// (another broker's write landing between this one's read and its write).
 class memory_store final : public state_store {
   public:
     result<std::vector<txn_metadata>> load() override {
@@ -17,21 +21,33 @@ class memory_store final : public state_store {
         for (const auto& [_, t] : rows) out.push_back(t);
         return out;
     }
-    result<void> put(const txn_metadata& t) override {
+    result<bool> put(const txn_metadata& t) override {
         if (fail) return error{errc::io_error, "disk gone"};
-        rows[t.transactional_id] = t;
+        if (auto hook = std::exchange(before_put, nullptr)) hook();
+        auto it = rows.find(t.transactional_id);
+        if ((it == rows.end() ? 0 : it->second.version) != t.version) {
+            ++lost;
+            return false;
+        }
+        auto& row = rows[t.transactional_id];
+        row = t;
+        ++row.version;
         ++puts;
-        return {};
+        return true;
     }
-    result<void> erase(const std::string& id) override {
+    result<bool> erase(const std::string& id, int64_t version) override {
         if (fail_erase) return error{errc::io_error, "disk gone"};
-        rows.erase(id);
-        return {};
+        auto it = rows.find(id);
+        if (it == rows.end() || it->second.version != version) return false;
+        rows.erase(it);
+        return true;
     }
     std::map<std::string, txn_metadata> rows;
     bool fail = false;
     bool fail_erase = false;
     int puts = 0;
+    int lost = 0;  // puts refused: the record had changed
+    std::function<void()> before_put;
 };
 
 // Records each completion; completes at once unless `hold` (then complete_held()).
