@@ -64,7 +64,7 @@ TEST_F(txn_store_test, put_replaces_the_record_and_erase_forgets_it) {
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_EQ(rows[0], t);
     EXPECT_EQ(rows[1], other);
-    ASSERT_TRUE(_store->erase("app-1").ok());
+    ASSERT_TRUE(_store->erase("app-1", t.version).ok());
     rows = load();
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_EQ(rows[0].transactional_id, "app-2");
