@@ -434,17 +434,19 @@ def test_types_and_counting_rules(b, pg, topic_name):
     offsets = [m.offset for m in metas]
     assert offsets == list(range(len(cases))), offsets
 
-    # hex() of a NULL is '': iif() keeps NULLs NULL.
-    flat_sql = ("SELECT _offset, i, f, s, b, t, iif(bin IS NULL, NULL, hex(bin)), j, st__x, st__inner__y, "
-                "_missing_fields, _excess_fields, _type_errors, _parse_error, "
-                "iif(_source IS NULL, NULL, hex(_source)), typeof(_source) FROM types.flat ORDER BY _offset")
+    # hex() of a NULL is '' in SQLite: CASE keeps NULLs NULL (PostgreSQL's spelling; SQLite's iif() is
+    # not DuckDB's).
+    flat_sql = ("SELECT _offset, i, f, s, b, t, CASE WHEN bin IS NULL THEN NULL ELSE hex(bin) END, j, st__x, "
+                "st__inner__y, _missing_fields, _excess_fields, _type_errors, _parse_error, "
+                "CASE WHEN _source IS NULL THEN NULL ELSE hex(_source) END, typeof(_source) FROM types.flat "
+                "ORDER BY _offset")
     got_flat = S.pg_rows(pg, flat_sql)
-    got_nested = S.pg_rows(pg, "SELECT _offset, i, f, s, b, t, iif(bin IS NULL, NULL, hex(bin)), j, st, "
-                               "_missing_fields, _excess_fields, _type_errors, _parse_error FROM types.nested "
+    got_nested = S.pg_rows(pg, "SELECT _offset, i, f, s, b, t, CASE WHEN bin IS NULL THEN NULL ELSE hex(bin) END, "
+                               "j, st, _missing_fields, _excess_fields, _type_errors, _parse_error FROM types.nested "
                                "ORDER BY _offset")
     got_keyed = S.pg_rows(pg, "SELECT _offset, id, region, _missing_fields, _excess_fields, _type_errors, "
-                              "_parse_error, iif(_source IS NULL, NULL, hex(_source)) FROM types.keyed "
-                              "ORDER BY _offset")
+                              "_parse_error, CASE WHEN _source IS NULL THEN NULL ELSE hex(_source) END "
+                              "FROM types.keyed ORDER BY _offset")
     assert [r[0] for r in got_flat] == [r[0] for r in got_nested] == [r[0] for r in got_keyed] == offsets
     problems = []
     for off, (name, _, value, fl, st_text, counters), key, rf, rn, rk in zip(offsets, cases, keys, got_flat,
@@ -454,10 +456,14 @@ def test_types_and_counting_rules(b, pg, topic_name):
         if isinstance(vals[6], JText):
             vals[6] = vals[6].resolve(rf[7])
         src_hex = None if value is None else value.hex().upper()
-        # The source is the event's text; bytes that are not UTF-8 may be kept as a BLOB.
+        # The source is the event's text; bytes that are not UTF-8 may be kept as a BLOB. typeof()
+        # is SQLite's storage class of the value there; on DuckDB (as pg_typeof() in PostgreSQL)
+        # the column's type, BLOB for _source (docs/expansions.md, Storage).
         src_type = "null" if value is None else "text"
         if value is not None and rf[-1] == "blob" and not is_utf8(value):
             src_type = "blob"
+        if S.ON_DUCKDB:
+            src_type = "BLOB"
         want_flat = (off, *vals, *counters, src_hex, src_type)
         if tuple(rf) != want_flat:
             problems.append("flat %s:\n    expected %r\n    got      %r" % (name, want_flat, tuple(rf)))
@@ -471,11 +477,15 @@ def test_types_and_counting_rules(b, pg, topic_name):
     assert not problems, "%d rows differ:\n  %s" % (len(problems), "\n  ".join(problems))
 
     # Storage classes: bool is stored 1/0 (INTEGER), binary as a BLOB holding the decoded bytes,
-    # the source as the event's text.
-    got = S.pg_rows(pg, "SELECT typeof(b), b = 1, b = 0, typeof(bin), typeof(t), typeof(f), typeof(j), _source "
-                        "FROM types.flat WHERE _offset IN (0, 1) ORDER BY _offset")
-    assert got == [("integer", True, False, "blob", "integer", "real", "text", cases[0][2].decode()),
-                   ("integer", False, True, "blob", "integer", "real", "text", cases[1][2].decode())], got
+    # the source as the event's text. On DuckDB typeof() gives the column's type (SQLite's: the
+    # value's storage class) and _source is a BLOB holding the event's bytes; convert_from()
+    # (PostgreSQL's, both engines have it) reads it as text.
+    got = S.pg_rows(pg, "SELECT typeof(b), b = 1, b = 0, typeof(bin), typeof(t), typeof(f), typeof(j), "
+                        "convert_from(_source, 'UTF8') FROM types.flat WHERE _offset IN (0, 1) ORDER BY _offset")
+    classes = (("BOOLEAN", "BLOB", "BIGINT", "DOUBLE", "VARCHAR") if S.ON_DUCKDB
+               else ("integer", "blob", "integer", "real", "text"))
+    assert got == [(classes[0], True, False, *classes[1:], cases[0][2].decode()),
+                   (classes[0], False, True, *classes[1:], cases[1][2].decode())], got
     (blob,), = S.pg_rows(pg, "SELECT bin FROM types.flat WHERE _offset = 0")
     assert S.as_bytes(blob) == ALL_BYTES
     assert S.http_rows(b.http, "SELECT b, st__x FROM types.flat WHERE _offset <= 1 ORDER BY _offset") == [
@@ -521,7 +531,10 @@ def test_float_precision(b, pg, topic_name):
     pos = produce_and_flush(p, topic_name, [(None, b'{"f": 0.30000000000000004, "i": 9007199254740993}'),
                                             (None, b'{"f": 5e-324, "i": -9007199254740993}')])
     assert pos == [(0, 0), (0, 1)]
-    assert S.pg_rows(pg, "SELECT f = 0.1 + 0.2, i = 9007199254740993, i - 9007199254740992 FROM types.precise "
+    # 0.1 + 0.2 of double precision values (in PostgreSQL's dialect, DuckDB's too, `0.1 + 0.2` is
+    # the exact numeric 0.3, which no double is: spelled for both engines).
+    assert S.pg_rows(pg, "SELECT f = CAST(0.1 AS DOUBLE PRECISION) + CAST(0.2 AS DOUBLE PRECISION), "
+                         "i = 9007199254740993, i - 9007199254740992 FROM types.precise "
                          "WHERE _offset = 0") == [(True, True, 1)]
     assert S.pg_rows(pg, "SELECT f > 0, f < 1e-323, i + 9007199254740992 FROM types.precise WHERE _offset = 1") == [
         (True, True, -1)]
@@ -565,8 +578,11 @@ def test_backfill(b, pg, topic_name):
 
     assert assert_distinct_positions(pg, "bf.every") == n_pre + n_post
     X.assert_same_positions(X.positions(pg, "bf.every"), X.topic_positions(pg, topic_name), "backfilled target")
+    # ->> in parentheses: DuckDB binds `a = b ->> 'p'` as `(a = b) ->> 'p'` (PostgreSQL and SQLite
+    # as `a = (b ->> 'p')`); its text is cast to compare with a number, as PostgreSQL needs.
     matching = count_where(pg, "SELECT count(*) FROM bf.every x JOIN %s k ON k.partition = x._partition AND "
-                               "k.offset = x._offset WHERE x.n = k.value ->> '$.n' AND x.tag = k.value ->> '$.tag' "
+                               "k.offset = x._offset WHERE x.n = CAST(k.value ->> '$.n' AS BIGINT) "
+                               "AND x.tag = (k.value ->> '$.tag') "
                                "AND x._missing_fields + x._excess_fields + x._type_errors + x._parse_error = 0"
                            % S.topic_table(topic_name))
     assert matching == n_pre + n_post
@@ -820,8 +836,9 @@ def test_restart_keeps_expansions(broker_factory, topic_name):
         X.assert_same_positions(X.positions(conn, "rs.live"), list(set(X.topic_positions(conn, topic_name)) -
                                                                    set(before)), "after a restart")
         assert count_where(conn, "SELECT count(*) FROM rs.live x JOIN %s k ON k.partition = x._partition AND "
-                                 "k.offset = x._offset WHERE x.seq = k.value ->> '$.seq' AND x._source = "
-                                 "CAST(k.value AS TEXT)" % S.topic_table(topic_name)) == 600
+                                 "k.offset = x._offset WHERE x.seq = CAST(k.value ->> '$.seq' AS BIGINT) AND "
+                                 "convert_from(x._source, 'UTF8') = convert_from(k.value, 'UTF8')"
+                                 % S.topic_table(topic_name)) == 600
         assert X.get(b.http, "rs.live")["rows_written"] == 300  # since this start
         # And the next events again at once.
         third = produce_and_flush(p, topic_name, [(X.event_key(i), X.event_value(i)) for i in range(1100, 1200)])
@@ -905,8 +922,10 @@ def verify_exactly_once(b, conn, topic, target, acked, what):
         what, len(lost), [(pos, seq, rows.get(pos)) for pos, seq in lost[:5]])
     # Every row is its event, fully expanded.
     good = count_where(conn, "SELECT count(*) FROM %s x JOIN %s k ON k.partition = x._partition AND "
-                             "k.offset = x._offset WHERE x.seq = k.value ->> '$.seq' AND x.name = k.value ->> '$.name' "
-                             "AND x.amount = k.value ->> '$.amount' AND x.pad = k.value ->> '$.pad' "
+                             "k.offset = x._offset WHERE x.seq = CAST(k.value ->> '$.seq' AS BIGINT) "
+                             "AND x.name = (k.value ->> '$.name') "
+                             "AND x.amount = CAST(k.value ->> '$.amount' AS DOUBLE PRECISION) "
+                             "AND x.pad = (k.value ->> '$.pad') "
                              "AND x._missing_fields + x._excess_fields + x._type_errors + x._parse_error = 0"
                        % (target, S.topic_table(topic)))
     assert good == n, "%s: %d of %d rows do not match their events" % (what, n - good, n)
@@ -1007,11 +1026,12 @@ def test_compaction_and_retention_keep_target_rows(broker_factory, topic_name, t
     try:
         survivors = [26, 27, 28, 29, 30, 31]
         S.wait_until("compaction of %s" % topic_name,
-                     lambda: [o for (o,) in S.pg_rows(conn, "SELECT offset FROM %s ORDER BY offset"
+                     lambda: [o for (o,) in S.pg_rows(conn, 'SELECT "offset" FROM %s ORDER BY "offset"'
                                                       % S.topic_table(topic_name))] == survivors, timeout=30)
 
         def target_rows(table):
-            return {r[0]: tuple(r[1:]) for r in S.pg_rows(conn, "SELECT _offset, k, v, _source FROM %s" % table)}
+            return {r[0]: tuple(r[1:]) for r in S.pg_rows(conn, "SELECT _offset, k, v, convert_from(_source, 'UTF8') "
+                                                                 "FROM %s" % table)}
 
         assert target_rows("kept.compacted") == want
         # A backfill now sees only what compaction left (CLI, --wait).

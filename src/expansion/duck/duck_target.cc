@@ -39,6 +39,18 @@ d::LogicalType duck_type(const column& c) {
     return d::LogicalType::VARCHAR;
 }
 
+// Whether an existing column of DuckDB type `theirs` takes the values of a layout column
+// typed `ours`, as PostgreSQL users declare them: an integer column of any width for
+// BIGINT (`quantity INT`, `_partition INTEGER`; the appender casts, and a value outside a
+// narrower column's range fails the commit), the type itself otherwise (VARCHAR(40) is a
+// VARCHAR; SQLite's engine checks affinities: target.cc, compatible()).
+bool compatible(const d::LogicalType& ours, d::LogicalTypeId theirs) {
+    using id = d::LogicalTypeId;
+    if (theirs == ours.id()) return true;
+    return ours.id() == id::BIGINT && (theirs == id::TINYINT || theirs == id::SMALLINT ||
+                                       theirs == id::INTEGER || theirs == id::HUGEINT);
+}
+
 std::string message_of(const std::exception& e) {
     return d::ErrorData(e).Message();
 }
@@ -366,23 +378,28 @@ class duck_target final : public target_store {
         if (create && _schema != "main") {
             if (auto r = exec("CREATE SCHEMA IF NOT EXISTS " + quote_ident(_schema)); !r) return r;
         }
+        // The type by its id (data_type is PostgreSQL's name of it in the serving
+        // database: sql/duck/catalog_views.h).
         auto q = _con.Query(
-            fmt::format("SELECT column_name, data_type, is_nullable, column_default IS NOT NULL "
-                        "FROM information_schema.columns WHERE lower(table_schema) = lower({}) "
-                        "AND lower(table_name) = lower({}) AND table_catalog = current_database() "
-                        "ORDER BY ordinal_position",
+            fmt::format("SELECT column_name, data_type, is_nullable, column_default IS NOT NULL, "
+                        "data_type_id "
+                        "FROM duckdb_columns() WHERE lower(schema_name) = lower({}) "
+                        "AND lower(table_name) = lower({}) AND database_name = current_database() "
+                        "ORDER BY column_index",
                         quote_literal(_schema), quote_literal(_table)));
         check(*q);
         struct existing {
             std::string name, type;
             bool nullable, has_default;
+            d::LogicalTypeId id;
         };
         std::map<std::string, existing> have;
         std::vector<std::string> order;
         for (auto& row : *q) {
             order.push_back(sql::to_lower(row.GetValue<std::string>(0)));
             have[order.back()] = {row.GetValue<std::string>(0), row.GetValue<std::string>(1),
-                                  row.GetValue<std::string>(2) == "YES", row.GetValue<bool>(3)};
+                                  row.GetValue<bool>(2), row.GetValue<bool>(3),
+                                  static_cast<d::LogicalTypeId>(row.GetValue<int64_t>(4))};
         }
         const auto& cols = _layout.columns();
         _exact = order.size() == cols.size();
@@ -415,7 +432,7 @@ class duck_target final : public target_store {
                 return error{errc::invalid_argument,
                              fmt::format("table {} exists but has no column {} ({})", _qualified,
                                          cols[i].name, _types[i].ToString())};
-            if (it->second.type != _types[i].ToString())
+            if (!compatible(_types[i], it->second.id))
                 return error{
                     errc::invalid_argument,
                     fmt::format("table {}: column {} is {}, not the {} its values need", _qualified,

@@ -464,7 +464,7 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
                        refused(*first, d::DatabaseManager::GetDefaultDatabase(*_con->context),
                                _db.access.guard.load())) {
             return *why;
-        } else if (auto hidden = path_refused(*first)) {
+        } else if (auto hidden = walk_refused(*first)) {
             return *hidden;
         } else if (auto big = compound_refused(*first)) {
             return *big;

@@ -116,6 +116,19 @@ struct walk {
         if (e.GetExpressionClass() == d::ExpressionClass::FUNCTION) {
             const auto& f = e.Cast<d::FunctionExpression>();
             const auto name = lowered(f.function_name);
+            // DuckDB's grammar binds `a = b ->> 'p'` as `(a = b) ->> 'p'`: another answer,
+            // silently, where PostgreSQL and SQLite read `a = (b ->> 'p')`.
+            if (name == "->>" && !f.children.empty() && f.children[0] &&
+                f.children[0]->GetExpressionClass() == d::ExpressionClass::COMPARISON) {
+                found = query_error{
+                    failure::syntax,
+                    fmt::format("{} ->> ...: DuckDB applies ->> to the comparison's result; "
+                                "PostgreSQL and SQLite compare with the ->> result: write "
+                                "parentheses around the ->> expression, e.g. "
+                                "x = (value ->> '$.f')",
+                                f.children[0]->ToString())};
+                return;
+            }
             if (shows_files(name)) {
                 found = not_available(name + "()");
                 return;
@@ -243,7 +256,7 @@ std::optional<query_error> compound_refused(const d::SQLStatement& s) {
         fmt::format("too many terms in compound SELECT (at most {})", max_compound_terms)};
 }
 
-std::optional<query_error> path_refused(d::SQLStatement& s) {
+std::optional<query_error> walk_refused(d::SQLStatement& s) {
     walk w;
     w.statement(s);
     return w.found;

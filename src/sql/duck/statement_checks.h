@@ -43,7 +43,9 @@ std::optional<query_error> text_refused(std::string_view sql);
 // The error for a compound SELECT of more than max_compound_terms, or nullopt.
 std::optional<query_error> compound_refused(const duckdb::SQLStatement& s);
 
-// Why `s` may not run because it would show the server's files, or nullopt.
-std::optional<query_error> path_refused(duckdb::SQLStatement& s);
+// Why `s` may not run because it would show the server's files, or because it compares
+// before a `->>` (`a = b ->> 'p'`, which DuckDB reads as `(a = b) ->> 'p'`, PostgreSQL
+// and SQLite as `a = (b ->> 'p')`: 42601 asking for the parentheses), or nullopt.
+std::optional<query_error> walk_refused(duckdb::SQLStatement& s);
 
 }  // namespace sluice::sql::duck

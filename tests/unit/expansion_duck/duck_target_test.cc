@@ -251,6 +251,34 @@ TEST_F(duck_target_fixture, existing_tables_must_be_compatible) {
               "0");
 }
 
+TEST_F(duck_target_fixture, narrower_integer_columns_are_compatible) {
+    auto b = open_backend();
+    ASSERT_TRUE(b);
+    // As a PostgreSQL user declares them: INTEGER and SMALLINT for BIGINT, VARCHAR(n).
+    ASSERT_TRUE(b->query(
+        "CREATE SCHEMA s; CREATE TABLE s.events (_partition INTEGER NOT NULL, "
+        "_offset INTEGER NOT NULL, _timestamp_broker BIGINT NOT NULL, id SMALLINT, "
+        "name VARCHAR(20), price DOUBLE, ok BOOLEAN, _missing_fields INTEGER, "
+        "_excess_fields INTEGER, _type_errors INTEGER, _parse_error INTEGER, _source BLOB, "
+        "_key VARCHAR, note VARCHAR DEFAULT 'x')"));
+    auto t = open_target(*b);
+    ASSERT_TRUE(t);
+    expand(*t, 0, 100, 40);
+    EXPECT_EQ(one(*b, "SELECT count(*) || ' ' || sum(id) || ' ' || min(note) FROM s.events"),
+              "100 4950 x");
+    // A value outside a narrower column's range fails the commit, which leaves nothing.
+    const auto v = event(40'000);
+    const std::string k = "k";
+    auto r = t->in_transaction([&]() -> result<void> {
+        if (auto row = t->insert(0, 100, 1100, builder->build(view(v)), view(v), view(k)); !row)
+            return row;
+        return t->save_progress(0, {.next = 101});
+    });
+    EXPECT_FALSE(r);
+    EXPECT_EQ(*b->count_rows("s", "events"), 100);
+    EXPECT_EQ(t->load_progress()->at(0).next, 100);
+}
+
 TEST_F(duck_target_fixture, a_file_of_another_format_version_is_refused) {
     {
         auto b = open_backend();
