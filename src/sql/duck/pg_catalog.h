@@ -13,9 +13,12 @@
 // - Parsed statements: `x::regclass` is pg_catalog.regclassin(x) for text (the relation's
 //   OID, "relation ... does not exist" when there is none) and x itself for an OID;
 //   `x::regclass::text` is pg_catalog.regclassout(...), the relation's name; `::oid` is
-//   BIGINT. `pg_database` and `information_schema.schemata` read this file's table
-//   macros: DuckDB's pg_database lacks psql's columns, and its schemata lists every
-//   attached database's schemas.
+//   BIGINT; `pg_catalog.f(...)` is `f(...)` when f is not in pg_catalog (DuckDB would
+//   read a method call of a column pg_catalog); `~` and `!~` search, as PostgreSQL's.
+//   `pg_database`, `pg_namespace` and `information_schema.schemata` read this file's table
+//   macros: DuckDB's pg_database lacks psql's columns, its pg_namespace leaves out
+//   pg_catalog and information_schema, and its schemata lists every attached database's
+//   schemas.
 // - Macros in pg_catalog: format_type(oid, typmod) over PostgreSQL's type OIDs (DuckDB's
 //   answers for its own), pg_encoding_to_char, to_regclass, regclassin, regclassout.
 
