@@ -87,6 +87,13 @@ size_t default_collate_at(std::string_view sql, size_t i) {
     return sql.substr(j).starts_with("\"default\"") ? j + 9 : 0;
 }
 
+// `::pg_catalog.` at sql[i] (a cast to a qualified type, which DuckDB's parser refuses for
+// `::pg_catalog.text`): the end of `pg_catalog.`, or 0.
+size_t qualified_cast_at(std::string_view sql, size_t i) {
+    if (!sql.substr(i).starts_with("::")) return 0;
+    return after_pg_catalog(sql, i + 2);
+}
+
 // The end of the literal, identifier or comment starting at sql[i], or i when none does.
 size_t skip_quoted(std::string_view sql, size_t i) {
     const auto find_from = [&](std::string_view end, size_t from) {
@@ -379,6 +386,10 @@ void pg_operator_text(std::string& sql) {
         } else if (const auto e = pg_operator_at(sql, i, op)) {
             sql.replace(i, e - i, op + std::string(e - i - op.size(), ' '));
             i = e;
+        } else if (const auto q = qualified_cast_at(sql, i)) {
+            std::fill(sql.begin() + static_cast<std::ptrdiff_t>(i + 2),
+                      sql.begin() + static_cast<std::ptrdiff_t>(q), ' ');
+            i = q;
         } else if (const auto c = default_collate_at(sql, i)) {
             std::fill(sql.begin() + static_cast<std::ptrdiff_t>(i),
                       sql.begin() + static_cast<std::ptrdiff_t>(c), ' ');

@@ -7,7 +7,8 @@
 //
 // - Text, before DuckDB parses (its parser reads `OPERATOR(pg_catalog.~)` as an operator
 //   named pg_catalog and drops the `~`): `OPERATOR(pg_catalog.op)` becomes `op`, and
-//   `COLLATE pg_catalog.default` (psql's, a no-op) is dropped. Outside string literals,
+//   `COLLATE pg_catalog.default` (psql's, a no-op) is dropped, and so is the pg_catalog of
+//   a cast's type (`::pg_catalog.text`, which DuckDB's parser refuses). Outside string literals,
 //   quoted identifiers and comments; the text keeps its length (blanks in place), so
 //   statement offsets stay valid.
 // - Parsed statements: `x::regclass` is pg_catalog.regclassin(x) for text (the relation's
@@ -33,7 +34,8 @@ class SQLStatement;
 
 namespace sluice::sql::duck {
 
-// Rewrites `OPERATOR(pg_catalog.op)` and `COLLATE pg_catalog.default` in sql, in place.
+// Rewrites `OPERATOR(pg_catalog.op)`, `COLLATE pg_catalog.default` and
+// `::pg_catalog.type` in sql, in place.
 void pg_operator_text(std::string& sql);
 
 // Rewrites a parsed statement (of the SQL text `text`): its regclass and oid casts, its

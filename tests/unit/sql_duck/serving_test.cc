@@ -365,7 +365,8 @@ TEST(pg_operator_text, rewrites_psqls_operators_outside_literals_keeping_the_len
     std::string sql =
         "SELECT 1 WHERE c.relname OPERATOR(pg_catalog.~) '^(x)$' COLLATE pg_catalog.default "
         "AND 'OPERATOR(pg_catalog.~)' <> \"OPERATOR(pg_catalog.=)\" -- OPERATOR(pg_catalog.~)\n"
-        "AND a operator ( pg_catalog . !~ ) E'\\'OPERATOR(pg_catalog.~)'";
+        "AND a operator ( pg_catalog . !~ ) E'\\'OPERATOR(pg_catalog.~)' "
+        "AND x::pg_catalog.regclass::pg_catalog.text = '::pg_catalog.text'";
     const auto size = sql.size();
     pg_operator_text(sql);
     EXPECT_EQ(sql.size(), size);
@@ -373,7 +374,8 @@ TEST(pg_operator_text, rewrites_psqls_operators_outside_literals_keeping_the_len
         sql,
         "SELECT 1 WHERE c.relname ~                      '^(x)$'                            "
         "AND 'OPERATOR(pg_catalog.~)' <> \"OPERATOR(pg_catalog.=)\" -- OPERATOR(pg_catalog.~)\n"
-        "AND a !~                           E'\\'OPERATOR(pg_catalog.~)'");
+        "AND a !~                           E'\\'OPERATOR(pg_catalog.~)' "
+        "AND x::           regclass::           text = '::pg_catalog.text'");
 }
 
 TEST_F(serving_fixture, the_catalog_answers_as_postgresql_to_the_tools) {
