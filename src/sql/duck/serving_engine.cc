@@ -4,6 +4,7 @@
 #include <system_error>
 #include <thread>
 
+#include "sql/duck/pg_catalog.h"
 #include "sql/duck/pg_shape.h"
 #include "sql/duck/serving.h"
 #include "sql/duck/serving_session.h"
@@ -71,6 +72,7 @@ outcome<std::shared_ptr<duck::engine>> open_serving_database(
     try {
         register_blob_text_cast(*(*e)->internals().db->instance);
         register_json_text(*(*e)->internals().db->instance);
+        register_pg_catalog(*(*e)->internals().db->instance);
         auto* impl = &(*e)->internals();
         register_session_functions(*impl->db->instance,
                                    [impl](duckdb::ClientContext& c) { return impl->find(c); });

@@ -12,6 +12,7 @@
 #include "duckdb/parser/sql_statement.hpp"
 #include "duckdb/parser/statement/copy_statement.hpp"
 #include "sql/budget.h"
+#include "sql/duck/pg_catalog.h"
 #include "sql/duck/pg_shape.h"
 #include "sql/duck/statement_checks.h"
 #include "sql/duck/user_tables.h"
@@ -444,7 +445,9 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
     while (!sql.empty() &&
            (sql.front() == ';' || std::isspace(static_cast<unsigned char>(sql.front()))))
         sql.remove_prefix(1);
-    const std::string text(sql);
+    // psql's OPERATOR(pg_catalog.~): in place, the text's length kept (the tail's offsets).
+    std::string text(sql);
+    pg_operator_text(text);
     const auto hinted = [&text](query_error q) {
         if (const auto hint = error_hint(text, q.message);
             !hint.empty() && q.message.find(hint) == std::string::npos)
@@ -470,6 +473,7 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
             return *big;
         }
         shape_statement(*first);
+        pg_catalog_statement(*first, text);
         std::string own = text.substr(first->stmt_location, end - first->stmt_location);
         _bound_topics.clear();
         auto prep = _con->Prepare(std::move(first));

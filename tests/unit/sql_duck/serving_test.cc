@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "log/log_manager.h"
+#include "sql/duck/pg_catalog.h"
 #include "sql/sql_security_util.h"
 #include "sql/sql_test_util.h"
 #include "support/batch_builder.h"
@@ -358,6 +359,56 @@ TEST_F(serving_fixture, results_stream_a_chunk_at_a_time) {
     ASSERT_TRUE(st);
     for (int i = 0; i < 3000; ++i) ASSERT_EQ((*st)->step(), statement::step_state::row);
     EXPECT_EQ(std::get<int64_t>((*st)->row()[0]), 2999);
+}
+
+TEST(pg_operator_text, rewrites_psqls_operators_outside_literals_keeping_the_length) {
+    std::string sql =
+        "SELECT 1 WHERE c.relname OPERATOR(pg_catalog.~) '^(x)$' COLLATE pg_catalog.default "
+        "AND 'OPERATOR(pg_catalog.~)' <> \"OPERATOR(pg_catalog.=)\" -- OPERATOR(pg_catalog.~)\n"
+        "AND a operator ( pg_catalog . !~ ) E'\\'OPERATOR(pg_catalog.~)' "
+        "AND x::pg_catalog.regclass::pg_catalog.text = '::pg_catalog.text'";
+    const auto size = sql.size();
+    pg_operator_text(sql);
+    EXPECT_EQ(sql.size(), size);
+    EXPECT_EQ(
+        sql,
+        "SELECT 1 WHERE c.relname ~                      '^(x)$'                            "
+        "AND 'OPERATOR(pg_catalog.~)' <> \"OPERATOR(pg_catalog.=)\" -- OPERATOR(pg_catalog.~)\n"
+        "AND a !~                           E'\\'OPERATOR(pg_catalog.~)' "
+        "AND x::           regclass::           text = '::pg_catalog.text'");
+}
+
+TEST_F(serving_fixture, the_catalog_answers_as_postgresql_to_the_tools) {
+    run("CREATE SCHEMA shop");
+    run("CREATE TABLE shop.items(sku TEXT PRIMARY KEY)");
+    // regclass in and out, qualified when not on the search path; PostgreSQL's OIDs of its
+    // catalog tables.
+    EXPECT_EQ(run("SELECT 'shop.items'::regclass::text, 'pg_class'::regclass, "
+                  "'shop.items'::regclass = (SELECT c.oid FROM pg_class c JOIN pg_namespace n "
+                  "ON n.oid = c.relnamespace WHERE n.nspname = 'shop' AND relname = 'items')"),
+              (rows{{"shop.items", "1259", "1"}}));
+    EXPECT_EQ(run("SELECT 'nope'::regclass"), (rows{{err(failure::undefined_table)}}));
+    // ~ and !~ search, as PostgreSQL's (DuckDB's match the whole string).
+    EXPECT_EQ(run("SELECT 'pg_catalog' ~ '^pg_', 'abc' !~ 'b', 'abc' ~ '^b'"),
+              (rows{{"1", "0", "0"}}));
+    EXPECT_EQ(run("SELECT pg_catalog.to_regclass('nope') IS NULL, 42::oid"), (rows{{"1", "42"}}));
+    // format_type by PostgreSQL's type OIDs and typmods.
+    EXPECT_EQ(run("SELECT format_type(25, -1), pg_catalog.format_type(20, NULL), "
+                  "format_type(1043, 36), format_type(1700, 655366), format_type(1, -1)"),
+              (rows{{"text", "bigint", "character varying(32)", "numeric(10,2)", "???"}}));
+    // psql's spellings: OPERATOR(pg_catalog.~), COLLATE pg_catalog.default, pg_catalog.f
+    // for functions DuckDB has in main.
+    EXPECT_EQ(run("SELECT pg_catalog.upper(c.relname) FROM pg_catalog.pg_class c WHERE c.relname "
+                  "OPERATOR(pg_catalog.~) '^(items)$' COLLATE pg_catalog.default"),
+              (rows{{"ITEMS"}}));
+    // \l's columns of the one database; the schemata of this database and the catalog's.
+    EXPECT_EQ(run("SELECT pg_catalog.pg_get_userbyid(d.datdba), "
+                  "pg_catalog.pg_encoding_to_char(d.encoding), d.datcollate, d.datlocprovider "
+                  "FROM pg_catalog.pg_database d"),
+              (rows{{"sluice", "UTF8", "C", "c"}}));
+    EXPECT_EQ(run("SELECT schema_name FROM information_schema.schemata WHERE schema_name NOT IN "
+                  "('kafka_topics', 'system') ORDER BY 1"),
+              (rows{{"information_schema"}, {"main"}, {"pg_catalog"}, {"shop"}}));
 }
 
 }  // namespace
