@@ -164,7 +164,7 @@ result<std::optional<int64_t>> record_cursor::next_count() {
             if (past_end) {
                 _next_record = _end;
                 _log = nullptr;
-                return count{n};
+                return n > 0 ? count{n} : count{};
             }
             if (!_records->ok())
                 return error{errc::corrupt,
@@ -180,6 +180,7 @@ result<std::optional<int64_t>> record_cursor::next_count() {
             return count{};
         }
         if (_header.base_offset >= _start && _header.last_offset() < _end) {
+            if (_header.record_count <= 0) continue;  // emptied by compaction
             // Whole in the range: the header's count is the records the batch holds
             // (compaction rewrites it with those it keeps).
             ++_stats.batches_read;

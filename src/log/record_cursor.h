@@ -54,7 +54,7 @@ class record_cursor {
     result<bool> next();
     const protocol::record_ref& record() const { return _rec; }
     // Instead of next(), for a count: how many of the range's records the next batch holds
-    // (nullopt at the range's end, and then is_open() is false), skipping the same
+    // (never 0: nullopt at the range's end, and then is_open() is false), skipping the same
     // batches and records as next(). A batch wholly in the range is counted from its
     // header, without decompressing or decoding it; one the range cuts is decoded.
     // Errors: as next().
