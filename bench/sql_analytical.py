@@ -196,10 +196,11 @@ def best_of(runs, fn):
     return min(times), out
 
 
-def start_broker(binary, data, engine="sqlite"):
+def start_broker(binary, data, engine="sqlite", sql_threads=0):
+    threads = ["--sql-threads", str(sql_threads)] if sql_threads else []
     proc = subprocess.Popen([binary, "serve", "--data-dir", data, "--listen", "127.0.0.1:0",
                              "--http", "127.0.0.1:0", "--sql-timeout-ms", "600000",
-                             "--sql-engine", engine],
+                             "--sql-engine", engine] + threads,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     kafka = http = None
     deadline = time.monotonic() + 60
@@ -298,6 +299,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--sqlite-runs", type=int, help="runs of (a) (default --runs)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--sql-threads", type=int, default=0,
+                    help="the DuckDB broker's --sql-threads (0: its default, one per core)")
     ap.add_argument("--append-rows", type=int, default=1_000_000)
     ap.add_argument("--sluice", default="build/sluice")
     ap.add_argument("--duckbench", default="build/bench/sluice-duckbench")
@@ -352,7 +355,7 @@ def main():
 
     # (f) the same broker's data, served by its DuckDB engine; the expansion made again
     # with a backfill into the columnar store.
-    proc, kafka, http = start_broker(args.sluice, data, "duckdb")
+    proc, kafka, http = start_broker(args.sluice, data, "duckdb", args.sql_threads)
     try:
         create_expansion(http, "events", backfill=True)
         s = wait_expansion(http, args.events)

@@ -94,7 +94,7 @@ result<bool> record_cursor::read_chunk() {
     return true;
 }
 
-result<bool> record_cursor::next_batch() {
+result<bool> record_cursor::seek_batch() {
     for (;;) {
         if (_in_batch) {
             _batch_at += _header.size_bytes();
@@ -114,18 +114,81 @@ result<bool> record_cursor::next_batch() {
         if (h->base_offset >= _end) return false;
         _in_batch = true;
         if (h->last_offset() < _start || h->is_control() || in_aborted(_aborted, *h)) continue;
-        // A compressed batch looked up again (a join's next row) is decompressed once.
-        const bool decompressed = _header.codec() != protocol::compression::none &&
-                                  _plain_of == std::pair{_buf_reads, _batch_at};
-        auto records = decompressed ? result<bytes_view>(bytes_view(_plain))
-                                    : protocol::batch_records(rest, _header, _plain);
-        if (!records)
-            return error{errc::corrupt, fmt::format("the batch at offset {}: {}", h->base_offset,
-                                                    records.err().message)};
-        _plain_of = {_buf_reads, _batch_at};
-        _records.emplace(*records, _header);
-        ++_stats.batches_read;
         return true;
+    }
+}
+
+result<void> record_cursor::open_records() {
+    const bytes_view rest = bytes_view(_buf).subspan(_batch_at, _buf_used - _batch_at);
+    // A compressed batch looked up again (a join's next row) is decompressed once.
+    const bool decompressed = _header.codec() != protocol::compression::none &&
+                              _plain_of == std::pair{_buf_reads, _batch_at};
+    auto records = decompressed ? result<bytes_view>(bytes_view(_plain))
+                                : protocol::batch_records(rest, _header, _plain);
+    if (!records)
+        return error{errc::corrupt, fmt::format("the batch at offset {}: {}", _header.base_offset,
+                                                records.err().message)};
+    _plain_of = {_buf_reads, _batch_at};
+    _records.emplace(*records, _header);
+    ++_stats.batches_read;
+    return {};
+}
+
+result<bool> record_cursor::next_batch() {
+    auto more = seek_batch();
+    if (!more || !*more) return more;
+    if (auto r = open_records(); !r) return r.err();
+    return true;
+}
+
+result<std::optional<int64_t>> record_cursor::next_count() {
+    using count = std::optional<int64_t>;
+    if (!_log) return count{};
+    for (;;) {
+        if (_records) {
+            // The batch being read (by next(), or one the range cuts): its records in the
+            // range, one by one.
+            int64_t n = 0;
+            bool past_end = false;
+            while (std::exchange(_rec_pending, false) || _records->next(_rec)) {
+                if (_rec.offset < _start) continue;
+                if (_rec.offset >= _end) {
+                    _rec_pending = true;
+                    past_end = true;
+                    break;
+                }
+                ++n;
+                _next_record = _rec.offset + 1;
+            }
+            _stats.records_read += n;
+            if (past_end) {
+                _next_record = _end;
+                _log = nullptr;
+                return n > 0 ? count{n} : count{};
+            }
+            if (!_records->ok())
+                return error{errc::corrupt,
+                             fmt::format("malformed records in the batch at offset {}",
+                                         _header.base_offset)};
+            if (n > 0) return count{n};
+        }
+        auto more = seek_batch();
+        if (!more) return more.err();
+        if (!*more) {
+            _next_record = _end;
+            _log = nullptr;
+            return count{};
+        }
+        if (_header.base_offset >= _start && _header.last_offset() < _end) {
+            if (_header.record_count <= 0) continue;  // emptied by compaction
+            // Whole in the range: the header's count is the records the batch holds
+            // (compaction rewrites it with those it keeps).
+            ++_stats.batches_read;
+            _stats.records_read += _header.record_count;
+            _next_record = _header.last_offset() + 1;
+            return count{_header.record_count};
+        }
+        if (auto r = open_records(); !r) return r.err();
     }
 }
 

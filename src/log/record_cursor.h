@@ -53,6 +53,12 @@ class record_cursor {
     // deleted).
     result<bool> next();
     const protocol::record_ref& record() const { return _rec; }
+    // Instead of next(), for a count: how many of the range's records the next batch holds
+    // (never 0: nullopt at the range's end, and then is_open() is false), skipping the same
+    // batches and records as next(). A batch wholly in the range is counted from its
+    // header, without decompressing or decoding it; one the range cuts is decoded.
+    // Errors: as next().
+    result<std::optional<int64_t>> next_count();
     // The batch holding record().
     const protocol::batch_header& batch() const { return _header; }
     // record()'s broker append time; the first call reads the append times of the
@@ -68,6 +74,10 @@ class record_cursor {
     static constexpr size_t npos = static_cast<size_t>(-1);
 
     result<bool> read_chunk();
+    // The next batch holding records of the range into _header; then open_records()
+    // decodes it (next_batch() does both).
+    result<bool> seek_batch();
+    result<void> open_records();
     result<bool> next_batch();
     // Where in _buf the batch to read `start` from begins, when the buffer holds it
     // whole; npos when it must be read.

@@ -26,7 +26,7 @@
 namespace sluice::sql {
 
 // The bounds, set once at start-up (serve flags --sql-session-memory, --sql-memory,
-// --sql-max-value-bytes, --sql-session-temp-bytes, --sql-temp-bytes).
+// --sql-max-value-bytes, --sql-session-temp-bytes, --sql-temp-bytes, --sql-threads).
 struct resource_bounds {
     uint64_t session_memory = uint64_t{256} << 20;  // one session's statements
     uint64_t total_memory = uint64_t{1} << 30;      // every user session together
@@ -37,6 +37,9 @@ struct resource_bounds {
     int64_t max_value_bytes = int64_t{32} << 20;
     uint64_t session_temp = uint64_t{1} << 30;  // one session's temporary files
     uint64_t total_temp = uint64_t{4} << 30;    // every user session's together
+    // The DuckDB engine's worker threads, every statement's together (DuckDB's `threads`);
+    // 0: one per core. SQLite runs a statement on its session's thread.
+    uint32_t threads = 0;
 };
 
 // Which bound refused the last allocation or temporary write of an account.

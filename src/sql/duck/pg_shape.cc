@@ -1,5 +1,7 @@
 #include "sql/duck/pg_shape.h"
 
+#include "sql/duck/json_paths.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -204,6 +206,7 @@ void shape_statement(duckdb::SQLStatement& s) {
     }
     if (!q || !q->node) return;
     if (s.type != d::StatementType::INSERT_STATEMENT) name_columns(*q->node);
+    share_json_parses(*q->node);  // before json_args, which wraps the shared extraction's x
     json_args{}.node(*q->node);
 }
 

@@ -9,6 +9,8 @@
 //   when not UTF-8). DuckDB would otherwise take the BLOB for a JSON string.
 // - An unnamed function call in the select list is named by the function, as PostgreSQL
 //   names it (count(*) is `count`, sum(x) `sum`), not by DuckDB's whole expression.
+// - Several ->> of one value in a SELECT's projection parse it once per row
+//   (duck/json_paths.h).
 
 #include <string>
 #include <string_view>

@@ -12,7 +12,8 @@
 // - Bounds: DuckDB's memory_limit is the total of every session (--sql-memory), temp files
 //   under <data_dir>/sql-duck-tmp up to --sql-temp-bytes; statement timeout and cancel
 //   interrupt the connection (a watchdog thread); rows and value sizes are checked as
-//   rows are stepped; results stream, a chunk (2048 rows) at a time.
+//   rows are stepped; results stream, a chunk (2048 rows) at a time. DuckDB runs every
+//   session's statements on --sql-threads threads (by default one per core).
 // DuckDB's headers stay out of this one.
 
 #include <filesystem>

@@ -66,7 +66,10 @@ outcome<std::shared_ptr<duck::engine>> open_serving_database(
     o.state = opts.state;
     o.memory_limit_bytes = opts.bounds.total_memory;
     o.temp_limit_bytes = opts.bounds.total_temp;
-    o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // --sql-threads; by default one per core.
+    o.threads =
+        static_cast<int>(opts.bounds.threads ? opts.bounds.threads
+                                             : std::max(1u, std::thread::hardware_concurrency()));
     auto e = engine::open(o);
     if (!e) return e.error();
     try {

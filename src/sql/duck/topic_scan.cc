@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -51,6 +52,9 @@ enum col : d::idx_t {
     c_ts_producer_tz,
     c_ts_broker_tz,
     c_row_id,
+    // What DuckDB asks for when it needs rows but no column (count(*)): nothing is
+    // decoded (scan_count).
+    c_empty,
 };
 constexpr d::idx_t regular_columns = c_key_text;
 
@@ -83,6 +87,7 @@ struct global_state final : d::GlobalTableFunctionState {
     int32_t last_partition = -1;
     std::vector<d::column_t> columns;  // the projected columns (enum col), in output order
     std::vector<offset_t> cut;         // per partition: the last stable offset the statement sees
+    bool count_only = false;           // no column read: rows are counted, not decoded
     d::idx_t MaxThreads() const override {
         return static_cast<d::idx_t>(std::max(1, last_partition - next_partition + 1));
     }
@@ -95,6 +100,7 @@ struct local_state final : d::LocalTableFunctionState {
     // Shared mode: the partition through the partition-log interface instead.
     log::partition_store* store = nullptr;
     log::store_cursor store_records;
+    int64_t counted = 0;  // count_only: rows counted and not returned yet
 
     bool reading() const { return log || store; }
     const protocol::record_ref& rec() const {
@@ -157,11 +163,14 @@ d::virtual_column_map_t virtual_columns(d::ClientContext&, d::optional_ptr<d::Fu
     m[v + c_ts_broker_tz - regular_columns] =
         d::TableColumn("timestamp_broker_tz", d::LogicalType::TIMESTAMP_TZ);
     m[d::COLUMN_IDENTIFIER_ROW_ID] = d::TableColumn("rowid", d::LogicalType::BIGINT);
+    // Offered so that a statement reading no column (count(*)) asks for it, not rowid.
+    m[d::COLUMN_IDENTIFIER_EMPTY] = d::TableColumn("", d::LogicalType::BOOLEAN);
     return m;
 }
 
 // DuckDB's column id as the enum's.
 d::column_t column_of_id(d::column_t id) {
+    if (id == d::COLUMN_IDENTIFIER_EMPTY) return c_empty;
     if (d::IsRowIdColumnId(id)) return c_row_id;
     if (d::IsVirtualColumn(id)) return id - d::VIRTUAL_COLUMN_START + regular_columns;
     return id;
@@ -249,14 +258,40 @@ void narrow(range& r, d::ExpressionType op, const d::Value& v) {
     }
 }
 
+// Whether narrowing column c's range by `c <op> v` is exactly the filter: partition and
+// offset are read exactly as their ranges say (the timestamps are not: a time index
+// seeks near a bound), and an integer or NULL narrows exactly.
+bool exact(d::column_t c, d::ExpressionType op, const d::Value& v) {
+    if (c != c_partition && c != c_offset) return false;
+    switch (op) {
+        case d::ExpressionType::COMPARE_EQUAL:
+        case d::ExpressionType::COMPARE_GREATERTHAN:
+        case d::ExpressionType::COMPARE_GREATERTHANOREQUALTO:
+        case d::ExpressionType::COMPARE_LESSTHAN:
+        case d::ExpressionType::COMPARE_LESSTHANOREQUALTO:
+            break;
+        default:
+            return false;
+    }
+    const auto t = v.type().id();
+    return v.IsNull() || t == d::LogicalTypeId::TINYINT || t == d::LogicalTypeId::SMALLINT ||
+           t == d::LogicalTypeId::INTEGER || t == d::LogicalTypeId::BIGINT ||
+           t == d::LogicalTypeId::UTINYINT || t == d::LogicalTypeId::USMALLINT ||
+           t == d::LogicalTypeId::UINTEGER;
+}
+
 // Narrows the scan's ranges by the comparisons of a WHERE clause on partition, offset and
-// the timestamps: column <op> constant (either side), BETWEEN, IN. Every filter stays in
-// `filters`, so DuckDB still checks each row: the scan may read more than a predicate
-// needs, but never returns a row it should not.
+// the timestamps: column <op> constant (either side), BETWEEN, IN. A comparison of
+// partition or offset with an integer constant (or BETWEEN two) is then exactly what the
+// scan reads, and leaves `filters` (so that count(*) ... WHERE partition = 1 reads no
+// column); every other filter stays for DuckDB to check on each row: the scan may read
+// more than a predicate needs, but never returns a row it should not.
 void pushdown_filters(d::ClientContext&, d::LogicalGet& get, d::FunctionData* data,
                       d::vector<d::unique_ptr<d::Expression>>& filters) {
     auto& b = data->Cast<bind_data>();
-    for (const auto& f : filters) {
+    for (size_t i = 0; i < filters.size();) {
+        const auto& f = filters[i];
+        bool done = false;  // the ranges are exactly f
         switch (f->GetExpressionClass()) {
             case d::ExpressionClass::BOUND_COMPARISON: {
                 const auto& cmp = f->Cast<d::BoundComparisonExpression>();
@@ -270,6 +305,7 @@ void pushdown_filters(d::ClientContext&, d::LogicalGet& get, d::FunctionData* da
                 }
                 range* r = c && v ? range_of(b, *c) : nullptr;
                 if (r) narrow(*r, op, *v);
+                done = r && exact(*c, op, *v);
                 break;
             }
             case d::ExpressionClass::BOUND_BETWEEN: {
@@ -282,11 +318,16 @@ void pushdown_filters(d::ClientContext&, d::LogicalGet& get, d::FunctionData* da
                            bt.lower_inclusive ? d::ExpressionType::COMPARE_GREATERTHANOREQUALTO
                                               : d::ExpressionType::COMPARE_GREATERTHAN,
                            *lo);
-                if (const auto* hi = constant_of(*bt.upper))
-                    narrow(*r,
-                           bt.upper_inclusive ? d::ExpressionType::COMPARE_LESSTHANOREQUALTO
-                                              : d::ExpressionType::COMPARE_LESSTHAN,
-                           *hi);
+                const auto lo_op = bt.lower_inclusive
+                                       ? d::ExpressionType::COMPARE_GREATERTHANOREQUALTO
+                                       : d::ExpressionType::COMPARE_GREATERTHAN;
+                const auto hi_op = bt.upper_inclusive ? d::ExpressionType::COMPARE_LESSTHANOREQUALTO
+                                                      : d::ExpressionType::COMPARE_LESSTHAN;
+                const auto* lo = constant_of(*bt.lower);
+                const auto* hi = constant_of(*bt.upper);
+                if (lo) narrow(*r, lo_op, *lo);
+                if (hi) narrow(*r, hi_op, *hi);
+                done = lo && hi && exact(*c, lo_op, *lo) && exact(*c, hi_op, *hi);
                 break;
             }
             case d::ExpressionClass::BOUND_OPERATOR: {
@@ -297,8 +338,8 @@ void pushdown_filters(d::ClientContext&, d::LogicalGet& get, d::FunctionData* da
                 if (!r) break;
                 // The smallest range holding every listed value.
                 range hull{1, 0};
-                for (size_t i = 1; i < in.children.size(); ++i) {
-                    const auto* v = constant_of(*in.children[i]);
+                for (size_t k = 1; k < in.children.size(); ++k) {
+                    const auto* v = constant_of(*in.children[k]);
                     if (!v) {
                         hull = {};
                         break;
@@ -317,6 +358,10 @@ void pushdown_filters(d::ClientContext&, d::LogicalGet& get, d::FunctionData* da
             default:
                 break;
         }
+        if (done)
+            filters.erase(filters.begin() + static_cast<std::ptrdiff_t>(i));
+        else
+            ++i;
     }
 }
 
@@ -339,6 +384,11 @@ d::unique_ptr<d::GlobalTableFunctionState> init_global(d::ClientContext&,
     const auto& b = input.bind_data->Cast<bind_data>();
     auto g = d::make_uniq<global_state>();
     for (const auto id : input.column_ids) g->columns.push_back(column_of_id(id));
+    // Every record counts when no column is read and no producer time bounds the rows
+    // (a producer time is checked per record; the other ranges bound the reads exactly).
+    g->count_only =
+        std::all_of(g->columns.begin(), g->columns.end(), [](auto c) { return c == c_empty; }) &&
+        b.ts_producer == range{};
     {
         // Checked again when the statement runs: a prepared statement may outlive the
         // policy that allowed it.
@@ -396,6 +446,23 @@ result<bool> enter_partition(const bind_data& b, const global_state& g, local_st
     return true;
 }
 
+// The partition a scan's thread reads next into l, entered; false when none is left.
+bool next_partition(const bind_data& b, global_state& g, local_state& l) {
+    for (;;) {
+        int32_t p = 0;
+        {
+            std::lock_guard lk(g.mu);
+            if (g.next_partition > g.last_partition) return false;
+            p = g.next_partition++;
+        }
+        auto entered = enter_partition(b, g, l, p);
+        if (!entered) scan_error(b, p, entered.err());
+        if (*entered) return true;
+        l.log = nullptr;
+        l.store = nullptr;
+    }
+}
+
 // The next record of the scan into l.rec(); false at the end.
 bool advance(const bind_data& b, global_state& g, local_state& l) {
     for (;;) {
@@ -408,18 +475,34 @@ bool advance(const bind_data& b, global_state& g, local_state& l) {
             l.store = nullptr;
             l.store_records.close();
         }
-        int32_t p = 0;
-        {
-            std::lock_guard lk(g.mu);
-            if (g.next_partition > g.last_partition) return false;
-            p = g.next_partition++;
+        if (!next_partition(b, g, l)) return false;
+    }
+}
+
+// advance() for a count: how many records the scan has next (a batch's), 0 at the end.
+// The local logs' batches wholly in the range are counted from their headers
+// (log::record_cursor::next_count); shared mode's records one by one.
+int64_t advance_count(const bind_data& b, global_state& g, local_state& l) {
+    for (;;) {
+        if (l.log) {
+            auto n = l.records.next_count();
+            if (!n) scan_error(b, l.partition, n.err());
+            if (*n && **n > 0) return **n;
+            if (!*n) {
+                l.log = nullptr;
+                l.records.close();
+            }
+            continue;
         }
-        auto entered = enter_partition(b, g, l, p);
-        if (!entered) scan_error(b, p, entered.err());
-        if (!*entered) {
-            l.log = nullptr;
+        if (l.store) {
+            auto more = l.store_records.next();
+            if (!more) scan_error(b, l.partition, more.err());
+            if (*more) return 1;
             l.store = nullptr;
+            l.store_records.close();
+            continue;
         }
+        if (!next_partition(b, g, l)) return 0;
     }
 }
 
@@ -488,10 +571,33 @@ void count_reads(const bind_data& b, local_state& l) {
     from = {};
 }
 
+// The scan of a statement that reads no column: rows without values, as many as the
+// records in range, STANDARD_VECTOR_SIZE at a time.
+void scan_count(const bind_data& b, global_state& g, local_state& l, d::DataChunk& out) {
+    d::idx_t n = 0;
+    while (n < STANDARD_VECTOR_SIZE) {
+        if (l.counted == 0 && (l.counted = advance_count(b, g, l)) == 0) break;
+        const auto take =
+            std::min<int64_t>(l.counted, static_cast<int64_t>(STANDARD_VECTOR_SIZE - n));
+        n += static_cast<d::idx_t>(take);
+        l.counted -= take;
+    }
+    for (auto& v : out.data) {
+        v.SetVectorType(d::VectorType::CONSTANT_VECTOR);
+        d::ConstantVector::SetNull(v, true);
+    }
+    count_reads(b, l);
+    out.SetCardinality(n);
+}
+
 void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
     const auto& b = input.bind_data->Cast<bind_data>();
     auto& g = input.global_state->Cast<global_state>();
     auto& l = input.local_state->Cast<local_state>();
+    if (g.count_only) {
+        scan_count(b, g, l, out);
+        return;
+    }
     d::idx_t n = 0;
     while (n < STANDARD_VECTOR_SIZE && advance(b, g, l)) {
         const auto& rec = l.rec();
@@ -554,6 +660,9 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
                 case c_value_text:
                     set_text(v, n, rec.value);
                     break;
+                case c_empty:  // never read
+                    d::FlatVector::SetNull(v, n, true);
+                    break;
                 default:  // the row id: unique within the topic
                     d::FlatVector::GetData<int64_t>(v)[n] =
                         (static_cast<int64_t>(l.partition) << 47) ^ rec.offset;
@@ -588,7 +697,7 @@ void register_topic_scan(duckdb::DatabaseInstance& db, topic_source src, session
         init_global, init_local);
     f.function_info = std::move(i);
     f.projection_pushdown = true;
-    f.filter_pushdown = false;  // the filters stay DuckDB's; pushdown_filters narrows the scan
+    f.filter_pushdown = false;  // pushdown_filters narrows the scan (and takes exact ones)
     f.pushdown_complex_filter = pushdown_filters;
     f.cardinality = cardinality;
     f.get_virtual_columns = virtual_columns;

@@ -264,6 +264,51 @@ TEST_F(duck_fixture, read_committed_and_one_cut_per_statement) {
               (rows{{"6"}}));
 }
 
+TEST_F(duck_fixture, count_star_counts_batches_from_their_headers) {
+    create_topic("c", 2);
+    auto* pl = logs->get("c", 0);
+    // Partition 0: a plain batch, every codec's, a batch larger than DuckDB's vector (2048
+    // rows), committed and aborted transactions with their markers, an open one.
+    produce("c", 0, {{"k", "a", 1, {}}, {"k", "b", 2, {}}, {"k", "c", 3, {}}});  // 0..2
+    for (auto codec : sluice::testing::all_codecs)
+        produce_bytes("c", 0,
+                      sluice::testing::compress_batch(
+                          build_batch({{"k", "z", 4, {}}, {std::nullopt, std::nullopt, 5, {}}}),
+                          codec));  // 3..10
+    std::vector<test_record> big;
+    for (int i = 0; i < 5000; ++i) big.push_back({"k", std::to_string(i), 6, {}});
+    produce("c", 0, big);                      // 11..5010
+    produce_txn("c", 7, "committed");          // 5011..5012
+    produce_txn("c", 8, "aborted");            // 5013..5014
+    write_marker(pl, 7, true);                 // 5015
+    write_marker(pl, 8, false);                // 5016
+    produce_txn("c", 9, "open");               // 5017..5018: the last stable offset stays
+    produce("c", 0, {{"k", "after", 7, {}}});  // 5019: above it
+    produce("c", 1, {{"k", "p1", 8, {}}});
+    // 3 + 8 + 5000 + 2 records of partition 0, 1 of partition 1: what decoding every
+    // record (count of a column) finds too.
+    const char* star = "SELECT count(*) FROM kafka_topic('c')";
+    EXPECT_EQ(query(star), (rows{{"5014"}}));
+    EXPECT_EQ(sess->last_scan().records_read, 5014);
+    EXPECT_EQ(query("SELECT count(\"offset\") FROM kafka_topic('c')"), (rows{{"5014"}}));
+    EXPECT_EQ(query("SELECT count(*) FROM kafka_topic('c') WHERE partition = 0"), (rows{{"5013"}}));
+    // Offset bounds that cut batches (the big one, at 20): those records are decoded.
+    EXPECT_EQ(query("SELECT count(*) FROM kafka_topic('c') WHERE partition = 0 AND "
+                    "\"offset\" BETWEEN 5 AND 20"),
+              (rows{{"16"}}));
+    EXPECT_EQ(query("SELECT count(*) FROM kafka_topic('c') WHERE \"offset\" >= 5011"),
+              (rows{{"2"}}));
+    write_marker(pl, 9, true);
+    EXPECT_EQ(query(star), (rows{{"5017"}}));
+    // Rows without columns join and group as rows.
+    EXPECT_EQ(query("SELECT count(*), sum(1) FROM (SELECT 1 FROM kafka_topic('c') LIMIT 3000)"),
+              (rows{{"3000", "3000"}}));
+    // A log start inside a batch (DeleteRecords) cuts it: its records are decoded.
+    ASSERT_TRUE(pl->delete_records(12));
+    EXPECT_EQ(query(star), (rows{{"5005"}}));
+    EXPECT_EQ(query("SELECT count(\"offset\") FROM kafka_topic('c')"), (rows{{"5005"}}));
+}
+
 TEST_F(duck_fixture, sessions_run_at_once_each_with_its_own_counters) {
     create_topic("t", 2);
     produce("t", 0, {{"k", "a", 1, {}}, {"k", "b", 2, {}}});
@@ -504,6 +549,7 @@ TEST_F(shared_fixture, read_committed_cut_as_on_the_local_path) {
     EXPECT_EQ(shared_query(all), query(all));
     EXPECT_EQ(shared_query("SELECT count(*), count(*) FILTER (value_text = 'aborted') FROM tx"),
               (rows{{"6", "0"}}));
+    EXPECT_EQ(shared_query("SELECT count(*) FROM tx"), (rows{{"6"}}));  // no column read
 }
 
 }  // namespace

@@ -8,8 +8,10 @@
 #include <future>
 #include <thread>
 
+#include "duckdb/parser/parser.hpp"
 #include "log/log_manager.h"
 #include "sql/duck/pg_catalog.h"
+#include "sql/duck/pg_shape.h"
 #include "sql/sql_security_util.h"
 #include "sql/sql_test_util.h"
 #include "support/batch_builder.h"
@@ -151,6 +153,75 @@ TEST_F(serving_fixture, json_functions_read_the_blob_value_as_text) {
     EXPECT_EQ(run("SELECT value ->> 'op' AS op, count(*) FROM orders WHERE value ->> 'op' "
                   "IS NOT NULL GROUP BY value ->> 'op' ORDER BY 1"),
               (rows{{"c", "1"}, {"u", "1"}}));
+}
+
+// A statement as DuckDB prints it once shape_statement has shaped it.
+std::string shaped(const std::string& sql) {
+    duckdb::Parser p;
+    p.ParseQuery(sql);
+    shape_statement(*p.statements.at(0));
+    return p.statements[0]->ToString();
+}
+
+TEST(json_paths, several_paths_of_one_value_in_a_projection_parse_it_once) {
+    const std::string shared = "json_extract_string(sluice_json_text(\"value\"), ['$.kind', 'n'])";
+    // Select list, GROUP BY, HAVING and ORDER BY share one extraction of both paths;
+    // WHERE, CASE, another value and a single path are left as written.
+    const auto s = shaped(
+        "SELECT value ->> '$.kind' AS kind, sum((value ->> 'n')::INT), key ->> 'a', "
+        "CASE WHEN true THEN value ->> 'c' END FROM t WHERE (value ->> 'w') = 'x' AND "
+        "(value ->> 'v') = 'y' GROUP BY value ->> '$.kind' HAVING max(value ->> 'n') > '1' "
+        "ORDER BY value ->> '$.kind'");
+    EXPECT_NE(s.find("array_extract(" + shared + ", 1) AS kind"), std::string::npos) << s;
+    EXPECT_NE(s.find("GROUP BY array_extract(" + shared + ", 1)"), std::string::npos) << s;
+    EXPECT_NE(s.find("max(array_extract(" + shared + ", 2))"), std::string::npos) << s;
+    EXPECT_NE(s.find("ORDER BY array_extract(" + shared + ", 1)"), std::string::npos) << s;
+    EXPECT_NE(s.find("(sluice_json_text(\"key\") ->> 'a')"), std::string::npos) << s;
+    EXPECT_NE(s.find("(sluice_json_text(\"value\") ->> 'c')"), std::string::npos) << s;
+    EXPECT_NE(s.find("(sluice_json_text(\"value\") ->> 'w')"), std::string::npos) << s;
+    // In subqueries and CTEs too, each its own projection; a wildcard path is a list.
+    const auto sub = shaped(
+        "WITH c AS (SELECT v ->> 'a', v ->> 'b' FROM t) SELECT * FROM c, "
+        "(SELECT json_extract_string(v, '$.x'), v ->> '$.y', v ->> '$.z[*]' FROM t)");
+    EXPECT_NE(sub.find("json_extract_string(sluice_json_text(v), ['a', 'b'])"), std::string::npos)
+        << sub;
+    EXPECT_NE(sub.find("json_extract_string(sluice_json_text(v), ['$.x', '$.y'])"),
+              std::string::npos)
+        << sub;
+    EXPECT_NE(sub.find("(sluice_json_text(v) ->> '$.z[*]')"), std::string::npos) << sub;
+}
+
+TEST_F(serving_fixture, one_parse_of_several_paths_answers_as_one_parse_each) {
+    logs->add_topic("orders", 1, {});
+    produce("orders", 0,
+            {{"k1", R"({"op":"c","id":1,"n":{"m":[5]}})", 1111, {}},
+             {"k2", R"({"op":"c","id":2})", 1112, {}},
+             {"k3", R"({"op":"u"})", 1113, {}},
+             {"k4", std::nullopt, 1114, {}},
+             {"k5", "\xff not utf-8", 1115, {}},
+             {"k6", "[1,2]", 1116, {}}});
+    // Text results, NULL for a missing path, a NULL value or one not UTF-8.
+    EXPECT_EQ(run("SELECT value ->> '$.op' AS op, sum((value ->> 'id')::INT), "
+                  "count(value ->> '$.n.m[0]'), max(value ->> '$.n') FROM orders "
+                  "GROUP BY value ->> '$.op' ORDER BY value ->> '$.op'"),
+              (rows{{"c", "3", "1", R"({"m":[5]})"},
+                    {"u", "NULL", "0", "NULL"},
+                    {"NULL", "NULL", "0", "NULL"}}));
+    EXPECT_EQ(run("SELECT value ->> 'op', value ->> '$[1]' FROM orders ORDER BY \"offset\""),
+              (rows{{"c", "NULL"},
+                    {"c", "NULL"},
+                    {"u", "NULL"},
+                    {"NULL", "NULL"},
+                    {"NULL", "NULL"},
+                    {"NULL", "2"}}));
+    // Invalid JSON fails the statement as one extraction does; so does an invalid path.
+    produce("orders", 0, {{"k7", "{bad", 1117, {}}});
+    const auto one = run("SELECT value ->> 'op' FROM orders");
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0][0].rfind("ERROR ", 0), 0u);
+    EXPECT_EQ(run("SELECT value ->> 'op', value ->> 'id' FROM orders"), one);
+    EXPECT_EQ(run("SELECT value ->> '$.[x', value ->> 'id' FROM orders WHERE \"offset\" = 0"),
+              run("SELECT value ->> '$.[x' FROM orders WHERE \"offset\" = 0"));
 }
 
 TEST_F(serving_fixture, hidden_timestamp_columns_and_postgres_column_names) {
@@ -331,6 +402,36 @@ TEST_F(serving_fixture, paths_pragmas_and_savepoints_are_refused) {
                             "/* c */ rollback work to a"})
         EXPECT_EQ(run(sql), (rows{{err(failure::not_supported)}})) << sql;
     EXPECT_EQ(sqlstate(failure::not_supported), std::string("0A000"));
+}
+
+TEST_F(serving_fixture, sql_threads_bounds_the_engines_threads_and_stays_locked) {
+    // By default one per core; --sql-threads (resource_bounds::threads) sets DuckDB's.
+    EXPECT_EQ(run("SELECT current_setting('threads')"),
+              (rows{{std::to_string(std::max(1u, std::thread::hardware_concurrency()))}}));
+    for (const uint32_t n : {1u, 3u}) {
+        test::temp_dir other;  // a database of its own
+        engine_options o;
+        o.data_dir = other.path;
+        o.logs = logs.get();
+        o.bounds.threads = n;
+        auto e = open_serving_engine(o);
+        ASSERT_TRUE(e) << e.error().message;
+        auto s = (*e)->open_session();
+        ASSERT_TRUE(s);
+        auto st = (*s)->prepare("SELECT current_setting('threads')");
+        ASSERT_TRUE(st);
+        ASSERT_EQ((*st)->step(), statement::step_state::row);
+        EXPECT_EQ(text_of((*st)->row()[0]), std::to_string(n));
+        // Locked, like the other settings.
+        auto set = (*s)->prepare("SET threads = 8");
+        if (set) {
+            EXPECT_EQ((*set)->step(), statement::step_state::failed);
+        }
+        st = (*s)->prepare("SELECT current_setting('threads')");
+        ASSERT_TRUE(st);
+        ASSERT_EQ((*st)->step(), statement::step_state::row);
+        EXPECT_EQ(text_of((*st)->row()[0]), std::to_string(n));
+    }
 }
 
 TEST_F(serving_fixture, last_scan_counts_the_previous_statement) {
