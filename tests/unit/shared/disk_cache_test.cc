@@ -254,6 +254,8 @@ TEST(DiskCache, AFailingWriteFallsBackToTheStore) {
     EXPECT_EQ(disk.counters().write_failures, 1u);
     EXPECT_EQ(disk.counters().entries, 0u);
     EXPECT_EQ(f.read(disk, "o", 100, 100), obj.substr(100, 100));
+    disk.flush();  // its write fails too, before the directory comes back
+    EXPECT_EQ(disk.counters().write_failures, 2u);
     EXPECT_EQ(f.store->gets, 4);
     // Once it can write again, it does.
     fs::remove(f.cache_dir);
