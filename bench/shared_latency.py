@@ -40,6 +40,7 @@ class Fetcher:
         self.sock = socket.create_connection((host, int(port)), timeout=10)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.topic, self.partition, self.corr = topic, partition, 0
+        self.last_bytes = 0  # of the records the last fetch returned
 
     def _recv(self, n):
         buf = b""
@@ -68,6 +69,7 @@ class Fetcher:
         pos += 4 + 2 + 8 + 8 + 4 + max(naborted, 0) * 16
         (rlen,) = struct.unpack_from(">i", resp, pos)
         pos += 4
+        self.last_bytes = max(rlen, 0)
         last = -1
         end = pos + max(rlen, 0)
         while pos + 27 <= end:  # each v2 batch: base offset, length, ..., last offset delta

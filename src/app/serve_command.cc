@@ -492,7 +492,7 @@ int serve(const serve_options& o) {
     // directory keeps the local catalog's users and policies only.
     std::optional<shared_engines> engines;
     if (o.shared.enabled()) {
-        auto e = open_shared_engines(o.shared);
+        auto e = open_shared_engines(o.shared, cfg.data_dir);
         if (!e) {
             log_error("app", "shared mode: {}", e.err().message);
             return 1;

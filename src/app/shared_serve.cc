@@ -68,6 +68,12 @@ void add_shared_serve_flags(CLI::App& cmd, shared_serve_options& o) {
     cmd.add_option("--shared-cache-bytes", o.cache_bytes,
                    "Shared mode: the in-memory cache of object ranges read")
         ->capture_default_str();
+    cmd.add_option("--shared-disk-cache-dir", o.disk_cache_dir,
+                   "Shared mode: the directory of the cache's disk tier (object ranges read or "
+                   "written, kept across restarts). Default: DATA_DIR/object-cache");
+    cmd.add_option("--shared-disk-cache-bytes", o.disk_cache_bytes,
+                   "Shared mode: the budget of the cache's disk tier; 0 turns it off")
+        ->capture_default_str();
 }
 
 namespace {
@@ -110,7 +116,8 @@ result<std::unique_ptr<catalog::offset_store>> open_shared_offsets(const shared_
     return std::unique_ptr<catalog::offset_store>(std::move(*s));
 }
 
-result<shared_engines> open_shared_engines(const shared_serve_options& o) {
+result<shared_engines> open_shared_engines(const shared_serve_options& o,
+                                           const std::filesystem::path& data_dir) {
     if (o.storage.empty() || o.catalog.empty())
         return error{errc::invalid_argument,
                      "shared mode needs both --shared-storage s3://BUCKET/PREFIX and "
@@ -172,6 +179,9 @@ result<shared_engines> open_shared_engines(const shared_serve_options& o) {
     lc.broker_id = o.node_id;
     lc.produce_window = std::chrono::milliseconds(o.produce_window_ms);
     lc.cache_bytes = o.cache_bytes;
+    lc.disk_cache_bytes = o.disk_cache_bytes;
+    lc.disk_cache_dir = o.disk_cache_dir.empty() ? data_dir / "object-cache"
+                                                 : std::filesystem::path(o.disk_cache_dir);
     e.object_prefix = lc.object_prefix;
     auto log = shared::shared_log::open(*e.store, e.db, lc);
     if (!log) return error{log.code(), "shared log: " + log.err().message};

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,9 @@ struct shared_serve_options {
     int64_t maintenance_interval_ms = 60000;
     int64_t object_delete_grace_ms = 300000;
     size_t cache_bytes = 256u << 20;
+    // The cache's disk tier: empty dir is <data_dir>/object-cache; 0 bytes turns it off.
+    std::string disk_cache_dir;
+    uint64_t disk_cache_bytes = uint64_t{1} << 30;
 
     bool enabled() const { return !storage.empty() || !catalog.empty(); }
 };
@@ -88,8 +92,10 @@ class shared_sql_partitions final : public sql::partition_source {
 result<std::unique_ptr<catalog::offset_store>> open_shared_offsets(const shared_engines& e);
 
 // Checks the options, connects to the database (creating or upgrading the shared
-// catalog's schema) and to the object store. Errors name the flag or engine at fault.
-result<shared_engines> open_shared_engines(const shared_serve_options& o);
+// catalog's schema) and to the object store; the cache's disk tier goes under
+// `data_dir` unless the options say where. Errors name the flag or engine at fault.
+result<shared_engines> open_shared_engines(const shared_serve_options& o,
+                                           const std::filesystem::path& data_dir);
 
 // Reads the expansions' definitions again when another broker changed them (NOTIFY, or
 // every second), then calls `changed` (on the refresher's thread; must not block).

@@ -68,6 +68,8 @@ const char* file_kind_name(file_kind k) {
             return "journal";
         case file_kind::producer_snapshot:
             return "producer snapshot";
+        case file_kind::object_cache_entry:
+            return "object cache entry";
     }
     return "?";
 }

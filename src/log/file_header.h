@@ -22,6 +22,9 @@ enum class file_kind : uint32_t {
     append_time = 0x534c4154,   // "SLAT": append-time index
     journal = 0x534c4a4e,       // "SLJN": sync journal (journal.md; base_offset = first sequence)
     producer_snapshot = 0x534c5053,  // "SLPS": producer state (producer-snapshot.md)
+    // "SLOC": a range of an object in shared mode's disk cache (object-cache.md;
+    // base_offset = the range's first byte in the object)
+    object_cache_entry = 0x534c4f43,
 };
 
 constexpr size_t file_header_size = 32;

@@ -42,8 +42,25 @@ void raise_to(std::atomic<offset_t>& a, offset_t v) {
 
 }  // namespace
 
+namespace {
+
+std::unique_ptr<disk_cache> make_disk_tier(const shared_log_config& c) {
+    if (c.disk_cache_dir.empty() || c.disk_cache_bytes == 0) return nullptr;
+    disk_cache_config d;
+    d.dir = c.disk_cache_dir;
+    d.budget_bytes = c.disk_cache_bytes;
+    return std::make_unique<disk_cache>(std::move(d));
+}
+
+}  // namespace
+
 shared_log::shared_log(object_store& store, shared_log_config config)
-    : _store(store), _config(std::move(config)), _cache(store, _config.cache_bytes) {}
+    : _store(store),
+      _config(std::move(config)),
+      _disk(make_disk_tier(_config)),
+      _cache(store, _config.cache_bytes, _disk.get()),
+      _cache_metrics(metrics::global().add_collector(
+          [this](metrics::text_writer& w) { _cache.write_metrics(w); })) {}
 
 result<std::unique_ptr<shared_log>> shared_log::open(object_store& store, const pg_config& db,
                                                      shared_log_config config) {

@@ -8,7 +8,7 @@
 //     assigns their offsets, records where they lie and checks idempotent producers'
 //     sequences; only then do the appends complete;
 //   - the read path: the batch index says which object and byte range hold an offset;
-//     ranges are read through an in-memory cache (object_cache.h);
+//     ranges are read through a cache in memory and on disk (object_cache.h);
 //   - a LISTEN on batch_index.h's commit_channel, so that a wait for new data in a
 //     partition wakes when any broker commits to it.
 // shared_partition is the log::partition_store of one partition.
@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +34,7 @@
 
 #include "common/result.h"
 #include "log/partition_store.h"
+#include "metrics/registry.h"
 #include "shared/object_cache.h"
 #include "shared/object_store.h"
 #include "shared/pg_database.h"
@@ -45,6 +47,9 @@ struct shared_log_config {
     std::chrono::milliseconds produce_window{20};
     size_t window_max_bytes = 8u << 20;  // write the object early once this much waits
     size_t cache_bytes = 256u << 20;     // the read-through cache's budget
+    // Its disk tier (disk_cache.h): a directory and a budget; empty or 0: none.
+    std::filesystem::path disk_cache_dir;
+    uint64_t disk_cache_bytes = uint64_t{1} << 30;
     std::string object_prefix = "data";
     // Threads that run run_read()'s jobs, each with a database connection of its own.
     size_t reader_threads = 4;
@@ -98,6 +103,8 @@ class shared_log {
     };
     stats counters() const;
     object_cache::stats cache_counters() const { return _cache.counters(); }
+    // The disk tier (nullptr: none).
+    disk_cache* disk_tier() const { return _disk.get(); }
 
   private:
     friend class shared_partition;
@@ -124,6 +131,7 @@ class shared_log {
 
     object_store& _store;
     const shared_log_config _config;
+    std::unique_ptr<disk_cache> _disk;  // before _cache, which uses it
     object_cache _cache;
     std::unique_ptr<pg_database> _commit_db;  // the window thread's
     std::unique_ptr<pg_database> _read_db;    // reads outside run_read (calls serialized)
@@ -158,6 +166,7 @@ class shared_log {
     std::thread _window_thread;
     std::thread _listener_thread;
     std::vector<std::thread> _readers;
+    metrics::collector_handle _cache_metrics;  // last: removed first
 };
 
 // One partition of shared mode: log::partition_store over the batch index and the

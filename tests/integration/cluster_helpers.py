@@ -4,6 +4,7 @@
 import json
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
@@ -36,6 +37,19 @@ def state(d):
 
 def kafka(d, i):
     return next(b["kafka"] for b in state(d)["brokers"] if b["id"] == i)
+
+
+def broker_metrics(d, i):
+    """Broker i's GET /metrics as {series: value} (series with its labels, as written)."""
+    with urllib.request.urlopen("http://%s/metrics" % next(
+            b["http"] for b in state(d)["brokers"] if b["id"] == i), timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
 
 
 def wait_for(cond, timeout=30.0, what="condition"):

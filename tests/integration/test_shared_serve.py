@@ -8,6 +8,8 @@ scripts/cluster, driven by librdkafka (confluent-kafka) and kafka-python.
 - a group commits through one broker and a consumer bootstrapped at another resumes there;
 - kill -9 of a broker under acks=all load loses no acknowledged record and stores none
   twice; clients move to the living brokers; the killed broker rejoins with `start`;
+- a broker killed and started again serves what it had read from its read cache's disk
+  tier, sending no read to the object store;
 - what shared mode does not serve yet is refused with an error code.
 """
 
@@ -18,8 +20,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cluster_helpers import (cluster_cmd, consume_all, kafka, running_cluster, wait_for,
-                             wait_topic_known)
+import kproto as K
+from cluster_helpers import (broker_metrics, cluster_cmd, consume_all, kafka, running_cluster,
+                             wait_for, wait_topic_known)
 
 LEASE_MS = 3000
 
@@ -197,6 +200,41 @@ def test_kill_a_broker_under_acks_all_load(cluster):
              what="broker 1 back")
     seen1, _ = consume_all(kafka(cluster, 1), "durable", 6, len(acked), timeout=120)
     assert len(seen1) == len(acked)
+
+
+def test_a_restarted_broker_reads_its_disk_cache_not_the_store(cluster):
+    """The read cache's disk tier (docs/shared-mode.md, "The read cache"): a broker that
+    did not take the produce reads the partition (its range GETs fill its disk tier), is
+    killed with -9 and started again, and serves the same fetches from the disk tier: its
+    cache sends no read to the object store."""
+    create_topic(kafka(cluster, 0), "warm", 1, cluster)
+    acked, errors = produce(kafka(cluster, 0), "warm", ["w-%04d" % i for i in range(400)], 1)
+    assert not errors and len(acked) == 400
+    leaders, _ = wait_for(lambda: topic_leaders(kafka(cluster, 0), "warm"), what="a leader for warm")
+    leader = leaders[0]
+    reader = 2 if leader != 2 else 1
+    disk = 'sluice_object_cache_%s{tier="disk"}'
+    written = 'sluice_object_cache_disk_writes_total{outcome="ok"}'
+
+    def fetch_all():
+        with K.Conn(kafka(cluster, reader)) as conn:
+            recs, hw = K.fetch_all_v4(conn, "warm", 0)
+        return [(r.offset, r.value) for r in recs], hw
+
+    before = fetch_all()
+    assert before[1] == 400 and len(before[0]) == 400
+    # Each range the store returned is written to disk by the cache's writer thread.
+    m = wait_for(lambda: (lambda m: m if m[written] >= max(m[disk % "misses_total"], 1) else None)(
+        broker_metrics(cluster, reader)), what="the disk tier written")
+    assert m['sluice_object_cache_disk_writes_total{outcome="failed"}'] == 0
+    cluster_cmd("kill", cluster, reader)
+    cluster_cmd("start", cluster, reader)
+    assert fetch_all() == before
+    m = broker_metrics(cluster, reader)
+    assert m[disk % "hits_total"] > 0
+    assert m[disk % "misses_total"] == 0, m  # no range read from the store
+    # Every memory miss (the memory tier starts empty) was a disk hit.
+    assert m['sluice_object_cache_misses_total{tier="memory"}'] == m[disk % "hits_total"]
 
 
 def test_unsupported_features_are_refused(cluster):
