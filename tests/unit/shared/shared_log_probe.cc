@@ -15,6 +15,7 @@
 //   log-lookup TOPIC_ID PARTITION TS
 //       "OFFSET TIMESTAMP" for the first record at TS or later, then for the largest
 // Records carry timestamp SLUICE_PROBE_TIMESTAMP_MS (default 1000) plus their partition.
+// SLUICE_PRODUCE_WINDOW_MS and SLUICE_WINDOWS_IN_FLIGHT set shared_log_config's.
 
 #include <chrono>
 #include <future>
@@ -66,6 +67,8 @@ result<opened> open_log(int32_t broker) {
     cfg.broker_id = broker;
     if (const char* w = std::getenv("SLUICE_PRODUCE_WINDOW_MS"))
         cfg.produce_window = std::chrono::milliseconds(std::stoi(w));
+    if (const char* n = std::getenv("SLUICE_WINDOWS_IN_FLIGHT"))
+        cfg.windows_in_flight = std::stoul(n);
     auto l = shared_log::open(*o.store, pg_config_from_env(), cfg);
     if (!l) return l.err();
     o.log = std::move(*l);
