@@ -328,9 +328,10 @@ result<void> shared_log::commit_window(produce_window& w) {
             ++_data_gen;
         }
         _data_cv.notify_all();
-    } else {
-        (void)_store.remove(w.commit.object_key);  // nothing of it committed
     }
+    // Nothing committed (every append cancelled): the object stays unreferenced, for the
+    // cleanup, as after a failed commit (a DELETE here would hold the commits behind it
+    // while the store is slow).
     for (size_t i = 0; i < taken.size(); ++i) {
         if (w.cancelled[i]) {
             taken[i].done(*w.cancelled[i]);
