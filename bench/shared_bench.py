@@ -144,19 +144,47 @@ class SingleNode:
 
 
 class Cluster:
-    def __init__(self, n, work, sluice):
+    def __init__(self, n, work, sluice, in_flight=None, s3_delay_ms=0):
         self.n = n
         self.name = "shared, %d broker%s" % (n, "s" if n > 1 else "")
         self.key = "shared%d" % n
-        self.dir = work / ("cluster-%d" % n)
+        self.flags = []
+        if in_flight is not None:
+            # --windows-in-flight: one setup per value, named after it.
+            self.name += ", %d in flight" % in_flight
+            self.key += "-w%d" % in_flight
+            self.flags = ["--shared-windows-in-flight", str(in_flight)]
+        self.s3_delay_ms = s3_delay_ms
+        self.proxy = None
+        self.dir = work / ("cluster-%s" % self.key)
         self.env = dict(os.environ, SLUICE_BIN=sluice)
 
-    def start(self):
-        r = subprocess.run([str(ROOT / "scripts" / "cluster"), "up", str(self.dir), "--brokers", str(self.n),
-                            "--s3-log-requests"], env=self.env, capture_output=True, text=True, timeout=300)
+    def cluster(self, *args, timeout=300):
+        r = subprocess.run([str(ROOT / "scripts" / "cluster"), *map(str, args)], env=self.env,
+                           capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
-            raise SystemExit("shared_bench: scripts/cluster up failed:\n%s%s" % (r.stdout, r.stderr))
+            raise SystemExit("shared_bench: scripts/cluster %s failed:\n%s%s" % (args[0], r.stdout, r.stderr))
+
+    def start(self):
+        # A short lease when the brokers are restarted behind the delaying proxy (a
+        # restarted broker waits for its old lease to pass).
+        lease = ["--lease-ms", "2000"] if self.s3_delay_ms else []
+        self.cluster("up", self.dir, "--brokers", self.n, "--s3-log-requests", *lease,
+                     *(["--", *self.flags] if self.flags else []))
         state = json.loads((self.dir / "cluster.json").read_text())
+        if self.s3_delay_ms:
+            # Every object-store request delayed (tests/integration/s3_helpers.py's proxy),
+            # as a remote store answers later than one on this host.
+            sys.path.insert(0, str(ROOT / "tests" / "integration"))
+            import s3_helpers
+            self.proxy = s3_helpers.FaultProxy(state["services"]["s3"]["port"])
+            self.proxy.delay = self.s3_delay_ms / 1000.0
+            self.name += ", S3 +%d ms" % self.s3_delay_ms
+            for b in state["brokers"]:
+                self.cluster("kill", self.dir, b["id"])
+            for b in state["brokers"]:
+                self.cluster("start", self.dir, b["id"], "--", "--s3-endpoint", self.proxy.endpoint)
+            state = json.loads((self.dir / "cluster.json").read_text())
         self.brokers = state["brokers"]
         self.pg_url = state["postgres"]
         self.pg_pid = state["services"]["postgres"]["pid"]
@@ -174,6 +202,8 @@ class Cluster:
         if (self.dir / "cluster.json").exists():
             subprocess.run([str(ROOT / "scripts" / "cluster"), "down", str(self.dir)], env=self.env,
                            capture_output=True, timeout=300)
+        if self.proxy is not None:
+            self.proxy.close()
 
 
 class Meter:
@@ -399,7 +429,7 @@ def fmt(v, digits=1):
 
 
 def summary(results, a):
-    setups = [k for k in ("single", "shared1", "shared3") if k in results]
+    setups = [k for k, v in results.items() if isinstance(v, dict) and "runs" in v]
 
     def med(key, run, field):
         return median_range([f.get(field) for f in results[key]["runs"] if f["run"] == run])
@@ -421,9 +451,21 @@ def summary(results, a):
         ("one record at a time", "e2e", [("acknowledged: p50 / p99 ms", ("ack_p50_ms", "ack_p99_ms"), 1),
                                         ("read at another broker: p50 / p99 ms", ("e2e_p50_ms", "e2e_p99_ms"), 1)]),
     ]
+    def base(k):
+        """What setup k's ratios are against: single-node mode, or, without it, the
+        cluster of the same size with the fewest windows in flight (--windows-in-flight)."""
+        if "single" in results:
+            return "single"
+        m = re.fullmatch(r"(shared\d+)-w\d+", k)
+        if m is None:
+            return None
+        return min((x for x in setups if x.startswith(m.group(1) + "-w")),
+                   key=lambda x: int(x.rsplit("-w", 1)[1]))
+
+    ratio_keys = [k for k in setups if base(k) not in (None, k)]
     lines = ["| load | figure | " + " | ".join(results[k]["name"] for k in setups) +
-             " | " + " | ".join("%s / single" % results[k]["name"] for k in setups if k != "single") + " |",
-             "|---|---|" + "---:|" * (2 * len(setups) - 1)]
+             " | " + " | ".join("%s / %s" % (results[k]["name"], results[base(k)]["name"]) for k in ratio_keys) +
+             " |", "|---|---|" + "---:|" * (len(setups) + len(ratio_keys))]
     for label, run, items in rows:
         for i, (name, field, digits) in enumerate(items):
             cells, ratios = [], []
@@ -432,13 +474,11 @@ def summary(results, a):
                     cells.append(" / ".join(fmt(med(k, run, f)[0], digits) for f in field))
                 else:
                     cells.append(cell(k, run, field, digits))
-            for k in setups:
-                if k == "single":
-                    continue
+            for k in ratio_keys:
                 fields = field if isinstance(field, tuple) else (field,)
                 rs = []
                 for f in fields:
-                    s, x = med("single", run, f)[0] if "single" in results else None, med(k, run, f)[0]
+                    s, x = med(base(k), run, f)[0], med(k, run, f)[0]
                     rs.append(fmt(x / s, 2) if s and x is not None else "")
                 ratios.append(" / ".join(rs))
             lines.append("| %s | %s | %s | %s |" % (label if i == 0 else "", name, " | ".join(cells),
@@ -490,6 +530,10 @@ def main():
     ap.add_argument("--db-threads", type=int, default=4, help="connections of the database capacity run")
     ap.add_argument("--brokers", default="1,3", help="cluster sizes to run, after single node")
     ap.add_argument("--no-single", action="store_true")
+    ap.add_argument("--windows-in-flight", default="",
+                    help="comma-separated --shared-windows-in-flight values: one cluster of each size per value")
+    ap.add_argument("--s3-delay-ms", type=int, default=0,
+                    help="delay every object-store request this long (a proxy in front of s3proxy)")
     ap.add_argument("--json", help="write the raw figures here")
     ap.add_argument("--keep", action="store_true", help="keep the scratch dir (logs, cluster data)")
     a = ap.parse_args()
@@ -510,8 +554,9 @@ def main():
     results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": git,
                "args": {k: v for k, v in vars(a).items()}}
     try:
+        in_flight = [int(x) for x in a.windows_in_flight.split(",") if x] or [None]
         makers = ([] if a.no_single else [lambda: SingleNode(sluice, work)]) + \
-            [lambda n=n: Cluster(n, work, sluice) for n in a.brokers]
+            [lambda n=n, w=w: Cluster(n, work, sluice, w, a.s3_delay_ms) for n in a.brokers for w in in_flight]
         for make in makers:
             setup = make()
             try:

@@ -48,6 +48,12 @@ void add_shared_serve_flags(CLI::App& cmd, shared_serve_options& o) {
                    "all of them are written as one object and committed")
         ->check(CLI::Range(int64_t{0}, int64_t{10000}))
         ->capture_default_str();
+    cmd.add_option("--shared-windows-in-flight", o.windows_in_flight,
+                   "Shared mode: produce windows between closing and answering: the next "
+                   "window closes and uploads while the one before commits (commits stay in "
+                   "window order; 1: one window at a time)")
+        ->check(CLI::Range(int64_t{1}, int64_t{16}))
+        ->capture_default_str();
     cmd.add_option("--broker-lease-ms", o.broker_lease_ms,
                    "Shared mode: the lease a broker holds its id with (renewed every third of "
                    "it); a broker that dies drops out of Metadata after at most this long")
@@ -178,6 +184,7 @@ result<shared_engines> open_shared_engines(const shared_serve_options& o,
     shared::shared_log_config lc;
     lc.broker_id = o.node_id;
     lc.produce_window = std::chrono::milliseconds(o.produce_window_ms);
+    lc.windows_in_flight = static_cast<size_t>(o.windows_in_flight);
     lc.cache_bytes = o.cache_bytes;
     lc.disk_cache_bytes = o.disk_cache_bytes;
     lc.disk_cache_dir = o.disk_cache_dir.empty() ? data_dir / "object-cache"

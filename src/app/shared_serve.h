@@ -39,6 +39,7 @@ struct shared_serve_options {
     bool s3_virtual_hosted = false;
     bool s3_unsigned_payload = false;
     int64_t produce_window_ms = 20;
+    int64_t windows_in_flight = 1;  // shared_log_config::windows_in_flight
     int64_t broker_lease_ms = 10000;
     // Background work (src/shared/maintenance): how often each job runs per partition,
     // cluster-wide, and how long an unreferenced object stays before it is deleted.

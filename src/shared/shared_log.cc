@@ -79,6 +79,18 @@ result<std::unique_ptr<shared_log>> shared_log::open(object_store& store, const 
     auto listener = pg_listener::connect(db, {commit_channel});
     if (!listener) return listener.err();
     l->_listener = std::move(*listener);
+    auto* self = l.get();
+    l->_pipeline = std::make_unique<window_pipeline>(
+        l->_config.windows_in_flight,
+        window_pipeline::stages{[self](window_pipeline::window& w) {
+                                    return self->upload_window(static_cast<produce_window&>(w));
+                                },
+                                [self](window_pipeline::window& w) {
+                                    return self->commit_window(static_cast<produce_window&>(w));
+                                },
+                                [self](window_pipeline::window& w, const error& e) {
+                                    self->fail_window(static_cast<produce_window&>(w), e);
+                                }});
     l->_window_thread = std::thread([p = l.get()] { p->run_window(); });
     l->_listener_thread = std::thread([p = l.get()] { p->run_listener(); });
     for (auto& c : l->_reader_dbs)
@@ -127,6 +139,7 @@ shared_log::~shared_log() {
     _read_cv.notify_all();
     for (auto& t : _readers) t.join();
     if (_window_thread.joinable()) _window_thread.join();
+    _pipeline.reset();  // the windows closed are committed and answered
     if (_listener_thread.joinable()) _listener_thread.join();
 }
 
@@ -172,12 +185,15 @@ void shared_log::enqueue(pending p) {
         }
         _waiting_bytes += p.data.size();
         wake = wake || _waiting_bytes >= _config.window_max_bytes;
+        p.arrival = _pipeline->stamp();  // under _mu: stamps rise along _waiting
         _waiting.push_back(std::move(p));
     }
     if (wake) _window_cv.notify_one();
 }
 
-// One window at a time: a partition's appends are committed in the order they arrived.
+// Closes windows: each goes to the pipeline, which uploads it and commits the windows
+// one at a time in closing order, so a partition's appends are committed in the order
+// they arrived. While windows_in_flight are in flight the open one keeps gathering.
 void shared_log::run_window() {
     std::unique_lock lk(_mu);
     for (;;) {
@@ -192,16 +208,30 @@ void shared_log::run_window() {
             _window_cv.wait_until(lk, due);
             continue;
         }
-        std::vector<pending> taken;
-        taken.swap(_waiting);
+        lk.unlock();
+        _pipeline->wait_for_room();
+        auto w = std::make_unique<produce_window>();
+        lk.lock();
+        w->taken.swap(_waiting);
         _waiting_bytes = 0;
         lk.unlock();
-        write_window(taken);
+        for (const auto& p : w->taken) {
+            window_pipeline::window::entry e{p.arrival, {}};
+            for (const auto& b : p.batches) {
+                const window_pipeline::dependency d{p.part, b.header.producer_id};
+                if (b.header.producer_id >= 0 &&
+                    std::find(e.depends_on.begin(), e.depends_on.end(), d) == e.depends_on.end())
+                    e.depends_on.push_back(d);
+            }
+            w->entries.push_back(std::move(e));
+        }
+        _pipeline->submit(std::move(w));
         lk.lock();
     }
 }
 
-void shared_log::write_window(std::vector<pending>& taken) {
+void shared_log::build_object(produce_window& w) {
+    auto& taken = w.taken;
     // Each partition's batches together, partitions in the order they first arrived.
     std::vector<shared_partition*> order;
     std::map<shared_partition*, std::vector<size_t>> by_part;
@@ -214,13 +244,14 @@ void shared_log::write_window(std::vector<pending>& taken) {
     const int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count();
-    object_commit commit{fmt::format("{}/{}/{}-{}-{:08x}", _config.object_prefix, _config.broker_id,
-                                     unix_ms, _object_seq++, static_cast<uint32_t>(rng())),
-                         0,
-                         _config.broker_id,
-                         {}};
-    std::string object;
-    std::vector<std::pair<shared_partition*, std::pair<uint64_t, uint64_t>>> spans;
+    w.commit =
+        object_commit{fmt::format("{}/{}/{}-{}-{:08x}", _config.object_prefix, _config.broker_id,
+                                  unix_ms, w.seq, static_cast<uint32_t>(rng())),
+                      0,
+                      _config.broker_id,
+                      {}};
+    auto& commit = w.commit;
+    auto& object = w.object;
     for (auto* part : order) {
         const uint64_t from = object.size();
         for (size_t i : by_part[part]) {
@@ -240,6 +271,7 @@ void shared_log::write_window(std::vector<pending>& taken) {
                      b.header.is_transactional() && !b.header.is_control(),
                      b.header.is_control() ? taken[i].marker : int8_t{-1}});
                 commit.batches.back().append_time_ms = unix_ms;
+                w.batch_entry.push_back(i);
                 if (taken[i].log_append_time) {
                     commit.batches.back().max_timestamp_ms = unix_ms;
                     commit.batches.back().log_append_time = true;
@@ -247,59 +279,86 @@ void shared_log::write_window(std::vector<pending>& taken) {
                 object.append(taken[i].data, b.position, size);
             }
         }
-        spans.push_back({part, {from, object.size() - from}});
+        w.spans.push_back({part, {from, object.size() - from}});
     }
     commit.size = object.size();
-    commit.broker_incarnation = _incarnation.load(std::memory_order_acquire);
-    auto fail_all = [&](const error& e) {
-        {
-            std::lock_guard lk(_mu);
-            ++_stats.failed_windows;
-        }
-        for (auto& p : taken) p.done(e);
-    };
-    if (auto put = _store.put(commit.object_key, object); !put) return fail_all(put.err());
-    auto outcomes = commit_object(*_commit_db, commit);
-    if (!outcomes) return fail_all(outcomes.err());
-    for (const auto& [part, span] : spans) {
-        _cache.put(commit.object_key, span.first,
-                   std::make_shared<const std::string>(object, span.first, span.second));
-    }
-    // Outcomes follow commit.batches: by partition, then by arrival.
-    std::vector<log::append_info> infos(taken.size());
-    size_t k = 0;
-    for (auto* part : order) {
-        for (size_t i : by_part[part]) {
-            auto& info = infos[i];
-            for (size_t j = 0; j < taken[i].batches.size(); ++j, ++k) {
-                const auto& o = (*outcomes)[k];
-                if (o.verdict != batch_verdict::appended &&
-                    info.verdict == log::sequence_verdict::append) {
-                    info.verdict = to_log_verdict(o.verdict);
-                    info.reason = o.reason;
-                }
-                if (o.base_offset >= 0) {
-                    if (info.base_offset < 0) info.base_offset = o.base_offset;
-                    if (info.log_append_time < 0) info.log_append_time = o.log_append_time;
-                    info.last_offset = o.last_offset;
-                }
-                if (o.verdict == batch_verdict::appended) raise_to(part->_hw, o.last_offset + 1);
-            }
-            info.log_start_offset = part->_start.load(std::memory_order_acquire);
-        }
-    }
+}
+
+result<void> shared_log::upload_window(produce_window& w) {
+    build_object(w);
+    return _store.put(w.commit.object_key, w.object);
+}
+
+void shared_log::fail_window(produce_window& w, const error& e) {
     {
         std::lock_guard lk(_mu);
-        ++_stats.objects;
-        _stats.batches += commit.batches.size();
-        _stats.bytes += object.size();
+        ++_stats.failed_windows;
     }
-    {
-        std::lock_guard lk(_data_mu);
-        ++_data_gen;
+    for (size_t i = 0; i < w.taken.size(); ++i)
+        w.taken[i].done(w.cancelled[i] ? *w.cancelled[i] : e);
+}
+
+result<void> shared_log::commit_window(produce_window& w) {
+    auto& taken = w.taken;
+    // The batches of the entries not cancelled (window_pipeline.h), in the object's order;
+    // the others stay in the object unreferenced.
+    object_commit commit{w.commit.object_key, w.commit.size, w.commit.broker_id, {}};
+    std::vector<size_t> entry_of;
+    for (size_t k = 0; k < w.commit.batches.size(); ++k) {
+        if (w.cancelled[w.batch_entry[k]]) continue;
+        commit.batches.push_back(w.commit.batches[k]);
+        entry_of.push_back(w.batch_entry[k]);
     }
-    _data_cv.notify_all();
-    for (size_t i = 0; i < taken.size(); ++i) taken[i].done(std::move(infos[i]));
+    std::vector<log::append_info> infos(taken.size());
+    if (!commit.batches.empty()) {
+        commit.broker_incarnation = _incarnation.load(std::memory_order_acquire);
+        auto outcomes = commit_object(*_commit_db, commit);
+        if (!outcomes) return outcomes.err();
+        for (const auto& [part, span] : w.spans) {
+            _cache.put(commit.object_key, span.first,
+                       std::make_shared<const std::string>(w.object, span.first, span.second));
+        }
+        // Outcomes follow commit.batches: by partition, then by arrival.
+        for (size_t k = 0; k < entry_of.size(); ++k) {
+            const auto& o = (*outcomes)[k];
+            auto& info = infos[entry_of[k]];
+            if (o.verdict != batch_verdict::appended &&
+                info.verdict == log::sequence_verdict::append) {
+                info.verdict = to_log_verdict(o.verdict);
+                info.reason = o.reason;
+            }
+            if (o.base_offset >= 0) {
+                if (info.base_offset < 0) info.base_offset = o.base_offset;
+                if (info.log_append_time < 0) info.log_append_time = o.log_append_time;
+                info.last_offset = o.last_offset;
+            }
+            if (o.verdict == batch_verdict::appended)
+                raise_to(taken[entry_of[k]].part->_hw, o.last_offset + 1);
+        }
+        {
+            std::lock_guard lk(_mu);
+            ++_stats.objects;
+            _stats.batches += commit.batches.size();
+            _stats.bytes += w.object.size();
+        }
+        {
+            std::lock_guard lk(_data_mu);
+            ++_data_gen;
+        }
+        _data_cv.notify_all();
+    }
+    // Nothing committed (every append cancelled): the object stays unreferenced, for the
+    // cleanup, as after a failed commit (a DELETE here would hold the commits behind it
+    // while the store is slow).
+    for (size_t i = 0; i < taken.size(); ++i) {
+        if (w.cancelled[i]) {
+            taken[i].done(*w.cancelled[i]);
+            continue;
+        }
+        infos[i].log_start_offset = taken[i].part->_start.load(std::memory_order_acquire);
+        taken[i].done(std::move(infos[i]));
+    }
+    return {};
 }
 
 void shared_log::run_listener() {

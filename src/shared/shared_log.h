@@ -6,7 +6,9 @@
 //     (or until `window_max_bytes` wait), then all of them go into one object, uploaded
 //     to the object store, and one database transaction (batch_index.h's commit_object)
 //     assigns their offsets, records where they lie and checks idempotent producers'
-//     sequences; only then do the appends complete;
+//     sequences; only then do the appends complete. Up to `windows_in_flight` closed
+//     windows upload side by side while the one before commits; the commits go one at a
+//     time in window order (window_pipeline.h, with its rule for failures);
 //   - the read path: the batch index says which object and byte range hold an offset;
 //     ranges are read through a cache in memory and on disk (object_cache.h);
 //   - a LISTEN on batch_index.h's commit_channel, so that a wait for new data in a
@@ -35,9 +37,11 @@
 #include "common/result.h"
 #include "log/partition_store.h"
 #include "metrics/registry.h"
+#include "shared/batch_index.h"
 #include "shared/object_cache.h"
 #include "shared/object_store.h"
 #include "shared/pg_database.h"
+#include "shared/window_pipeline.h"
 
 namespace sluice::shared {
 
@@ -46,7 +50,10 @@ struct shared_log_config {
     // How long the first append waits for others before the window's object is written.
     std::chrono::milliseconds produce_window{20};
     size_t window_max_bytes = 8u << 20;  // write the object early once this much waits
-    size_t cache_bytes = 256u << 20;     // the read-through cache's budget
+    // Closed windows between closing and answering: the next one closes and uploads while
+    // the one before commits (1: one window at a time).
+    size_t windows_in_flight = 1;
+    size_t cache_bytes = 256u << 20;  // the read-through cache's budget
     // Its disk tier (disk_cache.h): a directory and a budget; empty or 0: none.
     std::filesystem::path disk_cache_dir;
     uint64_t disk_cache_bytes = uint64_t{1} << 30;
@@ -115,12 +122,26 @@ class shared_log {
         log::partition_store::append_done done;
         int8_t marker = -1;            // a transaction marker: 0 ABORT, 1 COMMIT
         bool log_append_time = false;  // stamp the batches with the window's time
+        uint64_t arrival = 0;          // window_pipeline::stamp()
+    };
+    // A closed window: its appends (entries, in arrival order), then its object as built
+    // by the upload stage.
+    struct produce_window final : window_pipeline::window {
+        std::vector<pending> taken;
+        object_commit commit;             // every batch of `taken`
+        std::vector<size_t> batch_entry;  // commit.batches[k] is of taken[batch_entry[k]]
+        std::string object;
+        std::vector<std::pair<shared_partition*, std::pair<uint64_t, uint64_t>>> spans;
     };
 
     shared_log(object_store& store, shared_log_config config);
     void enqueue(pending p);
     void run_window();
-    void write_window(std::vector<pending>& taken);
+    // window_pipeline's stages.
+    result<void> upload_window(produce_window& w);
+    result<void> commit_window(produce_window& w);
+    void fail_window(produce_window& w, const error& e);
+    void build_object(produce_window& w);
     void run_listener();
     void run_reader(pg_database* db);
     // The connection reads use: the reader thread's own there, else _read_db.
@@ -144,7 +165,6 @@ class shared_log {
     size_t _waiting_bytes = 0;
     std::chrono::steady_clock::time_point _window_opened;
     bool _stopping = false;
-    uint64_t _object_seq = 0;
     std::atomic<int64_t> _incarnation{0};
     stats _stats;
     std::map<std::pair<std::string, int32_t>, std::unique_ptr<shared_partition>> _partitions;
@@ -163,6 +183,7 @@ class shared_log {
     std::deque<std::function<void()>> _read_jobs;  // guarded by _read_mu
     bool _readers_stopping = false;                // guarded by _read_mu
 
+    std::unique_ptr<window_pipeline> _pipeline;  // after what its stages use
     std::thread _window_thread;
     std::thread _listener_thread;
     std::vector<std::thread> _readers;

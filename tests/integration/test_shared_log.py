@@ -112,6 +112,23 @@ def test_idempotent_producers_from_two_brokers(s3, pg):  # noqa: F811
                       "WHERE topic_id = %s", (topic,)) == [(0, 0)]
 
 
+def test_sequences_across_windows_in_flight(s3, pg):  # noqa: F811
+    # No window wait and three windows in flight: the producer's consecutive sequences of
+    # each partition are spread over many windows uploading side by side; the commits go
+    # in window order, so every batch is appended, at offsets in sequence order.
+    env = engines(s3, pg, SLUICE_PRODUCE_WINDOW_MS=0, SLUICE_WINDOWS_IN_FLIGHT=3, SLUICE_PROBE_PAUSE_EVERY=40)
+    topic = new_topic(env, 2)
+    rows, objects = outcomes(run(env, "log-produce", "1", topic, "2", "600", "7005").stdout)
+    assert [v for *_, v in rows] == ["appended"] * 600
+    # 5 ms pauses every 40 submissions: the windows close as room frees, while others upload.
+    assert objects >= 3, objects
+    for part in range(2):
+        # b1-i is sequence i // 2 of partition i % 2: at that offset.
+        assert [o for p, o, *_ in rows if p == part] == list(range(300)), part
+    assert pg.execute("SELECT partition_id, last_sequence FROM sluice_producer_state WHERE topic_id = %s "
+                      "ORDER BY 1", (topic,)) == [(0, 299), (1, 299)]
+
+
 def test_a_wait_wakes_on_another_brokers_commit(s3, pg):  # noqa: F811
     env = engines(s3, pg)
     topic = new_topic(env, 1)

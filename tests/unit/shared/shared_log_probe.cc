@@ -15,11 +15,14 @@
 //   log-lookup TOPIC_ID PARTITION TS
 //       "OFFSET TIMESTAMP" for the first record at TS or later, then for the largest
 // Records carry timestamp SLUICE_PROBE_TIMESTAMP_MS (default 1000) plus their partition.
+// SLUICE_PRODUCE_WINDOW_MS and SLUICE_WINDOWS_IN_FLIGHT set shared_log_config's;
+// SLUICE_PROBE_PAUSE_EVERY spreads log-produce's submissions (below).
 
 #include <chrono>
 #include <future>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -66,6 +69,8 @@ result<opened> open_log(int32_t broker) {
     cfg.broker_id = broker;
     if (const char* w = std::getenv("SLUICE_PRODUCE_WINDOW_MS"))
         cfg.produce_window = std::chrono::milliseconds(std::stoi(w));
+    if (const char* n = std::getenv("SLUICE_WINDOWS_IN_FLIGHT"))
+        cfg.windows_in_flight = std::stoul(n);
     auto l = shared_log::open(*o.store, pg_config_from_env(), cfg);
     if (!l) return l.err();
     o.log = std::move(*l);
@@ -117,7 +122,13 @@ int log_command(const std::string& cmd, const std::vector<std::string>& args) {
         const int count = std::stoi(args[3]);
         std::vector<int32_t> seq(parts, 0);
         std::vector<submitted> all;
+        // SLUICE_PROBE_PAUSE_EVERY=N: a 5 ms pause after every N submissions, so that
+        // they spread over several windows.
+        const char* pause = std::getenv("SLUICE_PROBE_PAUSE_EVERY");
+        const int pause_every = pause ? std::stoi(pause) : 0;
         for (int i = 0; i < count; ++i) {
+            if (pause_every > 0 && i > 0 && i % pause_every == 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
             const int32_t p = i % parts;
             testing::batch_options opt;
             if (args.size() == 5) {
