@@ -42,12 +42,12 @@ class counting_store final : public object_store {
     std::unique_ptr<object_store> _inner;
 };
 
-struct fixture {
+struct cache_fixture {
     fs::path root;
     fs::path cache_dir;
     std::unique_ptr<counting_store> store;
 
-    explicit fixture(const char* name) {
+    explicit cache_fixture(const char* name) {
         root = fs::path(::testing::TempDir()) / name;
         fs::remove_all(root);
         cache_dir = root / "object-cache";
@@ -88,7 +88,7 @@ std::string object_of(size_t n, char seed) {
 }  // namespace
 
 TEST(DiskCache, AMissFillsItAndAHitReadsNoStore) {
-    fixture f("disk_cache_fill");
+    cache_fixture f("disk_cache_fill");
     const auto obj = object_of(1000, 'a');
     ASSERT_TRUE(f.store->put("data/0/1", obj).ok());
     disk_cache disk(f.config());
@@ -115,7 +115,7 @@ TEST(DiskCache, AMissFillsItAndAHitReadsNoStore) {
 }
 
 TEST(DiskCache, PutRangesGoToDiskAndARestartReusesThem) {
-    fixture f("disk_cache_restart");
+    cache_fixture f("disk_cache_restart");
     const auto obj = object_of(4096, 'k');
     ASSERT_TRUE(f.store->put("data/1/7", obj).ok());
     {
@@ -141,7 +141,7 @@ TEST(DiskCache, PutRangesGoToDiskAndARestartReusesThem) {
 }
 
 TEST(DiskCache, ACorruptOrTruncatedEntryIsDroppedAndReadFromTheStore) {
-    fixture f("disk_cache_corrupt");
+    cache_fixture f("disk_cache_corrupt");
     const auto a = object_of(500, 'A');
     const auto b = object_of(500, 'B');
     ASSERT_TRUE(f.store->put("a", a).ok());
@@ -180,7 +180,7 @@ TEST(DiskCache, ACorruptOrTruncatedEntryIsDroppedAndReadFromTheStore) {
 }
 
 TEST(DiskCache, TheBudgetEvictsTheLeastRecentlyUsed) {
-    fixture f("disk_cache_budget");
+    cache_fixture f("disk_cache_budget");
     for (char c : {'p', 'q', 'r'})
         ASSERT_TRUE(f.store->put(std::string(1, c), object_of(1000, c)).ok());
     // Room for two entries of ~1050 bytes (header, key, data), not three.
@@ -203,7 +203,7 @@ TEST(DiskCache, TheBudgetEvictsTheLeastRecentlyUsed) {
 }
 
 TEST(DiskCache, ARestartWithASmallerBudgetKeepsTheNewest) {
-    fixture f("disk_cache_smaller");
+    cache_fixture f("disk_cache_smaller");
     for (char c : {'x', 'y', 'z'})
         ASSERT_TRUE(f.store->put(std::string(1, c), object_of(1000, c)).ok());
     {
@@ -228,7 +228,7 @@ TEST(DiskCache, ARestartWithASmallerBudgetKeepsTheNewest) {
 }
 
 TEST(DiskCache, AFailingWriteFallsBackToTheStore) {
-    fixture f("disk_cache_failing");
+    cache_fixture f("disk_cache_failing");
     const auto obj = object_of(800, 'f');
     ASSERT_TRUE(f.store->put("o", obj).ok());
     {
@@ -268,7 +268,7 @@ TEST(DiskCache, AFailingWriteFallsBackToTheStore) {
 }
 
 TEST(DiskCache, TwoCachesNeverShareADirectory) {
-    fixture f("disk_cache_locked");
+    cache_fixture f("disk_cache_locked");
     ASSERT_TRUE(f.store->put("o", "0123456789").ok());
     disk_cache first(f.config());
     disk_cache second(f.config());

@@ -43,9 +43,9 @@ struct test_window final : window_pipeline::window {
 };
 
 // A log of two partitions behind a pipeline whose stages the test holds back or fails.
-class fixture {
+class pipeline_fixture {
   public:
-    explicit fixture(size_t in_flight)
+    explicit pipeline_fixture(size_t in_flight)
         : pipeline(in_flight,
                    {[this](window_pipeline::window& w) { return upload(w); },
                     [this](window_pipeline::window& w) { return commit(w); },
@@ -168,7 +168,7 @@ const outcome& of(const std::vector<outcome>& all, const std::string& value) {
 }
 
 TEST(window_pipeline, a_later_upload_done_first_still_commits_after) {
-    fixture f(3);
+    pipeline_fixture f(3);
     const uint64_t w0 = f.close({{&partition_a, 7, 0, "a0"}});
     const uint64_t w1 = f.close({{&partition_a, 7, 1, "a1"}, {&partition_b, -1, 0, "b0"}});
     EXPECT_EQ(f.pipeline.in_flight(), 2u);  // both uploading at once
@@ -191,7 +191,7 @@ TEST(window_pipeline, a_later_upload_done_first_still_commits_after) {
 }
 
 TEST(window_pipeline, a_failed_commit_cancels_the_same_producers_batches_behind_it) {
-    fixture f(2);
+    pipeline_fixture f(2);
     f.fail_commit(0);
     const uint64_t w0 = f.close({{&partition_a, 7, 0, "a0"}, {&partition_b, 8, 0, "b0"}});
     const uint64_t w1 = f.close({{&partition_a, 7, 1, "a1"},    // depends on a0
@@ -220,7 +220,7 @@ TEST(window_pipeline, a_failed_commit_cancels_the_same_producers_batches_behind_
 }
 
 TEST(window_pipeline, a_failed_upload_cancels_dependents_in_the_window_still_gathering) {
-    fixture f(1);  // one in flight: the next window waits for room, gathering
+    pipeline_fixture f(1);  // one in flight: the next window waits for room, gathering
     const uint64_t w0 = f.close({{&partition_a, 7, 5, "a5"}});
     // a6 arrived (stamped) while window 0 was uploading; its window closes after the failure.
     auto w1 = std::async(std::launch::async, [&] { return f.close({{&partition_a, 7, 6, "a6"}}); });
@@ -235,7 +235,7 @@ TEST(window_pipeline, a_failed_upload_cancels_dependents_in_the_window_still_gat
 }
 
 TEST(window_pipeline, what_arrives_after_the_failure_is_not_cancelled) {
-    fixture f(2);
+    pipeline_fixture f(2);
     f.fail_commit(0);
     const uint64_t w0 = f.close({{&partition_a, 7, 0, "a0"}});
     f.release_upload(w0);
@@ -249,7 +249,7 @@ TEST(window_pipeline, what_arrives_after_the_failure_is_not_cancelled) {
 }
 
 TEST(window_pipeline, no_more_than_the_limit_in_flight) {
-    fixture f(2);
+    pipeline_fixture f(2);
     const uint64_t w0 = f.close({{&partition_a, -1, 0, "x0"}});
     const uint64_t w1 = f.close({{&partition_a, -1, 0, "x1"}});
     auto third = std::async(std::launch::async, [&] {
