@@ -448,12 +448,14 @@ def test_broker_killed_while_it_merges(cluster, proxy):
         return catalog(cluster, "SELECT holder_broker, fencing_token, lease_expires_at > now(), last_error, runs "
                        "FROM sluice_job_leases WHERE job_kind = 'merge' AND topic_id = %s", (topic_id,))[0]
     proxy.slow_match, proxy.slow_delay, proxy.slowed = "/merged/%s/" % topic_id, 3.0, []
+    t0, phases = time.monotonic(), {}
     try:
         with Load(bootstrap(cluster), "merging", "m") as load:
             # A pass every 5 s on each broker; a merge once 8 small parts follow each other.
             wait_for(lambda: proxy.slowed, timeout=30, what="a merge's upload")
             holder, token, held, _, runs = merge_lease()
             assert held, merge_lease()
+            phases["merging"] = time.monotonic() - t0
             cluster_cmd("kill", cluster, holder)
             time.sleep(proxy.slow_delay + 0.5)  # the proxy forwards the dead broker's upload
             proxy.slow_match = None
@@ -461,24 +463,29 @@ def test_broker_killed_while_it_merges(cluster, proxy):
             dead_merge = path.split("/cluster/", 1)[1]
             assert dead_merge in unreferenced(cluster), dead_merge
             n = len(load.acked)
-            wait_for(lambda: len(load.acked) > n + 300, timeout=60, what="acks through the other broker")
-            # Back as a new incarnation: the job's lease is free at once (job_lease.cc).
+            # Back as a new incarnation once its broker lease passed (the start waits for it
+            # while the load goes on through the other broker): its job lease is free then.
             cluster_cmd("start", cluster, holder, "--", "--s3-endpoint", proxy.endpoint,
                         env=dict(os.environ, SLUICE_S3_RETRY_DEADLINE_MS=str(S3_RETRY_DEADLINE_MS)))
+            phases["restarted"] = time.monotonic() - t0
+            wait_for(lambda: len(load.acked) > n + 300, timeout=60, what="acks after the kill")
+            assert load.finish() == 0
+            phases["acks after"] = time.monotonic() - t0
 
             def merged_again():
                 _, t, held_now, error, r = merge_lease()
                 return t > token and not held_now and error is None and r > runs and catalog(
                     cluster, "SELECT count(*) FROM sluice_batches WHERE topic_id = %s AND object_key LIKE %s",
                     (topic_id, "%/merged/%"))[0][0] > 0
-            wait_for(merged_again, timeout=30, what="the merge done by a living broker")
-            assert load.finish() == 0
+            wait_for(merged_again, timeout=60, what="the merge done by a living broker")
+            phases["merged"] = time.monotonic() - t0
     finally:
         proxy.slow_match = None
     assert not load.errors, load.errors[:5]
-    print("merge killed on broker %d (token %d), done again with %s; %d acknowledged"
-          % (holder, token, merge_lease()[:2], len(load.acked)))
     assert_read_back_once(cluster, "merging", 1, load.acked)
+    phases["read back"] = time.monotonic() - t0
+    print("merge killed on broker %d (token %d), done again with %s; %d acknowledged; %s"
+          % (holder, token, merge_lease()[:2], len(load.acked), {k: round(v, 1) for k, v in phases.items()}))
 
 
 def test_kill_between_upload_and_commit_leaves_no_orphan(cluster, proxy):
