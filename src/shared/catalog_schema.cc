@@ -361,6 +361,19 @@ constexpr const char* version_10[] = {
     "ALTER TABLE sluice_batches ADD COLUMN append_time_ms BIGINT NOT NULL DEFAULT -1",
 };
 
+// Version 11: background jobs run only for partitions that changed. What each job's
+// last successful run saw of its partition (high watermark, log start, a digest of the
+// topic's configs and one of the broker's maintenance settings) and when the job must run
+// again even if nothing changes (wake_ms: retention's next expiry, on the brokers' clock,
+// milliseconds since the epoch). NULL: run at the next interval.
+constexpr const char* version_11[] = {
+    "ALTER TABLE sluice_job_leases ADD COLUMN seen_high_watermark BIGINT",
+    "ALTER TABLE sluice_job_leases ADD COLUMN seen_log_start BIGINT",
+    "ALTER TABLE sluice_job_leases ADD COLUMN seen_configs VARCHAR(32)",
+    "ALTER TABLE sluice_job_leases ADD COLUMN seen_settings VARCHAR(32)",
+    "ALTER TABLE sluice_job_leases ADD COLUMN wake_ms BIGINT",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -372,7 +385,8 @@ constexpr migration migrations[] = {
     {3, version_3, std::size(version_3)}, {4, version_4, std::size(version_4)},
     {5, version_5, std::size(version_5)}, {6, version_6, std::size(version_6)},
     {7, version_7, std::size(version_7)}, {8, version_8, std::size(version_8)},
-    {9, version_9, std::size(version_9)}, {10, version_10, std::size(version_10)}};
+    {9, version_9, std::size(version_9)}, {10, version_10, std::size(version_10)},
+    {11, version_11, std::size(version_11)}};
 
 result<int> upgrade(pg_database& db);
 

@@ -52,6 +52,18 @@ def broker_metrics(d, i):
     return out
 
 
+def catalog(d, sql, params=None):
+    """The rows of one statement against the cluster's shared catalog (its PostgreSQL)."""
+    import psycopg2
+    conn = psycopg2.connect(state(d)["postgres"])
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
+    finally:
+        conn.close()
+
+
 def wait_for(cond, timeout=30.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -142,7 +142,9 @@ class S3Server:
 class FaultProxy:
     """Forwards to UPSTREAM (host, port); `fail_next(n)` answers the next n requests with
     `status`/`code` itself, `fail_always()` every request until `heal()`, and `delay`
-    seconds are waited before each request is forwarded."""
+    seconds are waited before each request is forwarded; requests whose path holds
+    `slow_match` wait `slow_delay` seconds instead, and are listed in `slowed` (method,
+    path) when they arrive."""
 
     def __init__(self, upstream_port):
         self.upstream_port = upstream_port
@@ -151,6 +153,9 @@ class FaultProxy:
         self.status = 503
         self.code = "SlowDown"
         self.delay = 0.0
+        self.slow_match = None
+        self.slow_delay = 0.0
+        self.slowed = []
         self.requests = 0  # every request received
         self.failed = 0    # answered with an injected error
         proxy = self
@@ -172,6 +177,9 @@ class FaultProxy:
                     if fail:
                         proxy.failed += 1
                     delay = proxy.delay
+                    if proxy.slow_match and proxy.slow_match in self.path:
+                        delay = proxy.slow_delay
+                        proxy.slowed.append((self.command, self.path))
                 if delay:
                     time.sleep(delay)
                 if fail:

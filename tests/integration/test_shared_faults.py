@@ -9,8 +9,9 @@ started by scripts/cluster over Debian's PostgreSQL and s3proxy, driven by librd
 - the object store behind a fault proxy answering 503 SlowDown and slowly: produce
   retries within its timeout and loses nothing; a store down past the producer's
   delivery timeout gives the client an error and the brokers' logs the store's answer;
-- kill -9 of a broker with an upload in flight (before its commit): nothing
-  acknowledged is lost, and the orphaned object is deleted after the grace;
+- kill -9 of a broker with an upload in flight (before its commit), and of a broker
+  while it merges a partition's objects: nothing acknowledged is lost, the merge runs
+  again elsewhere, and the orphaned objects are deleted after the grace;
 - retention through the brokers: a topic with a small retention.ms loses its old
   records after the background work's interval; ListOffsets earliest moves and the old
   offsets can no longer be fetched;
@@ -31,7 +32,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kproto as K
-from cluster_helpers import cluster_cmd, consume_all, kafka, running_cluster, state, wait_for
+from cluster_helpers import catalog, cluster_cmd, consume_all, kafka, running_cluster, state, wait_for
 
 # Longer than the database is down in test_database_restarted_under_load, shorter than in
 # test_database_out_longer_than_the_lease: a broker that cannot renew its lease within it
@@ -423,17 +424,6 @@ def test_object_store_throttling_and_outage(cluster, proxy):
     print("stored after timing out: %s" % stored)
 
 
-def catalog(d, sql):
-    import psycopg2
-    conn = psycopg2.connect(state(d)["postgres"])
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            return cur.fetchall()
-    finally:
-        conn.close()
-
-
 def bucket_objects(d):
     """The keys under the brokers' prefix, read from s3proxy's filesystem backend."""
     root = d / "s3-data" / state(d)["s3_bucket"] / "cluster"
@@ -443,6 +433,59 @@ def bucket_objects(d):
 def unreferenced(d):
     known = {r[0] for r in catalog(d, "SELECT object_key FROM sluice_objects")}
     return bucket_objects(d) - known
+
+
+def test_broker_killed_while_it_merges(cluster, proxy):
+    """A broker killed -9 while it merges a partition's small objects (its merged object's
+    upload held 3 s at the proxy) under idempotent acks=all load: nothing acknowledged is
+    lost or stored twice; the merge runs again (next fencing token) once the dead broker's
+    registration is gone; its merged object, uploaded without a commit, is an orphan,
+    deleted after the grace (asserted with the other orphans by the next test)."""
+    create_topic(cluster, "merging", 1)
+    (topic_id,) = catalog(cluster, "SELECT topic_id FROM sluice_topics WHERE topic_name = 'merging'")[0]
+
+    def merge_lease():
+        return catalog(cluster, "SELECT holder_broker, fencing_token, lease_expires_at > now(), last_error, runs "
+                       "FROM sluice_job_leases WHERE job_kind = 'merge' AND topic_id = %s", (topic_id,))[0]
+    proxy.slow_match, proxy.slow_delay, proxy.slowed = "/merged/%s/" % topic_id, 3.0, []
+    t0, phases = time.monotonic(), {}
+    try:
+        with Load(bootstrap(cluster), "merging", "m") as load:
+            # A pass every 5 s on each broker; a merge once 8 small parts follow each other.
+            wait_for(lambda: proxy.slowed, timeout=30, what="a merge's upload")
+            holder, token, held, _, runs = merge_lease()
+            assert held, merge_lease()
+            phases["merging"] = time.monotonic() - t0
+            cluster_cmd("kill", cluster, holder)
+            time.sleep(proxy.slow_delay + 0.5)  # the proxy forwards the dead broker's upload
+            proxy.slow_match = None
+            (_, path), = proxy.slowed
+            dead_merge = path.split("/cluster/", 1)[1]
+            assert dead_merge in unreferenced(cluster), dead_merge
+            n = len(load.acked)
+            # Back as a new incarnation once its broker lease passed (the start waits for it
+            # while the load goes on through the other broker): its job lease is free then.
+            cluster_cmd("start", cluster, holder, "--", "--s3-endpoint", proxy.endpoint,
+                        env=dict(os.environ, SLUICE_S3_RETRY_DEADLINE_MS=str(S3_RETRY_DEADLINE_MS)))
+            phases["restarted"] = time.monotonic() - t0
+            wait_for(lambda: len(load.acked) > n + 300, timeout=60, what="acks after the kill")
+            assert load.finish() == 0
+            phases["acks after"] = time.monotonic() - t0
+
+            def merged_again():
+                _, t, held_now, error, r = merge_lease()
+                return t > token and not held_now and error is None and r > runs and catalog(
+                    cluster, "SELECT count(*) FROM sluice_batches WHERE topic_id = %s AND object_key LIKE %s",
+                    (topic_id, "%/merged/%"))[0][0] > 0
+            wait_for(merged_again, timeout=60, what="the merge done by a living broker")
+            phases["merged"] = time.monotonic() - t0
+    finally:
+        proxy.slow_match = None
+    assert not load.errors, load.errors[:5]
+    assert_read_back_once(cluster, "merging", 1, load.acked)
+    phases["read back"] = time.monotonic() - t0
+    print("merge killed on broker %d (token %d), done again with %s; %d acknowledged; %s"
+          % (holder, token, merge_lease()[:2], len(load.acked), {k: round(v, 1) for k, v in phases.items()}))
 
 
 def test_kill_between_upload_and_commit_leaves_no_orphan(cluster, proxy):
@@ -479,7 +522,7 @@ def test_kill_between_upload_and_commit_leaves_no_orphan(cluster, proxy):
     wait_for(lambda: not (unreferenced(cluster) & orphans), timeout=GRACE_MS / 1000 + 30,
              what="the orphans to be deleted")
     print("orphans gone %.1f s after the kill" % (time.monotonic() - start + 2.0))
-    assert not unreferenced(cluster)
+    assert not unreferenced(cluster)  # the earlier ones too (test_broker_killed_while_it_merges')
     assert_read_back_once(cluster, "orphans", 1, load.acked)
 
 

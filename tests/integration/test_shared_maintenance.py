@@ -84,7 +84,9 @@ def settle_cleanup(env, pg):  # noqa: F811
 
 
 def test_merge_keeps_every_record_with_its_offsets_and_bytes(s3, pg):  # noqa: F811
-    env = engines(s3, pg)
+    # A grace long enough for the checks between the merge and the early cleanup (a dozen
+    # probe runs) on a busy machine.
+    env = engines(s3, pg, SLUICE_MNT_GRACE_MS=4000)
     topic = new_topic(env, 2)
     produced = []
     for _ in range(12):  # twelve windows: twelve small objects, each with both partitions
@@ -120,7 +122,7 @@ def test_merge_keeps_every_record_with_its_offsets_and_bytes(s3, pg):  # noqa: F
             run(env, "s3-get", key2, str(pos2), str(size2)).stdout
     _, early = maintain(env, SLUICE_MNT_JOBS="cleanup")
     assert set(old) <= listed(env), early  # within the grace: kept
-    time.sleep(1.6)
+    time.sleep(grace(env))
     t0 = time.monotonic()
     _, late = maintain(env, SLUICE_MNT_JOBS="cleanup")
     print("cleanup of %d objects: %d ms in the pass (%.0f ms with the probe's start)"
@@ -329,3 +331,90 @@ def test_a_dead_brokers_job_lease_moves_with_its_broker_registration(s3, pg):  #
                           "WHERE job_kind = 'cleanup'") == [(6, True)]
     finally:
         pg.execute("DELETE FROM sluice_brokers WHERE broker_id = 8")
+
+
+def catalog_counters(pg):  # noqa: F811
+    """(write transactions: the next transaction id, exact; all transactions: published by
+    each backend up to a second late; job leases taken: each take adds one to a token)."""
+    return pg.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint, "
+                      "(SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()), "
+                      "(SELECT coalesce(sum(fencing_token), 0)::bigint FROM sluice_job_leases)")[0]
+
+
+def counted_pass(env, pg, **extra):  # noqa: F811
+    """One pass, with the database transactions it cost."""
+    before = catalog_counters(pg)
+    t0 = time.monotonic()
+    jobs, _ = maintain(env, **extra)
+    ms = (time.monotonic() - t0) * 1000
+    time.sleep(1.2)  # the probe's backend publishes its transactions when it exits
+    after = catalog_counters(pg)
+    return jobs, {"writes": after[0] - before[0], "transactions": after[1] - before[1] - 1,
+                  "taken": after[2] - before[2], "ms": ms}
+
+
+def jobs_of(jobs, topic):
+    return sorted((j[1], int(j[3])) for j in jobs if j[2] == topic)
+
+
+IDLE_PARTITIONS = 200
+
+
+def test_idle_partitions_cost_no_lease_transaction(s3, pg):  # noqa: F811
+    """A job is due for a partition only when it changed since the job last ran: a pass over
+    idle partitions takes no lease (one query per job kind)."""
+    env = engines(s3, pg, SLUICE_MNT_MAX_JOBS=10000, SLUICE_MNT_JOBS="merge,retention,compact")
+    topic = new_topic(env, IDLE_PARTITIONS)
+    pg.execute("INSERT INTO sluice_topic_configs VALUES (%s, 'retention.ms', '86400000')", (topic,))
+    produce(env, topic, IDLE_PARTITIONS, IDLE_PARTITIONS)  # a batch in each
+    jobs, first = counted_pass(env, pg)
+    every = [(k, p) for k in ("compact", "merge", "retention") for p in range(IDLE_PARTITIONS)]
+    assert jobs_of(jobs, topic) == every
+    jobs, idle = counted_pass(env, pg)
+    print("a pass over %d partitions: %s after their change; %s idle"
+          % (IDLE_PARTITIONS, first, idle))
+    assert jobs == [] and idle["taken"] == 0
+    assert idle["writes"] <= 1 and idle["transactions"] <= 10, idle  # autovacuum may write one
+    # New batches in partition 0: its jobs, and only them.
+    produce(env, topic, 1, 1)
+    jobs, _ = maintain(env)
+    assert jobs_of(jobs, topic) == [("compact", 0), ("merge", 0), ("retention", 0)]
+
+
+def test_jobs_are_due_again_on_delete_records_configs_and_retention_time(s3, pg):  # noqa: F811
+    env = engines(s3, pg, SLUICE_MNT_JOBS="merge,retention,compact")
+    topic = new_topic(env, 2)
+    pg.execute("INSERT INTO sluice_topic_configs VALUES (%s, 'retention.ms', '5000')", (topic,))
+    ts = int(time.time() * 1000)
+    produce({**env, "SLUICE_PROBE_TIMESTAMP_MS": str(ts)}, topic, 2, 2)
+    every = [(k, p) for k in ("compact", "merge", "retention") for p in (0, 1)]
+    jobs, _ = maintain(env)
+    assert jobs_of(jobs, topic) == every
+    assert [j[6] for j in jobs if j[1] == "retention" and j[2] == topic][0].startswith("log start 0, 0 batches")
+    # Retention sleeps until the oldest batch's records pass retention.ms.
+    wake = pg.execute("SELECT l.partition_id, l.wake_ms - b.max_timestamp_ms FROM sluice_job_leases l JOIN "
+                      "sluice_batches b ON b.topic_id = l.topic_id AND b.partition_id = l.partition_id "
+                      "WHERE l.topic_id = %s AND l.job_kind = 'retention' ORDER BY 1", (topic,))
+    assert wake == [(0, 5001), (1, 5001)]
+    assert jobs_of(maintain(env)[0], topic) == []
+    # DeleteRecords moves partition 1's log start: its jobs are due again.
+    assert run(env, "mnt-delete-records", topic, "1", "1").stdout == b"1\n"
+    assert jobs_of(maintain(env)[0], topic) == [("compact", 1), ("merge", 1), ("retention", 1)]
+    assert jobs_of(maintain(env)[0], topic) == []
+    # Nothing changes on partition 0, but time passes its record's retention: retention runs.
+    time.sleep(max(0.0, (ts + 5002) / 1000 - time.time()) + 0.1)
+    jobs, _ = maintain(env, SLUICE_MNT_JOBS="merge,compact")
+    assert jobs_of(jobs, topic) == []
+    jobs, _ = maintain(env)
+    assert ("retention", 0) in jobs_of(jobs, topic)
+    assert [j[6] for j in jobs if j[1] == "retention" and j[2] == topic][0].startswith(
+        "log start 1, 1 batches deleted")
+    assert run(env, "log-bounds", topic, "0").stdout == b"1 1\n"
+    # The log start it moved is a change for the other jobs (once), not for itself.
+    ran = jobs_of(jobs, topic) + jobs_of(maintain(env)[0], topic)
+    assert sorted(ran) == [("compact", 0), ("merge", 0), ("retention", 0)]
+    assert jobs_of(maintain(env)[0], topic) == []
+    # A config of the topic changed: every job of its partitions is due again.
+    pg.execute("UPDATE sluice_topic_configs SET config_value = '6000' WHERE topic_id = %s", (topic,))
+    assert jobs_of(maintain(env)[0], topic) == every
+    assert jobs_of(maintain(env)[0], topic) == []

@@ -20,6 +20,9 @@ scripts/cluster over one PostgreSQL and one S3 server, driven by librdkafka
   at once each add their partition (every partition gets its marker), and a zombie's
   Produce requests through one broker racing its successor's InitProducerId at the
   coordinator leave the successor's state, fence the zombie and commit nothing of it.
+- DeleteRecords past an aborted transaction forgets it (its sluice_txn_aborted row goes
+  with the log start), while read_committed consumers from the new log start still skip
+  the aborted transaction above it.
 """
 
 import re
@@ -27,14 +30,14 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import idempotence_helpers as I
 import java_client_helpers as JC
 import kproto as K
 import kproto_flex as F
-from cluster_helpers import cluster_cmd, kafka, running_cluster, wait_for, wait_topic_known
+from cluster_helpers import catalog, cluster_cmd, kafka, running_cluster, wait_for, wait_topic_known
 
 LEASE_MS = 3000
 PARTS = 3
@@ -65,11 +68,12 @@ def send(p, topic, values):
     assert p.flush(30) == 0
 
 
-def read(bootstrap, topic, isolation, expect, timeout=30, settle=1.0, partitions=PARTS):
-    """Every record from offset 0 until `expect` came (and `settle` s more): a list of values."""
+def read(bootstrap, topic, isolation, expect, timeout=30, settle=1.0, partitions=PARTS, start=0):
+    """Every record from offset `start` until `expect` came (and `settle` s more): a list of
+    values."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-%f" % time.time(),
                   "enable.auto.commit": False, "isolation.level": isolation})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    c.assign([TopicPartition(topic, p, start) for p in range(partitions)])
     got = []
     deadline = time.monotonic() + timeout
     quiet_until = None
@@ -165,6 +169,41 @@ def test_offsets_sent_to_a_transaction_become_committed(cluster):
         wait_for(committed, timeout=15, what="transactional offsets seen through broker %d" % b)
         reader.close()
     c.close()
+
+
+def test_aborted_transactions_below_the_log_start_are_forgotten(cluster):
+    create_topic(cluster, "stx-prune", 1)
+    p = txn_producer(kafka(cluster, 0), "stx-prune")
+    values = {}
+    for t, end in enumerate(("abort", "commit", "abort", "commit")):
+        values[t] = ["%s%d-%d" % (end, t, i) for i in range(5)]
+        p.begin_transaction()
+        for v in values[t]:
+            p.produce("stx-prune", v.encode(), partition=0)
+        assert p.flush(30) == 0
+        if end == "abort":
+            p.abort_transaction(30)
+        else:
+            p.commit_transaction(30)
+    (topic_id,) = catalog(cluster, "SELECT topic_id FROM sluice_topics WHERE topic_name = 'stx-prune'")[0]
+
+    def aborted():
+        return catalog(cluster, "SELECT first_offset, last_offset FROM sluice_txn_aborted WHERE topic_id = %s "
+                       "ORDER BY 1", (topic_id,))
+    (first, first_marker), (second, second_marker) = aborted()
+    # DeleteRecords (through the other broker) to the first committed record, past the
+    # first aborted transaction's marker.
+    with K.Conn(kafka(cluster, 1)) as conn:
+        assert K.delete_records(conn, 2, {"stx-prune": [(0, first_marker + 1)]}) == \
+            {("stx-prune", 0): (first_marker + 1, 0)}
+    assert aborted() == [(second, second_marker)]
+    # Consumers from the log start (ListOffsets earliest): the aborted transaction above it
+    # is still skipped at read_committed.
+    want = values[1] + values[3]
+    assert read(kafka(cluster, 1), "stx-prune", "read_committed", len(want), partitions=1,
+                start=OFFSET_BEGINNING) == want
+    assert read(kafka(cluster, 0), "stx-prune", "read_uncommitted", 15, partitions=1,
+                start=OFFSET_BEGINNING) == values[1] + values[2] + values[3]
 
 
 def test_java_client_on_transaction_version_2(cluster):

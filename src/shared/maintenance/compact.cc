@@ -262,23 +262,17 @@ int64_t compact_now_ms() {
         .count();
 }
 
-}  // namespace
-
-result<job_outcome> compact_partition(pg_database& db, object_store& store, const settings& s,
-                                      const job_key& job, int64_t token, pass_stats& stats) {
-    auto loaded = load_topic_configs(db, job.topic_id);
-    if (!loaded) return loaded.err();
-    const std::string policy =
-        catalog::effective_config(*loaded, "cleanup.policy", s.topic_defaults);
-    if (policy.find("compact") == std::string::npos)
-        return job_outcome{"cleanup.policy " + policy + ": nothing to compact"};
+// A partition of a topic whose cleanup.policy holds compact (its configs in `topic`).
+result<job_outcome> compact_topic_partition(pg_database& db, object_store& store, const settings& s,
+                                            const job_key& job, int64_t token, pass_stats& stats,
+                                            const catalog::topic_info& topic) {
     lags l;
-    l.min_lag_ms = config_int(*loaded, s, "min.compaction.lag.ms", 0);
-    l.max_lag_ms = config_int(*loaded, s, "max.compaction.lag.ms", l.max_lag_ms);
-    l.delete_retention_ms = config_int(*loaded, s, "delete.retention.ms", 86400000);
+    l.min_lag_ms = config_int(topic, s, "min.compaction.lag.ms", 0);
+    l.max_lag_ms = config_int(topic, s, "max.compaction.lag.ms", l.max_lag_ms);
+    l.delete_retention_ms = config_int(topic, s, "delete.retention.ms", 86400000);
     try {
         l.min_dirty_ratio = std::stod(
-            catalog::effective_config(*loaded, "min.cleanable.dirty.ratio", s.topic_defaults));
+            catalog::effective_config(topic, "min.cleanable.dirty.ratio", s.topic_defaults));
     } catch (...) {
     }
     // Record times are the producers' (or brokers') clocks: judged against this broker's,
@@ -338,6 +332,23 @@ result<job_outcome> compact_partition(pg_database& db, object_store& store, cons
         c->rows.front().base, c->end - 1, ratio, forced ? ", max.compaction.lag.ms" : "",
         w->rows.size(), w->rows.empty() ? std::string("no object") : key, w->data.size(),
         data->size(), w->removed, c->end)};
+}
+
+}  // namespace
+
+result<job_outcome> compact_partition(pg_database& db, object_store& store, const settings& s,
+                                      const job_key& job, int64_t token, pass_stats& stats) {
+    auto loaded = load_topic_configs(db, job.topic_id);
+    if (!loaded) return loaded.err();
+    const std::string policy =
+        catalog::effective_config(*loaded, "cleanup.policy", s.topic_defaults);
+    if (policy.find("compact") == std::string::npos)
+        return job_outcome{"cleanup.policy " + policy + ": nothing to compact"};
+    auto out = compact_topic_partition(db, store, s, job, token, stats, *loaded);
+    // Compaction also depends on time (min.compaction.lag.ms, max.compaction.lag.ms, the
+    // tombstones' delete.retention.ms): a compacted topic's job runs every interval.
+    if (out) out->wake_ms = compact_now_ms();
+    return out;
 }
 
 }  // namespace sluice::shared::maintenance

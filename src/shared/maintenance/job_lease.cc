@@ -36,27 +36,47 @@ std::string interval_text(std::chrono::milliseconds ms) {
     return fmt::format("{} milliseconds", ms.count());
 }
 
-result<std::vector<job_key>> due_jobs(pg_database& db, const std::string& kind) {
-    std::vector<job_key> out;
+std::string settings_digest(const settings& s) {
+    std::string text = fmt::format("merge {} {} {} compact {}", s.merge_small_bytes,
+                                   s.merge_target_bytes, s.merge_min_objects, s.compact_max_bytes);
+    for (const auto& [k, v] : s.topic_defaults) text += fmt::format(";{}={}", k, v);
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return fmt::format("{:016x}", h);
+}
+
+result<std::vector<due_job>> due_jobs(pg_database& db, const std::string& kind,
+                                      const std::string& digest, int64_t now_ms) {
+    std::vector<due_job> out;
     if (kind == cleanup_job) {
         auto r = db.exec(std::string("SELECT 1 FROM sluice_job_leases l WHERE ") + key_where +
                              " AND (NOT " + lease_free + " OR next_due_at > CURRENT_TIMESTAMP)",
                          key_params({kind, "", -1}));
         if (!r) return r.err();
-        if (r->size() == 0) out.push_back({kind, "", -1});
+        if (r->size() == 0) out.push_back({{kind, "", -1}, std::nullopt});
         return out;
     }
+    // A partition whose job ran and saw it as it is now (same high watermark, log start,
+    // configs, settings) and whose wake time has not come is not due: an idle partition
+    // costs no lease transaction.
     auto r = db.exec(
-        std::string("SELECT p.topic_id, p.partition_id FROM sluice_partitions p LEFT JOIN "
-                    "sluice_job_leases l ON l.job_kind = $1 AND l.topic_id = CAST(p.topic_id AS "
-                    "VARCHAR(32)) AND l.partition_id = p.partition_id WHERE l.job_kind IS NULL "
-                    "OR (") +
-            lease_free + " AND l.next_due_at <= CURRENT_TIMESTAMP) ORDER BY p.topic_id, " +
-            "p.partition_id",
-        {kind});
+        std::string(
+            "SELECT p.topic_id, p.partition_id, p.high_watermark, p.log_start_offset, "
+            "COALESCE(c.digest, '') FROM sluice_partitions p LEFT JOIN (SELECT topic_id, "
+            "MD5(STRING_AGG(config_key || '=' || config_value, ';' ORDER BY config_key)) AS "
+            "digest FROM sluice_topic_configs GROUP BY topic_id) c ON c.topic_id = p.topic_id "
+            "LEFT JOIN sluice_job_leases l ON l.job_kind = $1 AND l.topic_id = CAST(p.topic_id "
+            "AS VARCHAR(32)) AND l.partition_id = p.partition_id WHERE l.job_kind IS NULL OR (") +
+            lease_free +
+            " AND l.next_due_at <= CURRENT_TIMESTAMP AND (l.seen_high_watermark IS NULL OR "
+            "l.seen_high_watermark <> p.high_watermark OR l.seen_log_start <> p.log_start_offset "
+            "OR l.seen_configs <> COALESCE(c.digest, '') OR l.seen_settings <> $2 OR l.wake_ms "
+            "<= CAST($3 AS BIGINT))) ORDER BY p.topic_id, p.partition_id",
+        {kind, digest, std::to_string(now_ms)});
     if (!r) return r.err();
     for (size_t i = 0; i < r->size(); ++i)
-        out.push_back({kind, r->text(i, 0), static_cast<int32_t>(r->int64(i, 1))});
+        out.push_back({{kind, r->text(i, 0), static_cast<int32_t>(r->int64(i, 1))},
+                       partition_seen{r->int64(i, 2), r->int64(i, 3), r->text(i, 4)}});
     return out;
 }
 
@@ -119,17 +139,27 @@ result<void> check_lease(pg_transaction& tx, const job_key& job, int64_t token) 
 }
 
 result<void> finish_lease(pg_database& db, const job_key& job, int64_t token, const settings& s,
-                          const std::optional<std::string>& failure) {
+                          const std::optional<std::string>& failure,
+                          const std::optional<finished_state>& state) {
     auto params = key_params(job);
     params.emplace_back(std::to_string(token));
     params.emplace_back(interval_text(s.interval));
     params.emplace_back(failure ? "0" : "1");
     params.emplace_back(failure);
+    const bool keep = state && !failure;
+    params.emplace_back(keep ? pg_param(std::to_string(state->seen.high_watermark)) : std::nullopt);
+    params.emplace_back(keep ? pg_param(std::to_string(state->seen.log_start)) : std::nullopt);
+    params.emplace_back(keep ? pg_param(state->seen.configs) : std::nullopt);
+    params.emplace_back(keep ? pg_param(state->settings) : std::nullopt);
+    params.emplace_back(keep && state->wake_ms ? pg_param(std::to_string(*state->wake_ms))
+                                               : std::nullopt);
     auto up = db.exec(
         std::string(
             "UPDATE sluice_job_leases SET lease_expires_at = CURRENT_TIMESTAMP, "
             "next_due_at = CURRENT_TIMESTAMP + CAST($5 AS INTERVAL), runs = runs + "
-            "CAST($6 AS BIGINT), last_done_at = CURRENT_TIMESTAMP, last_error = $7 WHERE ") +
+            "CAST($6 AS BIGINT), last_done_at = CURRENT_TIMESTAMP, last_error = $7, "
+            "seen_high_watermark = CAST($8 AS BIGINT), seen_log_start = CAST($9 AS BIGINT), "
+            "seen_configs = $10, seen_settings = $11, wake_ms = CAST($12 AS BIGINT) WHERE ") +
             key_where + " AND fencing_token = CAST($4 AS BIGINT)",
         params);
     if (!up) return up.err();

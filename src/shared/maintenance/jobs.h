@@ -23,9 +23,31 @@ struct job_key {
 // "N milliseconds", for CAST(... AS INTERVAL).
 std::string interval_text(std::chrono::milliseconds ms);
 
-// The jobs of `kind` that are due: for per-partition kinds every partition whose lease row
-// is absent or free and due; for the cleanup its one row likewise.
-result<std::vector<job_key>> due_jobs(pg_database& db, const std::string& kind);
+// What a per-partition job found of its partition when it was listed as due: recorded
+// with the lease when the job succeeds, so that it is due again only once something
+// changed (new batches, the log start moved, the topic's configs changed).
+struct partition_seen {
+    int64_t high_watermark = 0;
+    int64_t log_start = 0;
+    std::string configs;  // a digest of the topic's sluice_topic_configs rows
+};
+
+struct due_job {
+    job_key key;
+    std::optional<partition_seen> seen;  // nullopt for the cleanup
+};
+
+// A digest of the settings a job's outcome depends on (the topic config defaults, the
+// merge and compaction sizes): a broker with other settings runs the jobs again.
+std::string settings_digest(const settings& s);
+
+// The jobs of `kind` that are due. The cleanup: its row absent, or free and due. A
+// per-partition kind: every partition whose lease row is absent, or free, due (its
+// interval passed) and either never finished successfully or changed since (high
+// watermark, log start, topic configs, `digest` of the settings), or whose wake time
+// (milliseconds since the epoch, against `now_ms`) came. One query.
+result<std::vector<due_job>> due_jobs(pg_database& db, const std::string& kind,
+                                      const std::string& digest, int64_t now_ms);
 
 // Takes the job's lease when it is free (expired) and due: the holder, lease_expires_at =
 // now + s.lease, fencing_token + 1. Returns the token, or nullopt when another broker
@@ -37,10 +59,21 @@ result<std::optional<int64_t>> take_lease(pg_database& db, const job_key& job, c
 // another broker may hold it now: it must commit nothing).
 result<void> check_lease(pg_transaction& tx, const job_key& job, int64_t token);
 
-// Ends the lease: done (next due after s.interval, runs + 1) or failed (due again at once,
-// last_error kept). Nothing when another broker took the lease since.
+// What a successful per-partition job leaves in its lease row: what it saw, and when it
+// must run again even if nothing changes.
+struct finished_state {
+    partition_seen seen;
+    std::string settings;            // settings_digest
+    std::optional<int64_t> wake_ms;  // nullopt: only when something changes
+};
+
+// Ends the lease: done (next due after s.interval, runs + 1) or failed (last_error kept).
+// `state` (kept only when the job succeeded) makes the job due again only on a change;
+// without it the job is due again after the interval. Nothing when another broker took
+// the lease since.
 result<void> finish_lease(pg_database& db, const job_key& job, int64_t token, const settings& s,
-                          const std::optional<std::string>& failure);
+                          const std::optional<std::string>& failure,
+                          const std::optional<finished_state>& state = std::nullopt);
 
 // One row of a partition's batch index, as merging and compaction move it.
 struct batch_row {
@@ -81,6 +114,13 @@ int64_t config_int(const catalog::topic_info& topic, const settings& s, const st
 // What a job did, for its job_run's detail and the pass's counters.
 struct job_outcome {
     std::string detail;
+    bool more = false;  // work left (a cap reached): due again after the interval
+    // Due again at this time (milliseconds since the epoch, the brokers' clock) even when
+    // the partition does not change: retention's next expiry, compaction's time limits.
+    std::optional<int64_t> wake_ms;
+    // The log start the job left behind, when it moved it itself (retention): not a
+    // change that makes its own job due again.
+    std::optional<int64_t> log_start;
 };
 
 // The jobs. Each runs with the lease held and checks it (check_lease) in the

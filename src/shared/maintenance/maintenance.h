@@ -6,8 +6,9 @@
 // merging or retention left, and those a broker that died between its upload and its
 // commit left in the store). Each job runs under a lease in the shared catalog
 // (sluice_job_leases, docs/formats/shared-catalog.md), once per partition and interval,
-// on whichever broker takes it first; a broker that dies holding a lease loses it when the
-// lease passes on the database's clock.
+// on whichever broker takes it first, and only when its partition changed since it last
+// ran (or retention's oldest batch expires); a broker that dies holding a lease loses it
+// when the lease passes on the database's clock.
 //
 // A broker calls run_once() from a periodic thread (every few seconds: a pass that finds
 // nothing due costs one query per job kind). DeleteRecords is advance_log_start(), which a
@@ -36,7 +37,7 @@ struct settings {
     int32_t broker_id = 0;
     int64_t incarnation = 0;  // the broker's (broker_registry), recorded with its leases
     // How often each job runs for a partition, cluster-wide: a job done is next due this
-    // long after it finished, whichever broker runs it.
+    // long after it finished, whichever broker runs it (once the partition changed).
     std::chrono::milliseconds interval{60000};
     // How long a job's lease lasts; a job checks it still holds it (fencing token, not
     // expired) in its final transaction, so a job slower than this commits nothing.

@@ -20,6 +20,7 @@ using piece = batch_piece;
 
 constexpr size_t max_batches_per_object = 10000;
 constexpr size_t max_objects_per_job = 8;
+constexpr size_t max_rows_read = 100000;
 
 }  // namespace
 
@@ -70,7 +71,8 @@ std::pair<size_t, size_t> next_run(const std::vector<piece>& pieces, size_t from
 result<std::vector<row>> load_rows(pg_database& db, const job_key& job) {
     auto r = db.exec(
         "SELECT base_offset, object_key, byte_position, byte_size FROM sluice_batches WHERE "
-        "topic_id = $1 AND partition_id = CAST($2 AS INTEGER) ORDER BY base_offset LIMIT 100000",
+        "topic_id = $1 AND partition_id = CAST($2 AS INTEGER) ORDER BY base_offset LIMIT " +
+            std::to_string(max_rows_read),
         {job.topic_id, std::to_string(job.partition)});
     if (!r) return r.err();
     std::vector<row> rows;
@@ -227,7 +229,11 @@ result<job_outcome> merge_partition(pg_database& db, object_store& store, const 
             fmt::format("{}{} batches from {} objects into {} ({} bytes)",
                         detail.empty() ? "" : "; ", moved.size(), end - begin, key, data->size());
     }
-    return job_outcome{detail.empty() ? std::string("nothing to merge") : detail};
+    job_outcome out{detail.empty() ? std::string("nothing to merge") : detail};
+    // Capped (objects a job, rows read): the rest waits for the next interval, changed or
+    // not.
+    out.more = next_run(pieces, from, s).first != pieces.size() || rows->size() >= max_rows_read;
+    return out;
 }
 
 }  // namespace sluice::shared::maintenance

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,14 +25,34 @@ struct trimmed {
     int64_t log_start = 0;
     uint64_t batches_deleted = 0;
     uint64_t objects_marked = 0;
+    uint64_t aborted_pruned = 0;
+    std::optional<int64_t> oldest_timestamp;  // the first batch left's largest timestamp
 };
+
+// The aborted transactions whose marker lies below the log start: a fetch starts at the
+// log start or later, and a transaction's records all come before its marker, so no
+// read_committed fetch needs them any more (Kafka drops them with their segments).
+result<uint64_t> prune_aborted(pg_transaction& tx, const std::string& topic_id, int32_t partition,
+                               int64_t log_start) {
+    auto params = partition_params(topic_id, partition);
+    params.emplace_back(std::to_string(log_start));
+    auto del = tx.exec(
+        "DELETE FROM sluice_txn_aborted WHERE topic_id = $1 AND partition_id = CAST($2 AS "
+        "INTEGER) AND last_offset < CAST($3 AS BIGINT)",
+        params);
+    if (!del) return del.err();
+    return static_cast<uint64_t>(del->affected);
+}
 
 // With the partition's row locked (bounds: log start, high watermark): the log start to
 // `target`, the batches wholly below it out of the index, their objects marked when no
-// batch is left in them.
+// batch is left in them, the aborted transactions below it forgotten.
 result<trimmed> trim_locked(pg_transaction& tx, const std::string& topic_id, int32_t partition,
                             std::pair<int64_t, int64_t> bounds, int64_t target) {
-    trimmed out{bounds.first, 0, 0};
+    trimmed out{bounds.first, 0, 0, 0, std::nullopt};
+    auto pruned = prune_aborted(tx, topic_id, partition, std::max(bounds.first, target));
+    if (!pruned) return pruned.err();
+    out.aborted_pruned = *pruned;
     if (target <= bounds.first) return out;
     auto params = partition_params(topic_id, partition);
     params.emplace_back(std::to_string(target));
@@ -193,13 +214,34 @@ result<job_outcome> retain_partition(pg_database& db, const settings& s, const j
                 if (!r) return r.err();
                 if (!r->is_null(0, 0)) target = std::max(target, r->int64(0, 0));
             }
-            return trim_locked(tx, job.topic_id, job.partition, *bounds, target);
+            auto out = trim_locked(tx, job.topic_id, job.partition, *bounds, target);
+            if (!out || retention_ms < 0) return out;
+            // The first batch left goes once its newest record is older than retention.ms
+            // (the log start stops at it until then, whatever the batches after it hold).
+            auto first = tx.exec(
+                "SELECT max_timestamp_ms FROM sluice_batches WHERE topic_id = $1 AND "
+                "partition_id = CAST($2 AS INTEGER) ORDER BY base_offset LIMIT 1",
+                params);
+            if (!first) return first.err();
+            if (first->size() == 1) out->oldest_timestamp = first->int64(0, 0);
+            return out;
         });
     if (!t) return t.err();
     stats.batches_deleted += t->batches_deleted;
     stats.objects_marked += t->objects_marked;
-    return job_outcome{fmt::format("log start {}, {} batches deleted, {} objects marked",
-                                   t->log_start, t->batches_deleted, t->objects_marked)};
+    job_outcome done{
+        fmt::format("log start {}, {} batches deleted, {} objects marked, {} aborted "
+                    "transactions forgotten",
+                    t->log_start, t->batches_deleted, t->objects_marked, t->aborted_pruned)};
+    done.log_start = t->log_start;
+    // Nothing changes on an idle partition until then: its job sleeps till that time.
+    if (t->oldest_timestamp) {
+        constexpr int64_t never = std::numeric_limits<int64_t>::max();
+        done.wake_ms = *t->oldest_timestamp > never - retention_ms - 1
+                           ? never
+                           : *t->oldest_timestamp + retention_ms + 1;
+    }
+    return done;
 }
 
 }  // namespace sluice::shared::maintenance

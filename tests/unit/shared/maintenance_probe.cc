@@ -60,6 +60,8 @@ maintenance::settings settings_from_env(int32_t broker) {
     s.merge_min_objects = static_cast<size_t>(env_int("SLUICE_MNT_MERGE_MIN", 8));
     s.merge_small_bytes = static_cast<uint64_t>(env_int("SLUICE_MNT_MERGE_SMALL", 4 << 20));
     s.merge_target_bytes = static_cast<uint64_t>(env_int("SLUICE_MNT_MERGE_TARGET", 64 << 20));
+    s.max_jobs_per_pass = static_cast<size_t>(
+        env_int("SLUICE_MNT_MAX_JOBS", static_cast<int64_t>(s.max_jobs_per_pass)));
     if (const char* jobs = std::getenv("SLUICE_MNT_JOBS")) {
         s.jobs.clear();
         std::stringstream in(jobs);
