@@ -106,8 +106,9 @@ sluice_integration_slots(integration.ck-2.16.test_groups_kip848_confluent test_g
 # suites listed are.
 if(SLUICE_DUCKDB)
   # Left out, not passing on DuckDB yet: of test_sql_catalog, psql's \d NAME, \di, \df
-  # and the + forms, SQLAlchemy's inspector, JDBC's DatabaseMetaData, the many-topics test (its \d) and the SQLite-only user schema
-  # bound (the catalog tests named here run no JVM, so this test takes no jvm lock); of
+  # and the + forms, SQLAlchemy's inspector, JDBC's DatabaseMetaData, the many-topics
+  # test (its \d) and the SQLite-only user schema bound (the catalog tests named here run
+  # no JVM, so this test takes no jvm lock); of
   # test_sql_bounds, the tests of values grown while computed (randomblob, zeroblob:
   # DuckDB checks only the values returned), of the per-session memory and temp
   # bounds (DuckDB's are the database's) and of SQLite's own functions (fts3_tokenizer,
