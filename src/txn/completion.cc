@@ -14,7 +14,7 @@ txn_state completed(bool commit) {
 }  // namespace
 
 void coordinator::end_txn(const std::string& id, int64_t producer_id, int16_t producer_epoch,
-                          bool commit, bool tv2, answer_fn cb) {
+                          bool commit, bool tv2, const answer_fn& cb) {
     // cb is called once: by end_txn_once unless its write lost a race (then it is run
     // again, reading the id afresh), or below when the races go on.
     for (int attempt = 1;; ++attempt) {

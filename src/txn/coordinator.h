@@ -124,7 +124,7 @@ class coordinator {
                              bool add_group);
     // EndTxn; tv2 for v5+. Answers once the transaction is complete (or refused).
     void end_txn(const std::string& id, int64_t producer_id, int16_t producer_epoch, bool commit,
-                 bool tv2, answer_fn cb);
+                 bool tv2, const answer_fn& cb);
 
     // OffsetFetch require_stable: whether an open transaction holds an offset for tp
     // (shared mode: those ids read afresh first, as another broker may have ended them).
