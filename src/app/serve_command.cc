@@ -127,6 +127,11 @@ class signal_watch : public net::io_handler {
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &set, nullptr);
+        // A write to a peer that has gone answers EPIPE rather than killing the broker:
+        // sendfile(2), which Fetch answers use for the log's bytes, has no MSG_NOSIGNAL
+        // (a SIGPIPE once ended a broker in CI when a Kafka Streams application was
+        // killed -9 while being answered).
+        std::signal(SIGPIPE, SIG_IGN);
         return set;
     }
     signal_watch(net::event_loop& loop, const sigset_t& set, std::function<void(int)> fn)
