@@ -28,7 +28,7 @@ VENVS := $(PYPI_VENV):$(PYPI_REQS): \
   tests/integration/.venv-sqltools:tests/integration/requirements-sqltools.txt:--system-site-packages
 
 test-deps:
-	scripts/install-deps.sh test
+	scripts/install-deps.sh test lint
 	@for spec in $(VENVS); do \
 	  dir=$${spec%%:*}; rest=$${spec#*:}; reqs=$${rest%%:*}; flags=$${rest#*:}; \
 	  cmp -s $$reqs $$dir/requirements.installed || { \
@@ -103,11 +103,13 @@ install: deps
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD_DIR)/sluice $(DESTDIR)$(PREFIX)/bin/sluice
 
-# Unit tests and the real-client integration tests, all through ctest. Integration tests
-# run two at a time where tests/integration/tests.cmake lets them (its two "slots").
+# Unit tests, the real-client integration tests and the lint, all through ctest.
+# Integration tests run two at a time where tests/integration/tests.cmake lets them (its
+# two "slots"). The lint (tests/lint.cmake) runs beside them at the idle CPU priority, in
+# the one job ctest gets beyond the cores.
 CTEST_SLOTS = --resource-spec-file $(CURDIR)/tests/integration/ctest-resources.json
 test: test-deps build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900 $(CTEST_SLOTS)
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $$(($(JOBS) + 1)) --timeout 900 $(CTEST_SLOTS)
 
 unit: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L unit
