@@ -55,7 +55,9 @@ result<bool> store_cursor::read_more() {
     return false;
 }
 
-result<bool> store_cursor::next_batch() {
+// The next batch of the range that holds records a reader sees, its header in _header,
+// its records not yet opened; false when the range has no more.
+result<bool> store_cursor::seek_batch() {
     for (;;) {
         if (_at >= _buf.size()) {
             auto more = read_more();
@@ -66,6 +68,7 @@ result<bool> store_cursor::next_batch() {
         if (!h || h->size_bytes() > rest.size())
             return error{errc::corrupt,
                          fmt::format("a truncated batch after offset {}", _next_read - 1)};
+        _batch_at = _at;
         _at += h->size_bytes();
         _header = *h;
         const size_t index = _batch_index++;
@@ -73,14 +76,26 @@ result<bool> store_cursor::next_batch() {
         _next_read = std::max(_next_read, h->last_offset() + 1);
         if (h->base_offset >= _end) return false;
         if (h->last_offset() < _start || h->is_control() || in_aborted(_aborted, *h)) continue;
-        auto records = protocol::batch_records(rest.first(h->size_bytes()), _header, _plain);
-        if (!records)
-            return error{errc::corrupt, fmt::format("the batch at offset {}: {}", h->base_offset,
-                                                    records.err().message)};
-        _records.emplace(*records, _header);
-        ++_stats.batches_read;
         return true;
     }
+}
+
+result<void> store_cursor::open_records() {
+    const bytes_view batch = bytes_view(_buf).subspan(_batch_at, _header.size_bytes());
+    auto records = protocol::batch_records(batch, _header, _plain);
+    if (!records)
+        return error{errc::corrupt, fmt::format("the batch at offset {}: {}", _header.base_offset,
+                                                records.err().message)};
+    _records.emplace(*records, _header);
+    ++_stats.batches_read;
+    return {};
+}
+
+result<bool> store_cursor::next_batch() {
+    auto more = seek_batch();
+    if (!more || !*more) return more;
+    if (auto r = open_records(); !r) return r.err();
+    return true;
 }
 
 result<bool> store_cursor::next() {
@@ -108,6 +123,52 @@ result<bool> store_cursor::next() {
             close();
             return false;
         }
+    }
+}
+
+result<std::optional<int64_t>> store_cursor::next_count() {
+    using count = std::optional<int64_t>;
+    if (!_log) return count{};
+    for (;;) {
+        if (_records) {
+            // A batch the range cuts: its records in the range, one by one.
+            int64_t n = 0;
+            bool past_end = false;
+            while (_records->next(_rec)) {
+                if (_rec.offset < _start) continue;
+                if (_rec.offset >= _end) {
+                    past_end = true;
+                    break;
+                }
+                ++n;
+            }
+            _stats.records_read += n;
+            if (past_end) {
+                close();
+                return n > 0 ? count{n} : count{};
+            }
+            if (!_records->ok())
+                return error{errc::corrupt,
+                             fmt::format("malformed records in the batch at offset {}",
+                                         _header.base_offset)};
+            _records.reset();
+            if (n > 0) return count{n};
+        }
+        auto more = seek_batch();
+        if (!more) return more.err();
+        if (!*more) {
+            close();
+            return count{};
+        }
+        if (_header.base_offset >= _start && _header.last_offset() < _end) {
+            if (_header.record_count <= 0) continue;  // emptied by compaction
+            // Whole in the range: the header's count is the records the batch holds
+            // (compaction writes it with those it keeps).
+            ++_stats.batches_read;
+            _stats.records_read += _header.record_count;
+            return count{_header.record_count};
+        }
+        if (auto r = open_records(); !r) return r.err();
     }
 }
 

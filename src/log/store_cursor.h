@@ -41,6 +41,10 @@ class store_cursor {
     // The next record of the range into record(): false at its end. Errors: the
     // partition's (not_found: its topic was deleted), corrupt.
     result<bool> next();
+    // next() counted, for count(*): how many records the range has next, nullopt at its
+    // end. A batch wholly in the range is counted from its header (its records are neither
+    // decompressed nor decoded), one the range cuts record by record. Errors: as next().
+    result<std::optional<int64_t>> next_count();
     const protocol::record_ref& record() const { return _rec; }
     const protocol::batch_header& batch() const { return _header; }
     // When the broker appended the current record's batch (ms since the epoch); nullopt
@@ -56,6 +60,8 @@ class store_cursor {
 
   private:
     result<bool> next_batch();
+    result<bool> seek_batch();
+    result<void> open_records();
     result<bool> read_more();
 
     const partition_store* _log = nullptr;
@@ -64,6 +70,7 @@ class store_cursor {
     offset_t _next_read = 0;
     bytes _buf;
     size_t _at = 0;                    // the next batch's position in _buf
+    size_t _batch_at = 0;              // the current batch's
     std::vector<timestamp_ms> _times;  // the append times of _buf's batches, in order
     size_t _batch_index = 0;           // the next batch's index in _times
     timestamp_ms _append_time = -1;    // the current batch's

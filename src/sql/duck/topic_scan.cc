@@ -480,26 +480,20 @@ bool advance(const bind_data& b, global_state& g, local_state& l) {
 }
 
 // advance() for a count: how many records the scan has next (a batch's), 0 at the end.
-// The local logs' batches wholly in the range are counted from their headers
-// (log::record_cursor::next_count); shared mode's records one by one.
+// Batches wholly in the range are counted from their headers
+// (log::record_cursor::next_count, log::store_cursor::next_count).
 int64_t advance_count(const bind_data& b, global_state& g, local_state& l) {
     for (;;) {
-        if (l.log) {
-            auto n = l.records.next_count();
+        if (l.reading()) {
+            auto n = l.store ? l.store_records.next_count() : l.records.next_count();
             if (!n) scan_error(b, l.partition, n.err());
             if (*n && **n > 0) return **n;
             if (!*n) {
                 l.log = nullptr;
                 l.records.close();
+                l.store = nullptr;
+                l.store_records.close();
             }
-            continue;
-        }
-        if (l.store) {
-            auto more = l.store_records.next();
-            if (!more) scan_error(b, l.partition, more.err());
-            if (*more) return 1;
-            l.store = nullptr;
-            l.store_records.close();
             continue;
         }
         if (!next_partition(b, g, l)) return 0;

@@ -97,5 +97,36 @@ TEST_F(store_cursor_test, many_small_batches_read_in_several_chunks) {
     EXPECT_GT(cur.stats().bytes_read, int64_t{store_cursor::read_chunk_bytes});
 }
 
+// next_count: what next() would return, counted; batches wholly in the range from their
+// headers (their records neither decompressed nor decoded), the ones the
+// range cuts record by record.
+TEST_F(store_cursor_test, counts_match_the_records_next_returns) {
+    const auto count = [&](offset_t start, offset_t end) {
+        cur.stats() = {};
+        EXPECT_TRUE(cur.open(p0, start, end).ok());
+        int64_t n = 0;
+        for (;;) {
+            auto c = cur.next_count();
+            EXPECT_TRUE(c.ok()) << c.err().message;
+            if (!c.ok() || !*c) break;
+            EXPECT_GT(**c, 0);
+            n += **c;
+        }
+        EXPECT_FALSE(cur.is_open());
+        return n;
+    };
+    for (const auto& [start, end] : std::vector<std::pair<offset_t, offset_t>>{
+             {0, 152}, {5, 152}, {0, 120}, {120, 121}, {99, 151}, {150, 152}, {151, 151}}) {
+        const auto n = static_cast<int64_t>(range(start, end).size());
+        EXPECT_EQ(count(start, end), n) << start << ".." << end;
+        EXPECT_EQ(cur.stats().records_read, n) << start << ".." << end;
+    }
+    // The whole partition: its three batches, each counted once.
+    EXPECT_EQ(count(0, 152), 152);
+    EXPECT_EQ(cur.stats().batches_read, 3);
+    // A range cutting the gzip batch decodes it: 100..120 counted record by record.
+    EXPECT_EQ(count(100, 120), 20);
+}
+
 }  // namespace
 }  // namespace sluice::log
