@@ -390,8 +390,8 @@ class duck_target final : public target_store {
         check(*q);
         struct existing {
             std::string name, type;
-            bool nullable, has_default;
-            d::LogicalTypeId id;
+            bool nullable = false, has_default = false;
+            d::LogicalTypeId id = d::LogicalTypeId::INVALID;
         };
         std::map<std::string, existing> have;
         std::vector<std::string> order;
