@@ -52,6 +52,7 @@
 #include "expansion/duck/duck_target.h"
 #include "sql/duck/duck_engine.h"
 #include "sql/duck/serving.h"
+#include "sql/duck_migration/sqlite_to_duck.h"
 #endif
 
 namespace sluice::app {
@@ -82,6 +83,10 @@ class sql_engine_choice {
                     fmt::format("--sql-export-dir {}: not a directory", export_dir)};
         }
         const auto file = sql::duck::serving_database_file(eo.data_dir);
+        // Once: the tables the SQLite engine served from this data directory, expansion
+        // targets and their progress among them (docs/sql.md, Switching engines).
+        auto copied = sql::duck_migration::migrate(eo.data_dir, file, eo.bounds.total_memory);
+        if (!copied) return sql::query_error{sql::failure::internal, copied.err().message};
         auto db = sql::duck::open_serving_database(eo, file, exports);
         if (!db) return db.error();
         _duck = std::move(*db);

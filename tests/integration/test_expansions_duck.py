@@ -16,6 +16,7 @@ import pathlib
 import subprocess
 import time
 
+import psycopg2
 import pytest
 from confluent_kafka import Producer
 
@@ -184,3 +185,66 @@ def test_targets_served_typed_across_restarts_and_kill9(broker_factory, topic_na
         print("after kill -9: %d acknowledged in the stream, %d events in the topic and the target" % (len(acks), n))
     finally:
         conn.close()
+
+
+def test_sqlite_tables_and_targets_move_to_duckdb(broker_factory, topic_name):
+    """A data directory the SQLite engine served, started with --sql-engine duckdb: users'
+    tables (schemas, types, keys, rows) and an expansion's target are copied once into
+    DuckDB, the expansion goes on from its progress (each new event once), and the SQLite
+    files stay, so --sql-engine sqlite shows them again (docs/sql.md, Switching engines)."""
+    b = broker_factory(extra_args=S.SQL_ARGS + ["--sql-engine", "sqlite"])
+    H.create_topic(b.bootstrap, topic_name, 2)
+    X.create(b.http, topic_name, TARGET, X.EVENT_FIELDS)
+    acked = produce(b, topic_name, range(40))
+    rows = [(1, "alice", 10.5, True, "2026-12-07", b"\x00\xff"), (2, "bob", None, False, None, None),
+            (3, "ca'rol", -2.0, None, "2025-01-31", b"")]
+    conn = S.pg_connect(b.pg)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, balance REAL, "
+                        "active BOOLEAN, opened DATE, photo BLOB)")
+            for r in rows:
+                cur.execute("INSERT INTO accounts VALUES (%s, %s, %s, %s, %s, %s)",
+                            r[:5] + (None if r[5] is None else psycopg2.Binary(r[5]),))
+            cur.execute("CREATE SCHEMA ledger")
+            cur.execute("CREATE TABLE ledger.entries (account INT, amount NUMERIC(10,2), memo VARCHAR(20))")
+            cur.execute("INSERT INTO ledger.entries VALUES (1, 5, 'first'), (1, 5.5, 'second'), (2, -1, NULL)")
+    finally:
+        conn.close()
+    X.wait_caught_up(b.http, TARGET)
+
+    b.stop()
+    b.extra_args = S.SQL_ARGS + ["--sql-engine", "duckdb"]
+    b.start()
+    acked.update(produce(b, topic_name, range(40, 70)))
+    conn = S.pg_connect(b.pg)
+    try:
+        got = S.pg_rows(conn, "SELECT id, name, balance, active, CAST(opened AS VARCHAR), photo FROM accounts "
+                              "ORDER BY id")
+        assert [r[:5] + (None if r[5] is None else bytes(r[5]),) for r in got] == rows, got
+        assert S.pg_rows(conn, "SELECT data_type FROM information_schema.columns WHERE table_name = 'accounts' "
+                               "ORDER BY ordinal_position") == [
+            ("bigint",), ("text",), ("double precision",), ("boolean",), ("date",), ("bytea",)]
+        assert S.pg_rows(conn, "SELECT account, amount, memo FROM ledger.entries ORDER BY amount") == [
+            (2, -1.0, None), (1, 5.0, "first"), (1, 5.5, "second")]
+        # The key and its numbering came along.
+        assert S.pg_error(conn, "INSERT INTO accounts (id, name) VALUES (1, 'again')").pgcode == "23505"
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO accounts (name) VALUES ('dave')")
+        assert S.pg_rows(conn, "SELECT id FROM accounts WHERE name = 'dave'") == [(4,)]
+        # The target: the 40 events copied, the 30 since expanded by DuckDB's store, once each.
+        assert assert_target_is_topic(conn, topic_name, acked, "after the move") == 70
+        assert S.pg_rows(conn, "SELECT value FROM main._sluice_meta WHERE key = 'sqlite_migration_format'") == [
+            ("1",)]
+    finally:
+        conn.close()
+    assert X.get(b.http, TARGET)["state"] == "running"
+
+    # Back to SQLite: its files are as they were at the move; its expander catches up.
+    b.stop()
+    b.extra_args = S.SQL_ARGS + ["--sql-engine", "sqlite"]
+    b.start()
+    X.wait_caught_up(b.http, TARGET)
+    assert S.http_rows(b.http, "SELECT count(*), max(id) FROM accounts") == [[3, 3]]
+    assert S.http_rows(b.http, "SELECT count(*), count(DISTINCT _offset || ':' || _partition) FROM %s"
+                       % TARGET) == [[70, 70]]

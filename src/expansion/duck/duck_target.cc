@@ -390,8 +390,8 @@ class duck_target final : public target_store {
         check(*q);
         struct existing {
             std::string name, type;
-            bool nullable, has_default;
-            d::LogicalTypeId id;
+            bool nullable = false, has_default = false;
+            d::LogicalTypeId id = d::LogicalTypeId::INVALID;
         };
         std::map<std::string, existing> have;
         std::vector<std::string> order;
@@ -409,8 +409,9 @@ class duck_target final : public target_store {
             if (!create)
                 return error{errc::not_found,
                              fmt::format("table {} does not exist in the DuckDB database (a target "
-                                         "made while the broker ran --sql-engine sqlite stays "
-                                         "in SQLite: docs/expansions.md, Storage)",
+                                         "made on --sql-engine sqlite after the first start on "
+                                         "DuckDB, which copied them, stays in SQLite: "
+                                         "docs/expansions.md, Storage)",
                                          _qualified)};
             std::string ddl = "CREATE TABLE " + table_ref() + " (";
             for (size_t i = 0; i < cols.size(); ++i) {
@@ -459,6 +460,18 @@ class duck_target final : public target_store {
     bool _exact = false;  // the table has the layout's columns, in its order, and no other
 };
 
+std::string duck_targets::bookkeeping_sql() {
+    return fmt::format(
+        "CREATE TABLE IF NOT EXISTS main.{0} (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);"
+        "INSERT OR IGNORE INTO main.{0} VALUES ('format', '{1}'), ('format_version', '{2}'), "
+        "('expansion_progress_format', '{3}');"
+        "CREATE TABLE IF NOT EXISTS main.{4} (target VARCHAR NOT NULL, "
+        "\"partition\" INTEGER NOT NULL, next_offset BIGINT NOT NULL, "
+        "backfill_start BIGINT NOT NULL, backfill_next BIGINT NOT NULL, "
+        "backfill_end BIGINT NOT NULL)",
+        meta_table, format_name, format_version, progress_format_version, progress_table);
+}
+
 duck_targets::duck_targets(std::unique_ptr<impl> i) : _impl(std::move(i)) {}
 
 duck_targets::~duck_targets() {
@@ -489,15 +502,7 @@ result<std::shared_ptr<duck_targets>> duck_targets::open(const duck_options& o) 
             i->db = std::make_shared<d::DuckDB>(o.file.string(), &config);
         }
         d::Connection con(*i->db);
-        auto q = con.Query(fmt::format(
-            "CREATE TABLE IF NOT EXISTS main.{0} (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);"
-            "INSERT OR IGNORE INTO main.{0} VALUES ('format', '{1}'), ('format_version', '{2}'), "
-            "('expansion_progress_format', '{3}');"
-            "CREATE TABLE IF NOT EXISTS main.{4} (target VARCHAR NOT NULL, "
-            "\"partition\" INTEGER NOT NULL, next_offset BIGINT NOT NULL, "
-            "backfill_start BIGINT NOT NULL, backfill_next BIGINT NOT NULL, "
-            "backfill_end BIGINT NOT NULL)",
-            meta_table, format_name, format_version, progress_format_version, progress_table));
+        auto q = con.Query(bookkeeping_sql());
         check(*q);
         auto v =
             con.Query(fmt::format("SELECT (SELECT value FROM main.{0} WHERE key = 'format'), "

@@ -58,6 +58,11 @@ class duck_targets final : public target_backend {
     duck_targets(const duck_targets&) = delete;
     duck_targets& operator=(const duck_targets&) = delete;
 
+    // The statements that make the file's bookkeeping tables when absent (_sluice_meta with
+    // its format rows, _sluice_expansion_progress): open() runs them, and so does the copy of
+    // the SQLite engine's tables (sql/duck_migration), inside its transaction.
+    static std::string bookkeeping_sql();
+
     const char* kind() const override { return "duckdb"; }
     result<std::unique_ptr<target_store>> open(const std::string& schema, const std::string& table,
                                                const layout& l, bool create) override;
