@@ -305,7 +305,8 @@ def test_broker_killed_while_it_merges(cluster, proxy):
     t0, phases = time.monotonic(), {}
     try:
         with Load(bootstrap(cluster), "merging", "m") as load:
-            # A pass every 5 s on each broker; a merge once 8 small parts follow each other.
+            # A pass every second on each broker (the maintenance interval); a merge once 8
+            # small parts follow each other.
             wait_for(lambda: proxy.slowed, timeout=30, what="a merge's upload")
             holder, token, held, _, runs = merge_lease()
             assert held, merge_lease()
