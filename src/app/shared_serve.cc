@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -232,7 +233,9 @@ shared_maintenance::shared_maintenance(shared_engines& e, const shared::broker_r
     : _engines(e),
       _registry(registry),
       _settings(std::move(s)),
-      _thread(std::chrono::milliseconds(5000), [this] { pass(); }) {}
+      // Every 5 s, or every interval when that is shorter (a job could not run as often as
+      // its interval says otherwise).
+      _thread(std::min(std::chrono::milliseconds(5000), _settings.interval), [this] { pass(); }) {}
 
 void shared_maintenance::pass() {
     if (!_registry.member()) return;  // its leases would be free to the others at once

@@ -105,9 +105,9 @@ result<std::unique_ptr<shared::pg_refresher>> follow_shared_expansions(
     shared_engines& e, std::function<void()> changed);
 
 // Runs the background work (merging, retention, cleanup of unreferenced objects) every
-// few seconds on a thread of its own, sharing it with the other brokers through the
-// database's job leases; stops when destroyed. Takes no job while the broker's lease has
-// passed, and takes them as the registry's current incarnation.
+// 5 s (every interval when that is shorter) on a thread of its own, sharing it with the
+// other brokers through the database's job leases; stops when destroyed. Takes no job while
+// the broker's lease has passed, and takes them as the registry's current incarnation.
 class shared_maintenance {
   public:
     shared_maintenance(shared_engines& e, const shared::broker_registry& registry,

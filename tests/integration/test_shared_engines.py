@@ -28,17 +28,41 @@ def probe_bin():
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    server = S3.S3Server(tmp_path_factory.mktemp("s3"), register=P.H.register_proc).start()
-    yield server
-    server.stop()
+def s3_and_pg(tmp_path_factory):
+    """s3proxy and PostgreSQL, started side by side (a JVM and an initdb: seconds each, tens
+    of them on a busy machine); the module's s3 and pg."""
+    server = S3.S3Server(tmp_path_factory.mktemp("s3"), register=P.H.register_proc)
+    cluster = P.PostgresCluster(tmp_path_factory.mktemp("pg"))
+    failed = []
+
+    def start_s3():
+        try:
+            server.start()
+        except BaseException as e:  # noqa: B902 (raised below, on the test's thread)
+            failed.append(e)
+    t = threading.Thread(target=start_s3)
+    t.start()
+    try:
+        cluster.start()
+    finally:
+        t.join()
+    try:
+        if failed:
+            raise failed[0]
+        yield server, cluster
+    finally:
+        server.stop()
+        cluster.stop()
 
 
 @pytest.fixture(scope="module")
-def pg(tmp_path_factory):
-    cluster = P.PostgresCluster(tmp_path_factory.mktemp("pg")).start()
-    yield cluster
-    cluster.stop()
+def s3(s3_and_pg):
+    return s3_and_pg[0]
+
+
+@pytest.fixture(scope="module")
+def pg(s3_and_pg):
+    return s3_and_pg[1]
 
 
 def run(env, *args, stdin=b"", timeout=60, check=True):

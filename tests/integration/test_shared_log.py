@@ -8,7 +8,7 @@ import subprocess
 import time
 import uuid
 
-from test_shared_engines import pg, probe_bin, run, s3, s3_env  # noqa: F401 (fixtures)
+from test_shared_engines import pg, probe_bin, run, s3, s3_and_pg, s3_env  # noqa: F401 (fixtures)
 
 
 def engines(s3, pg, **extra):  # noqa: F811

@@ -7,7 +7,9 @@ test_random_transactions_with_kill9, in a randomized check in the spirit of Jeps
 Kafka workload, with librdkafka and with franz-go (go/cmd/franzjepsen, TV2) writers.
 After each restart no read_committed consumer and no SQL query (kafka_topics."T") sees
 a record of a transaction that did not commit, and every committed transaction is
-whole. One broker (fixed port, SQL on) serves the file.
+whole. One broker (fixed port, SQL on) serves the phase tests, another the randomized
+check: its ten restarts then recover its own few partitions, not the 300 of the marker
+tests' topics (seconds each on a busy machine).
 """
 
 import json
@@ -33,11 +35,38 @@ def free_port():
         return s.getsockname()[1]
 
 
+def crash_broker(factory):
+    return factory(listen="127.0.0.1:%d" % free_port(),
+                   extra_args=S.SQL_ARGS + ["--log-level", "debug", "--transaction-abort-check-interval-ms", "200"])
+
+
 @pytest.fixture(scope="module")
 def b(module_broker_factory):
-    return module_broker_factory(
-        listen="127.0.0.1:%d" % free_port(),
-        extra_args=S.SQL_ARGS + ["--log-level", "debug", "--transaction-abort-check-interval-ms", "200"])
+    return crash_broker(module_broker_factory)
+
+
+@pytest.fixture(scope="module")
+def jb(module_broker_factory):
+    """test_random_transactions_with_kill9's broker."""
+    return crash_broker(module_broker_factory)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def franzjepsen(tmp_path_factory):
+    """go/cmd/franzjepsen, built while the module's first tests run (linking it takes
+    seconds, tens of them on a busy machine): a function returning the program's path."""
+    exe = tmp_path_factory.mktemp("go") / "franzjepsen"
+    build = H.register_proc(subprocess.Popen(["go", "build", "-o", str(exe), "./cmd/franzjepsen"], cwd=GO_DIR,
+                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+
+    def built():
+        out, _ = build.communicate(timeout=300)
+        assert build.returncode == 0, out.decode(errors="replace")[-3000:]
+        return exe
+    yield built
+    if build.poll() is None:
+        build.kill()
+        build.wait()
 
 
 def txn_producer(b, tid, **extra):
@@ -293,11 +322,7 @@ class GoWriters:
     """franz-go's writers (go/cmd/franzjepsen, transaction version 2) in one process,
     with the same outcomes as TxnWriter's."""
 
-    def __init__(self, b, topic, parts, seconds, tmp_path):
-        exe = tmp_path / "franzjepsen"
-        r = subprocess.run(["go", "build", "-o", str(exe), "./cmd/franzjepsen"], cwd=GO_DIR, capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-3000:]
+    def __init__(self, b, topic, parts, seconds, tmp_path, exe):
         self.out = tmp_path / "franzjepsen.out"
         with open(self.out, "wb") as out:
             self.proc = H.register_proc(subprocess.Popen(
@@ -314,27 +339,27 @@ class GoWriters:
 
 
 @pytest.mark.parametrize("client", ["librdkafka", "franz-go"])
-def test_random_transactions_with_kill9(b, client, tmp_path):
+def test_random_transactions_with_kill9(jb, client, tmp_path, franzjepsen):
     """TxnWriter's or GoWriters' transactions and two LiveReaders while the broker is
     killed five times; then the read_committed view, SQL and each reader are checked."""
     topic, parts = "jepsen-" + client, 3
-    H.create_topic(b.bootstrap, topic, parts)
+    H.create_topic(jb.bootstrap, topic, parts)
     stop = threading.Event()
     rng = random.Random(34)
     pauses = [rng.uniform(4, 7) for _ in range(5)]
     go, writers = None, []
     if client == "librdkafka":
-        writers = [TxnWriter(b, topic, parts, k, stop) for k in range(3)]
+        writers = [TxnWriter(jb, topic, parts, k, stop) for k in range(3)]
     else:
-        go = GoWriters(b, topic, parts, int(sum(pauses)) + 6, tmp_path)
-    readers = [LiveReader(b, topic, parts, stop) for _ in range(2)]
+        go = GoWriters(jb, topic, parts, int(sum(pauses)) + 6, tmp_path, franzjepsen())
+    readers = [LiveReader(jb, topic, parts, stop) for _ in range(2)]
     for t in writers + readers:
         t.start()
     t0 = time.monotonic()
     kills = 0
     for pause in pauses:
         time.sleep(pause)
-        restart(b)
+        restart(jb)
         kills += 1
     time.sleep(6)
     outcome = go.finish() if go else {}
@@ -352,7 +377,7 @@ def test_random_transactions_with_kill9(b, client, tmp_path):
         # EndTxn that came while a restarted broker was still writing its markers was once
         # fenced, and the client gave up on a transaction that committed.
         fenced = [e for e in go.errors if "PRODUCER_FENCED" in e]
-        timeouts = [ln for p in b.stderr_paths for ln in p.read_text(errors="replace").splitlines()
+        timeouts = [ln for p in jb.stderr_paths for ln in p.read_text(errors="replace").splitlines()
                     if "'jepsen-go-" in ln and "longer than its timeout" in ln]
         assert not fenced or timeouts, fenced[:3]
     committed = {v for v, (o, _) in outcome.items() if o == "committed"}
@@ -360,7 +385,7 @@ def test_random_transactions_with_kill9(b, client, tmp_path):
     assert len(committed) > 50 and aborted, (len(committed), len(aborted))
 
     def settled():
-        final = V.read(b.bootstrap, topic, parts)
+        final = V.read(jb.bootstrap, topic, parts)
         return len(final) >= len(committed) and final
     final = H.wait_until("the last transactions ended", settled, timeout=30)
     got = V.values(final)
@@ -377,9 +402,10 @@ def test_random_transactions_with_kill9(b, client, tmp_path):
     assert not partial, "transactions partly visible: %r" % partial
     # Offsets: read_committed skips exactly the records of transactions that did not
     # commit (and the markers, which no consumer sees).
-    everything = V.read(b.bootstrap, topic, parts, committed=False)
-    assert [x for x in everything if x[2] in set(got)] == final
-    assert V.sql(b, topic) == final
+    everything = V.read(jb.bootstrap, topic, parts, committed=False)
+    visible = set(got)
+    assert [x for x in everything if x[2] in visible] == final
+    assert V.sql(jb, topic) == final
     # Each live reader saw, per partition, a prefix of the final committed sequence: no
     # aborted read, no gap, no duplicate, through three kills.
     for r in readers:
