@@ -572,13 +572,17 @@ def test_user_and_acl_made_on_one_broker_hold_on_another(secured):
                              KafkaAdminClient, ResourcePattern, ResourceType)
     create_topic(secured, "open-t", 1)
     create_topic(secured, "closed-t", 1)
+    create_topic(secured, "closed-probe", 1)
     with K.Conn(kafka(secured, 0)) as conn:
         assert S.alter_user_scram_credentials(conn, upsertions=[("alice", "SCRAM-SHA-256", 4096, "alice-pw")]) \
             == {"alice": (0, None)}
     admin = KafkaAdminClient(bootstrap_servers=kafka(secured, 0))
     try:
+        # One prefixed ACL denies both closed-* topics: the wait below probes with
+        # closed-probe, so a probe that lands before the ACL reaches broker 1 never writes
+        # to closed-t, which must stay empty.
         deny = ACL("User:alice", "*", ACLOperation.WRITE, ACLPermissionType.DENY,
-                   ResourcePattern(ResourceType.TOPIC, "closed-t", ACLResourcePatternType.LITERAL))
+                   ResourcePattern(ResourceType.TOPIC, "closed-", ACLResourcePatternType.PREFIXED))
         result = admin.create_acls([deny])
         assert not result["failed"], result
     finally:
@@ -589,7 +593,7 @@ def test_user_and_acl_made_on_one_broker_hold_on_another(secured):
     def holds():
         try:
             with S.SecureConn(addr, alice) as conn:
-                return S.produce_raw(conn, "closed-t", [(b"k", b"no")])["error"] == 29  # TOPIC_AUTHORIZATION_FAILED
+                return S.produce_raw(conn, "closed-probe", [(b"k", b"no")])["error"] == 29  # TOPIC_AUTHORIZATION_FAILED
         except S.SaslError:
             return False  # the user not known on broker 1 yet
     wait_for(holds, timeout=10, what="alice and her ACL on broker 1")
@@ -597,6 +601,8 @@ def test_user_and_acl_made_on_one_broker_hold_on_another(secured):
         r = S.produce_raw(conn, "open-t", [(b"k", b"alice-was-here")])
         assert r["error"] == 0, r
         assert (b"k", b"alice-was-here") in [(k, v) for _, k, v in S.fetch_pairs(conn, "open-t")]
+        r = S.produce_raw(conn, "closed-t", [(b"k", b"no")])
+        assert r["error"] == 29, r  # TOPIC_AUTHORIZATION_FAILED
     with pytest.raises(S.SaslError):
         S.SecureConn(addr, S.Creds("SASL_PLAINTEXT", "SCRAM-SHA-256", "alice", "wrong"))
     # Nothing reached the denied topic.
