@@ -33,7 +33,7 @@ public final class ClassArchiveTraining {
         "org.apache.kafka.tools.GetOffsetShell", "org.apache.kafka.tools.DeleteRecordsCommand",
         "org.apache.kafka.tools.AclCommand", "org.apache.kafka.tools.TransactionsCommand",
         "org.apache.kafka.tools.BrokerApiVersionsCommand", "org.apache.kafka.tools.LogDirsCommand",
-        "org.apache.kafka.connect.cli.ConnectDistributed");
+        "org.apache.kafka.connect.cli.ConnectDistributed", "dev.sluice.jvmtests.tools.ToolRunner");
 
     public static void main(String[] args) throws Exception {
         if (args.length != 1) {
