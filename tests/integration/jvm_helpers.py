@@ -129,3 +129,12 @@ class ToolRunner:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+_TOOLS = ToolRunner()
+
+
+def run_tool(tool, *args, timeout=180):
+    """Runs one of Kafka's tools (a scripts/kafka-tool name) with ARGS in the suite's one
+    ToolRunner JVM; a CompletedProcess with text stdout and stderr, as subprocess.run's."""
+    return _TOOLS.run(tool, *args, timeout=timeout)

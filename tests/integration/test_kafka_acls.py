@@ -59,9 +59,7 @@ def env(module_secure_broker_factory, tmp_path_factory):
     with S.SecureConn(b.kafka, admin) as conn:
         r = S.produce_raw(conn, ORDERS, PAIRS)
         assert (r["error"], r["base_offset"]) == (0, 0), r
-    b.tools = J.ToolRunner()
-    yield b
-    b.tools.close()
+    return b
 
 
 def take_addresses(b):
@@ -72,8 +70,8 @@ def take_addresses(b):
 
 def acls(env, *args, user="admin", check=True):
     """kafka-acls as `user`: (exit code, stdout + stderr)."""
-    proc = env.tools.run("kafka-acls", "--bootstrap-server", env.kafka, "--command-config", env.props[user], *args,
-                         timeout=180)
+    proc = J.run_tool("kafka-acls", "--bootstrap-server", env.kafka, "--command-config", env.props[user], *args,
+                      timeout=180)
     text = proc.stdout + proc.stderr
     if check:
         assert proc.returncode == 0 and "Error while executing" not in text, \

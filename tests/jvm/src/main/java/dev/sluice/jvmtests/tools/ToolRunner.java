@@ -5,6 +5,7 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -62,6 +63,8 @@ public final class ToolRunner {
     public static void main(String[] argv) throws Exception {
         PrintStream answers = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false);
         InputStream requests = System.in;
+        System.setOut(new PrintStream(OUT, true, StandardCharsets.UTF_8));
+        System.setErr(new PrintStream(ERR, true, StandardCharsets.UTF_8));
         Exit.Procedure exit = (code, message) -> {
             if (exitCode == null) {
                 exitCode = code;
@@ -85,14 +88,29 @@ public final class ToolRunner {
         }
     }
 
+    /** System.out or System.err for the whole JVM: writes go to the running tool's
+     * capture. One stream throughout, as Scala's Console (ConfigCommand's println) keeps
+     * the System.out it first saw. */
+    private static final class Switch extends OutputStream {
+        volatile OutputStream target = OutputStream.nullOutputStream();
+
+        @Override
+        public void write(int b) throws java.io.IOException {
+            target.write(b);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws java.io.IOException {
+            target.write(b, off, len);
+        }
+    }
+
+    private static final Switch OUT = new Switch();
+    private static final Switch ERR = new Switch();
+
     private static int run(String mainClass, String[] args, ByteArrayOutputStream out, ByteArrayOutputStream err) {
-        PrintStream savedOut = System.out;
-        PrintStream savedErr = System.err;
-        InputStream savedIn = System.in;
-        PrintStream toolOut = new PrintStream(out, true, StandardCharsets.UTF_8);
-        PrintStream toolErr = new PrintStream(err, true, StandardCharsets.UTF_8);
-        System.setOut(toolOut);
-        System.setErr(toolErr);
+        OUT.target = out;
+        ERR.target = err;
         System.setIn(new ByteArrayInputStream(new byte[0]));
         try {
             Method main = Class.forName(mainClass).getMethod("main", String[].class);
@@ -102,18 +120,17 @@ public final class ToolRunner {
             if (exitCode != null) {
                 return exitCode;
             }
-            toolErr.print("Exception in thread \"main\" ");
-            e.getCause().printStackTrace(toolErr);
+            System.err.print("Exception in thread \"main\" ");
+            e.getCause().printStackTrace(System.err);
             return 1;
         } catch (ReflectiveOperationException e) {
-            e.printStackTrace(toolErr);
+            e.printStackTrace(System.err);
             return 1;
         } finally {
-            toolOut.flush();
-            toolErr.flush();
-            System.setOut(savedOut);
-            System.setErr(savedErr);
-            System.setIn(savedIn);
+            System.out.flush();
+            System.err.flush();
+            OUT.target = OutputStream.nullOutputStream();
+            ERR.target = OutputStream.nullOutputStream();
         }
     }
 }
