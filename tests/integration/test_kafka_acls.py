@@ -1,7 +1,8 @@
 """Kafka's ACL APIs as a view of identity policies, driven by Kafka's own `kafka-acls`
 (4.3.1 jars, the main class scripts/kafka-tool runs; the suite's forty-odd runs share one
-JVM, jvm_helpers.ToolRunner) against a SASL broker with `--authorization required`: what it adds appears in `sluice policy get`/`list` and in SQL
-(system.acls, system.policies), is enforced for a real client (librdkafka), survives a
+JVM, jvm_helpers.run_tool) against a SASL broker with `--authorization required`: what
+it adds appears in `sluice policy get`/`list` and in SQL (system.acls,
+system.policies), is enforced for a real client (librdkafka), survives a
 restart, and is removed again; user-written policies are listed as ACLs but not
 removed; bindings that policies cannot express are refused with the reason. The Java
 AdminClient's createAcls/describeAcls/deleteAcls too (tests/jvm .../acls/AdminAcls.java).
