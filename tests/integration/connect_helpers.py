@@ -72,8 +72,10 @@ class Worker:
         """Starts the worker's process without waiting for its REST API."""
         self.props_file.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         log = open(self.log_file, "ab")
+        # C1 only (-XX:TieredStopAtLevel=1): a test's worker moves tens of records, and the
+        # optimising compiler's threads would take most of a shared core while it starts.
         self.proc = H.register_proc(subprocess.Popen(
-            J.java_command(WORKER_CLASS, self.props_file, jvm_args=("-Xmx768m",)),
+            J.java_command(WORKER_CLASS, self.props_file, jvm_args=("-Xmx768m", "-XX:TieredStopAtLevel=1")),
             stdout=log, stderr=subprocess.STDOUT))
         log.close()
         return self

@@ -9,18 +9,16 @@ One broker for the module, retention checked every 500 ms. The tests run in file
 the last one restarts the broker.
 """
 
-import subprocess
 import time
 
 import pytest
 from confluent_kafka import KafkaException
 
 import group_helpers as G
+import jvm_helpers as J
 import kproto as K
 import sluice_helpers as H
-from conftest import REPO
 
-TOOL = str(REPO / "scripts" / "kafka-tool")
 HOUR_MS = 3600 * 1000
 
 
@@ -30,8 +28,7 @@ def b(module_broker_factory):
 
 
 def configs(b, *args, check=True):
-    proc = subprocess.run([TOOL, "kafka-configs", "--bootstrap-server", b.bootstrap, "--entity-type", "brokers",
-                           *map(str, args)], capture_output=True, text=True, timeout=180)
+    proc = J.run_tool("kafka-configs", "--bootstrap-server", b.bootstrap, "--entity-type", "brokers", *args)
     if check and proc.returncode != 0:
         raise AssertionError("kafka-configs %s exited %d:\n%s" % (" ".join(map(str, args)), proc.returncode,
                                                                   proc.stderr[-3000:]))

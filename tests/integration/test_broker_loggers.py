@@ -8,15 +8,11 @@ either).
 One broker for the module; the tests run in file order (the last restarts it).
 """
 
-import subprocess
-
 import pytest
 
+import jvm_helpers as J
 import kproto as K
 import sluice_helpers as H
-from conftest import REPO
-
-TOOL = str(REPO / "scripts" / "kafka-tool")
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +21,8 @@ def b(module_broker_factory):
 
 
 def loggers(b, *args, check=True):
-    proc = subprocess.run([TOOL, "kafka-configs", "--bootstrap-server", b.bootstrap, "--entity-type",
-                           "broker-loggers", "--entity-name", "0", *args], capture_output=True, text=True,
-                          timeout=180)
+    proc = J.run_tool("kafka-configs", "--bootstrap-server", b.bootstrap, "--entity-type", "broker-loggers",
+                      "--entity-name", "0", *args)
     if check and proc.returncode != 0:
         raise AssertionError("kafka-configs %s exited %d:\n%s" % (" ".join(args), proc.returncode,
                                                                   proc.stderr[-3000:]))

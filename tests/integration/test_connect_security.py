@@ -96,11 +96,13 @@ def run_source(b, tmp_path, addr, group, security):
     assert w.proc.returncode is not None
 
 
-def test_sasl_plain_over_tls(b, tmp_path):
+# The tests of a full grant take short_workers too, unused: the four workers one
+# permission short start first and wait out Connect's 30 s (no-create) meanwhile.
+def test_sasl_plain_over_tls(b, short_workers, tmp_path):
     run_source(b, tmp_path, b.addr("SASL_SSL"), "csasl", sasl_settings(b, "sasl-worker", "sasl-worker-pw"))
 
 
-def test_mutual_tls_cn_is_the_user(b, tmp_path):
+def test_mutual_tls_cn_is_the_user(b, short_workers, tmp_path):
     (tmp_path / "cmtls").mkdir()
     run_source(b, tmp_path, b.addr("SSL"), "cmtls", mtls_settings(b, tmp_path / "cmtls"))
 
@@ -118,8 +120,9 @@ SHORT_ONE = [
 
 @pytest.fixture(scope="module")
 def short_workers(b, tmp_path_factory):
-    """The four workers one permission short, started together (each mostly waits: the
-    no-create one 30 s on Connect's own clock), so the tests below wait for them at once."""
+    """The four workers one permission short, started together before the first test
+    (each mostly waits: the no-create one 30 s on Connect's own clock), so the tests
+    wait for them at once."""
     workers = {}
     try:
         for user, group, _ in SHORT_ONE:

@@ -9,20 +9,18 @@ One broker for the module, with a 60 s record lock by default; the tests run in 
 order (the last one restarts the broker).
 """
 
-import subprocess
 import time
 
 import pytest
 
 import java_client_helpers as JC
+import jvm_helpers as J
 import kproto as K
 import sluice_helpers as H
 import sql_helpers as S
-from conftest import REPO
 from test_differential_consumer_groups import Member as HeartbeatMember
 from test_share_groups import accepted, deliveries, produce, share_member
 
-TOOL = str(REPO / "scripts" / "kafka-tool")
 BROKER_LOCK_MS = 60000
 
 
@@ -33,8 +31,8 @@ def b(module_broker_factory):
 
 
 def configs(b, group, *args, check=True):
-    proc = subprocess.run([TOOL, "kafka-configs", "--bootstrap-server", b.bootstrap, "--entity-type", "groups",
-                           "--entity-name", group, *map(str, args)], capture_output=True, text=True, timeout=180)
+    proc = J.run_tool("kafka-configs", "--bootstrap-server", b.bootstrap, "--entity-type", "groups",
+                      "--entity-name", group, *args)
     if check and proc.returncode != 0:
         raise AssertionError("kafka-configs %s exited %d:\n%s" % (" ".join(map(str, args)), proc.returncode,
                                                                   proc.stderr[-3000:]))

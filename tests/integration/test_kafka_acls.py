@@ -1,7 +1,8 @@
 """Kafka's ACL APIs as a view of identity policies, driven by Kafka's own `kafka-acls`
-(4.3.1 jars through scripts/kafka-tool) against a SASL broker with `--authorization
-required`: what it adds appears in `sluice policy get`/`list` and in SQL
-(system.acls, system.policies), is enforced for a real client (librdkafka), survives a
+(4.3.1 jars, the main class scripts/kafka-tool runs; the suite's forty-odd runs share one
+JVM, jvm_helpers.run_tool) against a SASL broker with `--authorization required`: what
+it adds appears in `sluice policy get`/`list` and in SQL (system.acls,
+system.policies), is enforced for a real client (librdkafka), survives a
 restart, and is removed again; user-written policies are listed as ACLs but not
 removed; bindings that policies cannot express are refused with the reason. The Java
 AdminClient's createAcls/describeAcls/deleteAcls too (tests/jvm .../acls/AdminAcls.java).
@@ -9,7 +10,6 @@ AdminClient's createAcls/describeAcls/deleteAcls too (tests/jvm .../acls/AdminAc
 
 import json
 import re
-import subprocess
 
 import psycopg2
 import pytest
@@ -17,9 +17,7 @@ import pytest
 import jvm_helpers as J
 import kproto as K
 import security_helpers as S
-from conftest import REPO
 
-TOOL = str(REPO / "scripts" / "kafka-tool")
 ADMIN_PW = "admin-pw-acls"
 ORDERS = "acl-orders"
 PAIRS = [(b"k%d" % i, b"order-%d" % i) for i in range(5)]
@@ -73,9 +71,8 @@ def take_addresses(b):
 
 def acls(env, *args, user="admin", check=True):
     """kafka-acls as `user`: (exit code, stdout + stderr)."""
-    cmd = [TOOL, "kafka-acls", "--bootstrap-server", env.kafka, "--command-config", str(env.props[user])]
-    proc = subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=180,
-                          stdin=subprocess.DEVNULL)
+    proc = J.run_tool("kafka-acls", "--bootstrap-server", env.kafka, "--command-config", env.props[user], *args,
+                      timeout=180)
     text = proc.stdout + proc.stderr
     if check:
         assert proc.returncode == 0 and "Error while executing" not in text, \

@@ -10,18 +10,16 @@ middle of a topic.
 
 import collections
 import socket
-import subprocess
 import time
 
 from confluent_kafka import Producer
 
 import java_client_helpers as JC
+import jvm_helpers as J
 import kproto as K
 import kproto_flex as F
 import sluice_helpers as H
-from conftest import REPO
 
-TOOL = str(REPO / "scripts" / "kafka-tool")
 LOCK_MS = 4000
 SHARE_ARGS = ["--share-auto-offset-reset", "earliest",
               "--group-share-record-lock-duration-ms", str(LOCK_MS),
@@ -29,8 +27,7 @@ SHARE_ARGS = ["--share-auto-offset-reset", "earliest",
 
 
 def share_tool(b, *args, check=True):
-    proc = subprocess.run([TOOL, "kafka-share-groups", "--bootstrap-server", b.bootstrap, *args],
-                          capture_output=True, text=True, timeout=180)
+    proc = J.run_tool("kafka-share-groups", "--bootstrap-server", b.bootstrap, *args)
     if check and proc.returncode != 0:
         raise AssertionError("kafka-share-groups %s exited %d:\n%s\n%s" % (
             " ".join(args), proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))

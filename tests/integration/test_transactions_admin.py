@@ -13,25 +13,22 @@ the ABORT marker.
 """
 
 import sqlite3
-import subprocess
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 import idempotence_helpers as I
+import jvm_helpers as J
 import kproto as K
 import sluice_helpers as H
 import sql_helpers as S
-from conftest import REPO
 
-TOOL = str(REPO / "scripts" / "kafka-tool")
 NONE = ("None", "-1")  # how the tool prints an absent value
 TRANSACTIONAL_ID_NOT_FOUND = 105
 
 
 def txn_tool(b, *args, check=True):
-    proc = subprocess.run([TOOL, "kafka-transactions", "--bootstrap-server", b.bootstrap, *args],
-                          capture_output=True, text=True, timeout=180)
+    proc = J.run_tool("kafka-transactions", "--bootstrap-server", b.bootstrap, *args)
     if check and proc.returncode != 0:
         raise AssertionError("kafka-transactions %s exited %d:\n%s\n%s" % (
             " ".join(args), proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))

@@ -7,7 +7,6 @@ cannot fence another principal's producer); once a policy, or Kafka's `kafka-acl
 read_committed consumer reads. A right revoked mid-transaction fails its commit.
 """
 
-import subprocess
 import time
 import uuid
 
@@ -15,12 +14,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 import idempotence_helpers as I
+import jvm_helpers as J
 import kproto as K
 import security_helpers as S
 import sluice_helpers as H
-from conftest import REPO
 
-TOOL = str(REPO / "scripts" / "kafka-tool")
 ADMIN_PW = "admin-pw-txnauthz"
 TOPIC = "txn-authz"
 
@@ -133,8 +131,7 @@ def kafka_acls(env, *args):
     props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
                      "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
                      "username=\"admin\" password=\"%s\";\n" % ADMIN_PW)
-    cmd = [TOOL, "kafka-acls", "--bootstrap-server", env.kafka, "--command-config", str(props)]
-    proc = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    proc = J.run_tool("kafka-acls", "--bootstrap-server", env.kafka, "--command-config", props, *args)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "Error while executing" not in text, text[-3000:]
     return text
