@@ -121,6 +121,8 @@ if(SLUICE_DUCKDB)
     test_sql_catalog.py::test_functions_tools_call
     test_sql_catalog.py::test_catalog_follows_topics_and_tables
     test_sql_catalog.py::test_catalog_lists_only_what_the_user_may_see
+    test_sql_catalog.py::test_describe_table test_sql_catalog.py::test_many_topics
+    test_sql_catalog.py::test_expansion_target_in_the_catalog
     --deselect test_sql_bounds.py::test_value_length_is_bounded
     --deselect test_sql_bounds.py::test_session_memory_is_bounded
     --deselect test_sql_bounds.py::test_concurrent_statements_stay_within_total
