@@ -275,7 +275,8 @@ def test_sqlalchemy_inspector(b):
         assert engine.dialect.server_version_info == (15, 0)
         assert insp.default_schema_name == "main"
         assert insp.get_schema_names() == ["information_schema", "kafka_topics", "main", "shop", "system"]
-        assert insp.get_table_names() == ["users"]
+        # (DuckDB keeps the engine's bookkeeping in main: docs/formats/expansion-duckdb.md.)
+        assert [t for t in insp.get_table_names() if not (S.ON_DUCKDB and t.startswith("_sluice_"))] == ["users"]
         assert insp.get_table_names("kafka_topics") == ["orders"]
         assert insp.get_view_names() == ["big_scores"]
         cols = [(c["name"], type(c["type"]).__name__, c["nullable"], c["default"])
@@ -339,7 +340,8 @@ def test_jdbc_database_metadata(b):
     assert rows[0] == ["product", "PostgreSQL", "15.0"]
     assert [r[1] for r in rows if r[0] == "schema"] == \
         ["information_schema", "kafka_topics", "main", "pg_catalog", "shop", "system"]
-    assert [r[1:] for r in rows if r[0] == "table"] == [
+    # (DuckDB keeps the engine's bookkeeping in main: docs/formats/expansion-duckdb.md.)
+    assert [r[1:] for r in rows if r[0] == "table" and not (S.ON_DUCKDB and r[2].startswith("_sluice_"))] == [
         ["kafka_topics", "orders", "TABLE"], ["main", "users", "TABLE"], ["shop", "items", "TABLE"],
         ["system", "acls", "TABLE"], ["system", "configs", "TABLE"], ["system", "group_members", "TABLE"],
         ["system", "group_offsets", "TABLE"],

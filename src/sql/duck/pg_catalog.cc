@@ -303,6 +303,9 @@ struct rewriter {
             auto& f = e->Cast<d::FunctionExpression>();
             if (f.catalog.empty() && f.schema == "pg_catalog" && !in_pg_catalog(f.function_name))
                 f.schema.clear();
+            // PostgreSQL's json_build_object(k, v, ...) is DuckDB's json_object.
+            if (f.function_name == "json_build_object" && f.schema.empty())
+                f.function_name = "json_object";
             if (tilde_searches && f.function_name == "regexp_full_match" && f.schema.empty())
                 f.function_name = "regexp_matches";
         }
@@ -473,7 +476,10 @@ void register_pg_catalog(duckdb::DatabaseInstance& db) {
     table_macro(loader, {"pg_catalog", "pg_database_rows", {nullptr}, {}, pg_database_sql});
     table_macro(loader, {"pg_catalog", "information_schema_schemata", {nullptr}, {}, schemata_sql});
     table_macro(loader, {"pg_catalog", "pg_namespace_rows", {nullptr}, {}, pg_namespace_sql});
-    scalar_macro(loader, {"pg_catalog", "sluice_pg_regnamespace_out", {"ns", nullptr}, {},
+    scalar_macro(loader, {"pg_catalog",
+                          "sluice_pg_regnamespace_out",
+                          {"ns", nullptr},
+                          {},
                           "coalesce((SELECT nspname FROM pg_catalog.pg_namespace_rows() "
                           "WHERE oid = ns), CAST(ns AS VARCHAR))"});
     register_pg_relations(loader);

@@ -238,9 +238,19 @@ constexpr pg_relation catalog_relations[] = {
 };
 
 constexpr const char* macro_sql[] = {
-    class_rows_sql,  attribute_sql,         index_sql,       constraint_sql,
-    am_sql,          roles_sql,             policy_sql,      statistic_ext_sql,
-    publication_sql, publication_namespace_sql, publication_rel_sql, inherits_sql, proc_sql,
+    class_rows_sql,
+    attribute_sql,
+    index_sql,
+    constraint_sql,
+    am_sql,
+    roles_sql,
+    policy_sql,
+    statistic_ext_sql,
+    publication_sql,
+    publication_namespace_sql,
+    publication_rel_sql,
+    inherits_sql,
+    proc_sql,
 };
 static_assert(std::size(macro_sql) == std::size(catalog_relations));
 
@@ -293,16 +303,23 @@ void register_pg_relations(duckdb::ExtensionLoader& loader) {
     relation_macro(loader, "sluice_pg_index_rows", index_rows_sql);
     for (size_t i = 0; i < std::size(catalog_relations); ++i)
         relation_macro(loader, catalog_relations[i].macro, macro_sql[i]);
-    const std::array<d::DefaultMacro, 2> indexdef{
-        {{"pg_catalog", "pg_get_indexdef", {"idx", nullptr}, {}, "pg_catalog.pg_get_indexdef(idx, 0, true)"},
-         {"pg_catalog",
-          "pg_get_indexdef",
-          {"idx", "column_no", "pretty", nullptr},
-          {},
-          indexdef_sql}}};
+    const std::array<d::DefaultMacro, 2> indexdef{{{"pg_catalog",
+                                                    "pg_get_indexdef",
+                                                    {"idx", nullptr},
+                                                    {},
+                                                    "pg_catalog.pg_get_indexdef(idx, 0, true)"},
+                                                   {"pg_catalog",
+                                                    "pg_get_indexdef",
+                                                    {"idx", "column_no", "pretty", nullptr},
+                                                    {},
+                                                    indexdef_sql}}};
     overloaded_macro(loader, indexdef);
     const std::array<d::DefaultMacro, 2> get_expr{
-        {{"pg_catalog", "pg_get_expr", {"pg_node_tree", "relation_oid", nullptr}, {}, "pg_node_tree"},
+        {{"pg_catalog",
+          "pg_get_expr",
+          {"pg_node_tree", "relation_oid", nullptr},
+          {},
+          "pg_node_tree"},
          {"pg_catalog",
           "pg_get_expr",
           {"pg_node_tree", "relation_oid", "pretty", nullptr},
