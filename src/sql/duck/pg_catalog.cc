@@ -22,6 +22,7 @@
 #include "duckdb/parser/tableref/joinref.hpp"
 #include "duckdb/parser/tableref/subqueryref.hpp"
 #include "duckdb/parser/tableref/table_function_ref.hpp"
+#include "sql/duck/pg_relations.h"
 
 namespace sluice::sql::duck {
 
@@ -190,6 +191,9 @@ const char* macro_for(const d::BaseTableRef& t) {
             (t.schema_name == r.schema ||
              (t.schema_name.empty() && r.schema == std::string_view("pg_catalog"))))
             return r.macro;
+    if (t.schema_name.empty() || t.schema_name == "pg_catalog")
+        for (const auto& r : pg_relations())
+            if (t.table_name == r.name) return r.macro;
     return nullptr;
 }
 
@@ -239,10 +243,28 @@ struct rewriter {
     }
     void ref(d::TableRef& r) {
         if (r.type == d::TableReferenceType::JOIN) {
-            replace_ref(r.Cast<d::JoinRef>().left);
-            replace_ref(r.Cast<d::JoinRef>().right);
+            auto& j = r.Cast<d::JoinRef>();
+            for (auto* side : {&j.left, &j.right}) {
+                replace_ref(*side);
+                ref(**side);
+            }
+            if (j.condition) expr(j.condition);
         } else if (r.type == d::TableReferenceType::SUBQUERY) {
             node(*r.Cast<d::SubqueryRef>().subquery->node);
+        } else if (r.type == d::TableReferenceType::TABLE_FUNCTION) {
+            // pg_catalog.generate_series(...) in a FROM: DuckDB's is in main.
+            auto& t = r.Cast<d::TableFunctionRef>();
+            if (t.function && t.function->GetExpressionClass() == d::ExpressionClass::FUNCTION) {
+                auto& f = t.function->Cast<d::FunctionExpression>();
+                if (f.catalog.empty() && f.schema == "pg_catalog" &&
+                    !in_pg_catalog(f.function_name))
+                    f.schema.clear();
+                // `generate_series(...) s`: s is also its one column, as in PostgreSQL
+                // (DuckDB's s would be the row).
+                if (f.function_name == "generate_series" && !t.alias.empty() &&
+                    t.column_name_alias.empty())
+                    t.column_name_alias.push_back(t.alias);
+            }
         }
     }
     void expr(d::unique_ptr<d::ParsedExpression>& e) {
@@ -257,7 +279,23 @@ struct rewriter {
                 auto alias = e->GetAlias();
                 e = regclass_of(std::move(c.child));
                 e->SetAlias(std::move(alias));
-            } else if (cast_name(c) == "oid") {
+            } else if (is_text_cast(c) && is_cast_to(*c.child, "regtype")) {
+                // x::regtype::text: the type's name.
+                auto inner = std::move(c.child->Cast<d::CastExpression>().child);
+                auto alias = e->GetAlias();
+                d::vector<d::unique_ptr<d::ParsedExpression>> args;
+                args.push_back(std::move(inner));
+                args.push_back(d::make_uniq<d::ConstantExpression>(d::Value()));
+                e = d::make_uniq<d::FunctionExpression>("", "pg_catalog", "format_type",
+                                                        std::move(args));
+                e->SetAlias(std::move(alias));
+            } else if (is_text_cast(c) && is_cast_to(*c.child, "regnamespace")) {
+                auto inner = std::move(c.child->Cast<d::CastExpression>().child);
+                auto alias = e->GetAlias();
+                e = call("sluice_pg_regnamespace_out", std::move(inner));
+                e->SetAlias(std::move(alias));
+            } else if (cast_name(c) == "oid" || cast_name(c) == "regtype" ||
+                       cast_name(c) == "regnamespace") {
                 c.cast_type = d::LogicalType::BIGINT;
             }
         }
@@ -265,6 +303,9 @@ struct rewriter {
             auto& f = e->Cast<d::FunctionExpression>();
             if (f.catalog.empty() && f.schema == "pg_catalog" && !in_pg_catalog(f.function_name))
                 f.schema.clear();
+            // PostgreSQL's json_build_object(k, v, ...) is DuckDB's json_object.
+            if (f.function_name == "json_build_object" && f.schema.empty())
+                f.function_name = "json_object";
             if (tilde_searches && f.function_name == "regexp_full_match" && f.schema.empty())
                 f.function_name = "regexp_matches";
         }
@@ -435,6 +476,13 @@ void register_pg_catalog(duckdb::DatabaseInstance& db) {
     table_macro(loader, {"pg_catalog", "pg_database_rows", {nullptr}, {}, pg_database_sql});
     table_macro(loader, {"pg_catalog", "information_schema_schemata", {nullptr}, {}, schemata_sql});
     table_macro(loader, {"pg_catalog", "pg_namespace_rows", {nullptr}, {}, pg_namespace_sql});
+    scalar_macro(loader, {"pg_catalog",
+                          "sluice_pg_regnamespace_out",
+                          {"ns", nullptr},
+                          {},
+                          "coalesce((SELECT nspname FROM pg_catalog.pg_namespace_rows() "
+                          "WHERE oid = ns), CAST(ns AS VARCHAR))"});
+    register_pg_relations(loader);
     std::call_once(pg_functions_once, [&db] {
         d::Connection con(db);
         auto r = con.Query(
