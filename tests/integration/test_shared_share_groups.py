@@ -100,7 +100,8 @@ def test_share_fetch_waiting_on_the_database_holds_no_other_connection(cluster):
     with K.Conn(kafka(cluster, 0)) as c:
         (coordinator,) = K.find_coordinator(c, 4, [group])
     at = kafka(cluster, coordinator["node_id"])
-    with K.Conn(at) as conn, K.Conn(at) as probe:
+    # The probe gives up after 2 s: the event loop waiting for the lock never answers it.
+    with K.Conn(at) as conn, K.Conn(at, timeout=2) as probe:
         member = ShareMember(conn, group, "stall-member", topic)
         assert member.join()[1]["assignment"] == {topic: [0]}
         db = psycopg2.connect(state(cluster)["postgres"])
