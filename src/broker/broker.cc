@@ -232,7 +232,7 @@ result<void> broker::load_share_groups() {
         for (auto& s : *stored) _share_groups.restore(std::move(s));
     }
     _share_store = std::move(*store);
-    _share_groups.set_store(_share_store.get());
+    _share_groups.set_store(_share_store);
     log_info("group",
              "restored {} share-partitions of share groups (share.auto.offset.reset {}, "
              "share.isolation.level {})",

@@ -20,6 +20,7 @@
 #include "broker/metadata_stores.h"
 #include "broker/offset_writer.h"
 #include "broker/periodic_thread.h"
+#include "broker/share_work.h"
 #include "broker/shared_mode.h"
 #include "broker/topic_registry.h"
 #include "broker/txn_participants.h"
@@ -74,6 +75,8 @@ class broker {
     group::consumer::coordinator& consumer_groups() { return _consumer_groups; }
     // Share groups (KIP-932) and their share-partition state.
     group::share::coordinator& share_groups() { return _share_groups; }
+    // Where ShareFetch and ShareAcknowledge do their share-partition work (share_work.h).
+    share_work_queue& share_work() { return _share_work; }
     // Group configs (kafka-configs --entity-type groups; broker_dynamic.cc): the broker
     // settings they override and bound, each group's set, and a change of a group's
     // whole set (checked, stored, then in force). Errors: invalid_config (the message is
@@ -237,7 +240,8 @@ class broker {
     group::group_configs _group_configs;
     group::consumer::coordinator _consumer_groups;
     group::share::coordinator _share_groups;
-    std::unique_ptr<group::share::partition_store> _share_store;
+    std::shared_ptr<group::share::partition_store> _share_store;  // kept by running work
+    share_work_queue _share_work{_loop};
     fetch_session_cache _fetch_sessions;
     std::unique_ptr<offset_writer> _offsets;
     std::unique_ptr<txn::state_store> _txn_store;

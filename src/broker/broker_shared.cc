@@ -19,6 +19,7 @@ void log_shared_unsupported(const std::string& client, std::string_view what) {
 
 void broker::set_shared(shared_mode s) {
     _shared = s;
+    _share_work.set_log(s.log);
     _cluster_id = _shared.topics->cluster_id();
     // Commits of any broker wake the fetches parked here (long polls).
     _shared.log->set_commit_listener(

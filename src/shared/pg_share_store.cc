@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "group/coordinator.h"
+#include "shared/shared_log.h"
 
 namespace sluice::shared {
 
@@ -150,20 +151,25 @@ result<void> write_rows(pg_transaction& tx, const std::string& group, const tp& 
 
 }  // namespace
 
+pg_database& pg_share_store::db() {
+    pg_database* reader = shared_log::reader_database();
+    return reader ? *reader : *_db;
+}
+
 result<std::vector<stored_share_partition>> pg_share_store::load(const std::string& group) {
-    return _db->transact<std::vector<stored_share_partition>>(
+    return db().transact<std::vector<stored_share_partition>>(
         isolation_level::repeatable_read, [&](pg_transaction& tx) {
             return read_rows(tx, "WHERE (CAST($1 AS TEXT) = '' OR group_id = $1)", {group}, false);
         });
 }
 
 result<void> pg_share_store::save(const std::string& group, const tp& p, const share_partition& s) {
-    return _db->transact(isolation_level::serializable,
+    return db().transact(isolation_level::serializable,
                          [&](pg_transaction& tx) { return write_rows(tx, group, p, s); });
 }
 
 result<void> pg_share_store::erase(const std::string& group, const std::vector<tp>& parts) {
-    return _db->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
+    return db().transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
         for (const auto& p : parts)
             if (auto r = erase_rows(tx, group, p); !r) return r;
         return {};
@@ -171,7 +177,7 @@ result<void> pg_share_store::erase(const std::string& group, const std::vector<t
 }
 
 result<void> pg_share_store::update(const std::string& group, const tp& p, const update_fn& fn) {
-    return _db->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
+    return db().transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
         auto rows = read_rows(tx, by_partition, partition_params(group, p), true);
         if (!rows) return rows.err();
         std::optional<share_partition> state;

@@ -15,7 +15,10 @@
 
 namespace sluice::shared {
 
-// Not thread-safe: one caller at a time (the broker's loop thread). Owns its connection.
+// Owns a connection, for one caller at a time (the broker's loop thread); calls made in
+// the shared log's reader jobs (the broker's ShareFetch and ShareAcknowledge) use that
+// reader thread's connection instead (shared_log::reader_database), so they run side by
+// side with each other and with the loop's.
 class pg_share_store final : public group::share::partition_store {
   public:
     // Connects; the catalog's schema must be in place (ensure_catalog_schema).
@@ -36,6 +39,9 @@ class pg_share_store final : public group::share::partition_store {
                         const update_fn& fn) override;
 
   private:
+    // The calling thread's connection: a reader thread's own, else _db.
+    pg_database& db();
+
     std::unique_ptr<pg_database> _db;
 };
 

@@ -122,6 +122,10 @@ void shared_log::run_reader(pg_database* db) {
     }
 }
 
+pg_database* shared_log::reader_database() {
+    return reader_connection;
+}
+
 pg_database& shared_log::read_db() const {
     return reader_connection ? *reader_connection : *_read_db;
 }

@@ -98,6 +98,9 @@ class shared_log {
     // (the broker's event loop) waits on none of them. A job reports back on its own
     // (event_loop::post). Jobs not started when the log is destroyed are dropped.
     void run_read(std::function<void()> job);
+    // The connection of the reader thread this runs on (run_read's jobs), nullptr on any
+    // other thread: stores whose calls may run in those jobs (pg_share_store) use it there.
+    static pg_database* reader_database();
     // A subject's version in sluice_change_versions (pg_refresher.h), read or moved on.
     result<int64_t> change_version(const char* subject);
     result<void> bump_change_version(const char* subject);

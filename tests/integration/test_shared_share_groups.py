@@ -6,6 +6,10 @@ producer.
 - two share consumers bootstrapped at different brokers share a topic produced through
   another client: every record is accepted exactly once and no acknowledgement fails; a
   released record comes back with its delivery count raised, a rejected one never;
+- a ShareFetch whose share-partition transaction waits on the database (the table
+  locked, as on a database slow to answer) holds none of the broker's other connections:
+  ApiVersions on another connection is answered at once meanwhile, and the fetch acquires
+  once the lock goes;
 - kill -9 of the broker serving a partition while a consumer (also killed) holds its
   records: the other consumer goes on at the survivor, gets the held records again once
   their acquisition lock lapsed (delivery count 2, not before the lock's deadline) and
@@ -13,15 +17,20 @@ producer.
 """
 
 import collections
+import select
 import time
 
+import psycopg2
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import java_client_helpers as JC
+import kproto as K
+import kproto_flex as F
 import sluice_helpers as H
-from cluster_helpers import cluster_cmd, kafka, running_cluster, wait_topic_known
+from cluster_helpers import cluster_cmd, kafka, running_cluster, state, wait_topic_known
+from test_differential_share_groups import FETCH, FETCH_REQ, FETCH_RESP, ShareMember
 from test_share_groups import accepted, commit_failures, deliveries, share_member
 
 LEASE_MS = 3000
@@ -82,6 +91,48 @@ def test_two_consumers_at_two_brokers_accept_every_record_once(cluster, procs):
     assert set(by_member) == {"A", "B"}, by_member
     for m in members:
         m.stop()
+
+
+def test_share_fetch_waiting_on_the_database_holds_no_other_connection(cluster):
+    topic, group = "share-stall", "share-stall-g"
+    create_topic(cluster, topic, 1)
+    produce(kafka(cluster, 0), topic, ["s-%d" % i for i in range(3)], 1)
+    with K.Conn(kafka(cluster, 0)) as c:
+        (coordinator,) = K.find_coordinator(c, 4, [group])
+    at = kafka(cluster, coordinator["node_id"])
+    # The probe gives up after 2 s: the event loop waiting for the lock never answers it.
+    with K.Conn(at) as conn, K.Conn(at, timeout=2) as probe:
+        member = ShareMember(conn, group, "stall-member", topic)
+        assert member.join()[1]["assignment"] == {topic: [0]}
+        db = psycopg2.connect(state(cluster)["postgres"])
+        try:
+            # Every ShareFetch reads its share-partition's row FOR UPDATE: it waits here.
+            db.cursor().execute("LOCK TABLE sluice_share_partitions IN ACCESS EXCLUSIVE MODE")
+            corr = conn.send_request(FETCH, 1, F.encode(FETCH_REQ, dict(
+                group_id=group, member_id=member.member_id, share_session_epoch=0, max_wait_ms=0,
+                min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+                topics=[dict(topic_id=member.topic_id,
+                             partitions=[dict(partition_index=0, acknowledgement_batches=[])])],
+                forgotten_topics_data=[])), header_version=2)
+            time.sleep(0.3)  # the fetch reaches the broker and waits on the lock
+            rtts = []
+            for _ in range(10):
+                start = time.monotonic()
+                K.api_versions_v0(probe)
+                rtts.append(time.monotonic() - start)
+                time.sleep(0.05)
+            waiting = not select.select([conn.sock], [], [], 0)[0]
+        finally:
+            db.close()  # the lock goes
+        r = conn.recv_response(corr, 1, timeout=30)
+        answer = F.decode(r, FETCH_RESP)
+    assert waiting, "the ShareFetch was answered while its share-partition was locked"
+    # Before the ShareFetch's work left the event loop, each ApiVersions waited for the lock.
+    assert max(rtts) < 0.5, rtts
+    assert answer["error_code"] == 0, answer
+    (part,) = answer["responses"][0]["partitions"]
+    got = {o for a in part["acquired_records"] for o in range(a["first_offset"], a["last_offset"] + 1)}
+    assert got == {0, 1, 2}, part
 
 
 def test_broker_kill_moves_the_partition_and_lapsed_locks_deliver_again(cluster, procs):

@@ -1,9 +1,12 @@
 #pragma once
 
 // What ShareFetch and ShareAcknowledge share: acknowledgements applied to the group's
-// share-partitions, by topic id and partition as the requests name them.
+// share-partitions, by topic id and partition as the requests name them. The topics are
+// looked up on the loop thread (resolve_acks); the acknowledgements are applied where the
+// broker's share_work_queue runs the work (off the loop in shared mode).
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,30 +18,33 @@ namespace sluice::broker {
 
 using share_key = std::pair<protocol::uuid, int32_t>;
 
-// Every partition of `topics` (a request's topics) with the outcome of its
-// acknowledgement batches, applied in order until one fails.
+// One partition's acknowledgement batches, as a request names them.
+struct share_ack {
+    share_key key;
+    std::optional<group::share::tp> partition;  // nullopt: no topic has that id
+    std::vector<protocol::acknowledgement_batch> batches;
+};
+
+// Loop thread: every partition of `topics` (a request's topics) with its batches.
 template <typename Topic>
-std::map<share_key, protocol::error_code> apply_acks(broker& b, const std::string& group,
-                                                     const std::string& member,
-                                                     const std::vector<Topic>& topics) {
-    std::map<share_key, protocol::error_code> out;
+std::vector<share_ack> resolve_acks(broker& b, const std::vector<Topic>& topics) {
+    std::vector<share_ack> out;
     for (const auto& t : topics) {
         const topic_state* ts = b.topics().find(catalog::uuid(t.topic_id));
         for (const auto& p : t.partitions) {
-            auto& e = out[{t.topic_id, p.partition_index}];
-            if (!ts) {
-                e = protocol::error_code::unknown_topic_id;
-                continue;
-            }
-            for (const auto& a : p.acknowledgement_batches) {
-                e = b.share_groups().acknowledge(group, member, {ts->info.name, p.partition_index},
-                                                 a.first_offset, a.last_offset,
-                                                 a.acknowledge_types);
-                if (e != protocol::error_code::none) break;
-            }
+            auto& a = out.emplace_back();
+            a.key = {t.topic_id, p.partition_index};
+            if (ts) a.partition = group::share::tp{ts->info.name, p.partition_index};
+            a.batches = p.acknowledgement_batches;
         }
     }
     return out;
 }
+
+// Each partition of `acks` with the outcome of its batches, applied in order until one
+// fails.
+std::map<share_key, protocol::error_code> apply_acks(group::share::partition_work& work,
+                                                     const std::string& member,
+                                                     const std::vector<share_ack>& acks);
 
 }  // namespace sluice::broker

@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
 
 #include "broker/broker_metrics.h"
 #include "broker/handlers/handlers.h"
@@ -54,32 +57,55 @@ result<std::vector<group::share::offset_range>> not_committed(
     return out;
 }
 
+// A partition of the member's share session, looked up on the loop thread.
+struct share_target {
+    group::share::tp partition;
+    share_key key;
+    log::partition_store* plog = nullptr;  // nullptr: no such partition
+};
+
+// One ShareFetch's work for share_work_queue, made on the loop thread with what it needs
+// of the broker (it may run off the loop), and what it found.
+struct fetch_work {
+    group::share::partition_work work;
+    std::string member;
+    std::vector<share_ack> acks;  // applied by the first job only
+    std::vector<share_target> parts;
+    bool read_committed = false;
+    int32_t max_records = 0;
+    int32_t max_bytes = 0;
+    std::map<share_key, error_code> acked;
+    std::vector<share_read> reads;
+};
+
+// Applies the request's acknowledgements; only the partitions that carried some get an
+// answer for them.
+void apply_fetch_acks(fetch_work& w) {
+    w.acked = apply_acks(w.work, w.member, w.acks);
+    for (const auto& a : w.acks)
+        if (auto it = w.acked.find(a.key);
+            a.batches.empty() && it != w.acked.end() && it->second == error_code::none)
+            w.acked.erase(it);
+}
+
 // Reads every partition of the member's share session from where the group's window
 // says and acquires what was read, up to max_records in all.
-std::vector<share_read> acquire_all(broker& b, const std::string& group, const std::string& member,
-                                    const std::vector<group::share::tp>& parts, int32_t max_records,
-                                    int32_t max_bytes) {
+std::vector<share_read> acquire_all(fetch_work& w) {
     std::vector<share_read> out;
-    int32_t budget = max_records > 0 ? max_records : default_max_records;
-    auto bytes_left = static_cast<size_t>(std::max(max_bytes, 0));
-    for (const auto& p : parts) {
+    int32_t budget = w.max_records > 0 ? w.max_records : default_max_records;
+    auto bytes_left = static_cast<size_t>(std::max(w.max_bytes, 0));
+    const bool committed = w.read_committed;
+    for (const auto& [p, key, plog] : w.parts) {
         if (budget <= 0 || bytes_left == 0) break;
-        const topic_state* ts = b.topics().find(p.first);
-        // Shared mode: the shared log's partition, read on this thread (the share-partition
-        // state's transactions are too).
-        log::partition_store* plog = ts ? b.partition(*ts, p.second) : nullptr;
         if (!plog) {
-            out.push_back({{{}, p.second}, error_code::unknown_topic_or_partition, {}, {}});
+            out.push_back({key, error_code::unknown_topic_or_partition, {}, {}});
             continue;
         }
-        const share_key key{ts->info.id, p.second};
-        auto& sg = b.share_groups();
-        const bool committed = sg.settings(group).read_committed;
         // Reads again while what was read was all skipped (read_committed) and the
         // window moved past it.
         for (int tries = 0; tries < 8; ++tries) {
             const int64_t bound = committed ? plog->last_stable_offset() : plog->high_watermark();
-            const int64_t at = sg.fetch_position(group, p, plog->log_start_offset(), bound);
+            const int64_t at = w.work.fetch_position(p, plog->log_start_offset(), bound);
             if (at < 0) break;
             auto r = plog->read(at, std::min(bytes_left, max_read_bytes), true, committed);
             if (!r) {
@@ -93,7 +119,7 @@ std::vector<share_read> acquire_all(broker& b, const std::string& group, const s
                                   : result<std::vector<group::share::offset_range>>(
                                         std::vector<group::share::offset_range>{});
             auto got =
-                skip ? sg.acquire(group, member, p, at, batches.back().last_offset(), budget, *skip)
+                skip ? w.work.acquire(w.member, p, at, batches.back().last_offset(), budget, *skip)
                      : result<std::vector<group::share::acquired_range>>(skip.err());
             if (!got) {
                 out.push_back({key, error_code::kafka_storage_error, {}, {}});
@@ -150,6 +176,77 @@ bool acquired_any(const std::vector<share_read>& reads) {
     });
 }
 
+// Loop thread: the session's partitions as the work reads them.
+std::vector<share_target> targets(broker& b, const std::vector<group::share::tp>& parts) {
+    std::vector<share_target> out;
+    for (const auto& p : parts) {
+        const topic_state* ts = b.topics().find(p.first);
+        // Shared mode: the shared log's partition, read on a reader thread.
+        log::partition_store* plog = ts ? b.partition(*ts, p.second) : nullptr;
+        out.push_back({p, plog ? share_key{ts->info.id, p.second} : share_key{{}, p.second}, plog});
+    }
+    return out;
+}
+
+struct parked_share_fetch {
+    request_context ctx;
+    std::string group;
+    std::chrono::steady_clock::time_point deadline;
+    std::vector<topic_partition> tps;
+    std::shared_ptr<fetch_work> w;
+};
+
+void read_share(const std::shared_ptr<parked_share_fetch>& p, bool first, bool last);
+
+// Loop thread, after a read: answers, or waits until a session partition's high
+// watermark moves or the deadline passes. A commit noticed while the read ran
+// (broker::data_version moved from `version`) reads again at once.
+void after_read(const std::shared_ptr<parked_share_fetch>& p, bool last, uint64_t version) {
+    auto& b = p->ctx.b;
+    if (p->ctx.sess->closed()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (last || acquired_any(p->w->reads) || p->tps.empty() || b.shutting_down() ||
+        now >= p->deadline) {
+        p->ctx.respond(respond_with(b, p->group, p->w->acked, std::move(p->w->reads)));
+        return;
+    }
+    if (b.data_version(p->tps) != version) return read_share(p, false, false);
+    b.wait_for_data(p->tps,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(p->deadline - now),
+                    [p](bool timed_out) {
+                        if (!p->ctx.sess->closed()) read_share(p, false, timed_out);
+                        return true;
+                    });
+}
+
+// Applies the acknowledgements (the first time) and acquires, through the broker's
+// share_work_queue, then after_read; `last`: answer whatever is read.
+void read_share(const std::shared_ptr<parked_share_fetch>& p, bool first, bool last) {
+    auto& b = p->ctx.b;
+    const uint64_t version = b.data_version(p->tps);
+    b.share_work().run(
+        p->group, p->w->member,
+        [w = p->w, first] {
+            if (first) apply_fetch_acks(*w);
+            w->reads = acquire_all(*w);
+        },
+        [p, last, version] { after_read(p, last, version); });
+}
+
+// The last request of a closing consumer (epoch -1): acknowledgements only, then what the
+// member still holds goes back.
+void close_session(const request_context& ctx, const std::string& group,
+                   const std::shared_ptr<fetch_work>& w) {
+    auto release = ctx.b.share_groups().end_session(group, w->member);
+    ctx.b.share_work().run(
+        group, w->member,
+        [w, release = std::move(release)] {
+            apply_fetch_acks(*w);
+            w->work.release(w->member, release);
+        },
+        [ctx, group, w] { ctx.respond(respond_with(ctx.b, group, w->acked, {})); });
+}
+
 }  // namespace
 
 void handle_share_fetch(const request_context& ctx, request_body body) {
@@ -180,38 +277,26 @@ void handle_share_fetch(const request_context& ctx, request_body body) {
         ctx.respond(resp);
         return;
     }
-    auto acks = apply_acks(b, group, member, req.topics);
-    // Only the partitions that carried acknowledgements get an answer for them.
-    for (const auto& t : req.topics)
-        for (const auto& p : t.partitions)
-            if (auto it = acks.find({t.topic_id, p.partition_index});
-                p.acknowledgement_batches.empty() && it != acks.end() &&
-                it->second == error_code::none)
-                acks.erase(it);
-    if (req.share_session_epoch == -1) {
-        // The last request of a closing consumer: acknowledgements only.
-        b.share_groups().close_session(group, member);
-        ctx.respond(respond_with(b, group, acks, {}));
-        return;
-    }
-    auto reads = acquire_all(b, group, member, s.partitions, req.max_records, req.max_bytes);
-    if (req.max_wait_ms <= 0 || acquired_any(reads) || s.partitions.empty() || b.shutting_down()) {
-        ctx.respond(respond_with(b, group, acks, std::move(reads)));
-        return;
-    }
-    // Long poll until a session partition's high watermark moves or max_wait passes.
+    auto& sg = b.share_groups();
+    auto w = std::make_shared<fetch_work>(fetch_work{sg.work(group),
+                                                     member,
+                                                     resolve_acks(b, req.topics),
+                                                     {},
+                                                     sg.settings(group).read_committed,
+                                                     req.max_records,
+                                                     req.max_bytes,
+                                                     {},
+                                                     {}});
+    if (req.share_session_epoch == -1) return close_session(ctx, group, w);
+    w->parts = targets(b, s.partitions);
     std::vector<topic_partition> tps;
     for (const auto& p : s.partitions) tps.push_back({p.first, p.second});
-    b.wait_for_data(tps, std::chrono::milliseconds(req.max_wait_ms),
-                    [ctx, group, member, acks, parts = s.partitions, max_records = req.max_records,
-                     max_bytes = req.max_bytes](bool timed_out) {
-                        if (ctx.sess->closed()) return true;
-                        auto again =
-                            acquire_all(ctx.b, group, member, parts, max_records, max_bytes);
-                        if (!timed_out && !acquired_any(again)) return false;
-                        ctx.respond(respond_with(ctx.b, group, acks, std::move(again)));
-                        return true;
-                    });
+    const bool no_wait = req.max_wait_ms <= 0 || s.partitions.empty();
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(req.max_wait_ms, 0));
+    read_share(std::make_shared<parked_share_fetch>(
+                   parked_share_fetch{ctx, group, deadline, std::move(tps), std::move(w)}),
+               true, no_wait);
 }
 
 }  // namespace sluice::broker

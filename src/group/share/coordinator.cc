@@ -67,7 +67,7 @@ void coordinator::assign(group_data& g) {
 }
 
 void coordinator::remove_member(group_data& g, const std::string& member_id, const char* reason) {
-    release_member(g.id, member_id, group_partitions(g.id));
+    work(g.id).release(member_id, group_partitions(g.id));
     g.members.erase(member_id);
     ++g.epoch;
     g.sizes = subscribed_sizes(g);
@@ -219,24 +219,23 @@ session_result coordinator::use_session(const std::string& group, const std::str
     return r;
 }
 
-void coordinator::close_session(const std::string& group, const std::string& member) {
+std::vector<tp> coordinator::end_session(const std::string& group, const std::string& member) {
     // Shared mode: what the member acquired here is in this broker's session partitions
     // (it closes a session at every broker it fetched from).
     std::vector<tp> parts;
     if (auto it = _sessions.find({group, member}); it != _sessions.end() && shared_store())
         parts.assign(it->second.partitions.begin(), it->second.partitions.end());
     _sessions.erase({group, member});
-    release_member(group, member, shared_store() ? parts : group_partitions(group));
+    return shared_store() ? parts : group_partitions(group);
 }
 
-void coordinator::release_member(const std::string& group, const std::string& member,
-                                 const std::vector<tp>& parts) {
-    const int64_t now = _clock.steady_ms();
-    const partition_limits lim = limits(group);
-    for (const auto& p : parts)
-        (void)update(group, p, [&](std::optional<share_partition>& sp) {
-            return sp && sp->release_member(member, now, lim);
-        });
+void coordinator::close_session(const std::string& group, const std::string& member) {
+    const std::vector<tp> parts = end_session(group, member);
+    work(group).release(member, parts);
+}
+
+partition_work coordinator::work(const std::string& group) {
+    return partition_work(shared_store() ? nullptr : this, _store, group, settings(group), _clock);
 }
 
 std::vector<tp> coordinator::group_partitions(const std::string& group) const {
@@ -257,26 +256,6 @@ std::vector<tp> coordinator::group_partitions(const std::string& group) const {
     return out;
 }
 
-error_code coordinator::update(const std::string& group, const tp& p,
-                               const partition_store::update_fn& fn) {
-    if (shared_store()) {
-        if (auto r = _store->update(group, p, fn); !r) {
-            log_warn("group", "share group {}: state of {}-{} not changed: {}", group, p.first,
-                     p.second, r.err().message);
-            return error_code::kafka_storage_error;
-        }
-        return error_code::none;
-    }
-    // A copy, so that nothing is handed out that is not on disk.
-    auto it = _partitions.find({group, p});
-    std::optional<share_partition> sp;
-    if (it != _partitions.end()) sp = it->second;
-    if (!fn(sp) || !sp) return error_code::none;
-    if (auto e = save(group, p, *sp); e != error_code::none) return e;
-    _partitions[{group, p}] = std::move(*sp);
-    return error_code::none;
-}
-
 error_code coordinator::save(const std::string& group, const tp& p, const share_partition& s) {
     if (!_store) return error_code::none;
     if (auto r = _store->save(group, p, s); !r) {
@@ -285,59 +264,6 @@ error_code coordinator::save(const std::string& group, const tp& p, const share_
         return error_code::kafka_storage_error;
     }
     return error_code::none;
-}
-
-int64_t coordinator::fetch_position(const std::string& group, const tp& p, int64_t log_start,
-                                    int64_t high_watermark) {
-    const bool earliest = settings(group).auto_offset_reset == "earliest";
-    const partition_limits lim = limits(group);
-    const int64_t now = _clock.steady_ms();
-    int64_t pos = -1;
-    auto e = update(group, p, [&](std::optional<share_partition>& sp) {
-        bool changed = false;
-        if (!sp) {
-            const int64_t at = earliest ? log_start : high_watermark;
-            sp = share_partition(at, at, {});
-            changed = true;
-        }
-        changed = sp->settle(now, log_start, lim) || changed;
-        pos = sp->fetch_position(high_watermark, lim);
-        return changed;
-    });
-    return e == error_code::none ? pos : -1;
-}
-
-result<std::vector<acquired_range>> coordinator::acquire(const std::string& group,
-                                                         const std::string& member, const tp& p,
-                                                         int64_t first, int64_t last,
-                                                         int32_t max_records,
-                                                         const std::vector<offset_range>& skip) {
-    const partition_limits lim = limits(group);
-    const int64_t now = _clock.steady_ms();
-    std::vector<acquired_range> out;
-    auto e = update(group, p, [&](std::optional<share_partition>& sp) {
-        out.clear();
-        if (!sp) return false;
-        const int64_t start = sp->start(), end = sp->end();
-        out = sp->acquire(member, first, last, max_records, now, lim, skip);
-        return !out.empty() || !skip.empty() || sp->start() != start || sp->end() != end;
-    });
-    if (e != error_code::none) return error{errc::io_error, "share-partition state not saved"};
-    return out;
-}
-
-error_code coordinator::acknowledge(const std::string& group, const std::string& member,
-                                    const tp& p, int64_t first, int64_t last,
-                                    const std::vector<int8_t>& types) {
-    const partition_limits lim = limits(group);
-    const int64_t now = _clock.steady_ms();
-    error_code out = error_code::invalid_record_state;
-    auto e = update(group, p, [&](std::optional<share_partition>& sp) {
-        out = sp ? sp->acknowledge(member, first, last, types, now, lim)
-                 : error_code::invalid_record_state;
-        return out == error_code::none;
-    });
-    return e != error_code::none ? e : out;
 }
 
 result<void> partition_store::update(const std::string&, const tp&, const update_fn&) {

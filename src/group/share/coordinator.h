@@ -21,7 +21,7 @@
 // (partition_store::update), locks included, so any broker serves any share-partition
 // (docs/shared-mode.md#share-groups). Membership and share sessions live in memory:
 // after a restart members rejoin (UNKNOWN_MEMBER_ID, SHARE_SESSION_NOT_FOUND). Runs on
-// one thread.
+// one thread; shared mode's partition_work may run on others.
 
 #include <functional>
 #include <map>
@@ -149,6 +149,47 @@ struct session_result {
     std::vector<tp> partitions;  // the session's partitions after the request
 };
 
+class coordinator;
+
+// What ShareFetch and ShareAcknowledge do to one group's share-partitions (where to read,
+// acquire, acknowledge, release), with the group's settings as they were when
+// coordinator::work made it. In shared mode it holds nothing of the coordinator (the
+// store, its settings and the clock are its own), so it may run on another thread while
+// the coordinator goes on (the broker runs it on the shared log's reader threads, where
+// the store uses that thread's database connection); one at a time per object. Otherwise
+// it changes the coordinator's windows in memory and runs on the coordinator's thread.
+class partition_work {
+  public:
+    // Where to read the partition for the group (-1: nothing to acquire now). A
+    // partition the group has no state for starts at share.auto.offset.reset.
+    int64_t fetch_position(const tp& p, int64_t log_start, int64_t high_watermark);
+    // Acquires what the fetch read ([first, last]) for the member, archiving `skip`
+    // (share_partition::acquire); saved before return.
+    result<std::vector<acquired_range>> acquire(const std::string& member, const tp& p,
+                                                int64_t first, int64_t last, int32_t max_records,
+                                                const std::vector<offset_range>& skip = {});
+    error_code acknowledge(const std::string& member, const tp& p, int64_t first, int64_t last,
+                           const std::vector<int8_t>& types);
+    // Gives back what the member holds in these partitions.
+    void release(const std::string& member, const std::vector<tp>& parts);
+
+  private:
+    friend class coordinator;
+    partition_work(coordinator* owner, std::shared_ptr<partition_store> store, std::string group,
+                   const config& settings, clock_source clock);
+    // Reads, changes and saves one share-partition (partition_store::update): in shared
+    // mode in the store's transaction, otherwise on the coordinator's copy in memory,
+    // saved before it replaces that copy. KAFKA_STORAGE_ERROR when the store failed.
+    error_code update(const tp& p, const partition_store::update_fn& fn);
+
+    coordinator* _owner;                      // nullptr in shared mode
+    std::shared_ptr<partition_store> _store;  // nullptr: nothing saved
+    std::string _group;
+    bool _earliest = false;  // share.auto.offset.reset
+    partition_limits _limits;
+    clock_source _clock;
+};
+
 class coordinator {
   public:
     coordinator(config cfg, const consumer::topic_view& topics,
@@ -166,7 +207,8 @@ class coordinator {
     void set_group_configs(const group_configs* c) { _group_configs = c; }
     // The settings in force for a group: the broker's with its overrides.
     config settings(const std::string& group) const;
-    void set_store(partition_store* s) { _store = s; }
+    // Shared: partition_work made from now on keeps it while it runs.
+    void set_store(std::shared_ptr<partition_store> s) { _store = std::move(s); }
     // Whether another coordinator (classic or consumer) holds the group id.
     void set_other_group(std::function<bool(const std::string&)> fn) { _other = std::move(fn); }
     // At start-up, before serving.
@@ -184,21 +226,29 @@ class coordinator {
     // member id).
     session_result use_session(const std::string& group, const std::string& member, int32_t epoch,
                                const std::vector<tp>& added, const std::vector<tp>& forgotten);
-    // Ends the session and gives back what the member still holds.
+    // Ends the session; the partitions in which the member may still hold records, for
+    // partition_work::release.
+    std::vector<tp> end_session(const std::string& group, const std::string& member);
+    // end_session, then gives back what the member still holds.
     void close_session(const std::string& group, const std::string& member);
 
-    // Where to read the partition for the group (-1: nothing to acquire now). A
-    // partition the group has no state for starts at share.auto.offset.reset.
+    // The group's share-partition work with its settings in force now.
+    partition_work work(const std::string& group);
+    // work(group)'s, at once.
     int64_t fetch_position(const std::string& group, const tp& p, int64_t log_start,
-                           int64_t high_watermark);
-    // Acquires what the fetch read ([first, last]) for the member, archiving `skip`
-    // (share_partition::acquire); saved before return.
+                           int64_t high_watermark) {
+        return work(group).fetch_position(p, log_start, high_watermark);
+    }
     result<std::vector<acquired_range>> acquire(const std::string& group, const std::string& member,
                                                 const tp& p, int64_t first, int64_t last,
                                                 int32_t max_records,
-                                                const std::vector<offset_range>& skip = {});
+                                                const std::vector<offset_range>& skip = {}) {
+        return work(group).acquire(member, p, first, last, max_records, skip);
+    }
     error_code acknowledge(const std::string& group, const std::string& member, const tp& p,
-                           int64_t first, int64_t last, const std::vector<int8_t>& types);
+                           int64_t first, int64_t last, const std::vector<int8_t>& types) {
+        return work(group).acknowledge(member, p, first, last, types);
+    }
 
     // The share group offset APIs (offsets.cc). The start offsets of the group's
     // share-partitions; nullopt when there is no such share group.
@@ -222,21 +272,20 @@ class coordinator {
     struct group_data;
 
   private:
+    friend class partition_work;
     group_data* find(const std::string& id) const;
     void expire_members(int64_t now);
     void remove_member(group_data& g, const std::string& member_id, const char* reason);
     void assign(group_data& g);
     std::map<std::string, int32_t> subscribed_sizes(const group_data& g) const;
     partition_limits limits(const std::string& group) const;
-    // Reads, changes and saves one share-partition (partition_store::update): in shared
-    // mode in the store's transaction, otherwise on the copy in memory, saved before it
-    // replaces that copy. KAFKA_STORAGE_ERROR when the store failed.
-    error_code update(const std::string& group, const tp& p, const partition_store::update_fn& fn);
+    // partition_work::update with the group's settings.
+    error_code update(const std::string& group, const tp& p, const partition_store::update_fn& fn) {
+        return work(group).update(p, fn);
+    }
     bool shared_store() const { return _store && _store->shared(); }
     // The share-partitions the group has state for.
     std::vector<tp> group_partitions(const std::string& group) const;
-    void release_member(const std::string& group, const std::string& member,
-                        const std::vector<tp>& parts);
     error_code save(const std::string& group, const tp& p, const share_partition& s);
     result<void> erase(const std::string& group, const std::vector<tp>& parts);
 
@@ -253,7 +302,7 @@ class coordinator {
     };
     std::map<std::pair<std::string, std::string>, share_session> _sessions;
     std::function<bool(const std::string&)> _other;
-    partition_store* _store = nullptr;
+    std::shared_ptr<partition_store> _store;
     const group_configs* _group_configs = nullptr;
 };
 
