@@ -4,7 +4,11 @@
 // the cluster poll, and answers COORDINATOR_LOAD_IN_PROGRESS until then.
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "broker/broker.h"
 #include "common/logging.h"
@@ -209,6 +213,47 @@ void broker::take_groups(group_snapshot& s) {
         n += newer.empty() ? 0 : 1;
     }
     if (n) log_info("shared", "took the committed offsets of {} groups placed here", n);
+}
+
+// Reads the live brokers, the topics and (when groups move) the groups again, off the
+// loop; applies them on it.
+void broker::poll_cluster() {
+    auto live = _shared.registry->live();
+    if (!live) log_warn("shared", "cannot read the live brokers: {}", live.err().message);
+    std::optional<group_snapshot> groups;
+    if (live) {
+        std::vector<int32_t> ids;
+        for (const auto& l : *live) ids.push_back(l.address.broker_id);
+        std::sort(ids.begin(), ids.end());
+        const bool left = std::any_of(_polled_ids.begin(), _polled_ids.end(), [&](int32_t id) {
+            return !std::binary_search(ids.begin(), ids.end(), id);
+        });
+        // A broker that left: its groups fall to the others, which read their state now.
+        if (left) {
+            int cur = _group_load_polls.load(std::memory_order_acquire);
+            while (cur != 0 &&
+                   !_group_load_polls.compare_exchange_weak(cur, 0, std::memory_order_acq_rel)) {
+            }
+        }
+        // A transaction's offsets committed by another broker's coordinator, too.
+        auto txn_offsets = _shared.log->change_version("txn_offsets");
+        const bool moved = txn_offsets && *txn_offsets != _txn_offsets_seen;
+        if (left || moved || _rejoined.exchange(false, std::memory_order_acq_rel) ||
+            _group_load_polls.load(std::memory_order_acquire) >= 0)
+            groups = read_groups();
+        if (moved) _txn_offsets_seen = *txn_offsets;
+        _polled_ids = std::move(ids);
+    }
+    auto changed = _shared.topics->refresh();
+    if (!changed) log_warn("shared", "cannot read the topics: {}", changed.err().message);
+    const bool topics_changed = changed && *changed;
+    _loop.post([this, live = live ? std::optional(std::move(*live)) : std::nullopt, topics_changed,
+                groups = std::move(groups)]() mutable {
+        if (_shutting_down) return;
+        if (live) apply_live_brokers(*live);
+        if (topics_changed) _topics.sync();
+        if (groups) take_groups(*groups);
+    });
 }
 
 }  // namespace sluice::broker
