@@ -130,6 +130,12 @@ class broker {
     // Whether this broker coordinates the transactional id (shared mode: placement over
     // the live brokers; single-node mode: always).
     bool coordinates_txn(const std::string& transactional_id) const;
+    // Whether this broker may serve a request for the group now, as every group handler
+    // asks after authorizing it: NONE; in shared mode NOT_COORDINATOR (placed on another
+    // live broker), COORDINATOR_NOT_AVAILABLE (this broker holds no lease) or
+    // COORDINATOR_LOAD_IN_PROGRESS (the group moved here and its state is being read from
+    // the database). Single-node mode: always NONE.
+    protocol::error_code group_coordinator_error(const std::string& group_id) const;
     // Shared mode: a transaction's offsets became committed offsets in the database; the
     // brokers coordinating their groups read them again at their next poll.
     void announce_txn_offsets();
@@ -225,6 +231,18 @@ class broker {
     void start_log_maintenance();
     result<std::vector<listener_config>> bind_listeners();
     void apply_live_brokers(const std::vector<shared::live_broker>& live);
+    // Shared mode, groups moving (broker_groups.cc): what the database holds of them.
+    struct group_snapshot;
+    // Forgets the groups (classic and consumer) placed on other brokers now; `all`: every
+    // group (the lease was lost: they were placed on the others).
+    void drop_moved_groups(bool all = false);
+    std::set<std::string> held_group_ids() const;
+    // Groups will move here: they answer COORDINATOR_LOAD_IN_PROGRESS until the poll
+    // thread has read them, at its `polls`th poll from now (and not before `grace`).
+    void expect_groups(std::vector<int32_t> settled, int polls, std::chrono::milliseconds grace);
+    // The poll thread's read: the groups that moved here start from it.
+    void take_groups(group_snapshot& s);
+    group_snapshot read_groups();
 
     broker_config _cfg;
     net::event_loop& _loop;
@@ -257,6 +275,15 @@ class broker {
     int64_t _txn_offsets_seen = -1;                        // poll_cluster's thread only
     std::unique_ptr<periodic_thread> _cluster_poll;        // shared mode: poll_cluster
     std::atomic<bool> _rejoined{false};  // shared mode: the lease was renewed after it passed
+    // Shared mode, groups moving here: the live brokers under which the groups in memory
+    // were placed (groups_loading), and when their state may be taken from the database.
+    std::vector<int32_t> _settled_ids;
+    bool _groups_loading = false;
+    int64_t _groups_load_not_before = 0;  // steady ms
+    // The poll thread reads the groups' state at its nth poll from now (0: the next one;
+    // -1: not asked).
+    std::atomic<int> _group_load_polls{-1};
+    std::unique_ptr<group::state_store> _reload_groups;  // poll_cluster's thread only
     net::event_loop::timer_id _group_timer = 0;
     int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
     access_control _access;

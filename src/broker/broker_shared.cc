@@ -100,10 +100,25 @@ void broker::apply_live_brokers(const std::vector<shared::live_broker>& live) {
     std::sort(ids.begin(), ids.end());
     std::sort(listed.begin(), listed.end(),
               [](const auto& a, const auto& b) { return a.node_id < b.node_id; });
-    if (ids != _live_ids) log_info("shared", "live brokers: {}", fmt::join(ids, ", "));
+    const bool changed = ids != _live_ids;
+    if (changed) log_info("shared", "live brokers: {}", fmt::join(ids, ", "));
+    // A broker left: those of its groups that fall to this one are read from the
+    // database before they are served.
+    const bool left = std::any_of(_settled_ids.begin(), _settled_ids.end(), [&](int32_t id) {
+        return !std::binary_search(ids.begin(), ids.end(), id);
+    });
     _live_ids = std::move(ids);
     for (auto& ls : _listeners) ls.brokers = listed;
     _broker_count = _live_ids.size();
+    if (_groups_loading) {
+        // Moved again before the groups were read: every group placed here is read.
+        if (changed) expect_groups({}, 0, std::chrono::milliseconds(0));
+    } else if (left) {
+        expect_groups(_settled_ids, 0, std::chrono::milliseconds(0));
+    } else {
+        _settled_ids = _live_ids;
+    }
+    drop_moved_groups();
 }
 
 void broker::join_cluster(shared::broker_registry& registry) {
@@ -113,16 +128,31 @@ void broker::join_cluster(shared::broker_registry& registry) {
     else
         apply_live_brokers({});
     _shared.log->set_incarnation(registry.incarnation());
+    // The others coordinate the groups placed here now until they see this broker (at
+    // their next poll): what load() read of them may be stale, so they are read again
+    // after one poll interval.
+    std::vector<int32_t> others;
+    for (int32_t id : _live_ids)
+        if (id != registry.address().broker_id) others.push_back(id);
+    if (!others.empty()) {
+        expect_groups(std::move(others), 2, _shared.poll_interval);
+    }
     shared::broker_registry::lease_events events;
     // The database out of reach for a whole lease: the others count this broker out, so it
     // stops serving as a member (member() is false; produce, fetch and ListOffsets answer
     // NOT_LEADER_OR_FOLLOWER) and renewing goes on.
-    events.lost = [](const error&) {};
+    // Its groups were placed on the others meanwhile: forgotten here (group requests
+    // answer COORDINATOR_NOT_AVAILABLE while the lease is lost).
+    events.lost = [this](const error&) { _loop.post([this] { drop_moved_groups(true); }); };
     events.regained = [this](int64_t incarnation) {
         _shared.log->set_incarnation(incarnation);
-        // Its groups may have moved away and back meanwhile: read the committed offsets
-        // again (newer commits only are taken).
         _rejoined.store(true, std::memory_order_release);
+        // The others coordinated its groups meanwhile and stop once they see it again:
+        // every group placed here is read from the database after one poll interval.
+        _loop.post([this] {
+            drop_moved_groups(true);
+            expect_groups({}, 2, _shared.poll_interval);
+        });
     };
     events.fenced = [](const error& e) {
         log_error("shared", "this broker's id was taken by another process; exiting: {}",
@@ -133,78 +163,6 @@ void broker::join_cluster(shared::broker_registry& registry) {
     registry.start_renewing(std::move(events));
     _cluster_poll =
         std::make_unique<periodic_thread>(_shared.poll_interval, [this] { poll_cluster(); });
-}
-
-// The committed offsets in the database, by group: read when a broker leaves, since its
-// groups now fall to others, which hold them as they were when they started. `store` is
-// opened at the first use and kept (poll thread only).
-std::map<std::string, std::vector<group::offset_entry>> load_committed(
-    const metadata_stores& stores, std::unique_ptr<catalog::offset_store>& store) {
-    std::map<std::string, std::vector<group::offset_entry>> by_group;
-    if (!store) {
-        auto opened = stores.open_offsets();
-        if (!opened) {
-            log_warn("shared", "cannot read committed offsets: {}", opened.err().message);
-            return by_group;
-        }
-        store = std::move(*opened);
-    }
-    auto rows = store->load();
-    if (!rows) {
-        log_warn("shared", "cannot read committed offsets: {}", rows.err().message);
-        return by_group;
-    }
-    for (auto& r : *rows) {
-        group::committed_offset v{r.offset, r.leader_epoch, std::move(r.metadata), r.commit_ms,
-                                  r.expire_ms};
-        by_group[r.group_id].push_back({{std::move(r.topic), r.partition}, std::move(v)});
-    }
-    return by_group;
-}
-
-void broker::poll_cluster() {
-    auto live = _shared.registry->live();
-    if (!live) log_warn("shared", "cannot read the live brokers: {}", live.err().message);
-    std::optional<std::map<std::string, std::vector<group::offset_entry>>> offsets;
-    if (live) {
-        std::vector<int32_t> ids;
-        for (const auto& l : *live) ids.push_back(l.address.broker_id);
-        std::sort(ids.begin(), ids.end());
-        const bool left = std::any_of(_polled_ids.begin(), _polled_ids.end(), [&](int32_t id) {
-            return !std::binary_search(ids.begin(), ids.end(), id);
-        });
-        // A transaction's offsets committed by another broker's coordinator, too.
-        auto txn_offsets = _shared.log->change_version("txn_offsets");
-        const bool moved = txn_offsets && *txn_offsets != _txn_offsets_seen;
-        if (left || moved || _rejoined.exchange(false, std::memory_order_acq_rel))
-            offsets = load_committed(_stores, _reload_store);
-        if (moved) _txn_offsets_seen = *txn_offsets;
-        _polled_ids = std::move(ids);
-    }
-    auto changed = _shared.topics->refresh();
-    if (!changed) log_warn("shared", "cannot read the topics: {}", changed.err().message);
-    const bool topics_changed = changed && *changed;
-    _loop.post([this, live = live ? std::optional(std::move(*live)) : std::nullopt, topics_changed,
-                offsets = std::move(offsets)] {
-        if (_shutting_down) return;
-        if (live) apply_live_brokers(*live);
-        if (topics_changed) _topics.sync();
-        if (!offsets) return;
-        const int32_t self = _shared.registry->address().broker_id;
-        size_t n = 0;
-        for (const auto& [g, entries] : *offsets) {
-            if (shared::place(shared::group_key(g), _live_ids) != self) continue;
-            // A commit made here since the read is newer than what was read.
-            std::vector<group::offset_entry> newer;
-            for (const auto& e : entries) {
-                auto held = _groups.committed(g, e.tp);
-                if (!held || held->commit_ms < e.value.commit_ms) newer.push_back(e);
-            }
-            _groups.restore(g, newer);
-            n += newer.empty() ? 0 : 1;
-        }
-        if (n) log_info("shared", "took the committed offsets of {} groups placed here", n);
-    });
 }
 
 }  // namespace sluice::broker

@@ -152,21 +152,43 @@ void coordinator::poll() {
 }
 
 void coordinator::shutdown() {
-    for (auto& [id, g] : _groups) {
-        for (auto& [mid, m] : g->members) {
-            if (auto cb = std::exchange(m.awaiting_join, nullptr)) {
-                join_result r;
-                r.error = error_code::not_coordinator;
-                r.member_id = mid;
-                cb(r);
-            }
-            if (auto cb = std::exchange(m.awaiting_sync, nullptr)) {
-                sync_result r;
-                r.error = error_code::not_coordinator;
-                cb(r);
-            }
-        }
+    for (auto& [id, g] : _groups) take_parked(*g).answer(error_code::not_coordinator);
+}
+
+coordinator::parked_calls coordinator::take_parked(group_data& g) {
+    parked_calls out;
+    for (auto& [mid, m] : g.members) {
+        if (auto cb = std::exchange(m.awaiting_join, nullptr))
+            out.joins.emplace_back(std::move(cb), mid);
+        if (auto cb = std::exchange(m.awaiting_sync, nullptr)) out.syncs.push_back(std::move(cb));
     }
+    return out;
+}
+
+void coordinator::parked_calls::answer(error_code e) {
+    for (auto& [cb, mid] : joins) {
+        join_result r;
+        r.error = e;
+        r.member_id = mid;
+        cb(r);
+    }
+    for (auto& cb : syncs) {
+        sync_result r;
+        r.error = e;
+        cb(r);
+    }
+}
+
+void coordinator::forget(const std::string& group_id) {
+    group_data* g = find(group_id);
+    if (!g) return;
+    for (auto& [mid, m] : g->members) disarm(timer_kind::member, *g, mid, m.deadline);
+    for (auto& [mid, deadline] : g->pending) disarm(timer_kind::pending, *g, mid, deadline);
+    disarm(timer_kind::group, *g, {}, g->deadline);
+    auto parked = take_parked(*g);
+    _groups.erase(group_id);
+    // Answered after the group is gone, so a client retrying at once finds no stale state.
+    parked.answer(error_code::not_coordinator);
 }
 
 // --- administration ---

@@ -5,11 +5,11 @@
 //
 // It knows nothing of sockets or storage: group state reaches storage through a
 // state_writer (state_store.h) that the owner sets, and comes back through
-// restore_group() at start-up, so generations and members survive a restart. Joins and syncs that must wait for other
-// members park their callbacks and are answered from a later call (another member's
-// join, a sync, or poll() when a deadline passes); everything runs on one thread.
-// Offsets reach it only once the caller has made them durable (store_offsets), so what
-// it answers is always what a restart would reload.
+// restore_group() at start-up, so generations and members survive a restart. Joins and syncs that
+// must wait for other members park their callbacks and are answered from a later call (another
+// member's join, a sync, or poll() when a deadline passes); everything runs on one thread. Offsets
+// reach it only once the caller has made them durable (store_offsets), so what it answers is always
+// what a restart would reload.
 //
 // Group lifecycle (Kafka's state machine):
 //   Empty --join--> PreparingRebalance --all joined / timeout--> CompletingRebalance
@@ -122,6 +122,10 @@ class coordinator {
     void poll();
     // Answers every parked join and sync with NOT_COORDINATOR (broker shutdown).
     void shutdown();
+    // Shared mode: the group moved to another coordinator. Its members, generation and
+    // offsets are forgotten here without a write (the store keeps them for the next
+    // coordinator), and its parked joins and syncs are answered NOT_COORDINATOR.
+    void forget(const std::string& group_id);
 
     struct group_data;
     struct member_data;
@@ -133,6 +137,13 @@ class coordinator {
     group_data& get_or_create(const std::string& id);
     // Forgets g if it is Empty with no offsets and no pending members; g dangles after.
     bool maybe_drop(group_data& g);
+    // The joins and syncs parked on a group, taken to be answered with an error.
+    struct parked_calls {
+        std::vector<std::pair<join_callback, std::string>> joins;  // with the member id
+        std::vector<sync_callback> syncs;
+        void answer(error_code e);
+    };
+    static parked_calls take_parked(group_data& g);
 
     // membership.cc
     void join_new_member(group_data& g, join_request& req, join_callback& cb);

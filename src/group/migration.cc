@@ -21,14 +21,8 @@ std::optional<stored_group> coordinator::members_of(const std::string& group_id)
 void coordinator::release_members(const std::string& group_id) {
     group_data* g = find(group_id);
     if (!g || g->members.empty()) return;
-    std::vector<std::pair<join_callback, std::string>> joins;
-    std::vector<sync_callback> syncs;
-    for (auto& [id, m] : g->members) {
-        disarm(timer_kind::member, *g, id, m.deadline);
-        if (auto cb = std::exchange(m.awaiting_join, nullptr))
-            joins.emplace_back(std::move(cb), id);
-        if (auto cb = std::exchange(m.awaiting_sync, nullptr)) syncs.push_back(std::move(cb));
-    }
+    auto parked = take_parked(*g);
+    for (auto& [id, m] : g->members) disarm(timer_kind::member, *g, id, m.deadline);
     for (auto& [id, deadline] : g->pending) disarm(timer_kind::pending, *g, id, deadline);
     g->pending.clear();
     disarm(timer_kind::group, *g, {}, g->deadline);
@@ -42,17 +36,7 @@ void coordinator::release_members(const std::string& group_id) {
     log_info("group", "group '{}': its members move to a consumer group (online upgrade)",
              group_id);
     if (g->stored) store(*g);
-    for (auto& [cb, id] : joins) {
-        join_result r;
-        r.error = error_code::rebalance_in_progress;
-        r.member_id = id;
-        cb(r);
-    }
-    for (auto& cb : syncs) {
-        sync_result r;
-        r.error = error_code::rebalance_in_progress;
-        cb(r);
-    }
+    parked.answer(error_code::rebalance_in_progress);
 }
 
 void coordinator::adopt(const stored_group& s) {

@@ -104,12 +104,13 @@ result<std::unique_ptr<broker_registry>> broker_registry::register_broker(
     // Two first registrations of one id at once: the second's insert fails on the primary
     // key (already_exists) and finds the row on its next try.
     for (int attempt = 0;; ++attempt) {
+        const auto asked = steady::now();
         auto inc = (*db)->transact<int64_t>(isolation_level::read_committed, take);
         if (inc) {
             log_info("shared", "registered as broker {} at {}:{} (incarnation {}, lease {} ms)",
                      a.broker_id, a.host, a.kafka_port, *inc, lease.count());
             return std::unique_ptr<broker_registry>(
-                new broker_registry(std::move(*db), std::move(a), lease, *inc));
+                new broker_registry(std::move(*db), std::move(a), lease, *inc, asked));
         }
         if (inc.code() != errc::already_exists || attempt >= 3) return inc.err();
     }
@@ -120,6 +121,7 @@ broker_registry::~broker_registry() {
 }
 
 result<bool> broker_registry::renew() {
+    const auto asked = steady::now();
     const int64_t mine = incarnation();
     int64_t next = mine;
     auto r = _db->transact<bool>(
@@ -156,6 +158,7 @@ result<bool> broker_registry::renew() {
     }
     _tried_incarnation = 0;
     _incarnation.store(next, std::memory_order_release);
+    _valid_until.store((asked + _lease).time_since_epoch().count(), std::memory_order_release);
     if (*r)
         log_warn("shared", "broker {}: its lease had passed; registered again as incarnation {}",
                  _address.broker_id, next);
@@ -193,19 +196,20 @@ void broker_registry::stop_renewing() {
 
 void broker_registry::renew_loop(const lease_events& events) {
     const auto every = std::max(_lease / 3, std::chrono::milliseconds(10));
-    // The lease was last extended no later than now (registration or the last renewal);
-    // counting from before the call keeps the estimate on the safe side.
-    auto valid_until = steady::now() + _lease;
+    // When the lease passes (registration or the last renewal, counted from before it was
+    // asked: the estimate stays on the safe side).
+    auto valid_until = [this] {
+        return steady::time_point(steady::duration(_valid_until.load(std::memory_order_acquire)));
+    };
     for (;;) {
         {
             std::unique_lock lock(_mu);
             if (_cv.wait_for(lock, every, [this] { return _stop; })) return;
         }
-        const auto asked = steady::now();
+        const bool was_member = member();
         auto r = renew();
         if (r) {
-            valid_until = asked + _lease;
-            if (!member() || *r) {
+            if (!was_member || !_member.load(std::memory_order_acquire) || *r) {
                 log_info("shared", "broker {}: lease held again (incarnation {}); serving",
                          _address.broker_id, incarnation());
                 _member.store(true, std::memory_order_release);
@@ -219,7 +223,7 @@ void broker_registry::renew_loop(const lease_events& events) {
             if (events.fenced) events.fenced(r.err());
             return;
         }
-        if (member() && steady::now() >= valid_until) {
+        if (_member.load(std::memory_order_acquire) && steady::now() >= valid_until()) {
             _member.store(false, std::memory_order_release);
             error e{errc::timed_out,
                     fmt::format("broker {} lost its lease: not renewed within {} ms; last "

@@ -70,8 +70,16 @@ class broker_registry {
     // The current incarnation (a renewal after the lease passed takes a new one).
     int64_t incarnation() const { return _incarnation.load(std::memory_order_acquire); }
     // Whether the lease is held: registered and renewed within a lease. False from the
-    // moment a renewal is a whole lease overdue until a renewal succeeds again.
-    bool member() const { return _member.load(std::memory_order_acquire); }
+    // moment the last successful renewal (or the registration) is a whole lease old, on
+    // this broker's clock counted from before it was asked, until a renewal succeeds
+    // again: the others may count this broker out from then on, whether or not the
+    // renewing thread has noticed yet (a paused process, a renewal still waiting on the
+    // database).
+    bool member() const {
+        return _member.load(std::memory_order_acquire) &&
+               std::chrono::steady_clock::now().time_since_epoch().count() <
+                   _valid_until.load(std::memory_order_acquire);
+    }
     const broker_address& address() const { return _address; }
 
     // What the renewing thread reports, on that thread.
@@ -92,18 +100,23 @@ class broker_registry {
 
   private:
     broker_registry(std::unique_ptr<pg_database> db, broker_address address,
-                    std::chrono::milliseconds lease, int64_t incarnation)
+                    std::chrono::milliseconds lease, int64_t incarnation,
+                    std::chrono::steady_clock::time_point asked)
         : _db(std::move(db)),
           _address(std::move(address)),
           _lease(lease),
-          _incarnation(incarnation) {}
+          _incarnation(incarnation),
+          _valid_until((asked + lease).time_since_epoch().count()) {}
     void renew_loop(const lease_events& events);
 
     std::unique_ptr<pg_database> _db;  // pg_database serializes its calls
     const broker_address _address;
     const std::chrono::milliseconds _lease;
     std::atomic<int64_t> _incarnation;
-    std::atomic<bool> _member{true};
+    std::atomic<bool> _member{true};  // false once the renewing thread found the lease lost
+    // When the lease passes at the latest (steady_clock ticks): a lease after the moment
+    // the last successful renewal was asked.
+    std::atomic<std::chrono::steady_clock::rep> _valid_until;
     // A new incarnation whose COMMIT's outcome is unknown (renew() only): found in the
     // row next time, it is this process's.
     int64_t _tried_incarnation = 0;

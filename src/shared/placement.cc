@@ -57,6 +57,13 @@ std::vector<int32_t> rank(std::string_view key, std::span<const int32_t> brokers
     return out;
 }
 
+coordination coordination_of(std::string_view key, const coordinator_view& v) {
+    if (!v.member) return coordination::unavailable;
+    if (place(key, v.live) != v.self) return coordination::elsewhere;
+    if (v.settled && place(key, *v.settled) != v.self) return coordination::loading;
+    return coordination::here;
+}
+
 std::string partition_key(std::string_view topic_id_hex, int32_t partition) {
     return fmt::format("p/{}/{}", topic_id_hex, partition);
 }

@@ -29,6 +29,25 @@ std::optional<int32_t> place(std::string_view key, std::span<const int32_t> brok
 // and so on (for replica lists: a partition's replicas are its first N).
 std::vector<int32_t> rank(std::string_view key, std::span<const int32_t> brokers);
 
+// Whether a broker coordinates a key (a group) now, as every group request asks before it
+// touches the group (docs/shared-mode.md#groups).
+enum class coordination : uint8_t {
+    here,         // placed on this broker, and its state is in memory
+    elsewhere,    // placed on another live broker (NOT_COORDINATOR)
+    unavailable,  // this broker holds no lease (COORDINATOR_NOT_AVAILABLE)
+    loading,      // moving here; its state is being read (COORDINATOR_LOAD_IN_PROGRESS)
+};
+struct coordinator_view {
+    int32_t self = -1;
+    bool member = false;            // holds its lease
+    std::span<const int32_t> live;  // the live brokers as this broker sees them
+    // While keys are moving here: the live brokers under which what this broker holds in
+    // memory was placed (a key placed here under `live` but not under `settled` is being
+    // loaded). nullopt when nothing is moving here.
+    std::optional<std::span<const int32_t>> settled;
+};
+coordination coordination_of(std::string_view key, const coordinator_view& v);
+
 // The keys placed: a partition by its topic's id (not its name, so that a topic
 // re-created under the same name is placed afresh), a classic or consumer group and a
 // transactional id by their ids, each in its own key space.

@@ -6,6 +6,8 @@ scripts/cluster, driven by librdkafka (confluent-kafka) and kafka-python.
   at broker 1 see the same records at the same offsets;
 - Metadata lists the three live brokers and spreads partition leadership over them;
 - a group commits through one broker and a consumer bootstrapped at another resumes there;
+- group requests at a broker that does not coordinate the group answer NOT_COORDINATOR,
+  and a group bootstrapped there reads every record once;
 - kill -9 of a broker under acks=all load loses no acknowledged record and stores none
   twice; clients move to the living brokers; the killed broker rejoins with `start`;
 - a broker killed and started again serves what it had read from its read cache's disk
@@ -156,6 +158,59 @@ def test_group_offsets_resume_through_another_broker(cluster):
     assert left <= set(first), (left, first, committed)
     for part, off in first.items():
         assert off == committed[part], (part, off, committed)
+
+
+def test_group_requests_are_served_by_the_group_coordinator_only(cluster):
+    """Issue 35: a group request at a broker that placement does not make the group's
+    coordinator answers NOT_COORDINATOR (16), as Kafka does, and holds nothing of the
+    group; clients look the coordinator up again, so a group bootstrapped there still
+    reads every record once."""
+    create_topic(kafka(cluster, 0), "coordinated", 2, cluster)
+    with K.Conn(kafka(cluster, 0)) as conn:
+        def coordinator(g):
+            return K.find_coordinator(conn, 1, [g])[0]["node_id"]
+        group = next(g for g in ("coordinated-%d" % i for i in range(64)) if coordinator(g) != 0)
+        owner = coordinator(group)
+        sub = [("range", K.consumer_subscription_v0(["coordinated"]))]
+        assert K.join_group(conn, 5, group, "", "consumer", sub)["error"] == 16
+        assert K.heartbeat(conn, 3, group, 1, "m-1") == 16
+        assert K.offset_commit(conn, 2, group, {"coordinated": [(0, 0, None)]}) == {
+            ("coordinated", 0): 16}
+        assert K.offset_fetch_one(conn, 5, group, {"coordinated": [0]})[0] == 16
+        assert K.offset_fetch_one(conn, 8, group, {"coordinated": [0]})[0] == 16
+        assert [g["error"] for g in K.describe_groups(conn, 5, [group])] == [16]
+    with K.Conn(kafka(cluster, owner)) as conn:
+        assert K.offset_commit(conn, 2, group, {"coordinated": [(0, 0, None)]}) == {
+            ("coordinated", 0): 0}
+    # Two members bootstrapped at broker 0 share the partitions, then read what comes.
+    members = [Consumer({"bootstrap.servers": kafka(cluster, 0), "group.id": group,
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+               for _ in range(2)]
+    try:
+        for c in members:
+            c.subscribe(["coordinated"])
+        got = {}
+
+        def read():
+            for i, c in enumerate(members):
+                m = c.poll(0.1)
+                if m is not None and not m.error():
+                    got.setdefault(m.value().decode(), []).append((i, m.partition()))
+            return all(c.assignment() for c in members)
+
+        wait_for(read, timeout=30, what="both members assigned")
+        acked, errors = produce(kafka(cluster, 1), "coordinated",
+                                ["k-%02d" % i for i in range(40)], 2)
+        assert not errors and len(acked) == 40
+        wait_for(lambda: read() and len(got) >= 40, timeout=30, what="every record")
+        assert sorted(got) == sorted(acked)
+        assert all(len(v) == 1 for v in got.values()), got
+        # Each member read its own partitions.
+        by_member = {i: {p for [(j, p)] in got.values() if j == i} for i in range(2)}
+        assert by_member[0] and by_member[1] and not by_member[0] & by_member[1]
+    finally:
+        for c in members:
+            c.close()
 
 
 def test_kill_a_broker_under_acks_all_load(cluster):

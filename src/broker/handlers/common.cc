@@ -16,6 +16,16 @@ void reject_malformed(const request_context& ctx) {
     ctx.sess->close("malformed request");
 }
 
+protocol::error_code group_refusal(const request_context& ctx, const std::string& group_id) {
+    if (!ctx.allowed(security::resource_kind::group, group_id))
+        return protocol::error_code::group_authorization_failed;
+    auto e = ctx.b.group_coordinator_error(group_id);
+    if (e != protocol::error_code::none)
+        log_debug("group", "{}: group '{}' is not served here: {}", ctx.client(), group_id,
+                  protocol::error_name(e));
+    return e;
+}
+
 std::string client_host(const request_context& ctx) {
     const std::string& peer = ctx.sess->peer();
     auto colon = peer.rfind(':');
@@ -31,9 +41,9 @@ namespace {
 // (security/acl.h: READ 3 ... IDEMPOTENT_WRITE 12) are the answer's bits. UNKNOWN (0),
 // ANY (1) and ALL (2) are never set in an answer.
 using security::action;
-constexpr action topic_ops[] = {action::read,     action::write,           action::create,
-                                action::delete_,  action::alter,           action::describe,
-                                action::describe_configs, action::alter_configs};
+constexpr action topic_ops[] = {
+    action::read,  action::write,    action::create,           action::delete_,
+    action::alter, action::describe, action::describe_configs, action::alter_configs};
 constexpr action group_ops[] = {action::read, action::delete_, action::describe};
 constexpr action transactional_id_ops[] = {action::write, action::describe};
 constexpr action cluster_ops[] = {action::create,           action::alter,
@@ -74,8 +84,8 @@ std::optional<std::string> replication_factor_error(int32_t factor) {
 std::optional<std::string> replica_list_error(std::span<const int32_t> ids, size_t brokers) {
     if (ids.empty()) return std::string("a partition has an empty replica list");
     if (ids.size() > static_cast<size_t>(max_replication_factor))
-        return fmt::format("{} replicas given for a partition; at most {} are accepted",
-                           ids.size(), max_replication_factor);
+        return fmt::format("{} replicas given for a partition; at most {} are accepted", ids.size(),
+                           max_replication_factor);
     for (size_t i = 0; i < ids.size(); ++i) {
         if (ids[i] < 0 || static_cast<size_t>(ids[i]) >= brokers)
             return fmt::format("unknown broker id {} in a replica list", ids[i]);

@@ -25,8 +25,8 @@ void handle_consumer_group_describe(const request_context& ctx, request_body bod
     for (const auto& id : req.group_ids) {
         auto& out = resp.groups.emplace_back();
         out.group_id = id;
-        if (!ctx.allowed(security::resource_kind::group, id)) {
-            out.error_code = code(protocol::error_code::group_authorization_failed);
+        if (auto e = group_refusal(ctx, id); e != protocol::error_code::none) {
+            out.error_code = code(e);
             continue;
         }
         auto d = ctx.b.consumer_groups().describe(id);

@@ -30,9 +30,9 @@ static std::vector<consumer_group_heartbeat_request::topic_partition_set> by_id(
 void handle_consumer_group_heartbeat(const request_context& ctx, request_body body) {
     consumer_group_heartbeat_request req;
     if (!decode_request(ctx, body, req)) return;
-    if (!ctx.allowed(security::resource_kind::group, req.group_id)) {
+    if (auto e = group_refusal(ctx, req.group_id); e != protocol::error_code::none) {
         consumer_group_heartbeat_response resp;
-        resp.error_code = code(protocol::error_code::group_authorization_failed);
+        resp.error_code = code(e);
         ctx.respond(resp);
         return;
     }

@@ -14,19 +14,20 @@ void handle_delete_groups(const request_context& ctx, request_body body) {
     std::vector<catalog::offset_write> writes;
     std::vector<std::string> deleted;
     for (const auto& id : req.groups_names) {
+        auto& consumer = b.consumer_groups();
+        error_code e = id.empty() ? (ctx.allowed(security::resource_kind::group, id)
+                                         ? error_code::invalid_group_id
+                                         : error_code::group_authorization_failed)
+                                  : group_refusal(ctx, id);
         // A share group's state is its share-partitions (Admin.deleteShareGroups).
-        if (!id.empty() && b.share_groups().is_share_group(id) &&
-            ctx.allowed(security::resource_kind::group, id)) {
+        if (e == error_code::none && b.share_groups().is_share_group(id)) {
             resp->results.push_back({id, code(b.share_groups().delete_group(id))});
             continue;
         }
-        auto& consumer = b.consumer_groups();
-        error_code e = !ctx.allowed(security::resource_kind::group, id)
-                           ? error_code::group_authorization_failed
-                       : id.empty()                     ? error_code::invalid_group_id
-                       : consumer.has_members(id)       ? error_code::non_empty_group
-                       : consumer.is_consumer_group(id) ? error_code::none
-                                                        : b.groups().check_delete_group(id);
+        if (e == error_code::none)
+            e = consumer.has_members(id)         ? error_code::non_empty_group
+                : consumer.is_consumer_group(id) ? error_code::none
+                                                 : b.groups().check_delete_group(id);
         resp->results.push_back({id, code(e)});
         if (e != error_code::none) continue;
         catalog::stored_offset row;

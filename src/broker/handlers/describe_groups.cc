@@ -11,12 +11,13 @@ void handle_describe_groups(const request_context& ctx, request_body body) {
     for (const auto& id : req.groups) {
         auto& out = resp.groups.emplace_back();
         out.group_id = id;
-        if (!ctx.allowed(security::resource_kind::group, id)) {
-            out.error_code = code(protocol::error_code::group_authorization_failed);
+        if (auto e = group_refusal(ctx, id); e != protocol::error_code::none) {
+            out.error_code = code(e);
             continue;
         }
         if (req.include_authorized_operations)
-            out.authorized_operations = authorized_operations(ctx, {security::resource_kind::group, id});
+            out.authorized_operations =
+                authorized_operations(ctx, {security::resource_kind::group, id});
         auto d = ctx.b.groups().describe(id);
         if (auto c = ctx.b.consumer_groups().describe(id)) {
             // As Kafka describes a consumer group to the classic API: its state and type;

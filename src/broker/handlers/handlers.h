@@ -71,6 +71,12 @@ inline protocol::error_code storage_error_or(errc e, protocol::error_code otherw
     return e == errc::io_error ? protocol::error_code::kafka_storage_error : otherwise;
 }
 
+// Why a request for the group is refused before the group is looked at: NONE, or
+// GROUP_AUTHORIZATION_FAILED (logged), or in shared mode NOT_COORDINATOR,
+// COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS (broker::
+// group_coordinator_error; the client looks its coordinator up again).
+protocol::error_code group_refusal(const request_context& ctx, const std::string& group_id);
+
 // Kafka's form of a member's address in DescribeGroups: "/" and the peer's IP.
 std::string client_host(const request_context& ctx);
 

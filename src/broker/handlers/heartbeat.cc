@@ -11,8 +11,8 @@ void handle_heartbeat(const request_context& ctx, request_body body) {
                         req.generation_id};
     protocol::heartbeat_response resp;
     auto& consumer = ctx.b.consumer_groups();
-    resp.error_code = !ctx.allowed(security::resource_kind::group, req.group_id)
-                          ? code(protocol::error_code::group_authorization_failed)
+    const auto refused = group_refusal(ctx, req.group_id);
+    resp.error_code = refused != protocol::error_code::none ? code(refused)
                       : consumer.has_members(req.group_id)
                           ? code(consumer.classic_heartbeat(req.group_id, m))
                           : code(ctx.b.groups().heartbeat(req.group_id, m));

@@ -14,8 +14,8 @@ void handle_leave_group(const request_context& ctx, request_body body) {
                                                   : classic.leave(req.group_id, m);
     };
     protocol::leave_group_response resp;
-    if (!ctx.allowed(security::resource_kind::group, req.group_id)) {
-        resp.error_code = code(protocol::error_code::group_authorization_failed);
+    if (auto refused = group_refusal(ctx, req.group_id); refused != protocol::error_code::none) {
+        resp.error_code = code(refused);
     } else if (ctx.version() < 3) {
         resp.error_code = code(leave({req.member_id, std::nullopt, -1}));
     } else {

@@ -17,10 +17,12 @@ void handle_offset_commit(const request_context& ctx, request_body body) {
     auto& groups = b.groups();
     // A consumer group (KIP-848) checks the member epoch; a classic one the generation.
     error_code group_error = error_code::none;
-    if (!ctx.allowed(security::resource_kind::group, req.group_id))
-        group_error = error_code::group_authorization_failed;
-    else if (req.group_id.empty())
-        group_error = error_code::invalid_group_id;
+    if (req.group_id.empty())
+        group_error = ctx.allowed(security::resource_kind::group, req.group_id)
+                          ? error_code::invalid_group_id
+                          : error_code::group_authorization_failed;
+    else if (auto e = group_refusal(ctx, req.group_id); e != error_code::none)
+        group_error = e;
     else if (auto c = b.consumer_groups().check_commit(req.group_id, req.member_id,
                                                        req.generation_id, ctx.version()))
         group_error = *c;

@@ -15,9 +15,8 @@ void handle_offset_delete(const request_context& ctx, request_body body) {
         for (const auto& p : t.partitions) tps.push_back({t.name, p.partition_index});
     std::vector<error_code> per;
     auto resp = std::make_shared<protocol::offset_delete_response>();
-    error_code e = ctx.allowed(security::resource_kind::group, req.group_id)
-                       ? b.groups().check_offset_delete(req.group_id, tps, per)
-                       : error_code::group_authorization_failed;
+    error_code e = group_refusal(ctx, req.group_id);
+    if (e == error_code::none) e = b.groups().check_offset_delete(req.group_id, tps, per);
     resp->error_code = code(e);
     if (e != error_code::none) return ctx.respond(*resp);
 

@@ -67,14 +67,10 @@ void handle_offset_fetch(const request_context& ctx, request_body body) {
     offset_fetch_request req;
     if (!decode_request(ctx, body, req)) return;
     offset_fetch_response resp;
-    auto denied = [&](const std::string& group) {
-        return !ctx.allowed(security::resource_kind::group, group);
-    };
-    const auto group_denied = code(error_code::group_authorization_failed);
     if (ctx.version() >= 8) {
         for (const auto& g : req.groups) {
-            if (denied(g.group_id)) {
-                resp.groups.push_back({g.group_id, {}, group_denied});
+            if (auto e = group_refusal(ctx, g.group_id); e != error_code::none) {
+                resp.groups.push_back({g.group_id, {}, code(e)});
                 continue;
             }
             // v9+: a consumer-group member must name its current epoch (KIP-848).
@@ -86,8 +82,9 @@ void handle_offset_fetch(const request_context& ctx, request_body body) {
                 resp.groups.push_back(
                     {g.group_id, fetch_group(ctx, g.group_id, g.topics, req.require_stable), 0});
         }
-    } else if (denied(req.group_id)) {
+    } else if (auto refused = group_refusal(ctx, req.group_id); refused != error_code::none) {
         // v2-7 carry the error for the group; v0-1 only have the partitions' codes.
+        const auto group_denied = code(refused);
         resp.error_code = group_denied;
         if (req.topics) {
             for (const auto& t : *req.topics) {

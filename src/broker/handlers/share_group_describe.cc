@@ -14,8 +14,8 @@ void handle_share_group_describe(const request_context& ctx, request_body body) 
     for (const auto& id : req.group_ids) {
         auto& g = resp.groups.emplace_back();
         g.group_id = id;
-        if (!ctx.allowed(security::resource_kind::group, id)) {
-            g.error_code = code(protocol::error_code::group_authorization_failed);
+        if (auto e = group_refusal(ctx, id); e != protocol::error_code::none) {
+            g.error_code = code(e);
             continue;
         }
         auto d = ctx.b.share_groups().describe(id);

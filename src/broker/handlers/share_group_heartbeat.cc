@@ -11,8 +11,8 @@ void handle_share_group_heartbeat(const request_context& ctx, request_body body)
     share_group_heartbeat_request req;
     if (!decode_request(ctx, body, req)) return;
     share_group_heartbeat_response resp;
-    if (!ctx.allowed(security::resource_kind::group, req.group_id)) {
-        resp.error_code = code(protocol::error_code::group_authorization_failed);
+    if (auto e = group_refusal(ctx, req.group_id); e != protocol::error_code::none) {
+        resp.error_code = code(e);
         ctx.respond(resp);
         return;
     }

@@ -47,8 +47,10 @@ proto::describe_share_group_offsets_response::group describe_group(
         return out;
     };
     if (rg.group_id.empty()) return fail(error_code::invalid_group_id, "the group id is empty");
-    if (!ctx.allowed(security::resource_kind::group, rg.group_id))
-        return fail(error_code::group_authorization_failed, "not authorized on the group");
+    if (auto e = group_refusal(ctx, rg.group_id); e != error_code::none)
+        return fail(e, e == error_code::group_authorization_failed
+                           ? "not authorized on the group"
+                           : std::string(proto::error_name(e)));
     auto offsets = b.share_groups().offsets(rg.group_id);
     if (!offsets)
         return fail(error_code::group_id_not_found,
@@ -98,10 +100,8 @@ proto::describe_share_group_offsets_response::group describe_group(
 // answer, if any (an unknown group is created for Alter, as Kafka does).
 template <typename Response>
 bool refused(const request_context& ctx, const std::string& group, bool create, Response& resp) {
-    const error_code e = group.empty() ? error_code::invalid_group_id
-                         : !ctx.allowed(security::resource_kind::group, group)
-                             ? error_code::group_authorization_failed
-                             : ctx.b.share_groups().check_empty(group, create);
+    error_code e = group.empty() ? error_code::invalid_group_id : group_refusal(ctx, group);
+    if (e == error_code::none) e = ctx.b.share_groups().check_empty(group, create);
     if (e == error_code::none) return false;
     resp.error_code = code(e);
     resp.error_message = e == error_code::non_empty_group ? "share group " + group + " has members"

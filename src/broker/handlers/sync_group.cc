@@ -7,9 +7,9 @@ namespace sluice::broker {
 void handle_sync_group(const request_context& ctx, request_body body) {
     protocol::sync_group_request req;
     if (!decode_request(ctx, body, req)) return;
-    if (!ctx.allowed(security::resource_kind::group, req.group_id)) {
+    if (auto e = group_refusal(ctx, req.group_id); e != protocol::error_code::none) {
         protocol::sync_group_response resp;
-        resp.error_code = code(protocol::error_code::group_authorization_failed);
+        resp.error_code = code(e);
         ctx.respond(resp);
         return;
     }

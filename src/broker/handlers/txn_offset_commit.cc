@@ -18,17 +18,17 @@ void handle_txn_offset_commit(const request_context& ctx, request_body body) {
     // As Kafka: the transactional id first, then the group, then each topic.
     const bool id_denied =
         !ctx.allowed(security::resource_kind::transactional_id, req.transactional_id);
-    error_code group_error =
-        id_denied ? error_code::transactional_id_authorization_failed
-        : !ctx.allowed(security::resource_kind::group, req.group_id)
-            ? error_code::group_authorization_failed
-        : req.group_id.empty() ? error_code::invalid_group_id
-        // As Kafka's doTxnCommitOffsets: without a member id and generation (v0-2, or a
-        // producer outside the group) nothing is checked.
-        : req.member_id.empty() && req.generation_id < 0
-            ? error_code::none
-            : b.groups().check_commit(req.group_id,
-                                      {req.member_id, req.group_instance_id, req.generation_id});
+    error_code group_error = id_denied ? error_code::transactional_id_authorization_failed
+                             : req.group_id.empty()
+                                 ? (ctx.allowed(security::resource_kind::group, req.group_id)
+                                        ? error_code::invalid_group_id
+                                        : error_code::group_authorization_failed)
+                                 : group_refusal(ctx, req.group_id);
+    // As Kafka's doTxnCommitOffsets: without a member id and generation (v0-2, or a
+    // producer outside the group) nothing is checked.
+    if (group_error == error_code::none && !(req.member_id.empty() && req.generation_id < 0))
+        group_error = b.groups().check_commit(
+            req.group_id, {req.member_id, req.group_instance_id, req.generation_id});
     const int64_t now = now_ms();
     std::vector<txn::pending_offset> offsets;
     std::map<topic_partition, error_code> refused;

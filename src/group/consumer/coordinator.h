@@ -142,6 +142,9 @@ class coordinator {
     bool has_members(const std::string& group_id) const;
     // Forgets an empty consumer group (a classic member takes the id, or DeleteGroups).
     void erase_group(const std::string& group_id);
+    // Shared mode: the group moved to another coordinator. Forgotten here with its members
+    // and epochs, without a write (the store keeps them for the next coordinator).
+    void forget(const std::string& group_id);
 
     // OffsetCommit with a member id and epoch: nullopt when the id is not a consumer
     // group (the classic coordinator decides); else NONE, UNKNOWN_MEMBER_ID,

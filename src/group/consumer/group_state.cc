@@ -32,6 +32,16 @@ void coordinator::erase_group(const std::string& group_id) {
     _groups.erase(group_id);
 }
 
+void coordinator::forget(const std::string& group_id) {
+    group_data* g = find(group_id);
+    if (!g) return;
+    for (auto& [id, m] : g->members) {
+        disarm(timer_kind::session, *g, id, m.session_deadline);
+        disarm(timer_kind::revocation, *g, id, m.revocation_deadline);
+    }
+    _groups.erase(group_id);
+}
+
 // Kafka's ConsumerGroup.validateOffsetCommit.
 std::optional<error_code> coordinator::check_commit(const std::string& group_id,
                                                     const std::string& member_id,

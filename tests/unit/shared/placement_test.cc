@@ -94,5 +94,52 @@ TEST(placement, a_broker_joining_takes_about_a_share) {
     EXPECT_LT(taken, 900);
 }
 
+// A group key placed on `owner` among {1, 2, 3}.
+std::string group_on(int32_t owner, const std::vector<int32_t>& live) {
+    for (int i = 0;; ++i) {
+        auto k = group_key("g" + std::to_string(i));
+        if (place(k, live) == owner) return k;
+    }
+}
+
+TEST(placement, a_group_is_coordinated_only_where_placement_puts_it) {
+    const std::vector<int32_t> live{1, 2, 3};
+    const auto k = group_on(2, live);
+    EXPECT_EQ(coordination_of(k, {2, true, live, std::nullopt}), coordination::here);
+    EXPECT_EQ(coordination_of(k, {1, true, live, std::nullopt}), coordination::elsewhere);
+    EXPECT_EQ(coordination_of(k, {3, true, live, std::nullopt}), coordination::elsewhere);
+}
+
+TEST(placement, a_broker_whose_lease_lapsed_coordinates_nothing) {
+    const std::vector<int32_t> live{1, 2, 3};
+    for (int32_t owner : live) {
+        const auto k = group_on(owner, live);
+        EXPECT_EQ(coordination_of(k, {owner, false, live, std::nullopt}),
+                  coordination::unavailable);
+        EXPECT_EQ(coordination_of(k, {owner, true, live, std::nullopt}), coordination::here);
+    }
+}
+
+TEST(placement, a_group_moving_here_is_loading_until_its_state_is_read) {
+    // Broker 3 left: its groups fall to 1 and 2, which read them from the database first.
+    const std::vector<int32_t> before{1, 2, 3};
+    const std::vector<int32_t> after{1, 2};
+    const auto moved = group_on(3, before);
+    const int32_t heir = *place(moved, after);
+    const auto kept = group_on(heir, before);
+    const std::span<const int32_t> settled(before);
+    EXPECT_EQ(coordination_of(moved, {heir, true, after, settled}), coordination::loading);
+    EXPECT_EQ(coordination_of(kept, {heir, true, after, settled}), coordination::here);
+    EXPECT_EQ(coordination_of(moved, {heir, true, after, std::nullopt}), coordination::here);
+    // The other survivor is not its coordinator, loading or not.
+    EXPECT_EQ(coordination_of(moved, {heir == 1 ? 2 : 1, true, after, settled}),
+              coordination::elsewhere);
+    // A broker that just started (settled: the others) loads every group placed on it.
+    const std::vector<int32_t> others{1, 2};
+    const auto mine = group_on(3, before);
+    EXPECT_EQ(coordination_of(mine, {3, true, before, std::span<const int32_t>(others)}),
+              coordination::loading);
+}
+
 }  // namespace
 }  // namespace sluice::shared
