@@ -64,15 +64,6 @@ struct broker::group_snapshot {
     std::vector<group::stored_consumer_group> consumer;
 };
 
-namespace {
-
-// Kafka's COORDINATOR_LOAD_IN_PROGRESS (14, retriable).
-// TODO(lead): move into protocol::error_code (with its name in error_name); kept here so
-// that this change did not rebuild every unit.
-constexpr auto coordinator_load_in_progress = static_cast<protocol::error_code>(14);
-
-}  // namespace
-
 protocol::error_code broker::group_coordinator_error(const std::string& group_id) const {
     using protocol::error_code;
     if (!shared()) return error_code::none;
@@ -90,7 +81,7 @@ protocol::error_code broker::group_coordinator_error(const std::string& group_id
         case shared::coordination::unavailable:
             return error_code::coordinator_not_available;
         case shared::coordination::loading:
-            return coordinator_load_in_progress;
+            return error_code::coordinator_load_in_progress;
     }
     return error_code::coordinator_not_available;
 }

@@ -67,6 +67,7 @@ std::string_view error_name(error_code e) {
         case error_code::unsupported_compression_type: return "UNSUPPORTED_COMPRESSION_TYPE";
         case error_code::kafka_storage_error: return "KAFKA_STORAGE_ERROR";
         case error_code::offset_metadata_too_large: return "OFFSET_METADATA_TOO_LARGE";
+        case error_code::coordinator_load_in_progress: return "COORDINATOR_LOAD_IN_PROGRESS";
         case error_code::coordinator_not_available: return "COORDINATOR_NOT_AVAILABLE";
         case error_code::not_coordinator: return "NOT_COORDINATOR";
         case error_code::illegal_generation: return "ILLEGAL_GENERATION";

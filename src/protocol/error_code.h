@@ -19,6 +19,7 @@ enum class error_code : int16_t {
     request_timed_out = 7,           // acks=-1 produce not durable within timeout_ms
     message_too_large = 10,          // batch above max.message.bytes
     offset_metadata_too_large = 12,  // commit metadata above offset.metadata.max.bytes
+    coordinator_load_in_progress = 14,  // a group that moved here is being read
     coordinator_not_available = 15,
     not_coordinator = 16,
     invalid_topic_exception = 17,  // topic name breaks Kafka's naming rules
