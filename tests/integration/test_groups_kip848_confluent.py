@@ -20,7 +20,6 @@ import time
 import confluent_kafka
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 
 import cluster_helpers as CL
 import group_helpers as G
@@ -202,12 +201,11 @@ def test_shared_mode_members_on_two_brokers(shared_cluster):
     boots = [CL.kafka(shared_cluster, i) for i in (0, 1)]
     topic = "ck848-shared"
     H.create_topic(boots[0], topic, PARTITIONS)
-    # Both brokers read the topic list from the database (every 500 ms).
-    def known(bs):
-        t = AdminClient({"bootstrap.servers": bs}).list_topics(topic, timeout=10).topics.get(topic)
-        return t is not None and not t.error and len(t.partitions) == PARTITIONS
-
-    G.wait_for(lambda: all(known(bs) for bs in boots), 30, "the topic on both brokers")
+    # Both brokers read the topic list from the database (every 500 ms). Each is asked
+    # itself: an AdminClient bootstrapped at broker 1 may send its Metadata to broker 0,
+    # and a ListOffsets at a broker that has not read the topic yet answers
+    # UNKNOWN_TOPIC_OR_PARTITION, which the consumers would report.
+    CL.wait_topic_known(shared_cluster, topic, timeout=30)
     group = "ck848-shared-group"
     view = G.GroupView()
     want = produce(boots[0], topic, "first")
