@@ -32,7 +32,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kproto as K
-from cluster_helpers import catalog, cluster_cmd, consume_all, kafka, running_cluster, state, wait_for
+from cluster_helpers import (catalog, cluster_cmd, consume_all, kafka, running_cluster, state, wait_for,
+                             wait_topic_known)
 
 # Longer than the database is down in test_database_restarted_under_load, shorter than in
 # test_database_out_longer_than_the_lease: a broker that cannot renew its lease within it
@@ -58,15 +59,10 @@ def create_topic(d, name, partitions, config=None):
     futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})], operation_timeout=30)
     futures[name].result(timeout=30)
 
-    # The other brokers read the topics every half second: wait until each knows it.
-    def known():
-        for b in state(d)["brokers"]:
-            md = AdminClient({"bootstrap.servers": b["kafka"]}).list_topics(name, timeout=10)
-            t = md.topics.get(name)
-            if t is None or t.error is not None:
-                return False
-        return True
-    wait_for(known, timeout=15, what="topic %s on every broker" % name)
+    # The other brokers read the topics every half second: wait until each knows it (each
+    # asked itself: an AdminClient may send its Metadata to another broker than its
+    # bootstrap).
+    wait_topic_known(d, name, timeout=15)
 
 
 class Load:
