@@ -42,10 +42,11 @@ def http_json(url, path, method="GET", body=None):
 
 def create_expansion(url, topic, backfill):
     """(Re)creates TARGET over topic's values; an expansion left from the other engine
-    (failed: its target lives in the other store) is dropped first."""
+    (its target copied into DuckDB at the engine's first start) is dropped first, with
+    its table, so that the backfill timed here writes a new table."""
     code, _ = http_json(url, "/v1/expansions/" + TARGET)
     if code == 200:
-        code, body = http_json(url, "/v1/expansions/" + TARGET, "DELETE")
+        code, body = http_json(url, "/v1/expansions/" + TARGET + "?drop_target=true", "DELETE")
         assert code == 200, body
     code, body = http_json(url, "/v1/expansions", "POST", {
         "topic": topic, "target": TARGET, "schema": SCHEMA, "source": "value",

@@ -508,6 +508,8 @@ result<void> target_table::reset_progress(const progress_map& progress) {
             !r)
             return r;
         for (const auto& [p, pp] : progress)
+            if (auto d = delete_from(p, pp.first_written()); !d) return d.err();
+        for (const auto& [p, pp] : progress)
             if (auto r = save_progress(p, pp); !r) return r;
         return {};
     });

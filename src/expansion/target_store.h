@@ -14,6 +14,7 @@
 // A store is not thread-safe: one thread at a time (the expander's, or the one creating
 // or dropping the expansion). A backend's open and count_rows are thread-safe.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -36,6 +37,9 @@ struct partition_progress {
     offset_t backfill_next = 0;
     offset_t backfill_end = 0;
     bool backfilling() const { return backfill_next < backfill_end; }
+    // The first offset the expansion writes a row for: the backfill's start, or where
+    // live expansion starts.
+    offset_t first_written() const { return std::min(backfill_start, next); }
     bool operator==(const partition_progress&) const = default;
 };
 using progress_map = std::map<int32_t, partition_progress>;
@@ -75,7 +79,9 @@ class target_store {
     }
     // Deletes the rows of a partition at or past `from` (events the log no longer has).
     virtual result<int64_t> delete_from(int32_t partition, offset_t from) = 0;
-    // Replaces the whole stored progress (at creation), in one transaction.
+    // Replaces the whole stored progress (at creation), in one transaction that also
+    // deletes each partition's rows at or past its first_written(): rows an earlier
+    // expansion of the topic left in an existing table, which this one writes again.
     virtual result<void> reset_progress(const progress_map& p) = 0;
     // Removes the progress, and with drop_table the table itself, in one transaction.
     virtual result<void> remove(bool drop_table) = 0;

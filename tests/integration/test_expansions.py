@@ -591,6 +591,21 @@ def test_backfill(b, pg, topic_name):
     assert sorted(X.positions(pg, "bf.live")) == sorted(post)
     assert X.get(b.http, "bf.live")["rows_written"] == n_post
 
+    # Dropped with its table kept, then created again over that table: a backfill writes
+    # each event's row once (the rows it covers are replaced, not doubled); without
+    # backfill the rows already there stay as they are.
+    X.drop(b.http, "bf.every")
+    X.drop(b.http, "bf.live")
+    again = X.create(b.http, topic_name, "bf.every", fields, backfill=True)
+    assert again["backfill"]["total"] == n_pre + n_post, again
+    X.create(b.http, topic_name, "bf.live", fields)
+    doc, _ = X.wait_state(b.http, "bf.every", lambda d: d["state"] != "backfilling", "the end of the second backfill",
+                          timeout=60)
+    assert doc["state"] == "running" and doc["rows"] == n_pre + n_post, doc
+    assert assert_distinct_positions(pg, "bf.every") == n_pre + n_post
+    X.assert_same_positions(X.positions(pg, "bf.every"), X.topic_positions(pg, topic_name), "backfilled again")
+    assert sorted(X.positions(pg, "bf.live")) == sorted(post)
+
 
 # --------------------------------------------------------------------------
 # 4. Admin: API and CLI errors, guards

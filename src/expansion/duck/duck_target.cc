@@ -278,8 +278,10 @@ class duck_target final : public target_store {
                                           quote_literal(_key)));
                 !r)
                 return r;
-            for (const auto& [p, pp] : progress)
+            for (const auto& [p, pp] : progress) {
+                if (auto d = delete_from(p, pp.first_written()); !d) return d.err();
                 if (auto r = save_progress(p, pp); !r) return r;
+            }
             return {};
         });
     }
