@@ -1,5 +1,7 @@
 #include "sql/duck/pg_catalog.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <mutex>
@@ -25,6 +27,7 @@
 #include "duckdb/parser/tableref/table_function_ref.hpp"
 #include "sql/duck/pg_relations.h"
 #include "sql/duck/pg_sizes.h"
+#include "sql/pg_catalog.h"
 
 namespace sluice::sql::duck {
 
@@ -371,28 +374,21 @@ struct rewriter {
 
 // ---- macros ----
 
-// PostgreSQL's name of a type by its OID and typmod (format_type), for the types Sluice's
-// tables have and those tools ask about.
-constexpr const char* format_type_sql = R"(
+// PostgreSQL's name of a type by its OID and typmod (format_type), for the types the
+// catalog lists (sql::pg_types(), pg_type's rows: pg_types.h).
+std::string format_type_sql() {
+    std::string names;
+    for (const auto& t : pg_types()) names += fmt::format(" WHEN {} THEN '{}'", t.oid, t.format);
+    return R"(
 CASE WHEN type_oid IS NULL THEN NULL
      WHEN type_oid = 1043 AND typemod > 4 THEN 'character varying(' || (typemod - 4) || ')'
      WHEN type_oid = 1042 AND typemod > 4 THEN 'character(' || (typemod - 4) || ')'
      WHEN type_oid = 1700 AND typemod > 4
        THEN 'numeric(' || ((typemod - 4) >> 16) || ',' || ((typemod - 4) & 65535) || ')'
-     ELSE CASE type_oid
-       WHEN 16 THEN 'boolean' WHEN 17 THEN 'bytea' WHEN 18 THEN '"char"' WHEN 19 THEN 'name'
-       WHEN 20 THEN 'bigint' WHEN 21 THEN 'smallint' WHEN 23 THEN 'integer' WHEN 25 THEN 'text'
-       WHEN 26 THEN 'oid' WHEN 114 THEN 'json' WHEN 700 THEN 'real'
-       WHEN 701 THEN 'double precision' WHEN 1042 THEN 'character'
-       WHEN 1043 THEN 'character varying' WHEN 1082 THEN 'date'
-       WHEN 1083 THEN 'time without time zone' WHEN 1114 THEN 'timestamp without time zone'
-       WHEN 1184 THEN 'timestamp with time zone' WHEN 1186 THEN 'interval'
-       WHEN 1266 THEN 'time with time zone' WHEN 1700 THEN 'numeric' WHEN 2950 THEN 'uuid'
-       WHEN 3802 THEN 'jsonb' WHEN 1000 THEN 'boolean[]' WHEN 1005 THEN 'smallint[]'
-       WHEN 1007 THEN 'integer[]' WHEN 1009 THEN 'text[]' WHEN 1016 THEN 'bigint[]'
-       WHEN 1015 THEN 'character varying[]' WHEN 1022 THEN 'double precision[]'
-       ELSE '???' END
+     ELSE CASE type_oid)" +
+           names + R"( ELSE '???' END
 END)";
+}
 
 // A relation's OID by name, as PostgreSQL's regclass input: `schema.name` or a name on the
 // search path (the current schema, pg_catalog, then kafka_topics, where the topics are);
@@ -506,9 +502,12 @@ void pg_catalog_statement(duckdb::SQLStatement& s, std::string_view text) {
 
 void register_pg_catalog(duckdb::DatabaseInstance& db) {
     d::ExtensionLoader loader(db, "sluice_pg_catalog");
-    scalar_macro(
-        loader,
-        {"pg_catalog", "format_type", {"type_oid", "typemod", nullptr}, {}, format_type_sql});
+    const auto format_type = format_type_sql();
+    scalar_macro(loader, {"pg_catalog",
+                          "format_type",
+                          {"type_oid", "typemod", nullptr},
+                          {},
+                          format_type.c_str()});
     scalar_macro(loader, {"pg_catalog",
                           "pg_encoding_to_char",
                           {"encoding", nullptr},
