@@ -115,18 +115,48 @@ def test_list_tables_views_indexes_functions(b):
         "--------+------+------------------+---------------------+------",
         "(0 rows)",
     ]
+    # (Its result type: text on DuckDB, whose functions are typed; none on SQLite.)
     assert lines(meta(b.pg, r"\df sluice*")) == [
         "                               List of functions",
         "   Schema   |       Name       | Result data type | Argument data types | Type ",
         "------------+------------------+------------------+---------------------+------",
-        " pg_catalog | sluice_last_scan |                  |                     | func",
+        " pg_catalog | sluice_last_scan | %s |                     | func" % ("text            " if S.ON_DUCKDB else " " * 16),
         "(1 row)",
     ]
 
 
 def test_plus_forms_sizes_and_view_definition(b):
     """Sizes are the table's and index's pages in the schema's file (SQLite's dbstat), a
-    topic's segment bytes; a view shows its query."""
+    topic's segment bytes; a view shows its query. On DuckDB a table's size is the
+    database file's blocks holding its checkpointed data (none for this empty table) and an
+    index has none (test_table_size_is_its_blocks)."""
+    if S.ON_DUCKDB:
+        assert lines(meta(b.pg, r"\dt+ shop.*")) == [
+            "                                   List of relations",
+            " Schema | Name  | Type  | Owner  | Persistence | Access method |  Size   | Description ",
+            "--------+-------+-------+--------+-------------+---------------+---------+-------------",
+            " shop   | items | table | sluice | permanent   | heap          | 0 bytes | ",
+            "(1 row)",
+        ]
+        assert lines(meta(b.pg, r"\di+ shop.*")) == [
+            "                                        List of relations",
+            " Schema |    Name    | Type  | Owner  | Table | Persistence | Access method | Size | Description ",
+            "--------+------------+-------+--------+-------+-------------+---------------+------+-------------",
+            " shop   | items_pkey | index | sluice | items | permanent   | btree         |      | ",
+            " shop   | items_qty  | index | sluice | items | permanent   | btree         |      | ",
+            "(2 rows)",
+        ]
+        # DuckDB keeps a view's query as it parsed it.
+        assert lines(meta(b.pg, r"\d+ big_scores"))[-2:] == [
+            "View definition:", "SELECT id, score FROM users WHERE (score > 10)"]
+    else:
+        plus_forms_on_sqlite(b)
+    assert lines(meta(b.pg, r"\du"))[-1] == " sluice    | Cannot login | {}"
+    assert " sluice | sluice | UTF8     | C       | C     |            | libc            |" in \
+        lines(meta(b.pg, r"\l+"))[3]
+
+
+def plus_forms_on_sqlite(b):
     assert lines(meta(b.pg, r"\dt+ shop.*")) == [
         "                                    List of relations",
         " Schema | Name  | Type  | Owner  | Persistence | Access method |    Size    | Description ",
@@ -144,9 +174,29 @@ def test_plus_forms_sizes_and_view_definition(b):
     ]
     assert lines(meta(b.pg, r"\d+ big_scores"))[-2:] == [
         "View definition:", "SELECT id, score FROM users WHERE score > 10"]
-    assert lines(meta(b.pg, r"\du"))[-1] == " sluice    | Cannot login | {}"
-    assert " sluice | sluice | UTF8     | C       | C     |            | libc            |" in \
-        lines(meta(b.pg, r"\l+"))[3]
+
+
+def test_table_size_is_its_blocks(broker_factory):
+    """A table's size in \\dt+ and pg_table_size: on SQLite its pages (of 4096 bytes), on
+    DuckDB the blocks (of 256 KiB) of the database file holding its data once checkpointed,
+    as it is when the broker stops; the database's size covers it."""
+    broker = broker_factory(extra_args=S.SQL_ARGS)
+    S.psql_ok(broker.pg, "CREATE TABLE sized AS WITH RECURSIVE r(n) AS "
+                         "(SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 100000) SELECT n FROM r")
+    broker.restart()
+    conn = S.pg_connect(broker.pg)
+    try:
+        [(size, pretty, database)] = S.pg_rows(
+            conn, "SELECT pg_catalog.pg_table_size('sized'::regclass), "
+                  "pg_catalog.pg_size_pretty(pg_catalog.pg_table_size('sized'::regclass)), "
+                  "pg_catalog.pg_database_size('sluice')")
+    finally:
+        conn.close()
+    unit = 256 * 1024 if S.ON_DUCKDB else 4096
+    assert size > 0 and size % unit == 0 and database >= size, (size, database)
+    assert pretty == "%d kB" % (size // 1024), pretty
+    row = [ln for ln in lines(meta(broker.pg, r"\dt+ main.*")) if " sized " in ln]
+    assert len(row) == 1 and (" %s " % pretty) in row[0], row
 
 
 def test_describe_table(b):
@@ -275,15 +325,19 @@ def test_sqlalchemy_inspector(b):
         assert engine.dialect.server_version_info == (15, 0)
         assert insp.default_schema_name == "main"
         assert insp.get_schema_names() == ["information_schema", "kafka_topics", "main", "shop", "system"]
-        # (DuckDB keeps the engine's bookkeeping in main: docs/formats/expansion-duckdb.md.)
-        assert [t for t in insp.get_table_names() if not (S.ON_DUCKDB and t.startswith("_sluice_"))] == ["users"]
+        # (Not DuckDB's bookkeeping tables in main: docs/formats/expansion-duckdb.md.)
+        assert insp.get_table_names() == ["users"]
         assert insp.get_table_names("kafka_topics") == ["orders"]
         assert insp.get_view_names() == ["big_scores"]
+        # DuckDB's INTEGER is PostgreSQL's (32-bit), SQLite's 64-bit; a PRIMARY KEY column
+        # is NOT NULL there (test_functions_tools_call).
+        integer = "INTEGER" if S.ON_DUCKDB else "BIGINT"
         cols = [(c["name"], type(c["type"]).__name__, c["nullable"], c["default"])
                 for c in insp.get_columns("items", "shop")]
-        assert cols == [("sku", "TEXT", True, None), ("qty", "BIGINT", True, "0"), ("note", "BYTEA", True, None)]
+        assert cols == [("sku", "TEXT", not S.ON_DUCKDB, None), ("qty", integer, True, "0"),
+                        ("note", "BYTEA", True, None)]
         assert [(c["name"], type(c["type"]).__name__) for c in insp.get_columns("orders", "kafka_topics")] == [
-            ("partition", "BIGINT"), ("offset", "BIGINT"), ("timestamp_producer", "BIGINT"),
+            ("partition", integer), ("offset", "BIGINT"), ("timestamp_producer", "BIGINT"),
             ("timestamp_broker", "BIGINT"), ("key", "BYTEA"), ("value", "BYTEA"), ("headers", "TEXT")]
         assert insp.get_pk_constraint("users") == {"constrained_columns": ["id"], "name": "users_pkey"}
         assert insp.get_pk_constraint("items", "shop") == {"constrained_columns": ["sku"], "name": "items_pkey"}
@@ -293,7 +347,7 @@ def test_sqlalchemy_inspector(b):
         md = sqlalchemy.MetaData()
         items = sqlalchemy.Table("items", md, schema="shop", autoload_with=engine)
         assert [(c.name, str(c.type), c.primary_key) for c in items.columns] == \
-            [("sku", "TEXT", True), ("qty", "BIGINT", False), ("note", "BYTEA", False)]
+            [("sku", "TEXT", True), ("qty", integer, False), ("note", "BYTEA", False)]
         assert [i.name for i in items.indexes] == ["items_qty"]
         orders = sqlalchemy.Table("orders", md, schema="kafka_topics", autoload_with=engine)
         with engine.connect() as conn:
@@ -310,9 +364,12 @@ def test_sqlalchemy_unique_constraints(b):
     engine = sqlalchemy.create_engine("postgresql+psycopg2://test@%s:%s/sluice" % (host, port))
     try:
         insp = sqlalchemy.inspect(engine)
-        uniques = sorted((u["column_names"], u["name"].startswith("sqlite_autoindex_accounts_"))
-                         for u in insp.get_unique_constraints("accounts", "shop"))
-        assert uniques == [(["email"], True), (["region", "handle"], True)]
+        uniques = sorted((u["column_names"], u["name"]) for u in insp.get_unique_constraints("accounts", "shop"))
+        if S.ON_DUCKDB:  # named as PostgreSQL names them
+            assert uniques == [(["email"], "accounts_email_key"), (["region", "handle"], "accounts_region_handle_key")]
+        else:  # SQLite's own indexes
+            assert [(c, n.startswith("sqlite_autoindex_accounts_")) for c, n in uniques] == \
+                [(["email"], True), (["region", "handle"], True)]
         md = sqlalchemy.MetaData()
         accounts = sqlalchemy.Table("accounts", md, schema="shop", autoload_with=engine)
         assert sorted(tuple(c.name for c in u.columns) for u in accounts.constraints
@@ -340,17 +397,20 @@ def test_jdbc_database_metadata(b):
     assert rows[0] == ["product", "PostgreSQL", "15.0"]
     assert [r[1] for r in rows if r[0] == "schema"] == \
         ["information_schema", "kafka_topics", "main", "pg_catalog", "shop", "system"]
-    # (DuckDB keeps the engine's bookkeeping in main: docs/formats/expansion-duckdb.md.)
-    assert [r[1:] for r in rows if r[0] == "table" and not (S.ON_DUCKDB and r[2].startswith("_sluice_"))] == [
+    # (Not DuckDB's bookkeeping tables in main: docs/formats/expansion-duckdb.md.)
+    assert [r[1:] for r in rows if r[0] == "table"] == [
         ["kafka_topics", "orders", "TABLE"], ["main", "users", "TABLE"], ["shop", "items", "TABLE"],
         ["system", "acls", "TABLE"], ["system", "configs", "TABLE"], ["system", "group_members", "TABLE"],
         ["system", "group_offsets", "TABLE"],
         ["system", "groups", "TABLE"], ["system", "partitions", "TABLE"], ["system", "policies", "TABLE"],
         ["system", "share_groups", "TABLE"], ["system", "topics", "TABLE"], ["system", "transactions", "TABLE"],
         ["main", "big_scores", "VIEW"]]
-    # java.sql.Types: VARCHAR 12, BIGINT -5, BINARY -2.
+    # java.sql.Types: VARCHAR 12, BIGINT -5, INTEGER 4, BINARY -2. (DuckDB's INTEGER is
+    # PostgreSQL's int4, and its PRIMARY KEY column NOT NULL.)
+    qty = ["4", "int4"] if S.ON_DUCKDB else ["-5", "int8"]
     assert [r[1:] for r in rows if r[0] == "column"] == [
-        ["sku", "12", "text", "1", "YES"], ["qty", "-5", "int8", "2", "YES"], ["note", "-2", "bytea", "3", "YES"]]
+        ["sku", "12", "text", "1", "NO" if S.ON_DUCKDB else "YES"], ["qty"] + qty + ["2", "YES"],
+        ["note", "-2", "bytea", "3", "YES"]]
     assert [r[1:] for r in rows if r[0] == "pk"] == [["sku", "1", "items_pkey"]]
 
 
@@ -443,7 +503,8 @@ def test_catalog_lists_only_what_the_user_may_see(secure_broker_factory, tmp_pat
 
 def test_user_schemas_come_before_the_catalog(broker_factory):
     """SQLite attaches at most 10 schemas and the engine's take 4: 8 user schemas (as
-    before the catalog) all work, and the catalog gives way in their sessions, saying so."""
+    before the catalog) all work, and the catalog gives way in their sessions, saying so.
+    DuckDB's schemas are not attached databases: there the catalog lists all of them."""
     broker = broker_factory(extra_args=S.SQL_ARGS)
     for i in range(1, 9):
         S.psql_ok(broker.pg, "CREATE SCHEMA s%d" % i, "CREATE TABLE s%d.t(x INTEGER)" % i,
@@ -452,6 +513,11 @@ def test_user_schemas_come_before_the_catalog(broker_factory):
     try:
         assert S.pg_rows(conn, " UNION ALL ".join("SELECT x FROM s%d.t" % i for i in range(1, 9))) == \
             [(i,) for i in range(1, 9)]
+        if S.ON_DUCKDB:
+            assert [r[0] for r in S.pg_rows(conn, "SELECT nspname FROM pg_catalog.pg_namespace "
+                                                  "WHERE nspname LIKE 's_' ORDER BY 1")] == \
+                ["s%d" % i for i in range(1, 9)]
+            return
         e = S.pg_error(conn, "SELECT nspname FROM pg_catalog.pg_namespace")
         assert e.pgcode == "42P01" and "at most 6 user schemas keep it" in e.pgerror, e.pgerror
         S.psql_ok(broker.pg, "DROP SCHEMA s8 CASCADE", "DROP SCHEMA s7 CASCADE")

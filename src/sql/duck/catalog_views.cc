@@ -40,6 +40,8 @@ struct wrap_info final : d::TableFunctionInfo {
     bool quiet_errors = false;
     // Edits a chunk of the original's rows in place, by column name.
     std::function<void(const d::vector<d::string>&, d::DataChunk&)> fix;
+    // Whether the original's rows of the engine's bookkeeping tables are left out.
+    bool hide_bookkeeping = false;
 };
 
 struct wrap_bind final : d::TableFunctionData {
@@ -108,18 +110,53 @@ d::unique_ptr<d::GlobalTableFunctionState> wrap_init(d::ClientContext& context,
     return g;
 }
 
+// The column `name` of a chunk, or none.
+std::optional<d::idx_t> column_of(const d::vector<d::string>& names, std::string_view name) {
+    for (d::idx_t i = 0; i < names.size(); ++i)
+        if (names[i] == name) return i;
+    return std::nullopt;
+}
+
+// Leaves out the rows of the engine's bookkeeping tables (main._sluice_meta and
+// main._sluice_expansion_progress: docs/formats/expansion-duckdb.md), their columns,
+// constraints and indexes: not the users' (CREATE TABLE of a _sluice name is refused
+// for expansion targets, and the SQLite engine's keeps them in the target's schema).
+void drop_bookkeeping(const d::vector<d::string>& names, d::DataChunk& out) {
+    const auto schema = column_of(names, "schema_name");
+    const auto table = column_of(names, "table_name");
+    if (!schema || !table) return;
+    d::SelectionVector keep(out.size());
+    d::idx_t n = 0;
+    for (d::idx_t i = 0; i < out.size(); ++i) {
+        const auto s = out.GetValue(*schema, i);
+        const auto t = out.GetValue(*table, i);
+        const bool hidden = !s.IsNull() && !t.IsNull() && s.ToString() == "main" &&
+                            t.ToString().starts_with("_sluice_");
+        if (!hidden) keep.set_index(n++, i);
+    }
+    if (n == out.size()) return;
+    out.Slice(keep, n);
+    out.Flatten();  // as the original's chunks are, for fix's SetValue
+}
+
 void wrap_scan(d::ClientContext& context, d::TableFunctionInput& input, d::DataChunk& out) {
     const auto& b = input.bind_data->Cast<wrap_bind>();
     auto& g = input.global_state->Cast<wrap_global>();
     const auto& self = *b.self;
-    if (!g.original_done) {
+    while (!g.original_done) {
         d::TableFunctionInput inner(b.inner.get(), nullptr, g.inner.get());
         guarded(self, [&] { self.original.function(context, inner, out); });
-        if (out.size() > 0) {
-            if (self.fix) self.fix(b.names, out);
-            return;
+        if (out.size() == 0) {
+            g.original_done = true;
+            break;
         }
-        g.original_done = true;
+        if (self.hide_bookkeeping) drop_bookkeeping(b.names, out);
+        if (out.size() == 0) {  // a chunk of bookkeeping rows only: the next one
+            out.Reset();
+            continue;
+        }
+        if (self.fix) self.fix(b.names, out);
+        return;
     }
     d::idx_t n = 0;
     for (; n < STANDARD_VECTOR_SIZE && g.next < g.extra.size(); ++n, ++g.next) {
@@ -291,13 +328,6 @@ std::vector<catalog_row> extra_columns(d::ClientContext& context, const wrap_inf
     return out;
 }
 
-// The column `name` of a chunk, or none.
-std::optional<d::idx_t> column_of(const d::vector<d::string>& names, std::string_view name) {
-    for (d::idx_t i = 0; i < names.size(); ++i)
-        if (names[i] == name) return i;
-    return std::nullopt;
-}
-
 void pg_data_types(const d::vector<d::string>& names, d::DataChunk& out) {
     const auto c = column_of(names, "data_type");
     if (!c) return;
@@ -446,8 +476,17 @@ void register_catalog_views(duckdb::DatabaseInstance& db, const table_sources& s
     using extra_fn = std::function<std::vector<catalog_row>(d::ClientContext&, const wrap_info&)>;
     using fix_fn = std::function<void(const d::vector<d::string>&, d::DataChunk&)>;
     wrap(loader, "duckdb_schemas", make(extra_fn(extra_schemas), fix_fn()));
-    wrap(loader, "duckdb_tables", make(extra_fn(extra_tables), fix_fn()));
-    wrap(loader, "duckdb_columns", make(extra_fn(extra_columns), fix_fn(pg_data_types)));
+    // The relations' functions, which pg_class, pg_attribute, pg_index, pg_constraint and
+    // information_schema read, without the engine's bookkeeping tables.
+    const auto relations = [&](auto extra, auto fix) {
+        auto i = make(extra, fix);
+        i->hide_bookkeeping = true;
+        return i;
+    };
+    wrap(loader, "duckdb_tables", relations(extra_fn(extra_tables), fix_fn()));
+    wrap(loader, "duckdb_columns", relations(extra_fn(extra_columns), fix_fn(pg_data_types)));
+    wrap(loader, "duckdb_constraints", relations(extra_fn(), fix_fn()));
+    wrap(loader, "duckdb_indexes", relations(extra_fn(), fix_fn()));
     // PRAGMA database_list (and pragma_database_list) reads duckdb_databases().
     wrap(loader, "duckdb_databases", make(extra_fn(), hide("path")));
     wrap(loader, "duckdb_temporary_files", make(extra_fn(), hide("path")));

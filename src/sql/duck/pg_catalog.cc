@@ -1,5 +1,7 @@
 #include "sql/duck/pg_catalog.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <mutex>
@@ -10,6 +12,7 @@
 #include "duckdb/catalog/default/default_table_functions.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
 #include "duckdb/parser/expression/cast_expression.hpp"
+#include "duckdb/parser/expression/columnref_expression.hpp"
 #include "duckdb/parser/expression/constant_expression.hpp"
 #include "duckdb/parser/expression/function_expression.hpp"
 #include "duckdb/parser/expression/subquery_expression.hpp"
@@ -23,6 +26,8 @@
 #include "duckdb/parser/tableref/subqueryref.hpp"
 #include "duckdb/parser/tableref/table_function_ref.hpp"
 #include "sql/duck/pg_relations.h"
+#include "sql/duck/pg_sizes.h"
+#include "sql/pg_catalog.h"
 
 namespace sluice::sql::duck {
 
@@ -172,6 +177,45 @@ d::unique_ptr<d::ParsedExpression> regclass_of(d::unique_ptr<d::ParsedExpression
     return d::make_uniq<d::CastExpression>(d::LogicalType::BIGINT, std::move(x));
 }
 
+// `x = ANY(list)`, which DuckDB's parser makes `x = ANY(SELECT UNNEST(list))`, a subquery
+// that DuckDB cannot plan in an outer join's condition (SQLAlchemy's get_indexes joins
+// pg_attribute ON a.attnum = ANY(ix.indkey)): list_contains(list, x), or nullptr when e
+// is not that. (`<> ALL(list)` is NOT of it.)
+d::unique_ptr<d::ParsedExpression> any_of_list(d::ParsedExpression& e) {
+    if (e.GetExpressionClass() != d::ExpressionClass::SUBQUERY) return nullptr;
+    auto& q = e.Cast<d::SubqueryExpression>();
+    if (q.subquery_type != d::SubqueryType::ANY ||
+        q.comparison_type != d::ExpressionType::COMPARE_EQUAL || !q.child || !q.subquery ||
+        q.subquery->node->type != d::QueryNodeType::SELECT_NODE)
+        return nullptr;
+    auto& sel = q.subquery->node->Cast<d::SelectNode>();
+    if (!sel.from_table || sel.from_table->type != d::TableReferenceType::EMPTY_FROM ||
+        sel.select_list.size() != 1 || sel.where_clause || sel.groups.group_expressions.size() ||
+        sel.select_list[0]->GetExpressionClass() != d::ExpressionClass::FUNCTION)
+        return nullptr;
+    auto& unnest = sel.select_list[0]->Cast<d::FunctionExpression>();
+    if (!d::StringUtil::CIEquals(unnest.function_name, "unnest") || unnest.children.size() != 1)
+        return nullptr;
+    d::vector<d::unique_ptr<d::ParsedExpression>> args;
+    args.push_back(std::move(unnest.children[0]));
+    args.push_back(std::move(q.child));
+    return d::make_uniq<d::FunctionExpression>("list_contains", std::move(args));
+}
+
+// `indkey::text` or `indoption::text` (pg_index's int2vector columns, a list on DuckDB):
+// int2vector's text, the numbers with spaces between (`1 2`, as SQLAlchemy's get_indexes
+// splits it), not DuckDB's `[1, 2]`; nullptr when c is not that.
+d::unique_ptr<d::ParsedExpression> int2vector_text(d::CastExpression& c) {
+    if (!is_text_cast(c) || c.child->GetExpressionClass() != d::ExpressionClass::COLUMN_REF)
+        return nullptr;
+    const auto& column = c.child->Cast<d::ColumnRefExpression>().GetColumnName();
+    if (column != "indkey" && column != "indoption") return nullptr;
+    d::vector<d::unique_ptr<d::ParsedExpression>> args;
+    args.push_back(std::move(c.child));
+    args.push_back(d::make_uniq<d::ConstantExpression>(d::Value(" ")));
+    return d::make_uniq<d::FunctionExpression>("array_to_string", std::move(args));
+}
+
 // The catalog relations read from this file's table macros instead: (schema, name, macro).
 struct overridden {
     const char* schema;
@@ -270,7 +314,15 @@ struct rewriter {
     void expr(d::unique_ptr<d::ParsedExpression>& e) {
         if (e->GetExpressionClass() == d::ExpressionClass::CAST) {
             auto& c = e->Cast<d::CastExpression>();
-            if (is_text_cast(c) && is_cast_to(*c.child, "regclass")) {
+            if (auto text = int2vector_text(c)) {
+                // Named by its column, as PostgreSQL names a cast.
+                text->SetAlias(e->HasAlias() ? e->GetAlias()
+                                             : text->Cast<d::FunctionExpression>()
+                                                   .children[0]
+                                                   ->Cast<d::ColumnRefExpression>()
+                                                   .GetColumnName());
+                e = std::move(text);
+            } else if (is_text_cast(c) && is_cast_to(*c.child, "regclass")) {
                 auto inner = std::move(c.child->Cast<d::CastExpression>().child);
                 auto alias = e->GetAlias();
                 e = call("regclassout", regclass_of(std::move(inner)));
@@ -309,6 +361,10 @@ struct rewriter {
             if (tilde_searches && f.function_name == "regexp_full_match" && f.schema.empty())
                 f.function_name = "regexp_matches";
         }
+        if (auto contains = any_of_list(*e)) {
+            contains->SetAlias(e->GetAlias());
+            e = std::move(contains);
+        }
         if (e->GetExpressionClass() == d::ExpressionClass::SUBQUERY)
             node(*e->Cast<d::SubqueryExpression>().subquery->node);
         d::ParsedExpressionIterator::EnumerateChildren(
@@ -318,28 +374,21 @@ struct rewriter {
 
 // ---- macros ----
 
-// PostgreSQL's name of a type by its OID and typmod (format_type), for the types Sluice's
-// tables have and those tools ask about.
-constexpr const char* format_type_sql = R"(
+// PostgreSQL's name of a type by its OID and typmod (format_type), for the types the
+// catalog lists (sql::pg_types(), pg_type's rows: pg_types.h).
+std::string format_type_sql() {
+    std::string names;
+    for (const auto& t : pg_types()) names += fmt::format(" WHEN {} THEN '{}'", t.oid, t.format);
+    return R"(
 CASE WHEN type_oid IS NULL THEN NULL
      WHEN type_oid = 1043 AND typemod > 4 THEN 'character varying(' || (typemod - 4) || ')'
      WHEN type_oid = 1042 AND typemod > 4 THEN 'character(' || (typemod - 4) || ')'
      WHEN type_oid = 1700 AND typemod > 4
        THEN 'numeric(' || ((typemod - 4) >> 16) || ',' || ((typemod - 4) & 65535) || ')'
-     ELSE CASE type_oid
-       WHEN 16 THEN 'boolean' WHEN 17 THEN 'bytea' WHEN 18 THEN '"char"' WHEN 19 THEN 'name'
-       WHEN 20 THEN 'bigint' WHEN 21 THEN 'smallint' WHEN 23 THEN 'integer' WHEN 25 THEN 'text'
-       WHEN 26 THEN 'oid' WHEN 114 THEN 'json' WHEN 700 THEN 'real'
-       WHEN 701 THEN 'double precision' WHEN 1042 THEN 'character'
-       WHEN 1043 THEN 'character varying' WHEN 1082 THEN 'date'
-       WHEN 1083 THEN 'time without time zone' WHEN 1114 THEN 'timestamp without time zone'
-       WHEN 1184 THEN 'timestamp with time zone' WHEN 1186 THEN 'interval'
-       WHEN 1266 THEN 'time with time zone' WHEN 1700 THEN 'numeric' WHEN 2950 THEN 'uuid'
-       WHEN 3802 THEN 'jsonb' WHEN 1000 THEN 'boolean[]' WHEN 1005 THEN 'smallint[]'
-       WHEN 1007 THEN 'integer[]' WHEN 1009 THEN 'text[]' WHEN 1016 THEN 'bigint[]'
-       WHEN 1015 THEN 'character varying[]' WHEN 1022 THEN 'double precision[]'
-       ELSE '???' END
+     ELSE CASE type_oid)" +
+           names + R"( ELSE '???' END
 END)";
+}
 
 // A relation's OID by name, as PostgreSQL's regclass input: `schema.name` or a name on the
 // search path (the current schema, pg_catalog, then kafka_topics, where the topics are);
@@ -453,9 +502,12 @@ void pg_catalog_statement(duckdb::SQLStatement& s, std::string_view text) {
 
 void register_pg_catalog(duckdb::DatabaseInstance& db) {
     d::ExtensionLoader loader(db, "sluice_pg_catalog");
-    scalar_macro(
-        loader,
-        {"pg_catalog", "format_type", {"type_oid", "typemod", nullptr}, {}, format_type_sql});
+    const auto format_type = format_type_sql();
+    scalar_macro(loader, {"pg_catalog",
+                          "format_type",
+                          {"type_oid", "typemod", nullptr},
+                          {},
+                          format_type.c_str()});
     scalar_macro(loader, {"pg_catalog",
                           "pg_encoding_to_char",
                           {"encoding", nullptr},
@@ -483,6 +535,7 @@ void register_pg_catalog(duckdb::DatabaseInstance& db) {
                           "coalesce((SELECT nspname FROM pg_catalog.pg_namespace_rows() "
                           "WHERE oid = ns), CAST(ns AS VARCHAR))"});
     register_pg_relations(loader);
+    register_pg_sizes(loader);
     std::call_once(pg_functions_once, [&db] {
         d::Connection con(db);
         auto r = con.Query(

@@ -6,6 +6,7 @@
 #include "duckdb/catalog/default/default_table_functions.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
 #include "duckdb/parser/parsed_data/create_macro_info.hpp"
+#include "sql/duck/pg_types.h"
 
 namespace sluice::sql::duck {
 
@@ -41,10 +42,15 @@ FROM duckdb_indexes() i,
              (SELECT list(col.column_name ORDER BY col.column_index) FROM duckdb_columns() col
               WHERE col.table_oid = i.table_oid) AS names) e)";
 
-// DuckDB's pg_class with PostgreSQL's access methods and relforcerowsecurity, and the
-// constraints' indexes.
+// DuckDB's pg_class with PostgreSQL's access methods and relforcerowsecurity, its
+// indexes permanent (DuckDB's says temporary), the arrays typed as PostgreSQL's (DuckDB's
+// are untyped NULLs, which psql's unnest(reloptions) cannot take), and the constraints'
+// indexes.
 constexpr const char* class_rows_sql = R"(
-SELECT * REPLACE (CASE relkind WHEN 'r' THEN 2 WHEN 'i' THEN 403 ELSE 0 END AS relam),
+SELECT * REPLACE (CASE relkind WHEN 'r' THEN 2 WHEN 'i' THEN 403 ELSE 0 END AS relam,
+                  CASE relkind WHEN 'i' THEN 'p' ELSE relpersistence END AS relpersistence,
+                  CASE relkind WHEN 'r' THEN 'd' ELSE 'n' END AS relreplident,
+                  CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl),
        false AS relforcerowsecurity
 FROM pg_catalog.pg_class
 UNION ALL BY NAME
@@ -55,7 +61,7 @@ SELECT index_oid AS oid, index_name AS relname, schema_oid AS relnamespace, 0 AS
        'i' AS relkind, len(columns) AS relnatts, 0 AS relchecks, false AS relhasoids,
        false AS relhaspkey, false AS relhasrules, false AS relhastriggers,
        false AS relhassubclass, false AS relrowsecurity, true AS relispopulated,
-       false AS relispartition, 0 AS relrewrite, 0 AS relfrozenxid,
+       false AS relispartition, 0 AS relrewrite, 0 AS relfrozenxid, 'n' AS relreplident,
        false AS relforcerowsecurity
 FROM pg_catalog.sluice_pg_index_rows() WHERE constraint_oid IS NOT NULL)";
 
@@ -177,6 +183,11 @@ SELECT table_oid AS attrelid, column_name AS attname,
        CAST(NULL AS VARCHAR[]) AS attfdwoptions, CAST(NULL AS VARCHAR) AS attmissingval
 FROM duckdb_columns())";
 
+// PostgreSQL's two tablespaces (psql's \l+ names the database's, 1663).
+constexpr const char* tablespace_sql = R"(
+SELECT * FROM (VALUES (1663, 'pg_default', 10), (1664, 'pg_global', 10))
+  t(oid, spcname, spcowner))";
+
 constexpr const char* am_sql = R"(
 SELECT * FROM (VALUES (2, 'heap', 'heap_tableam_handler', 't'),
                       (403, 'btree', 'bthandler', 'i')) am(oid, amname, amhandler, amtype))";
@@ -216,6 +227,10 @@ constexpr const char* publication_rel_sql =
     "SELECT CAST(NULL AS BIGINT) AS oid, CAST(NULL AS BIGINT) AS prpubid, "
     "CAST(NULL AS BIGINT) AS prrelid, CAST(NULL AS VARCHAR) AS prqual, "
     "CAST(NULL AS SMALLINT[]) AS prattrs" SLUICE_NONE;
+constexpr const char* auth_members_sql =
+    "SELECT CAST(NULL AS BIGINT) AS oid, CAST(NULL AS BIGINT) AS roleid, "
+    "CAST(NULL AS BIGINT) AS member, CAST(NULL AS BIGINT) AS grantor, "
+    "CAST(NULL AS BOOLEAN) AS admin_option" SLUICE_NONE;
 constexpr const char* inherits_sql =
     "SELECT CAST(NULL AS BIGINT) AS inhrelid, CAST(NULL AS BIGINT) AS inhparent, "
     "CAST(NULL AS INTEGER) AS inhseqno, CAST(NULL AS BOOLEAN) AS inhdetachpending" SLUICE_NONE;
@@ -235,6 +250,9 @@ constexpr pg_relation catalog_relations[] = {
     {"pg_publication_rel", "pg_publication_rel_rows"},
     {"pg_inherits", "pg_inherits_rows"},
     {"pg_proc", "pg_proc_rows"},
+    {"pg_auth_members", "pg_auth_members_rows"},
+    {"pg_tablespace", "pg_tablespace_rows"},
+    {"pg_type", "pg_type_rows"},  // pg_types.cc's
 };
 
 constexpr const char* macro_sql[] = {
@@ -251,6 +269,9 @@ constexpr const char* macro_sql[] = {
     publication_rel_sql,
     inherits_sql,
     proc_sql,
+    auth_members_sql,
+    tablespace_sql,
+    nullptr,  // registered by pg_types.cc
 };
 static_assert(std::size(macro_sql) == std::size(catalog_relations));
 
@@ -264,7 +285,20 @@ constexpr const char* indexdef_sql = R"(
              ELSE x.columns[column_no] END
  FROM pg_catalog.sluice_pg_index_rows() x WHERE x.index_oid = idx))";
 
-void relation_macro(d::ExtensionLoader& loader, const char* name, const char* sql) {
+// A view's query, as pg_get_viewdef gives it: DuckDB's CREATE VIEW statement of it
+// without `CREATE VIEW name AS` and the final semicolon.
+constexpr const char* viewdef_sql = R"(
+(SELECT regexp_replace(regexp_replace(v.sql, '^\s*CREATE\s+(OR\s+REPLACE\s+)?(TEMP\w*\s+)?VIEW\s+.*?\s+AS\s+', '', 'i'),
+                       ';\s*$', '')
+ FROM duckdb_views() v WHERE v.view_oid = rel))";
+
+}  // namespace
+
+std::span<const pg_relation> pg_relations() {
+    return catalog_relations;
+}
+
+void relation_macro(duckdb::ExtensionLoader& loader, const char* name, const char* sql) {
     auto info = d::DefaultTableFunctionGenerator::CreateTableMacroInfo(
         {"pg_catalog", name, {nullptr}, {}, sql});
     info->internal = true;
@@ -272,19 +306,12 @@ void relation_macro(d::ExtensionLoader& loader, const char* name, const char* sq
     loader.RegisterFunction(*info);
 }
 
-// A scalar macro of one or more overloads (by number of parameters).
-template <size_t N>
-void overloaded_macro(d::ExtensionLoader& loader, const std::array<d::DefaultMacro, N>& overloads) {
+void overloaded_macro(duckdb::ExtensionLoader& loader,
+                      std::span<const duckdb::DefaultMacro> overloads) {
     auto info = d::DefaultFunctionGenerator::CreateInternalMacroInfo(
-        d::array_ptr<const d::DefaultMacro>(overloads.data(), N));
+        d::array_ptr<const d::DefaultMacro>(overloads.data(), overloads.size()));
     info->on_conflict = d::OnCreateConflict::REPLACE_ON_CONFLICT;
     loader.RegisterFunction(*info);
-}
-
-}  // namespace
-
-std::span<const pg_relation> pg_relations() {
-    return catalog_relations;
 }
 
 void register_pg_relations(duckdb::ExtensionLoader& loader) {
@@ -302,7 +329,8 @@ void register_pg_relations(duckdb::ExtensionLoader& loader) {
     overloaded_macro(loader, arguments);
     relation_macro(loader, "sluice_pg_index_rows", index_rows_sql);
     for (size_t i = 0; i < std::size(catalog_relations); ++i)
-        relation_macro(loader, catalog_relations[i].macro, macro_sql[i]);
+        if (macro_sql[i]) relation_macro(loader, catalog_relations[i].macro, macro_sql[i]);
+    register_pg_types(loader);
     const std::array<d::DefaultMacro, 2> indexdef{{{"pg_catalog",
                                                     "pg_get_indexdef",
                                                     {"idx", nullptr},
@@ -314,6 +342,10 @@ void register_pg_relations(duckdb::ExtensionLoader& loader) {
                                                     {},
                                                     indexdef_sql}}};
     overloaded_macro(loader, indexdef);
+    const std::array<d::DefaultMacro, 2> viewdef{
+        {{"pg_catalog", "pg_get_viewdef", {"rel", nullptr}, {}, viewdef_sql},
+         {"pg_catalog", "pg_get_viewdef", {"rel", "pretty", nullptr}, {}, viewdef_sql}}};
+    overloaded_macro(loader, viewdef);
     const std::array<d::DefaultMacro, 2> get_expr{
         {{"pg_catalog",
           "pg_get_expr",
@@ -326,6 +358,18 @@ void register_pg_relations(duckdb::ExtensionLoader& loader) {
           {},
           "pg_node_tree"}}};
     overloaded_macro(loader, get_expr);
+    // Comments: there are none; NULL as text (DuckDB's NULL would reach the client as
+    // an integer column, which psql right-aligns).
+    const std::array<d::DefaultMacro, 2> obj_comment{
+        {{"pg_catalog", "obj_description", {"obj", nullptr}, {}, "CAST(NULL AS VARCHAR)"},
+         {"pg_catalog", "obj_description", {"obj", "cat", nullptr}, {}, "CAST(NULL AS VARCHAR)"}}};
+    overloaded_macro(loader, obj_comment);
+    const std::array<d::DefaultMacro, 1> shared_comment{
+        {{"pg_catalog", "shobj_description", {"obj", "cat", nullptr}, {}, "CAST(NULL AS VARCHAR)"}}};
+    overloaded_macro(loader, shared_comment);
+    const std::array<d::DefaultMacro, 1> column_comment{
+        {{"pg_catalog", "col_description", {"rel", "col", nullptr}, {}, "CAST(NULL AS VARCHAR)"}}};
+    overloaded_macro(loader, column_comment);
     // Of no statistics object and no publication: there are none.
     const std::array<d::DefaultMacro, 1> statistics{{{"pg_catalog",
                                                       "pg_get_statisticsobjdef_columns",

@@ -10,7 +10,8 @@
 //   `<table>_pkey` and `<table>_<columns>_key`; DuckDB lists no index for them).
 // - pg_attribute: atttypid as PostgreSQL's type OIDs (DuckDB gives its own type ids) and
 //   a numeric's atttypmod as PostgreSQL's.
-// - pg_index: a row per index with indkey (1-based column numbers), the constraints' too.
+// - pg_index: a row per index with indkey (1-based column numbers), the constraints' too;
+//   indkey::text and indoption::text are int2vector's text, `1 2` (pg_catalog.h).
 // - pg_constraint: PostgreSQL's names, conkey 1-based (an int2[]), conindid; without
 //   DuckDB's NOT NULL rows (PostgreSQL 15 keeps those in pg_attribute).
 // - pg_proc: the functions of the system catalog (its main schema's too) in pg_catalog,
@@ -30,6 +31,7 @@
 
 namespace duckdb {
 class ExtensionLoader;
+struct DefaultMacro;
 }
 
 namespace sluice::sql::duck {
@@ -41,6 +43,12 @@ struct pg_relation {
 };
 
 std::span<const pg_relation> pg_relations();
+
+// Registers the table macro pg_catalog.name(), of no parameters, in the system catalog.
+void relation_macro(duckdb::ExtensionLoader& loader, const char* name, const char* sql);
+// Registers a scalar macro of one or more overloads (by number of parameters, one name).
+void overloaded_macro(duckdb::ExtensionLoader& loader,
+                      std::span<const duckdb::DefaultMacro> overloads);
 
 // Registers the table macros and functions in the system catalog.
 void register_pg_relations(duckdb::ExtensionLoader& loader);

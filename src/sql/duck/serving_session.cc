@@ -89,9 +89,43 @@ std::string decl_type_of(const d::LogicalType& t) {
             return "BLOB";
         case d::LogicalTypeId::TIMESTAMP_TZ:
             return "TIMESTAMPTZ";
+        case d::LogicalTypeId::LIST:  // int2[] (pg_constraint's conkey), else text
+            return d::ListType::GetChildType(t).id() == d::LogicalTypeId::SMALLINT ? "_INT2"
+                                                                                 : "TEXT";
         default:
             return "TEXT";
     }
+}
+
+// A list in PostgreSQL's array text, `{1,2}` (DuckDB's is `[1, 2]`): an element quoted
+// when empty, NULL's spelling, or holding a separator, brace, quote, backslash or space.
+std::string pg_array_text(const d::Value& list) {
+    std::string out = "{";
+    for (const auto& e : d::ListValue::GetChildren(list)) {
+        if (out.size() > 1) out += ',';
+        if (e.IsNull()) {
+            out += "NULL";
+            continue;
+        }
+        if (e.type().id() == d::LogicalTypeId::LIST) {  // a dimension more: {{1,2},{3,4}}
+            out += pg_array_text(e);
+            continue;
+        }
+        const auto text = e.ToString();
+        const bool quote = text.empty() || d::StringUtil::CIEquals(text, "null") ||
+                           text.find_first_of(",{}\"\\ \t\n") != std::string::npos;
+        if (!quote) {
+            out += text;
+            continue;
+        }
+        out += '"';
+        for (const char c : text) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += c;
+        }
+        out += '"';
+    }
+    return out + "}";
 }
 
 value cell_of(const d::Value& v) {
@@ -125,6 +159,8 @@ value cell_of(const d::Value& v) {
         }
         case d::LogicalTypeId::VARCHAR:
             return d::StringValue::Get(v);
+        case d::LogicalTypeId::LIST:
+            return pg_array_text(v);
         default:
             return v.ToString();
     }

@@ -512,5 +512,32 @@ TEST_F(serving_fixture, the_catalog_answers_as_postgresql_to_the_tools) {
               (rows{{"information_schema"}, {"main"}, {"pg_catalog"}, {"shop"}}));
 }
 
+TEST_F(serving_fixture, sizes_types_arrays_and_any_as_postgresql_gives_them) {
+    // PostgreSQL's pg_size_pretty: bytes below 10 kB, then halves rounded away from zero.
+    EXPECT_EQ(run("SELECT pg_catalog.pg_size_pretty(10239), pg_size_pretty(10240), "
+                  "pg_size_pretty(1536 * 1024), pg_size_pretty(CAST(20479 AS BIGINT) * 1024 * 1024), "
+                  "pg_size_pretty(-10240), pg_size_pretty(NULL)"),
+              (rows{{"10239 bytes", "10 kB", "1536 kB", "20 GB", "-10 kB", "NULL"}}));
+    // A table written but not checkpointed has no blocks yet; a view has no size.
+    run("CREATE TABLE t(x INTEGER PRIMARY KEY, y INTEGER)");
+    run("INSERT INTO t VALUES (1, 2), (3, 4)");
+    run("CREATE VIEW v AS SELECT x FROM t;");
+    EXPECT_EQ(run("SELECT pg_table_size('t'::regclass), pg_table_size('v'::regclass), "
+                  "pg_relation_size('v'::regclass, 'main'), "
+                  "pg_get_viewdef('v'::regclass, true)"),
+              (rows{{"0", "NULL", "NULL", "SELECT x FROM t"}}));
+    // pg_type under PostgreSQL's OIDs; = ANY of a list; indkey's int2vector text; a list
+    // in PostgreSQL's array text.
+    EXPECT_EQ(run("SELECT typname, typarray, typinput FROM pg_catalog.pg_type WHERE oid IN (25, 1005) "
+                  "ORDER BY oid"),
+              (rows{{"text", "1009", "textin"}, {"_int2", "0", "array_in"}}));
+    EXPECT_EQ(run("SELECT a.attname, i.indkey::text FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
+                  "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey) "
+                  "WHERE c.relname = 't'"),
+              (rows{{"x", "1"}}));
+    EXPECT_EQ(run("SELECT [1, 2], ['a b', NULL, ''], [[1], [2, 3]]"),
+              (rows{{"{1,2}", "{\"a b\",NULL,\"\"}", "{{1},{2,3}}"}}));
+}
+
 }  // namespace
 }  // namespace sluice::sql::duck
