@@ -53,12 +53,10 @@ s3proxy:
 	mvn -B -q -f tests/s3proxy/pom.xml dependency:build-classpath \
 	    -Dmdep.outputFile=target/classpath.txt
 
-# `make test`, `make unit` and `make integration` build with DuckDB (-DSLUICE_DUCKDB=ON):
-# src/sql/duck and its unit tests, with DuckDB's prebuilt library and headers fetched at
-# configure time by scripts/fetch-duckdb (pinned by sha256, into build/duckdb). The broker
-# does not link it yet, so `make run` and `make install` go without.
+# Every build links DuckDB (--sql-engine duckdb): its prebuilt library and headers are
+# fetched once, at configure time, by scripts/fetch-duckdb (pinned by sha256, into
+# build/duckdb; cmake/FindDuckDB.cmake). CMAKE_ARGS passes more options to the configure.
 CMAKE_ARGS ?=
-test unit integration: CMAKE_ARGS += -DSLUICE_DUCKDB=ON
 
 build: deps
 	cmake --preset release $(CMAKE_ARGS) >/dev/null
@@ -78,7 +76,7 @@ DATA ?= ./data
 # Change it with `make run GROUP_DELAY_MS=3000` (docs/configuration.md).
 GROUP_DELAY_MS ?= 300
 run: deps
-	cmake --preset release >/dev/null
+	cmake --preset release $(CMAKE_ARGS) >/dev/null
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
 	@echo "make run: --group-initial-rebalance-delay-ms $(GROUP_DELAY_MS) (the broker's default, as Kafka's, is 3000)"
 	$(BUILD_DIR)/sluice serve --data-dir $(DATA) --listen $(KAFKA) \
@@ -89,19 +87,19 @@ run: deps
 # stops it.
 CLUSTER_DIR ?= ./cluster
 run-cluster: deps
-	cmake --preset release >/dev/null
+	cmake --preset release $(CMAKE_ARGS) >/dev/null
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
 	scripts/cluster up $(CLUSTER_DIR) --brokers 3
 
-# Builds build/sluice alone and copies it into PREFIX/bin (the one file a Sluice
-# installation needs), e.g.
-# `make install PREFIX=~/.local`. DESTDIR is prepended, for packaging.
+# Builds build/sluice alone and installs what a Sluice installation needs: the broker in
+# PREFIX/bin and DuckDB's library beside it, in PREFIX/lib/sluice (where the installed
+# broker looks, src/app/CMakeLists.txt), e.g. `make install PREFIX=~/.local`. DESTDIR is
+# prepended, for packaging.
 PREFIX ?= /usr/local
 install: deps
-	cmake --preset release >/dev/null
+	cmake --preset release $(CMAKE_ARGS) >/dev/null
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(BUILD_DIR)/sluice $(DESTDIR)$(PREFIX)/bin/sluice
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 # Unit tests, the real-client integration tests and the lint, all through ctest.
 # Integration tests run two at a time where tests/integration/tests.cmake lets them (its

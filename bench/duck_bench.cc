@@ -126,11 +126,11 @@ int run_scan(int argc, char** argv) {
         } else if (f == "--topic") {
             topic = v;
         } else if (f == "--threads") {
-            threads = std::stoi(v);
+            threads = bench::number<int>(tool, f, v);
         } else if (f == "--engine") {
             engine = v;
         } else if (f == "--runs") {
-            runs = std::stoi(v);
+            runs = bench::number<int>(tool, f, v);
         } else if (f == "--query") {
             auto eq = v.find('=');
             if (eq == std::string::npos) die("--query wants NAME=SQL");
@@ -280,11 +280,11 @@ int run_append(int argc, char** argv) {
     std::vector<std::string> setup;
     bench::parse_flags(tool, argc, argv, [&](const std::string& f, const std::string& v) {
         if (f == "--rows") {
-            rows = std::stoll(v);
+            rows = bench::number<int64_t>(tool, f, v);
         } else if (f == "--db") {
             db_path = v;
         } else if (f == "--commit-every") {
-            commit_every = std::stoll(v);
+            commit_every = bench::number<int64_t>(tool, f, v);
         } else if (f == "--mode") {
             mode = v;
         } else if (f == "--setup") {
@@ -411,9 +411,11 @@ int run_append(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2) die("usage: sluice-duckbench scan|append [flags] (see bench/duck_bench.cc)");
-    const std::string cmd = argv[1];
-    if (cmd == "scan") return run_scan(argc - 1, argv + 1);
-    if (cmd == "append") return run_append(argc - 1, argv + 1);
-    die("unknown command " + cmd);
+    return bench::guarded_main(tool, [&] {
+        if (argc < 2) die("usage: sluice-duckbench scan|append [flags] (see bench/duck_bench.cc)");
+        const std::string cmd = argv[1];
+        if (cmd == "scan") return run_scan(argc - 1, argv + 1);
+        if (cmd == "append") return run_append(argc - 1, argv + 1);
+        die("unknown command " + cmd);
+    });
 }

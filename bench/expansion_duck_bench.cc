@@ -21,8 +21,10 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
+#include "bench_cli.h"
 #include "expansion/duck/duck_target.h"
 #include "expansion/row_builder.h"
 #include "expansion/target.h"
@@ -60,9 +62,9 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+constexpr const char* tool = "sluice-expansion-duckbench";
 [[noreturn]] void die(const std::string& what) {
-    std::fprintf(stderr, "sluice-expansion-duckbench: %s\n", what.c_str());
-    std::exit(1);
+    bench::die(tool, what);
 }
 
 // Expands every event into `t` (partition 0) in transactions of per_commit; events/s.
@@ -125,106 +127,101 @@ double best_sqlite(const std::filesystem::path& file, const std::string& sql, in
     return best;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line's choices.
+struct options {
     std::filesystem::path dir;
-    int64_t events_n = 2'000'000, per_commit = 5'000;
+    int64_t events = 2'000'000, per_commit = 5'000;
     int repeats = 2, runs = 5;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) die("missing value of " + a);
-            return argv[++i];
-        };
-        if (a == "--dir")
-            dir = next();
-        else if (a == "--events")
-            events_n = std::stoll(next());
-        else if (a == "--per-commit")
-            per_commit = std::stoll(next());
-        else if (a == "--repeats")
-            repeats = std::stoi(next());
-        else if (a == "--runs")
-            runs = std::stoi(next());
-        else
-            die("usage: sluice-expansion-duckbench --dir DIR [--events N] [--per-commit N] "
-                "[--repeats N] [--runs N]");
-    }
-    if (dir.empty()) die("--dir is required");
-    auto fields = parse_schema(schema_json);
-    if (!fields) die(fields.err().message);
-    auto cols = layout::make(*fields, {.flatten = true, .copy_source = false});
-    if (!cols) die(cols.err().message);
-    row_builder rb(*fields, *cols);
-    std::vector<std::string> events;
-    events.reserve(static_cast<size_t>(events_n));
-    for (int64_t i = 0; i < events_n; ++i) events.push_back(event(i));
-    std::printf("%lld events of %zu bytes (about), %zu columns, a commit per %lld events\n",
-                static_cast<long long>(events_n), events[0].size(), cols->columns().size(),
-                static_cast<long long>(per_commit));
+};
 
-    std::vector<double> sqlite_rates, duck_rates;
-    std::filesystem::path sqlite_file, duck_file;
-    for (int rep = 0; rep < repeats; ++rep) {
-        std::filesystem::remove_all(dir);
-        std::filesystem::create_directories(dir);
-        sqlite_file = dir / "main.db";
-        duck_file = dir / "expansions.duckdb";
-        // The order alternates from one repeat to the next.
+options parse_options(int argc, char** argv) {
+    options o;
+    bench::parse_flags(tool, argc, argv, [&](const std::string& f, const std::string& v) {
+        if (f == "--dir")
+            o.dir = v;
+        else if (f == "--events")
+            o.events = bench::number<int64_t>(tool, f, v);
+        else if (f == "--per-commit")
+            o.per_commit = bench::number<int64_t>(tool, f, v);
+        else if (f == "--repeats")
+            o.repeats = bench::number<int>(tool, f, v);
+        else if (f == "--runs")
+            o.runs = bench::number<int>(tool, f, v);
+        else
+            return false;
+        return true;
+    });
+    if (o.dir.empty())
+        die("usage: sluice-expansion-duckbench --dir DIR [--events N] [--per-commit N] "
+            "[--repeats N] [--runs N]");
+    return o;
+}
+
+// Each repeat expands the events into a fresh DuckDB and a fresh SQLite target under
+// o.dir, the order alternating from one repeat to the next; events/s of each.
+struct rates {
+    std::vector<double> sqlite, duck;
+};
+
+rates expand_repeats(const options& o, row_builder& rb, const layout& cols,
+                     const std::vector<std::string>& events) {
+    rates r;
+    for (int rep = 0; rep < o.repeats; ++rep) {
+        std::filesystem::remove_all(o.dir);
+        std::filesystem::create_directories(o.dir);
         for (int k = 0; k < 2; ++k) {
-            const bool duck = (k + rep) % 2 == 0;
-            if (duck) {
-                auto b = duck_targets::open({.file = duck_file});
+            if ((k + rep) % 2 == 0) {
+                auto b = duck_targets::open({.file = o.dir / "expansions.duckdb"});
                 if (!b) die(b.err().message);
-                auto t = (*b)->open("main", "events", *cols, true);
+                auto t = (*b)->open("main", "events", cols, true);
                 if (!t) die(t.err().message);
-                const double rate = expand(**t, rb, events, per_commit);
-                duck_rates.push_back(rate);
+                r.duck.push_back(expand(**t, rb, events, o.per_commit));
                 const auto c = (*b)->checkpoints();
                 std::error_code ec;
-                const auto wal = std::filesystem::file_size(duck_file.string() + ".wal", ec);
+                const auto wal = std::filesystem::file_size(o.dir / "expansions.duckdb.wal", ec);
                 std::printf(
                     "repeat %d  DuckDB target: %.0f events/s (checkpoints %lld, refused "
                     "%lld; WAL now %.1f MiB)\n",
-                    rep + 1, rate, static_cast<long long>(c.done),
+                    rep + 1, r.duck.back(), static_cast<long long>(c.done),
                     static_cast<long long>(c.refused), ec ? 0.0 : wal / 1048576.0);
             } else {
                 checkpointer cp;
-                auto t = target_table::open(sqlite_file, "main", "events", *cols, true, &cp);
+                auto t = target_table::open(o.dir / "main.db", "main", "events", cols, true, &cp);
                 if (!t) die(t.err().message);
-                const double rate = expand(**t, rb, events, per_commit);
-                sqlite_rates.push_back(rate);
-                std::printf("repeat %d  SQLite target: %.0f events/s\n", rep + 1, rate);
+                r.sqlite.push_back(expand(**t, rb, events, o.per_commit));
+                std::printf("repeat %d  SQLite target: %.0f events/s\n", rep + 1, r.sqlite.back());
             }
             std::fflush(stdout);
         }
     }
+    return r;
+}
 
-    // The query over the last repeat's targets.
+// The GROUP BY over the last repeat's targets, against DuckDB's own table of the rows.
+void query_and_report(const options& o, const rates& r) {
     const std::string group =
         "SELECT country, sum(amount) AS s FROM {} GROUP BY country ORDER BY country";
-    auto b = duck_targets::open({.file = duck_file});
+    auto b = duck_targets::open({.file = o.dir / "expansions.duckdb"});
     if (!b) die(b.err().message);
-    if (auto r = (*b)->query("CREATE TABLE own AS SELECT * FROM main.events"); !r)
-        die(r.err().message);
-    if (auto r = (*b)->checkpoint(); !r) die(r.err().message);
+    if (auto q = (*b)->query("CREATE TABLE own AS SELECT * FROM main.events"); !q)
+        die(q.err().message);
+    if (auto c = (*b)->checkpoint(); !c) die(c.err().message);
     std::string a_target, a_own, a_sqlite;
     const double t_target =
-        best_duck(**b, fmt::format(fmt::runtime(group), "main.events"), runs, a_target);
-    const double t_own = best_duck(**b, fmt::format(fmt::runtime(group), "own"), runs, a_own);
-    const double t_sqlite =
-        best_sqlite(sqlite_file, fmt::format(fmt::runtime(group), "events"), runs, a_sqlite);
+        best_duck(**b, fmt::format(fmt::runtime(group), "main.events"), o.runs, a_target);
+    const double t_own = best_duck(**b, fmt::format(fmt::runtime(group), "own"), o.runs, a_own);
+    const double t_sqlite = best_sqlite(o.dir / "main.db",
+                                        fmt::format(fmt::runtime(group), "events"), o.runs, a_sqlite);
     auto rowgroups = (*b)->query(
         "SELECT table_name, count(DISTINCT row_group_id) FROM pragma_storage_info('main.events') "
         "GROUP BY ALL UNION ALL SELECT 'own', count(DISTINCT row_group_id) FROM "
         "pragma_storage_info('own')");
 
     std::printf("\nexpansion rate, events/s (JSON parsing, rows and progress per commit):\n");
-    for (size_t i = 0; i < duck_rates.size(); ++i)
+    for (size_t i = 0; i < r.duck.size(); ++i)
         std::printf("  repeat %zu: DuckDB %.0f, SQLite %.0f, DuckDB/SQLite %.2f\n", i + 1,
-                    duck_rates[i], sqlite_rates[i], duck_rates[i] / sqlite_rates[i]);
-    std::printf("GROUP BY country, sum(amount), best of %d:\n", runs);
+                    r.duck[i], r.sqlite[i], r.duck[i] / r.sqlite[i]);
+    std::printf("GROUP BY country, sum(amount), best of %d:\n", o.runs);
     std::printf(
         "  DuckDB target %.4f s, DuckDB's own table %.4f s (target/own %.2f), "
         "SQLite target %.4f s (SQLite/DuckDB target %.1f)\n",
@@ -232,9 +229,30 @@ int main(int argc, char** argv) {
     std::printf("  first group's sum: target %s, own %s, SQLite %s\n", a_target.c_str(),
                 a_own.c_str(), a_sqlite.c_str());
     if (rowgroups)
-        for (const auto& r : *rowgroups)
-            std::printf("  row groups: %s %s\n", r.at(0).value_or("?").c_str(),
-                        r.at(1).value_or("?").c_str());
-    std::filesystem::remove_all(dir);
+        for (const auto& row : *rowgroups)
+            std::printf("  row groups: %s %s\n", row.at(0).value_or("?").c_str(),
+                        row.at(1).value_or("?").c_str());
+}
+
+int run(const options& o) {
+    auto fields = parse_schema(schema_json);
+    if (!fields) die(fields.err().message);
+    auto cols = layout::make(*fields, {.flatten = true, .copy_source = false});
+    if (!cols) die(cols.err().message);
+    row_builder rb(*fields, *cols);
+    std::vector<std::string> events;
+    events.reserve(static_cast<size_t>(o.events));
+    for (int64_t i = 0; i < o.events; ++i) events.push_back(event(i));
+    std::printf("%lld events of %zu bytes (about), %zu columns, a commit per %lld events\n",
+                static_cast<long long>(o.events), events.empty() ? 0 : events[0].size(),
+                cols->columns().size(), static_cast<long long>(o.per_commit));
+    query_and_report(o, expand_repeats(o, rb, *cols, events));
+    std::filesystem::remove_all(o.dir);
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return bench::guarded_main(tool, [&] { return run(parse_options(argc, argv)); });
 }

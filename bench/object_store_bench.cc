@@ -169,9 +169,9 @@ int main(int argc, char** argv) {
     for (int i = 2; i + 1 < argc; i += 2) {
         std::string a = argv[i], v = argv[i + 1];
         if (a == "--sizes-mb")
-            o.sizes_mb = bench::int_list(v);
+            o.sizes_mb = bench::int_list("sluice-objstore-bench", a, v);
         else if (a == "--partitions")
-            o.partitions = bench::int_list(v);
+            o.partitions = bench::int_list("sluice-objstore-bench", a, v);
         else if (a == "--count")
             o.count = std::atoi(v.c_str());
         else if (a == "--threads")

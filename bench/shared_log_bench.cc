@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string a = argv[i], v = argv[i + 1];
         if (a == "--partitions")
-            o.partitions = bench::int_list(v);
+            o.partitions = bench::int_list("sluice-sharedlog-bench", a, v);
         else if (a == "--inflight")
             o.inflight = std::max(1, std::atoi(v.c_str()));
         else if (a == "--seconds")

@@ -13,7 +13,12 @@ if(NOT DuckDB_ROOT)
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/../scripts/fetch-duckdb ${_duckdb_dir}
     RESULT_VARIABLE _duckdb_rc)
   if(NOT _duckdb_rc EQUAL 0)
-    message(WARNING "scripts/fetch-duckdb ${_duckdb_dir} failed (${_duckdb_rc})")
+    # Without DuckDB there is no broker to build: say how to go on.
+    message(FATAL_ERROR "scripts/fetch-duckdb ${_duckdb_dir} failed (exit ${_duckdb_rc}; its "
+      "message is above). It needs npm and curl with access to the npm registry and "
+      "crates.io, and pins Linux x86_64 only; elsewhere give -DDuckDB_ROOT=DIR, a directory "
+      "holding the DuckDB version the script pins: include/duckdb.h, include/duckdb.hpp, "
+      "include/duckdb/ and lib/libduckdb.so.")
   endif()
   set(DuckDB_ROOT ${_duckdb_dir})
 endif()

@@ -5,7 +5,7 @@
 # Python, openssl for test certificates, Java and Maven for scripts/kafka-tool).
 set -euo pipefail
 
-# curl: scripts/fetch-duckdb, which configuring with -DSLUICE_DUCKDB=ON (make test, make unit) runs.
+# curl (and npm, below): scripts/fetch-duckdb, which every configure runs (DuckDB's library).
 build_pkgs=(g++ cmake make pkg-config curl libsqlite3-dev libfmt-dev libcli11-dev
             libgtest-dev libgmock-dev librdkafka-dev libpq-dev libsimdjson-dev
             libssl-dev libtomlplusplus-dev libcurl4-openssl-dev

@@ -39,21 +39,19 @@
 #include "catalog/shm_vfs.h"
 #include "common/logging.h"
 #include "console/console.h"
+#include "expansion/duck/duck_target.h"
 #include "expansion/http_api.h"
 #include "expansion/service.h"
 #include "log/log_manager.h"
 #include "net/event_loop.h"
 #include "security/sasl.h"
+#include "sql/duck/duck_engine.h"
+#include "sql/duck/serving.h"
+#include "sql/duck_migration/sqlite_to_duck.h"
 #include "sql/http/http_server.h"
 #include "sql/pg/pg_server.h"
 #include "sql/schemas.h"
 #include "sql/sqlite_engine.h"
-#ifdef SLUICE_HAS_DUCKDB
-#include "expansion/duck/duck_target.h"
-#include "sql/duck/duck_engine.h"
-#include "sql/duck/serving.h"
-#include "sql/duck_migration/sqlite_to_duck.h"
-#endif
 
 namespace sluice::app {
 namespace {
@@ -64,15 +62,13 @@ namespace {
 // open() once they have.
 class sql_engine_choice {
   public:
-    sql::outcome<bool> prepare(const std::string& name,
-                               [[maybe_unused]] const sql::engine_options& eo,
+    sql::outcome<bool> prepare(const std::string& name, const sql::engine_options& eo,
                                const std::string& export_dir) {
         _name = name;
         if (name == "sqlite" && export_dir.empty()) return true;
         if (name == "sqlite")
             return sql::query_error{sql::failure::invalid_parameter,
                                     "--sql-export-dir needs --sql-engine duckdb"};
-#ifdef SLUICE_HAS_DUCKDB
         std::filesystem::path exports;
         if (!export_dir.empty()) {
             std::error_code ec;
@@ -94,29 +90,20 @@ class sql_engine_choice {
         if (!t) return sql::query_error{sql::failure::internal, t.err().message};
         _targets = std::move(*t);
         return true;
-#else
-        return sql::query_error{sql::failure::invalid_parameter,
-                                "--sql-engine duckdb: this build has no DuckDB (configure with "
-                                "-DSLUICE_DUCKDB=ON, as `make test` does)"};
-#endif
     }
     // Where the expansions store their targets; null: SQLite (in the users' schemas).
     std::shared_ptr<expansion::target_backend> targets() const {
         return _targets;
     }
     sql::outcome<std::unique_ptr<sql::engine>> open(const sql::engine_options& eo) {
-#ifdef SLUICE_HAS_DUCKDB
         if (_duck) return sql::duck::open_serving_engine(eo, _duck);
-#endif
         return sql::open_engine(eo);
     }
 
   private:
     std::string _name;
     std::shared_ptr<expansion::target_backend> _targets;
-#ifdef SLUICE_HAS_DUCKDB
     std::shared_ptr<sql::duck::engine> _duck;
-#endif
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the

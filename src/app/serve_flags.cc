@@ -191,7 +191,7 @@ void add_serve_flags(CLI::App& cmd, serve_options& o) {
         ->capture_default_str();
     cmd.add_option("--sql-engine", o.sql_engine,
                    "SQL engine of the pg and http listeners: sqlite, or duckdb (while the "
-                   "migration to DuckDB lasts; builds with DuckDB only; docs/sql.md, Engines)")
+                   "migration to DuckDB lasts; docs/sql.md, Engines)")
         ->check(CLI::IsMember({"sqlite", "duckdb"}))
         ->capture_default_str();
     cmd.add_option("--sql-export-dir", o.sql_export_dir,

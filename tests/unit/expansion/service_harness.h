@@ -64,7 +64,7 @@ struct service_harness {
 
     // Appends one batch, waits until it is durable and, with `expanded`, until the
     // topic's expansions have it, as a producer's answer does.
-    void produce(const std::string& topic, int32_t p, std::vector<testing::test_record> recs,
+    void produce(const std::string& topic, int32_t p, const std::vector<testing::test_record>& recs,
                  bool expanded = true) {
         auto* pl = logs->get(topic, p);
         ASSERT_NE(pl, nullptr);
@@ -75,7 +75,7 @@ struct service_harness {
         ASSERT_TRUE(r) << r.err().message;
         auto durable = std::make_shared<std::promise<void>>();
         auto fut = durable->get_future();
-        logs->when_durable(pl, r->last_offset, [durable](result<void>) { durable->set_value(); });
+        logs->when_durable(pl, r->last_offset, [durable](const result<void>&) { durable->set_value(); });
         ASSERT_EQ(fut.wait_for(std::chrono::seconds(5)), std::future_status::ready);
         if (!expanded) return;
         auto done = std::make_shared<std::promise<void>>();

@@ -34,8 +34,8 @@ struct duck_service_fixture : ::testing::Test, test::service_harness {
         close_service();
         duck.reset();  // DuckDB lets one database of a process hold the file
     }
-    void produce(int32_t p, std::vector<test_record> recs, bool expanded = true) {
-        service_harness::produce("cdc", p, std::move(recs), expanded);
+    void produce(int32_t p, const std::vector<test_record>& recs, bool expanded = true) {
+        service_harness::produce("cdc", p, recs, expanded);
     }
 
     result<status> create(const std::string& target, bool backfill = false) {

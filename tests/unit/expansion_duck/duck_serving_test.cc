@@ -149,8 +149,7 @@ TEST_F(served_fixture, reading_a_target_needs_read_on_its_topic_however_it_is_re
     for (const auto* sql :
          {"SELECT * FROM cdc.orders", "SELECT count(*) FROM cdc.orders",
           "SELECT (SELECT max(id) FROM cdc.orders)",
-          "WITH x AS (SELECT id FROM cdc.orders) "
-          "SELECT * FROM x",
+          "WITH x AS (SELECT id FROM cdc.orders) SELECT * FROM x",
           "SELECT 1 WHERE EXISTS (SELECT 1 FROM cdc.orders WHERE id = 1)",
           "EXPLAIN SELECT * FROM cdc.orders", "SELECT * FROM query_table('cdc.orders')"})
         EXPECT_EQ(run(sql), (rows{{"ERROR insufficient_privilege"}})) << sql;

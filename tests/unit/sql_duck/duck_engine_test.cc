@@ -276,6 +276,7 @@ TEST_F(duck_fixture, count_star_counts_batches_from_their_headers) {
                           build_batch({{"k", "z", 4, {}}, {std::nullopt, std::nullopt, 5, {}}}),
                           codec));  // 3..10
     std::vector<test_record> big;
+    big.reserve(5000);
     for (int i = 0; i < 5000; ++i) big.push_back({"k", std::to_string(i), 6, {}});
     produce("c", 0, big);                      // 11..5010
     produce_txn("c", 7, "committed");          // 5011..5012

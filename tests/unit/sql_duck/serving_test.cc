@@ -244,6 +244,7 @@ TEST_F(serving_fixture, hidden_timestamp_columns_and_postgres_column_names) {
         "\"offset\" FROM orders GROUP BY ALL",
         &cols);
     std::vector<std::string> names;
+    names.reserve(cols.size());
     for (const auto& c : cols) names.push_back(c.name);
     EXPECT_EQ(names, (std::vector<std::string>{"count", "sum", "m", "(\"partition\" + 1)",
                                                "(\"value\" ->> 'x')", "offset"}));

@@ -4,6 +4,7 @@
 // that storage, protocol and SQL tests feed the broker the bytes a client would send.
 // Depends only on common/.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -105,6 +106,7 @@ inline bytes build_batch(const std::vector<test_record>& records, const batch_op
 inline bytes make_batch(int count, int64_t first_ts, size_t value_size = 16, int64_t ts_step = 1,
                         const batch_options& opt = {}) {
     std::vector<test_record> recs;
+    recs.reserve(static_cast<size_t>(std::max(count, 0)));
     for (int i = 0; i < count; ++i)
         recs.push_back({"k" + std::to_string(i),
                         std::string(value_size, static_cast<char>('a' + i % 26)),
