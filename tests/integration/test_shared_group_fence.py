@@ -10,7 +10,6 @@ database it is refused (NOT_COORDINATOR to its client), and the new coordinator'
 stays, as a librdkafka consumer and the catalog read back.
 """
 
-import concurrent.futures
 import time
 
 import psycopg2

@@ -24,7 +24,7 @@ import idempotence_helpers as I
 import kproto as K
 import s3_helpers as S3
 from cluster_helpers import (broker_metrics, cluster_cmd, consume_all, kafka, running_cluster, state,
-                             wait_for, wait_topic_known)
+                             wait_topic_known)
 
 TOPIC = "windows"
 RETRY_DEADLINE_MS = 1000  # a failing PUT gives up after about three 0.3 s attempts
