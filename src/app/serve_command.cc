@@ -497,7 +497,7 @@ int serve(const serve_options& o) {
         engines = std::move(*e);
     }
     broker::broker b(cfg, loop, **cat, logs,
-                     engines ? engines->stores()
+                     engines ? engines->stores(o.shared.node_id)
                              : broker::local_metadata_stores(**cat, cfg.data_dir / "catalog.db"));
     if (engines) b.set_shared(engines->mode(o.shared.node_id, std::chrono::milliseconds(500)));
     // Topics are declared from the catalog before the logs open, so that the journal

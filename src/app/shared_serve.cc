@@ -98,8 +98,9 @@ std::string env(const char* name) {
 
 }  // namespace
 
-broker::metadata_stores shared_engines::stores() {
-    return broker::shared_metadata_stores(*topics, *producer_ids, *broker_configs, *security, db);
+broker::metadata_stores shared_engines::stores(int32_t node_id) {
+    return broker::shared_metadata_stores(*topics, *producer_ids, *broker_configs, *security, db,
+                                          node_id);
 }
 
 broker::shared_mode shared_engines::mode(int32_t node_id, std::chrono::milliseconds poll) const {

@@ -73,7 +73,7 @@ struct shared_engines {
     std::string object_prefix;  // where the brokers' objects are (shared_log_config)
     std::string where;          // for the start-up log line (no secrets)
 
-    broker::metadata_stores stores();
+    broker::metadata_stores stores(int32_t node_id);
     broker::shared_mode mode(int32_t node_id, std::chrono::milliseconds poll) const;
 };
 

@@ -191,6 +191,7 @@ result<void> broker::load_offsets() {
     log_info("group", "restored {} consumer groups", consumer->size());
     _offsets = std::make_unique<offset_writer>(std::move(*store), std::move(*gstore), _loop);
     _groups.set_state_writer(_offsets.get());
+    _offsets->on_fenced([this](const std::set<std::string>& g) { on_groups_fenced(g); });
     _consumer_groups.set_state_writer(_offsets.get());
     _loop.add_timer(std::chrono::milliseconds(_cfg.offsets_retention_check_interval_ms),
                     [this] { sweep_expired_offsets(); });

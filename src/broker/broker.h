@@ -242,7 +242,15 @@ class broker {
     void expect_groups(std::vector<int32_t> settled, int polls, std::chrono::milliseconds grace);
     // The poll thread's read: the groups that moved here start from it.
     void take_groups(group_snapshot& s);
-    group_snapshot read_groups();
+    group_snapshot read_groups(const std::vector<int32_t>& live);
+    // Takes the coordinator epochs of the groups placed here under `live` (the poll's
+    // fresh list), then reads their state (shared/group_fence.h).
+    void read_group_state(group_snapshot& s, const std::vector<int32_t>& live);
+    // The offset writer's stores refused writes of these groups: another broker took
+    // them over. Forgotten here; those still placed here are read again.
+    void on_groups_fenced(const std::set<std::string>& groups);
+    // On the loop, before serving: read_group_state and take_groups at once.
+    void take_groups_now();
 
     broker_config _cfg;
     net::event_loop& _loop;
@@ -284,6 +292,9 @@ class broker {
     // -1: not asked).
     std::atomic<int> _group_load_polls{-1};
     std::unique_ptr<group::state_store> _reload_groups;  // poll_cluster's thread only
+    // Groups placed here whose writes were refused (another broker took them while this
+    // one still served them): COORDINATOR_LOAD_IN_PROGRESS until read again.
+    std::set<std::string> _groups_reload;
     net::event_loop::timer_id _group_timer = 0;
     int64_t _group_timer_at = 0;  // steady ms the armed timer fires at
     access_control _access;

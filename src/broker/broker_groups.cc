@@ -35,7 +35,8 @@ Store* opened_once(std::unique_ptr<Store>& slot, const Open& open, std::string_v
 
 // The committed offsets in the database, by group: read when a broker leaves, since its
 // groups now fall to others, and when another broker's transaction committed offsets.
-std::map<std::string, std::vector<group::offset_entry>> load_committed(
+// nullopt, logged, when they cannot be read.
+std::optional<std::map<std::string, std::vector<group::offset_entry>>> load_committed(
     const metadata_stores& stores, std::unique_ptr<catalog::offset_store>& slot) {
     std::map<std::string, std::vector<group::offset_entry>> by_group;
     auto* store = opened_once(slot, stores.open_offsets, "committed offsets");
@@ -45,7 +46,7 @@ std::map<std::string, std::vector<group::offset_entry>> load_committed(
             : result<std::vector<catalog::stored_offset>>(error{errc::io_error, "no offset store"});
     if (!rows) {
         log_warn("shared", "cannot read committed offsets: {}", rows.err().message);
-        return by_group;
+        return std::nullopt;
     }
     for (auto& r : *rows) {
         group::committed_offset v{r.offset, r.leader_epoch, std::move(r.metadata), r.commit_ms,
@@ -62,6 +63,9 @@ struct broker::group_snapshot {
     bool with_state = false;  // the groups' state was read too, not only their offsets
     std::vector<group::stored_group> classic;
     std::vector<group::stored_consumer_group> consumer;
+    // Groups whose coordinator epoch this broker took before the read: what memory holds
+    // of them is stale.
+    std::set<std::string> taken;
 };
 
 protocol::error_code broker::group_coordinator_error(const std::string& group_id) const {
@@ -75,7 +79,8 @@ protocol::error_code broker::group_coordinator_error(const std::string& group_id
     if (_groups_loading) v.settled = std::span<const int32_t>(_settled_ids);
     switch (shared::coordination_of(shared::group_key(group_id), v)) {
         case shared::coordination::here:
-            return error_code::none;
+            return _groups_reload.count(group_id) ? error_code::coordinator_load_in_progress
+                                                  : error_code::none;
         case shared::coordination::elsewhere:
             return error_code::not_coordinator;
         case shared::coordination::unavailable:
@@ -100,9 +105,30 @@ void broker::drop_moved_groups(bool all) {
         if (!all && shared::place(shared::group_key(id), _live_ids) == self) continue;
         _consumer_groups.forget(id);
         _groups.forget(id);
+        // Its writes still queued are refused from now on.
+        if (_stores.group_fence) _stores.group_fence->drop(id);
         ++n;
     }
     if (n) log_info("shared", "forgot {} groups: placed on other brokers now", n);
+}
+
+void broker::on_groups_fenced(const std::set<std::string>& groups) {
+    if (!shared() || !_shared.registry) return;
+    const int32_t self = _shared.registry->address().broker_id;
+    for (const auto& id : groups) {
+        _consumer_groups.forget(id);
+        _groups.forget(id);
+        const bool here = _shared.registry->member() &&
+                          shared::place(shared::group_key(id), _live_ids) == self;
+        log_warn("shared",
+                 "group '{}': another broker took it over; its writes here were refused and it "
+                 "is forgotten{}",
+                 id, here ? " (placed here: read again from the database)" : "");
+        if (here) _groups_reload.insert(id);
+    }
+    if (_groups_reload.empty()) return;
+    int cur = -1;
+    _group_load_polls.compare_exchange_strong(cur, 0, std::memory_order_acq_rel);
 }
 
 void broker::expect_groups(std::vector<int32_t> settled, int polls,
@@ -123,26 +149,58 @@ void broker::expect_groups(std::vector<int32_t> settled, int polls,
 // Poll thread: the committed offsets, and with the groups' state when groups move here.
 // A read that fails leaves with_state false (and the offsets empty); it is tried again at
 // the next poll.
-broker::group_snapshot broker::read_groups() {
+broker::group_snapshot broker::read_groups(const std::vector<int32_t>& live) {
     group_snapshot s;
     int polls = _group_load_polls.load(std::memory_order_acquire);
     while (polls > 0 &&
            !_group_load_polls.compare_exchange_weak(polls, polls - 1, std::memory_order_acq_rel)) {
     }
-    s.offsets = load_committed(_stores, _reload_store);
-    if (polls != 1 && polls != 0) return s;  // not this poll
+    if (polls != 1 && polls != 0) {  // the offsets only, this poll
+        s.offsets = load_committed(_stores, _reload_store).value_or(s.offsets);
+        return s;
+    }
+    read_group_state(s, live);
+    return s;
+}
+
+void broker::read_group_state(group_snapshot& s, const std::vector<int32_t>& live) {
+    const int32_t self = _shared.registry->address().broker_id;
+    auto* fence = _stores.group_fence.get();
+    if (fence && _shared.registry->member()) {
+        // As apply_live_brokers: this broker counts while it holds its lease.
+        std::vector<int32_t> ids = live;
+        if (std::find(ids.begin(), ids.end(), self) == ids.end()) ids.push_back(self);
+        auto taken = fence->take(
+            [&](const std::string& g) { return shared::place(shared::group_key(g), ids) == self; });
+        if (!taken) {
+            // Read at the next poll: without the epochs, the state read could be overtaken.
+            log_warn("shared", "cannot take the groups placed here: {}", taken.err().message);
+            return;
+        }
+        s.taken = std::move(*taken);
+    }
+    // After the epochs were taken: every write of their old coordinators is in it.
+    auto offsets = load_committed(_stores, _reload_store);
     auto* store = opened_once(_reload_groups, _stores.open_groups, "the groups' state");
-    if (!store) return s;
-    auto classic = store->load();
+    auto classic = store && offsets ? store->load() : error{errc::io_error, "not read"};
     auto consumer = classic ? store->load_consumer() : classic.err();
     if (!consumer) {
         log_warn("shared", "cannot read the groups' state: {}", consumer.err().message);
-        return s;
+        // Taken again (afresh) at the next read, which the caller asks.
+        for (const auto& g : s.taken) fence->drop(g);
+        s.taken.clear();
+        return;
     }
+    s.offsets = std::move(*offsets);
     s.classic = std::move(*classic);
     s.consumer = std::move(*consumer);
     s.with_state = true;
-    return s;
+}
+
+void broker::take_groups_now() {
+    group_snapshot s;
+    read_group_state(s, _live_ids);
+    take_groups(s);
 }
 
 void broker::take_groups(group_snapshot& s) {
@@ -156,22 +214,31 @@ void broker::take_groups(group_snapshot& s) {
     };
     const bool install =
         s.with_state && _groups_loading && group::steady_now_ms() >= _groups_load_not_before;
-    if (_groups_loading && !install) {
+    if ((_groups_loading && !install) || (!s.with_state && !_groups_reload.empty())) {
         // Too early (the brokers that held them may not have seen the move yet), or the
         // read failed: read at the next poll.
         int cur = -1;
         _group_load_polls.compare_exchange_strong(cur, 0, std::memory_order_acq_rel);
     }
+    // Groups whose epoch the read took, or that are read again after a refused write:
+    // taken from the read whenever there is one (this broker holds their epoch now, so
+    // what it writes of them must start from what the database has).
+    auto refresh = [&](const std::string& g) {
+        return s.with_state && here(g) && (s.taken.count(g) || _groups_reload.count(g));
+    };
+    for (const auto& g : s.taken)
+        if (!here(g) && _stores.group_fence) _stores.group_fence->drop(g);  // moved on since
     size_t moved_in = 0;
-    if (install) {
+    if (install || (s.with_state && (!s.taken.empty() || !_groups_reload.empty()))) {
         // What memory holds of them is stale (they were coordinated elsewhere meanwhile).
         std::set<std::string> ids = held_group_ids();
         for (const auto& [g, _] : s.offsets) ids.insert(g);
         for (const auto& g : s.classic) ids.insert(g.group_id);
         for (const auto& g : s.consumer) ids.insert(g.group_id);
+        ids.insert(_groups_reload.begin(), _groups_reload.end());
         std::set<std::string> taken;
         for (const auto& id : ids) {
-            if (!arriving(id)) continue;
+            if (!(install && arriving(id)) && !refresh(id)) continue;
             _consumer_groups.forget(id);
             _groups.forget(id);
             taken.insert(id);
@@ -184,10 +251,14 @@ void broker::take_groups(group_snapshot& s) {
         for (const auto& g : s.consumer)
             if (taken.count(g.group_id)) _consumer_groups.restore(g);
         moved_in = taken.size();
-        _settled_ids = _live_ids;
-        _groups_loading = false;
+        if (install) {
+            _settled_ids = _live_ids;
+            _groups_loading = false;
+        }
+        std::erase_if(_groups_reload, [&](const std::string& g) { return s.with_state || !here(g); });
         int zero = 0;
-        _group_load_polls.compare_exchange_strong(zero, -1, std::memory_order_acq_rel);
+        if (!_groups_loading)
+            _group_load_polls.compare_exchange_strong(zero, -1, std::memory_order_acq_rel);
         log_info("shared", "groups placed here read from the database: {} moved here", moved_in);
     }
     // Offsets committed by another broker (a transaction's, by its coordinator) into
@@ -231,7 +302,7 @@ void broker::poll_cluster() {
         const bool moved = txn_offsets && *txn_offsets != _txn_offsets_seen;
         if (left || moved || _rejoined.exchange(false, std::memory_order_acq_rel) ||
             _group_load_polls.load(std::memory_order_acquire) >= 0)
-            groups = read_groups();
+            groups = read_groups(ids);
         if (moved) _txn_offsets_seen = *txn_offsets;
         _polled_ids = std::move(ids);
     }

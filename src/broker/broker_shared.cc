@@ -136,6 +136,10 @@ void broker::join_cluster(shared::broker_registry& registry) {
         if (id != registry.address().broker_id) others.push_back(id);
     if (!others.empty()) {
         expect_groups(std::move(others), 2, _shared.poll_interval);
+    } else if (_stores.group_fence) {
+        // Alone: no other broker serves them, so the groups placed here are taken now,
+        // before this broker serves (their coordinator epochs, then their state again).
+        take_groups_now();
     }
     shared::broker_registry::lease_events events;
     // The database out of reach for a whole lease: the others count this broker out, so it

@@ -38,11 +38,11 @@ metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesyst
 }
 
 namespace {
-// Opens Store on the database, as the interface Base.
-template <typename Base, typename Store>
-std::function<result<std::unique_ptr<Base>>()> opener(const shared::pg_config& db) {
-    return [db]() -> result<std::unique_ptr<Base>> {
-        auto r = Store::open(db);
+// Opens Store on the database (with `args` after it), as the interface Base.
+template <typename Base, typename Store, typename... Args>
+std::function<result<std::unique_ptr<Base>>()> opener(const shared::pg_config& db, Args... args) {
+    return [db, args...]() -> result<std::unique_ptr<Base>> {
+        auto r = Store::open(db, args...);
         if (!r) return r.err();
         return std::unique_ptr<Base>(std::move(*r));
     };
@@ -53,14 +53,15 @@ metadata_stores shared_metadata_stores(catalog::topic_store& topics,
                                        catalog::producer_id_allocator& producer_ids,
                                        catalog::broker_config_store& broker_configs,
                                        catalog::security_store& security,
-                                       const shared::pg_config& db) {
+                                       const shared::pg_config& db, int32_t broker_id) {
     metadata_stores s;
     s.security = &security;
     s.topics = &topics;
     s.producer_ids = &producer_ids;
     s.broker_configs = &broker_configs;
-    s.open_offsets = opener<catalog::offset_store, shared::pg_offset_store>(db);
-    s.open_groups = opener<group::state_store, shared::pg_group_store>(db);
+    s.group_fence = std::make_shared<shared::group_fence>(broker_id, db);
+    s.open_offsets = opener<catalog::offset_store, shared::pg_offset_store>(db, s.group_fence);
+    s.open_groups = opener<group::state_store, shared::pg_group_store>(db, s.group_fence);
     s.open_transactions = opener<txn::state_store, shared::pg_txn_store>(db);
     s.open_share = opener<group::share::partition_store, shared::pg_share_store>(db);
     return s;

@@ -17,6 +17,7 @@
 #include "common/result.h"
 #include "group/share/coordinator.h"
 #include "group/state_store.h"
+#include "shared/group_fence.h"
 #include "shared/pg_database.h"
 #include "txn/state_store.h"
 
@@ -38,6 +39,10 @@ struct metadata_stores {
     std::function<result<std::unique_ptr<catalog::offset_store>>()> open_offsets;
     std::function<result<std::unique_ptr<group::state_store>>()> open_groups;
     std::function<result<std::unique_ptr<txn::state_store>>()> open_transactions;
+    // Shared mode: the coordinator epochs of the groups this broker holds, checked by the
+    // offset and group stores' writes and taken by the cluster poll before it reads the
+    // groups that move here (shared/group_fence.h). nullptr in single-node mode.
+    std::shared_ptr<shared::group_fence> group_fence;
     // Share-partition state of share groups; used from the broker's loop thread.
     std::function<result<std::unique_ptr<group::share::partition_store>>()> open_share;
 };
@@ -47,12 +52,12 @@ metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesyst
 
 // Shared mode's set: the given stores (the shared catalog's, pg_topic_store,
 // pg_producer_ids, pg_broker_config_store, pg_security_store) and, each on a connection of
-// its own to the database `db`, pg_offset_store, pg_group_store, pg_txn_store and
-// pg_share_store.
+// its own to the database `db`, pg_offset_store, pg_group_store (with the group fence
+// of broker `broker_id`), pg_txn_store and pg_share_store.
 metadata_stores shared_metadata_stores(catalog::topic_store& topics,
                                        catalog::producer_id_allocator& producer_ids,
                                        catalog::broker_config_store& broker_configs,
                                        catalog::security_store& security,
-                                       const shared::pg_config& db);
+                                       const shared::pg_config& db, int32_t broker_id);
 
 }  // namespace sluice::broker

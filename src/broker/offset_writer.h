@@ -4,6 +4,9 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,6 +34,12 @@ class offset_writer final : public group::state_writer {
     offset_writer& operator=(const offset_writer&) = delete;
 
     void submit(std::vector<catalog::offset_write> writes, done_fn done);
+    // Shared mode: called on the loop with the groups whose writes a store refused
+    // because another broker took them over (shared/group_fence.h), before the callbacks
+    // of those writes, which get errc::fenced.
+    void on_fenced(std::function<void(const std::set<std::string>&)> fn) {
+        _on_fenced = std::move(fn);
+    }
     // group::state_writer: the coordinator's group state.
     void write(group::group_write w, done_fn done) override;
 
@@ -39,10 +48,16 @@ class offset_writer final : public group::state_writer {
         std::vector<catalog::offset_write> writes;
         std::vector<group::group_write> group_writes;
         done_fn done;
+        // The groups of its group coordinator's writes (those a store may refuse), named
+        // before the writes are moved into a transaction.
+        std::set<std::string> coordinated;
     };
     void enqueue(job j);
+    static std::optional<std::string> fenced_group(const job& j,
+                                                   const std::set<std::string>& fenced);
     void run();
 
+    std::function<void(const std::set<std::string>&)> _on_fenced;  // loop thread
     std::unique_ptr<catalog::offset_store> _store;
     std::unique_ptr<group::state_store> _groups;
     net::event_loop& _loop;

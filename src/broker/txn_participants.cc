@@ -80,9 +80,11 @@ void txn_participants::commit_offsets(const txn::txn_metadata& t, done_fn done) 
     std::map<std::string, std::vector<group::offset_entry>> by_group;
     for (const auto& o : t.offsets) {
         group::committed_offset v{o.offset, o.leader_epoch, o.metadata, o.commit_ms, -1};
+        // Not the group coordinator's write: the transaction's record orders it.
         writes.push_back({catalog::offset_write::kind::commit,
                           {o.group_id, o.tp.topic, o.tp.partition, v.offset, v.leader_epoch,
-                           v.metadata, v.commit_ms, v.expire_ms}});
+                           v.metadata, v.commit_ms, v.expire_ms},
+                          false});
         by_group[o.group_id].push_back({o.tp, std::move(v)});
     }
     _b.store_offsets(std::move(writes), [this, by_group = std::move(by_group),

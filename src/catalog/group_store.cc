@@ -254,21 +254,23 @@ static result<void> apply_consumer(detail::db& d, const group::group_write& w) {
     return {};
 }
 
-result<void> group_store::apply(std::span<const group::group_write> writes) {
+namespace {
+
+result<void> apply_writes(detail::db& db, std::span<const group::group_write> writes) {
     if (writes.empty()) return {};
-    auto txn = detail::write_txn::begin(*_db);
+    auto txn = detail::write_txn::begin(db);
     if (!txn) return txn.err();
-    auto erase_protocols = _db->prepare("DELETE FROM group_member_protocols WHERE group_id = ?1");
-    auto erase_members = _db->prepare("DELETE FROM group_members WHERE group_id = ?1");
-    auto erase_group = _db->prepare("DELETE FROM group_metadata WHERE group_id = ?1");
-    auto put_group = _db->prepare(
+    auto erase_protocols = db.prepare("DELETE FROM group_member_protocols WHERE group_id = ?1");
+    auto erase_members = db.prepare("DELETE FROM group_members WHERE group_id = ?1");
+    auto erase_group = db.prepare("DELETE FROM group_metadata WHERE group_id = ?1");
+    auto put_group = db.prepare(
         "INSERT INTO group_metadata (group_id, state, protocol_type, protocol_name, generation, "
         "leader, state_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    auto put_member = _db->prepare(
+    auto put_member = db.prepare(
         "INSERT INTO group_members (group_id, member_id, join_order, instance_id, client_id, "
         "client_host, session_timeout_ms, rebalance_timeout_ms, assignment) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-    auto put_protocol = _db->prepare(
+    auto put_protocol = db.prepare(
         "INSERT INTO group_member_protocols (group_id, member_id, position, name, metadata) "
         "VALUES (?1, ?2, ?3, ?4, ?5)");
     for (auto* st :
@@ -283,7 +285,7 @@ result<void> group_store::apply(std::span<const group::group_write> writes) {
     for (const auto& w : writes) {
         if (w.op == group::group_write::kind::put_consumer ||
             w.op == group::group_write::kind::erase_consumer) {
-            if (auto r = apply_consumer(*_db, w); !r) return r;
+            if (auto r = apply_consumer(db, w); !r) return r;
             continue;
         }
         const auto& g = w.group;
@@ -316,6 +318,13 @@ result<void> group_store::apply(std::span<const group::group_write> writes) {
         }
     }
     return txn->commit();
+}
+
+}  // namespace
+
+result<std::set<std::string>> group_store::apply(std::span<const group::group_write> writes) {
+    if (auto r = apply_writes(*_db, writes); !r) return r.err();
+    return std::set<std::string>{};
 }
 
 }  // namespace sluice::catalog

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
@@ -31,7 +33,7 @@ class group_store final : public group::state_store {
 
     result<std::vector<group::stored_group>> load() override;
     result<std::vector<group::stored_consumer_group>> load_consumer() override;
-    result<void> apply(std::span<const group::group_write> writes) override;
+    result<std::set<std::string>> apply(std::span<const group::group_write> writes) override;
 
   private:
     explicit group_store(std::unique_ptr<detail::db> d);

@@ -44,20 +44,22 @@ result<std::vector<stored_offset>> local_offset_store::load() {
     return out;
 }
 
-result<void> local_offset_store::apply(std::span<const offset_write> writes) {
+namespace {
+
+result<void> apply_writes(detail::db& db, std::span<const offset_write> writes) {
     if (writes.empty()) return {};
-    auto txn = detail::write_txn::begin(*_db);
+    auto txn = detail::write_txn::begin(db);
     if (!txn) return txn.err();
-    auto commit = _db->prepare(
+    auto commit = db.prepare(
         "INSERT OR REPLACE INTO group_offsets (group_id, topic, partition, offset, "
         "leader_epoch, metadata, commit_ms, expire_ms) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 "
         "WHERE EXISTS (SELECT 1 FROM topics WHERE name = ?2)");
-    auto erase = _db->prepare(
+    auto erase = db.prepare(
         "DELETE FROM group_offsets WHERE group_id = ?1 AND topic = ?2 AND partition = ?3");
-    auto erase_unchanged = _db->prepare(
+    auto erase_unchanged = db.prepare(
         "DELETE FROM group_offsets WHERE group_id = ?1 AND topic = ?2 AND partition = ?3 "
         "AND commit_ms = ?4");
-    auto erase_group = _db->prepare("DELETE FROM group_offsets WHERE group_id = ?1");
+    auto erase_group = db.prepare("DELETE FROM group_offsets WHERE group_id = ?1");
     for (auto* st : {&commit, &erase, &erase_unchanged, &erase_group})
         if (!*st) return st->err();
     for (const auto& w : writes) {
@@ -92,6 +94,13 @@ result<void> local_offset_store::apply(std::span<const offset_write> writes) {
         if (!done) return done;
     }
     return txn->commit();
+}
+
+}  // namespace
+
+result<fenced_groups> local_offset_store::apply(std::span<const offset_write> writes) {
+    if (auto r = apply_writes(*_db, writes); !r) return r.err();
+    return fenced_groups{};
 }
 
 }  // namespace sluice::catalog

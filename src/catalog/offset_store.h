@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,7 +41,16 @@ struct offset_write {
     };
     kind op = kind::commit;
     stored_offset row;
+    // A write of the group's coordinator, fenced in shared mode by the group's coordinator
+    // epoch (shared/group_fence.h); false for a transaction coordinator's offsets, which
+    // its own record's version orders.
+    bool by_coordinator = true;
 };
+
+// The groups whose writes a store refused because this broker no longer coordinates them
+// (shared mode's fencing; the embedded catalog never refuses one). Their writes were
+// skipped; the others' were made.
+using fenced_groups = std::set<std::string>;
 
 // Where committed offsets are kept. Not thread-safe: one caller at a time (the broker's
 // offset writer).
@@ -52,7 +62,7 @@ class offset_store {
     // All writes in one transaction, in order, durable when it returns. A commit for a
     // topic the catalog no longer has is dropped: a topic deleted while the commit was
     // queued leaves no offsets behind.
-    virtual result<void> apply(std::span<const offset_write> writes) = 0;
+    virtual result<fenced_groups> apply(std::span<const offset_write> writes) = 0;
 };
 
 // In the catalog file.
@@ -66,7 +76,7 @@ class local_offset_store final : public offset_store {
     ~local_offset_store() override;
 
     result<std::vector<stored_offset>> load() override;
-    result<void> apply(std::span<const offset_write> writes) override;
+    result<fenced_groups> apply(std::span<const offset_write> writes) override;
 
   private:
     explicit local_offset_store(std::unique_ptr<detail::db> d);

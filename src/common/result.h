@@ -24,6 +24,7 @@ enum class errc {
     timed_out,
     shutting_down,
     in_use,  // another object depends on it (a topic with an expansion)
+    fenced,  // a newer holder took it over (a group's coordinator epoch, shared mode)
 };
 
 struct error {

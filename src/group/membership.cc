@@ -126,7 +126,7 @@ void coordinator::join_static_member(group_data& g, join_request& req, join_call
         return store(g, [cb = std::move(cb), r = std::move(r)](const result<void>& stored) {
             if (stored) return cb(r);
             log_error("group", "storing a static member's new id: {}", stored.err().message);
-            cb(join_error(error_code::coordinator_not_available, r.member_id));
+            cb(join_error(write_failure_code(stored.err()), r.member_id));
         });
     }
     update_member_and_rebalance(g, m, req, std::move(cb));

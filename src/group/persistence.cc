@@ -186,7 +186,7 @@ void coordinator::complete_sync(const std::string& group_id, int32_t generation,
             if (auto cb = std::exchange(m.awaiting_sync, nullptr)) {
                 refresh_session(*g, m);
                 sync_result r;
-                r.error = error_code::coordinator_not_available;
+                r.error = write_failure_code(stored.err());
                 cb(r);
             }
         }

@@ -112,6 +112,8 @@ struct group_write {
     kind op = kind::put;
     stored_group group;
     stored_consumer_group consumer;
+    bool is_consumer() const { return op == kind::put_consumer || op == kind::erase_consumer; }
+    const std::string& group_id() const { return is_consumer() ? consumer.group_id : group.group_id; }
 };
 
 // Where group state is kept (classic and consumer groups alike). Not thread-safe: one caller at a
@@ -123,9 +125,19 @@ class state_store {
     virtual result<std::vector<stored_group>> load() = 0;
     // Every stored consumer group (KIP-848), at start-up.
     virtual result<std::vector<stored_consumer_group>> load_consumer() = 0;
-    // All writes in one transaction, in order, durable when it returns.
-    virtual result<void> apply(std::span<const group_write> writes) = 0;
+    // All writes in one transaction, in order, durable when it returns. Returns the groups
+    // whose writes were refused (skipped) because this broker no longer coordinates them
+    // (shared mode's fencing, shared/group_fence.h; the embedded catalog never refuses).
+    virtual result<std::set<std::string>> apply(std::span<const group_write> writes) = 0;
 };
+
+// What a request waiting on a write that failed is answered: NOT_COORDINATOR when another
+// broker took the group over (errc::fenced, shared mode), COORDINATOR_NOT_AVAILABLE when
+// the store failed. Both make the client look the coordinator up again.
+inline error_code write_failure_code(const error& e) {
+    return e.code == errc::fenced ? error_code::not_coordinator
+                                  : error_code::coordinator_not_available;
+}
 
 // How the coordinator hands writes to a state_store without blocking its thread: writes
 // are applied in submission order, and each done runs on the coordinator's thread once

@@ -374,6 +374,18 @@ constexpr const char* version_11[] = {
     "ALTER TABLE sluice_job_leases ADD COLUMN wake_ms BIGINT",
 };
 
+// Version 12: group coordinator epochs. The broker that coordinates a group holds its
+// row; it takes the row (epoch + 1) before it reads the group's state, and every write of
+// the group's state or committed offsets checks, in its transaction, that the row still
+// names the epoch it took, so a write queued at a group's old coordinator cannot land
+// after the new one read the group (docs/shared-mode.md#fencing-group-writes).
+constexpr const char* version_12[] = {
+    R"(CREATE TABLE sluice_group_coordinators (
+        group_id TEXT NOT NULL PRIMARY KEY,
+        broker_id INTEGER NOT NULL,
+        epoch BIGINT NOT NULL))",
+};
+
 struct migration {
     int version;
     const char* const* statements;
@@ -386,7 +398,8 @@ constexpr migration migrations[] = {
     {5, version_5, std::size(version_5)}, {6, version_6, std::size(version_6)},
     {7, version_7, std::size(version_7)}, {8, version_8, std::size(version_8)},
     {9, version_9, std::size(version_9)}, {10, version_10, std::size(version_10)},
-    {11, version_11, std::size(version_11)}};
+    {11, version_11, std::size(version_11)},
+    {12, version_12, std::size(version_12)}};
 
 result<int> upgrade(pg_database& db);
 

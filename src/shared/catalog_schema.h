@@ -9,7 +9,7 @@
 namespace sluice::shared {
 
 // The version this build writes; docs/formats/shared-catalog.md says what each added.
-inline constexpr int shared_catalog_version = 11;
+inline constexpr int shared_catalog_version = 12;
 
 // Creates the tables of a new catalog, or upgrades an older one, in one transaction
 // that several brokers may run at once (they serialize on the version row). Fails,

@@ -14,10 +14,11 @@ using group::group_write;
 using group::stored_consumer_group;
 using group::stored_group;
 
-result<std::unique_ptr<pg_group_store>> pg_group_store::open(const pg_config& config) {
+result<std::unique_ptr<pg_group_store>> pg_group_store::open(const pg_config& config,
+                                                             std::shared_ptr<group_fence> fence) {
     auto db = pg_database::connect(config);
     if (!db) return db.err();
-    return std::make_unique<pg_group_store>(std::move(*db));
+    return std::make_unique<pg_group_store>(std::move(*db), std::move(fence));
 }
 
 namespace {
@@ -269,37 +270,47 @@ result<void> put_consumer(pg_transaction& tx, const stored_consumer_group& g) {
 
 }  // namespace
 
-result<void> pg_group_store::apply(std::span<const group_write> writes) {
-    if (writes.empty()) return {};
-    return _db->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
-        for (const auto& w : writes) {
-            // A put replaces everything of the group, so both start by erasing it.
-            if (w.op == group_write::kind::put_consumer ||
-                w.op == group_write::kind::erase_consumer) {
-                if (auto r = exec_all(
-                        tx,
-                        {"DELETE FROM sluice_consumer_group_member_protocols WHERE group_id = $1",
-                         "DELETE FROM sluice_consumer_group_members WHERE group_id = $1",
-                         "DELETE FROM sluice_consumer_groups WHERE group_id = $1"},
-                        {w.consumer.group_id});
-                    !r)
-                    return r;
-                if (w.op == group_write::kind::put_consumer)
-                    if (auto r = put_consumer(tx, w.consumer); !r) return r;
-                continue;
-            }
-            if (auto r = exec_all(tx,
-                                  {"DELETE FROM sluice_group_member_protocols WHERE group_id = $1",
-                                   "DELETE FROM sluice_group_members WHERE group_id = $1",
-                                   "DELETE FROM sluice_groups WHERE group_id = $1"},
-                                  {w.group.group_id});
-                !r)
-                return r;
-            if (w.op == group_write::kind::put)
-                if (auto r = put_classic(tx, w.group); !r) return r;
-        }
+namespace {
+
+result<void> apply_one(pg_transaction& tx, const group_write& w) {
+    // A put replaces everything of the group, so both start by erasing it.
+    if (w.is_consumer()) {
+        if (auto r = exec_all(
+                tx,
+                {"DELETE FROM sluice_consumer_group_member_protocols WHERE group_id = $1",
+                 "DELETE FROM sluice_consumer_group_members WHERE group_id = $1",
+                 "DELETE FROM sluice_consumer_groups WHERE group_id = $1"},
+                {w.consumer.group_id});
+            !r)
+            return r;
+        if (w.op == group_write::kind::put_consumer) return put_consumer(tx, w.consumer);
         return {};
-    });
+    }
+    if (auto r = exec_all(tx,
+                          {"DELETE FROM sluice_group_member_protocols WHERE group_id = $1",
+                           "DELETE FROM sluice_group_members WHERE group_id = $1",
+                           "DELETE FROM sluice_groups WHERE group_id = $1"},
+                          {w.group.group_id});
+        !r)
+        return r;
+    if (w.op == group_write::kind::put) return put_classic(tx, w.group);
+    return {};
+}
+
+}  // namespace
+
+result<std::set<std::string>> pg_group_store::apply(std::span<const group_write> writes) {
+    if (writes.empty()) return std::set<std::string>{};
+    std::set<std::string> groups;
+    for (const auto& w : writes) groups.insert(w.group_id());
+    return fenced_write(*_db, _fence.get(), groups,
+                        [&](pg_transaction& tx, const std::set<std::string>& fenced) {
+                            for (const auto& w : writes) {
+                                if (fenced.count(w.group_id())) continue;
+                                if (auto r = apply_one(tx, w); !r) return r;
+                            }
+                            return result<void>{};
+                        });
 }
 
 }  // namespace sluice::shared

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "group/state_store.h"
+#include "shared/group_fence.h"
 #include "shared/pg_database.h"
 
 namespace sluice::shared {
@@ -16,17 +17,22 @@ namespace sluice::shared {
 class pg_group_store final : public group::state_store {
   public:
     // Connects; the catalog's schema must be in place (ensure_catalog_schema).
-    static result<std::unique_ptr<pg_group_store>> open(const pg_config& config);
-    explicit pg_group_store(std::unique_ptr<pg_database> db) : _db(std::move(db)) {}
+    // With a fence, writes are made only for the groups whose coordinator epoch this
+    // broker holds (group_fence.h).
+    static result<std::unique_ptr<pg_group_store>> open(
+        const pg_config& config, std::shared_ptr<group_fence> fence = nullptr);
+    pg_group_store(std::unique_ptr<pg_database> db, std::shared_ptr<group_fence> fence)
+        : _db(std::move(db)), _fence(std::move(fence)) {}
 
     result<std::vector<group::stored_group>> load() override;
     result<std::vector<group::stored_consumer_group>> load_consumer() override;
     // One SERIALIZABLE transaction: two brokers that both believe they coordinate a group
     // (while its coordinator moves) cannot interleave their records.
-    result<void> apply(std::span<const group::group_write> writes) override;
+    result<std::set<std::string>> apply(std::span<const group::group_write> writes) override;
 
   private:
     std::unique_ptr<pg_database> _db;
+    std::shared_ptr<group_fence> _fence;
 };
 
 }  // namespace sluice::shared

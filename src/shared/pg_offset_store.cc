@@ -7,10 +7,11 @@ namespace sluice::shared {
 using catalog::offset_write;
 using catalog::stored_offset;
 
-result<std::unique_ptr<pg_offset_store>> pg_offset_store::open(const pg_config& config) {
+result<std::unique_ptr<pg_offset_store>> pg_offset_store::open(
+    const pg_config& config, std::shared_ptr<group_fence> fence) {
     auto db = pg_database::connect(config);
     if (!db) return db.err();
-    return std::make_unique<pg_offset_store>(std::move(*db));
+    return std::make_unique<pg_offset_store>(std::move(*db), std::move(fence));
 }
 
 result<std::vector<stored_offset>> pg_offset_store::load() {
@@ -90,13 +91,19 @@ result<void> apply_one(pg_transaction& tx, const offset_write& w) {
 
 }  // namespace
 
-result<void> pg_offset_store::apply(std::span<const offset_write> writes) {
-    if (writes.empty()) return {};
-    return _db->transact(isolation_level::serializable, [&](pg_transaction& tx) -> result<void> {
-        for (const auto& w : writes)
-            if (auto r = apply_one(tx, w); !r) return r;
-        return {};
-    });
+result<catalog::fenced_groups> pg_offset_store::apply(std::span<const offset_write> writes) {
+    if (writes.empty()) return catalog::fenced_groups{};
+    std::set<std::string> groups;
+    for (const auto& w : writes)
+        if (w.by_coordinator) groups.insert(w.row.group_id);
+    return fenced_write(*_db, _fence.get(), groups,
+                        [&](pg_transaction& tx, const std::set<std::string>& fenced) {
+                            for (const auto& w : writes) {
+                                if (w.by_coordinator && fenced.count(w.row.group_id)) continue;
+                                if (auto r = apply_one(tx, w); !r) return r;
+                            }
+                            return result<void>{};
+                        });
 }
 
 }  // namespace sluice::shared

@@ -10,6 +10,7 @@
 #include "protocol/record_batch.h"
 #include "shared/batch_index.h"
 #include "shared/pg_refresher.h"
+#include "shared/window_metrics.h"
 
 namespace sluice::shared {
 
@@ -60,7 +61,9 @@ shared_log::shared_log(object_store& store, shared_log_config config)
       _disk(make_disk_tier(_config)),
       _cache(store, _config.cache_bytes, _disk.get()),
       _cache_metrics(metrics::global().add_collector(
-          [this](metrics::text_writer& w) { _cache.write_metrics(w); })) {}
+          [this](metrics::text_writer& w) { _cache.write_metrics(w); })) {
+    declare_window_metrics();
+}
 
 result<std::unique_ptr<shared_log>> shared_log::open(object_store& store, const pg_config& db,
                                                      shared_log_config config) {
@@ -213,8 +216,10 @@ void shared_log::run_window() {
             continue;
         }
         lk.unlock();
+        const auto due_at = std::chrono::steady_clock::now();
         _pipeline->wait_for_room();
         auto w = std::make_unique<produce_window>();
+        w->closed = std::chrono::steady_clock::now();
         lk.lock();
         w->taken.swap(_waiting);
         _waiting_bytes = 0;
@@ -229,6 +234,7 @@ void shared_log::run_window() {
             }
             w->entries.push_back(std::move(e));
         }
+        count_window_closed(w->closed - due_at);
         _pipeline->submit(std::move(w));
         lk.lock();
     }
@@ -293,6 +299,15 @@ result<void> shared_log::upload_window(produce_window& w) {
     return _store.put(w.commit.object_key, w.object);
 }
 
+namespace {
+
+size_t cancelled_count(const window_pipeline::window& w) {
+    return static_cast<size_t>(std::count_if(w.cancelled.begin(), w.cancelled.end(),
+                                              [](const auto& c) { return c.has_value(); }));
+}
+
+}  // namespace
+
 void shared_log::fail_window(produce_window& w, const error& e) {
     {
         std::lock_guard lk(_mu);
@@ -300,6 +315,7 @@ void shared_log::fail_window(produce_window& w, const error& e) {
     }
     for (size_t i = 0; i < w.taken.size(); ++i)
         w.taken[i].done(w.cancelled[i] ? *w.cancelled[i] : e);
+    count_window_answered(false, w.closed, cancelled_count(w));
 }
 
 result<void> shared_log::commit_window(produce_window& w) {
@@ -362,6 +378,7 @@ result<void> shared_log::commit_window(produce_window& w) {
         infos[i].log_start_offset = taken[i].part->_start.load(std::memory_order_acquire);
         taken[i].done(std::move(infos[i]));
     }
+    count_window_answered(true, w.closed, cancelled_count(w));
     return {};
 }
 

@@ -135,6 +135,7 @@ class shared_log {
         std::vector<size_t> batch_entry;  // commit.batches[k] is of taken[batch_entry[k]]
         std::string object;
         std::vector<std::pair<shared_partition*, std::pair<uint64_t, uint64_t>>> spans;
+        std::chrono::steady_clock::time_point closed;  // for sluice_shared_window_seconds
     };
 
     shared_log(object_store& store, shared_log_config config);

@@ -144,7 +144,8 @@ class FaultProxy:
     `status`/`code` itself, `fail_always()` every request until `heal()`, and `delay`
     seconds are waited before each request is forwarded; requests whose path holds
     `slow_match` wait `slow_delay` seconds instead, and are listed in `slowed` (method,
-    path) when they arrive."""
+    path) when they arrive; requests whose path holds `fail_match` are answered with
+    `status`/`code` (after their delay) as long as it is set."""
 
     def __init__(self, upstream_port):
         self.upstream_port = upstream_port
@@ -156,6 +157,7 @@ class FaultProxy:
         self.slow_match = None
         self.slow_delay = 0.0
         self.slowed = []
+        self.fail_match = None
         self.requests = 0  # every request received
         self.failed = 0    # answered with an injected error
         proxy = self
@@ -171,7 +173,8 @@ class FaultProxy:
                 body = self.rfile.read(length) if length else b""
                 with proxy.lock:
                     proxy.requests += 1
-                    fail = proxy.failures_left != 0
+                    fail = proxy.failures_left != 0 or (
+                        proxy.fail_match is not None and proxy.fail_match in self.path)
                     if proxy.failures_left > 0:
                         proxy.failures_left -= 1
                     if fail:

@@ -20,7 +20,7 @@ import s3_helpers as S3
 
 REPO = Path(__file__).resolve().parents[2]
 # The shared catalog version this build writes (src/shared/catalog_schema.h).
-CATALOG_VERSION = 11
+CATALOG_VERSION = 12
 
 
 def probe_bin():
@@ -291,9 +291,10 @@ def test_catalog_upgrades_from_version_2(pg):
     # partitions' transactions of version 6, the expansions' starts of version 7 and the
     # share-partitions of version 8, the partitions' append times and clean offsets of
     # version 9, the transaction records' versions and the batches' append times of
-    # version 10, the job leases' record of what their last run saw of version 11. A
-    # transaction record written then starts at version 1.
-    for table in ("sluice_job_leases", "sluice_expansion_starts", "sluice_share_partitions",
+    # version 10, the job leases' record of what their last run saw of version 11, the
+    # group coordinator epochs of version 12. A transaction record written then starts at
+    # version 1.
+    for table in ("sluice_group_coordinators", "sluice_job_leases", "sluice_expansion_starts", "sluice_share_partitions",
                   "sluice_share_acquired", "sluice_expansions", "sluice_policy_attachments",
                   "sluice_policies", "sluice_scram_credentials", "sluice_change_versions",
                   "sluice_txn_open", "sluice_txn_aborted"):
@@ -311,6 +312,7 @@ def test_catalog_upgrades_from_version_2(pg):
     assert pg.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = "
                       "'sluice_batches' AND column_name = 'append_time_ms'") == [(1,)]
     assert pg.execute("SELECT count(*) FROM sluice_job_leases") == [(0,)]
+    assert pg.execute("SELECT count(*) FROM sluice_group_coordinators") == [(0,)]
     assert [r[0] for r in pg.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_name = 'sluice_job_leases' "
         "AND (column_name LIKE 'seen_%' OR column_name = 'wake_ms') ORDER BY 1")] == [

@@ -1,7 +1,7 @@
 """Shared mode's metadata stores and broker leases (src/shared/pg_*_store, broker_registry)
 against Debian's PostgreSQL 15 in a private cluster (postgres_helpers.py). The tests are
 C++ (tests/unit/shared/metadata_stores_test.cc, one test for the local and the shared
-implementation of each store, and shared_catalog_test.cc); without a database their
+implementation of each store, shared_catalog_test.cc and group_fence_test.cc); without a database their
 PostgreSQL half skips, so this file starts one, runs the binary with SLUICE_TEST_PG_URL
 set and fails on any failure or skip."""
 
@@ -35,9 +35,11 @@ def test_stores_and_leases_against_postgresql(pg):
     passed = int(re.search(r"\[  PASSED  \] (\d+) tests?", out).group(1))
     local = len(re.findall(r"\[       OK \] (?:metadata|security)_stores/local\.", out))
     postgresql = len(re.findall(r"\[       OK \] (?:metadata|security)_stores/postgresql\.", out))
-    shared_only = len(re.findall(r"\[       OK \] (?:shared_catalog|broker_leases|shared_security)\.", out))
+    shared_only = len(re.findall(r"\[       OK \] (?:shared_catalog|broker_leases|shared_security|group_fence_test)\.", out))
     # Every behavioural test ran against both implementations, and the shared-only ones ran.
-    assert local >= 12 and postgresql == local and shared_only >= 6, out[-4000:]
+    assert local >= 12 and postgresql == local and shared_only >= 9, out[-4000:]
+    # The group coordinator epochs' tests (group_fence_test.cc) among them.
+    assert len(re.findall(r"\[       OK \] group_fence_test\.", out)) == 3, out[-4000:]
     assert passed == local + postgresql + shared_only, out[-4000:]
     # The tables are the documented version's.
     assert pg.execute("SELECT version FROM sluice_catalog_version") == [(CATALOG_VERSION,)]

@@ -11,8 +11,7 @@ void handle_delete_groups(const request_context& ctx, request_body body) {
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
     auto resp = std::make_shared<protocol::delete_groups_response>();
-    std::vector<catalog::offset_write> writes;
-    std::vector<std::string> deleted;
+    std::vector<size_t> deleting;  // indexes into resp->results
     for (const auto& id : req.groups_names) {
         auto& consumer = b.consumer_groups();
         error_code e = id.empty() ? (ctx.allowed(security::resource_kind::group, id)
@@ -29,26 +28,30 @@ void handle_delete_groups(const request_context& ctx, request_body body) {
                 : consumer.is_consumer_group(id) ? error_code::none
                                                  : b.groups().check_delete_group(id);
         resp->results.push_back({id, code(e)});
-        if (e != error_code::none) continue;
-        catalog::stored_offset row;
-        row.group_id = id;
-        writes.push_back({catalog::offset_write::kind::erase_group, std::move(row)});
-        deleted.push_back(id);
+        if (e == error_code::none) deleting.push_back(resp->results.size() - 1);
     }
-    if (writes.empty()) return ctx.respond(*resp);
-    b.store_offsets(
-        std::move(writes), [ctx, resp, deleted = std::move(deleted)](const result<void>& r) {
-            for (auto& res : resp->results) {
-                if (res.error_code != 0) continue;
-                if (r) {
-                    ctx.b.groups().delete_group(res.group_id);
-                    ctx.b.consumer_groups().erase_group(res.group_id);
-                } else
-                    res.error_code = code(error_code::kafka_storage_error);
+    if (deleting.empty()) return ctx.respond(*resp);
+    // One write per group, so that each learns its own outcome (in shared mode another
+    // broker may have taken one of them over); the offset writer still commits those
+    // queued together in one transaction.
+    auto left = std::make_shared<size_t>(deleting.size());
+    for (size_t i : deleting) {
+        catalog::stored_offset row;
+        row.group_id = resp->results[i].group_id;
+        std::vector<catalog::offset_write> writes;
+        writes.push_back({catalog::offset_write::kind::erase_group, std::move(row)});
+        b.store_offsets(std::move(writes), [ctx, resp, left, i](const result<void>& r) {
+            auto& res = resp->results[i];
+            if (r) {
+                ctx.b.groups().delete_group(res.group_id);
+                ctx.b.consumer_groups().erase_group(res.group_id);
+                log_info("group", "{}: deleted group '{}'", ctx.client(), res.group_id);
+            } else {
+                res.error_code = code(offset_write_error(r.err()));
             }
-            if (r) log_info("group", "{}: deleted {} groups", ctx.client(), deleted.size());
-            ctx.respond(*resp);
+            if (--*left == 0) ctx.respond(*resp);
         });
+    }
 }
 
 }  // namespace sluice::broker

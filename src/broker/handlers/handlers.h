@@ -71,6 +71,14 @@ inline protocol::error_code storage_error_or(errc e, protocol::error_code otherw
     return e == errc::io_error ? protocol::error_code::kafka_storage_error : otherwise;
 }
 
+// A group's committed offsets that could not be stored: NOT_COORDINATOR when another
+// broker took the group over (errc::fenced, shared mode: the client finds the new
+// coordinator), else KAFKA_STORAGE_ERROR (retriable).
+inline protocol::error_code offset_write_error(const error& e) {
+    return e.code == errc::fenced ? protocol::error_code::not_coordinator
+                                  : protocol::error_code::kafka_storage_error;
+}
+
 // Why a request for the group is refused before the group is looked at: NONE, or
 // GROUP_AUTHORIZATION_FAILED (logged), or in shared mode NOT_COORDINATOR,
 // COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS (broker::

@@ -76,7 +76,7 @@ void handle_offset_commit(const request_context& ctx, request_body body) {
         } else {
             for (auto& t : resp->topics)
                 for (auto& p : t.partitions)
-                    if (p.error_code == 0) p.error_code = code(error_code::kafka_storage_error);
+                    if (p.error_code == 0) p.error_code = code(offset_write_error(r.err()));
         }
         ctx.respond(*resp);
     });

@@ -50,7 +50,7 @@ void handle_offset_delete(const request_context& ctx, request_body body) {
         if (r) {
             ctx.b.groups().erase_offsets(group_id, erased);
         } else {
-            resp->error_code = code(error_code::kafka_storage_error);
+            resp->error_code = code(offset_write_error(r.err()));
             resp->topics.clear();
         }
         ctx.respond(*resp);

@@ -278,7 +278,7 @@ void coordinator::finish_classic_join(group_data& g, member_data& m, bool change
     if (!changed) return cb(r);
     g.state_ms = _clock.wall_ms();
     store(g, [cb = std::move(cb), r](const result<void>& stored) {
-        if (!stored) return cb(join_error(error_code::coordinator_not_available, r.member_id));
+        if (!stored) return cb(join_error(write_failure_code(stored.err()), r.member_id));
         cb(r);
     });
 }

@@ -166,7 +166,7 @@ void coordinator::heartbeat(heartbeat_request req, heartbeat_callback cb) {
     store(g, [cb = std::move(cb), r](const result<void>& stored) mutable {
         if (!stored) {
             heartbeat_result e;
-            e.error = error_code::coordinator_not_available;
+            e.error = write_failure_code(stored.err());
             e.message = "the group state could not be stored: " + stored.err().message;
             e.member_id = r.member_id;
             return cb(e);
