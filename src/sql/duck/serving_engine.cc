@@ -4,6 +4,7 @@
 #include <system_error>
 #include <thread>
 
+#include "sql/budget.h"
 #include "sql/duck/pg_catalog.h"
 #include "sql/duck/pg_shape.h"
 #include "sql/duck/serving.h"
@@ -41,6 +42,8 @@ outcome<std::shared_ptr<duck::engine>> open_serving_database(
     const engine_options& opts, const std::filesystem::path& file,
     const std::filesystem::path& export_dir) {
     if (!opts.logs) return query_error{failure::internal, "duckdb engine: no partition logs"};
+    // The bounds its sessions' memory is charged against (duck/session_memory.h).
+    set_resource_bounds(opts.bounds);
     // The temp directory starts empty: what a previous run left there is nobody's.
     const auto tmp = opts.data_dir / "sql-duck-tmp";
     std::error_code ec;

@@ -176,6 +176,24 @@ std::string first_word(std::string_view s) {
     return w;
 }
 
+// Whether a statement's tasks are charged to its session: queries and the statements that
+// change data or make tables, whose autocommit happens after their tasks. Not the others:
+// COMMIT runs inside a task, and so would a checkpoint; no commit meets a refusal.
+bool charged(d::StatementType t) {
+    switch (t) {
+        case d::StatementType::SELECT_STATEMENT:
+        case d::StatementType::INSERT_STATEMENT:
+        case d::StatementType::UPDATE_STATEMENT:
+        case d::StatementType::DELETE_STATEMENT:
+        case d::StatementType::CREATE_STATEMENT:
+        case d::StatementType::COPY_STATEMENT:
+        case d::StatementType::EXPLAIN_STATEMENT:
+            return true;
+        default:
+            return false;
+    }
+}
+
 class serving_statement final : public sql::statement {
   public:
     serving_statement(serving_session& s, std::string text, d::unique_ptr<d::PreparedStatement> p)
@@ -260,6 +278,7 @@ std::optional<query_error> serving_statement::start() {
     }
     if (auto e = _s.start_statement()) return e;
     _running = true;
+    _s.charge_tasks(charged(_prep->GetStatementType()));
     _rows = 0;
     _changes = 0;
     auto pending = _prep->PendingQuery(_params, true);
@@ -359,8 +378,9 @@ sql::statement::step_state serving_statement::step() {
 }  // namespace
 
 serving_session::serving_session(engine::impl& db, const engine_options& opts, watchdog& dog)
-    : _db(db), _opts(opts), _dog(dog), _limits(opts.defaults) {
+    : _db(db), _opts(opts), _dog(dog), _account(budget_account::acquire()), _limits(opts.defaults) {
     _con = std::make_unique<d::Connection>(*_db.db);
+    _charging = std::make_unique<task_charging>(*_con, _account);
     _ctx.set_access(opts.gate, security::principal{});
     {
         std::lock_guard lk(_db.mu);
@@ -376,6 +396,7 @@ serving_session::~serving_session() {
         _db.sessions.erase(_con->context.get());
     }
     _con.reset();
+    budget_account::release(_account);
 }
 
 void serving_session::set_principal(security::principal p) {
@@ -402,6 +423,7 @@ std::optional<query_error> serving_session::start_statement() {
         _ctx.begin_statement();
     }
     _run.interrupted.store(0);
+    _account->clear_refusal();
     _run.deadline_ns.store(
         now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(_limits.timeout).count());
     return std::nullopt;
@@ -421,12 +443,19 @@ query_error serving_session::error_for(const d::ErrorData& e) {
     if (e.Type() == d::ExceptionType::INTERRUPT)
         return {failure::canceled, "canceling statement due to user request"};
     const auto& msg = e.RawMessage();
-    if (e.Type() == d::ExceptionType::OUT_OF_MEMORY)
-        return {msg.find("temp") != std::string::npos ? failure::temp_exhausted
-                                                      : failure::memory_exhausted,
-                fmt::format("{} (every session's memory together: --sql-memory; temporary files: "
-                            "--sql-temp-bytes)",
-                            one_line(e.Message()))};
+    if (e.Type() == d::ExceptionType::OUT_OF_MEMORY) {
+        // A bound of ours refused a block (duck/session_memory.h), or DuckDB's buffer pool
+        // (memory_limit) or temp directory (max_temp_directory_size) is full.
+        auto q = refusal_error(_account->refusal());
+        if (!q)
+            q = query_error{msg.find("temp") != std::string::npos ? failure::temp_exhausted
+                                                                 : failure::memory_exhausted,
+                            fmt::format("{} (every session's memory together: --sql-memory; "
+                                        "temporary files: --sql-temp-bytes)",
+                                        one_line(e.Message()))};
+        if (q->kind != failure::program_limit) log_refusal(*q, _ctx.principal());
+        return *q;
+    }
     // DuckDB's max_expression_depth, 1000 as SQLite's SQLITE_LIMIT_EXPR_DEPTH: the same bound.
     if (e.Type() == d::ExceptionType::PARSER && msg.find("expression depth") != std::string::npos)
         return {failure::program_limit, "Expression tree is too large (maximum depth 1000)"};
@@ -476,7 +505,13 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
         pg_catalog_statement(*first, text);
         std::string own = text.substr(first->stmt_location, end - first->stmt_location);
         _bound_topics.clear();
-        auto prep = _con->Prepare(std::move(first));
+        _account->clear_refusal();
+        d::unique_ptr<d::PreparedStatement> prep;
+        {
+            // DuckDB computes constant expressions while planning.
+            memory_scope charged(_account);
+            prep = _con->Prepare(std::move(first));
+        }
         if (prep->HasError()) return hinted(error_for(prep->GetErrorObject()));
         if (prep->GetNames().size() > max_result_columns)
             return query_error{

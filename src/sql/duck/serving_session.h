@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "sql/budget.h"
 #include "sql/duck/duck_internal.h"
+#include "sql/duck/session_memory.h"
 #include "sql/engine.h"
 #include "sql/sqlite_engine.h"
 #include "sql/statement_context.h"
@@ -61,14 +63,21 @@ class serving_session final : public sql::session {
     // (expansion targets, duck/table_access.h), and their check before a run.
     const std::vector<std::string>& bound_topics() const { return _bound_topics; }
     std::optional<query_error> check_topics(const std::vector<std::string>& topics);
-    // DuckDB's error as the interface's, told apart by why the watchdog interrupted.
+    // DuckDB's error as the interface's, told apart by why the watchdog interrupted and
+    // which bound refused memory (duck/session_memory.h).
     query_error error_for(const d::ErrorData& e);
+    // The statement's memory is charged to the session unless it is transaction control.
+    void charge_tasks(bool on) { _charging->enable(on); }
 
   private:
     engine::impl& _db;
     const engine_options& _opts;
     watchdog& _dog;
+    // What the session's statements hold outside DuckDB's buffer pool; released after the
+    // connection closes.
+    budget_account* _account;
     std::unique_ptr<d::Connection> _con;
+    std::unique_ptr<task_charging> _charging;
     statement_context _ctx;
     std::mutex _mu;  // guards _ctx against DuckDB's threads
     scan_counters _counters;
