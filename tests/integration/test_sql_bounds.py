@@ -363,7 +363,8 @@ class FdWatch:
 
 
 # DuckDB: a hash join spills its build side when memory_limit (--sql-memory) is short.
-# 2,000,000 rows of about 100 bytes a side: some 150 MB of temp files; 500,000: a few MB.
+# 2,000,000 rows of about 100 bytes a side with 48 MiB: some 270 MB of temp files
+# (measured); 500,000: some 40 MB.
 def duck_join(n):
     return ("SELECT count(*), sum(a.x) FROM (SELECT x, md5(x::VARCHAR) || repeat('y', 60) AS p "
             "FROM range(%d) t(x)) a JOIN (SELECT x, md5(x::VARCHAR) AS q FROM range(%d) t(x)) b "

@@ -118,8 +118,7 @@ if(SLUICE_DUCKDB)
   # inspector and unique constraints, JDBC's DatabaseMetaData (pg_type) and the
   # SQLite-only user schema bound (the catalog tests named here run
   # no JVM, so this test takes no jvm lock); of
-  # test_sql_bounds, the temp-file test (DuckDB 1.5.6 writes a hash join's spill past
-  # max_temp_directory_size, measured) and the test of SQLite's own functions and statement (fts3_tokenizer,
+  # test_sql_bounds, the test of SQLite's own functions and statement (fts3_tokenizer,
   # load_extension, VACUUM), which DuckDB has not (its LOAD, INSTALL and ATTACH are refused:
   # tests/unit/sql_duck/serving_test.cc) (docs/design/sql-engine.md, Not done yet).
   set(duckdb_sql_tests
@@ -132,7 +131,6 @@ if(SLUICE_DUCKDB)
     test_sql_catalog.py::test_catalog_lists_only_what_the_user_may_see
     test_sql_catalog.py::test_describe_table test_sql_catalog.py::test_many_topics
     test_sql_catalog.py::test_expansion_target_in_the_catalog
-    --deselect test_sql_bounds.py::test_temp_files_bounded_inside_data_dir
     --deselect test_sql_bounds.py::test_dangerous_functions_and_vacuum_refused)
   add_test(NAME integration.duckdb.sql
     COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider

@@ -19,7 +19,7 @@ namespace {
 class serving_engine final : public sql::engine {
   public:
     serving_engine(const engine_options& o, std::shared_ptr<duck::engine> e)
-        : _opts(o), _duck(std::move(e)) {
+        : _opts(o), _duck(std::move(e)), _dog(o.data_dir / "sql-duck-tmp", o.bounds.total_temp) {
         _duck->set_table_guard(o.guard);
     }
     ~serving_engine() override = default;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cctype>
 #include <filesystem>
 #include <thread>
@@ -440,6 +442,12 @@ query_error serving_session::error_for(const d::ErrorData& e) {
         return {failure::timeout,
                 fmt::format("canceling statement due to statement timeout ({} ms)",
                             _limits.timeout.count())};
+    if (e.Type() == d::ExceptionType::INTERRUPT &&
+        why == 1 + static_cast<int>(failure::temp_exhausted)) {
+        auto q = *refusal_error(budget_refusal::total_temp);
+        log_refusal(q, _ctx.principal());
+        return q;
+    }
     if (e.Type() == d::ExceptionType::INTERRUPT)
         return {failure::canceled, "canceling statement due to user request"};
     const auto& msg = e.RawMessage();
@@ -534,7 +542,22 @@ std::optional<query_error> serving_session::check_topics(const std::vector<std::
 
 // ---- watchdog ----
 
-watchdog::watchdog() : _thread([this] { loop(); }) {}
+watchdog::watchdog(std::filesystem::path temp_dir, uint64_t temp_bytes)
+    : _temp_dir(std::move(temp_dir)), _temp_bytes(temp_bytes), _thread([this] { loop(); }) {}
+
+bool watchdog::temp_full() {
+    if (_temp_dir.empty() || _temp_bytes == 0) return false;
+    const auto now = now_ns();
+    if (now < _next_temp_check_ns) return false;
+    _next_temp_check_ns = now + 20'000'000;  // 20 ms: a directory of a few files
+    uint64_t used = 0;
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(_temp_dir, ec)) {
+        struct stat st {};
+        if (::stat(f.path().c_str(), &st) == 0) used += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+    return used > _temp_bytes;
+}
 
 watchdog::~watchdog() {
     {
@@ -560,6 +583,7 @@ void watchdog::loop() {
     while (!_stop) {
         _cv.wait_for(lk, std::chrono::milliseconds(5));
         const auto now = now_ns();
+        const bool full = temp_full();
         for (auto& [r, c] : _sessions) {
             const auto deadline = r->deadline_ns.load();
             if (deadline == 0 || r->interrupted.load() != 0) continue;
@@ -568,6 +592,8 @@ void watchdog::loop() {
                 why = failure::canceled;
             else if (now > deadline)
                 why = failure::timeout;
+            else if (full)  // which statement writes there DuckDB does not say: every one
+                why = failure::temp_exhausted;
             else
                 continue;
             r->interrupted.store(1 + static_cast<int>(why));

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -88,16 +89,22 @@ class serving_session final : public sql::session {
 };
 
 // Interrupts the connections whose statement ran past its deadline or was canceled,
-// checking every few milliseconds on a thread of its own.
+// checking every few milliseconds on a thread of its own; and every running statement
+// when DuckDB's temp directory holds more than `temp_bytes` (DuckDB 1.5.6 writes a hash
+// join's spill past its own max_temp_directory_size), measured every 20 ms.
 class watchdog {
   public:
-    watchdog();
+    explicit watchdog(std::filesystem::path temp_dir = {}, uint64_t temp_bytes = 0);
     ~watchdog();
     void add(run_state* r, d::Connection* c);
     void remove(run_state* r);
 
   private:
     void loop();
+    bool temp_full();
+    std::filesystem::path _temp_dir;
+    uint64_t _temp_bytes;
+    int64_t _next_temp_check_ns = 0;
     std::mutex _mu;
     std::vector<std::pair<run_state*, d::Connection*>> _sessions;
     bool _stop = false;
