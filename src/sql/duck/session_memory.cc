@@ -179,6 +179,9 @@ charge_target charged_to(d::PrivateAllocatorData* p, d::idx_t n) {
     budget_account* a = current_account();
     auto* db = a ? dynamic_cast<database_allocator*>(p) : nullptr;
     if (!db) return {a};
+    // Reading the stack costs microseconds: only for the database allocator's large blocks
+    // (an arena's chunks double, so its large memory comes in large chunks).
+    if (n < stack_checked_block_bytes) return {};
     const auto f = arena_callers().check();
     if (!f.arena) return {};
     if (!f.pooled) return {a};

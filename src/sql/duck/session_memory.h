@@ -43,6 +43,8 @@ class ClientContextState;
 namespace sluice::sql::duck {
 
 inline constexpr uint64_t charged_block_bytes = 4096;
+// The database allocator's blocks smaller than this are not charged (see the .cc).
+inline constexpr uint64_t stack_checked_block_bytes = 256 << 10;
 
 // Once per process, before the first database opens (later calls do nothing).
 void install_memory_accounting();
