@@ -4,12 +4,15 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
+
+#include "common/logging.h"
 
 namespace sluice::sql {
 
@@ -108,8 +111,8 @@ void budget_shutdown(void*) {}
 }  // namespace
 
 bool budget_account::refuse(budget_refusal why, uint64_t n) {
-    _refusal = why;
-    _refused_bytes = n;
+    _refusal.store(why, std::memory_order_relaxed);
+    _refused_bytes.store(n, std::memory_order_relaxed);
     return false;
 }
 
@@ -180,7 +183,7 @@ void budget_account::release(budget_account* a) {
     a->_generation.fetch_add(1, std::memory_order_relaxed);
     a->_memory.store(0, std::memory_order_relaxed);
     a->_temp.store(0, std::memory_order_relaxed);
-    a->_refusal = budget_refusal::none;
+    a->clear_refusal();
     std::lock_guard lock(g_pool_mu);
     a->_next_free = g_free;
     g_free = a;
@@ -237,6 +240,59 @@ std::string format_bytes(uint64_t n) {
         ++u;
     }
     return fmt::format("{:g} {}", v, units[u]);
+}
+
+std::optional<query_error> refusal_error(budget_refusal why) {
+    const auto& b = g_bounds;
+    switch (why) {
+        case budget_refusal::total_memory:
+            return query_error{
+                failure::memory_exhausted,
+                fmt::format("out of memory: SQL sessions together hold the {} they may use "
+                            "(--sql-memory); try again when other statements finish",
+                            format_bytes(b.total_memory))};
+        case budget_refusal::session_memory:
+            return query_error{failure::memory_limit,
+                               fmt::format("out of memory: the statement needs more than the {} "
+                                           "a SQL session may use (--sql-session-memory)",
+                                           format_bytes(b.session_memory))};
+        case budget_refusal::total_temp:
+            return query_error{
+                failure::temp_exhausted,
+                fmt::format("temporary files of SQL sessions together would exceed {} "
+                            "(--sql-temp-bytes); try again when other statements finish",
+                            format_bytes(b.total_temp))};
+        case budget_refusal::session_temp:
+            return query_error{
+                failure::temp_limit,
+                fmt::format("temporary file size exceeds the {} a SQL session may use "
+                            "(--sql-session-temp-bytes): a sort or temporary table too large",
+                            format_bytes(b.session_temp))};
+        case budget_refusal::value_length:
+            return query_error{
+                failure::program_limit,
+                fmt::format("a string or blob would be longer than {} (--sql-max-value-bytes)",
+                            format_bytes(static_cast<uint64_t>(b.max_value_bytes)))};
+        case budget_refusal::none:
+            break;
+    }
+    return std::nullopt;
+}
+
+void log_refusal(const query_error& e, const security::principal& who) {
+    static std::atomic<int64_t> next_ms{0};
+    static std::atomic<uint64_t> quiet{0};
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    int64_t due = next_ms.load(std::memory_order_relaxed);
+    if (now < due || !next_ms.compare_exchange_strong(due, now + 1000)) {
+        quiet.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    const uint64_t more = quiet.exchange(0, std::memory_order_relaxed);
+    log_warn("sql", "statement of {} refused ({}): {}{}", who.to_string(), sqlstate(e.kind),
+             e.message, more ? fmt::format(" ({} more refusals unlogged)", more) : "");
 }
 
 }  // namespace sluice::sql

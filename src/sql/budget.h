@@ -21,7 +21,11 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+
+#include "security/authorizer.h"
+#include "sql/engine.h"
 
 namespace sluice::sql {
 
@@ -42,8 +46,17 @@ struct resource_bounds {
     uint32_t threads = 0;
 };
 
-// Which bound refused the last allocation or temporary write of an account.
-enum class budget_refusal { none, session_memory, total_memory, session_temp, total_temp };
+// Which bound refused the last allocation or temporary write of an account. value_length:
+// one block longer than a value may be (the DuckDB engine's check of a value being
+// computed, duck/session_memory.h; SQLite checks its length limit itself).
+enum class budget_refusal {
+    none,
+    session_memory,
+    total_memory,
+    session_temp,
+    total_temp,
+    value_length
+};
 
 // One user session's share. Accounts are pooled and never freed: a block freed after its
 // session ended (SQLite frees everything of a connection when it closes, so only a block
@@ -58,10 +71,12 @@ class budget_account {
 
     uint64_t memory_used() const { return _memory.load(std::memory_order_relaxed); }
     uint64_t temp_used() const { return _temp.load(std::memory_order_relaxed); }
-    budget_refusal refusal() const { return _refusal; }
-    uint64_t refused_bytes() const { return _refused_bytes; }
+    budget_refusal refusal() const { return _refusal.load(std::memory_order_relaxed); }
+    uint64_t refused_bytes() const { return _refused_bytes.load(std::memory_order_relaxed); }
     // Forgets the last refusal: a statement starts.
-    void clear_refusal() { _refusal = budget_refusal::none; }
+    void clear_refusal() { _refusal.store(budget_refusal::none, std::memory_order_relaxed); }
+    // Records a refusal made outside the account's own checks (value_length).
+    bool refuse(budget_refusal why, uint64_t n);
 
     // --- for the allocator and the VFS ---
     bool charge_memory(uint64_t n);
@@ -71,13 +86,12 @@ class budget_account {
     uint32_t generation() const { return _generation.load(std::memory_order_relaxed); }
 
   private:
-    bool refuse(budget_refusal why, uint64_t n);
-
     std::atomic<uint64_t> _memory{0};
     std::atomic<uint64_t> _temp{0};
     std::atomic<uint32_t> _generation{0};
-    budget_refusal _refusal = budget_refusal::none;  // written on the session's thread only
-    uint64_t _refused_bytes = 0;
+    // Atomic: DuckDB charges a session's statement on its worker threads too.
+    std::atomic<budget_refusal> _refusal{budget_refusal::none};
+    std::atomic<uint64_t> _refused_bytes{0};
     budget_account* _next_free = nullptr;
 };
 
@@ -114,5 +128,12 @@ std::string install_temp_vfs(const std::filesystem::path& temp_dir, std::string*
 
 // "256 MiB", "1.5 GiB", "1000 bytes": for messages naming a bound.
 std::string format_bytes(uint64_t n);
+
+// The error of a refusal by one of the bounds, in the words of both engines (nullopt for
+// none): 53200 for memory, 53400 for temporary files, 54000 for a value's length.
+std::optional<query_error> refusal_error(budget_refusal why);
+// Logs a statement refused by a bound, once a second at most (a client can hit a bound in
+// a loop).
+void log_refusal(const query_error& e, const security::principal& who);
 
 }  // namespace sluice::sql

@@ -7,12 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <limits>
 
-#include "common/logging.h"
 #include "sql/sql_text.h"
 #include "sql/sqlite_session.h"
 
@@ -53,23 +50,6 @@ constexpr const char* limit_messages[] = {
     "parser stack overflow",     "too many FROM clause terms",   "too many levels of trigger",
     "at most 64 tables in a join",
 };
-
-// One log line per second at most: a client can hit a bound in a loop.
-void log_refusal(const query_error& e, const security::principal& who) {
-    static std::atomic<int64_t> next_ms{0};
-    static std::atomic<uint64_t> quiet{0};
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
-    int64_t due = next_ms.load(std::memory_order_relaxed);
-    if (now < due || !next_ms.compare_exchange_strong(due, now + 1000)) {
-        quiet.fetch_add(1, std::memory_order_relaxed);
-        return;
-    }
-    const uint64_t more = quiet.exchange(0, std::memory_order_relaxed);
-    log_warn("sql", "statement of {} refused ({}): {}{}", who.to_string(), sqlstate(e.kind),
-             e.message, more ? fmt::format(" ({} more refusals unlogged)", more) : "");
-}
 
 }  // namespace
 
@@ -124,46 +104,22 @@ std::optional<query_error> sqlite_session::resource_error(int rc,
 }
 
 std::optional<query_error> sqlite_session::bound_error(int rc, const std::string& msg) const {
-    const auto& b = current_resource_bounds();
     const budget_refusal why = _account->refusal();
     switch (rc & 0xff) {
         case SQLITE_NOMEM:
-            if (why == budget_refusal::total_memory)
-                return query_error{
-                    failure::memory_exhausted,
-                    fmt::format("out of memory: SQL sessions together hold the {} they may "
-                                "use (--sql-memory); try again when other statements finish",
-                                format_bytes(b.total_memory))};
-            if (why == budget_refusal::session_memory)
-                return query_error{
-                    failure::memory_limit,
-                    fmt::format("out of memory: the statement needs more than the {} a SQL "
-                                "session may use (--sql-session-memory)",
-                                format_bytes(b.session_memory))};
+            if (why == budget_refusal::total_memory || why == budget_refusal::session_memory)
+                return refusal_error(why);
             return query_error{failure::memory_exhausted, "out of memory"};
         case SQLITE_FULL:
-            if (why == budget_refusal::total_temp)
-                return query_error{
-                    failure::temp_exhausted,
-                    fmt::format("temporary files of SQL sessions together would exceed {} "
-                                "(--sql-temp-bytes); try again when other statements finish",
-                                format_bytes(b.total_temp))};
-            if (why == budget_refusal::session_temp)
-                return query_error{
-                    failure::temp_limit,
-                    fmt::format("temporary file size exceeds the {} a SQL session may use "
-                                "(--sql-session-temp-bytes): a sort or temporary table too large",
-                                format_bytes(b.session_temp))};
+            if (why == budget_refusal::total_temp || why == budget_refusal::session_temp)
+                return refusal_error(why);
             return query_error{failure::disk_full, msg};  // the data directory's disk
         case SQLITE_TOOBIG:
             if (msg.find("statement too long") != std::string::npos)
                 return query_error{failure::program_limit,
                                    fmt::format("the SQL text is longer than {}",
                                                format_bytes(max_sql_length))};
-            return query_error{
-                failure::program_limit,
-                fmt::format("a string or blob would be longer than {} (--sql-max-value-bytes)",
-                            format_bytes(static_cast<uint64_t>(b.max_value_bytes)))};
+            return refusal_error(budget_refusal::value_length);
         case SQLITE_IOERR:
             if (no_space(rc)) return query_error{failure::disk_full, msg};
             return std::nullopt;

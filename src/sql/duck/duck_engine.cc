@@ -8,6 +8,7 @@
 #include "duckdb.hpp"
 #include "sql/duck/catalog_views.h"
 #include "sql/duck/duck_internal.h"
+#include "sql/duck/session_memory.h"
 #include "sql/duck/sluice_tables.h"
 #include "sql/duck/topic_scan.h"
 
@@ -66,8 +67,11 @@ engine::~engine() = default;
 outcome<std::unique_ptr<engine>> engine::open(const options& o) {
     if (!o.logs) return query_error{failure::internal, "duck engine: no log manager"};
     auto i = std::make_unique<impl>();
+    install_memory_accounting();
     try {
         d::DBConfig config;
+        // Sessions' string heaps charged to them (duck/session_memory.h).
+        config.allocator = database_allocator_for_sessions();
         // Bounded memory and temp space, the temp files under the data directory (set
         // first: with external access off, DuckDB refuses to change temp_directory); no
         // file, network or extension access from SQL; then nothing can be SET again.
@@ -96,6 +100,7 @@ outcome<std::unique_ptr<engine>> engine::open(const options& o) {
         i->access.find = [self](d::ClientContext& c) { return self->find(c); };
         add_table_access(config, i->access);
         i->db = std::make_shared<d::DuckDB>(o.file.empty() ? nullptr : o.file.c_str(), &config);
+        attach_pool(*i->db->instance);
         register_topic_scan(*i->db->instance, names.topic_scan(),
                             [self](d::ClientContext& c) { return self->find(c); });
         register_system_scan(*i->db->instance, names,

@@ -4,6 +4,7 @@
 #include <system_error>
 #include <thread>
 
+#include "sql/budget.h"
 #include "sql/duck/pg_catalog.h"
 #include "sql/duck/pg_shape.h"
 #include "sql/duck/serving.h"
@@ -18,7 +19,7 @@ namespace {
 class serving_engine final : public sql::engine {
   public:
     serving_engine(const engine_options& o, std::shared_ptr<duck::engine> e)
-        : _opts(o), _duck(std::move(e)) {
+        : _opts(o), _duck(std::move(e)), _dog(o.data_dir / "sql-duck-tmp", o.bounds.total_temp) {
         _duck->set_table_guard(o.guard);
     }
     ~serving_engine() override = default;
@@ -41,6 +42,8 @@ outcome<std::shared_ptr<duck::engine>> open_serving_database(
     const engine_options& opts, const std::filesystem::path& file,
     const std::filesystem::path& export_dir) {
     if (!opts.logs) return query_error{failure::internal, "duckdb engine: no partition logs"};
+    // The bounds its sessions' memory is charged against (duck/session_memory.h).
+    set_resource_bounds(opts.bounds);
     // The temp directory starts empty: what a previous run left there is nobody's.
     const auto tmp = opts.data_dir / "sql-duck-tmp";
     std::error_code ec;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cctype>
 #include <filesystem>
 #include <thread>
@@ -212,6 +214,24 @@ std::string first_word(std::string_view s) {
     return w;
 }
 
+// Whether a statement's tasks are charged to its session: queries and the statements that
+// change data or make tables, whose autocommit happens after their tasks. Not the others:
+// COMMIT runs inside a task, and so would a checkpoint; no commit meets a refusal.
+bool charged(d::StatementType t) {
+    switch (t) {
+        case d::StatementType::SELECT_STATEMENT:
+        case d::StatementType::INSERT_STATEMENT:
+        case d::StatementType::UPDATE_STATEMENT:
+        case d::StatementType::DELETE_STATEMENT:
+        case d::StatementType::CREATE_STATEMENT:
+        case d::StatementType::COPY_STATEMENT:
+        case d::StatementType::EXPLAIN_STATEMENT:
+            return true;
+        default:
+            return false;
+    }
+}
+
 class serving_statement final : public sql::statement {
   public:
     serving_statement(serving_session& s, std::string text, d::unique_ptr<d::PreparedStatement> p)
@@ -296,6 +316,7 @@ std::optional<query_error> serving_statement::start() {
     }
     if (auto e = _s.start_statement()) return e;
     _running = true;
+    _s.charge_tasks(charged(_prep->GetStatementType()));
     _rows = 0;
     _changes = 0;
     auto pending = _prep->PendingQuery(_params, true);
@@ -395,8 +416,9 @@ sql::statement::step_state serving_statement::step() {
 }  // namespace
 
 serving_session::serving_session(engine::impl& db, const engine_options& opts, watchdog& dog)
-    : _db(db), _opts(opts), _dog(dog), _limits(opts.defaults) {
+    : _db(db), _opts(opts), _dog(dog), _account(budget_account::acquire()), _limits(opts.defaults) {
     _con = std::make_unique<d::Connection>(*_db.db);
+    _charging = std::make_unique<task_charging>(*_con, _account);
     _ctx.set_access(opts.gate, security::principal{});
     {
         std::lock_guard lk(_db.mu);
@@ -412,6 +434,7 @@ serving_session::~serving_session() {
         _db.sessions.erase(_con->context.get());
     }
     _con.reset();
+    budget_account::release(_account);
 }
 
 void serving_session::set_principal(security::principal p) {
@@ -438,6 +461,7 @@ std::optional<query_error> serving_session::start_statement() {
         _ctx.begin_statement();
     }
     _run.interrupted.store(0);
+    _account->clear_refusal();
     _run.deadline_ns.store(
         now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(_limits.timeout).count());
     return std::nullopt;
@@ -454,15 +478,28 @@ query_error serving_session::error_for(const d::ErrorData& e) {
         return {failure::timeout,
                 fmt::format("canceling statement due to statement timeout ({} ms)",
                             _limits.timeout.count())};
+    if (e.Type() == d::ExceptionType::INTERRUPT &&
+        why == 1 + static_cast<int>(failure::temp_exhausted)) {
+        auto q = *refusal_error(budget_refusal::total_temp);
+        log_refusal(q, _ctx.principal());
+        return q;
+    }
     if (e.Type() == d::ExceptionType::INTERRUPT)
         return {failure::canceled, "canceling statement due to user request"};
     const auto& msg = e.RawMessage();
-    if (e.Type() == d::ExceptionType::OUT_OF_MEMORY)
-        return {msg.find("temp") != std::string::npos ? failure::temp_exhausted
-                                                      : failure::memory_exhausted,
-                fmt::format("{} (every session's memory together: --sql-memory; temporary files: "
-                            "--sql-temp-bytes)",
-                            one_line(e.Message()))};
+    if (e.Type() == d::ExceptionType::OUT_OF_MEMORY) {
+        // A bound of ours refused a block (duck/session_memory.h), or DuckDB's buffer pool
+        // (memory_limit) or temp directory (max_temp_directory_size) is full.
+        auto q = refusal_error(_account->refusal());
+        if (!q)
+            q = query_error{msg.find("temp") != std::string::npos ? failure::temp_exhausted
+                                                                 : failure::memory_exhausted,
+                            fmt::format("{} (every session's memory together: --sql-memory; "
+                                        "temporary files: --sql-temp-bytes)",
+                                        one_line(e.Message()))};
+        if (q->kind != failure::program_limit) log_refusal(*q, _ctx.principal());
+        return *q;
+    }
     // DuckDB's max_expression_depth, 1000 as SQLite's SQLITE_LIMIT_EXPR_DEPTH: the same bound.
     if (e.Type() == d::ExceptionType::PARSER && msg.find("expression depth") != std::string::npos)
         return {failure::program_limit, "Expression tree is too large (maximum depth 1000)"};
@@ -512,7 +549,13 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_vi
         pg_catalog_statement(*first, text);
         std::string own = text.substr(first->stmt_location, end - first->stmt_location);
         _bound_topics.clear();
-        auto prep = _con->Prepare(std::move(first));
+        _account->clear_refusal();
+        d::unique_ptr<d::PreparedStatement> prep;
+        {
+            // DuckDB computes constant expressions while planning.
+            memory_scope charged(_account);
+            prep = _con->Prepare(std::move(first));
+        }
         if (prep->HasError()) return hinted(error_for(prep->GetErrorObject()));
         if (prep->GetNames().size() > max_result_columns)
             return query_error{
@@ -535,7 +578,22 @@ std::optional<query_error> serving_session::check_topics(const std::vector<std::
 
 // ---- watchdog ----
 
-watchdog::watchdog() : _thread([this] { loop(); }) {}
+watchdog::watchdog(std::filesystem::path temp_dir, uint64_t temp_bytes)
+    : _temp_dir(std::move(temp_dir)), _temp_bytes(temp_bytes), _thread([this] { loop(); }) {}
+
+bool watchdog::temp_full() {
+    if (_temp_dir.empty() || _temp_bytes == 0) return false;
+    const auto now = now_ns();
+    if (now < _next_temp_check_ns) return false;
+    _next_temp_check_ns = now + 20'000'000;  // 20 ms: a directory of a few files
+    uint64_t used = 0;
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(_temp_dir, ec)) {
+        struct stat st {};
+        if (::stat(f.path().c_str(), &st) == 0) used += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+    return used > _temp_bytes;
+}
 
 watchdog::~watchdog() {
     {
@@ -561,6 +619,7 @@ void watchdog::loop() {
     while (!_stop) {
         _cv.wait_for(lk, std::chrono::milliseconds(5));
         const auto now = now_ns();
+        const bool full = temp_full();
         for (auto& [r, c] : _sessions) {
             const auto deadline = r->deadline_ns.load();
             if (deadline == 0 || r->interrupted.load() != 0) continue;
@@ -569,6 +628,8 @@ void watchdog::loop() {
                 why = failure::canceled;
             else if (now > deadline)
                 why = failure::timeout;
+            else if (full)  // which statement writes there DuckDB does not say: every one
+                why = failure::temp_exhausted;
             else
                 continue;
             r->interrupted.store(1 + static_cast<int>(why));

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -13,7 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "sql/budget.h"
 #include "sql/duck/duck_internal.h"
+#include "sql/duck/session_memory.h"
 #include "sql/engine.h"
 #include "sql/sqlite_engine.h"
 #include "sql/statement_context.h"
@@ -61,14 +64,21 @@ class serving_session final : public sql::session {
     // (expansion targets, duck/table_access.h), and their check before a run.
     const std::vector<std::string>& bound_topics() const { return _bound_topics; }
     std::optional<query_error> check_topics(const std::vector<std::string>& topics);
-    // DuckDB's error as the interface's, told apart by why the watchdog interrupted.
+    // DuckDB's error as the interface's, told apart by why the watchdog interrupted and
+    // which bound refused memory (duck/session_memory.h).
     query_error error_for(const d::ErrorData& e);
+    // The statement's memory is charged to the session unless it is transaction control.
+    void charge_tasks(bool on) { _charging->enable(on); }
 
   private:
     engine::impl& _db;
     const engine_options& _opts;
     watchdog& _dog;
+    // What the session's statements hold outside DuckDB's buffer pool; released after the
+    // connection closes.
+    budget_account* _account;
     std::unique_ptr<d::Connection> _con;
+    std::unique_ptr<task_charging> _charging;
     statement_context _ctx;
     std::mutex _mu;  // guards _ctx against DuckDB's threads
     scan_counters _counters;
@@ -79,16 +89,22 @@ class serving_session final : public sql::session {
 };
 
 // Interrupts the connections whose statement ran past its deadline or was canceled,
-// checking every few milliseconds on a thread of its own.
+// checking every few milliseconds on a thread of its own; and every running statement
+// when DuckDB's temp directory holds more than `temp_bytes` (DuckDB 1.5.6 writes a hash
+// join's spill past its own max_temp_directory_size), measured every 20 ms.
 class watchdog {
   public:
-    watchdog();
+    explicit watchdog(std::filesystem::path temp_dir = {}, uint64_t temp_bytes = 0);
     ~watchdog();
     void add(run_state* r, d::Connection* c);
     void remove(run_state* r);
 
   private:
     void loop();
+    bool temp_full();
+    std::filesystem::path _temp_dir;
+    uint64_t _temp_bytes;
+    int64_t _next_temp_check_ns = 0;
     std::mutex _mu;
     std::vector<std::pair<run_state*, d::Connection*>> _sessions;
     bool _stop = false;

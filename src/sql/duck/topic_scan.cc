@@ -592,8 +592,13 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
         scan_count(b, g, l, out);
         return;
     }
+    // A chunk ends early past this many bytes of keys and values: 2,048 records of 1 MiB
+    // would be 2 GiB of strings at once, which the session's memory bound would refuse
+    // (duck/session_memory.h); DuckDB takes chunks of any size up to 2,048 rows.
+    constexpr size_t chunk_bytes_max = size_t{16} << 20;
+    size_t chunk_bytes = 0;
     d::idx_t n = 0;
-    while (n < STANDARD_VECTOR_SIZE && advance(b, g, l)) {
+    while (n < STANDARD_VECTOR_SIZE && chunk_bytes < chunk_bytes_max && advance(b, g, l)) {
         const auto& rec = l.rec();
         // Producer times need not grow along a partition, so the range cannot end the scan
         // early; a record outside it is dropped before any column is built.
@@ -663,6 +668,7 @@ void scan(d::ClientContext&, d::TableFunctionInput& input, d::DataChunk& out) {
                     break;
             }
         }
+        chunk_bytes += (rec.key ? rec.key->size() : 0) + (rec.value ? rec.value->size() : 0);
         ++n;
     }
     count_reads(b, l);

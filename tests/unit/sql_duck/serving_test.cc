@@ -10,6 +10,7 @@
 
 #include "duckdb/parser/parser.hpp"
 #include "log/log_manager.h"
+#include "sql/budget.h"
 #include "sql/duck/pg_catalog.h"
 #include "sql/duck/pg_shape.h"
 #include "sql/sql_security_util.h"
@@ -386,6 +387,57 @@ TEST_F(serving_fixture, rows_values_time_and_cancel_are_bounded) {
               (rows{{"ERROR canceled"}}));
     canceler.join();
     EXPECT_EQ(run("SELECT 1"), (rows{{"1"}}));
+}
+
+// duck/session_memory.h: what a statement computes is its session's, refused past the
+// bounds and given back; what DuckDB spills (a join's build side) is not.
+TEST_F(serving_fixture, memory_a_statement_computes_is_its_sessions) {
+    // max_value_bytes 1000: a block past 16 MiB (DuckDB's shared heap chunks) is a value.
+    EXPECT_EQ(run("SELECT length(repeat('x', 20000000))"), (rows{{"ERROR program_limit"}}));
+    // 30 values of 10 MB, a 16 MiB block each, in one chunk: past the session's 256 MiB.
+    EXPECT_EQ(run("SELECT length(repeat('x', 10000000) || i::VARCHAR) FROM range(30) t(i)"),
+              (rows{{"ERROR memory_limit"}}));
+    EXPECT_EQ(run("SELECT sum(length(repeat('x', 10000000) || i::VARCHAR)) FROM range(10) t(i)"),
+              (rows{{"100000010"}}));
+    EXPECT_EQ(budget_total_memory(), 0u);  // given back when the statements end
+    // Another session's statement meets the total (256 MiB) while one holds its rows: an
+    // engine whose values may be that long.
+    test::temp_dir dir2;
+    engine_options o;
+    o.data_dir = dir2.path;
+    o.logs = logs.get();
+    o.defaults = eng->default_limits();
+    o.bounds.total_memory = 256 << 20;
+    o.bounds.max_value_bytes = 64 << 20;
+    auto e2 = open_serving_engine(o);
+    ASSERT_TRUE(e2) << e2.error().message;
+    auto one = (*e2)->open_session();
+    auto other = (*e2)->open_session();
+    ASSERT_TRUE(one && other);
+    // Six values of 10 MB, a 16 MiB block each (and DuckDB's buffered copy of the chunk).
+    auto held = (*one)->prepare("SELECT repeat('x', 10000000) || i::VARCHAR FROM range(6) t(i)");
+    ASSERT_TRUE(held);
+    ASSERT_EQ((*held)->step(), statement::step_state::row) << (*held)->error().message;
+    EXPECT_GT(budget_total_memory(), uint64_t{6} * 16 << 20);
+    auto second = (*other)->prepare("SELECT repeat('y', 10000000) || i::VARCHAR FROM range(6) t(i)");
+    ASSERT_TRUE(second);
+    EXPECT_EQ((*second)->step(), statement::step_state::failed);
+    EXPECT_EQ((*second)->error().kind, failure::memory_exhausted) << (*second)->error().message;
+    held->reset();
+    second->reset();
+    // Given back, but for the few KiB a connection keeps between statements.
+    EXPECT_LT(budget_total_memory(), uint64_t{1} << 20);
+    one->reset();
+    other->reset();
+    e2->reset();
+    o.bounds.max_value_bytes = 1000;  // the fixture's engine's bounds again
+    set_resource_bounds(o.bounds);
+    // A join whose build side (some 280 MB) is past the session's bound: DuckDB's pool's,
+    // never charged (it spills when the pool is short).
+    EXPECT_EQ(run("SELECT count(*), sum(a.i) FROM range(2000000) a(i) JOIN "
+                  "(SELECT i, md5(i::VARCHAR) || repeat('z', 100) AS p FROM range(2000000) t(i)) b "
+                  "ON a.i = b.i WHERE b.p > ''"),
+              (rows{{"2000000", "1999999000000"}}));
 }
 
 TEST_F(serving_fixture, paths_pragmas_and_savepoints_are_refused) {
