@@ -65,6 +65,9 @@ class serving_session final : public sql::session {
     query_error error_for(const d::ErrorData& e);
 
   private:
+    outcome<std::unique_ptr<sql::statement>> prepare_statement(std::string_view sql,
+                                                               std::string_view* tail);
+
     engine::impl& _db;
     const engine_options& _opts;
     watchdog& _dog;
