@@ -442,6 +442,13 @@ query_error serving_session::error_for(const d::ErrorData& e) {
     // DuckDB's max_expression_depth, 1000 as SQLite's SQLITE_LIMIT_EXPR_DEPTH: the same bound.
     if (e.Type() == d::ExceptionType::PARSER && msg.find("expression depth") != std::string::npos)
         return {failure::program_limit, "Expression tree is too large (maximum depth 1000)"};
+    // SQLite's words (clients and the tests match "disk is full"), without DuckDB's path
+    // of the file, which is the server's.
+    if (failure_of(e.Type(), msg) == failure::disk_full)
+        return {failure::disk_full,
+                fmt::format("database or disk is full: the SQL engine's database could not be "
+                            "written ({}); free space on the data directory's disk",
+                            no_space_text)};
     // Hints that need only the message (the statement's own come at prepare).
     auto text = one_line(e.Message());
     if (const auto hint = error_hint({}, text); !hint.empty()) text += " " + hint;
