@@ -132,21 +132,55 @@ if(SLUICE_DUCKDB)
     test_sql_catalog.py::test_catalog_lists_only_what_the_user_may_see
     test_sql_catalog.py::test_describe_table test_sql_catalog.py::test_many_topics
     test_sql_catalog.py::test_expansion_target_in_the_catalog
+    # The SQL tests of suites whose SQL is a part (docs/design/sql-engine.md, "Suites on
+    # DuckDB"): a few seconds each.
+    test_version.py::test_broker_logs_version_and_sql_names_it
+    test_metrics.py::test_sql_statements_are_counted
+    test_clear_answers.py::test_psql_prints_booleans_as_t_and_f
+    test_clear_answers.py::test_psycopg2_reads_booleans_as_true_and_false
+    test_limits.py::test_records_near_1mib_everywhere
+    test_semantics.py::test_acks1_records_are_readable_when_answered
+    test_compression.py::test_kafka_python_codec_is_stored_read_queried_and_expanded
+    "test_compression.py::test_raw_batches_are_stored_and_served_as_sent[lz4]"
+    test_expansion_keys.py::test_key_column_as_text_and_as_bytes
+    test_expansion_keys.py::test_not_exists_against_a_target_uses_its_index
+    test_full_disk.py::test_sql_sessions_after_a_write_failed_on_a_full_disk
+    test_full_disk.py::test_restart_on_a_full_disk_before_any_sql
+    test_transactions_rdkafka.py::test_read_process_write_each_input_once
+    test_compaction.py::test_delete_records_inside_an_aborted_transaction_hides_the_rest
+    test_security_scram_mechanisms.py::test_pg_scram_uses_the_sha256_credential_and_says_what_is_missing
+    test_sql_tools.py::test_pandas_read_sql_of_a_topic
+    test_sql_tools.py::test_duckdb_attaches_and_queries_a_topic_and_a_target
+    # The pages whose commands run SQL, their `sluice serve` given --sql-engine duckdb.
+    "test_docs.py::test_page_runs_as_written[README.md]"
+    "test_docs.py::test_page_runs_as_written[docs/sql.md]"
+    "test_docs.py::test_page_runs_as_written[docs/sql-pg.md]"
+    "test_docs.py::test_page_runs_as_written[docs/sql-http.md]"
+    "test_docs.py::test_page_runs_as_written[docs/expansions.md]"
     --deselect test_sql_bounds.py::test_value_length_is_bounded
     --deselect test_sql_bounds.py::test_session_memory_is_bounded
     --deselect test_sql_bounds.py::test_concurrent_statements_stay_within_total
     --deselect test_sql_bounds.py::test_total_memory_is_shared_and_given_back
     --deselect test_sql_bounds.py::test_temp_files_bounded_inside_data_dir
     --deselect test_sql_bounds.py::test_dangerous_functions_and_vacuum_refused)
-  add_test(NAME integration.duckdb.sql
-    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider
-            --basetemp=${PROJECT_BINARY_DIR}/pytest/duckdb.sql ${duckdb_sql_tests}
-    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
-  set_tests_properties(integration.duckdb.sql PROPERTIES
-    LABELS integration
-    ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_TEST_SQL_ENGINE=duckdb"
-    TIMEOUT 600)
-  sluice_integration_slots(integration.duckdb.sql test_sql_dialect)
+  # One pytest run NAME on DuckDB of the tests after SLOTS_SUITE (whose slots it takes).
+  function(sluice_duckdb_test name slots_suite)
+    add_test(NAME integration.duckdb.${name}
+      COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider
+              --basetemp=${PROJECT_BINARY_DIR}/pytest/duckdb.${name} ${ARGN}
+      WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+    set_tests_properties(integration.duckdb.${name} PROPERTIES
+      LABELS integration
+      ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_TEST_SQL_ENGINE=duckdb"
+      TIMEOUT 600)
+    sluice_integration_slots(integration.duckdb.${name} ${slots_suite})
+  endfunction()
+  sluice_duckdb_test(sql test_sql_dialect ${duckdb_sql_tests})
+  # The SQL tests of JVM suites on DuckDB: the console's pages (its SQL page among them)
+  # and ACLs listed in system.acls (Kafka's tools). They take the jvm lock as their suites.
+  sluice_duckdb_test(jvm test_console
+    test_console.py::test_every_page_shows_the_data
+    test_kafka_acls.py::test_added_acls_are_policy_statements_listed_everywhere_and_survive_a_restart)
 endif()
 
 # The real-client suites again against a shared-mode cluster (docs/shared-mode.md, "The
