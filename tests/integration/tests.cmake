@@ -53,21 +53,32 @@ function(sluice_integration_slots test suite)
   endif()
 endfunction()
 
+# A pytest run of Debian's interpreter named integration.NAME (its --basetemp
+# pytest/NAME), with SLUICE_BIN and the variable ENV ("" for none) set, taking the slots
+# of SLOTS_SUITE; the rest of the arguments are pytest's.
+function(sluice_pytest_run name env slots_suite)
+  set(environment "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice")
+  if(env)
+    list(APPEND environment ${env})
+  endif()
+  add_test(NAME integration.${name}
+    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider
+            --basetemp=${PROJECT_BINARY_DIR}/pytest/${name} ${ARGN}
+    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+  set_tests_properties(integration.${name} PROPERTIES
+    LABELS integration
+    ENVIRONMENT "${environment}"
+    TIMEOUT 600)
+  sluice_integration_slots(integration.${name} ${slots_suite})
+endfunction()
+
 file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/pytest)  # pytest makes the --basetemp, not its parent
 file(GLOB integration_tests ${CMAKE_CURRENT_LIST_DIR}/test_*.py)
 # Suites that need a newer librdkafka than Debian's run only in their venv (below).
 list(FILTER integration_tests EXCLUDE REGEX "/test_groups_kip848_confluent[.]py$")
 foreach(test_file ${integration_tests})
   get_filename_component(name ${test_file} NAME_WE)
-  add_test(NAME integration.${name}
-    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${test_file}
-            --basetemp=${PROJECT_BINARY_DIR}/pytest/${name}
-    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
-  set_tests_properties(integration.${name} PROPERTIES
-    LABELS integration
-    ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice"
-    TIMEOUT 600)
-  sluice_integration_slots(integration.${name} ${name})
+  sluice_pytest_run(${name} "" ${name} ${test_file})
 endforeach()
 
 # The librdkafka suites again under confluent-kafka 2.x from PyPI (each bundles its own
@@ -163,22 +174,10 @@ if(SLUICE_DUCKDB)
     --deselect test_sql_bounds.py::test_total_memory_is_shared_and_given_back
     --deselect test_sql_bounds.py::test_temp_files_bounded_inside_data_dir
     --deselect test_sql_bounds.py::test_dangerous_functions_and_vacuum_refused)
-  # One pytest run NAME on DuckDB of the tests after SLOTS_SUITE (whose slots it takes).
-  function(sluice_duckdb_test name slots_suite)
-    add_test(NAME integration.duckdb.${name}
-      COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider
-              --basetemp=${PROJECT_BINARY_DIR}/pytest/duckdb.${name} ${ARGN}
-      WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
-    set_tests_properties(integration.duckdb.${name} PROPERTIES
-      LABELS integration
-      ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_TEST_SQL_ENGINE=duckdb"
-      TIMEOUT 600)
-    sluice_integration_slots(integration.duckdb.${name} ${slots_suite})
-  endfunction()
-  sluice_duckdb_test(sql test_sql_dialect ${duckdb_sql_tests})
+  sluice_pytest_run(duckdb.sql SLUICE_TEST_SQL_ENGINE=duckdb test_sql_dialect ${duckdb_sql_tests})
   # The SQL tests of JVM suites on DuckDB: the console's pages (its SQL page among them)
   # and ACLs listed in system.acls (Kafka's tools). They take the jvm lock as their suites.
-  sluice_duckdb_test(jvm test_console
+  sluice_pytest_run(duckdb.jvm SLUICE_TEST_SQL_ENGINE=duckdb test_console
     test_console.py::test_every_page_shows_the_data
     test_kafka_acls.py::test_added_acls_are_policy_statements_listed_everywhere_and_survive_a_restart)
 endif()
@@ -192,15 +191,7 @@ endif()
 # as long again as its single-node run, which takes 80 s).
 set(cluster_suites test_confluent test_kafka_python test_kafkajs test_java_client)
 foreach(suite ${cluster_suites})
-  add_test(NAME integration.cluster3.${suite}
-    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_LIST_DIR}/${suite}.py
-            --basetemp=${PROJECT_BINARY_DIR}/pytest/cluster3.${suite}
-    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
-  set_tests_properties(integration.cluster3.${suite} PROPERTIES
-    LABELS integration
-    ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_TEST_CLUSTER=3"
-    TIMEOUT 600)
-  sluice_integration_slots(integration.cluster3.${suite} ${suite})
+  sluice_pytest_run(cluster3.${suite} SLUICE_TEST_CLUSTER=3 ${suite} ${CMAKE_CURRENT_LIST_DIR}/${suite}.py)
 endforeach()
 
 # ctest runs the longest tests first when it knows their durations (its cost data, kept in
