@@ -25,10 +25,12 @@ void version_function(sqlite3_context* c, int, sqlite3_value**) {
 
 }  // namespace
 
-std::string version_text() {
+std::string version_text() { return version_text(fmt::format("SQLite {}", sqlite3_libversion())); }
+
+std::string version_text(std::string_view engine) {
     // 15.0: the PostgreSQL version the pg listener reports (pg_options::server_version).
-    return fmt::format("PostgreSQL 15.0 on x86_64-pc-linux-gnu, SQLite {} engine (Sluice {} {})",
-                       sqlite3_libversion(), version(), build_commit());
+    return fmt::format("PostgreSQL 15.0 on x86_64-pc-linux-gnu, {} engine (Sluice {} {})", engine,
+                       version(), build_commit());
 }
 
 outcome<bool> register_functions(sqlite3* db, statement_context* ctx) {

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <string>
+#include <string_view>
 
 #include "sql/engine.h"
 #include "sql/statement_context.h"
@@ -22,5 +23,8 @@ outcome<bool> register_functions(sqlite3* db, statement_context* ctx);
 // What version() answers, on every SQL endpoint (the pg listener answers it without
 // SQLite too).
 std::string version_text();
+
+// The same form for another engine: `engine` names it with its version ("DuckDB v1.5.6").
+std::string version_text(std::string_view engine);
 
 }  // namespace sluice::sql

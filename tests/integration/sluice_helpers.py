@@ -89,6 +89,14 @@ def built_binary(env_name, relative):
     return path
 
 
+def cluster_up_engine_args():
+    """`scripts/cluster up` arguments giving every broker SLUICE_TEST_SQL_ENGINE's SQL engine
+    (conftest does the same for single brokers), put before the suite's own so that a
+    suite's --sql-engines still wins; none when the variable is not set."""
+    engine = os.environ.get("SLUICE_TEST_SQL_ENGINE")
+    return ["--sql-engines", engine] if engine else []
+
+
 def tail(path, n=60):
     try:
         with open(path, "rb") as f:

@@ -61,7 +61,7 @@ def assert_every_reader_sees(b, topic, want):
     got = [(r["offset"], r["key"], r["value"]) for r in H.consume_all(b.bootstrap, topic, {0: want[-1][0] + 1})]
     assert got == want, "confluent-kafka"
     assert kafka_python_read(b.bootstrap, topic, len(want)) == want, "kafka-python"
-    rows = S.http_rows(b.http, "SELECT offset, hex(key), hex(value) FROM %s ORDER BY offset" % S.topic_table(topic))
+    rows = S.http_rows(b.http, 'SELECT "offset", hex(key), hex(value) FROM %s ORDER BY "offset"' % S.topic_table(topic))
     assert rows == [[o, k.hex().upper() if k is not None else None, v.hex().upper()] for o, k, v in want], "SQL"
 
 
@@ -91,7 +91,7 @@ def test_kafka_python_codec_is_stored_read_queried_and_expanded(b, topic_name, c
     assert len(batches) < 300  # batched, so compression had something to work on
     assert [(r.offset, r.key, r.value) for r in recs] == [(i, b"k%d" % i, json_value(i)) for i in range(300)]
     assert_every_reader_sees(b, topic_name, [(i, b"k%d" % i, json_value(i)) for i in range(300)])
-    assert S.http_rows(b.http, "SELECT count(*), sum(value ->> '$.id') FROM %s WHERE value ->> '$.op' = 'insert'"
+    assert S.http_rows(b.http, "SELECT count(*), sum(CAST(value ->> '$.id' AS BIGINT)) FROM %s WHERE value ->> '$.op' = 'insert'"
                        % S.topic_table(topic_name)) == [[300, sum(range(300))]]
     X.wait_caught_up(b.http, target)
     assert S.http_rows(b.http, 'SELECT _offset, id, "user" FROM %s ORDER BY _offset' % target) == [
@@ -123,7 +123,7 @@ def test_raw_batches_are_stored_and_served_as_sent(b, topic_name, name, codec, x
     assert [(r.offset, r.key, r.value) for r in recs] == want
     assert all(r.headers == [("codec", name.encode())] for r in recs)
     assert_every_reader_sees(b, topic_name, want)
-    assert S.http_rows(b.http, "SELECT offset FROM %s WHERE timestamp_producer >= %d AND offset < 10"
+    assert S.http_rows(b.http, 'SELECT "offset" FROM %s WHERE timestamp_producer >= %d AND "offset" < 10'
                        % (S.topic_table(topic_name), ts + 7)) == [[7], [8], [9]]
     # ListOffsets by timestamp looks inside the compressed batch for the first record.
     c = H.make_consumer(b.bootstrap)

@@ -221,10 +221,10 @@ def test_restarted_worker_resumes_from_stored_offsets(cdc):
 
 
 LATEST_SQL = """
-SELECT CAST(key AS TEXT), value ->> '$.op', value ->> '$.after.id', value ->> '$.after.email',
+SELECT CAST(key AS TEXT), value ->> '$.op', CAST(value ->> '$.after.id' AS BIGINT), value ->> '$.after.email',
        value ->> '$.after.name', value ->> '$.after.balance'
 FROM (SELECT key, value,
-             row_number() OVER (PARTITION BY key ORDER BY timestamp_broker DESC, offset DESC) AS rn
+             row_number() OVER (PARTITION BY key ORDER BY timestamp_broker DESC, "offset" DESC) AS rn
       FROM kafka_topics."%s")
 WHERE rn = 1 AND value IS NOT NULL
 ORDER BY 3

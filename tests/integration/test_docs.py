@@ -96,6 +96,20 @@ def sluice_bin():
     return path
 
 
+def link_sluice(path):
+    """The page's `sluice`: the binary under test, or with SLUICE_TEST_SQL_ENGINE (as
+    conftest's brokers) a wrapper that gives `sluice serve` that --sql-engine unless the
+    page names one, so that the pages' commands are checked on that engine too."""
+    engine = os.environ.get("SLUICE_TEST_SQL_ENGINE")
+    if not engine:
+        path.symlink_to(sluice_bin())
+        return
+    path.write_text('#!/bin/sh\n'
+                    'case " $* " in *" --sql-engine"*) ;; " serve "*) exec %s "$@" --sql-engine %s ;; esac\n'
+                    'exec %s "$@"\n' % (shlex.quote(sluice_bin()), shlex.quote(engine), shlex.quote(sluice_bin())))
+    path.chmod(0o755)
+
+
 def page_blocks(page):
     return D.read_blocks(REPO / page, page)
 
@@ -222,7 +236,7 @@ def test_page_runs_as_written(page, tmp_path):
     for d in (work, state, bindir):
         d.mkdir()
     (work / "scripts").symlink_to(REPO / "scripts")
-    (bindir / "sluice").symlink_to(sluice_bin())
+    link_sluice(bindir / "sluice")
     script = state / "driver.sh"
     script.write_text(driver_script(blocks, state))
 

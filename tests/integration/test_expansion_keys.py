@@ -97,7 +97,8 @@ def test_not_exists_against_a_target_uses_its_index(b, pg, topic_name):
     X.create(b.http, topic_name, "idx.t", FIELDS)
     fill_topic(b.bootstrap, topic_name, 100_000)
     X.wait_caught_up(b.http, "idx.t", timeout=120)
-    assert S.pg_rows(pg, INDEX_SQL.format(schema="idx", table="t")), "no (_partition, _offset) index"
+    if not S.ON_DUCKDB:  # DuckDB's columnar targets have no index (docs/expansions.md, Storage)
+        assert S.pg_rows(pg, INDEX_SQL.format(schema="idx", table="t")), "no (_partition, _offset) index"
     assert S.pg_rows(pg, 'SELECT (SELECT count(*) FROM idx.t), (SELECT count(*) FROM kafka_topics."%s")'
                      % topic_name) == [(100_000, 100_000)]
     sql = ('SELECT count(*) FROM kafka_topics."%s" t WHERE NOT EXISTS '
@@ -107,12 +108,22 @@ def test_not_exists_against_a_target_uses_its_index(b, pg, topic_name):
     took = time.monotonic() - start
     assert took < 10, "NOT EXISTS over 100,000 rows took %.1f s" % took
     print("NOT EXISTS over 100,000 rows: %.3f s" % took)
+    if S.ON_DUCKDB:
+        # No index to search per row: DuckDB answers with one hash anti-join, never a
+        # nested loop that would scan the target once per event.
+        plan = " | ".join(str(r[-1]) for r in S.pg_rows(pg, "EXPLAIN " + sql))
+        assert "HASH_JOIN" in plan and "ANTI" in plan, plan
+        for per_row in ("NESTED_LOOP_JOIN", "BLOCKWISE_NL_JOIN", "CROSS_PRODUCT", "PIECEWISE_MERGE_JOIN"):
+            assert per_row not in plan, plan
+        return
     plan = " ".join(str(r) for r in S.pg_rows(pg, "EXPLAIN QUERY PLAN " + sql))
     assert "USING COVERING INDEX" in plan and "_offset=?" in plan, plan
 
 
 def test_older_targets_get_the_index_and_list_shows_table_rows(broker_factory, topic_name):
-    b = broker_factory(extra_args=S.SQL_ARGS)
+    # The SQLite engine's target files are what an older version left (DuckDB's targets are
+    # columnar and have no index): this test is that engine's whichever is the default.
+    b = broker_factory(extra_args=S.SQL_ARGS + ["--sql-engine", "sqlite"])
     H.create_topic(b.bootstrap, topic_name, 2)
     X.create(b.http, topic_name, "old.t", FIELDS)
     kafka_python_send(b.bootstrap, topic_name, [(b"k%d" % i, b'{"n": %d}' % i) for i in range(30)])

@@ -85,7 +85,7 @@ def test_records_near_1mib_everywhere(broker_factory, topic_name):
         recs, _ = K.decode_batches(p["records"])
     assert [(r.offset, r.key, r.value) for r in recs if r.offset == 2] == [(2, keys[2], values[2])]
     # SQL reads the value and its length.
-    rows = S.http_rows(b.http, 'SELECT "offset", length(value), value ->> \'$.id\' FROM %s '
+    rows = S.http_rows(b.http, 'SELECT "offset", length(value), CAST(value ->> \'$.id\' AS BIGINT) FROM %s '
                                'WHERE "offset" = 2' % S.topic_table(topic_name))
     assert rows == [[2, NEAR_1MIB, 2]], rows
     # And whole, over the PostgreSQL wire (psycopg2).

@@ -53,21 +53,32 @@ function(sluice_integration_slots test suite)
   endif()
 endfunction()
 
+# A pytest run of Debian's interpreter named integration.NAME (its --basetemp
+# pytest/NAME), with SLUICE_BIN and the variable ENV ("" for none) set, taking the slots
+# of SLOTS_SUITE; the rest of the arguments are pytest's.
+function(sluice_pytest_run name env slots_suite)
+  set(environment "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice")
+  if(env)
+    list(APPEND environment ${env})
+  endif()
+  add_test(NAME integration.${name}
+    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider
+            --basetemp=${PROJECT_BINARY_DIR}/pytest/${name} ${ARGN}
+    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+  set_tests_properties(integration.${name} PROPERTIES
+    LABELS integration
+    ENVIRONMENT "${environment}"
+    TIMEOUT 600)
+  sluice_integration_slots(integration.${name} ${slots_suite})
+endfunction()
+
 file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/pytest)  # pytest makes the --basetemp, not its parent
 file(GLOB integration_tests ${CMAKE_CURRENT_LIST_DIR}/test_*.py)
 # Suites that need a newer librdkafka than Debian's run only in their venv (below).
 list(FILTER integration_tests EXCLUDE REGEX "/test_groups_kip848_confluent[.]py$")
 foreach(test_file ${integration_tests})
   get_filename_component(name ${test_file} NAME_WE)
-  add_test(NAME integration.${name}
-    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${test_file}
-            --basetemp=${PROJECT_BINARY_DIR}/pytest/${name}
-    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
-  set_tests_properties(integration.${name} PROPERTIES
-    LABELS integration
-    ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice"
-    TIMEOUT 600)
-  sluice_integration_slots(integration.${name} ${name})
+  sluice_pytest_run(${name} "" ${name} ${test_file})
 endforeach()
 
 # The librdkafka suites again under confluent-kafka 2.x from PyPI (each bundles its own
@@ -119,16 +130,38 @@ set(duckdb_sql_tests
   test_sql_dialect.py test_sql_clients.py test_security_sql.py
   test_sql_paths.py test_sql_joins.py test_sql_semantics.py test_sql_errors.py
   test_sql_topic_names.py test_sql_bounds.py test_expansions.py test_sql_catalog.py
+  # The SQL tests of suites whose SQL is a part (docs/design/sql-engine.md, "Suites on
+  # DuckDB"): a few seconds each.
+  test_version.py::test_broker_logs_version_and_sql_names_it
+  test_metrics.py::test_sql_statements_are_counted
+  test_clear_answers.py::test_psql_prints_booleans_as_t_and_f
+  test_clear_answers.py::test_psycopg2_reads_booleans_as_true_and_false
+  test_limits.py::test_records_near_1mib_everywhere
+  test_semantics.py::test_acks1_records_are_readable_when_answered
+  test_compression.py::test_kafka_python_codec_is_stored_read_queried_and_expanded
+  "test_compression.py::test_raw_batches_are_stored_and_served_as_sent[lz4]"
+  test_expansion_keys.py::test_key_column_as_text_and_as_bytes
+  test_expansion_keys.py::test_not_exists_against_a_target_uses_its_index
+  test_full_disk.py::test_sql_sessions_after_a_write_failed_on_a_full_disk
+  test_full_disk.py::test_restart_on_a_full_disk_before_any_sql
+  test_transactions_rdkafka.py::test_read_process_write_each_input_once
+  test_compaction.py::test_delete_records_inside_an_aborted_transaction_hides_the_rest
+  test_security_scram_mechanisms.py::test_pg_scram_uses_the_sha256_credential_and_says_what_is_missing
+  test_sql_tools.py::test_pandas_read_sql_of_a_topic
+  test_sql_tools.py::test_duckdb_attaches_and_queries_a_topic_and_a_target
+  # The pages whose commands run SQL, their `sluice serve` given --sql-engine duckdb.
+  "test_docs.py::test_page_runs_as_written[README.md]"
+  "test_docs.py::test_page_runs_as_written[docs/sql.md]"
+  "test_docs.py::test_page_runs_as_written[docs/sql-pg.md]"
+  "test_docs.py::test_page_runs_as_written[docs/sql-http.md]"
+  "test_docs.py::test_page_runs_as_written[docs/expansions.md]"
   --deselect test_sql_bounds.py::test_dangerous_functions_and_vacuum_refused)
-add_test(NAME integration.duckdb.sql
-  COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider
-          --basetemp=${PROJECT_BINARY_DIR}/pytest/duckdb.sql ${duckdb_sql_tests}
-  WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
-set_tests_properties(integration.duckdb.sql PROPERTIES
-  LABELS integration
-  ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_TEST_SQL_ENGINE=duckdb"
-  TIMEOUT 600)
-sluice_integration_slots(integration.duckdb.sql test_sql_catalog)
+sluice_pytest_run(duckdb.sql SLUICE_TEST_SQL_ENGINE=duckdb test_sql_catalog ${duckdb_sql_tests})
+# The SQL tests of JVM suites on DuckDB: the console's pages (its SQL page among them)
+# and ACLs listed in system.acls (Kafka's tools). They take the jvm lock as their suites.
+sluice_pytest_run(duckdb.jvm SLUICE_TEST_SQL_ENGINE=duckdb test_console
+  test_console.py::test_every_page_shows_the_data
+  test_kafka_acls.py::test_added_acls_are_policy_statements_listed_everywhere_and_survive_a_restart)
 
 # The real-client suites again against a shared-mode cluster (docs/shared-mode.md, "The
 # client suites against a cluster"): SLUICE_TEST_CLUSTER=3 makes each module's `broker` the
@@ -139,15 +172,7 @@ sluice_integration_slots(integration.duckdb.sql test_sql_catalog)
 # as long again as its single-node run, which takes 80 s).
 set(cluster_suites test_confluent test_kafka_python test_kafkajs test_java_client)
 foreach(suite ${cluster_suites})
-  add_test(NAME integration.cluster3.${suite}
-    COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_LIST_DIR}/${suite}.py
-            --basetemp=${PROJECT_BINARY_DIR}/pytest/cluster3.${suite}
-    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
-  set_tests_properties(integration.cluster3.${suite} PROPERTIES
-    LABELS integration
-    ENVIRONMENT "SLUICE_BIN=${PROJECT_BINARY_DIR}/sluice;SLUICE_TEST_CLUSTER=3"
-    TIMEOUT 600)
-  sluice_integration_slots(integration.cluster3.${suite} ${suite})
+  sluice_pytest_run(cluster3.${suite} SLUICE_TEST_CLUSTER=3 ${suite} ${CMAKE_CURRENT_LIST_DIR}/${suite}.py)
 endforeach()
 
 # ctest runs the longest tests first when it knows their durations (its cost data, kept in

@@ -10,7 +10,7 @@ export function Topics({ topic }) {
     `SELECT t.topic, t.partitions, t.cleanup_policy, coalesce(sum(p.bytes),0) AS bytes,
             coalesce(sum(p.high_watermark - p.log_start_offset),0) AS records
        FROM system.topics t LEFT JOIN system.partitions p ON p.topic = t.topic
-      GROUP BY t.topic ORDER BY t.topic`), [], 5000);
+      GROUP BY t.topic, t.partitions, t.cleanup_policy ORDER BY t.topic`), [], 5000);
   return html`<section>
     <h1>Topics</h1>
     <${ErrorLine} error=${error} />

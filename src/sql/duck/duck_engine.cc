@@ -32,6 +32,10 @@ std::string kib(uint64_t bytes) {
 
 // DuckDB's error kinds as the engine interface's (SQLSTATEs in sql/engine.h).
 failure failure_of(d::ExceptionType t, const std::string& msg) {
+    // A write of the database or its WAL that met ENOSPC (a commit's is a TRANSACTION error).
+    if ((t == d::ExceptionType::IO || t == d::ExceptionType::TRANSACTION) &&
+        msg.find(no_space_text) != std::string::npos)
+        return failure::disk_full;
     switch (t) {
         case d::ExceptionType::PARSER:
         case d::ExceptionType::SYNTAX:

@@ -34,6 +34,9 @@ struct engine::impl {
     }
 };
 
+// strerror(ENOSPC), which DuckDB's file errors carry.
+inline constexpr const char* no_space_text = "No space left on device";
+
 failure failure_of(d::ExceptionType t, const std::string& msg);
 
 }  // namespace sluice::sql::duck

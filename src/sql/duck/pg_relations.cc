@@ -45,18 +45,21 @@ FROM duckdb_indexes() i,
 // DuckDB's pg_class with PostgreSQL's access methods and relforcerowsecurity, its
 // indexes permanent (DuckDB's says temporary), the arrays typed as PostgreSQL's (DuckDB's
 // are untyped NULLs, which psql's unnest(reloptions) cannot take), and the constraints'
-// indexes.
+// indexes. reltuples -1 where DuckDB estimates no row (topics, system tables and empty
+// tables): PostgreSQL's "never analyzed", so that planners (Trino) take the size as
+// unknown rather than falling back to pg_stat_all_tables, which is not served.
 constexpr const char* class_rows_sql = R"(
 SELECT * REPLACE (CASE relkind WHEN 'r' THEN 2 WHEN 'i' THEN 403 ELSE 0 END AS relam,
                   CASE relkind WHEN 'i' THEN 'p' ELSE relpersistence END AS relpersistence,
                   CASE relkind WHEN 'r' THEN 'd' ELSE 'n' END AS relreplident,
-                  CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl),
+                  CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl,
+                  CASE WHEN reltuples > 0 THEN reltuples ELSE CAST(-1 AS FLOAT) END AS reltuples),
        false AS relforcerowsecurity
 FROM pg_catalog.pg_class
 UNION ALL BY NAME
 SELECT index_oid AS oid, index_name AS relname, schema_oid AS relnamespace, 0 AS reltype,
        0 AS reloftype, 0 AS relowner, 403 AS relam, 0 AS relfilenode, 0 AS reltablespace,
-       0 AS relpages, CAST(0 AS FLOAT) AS reltuples, 0 AS relallvisible, 0 AS reltoastrelid,
+       0 AS relpages, CAST(-1 AS FLOAT) AS reltuples, 0 AS relallvisible, 0 AS reltoastrelid,
        0 AS reltoastidxid, false AS relhasindex, false AS relisshared, 'p' AS relpersistence,
        'i' AS relkind, len(columns) AS relnatts, 0 AS relchecks, false AS relhasoids,
        false AS relhaspkey, false AS relhasrules, false AS relhastriggers,

@@ -18,6 +18,7 @@
 #include "sql/duck/pg_shape.h"
 #include "sql/duck/statement_checks.h"
 #include "sql/duck/user_tables.h"
+#include "sql/sql_metrics.h"
 
 namespace sluice::sql::duck {
 
@@ -274,12 +275,19 @@ class serving_statement final : public sql::statement {
   private:
     enum class state { fresh, rows, done, failed };
     step_state fail(query_error e) {
+        count(query_outcome::failed);
         finish();
         _error = std::move(e);
         _state = state::failed;
         return step_state::failed;
     }
+    // sluice_sql_queries_total (sql_metrics.h), once per run that began to step.
+    void count(query_outcome o) {
+        if (_stepped_since) count_query(*_stepped_since, o);
+        _stepped_since.reset();
+    }
     void finish() {
+        count(query_outcome::canceled);  // a run reset or dropped before its end
         _chunk.reset();
         _result.reset();
         if (_running) _s.end_statement();
@@ -305,6 +313,7 @@ class serving_statement final : public sql::statement {
     uint64_t _rows = 0;
     bool _running = false;
     state _state = state::fresh;
+    std::optional<steady::time_point> _stepped_since;
     std::vector<std::string> _topics;  // read through tables: checked again after a policy change
     uint64_t _generation = 0;
 };
@@ -375,9 +384,11 @@ sql::statement::step_state serving_statement::step() {
     if (_state == state::done) return step_state::done;
     if (_state == state::failed) return step_state::failed;
     if (_state == state::fresh) {
+        _stepped_since = steady::now();
         if (auto e = start()) return fail(std::move(*e));
         _state = state::rows;
         if (!_returns_rows) {
+            count(query_outcome::done);
             finish();
             _state = state::done;
             return step_state::done;
@@ -388,6 +399,7 @@ sql::statement::step_state serving_statement::step() {
             return fail({failure::canceled, "canceled: the client went away"});
         if (!next_chunk()) {
             if (!_error.message.empty()) return fail(_error);
+            count(query_outcome::done);
             finish();
             _state = state::done;
             return step_state::done;
@@ -503,6 +515,13 @@ query_error serving_session::error_for(const d::ErrorData& e) {
     // DuckDB's max_expression_depth, 1000 as SQLite's SQLITE_LIMIT_EXPR_DEPTH: the same bound.
     if (e.Type() == d::ExceptionType::PARSER && msg.find("expression depth") != std::string::npos)
         return {failure::program_limit, "Expression tree is too large (maximum depth 1000)"};
+    // SQLite's words (clients and the tests match "disk is full"), without DuckDB's path
+    // of the file, which is the server's.
+    if (failure_of(e.Type(), msg) == failure::disk_full)
+        return {failure::disk_full,
+                fmt::format("database or disk is full: the SQL engine's database could not be "
+                            "written ({}); free space on the data directory's disk",
+                            no_space_text)};
     // Hints that need only the message (the statement's own come at prepare).
     auto text = one_line(e.Message());
     if (const auto hint = error_hint({}, text); !hint.empty()) text += " " + hint;
@@ -511,6 +530,15 @@ query_error serving_session::error_for(const d::ErrorData& e) {
 
 outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_view sql,
                                                                   std::string_view* tail) {
+    const auto started = steady::now();
+    auto r = prepare_statement(sql, tail);
+    // A statement refused before it runs counts as failed too (sql_metrics.h).
+    if (!r.ok()) count_query(started, query_outcome::failed);
+    return r;
+}
+
+outcome<std::unique_ptr<sql::statement>> serving_session::prepare_statement(
+    std::string_view sql, std::string_view* tail) {
     _run.cancel.store(false);  // a cancel that came while idle is forgotten
     if (tail) *tail = {};
     // The separators before a statement (the `;` a tail starts with): DuckDB's parser

@@ -71,6 +71,9 @@ class serving_session final : public sql::session {
     void charge_tasks(bool on) { _charging->enable(on); }
 
   private:
+    outcome<std::unique_ptr<sql::statement>> prepare_statement(std::string_view sql,
+                                                               std::string_view* tail);
+
     engine::impl& _db;
     const engine_options& _opts;
     watchdog& _dog;

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <string>
 
 #include "duckdb.hpp"
 #include "duckdb/function/scalar_function.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
+#include "duckdb/parser/parsed_data/create_scalar_function_info.hpp"
 #include "duckdb/planner/expression/bound_function_expression.hpp"
+#include "sql/functions.h"
 
 namespace sluice::sql::duck {
 
@@ -18,6 +21,10 @@ namespace d = ::duckdb;
 struct finder_info final : d::ScalarFunctionInfo {
     explicit finder_info(session_finder f) : find(std::move(f)) {}
     session_finder find;
+};
+
+struct version_info final : d::ScalarFunctionInfo {
+    std::string text = version_text(fmt::format("DuckDB {}", d::DuckDB::LibraryVersion()));
 };
 
 void last_scan(d::DataChunk&, d::ExpressionState& state, d::Vector& result) {
@@ -36,6 +43,16 @@ void last_scan(d::DataChunk&, d::ExpressionState& state, d::Vector& result) {
         d::StringVector::AddString(result, json.data(), json.size());
 }
 
+void version_function(d::DataChunk&, d::ExpressionState& state, d::Vector& result) {
+    const auto& text = state.expr.Cast<d::BoundFunctionExpression>()
+                           .function.GetExtraFunctionInfo()
+                           .Cast<version_info>()
+                           .text;
+    result.SetVectorType(d::VectorType::CONSTANT_VECTOR);
+    d::ConstantVector::GetData<d::string_t>(result)[0] =
+        d::StringVector::AddString(result, text.data(), text.size());
+}
+
 }  // namespace
 
 void register_session_functions(duckdb::DatabaseInstance& db, session_finder find) {
@@ -46,6 +63,13 @@ void register_session_functions(duckdb::DatabaseInstance& db, session_finder fin
     f.SetExtraFunctionInfo(d::make_shared_ptr<finder_info>(std::move(find)));
     d::ExtensionLoader loader(db, "sluice_session");
     loader.RegisterFunction(std::move(f));
+    // version() in place of DuckDB's own ("v1.5.6"), which drivers could not parse.
+    d::ScalarFunction v("version", {}, d::LogicalType::VARCHAR, version_function);
+    v.SetExtraFunctionInfo(d::make_shared_ptr<version_info>());
+    d::CreateScalarFunctionInfo info(std::move(v));
+    info.internal = true;
+    info.on_conflict = d::OnCreateConflict::REPLACE_ON_CONFLICT;
+    loader.RegisterFunction(std::move(info));
 }
 
 }  // namespace sluice::sql::duck

@@ -7,6 +7,8 @@
 //   records_read, bytes_read), the same text as on the SQLite engine. The counters move
 //   from the session's scan_counters to its statement_context when a statement starts
 //   (serving_session::start_statement).
+// - version(): PostgreSQL's form naming DuckDB and Sluice (sql/functions.h), in place of
+//   DuckDB's own, on every front end.
 
 #include "sql/duck/topic_scan.h"
 
@@ -16,7 +18,7 @@ class DatabaseInstance;
 
 namespace sluice::sql::duck {
 
-// Registers sluice_last_scan in db's system catalog; find gives a connection's session.
+// Registers sluice_last_scan and version() in db's system catalog; find gives a connection's session.
 void register_session_functions(duckdb::DatabaseInstance& db, session_finder find);
 
 }  // namespace sluice::sql::duck

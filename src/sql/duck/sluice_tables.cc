@@ -14,6 +14,7 @@
 #include "duckdb/function/replacement_scan.hpp"
 #include "duckdb/function/scalar_function.hpp"
 #include "duckdb/function/table_function.hpp"
+#include "duckdb/main/database_manager.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
 #include "duckdb/parser/expression/constant_expression.hpp"
 #include "duckdb/parser/expression/function_expression.hpp"
@@ -69,12 +70,17 @@ d::unique_ptr<d::TableRef> function_table(const char* function, const std::strin
     return ref;
 }
 
-d::unique_ptr<d::TableRef> resolve(d::ClientContext&, d::ReplacementScanInput& in,
+d::unique_ptr<d::TableRef> resolve(d::ClientContext& context, d::ReplacementScanInput& in,
                                    d::optional_ptr<d::ReplacementScanData> data) {
     const auto& src = data->Cast<names_data>().src;
     // The qualifier as written: DuckDB may take `system.x` for its catalog "system".
+    // database.schema.table with this database (`sluice.system.topics`, as Trino writes
+    // them): the schema.
     std::string_view qualifier = in.schema_name;
-    if (!in.catalog_name.empty()) {
+    if (!in.catalog_name.empty() && !in.schema_name.empty() &&
+        same_ignoring_case(in.catalog_name, d::DatabaseManager::GetDefaultDatabase(context))) {
+        qualifier = in.schema_name;
+    } else if (!in.catalog_name.empty()) {
         if (!in.schema_name.empty() && !same_ignoring_case(in.schema_name, "main")) return nullptr;
         qualifier = in.catalog_name;
     }

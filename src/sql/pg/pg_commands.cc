@@ -362,7 +362,8 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
             return std::vector<std::vector<value>>{};
         }));
     }
-    if (is_select_version(text)) {
+    // DuckDB (native_pg_dialect) answers version() itself, naming its own engine.
+    if (!ctx.sess.native_pg_dialect() && is_select_version(text)) {
         std::string v = version_text();
         return own(canned(text, "SELECT", {{"version", "TEXT"}},
                           [v] { return std::vector<std::vector<value>>{{v}}; }));
