@@ -1,6 +1,7 @@
 #include "protocol/messages/delete_groups.h"
 #include "broker/broker.h"
 #include "broker/handlers/handlers.h"
+#include "broker/handlers/share_common.h"
 
 namespace sluice::broker {
 
@@ -11,35 +12,44 @@ void handle_delete_groups(const request_context& ctx, request_body body) {
     if (!decode_request(ctx, body, req)) return;
     auto& b = ctx.b;
     auto resp = std::make_shared<protocol::delete_groups_response>();
+    // Answered once the share groups' state is erased and the others' rows are written.
+    auto all = std::make_shared<share_calls>([ctx, resp] { ctx.respond(*resp); });
     std::vector<catalog::offset_write> writes;
-    std::vector<std::string> deleted;
+    std::vector<size_t> deleted;  // the results of the classic and consumer groups written
     for (const auto& id : req.groups_names) {
         auto& consumer = b.consumer_groups();
         error_code e = id.empty() ? (ctx.allowed(security::resource_kind::group, id)
                                          ? error_code::invalid_group_id
                                          : error_code::group_authorization_failed)
                                   : group_refusal(ctx, id);
+        const size_t i = resp->results.size();
+        resp->results.push_back({id, code(e)});
         // A share group's state is its share-partitions (Admin.deleteShareGroups).
         if (e == error_code::none && b.share_groups().is_share_group(id)) {
-            resp->results.push_back({id, code(b.share_groups().delete_group(id))});
+            all->add();
+            b.share_groups().delete_group(id, [resp, i, all](error_code outcome) {
+                resp->results[i].error_code = code(outcome);
+                all->finish();
+            });
             continue;
         }
         if (e == error_code::none)
             e = consumer.has_members(id)         ? error_code::non_empty_group
                 : consumer.is_consumer_group(id) ? error_code::none
                                                  : b.groups().check_delete_group(id);
-        resp->results.push_back({id, code(e)});
+        resp->results[i].error_code = code(e);
         if (e != error_code::none) continue;
         catalog::stored_offset row;
         row.group_id = id;
         writes.push_back({catalog::offset_write::kind::erase_group, std::move(row)});
-        deleted.push_back(id);
+        deleted.push_back(i);
     }
-    if (writes.empty()) return ctx.respond(*resp);
-    b.store_offsets(
-        std::move(writes), [ctx, resp, deleted = std::move(deleted)](const result<void>& r) {
-            for (auto& res : resp->results) {
-                if (res.error_code != 0) continue;
+    if (!writes.empty()) {
+        all->add();
+        b.store_offsets(std::move(writes), [ctx, resp, deleted = std::move(deleted),
+                                            all](const result<void>& r) {
+            for (size_t i : deleted) {
+                auto& res = resp->results[i];
                 if (r) {
                     ctx.b.groups().delete_group(res.group_id);
                     ctx.b.consumer_groups().erase_group(res.group_id);
@@ -47,8 +57,10 @@ void handle_delete_groups(const request_context& ctx, request_body body) {
                     res.error_code = code(error_code::kafka_storage_error);
             }
             if (r) log_info("group", "{}: deleted {} groups", ctx.client(), deleted.size());
-            ctx.respond(*resp);
+            all->finish();
         });
+    }
+    all->finish();
 }
 
 }  // namespace sluice::broker
