@@ -42,15 +42,21 @@ from test_share_groups_admin import (ALTER_REQ, ALTER_RESP, DELETE_REQ, DELETE_R
 
 LEASE_MS = 3000
 LOCK_MS = 4000
-BROKER_FLAGS = ["--share-auto-offset-reset", "earliest",
-                "--group-share-record-lock-duration-ms", str(LOCK_MS),
-                "--group-share-heartbeat-interval-ms", "1000"]
+
+
+def share_cluster(tmp_path_factory, lock_ms):
+    """A generator for a module fixture: two brokers of scripts/cluster whose share groups
+    start at the earliest offset and lock records for `lock_ms`."""
+    d = tmp_path_factory.mktemp("cluster")
+    yield from running_cluster(d, "--brokers", 2, "--lease-ms", LEASE_MS, "--fast-s3", "--",
+                               "--share-auto-offset-reset", "earliest",
+                               "--group-share-record-lock-duration-ms", str(lock_ms),
+                               "--group-share-heartbeat-interval-ms", "1000")
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    d = tmp_path_factory.mktemp("cluster")
-    yield from running_cluster(d, "--brokers", 2, "--lease-ms", LEASE_MS, "--fast-s3", "--", *BROKER_FLAGS)
+    yield from share_cluster(tmp_path_factory, LOCK_MS)
 
 
 def create_topic(d, name, partitions):

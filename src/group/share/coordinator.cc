@@ -27,6 +27,14 @@ void coordinator::restore(stored_share_partition s) {
     _partitions[{s.group, s.partition}] = std::move(s.state);
 }
 
+void coordinator::forget(const std::string& group) {
+    auto it = _groups.find(group);
+    if (it == _groups.end()) return;
+    log_info("group", "share group {}: {} members dropped (coordinated elsewhere now)", group,
+             it->second->members.size());
+    _groups.erase(it);
+}
+
 bool coordinator::is_share_group(const std::string& group_id) const {
     return find(group_id) != nullptr;
 }

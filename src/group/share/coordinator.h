@@ -252,6 +252,12 @@ class coordinator {
     void set_runner(runner r) { _run = std::move(r); }
     // At start-up, before serving.
     void restore(stored_share_partition s);
+    // Shared mode: the group was placed on another coordinator. Its members and their
+    // assignment are dropped (they rejoin there, UNKNOWN_MEMBER_ID), their records are
+    // not released: they may still acknowledge them, as a coordinator moving in Kafka
+    // leaves the share-partitions alone, and a member that is gone leaves them to lapse
+    // with their acquisition locks. Share sessions stay: they are the fetching broker's.
+    void forget(const std::string& group);
 
     // `done` gets the answer; for a member that leaves, once its records are released.
     void heartbeat(heartbeat_request req, std::function<void(heartbeat_result)> done);

@@ -285,6 +285,25 @@ TEST_F(share_coordinator_test, OffsetsOfAnEmptyGroupAreAlteredAndDeleted) {
     EXPECT_FALSE(c.is_share_group("g"));
 }
 
+TEST_F(share_coordinator_test, AForgottenGroupsMembersRejoinAndStillHoldTheirRecords) {
+    t.sizes["t"] = 1;
+    const tp p{"t", 0};
+    ASSERT_EQ(beat("a", 0, std::vector<std::string>{"t"}).member_epoch, 1);
+    ASSERT_EQ(c.fetch_position("g", p, 0, 3), -1);  // latest: starts at the end
+    ASSERT_EQ(c.fetch_position("g", p, 0, 6), 3);
+    ASSERT_TRUE(c.acquire("g", "a", p, 3, 5, 10).ok());
+    // The group moved to another coordinator: its members are dropped here, what they
+    // acquired is not given back.
+    c.forget("g");
+    EXPECT_FALSE(c.is_share_group("g"));
+    EXPECT_EQ(partitions().at(0).acquired, 3u);
+    // Back here, the member is not known and rejoins; it still acknowledges its records.
+    EXPECT_EQ(beat("a", 1).error, error_code::unknown_member_id);
+    EXPECT_EQ(beat("a", 0, std::vector<std::string>{"t"}).error, error_code::none);
+    EXPECT_EQ(c.acknowledge("g", "a", p, 3, 5, {accept}), error_code::none);
+    EXPECT_EQ(partitions().at(0).start_offset, 6);
+}
+
 TEST_F(share_coordinator_test, TheRunnersJobsReleaseAndAnswerLater) {
     // As the broker's share_work_queue in shared mode: jobs wait until run.
     std::vector<std::pair<std::string, std::function<void()>>> queued;
