@@ -40,37 +40,51 @@ std::vector<sql::broker_state::group_member> sql_state::group_members() {
 }
 
 std::vector<sql::broker_state::share_partition> sql_state::share_groups() {
-    return on_loop<std::vector<share_partition>>(_b, [this] { return read_share_groups(_b); });
+    // The windows are read where the share coordinator's work runs (off the loop in
+    // shared mode): the loop only starts the read and answers.
+    auto done = std::make_shared<std::promise<std::vector<share_partition>>>();
+    auto f = done->get_future();
+    _b.loop().post([this, done] {
+        read_share_groups(_b, [done](std::vector<share_partition> rows) {
+            done->set_value(std::move(rows));
+        });
+    });
+    if (f.wait_for(loop_wait) != std::future_status::ready) return {};
+    return f.get();
 }
 
-std::vector<sql::broker_state::share_partition> sql_state::read_share_groups(broker::broker& b) {
-    std::vector<share_partition> out;
-    auto& sg = b.share_groups();
-    auto parts = sg.partitions();
-    for (const auto& id : sg.list()) {
-        auto d = sg.describe(id);
-        if (!d) continue;
-        share_partition base;
-        base.group_id = id;
-        base.state = d->state;
-        base.members = static_cast<int32_t>(d->members.size());
-        base.group_epoch = d->group_epoch;
-        bool any = false;
-        for (const auto& p : parts) {
-            if (p.group_id != id) continue;
-            share_partition r = base;
-            r.topic = p.partition.first;
-            r.partition = p.partition.second;
-            r.start_offset = p.start_offset;
-            r.end_offset = p.end_offset;
-            r.in_flight = static_cast<int64_t>(p.in_flight);
-            r.acquired = static_cast<int64_t>(p.acquired);
-            out.push_back(std::move(r));
-            any = true;
+void sql_state::read_share_groups(broker::broker& b,
+                                  std::function<void(std::vector<share_partition>)> done) {
+    b.share_groups().partitions([&b, done = std::move(done)](
+                                    const std::vector<::sluice::group::share::partition_description>&
+                                        parts) {
+        std::vector<share_partition> out;
+        auto& sg = b.share_groups();
+        for (const auto& id : sg.list()) {
+            auto d = sg.describe(id);
+            if (!d) continue;
+            share_partition base;
+            base.group_id = id;
+            base.state = d->state;
+            base.members = static_cast<int32_t>(d->members.size());
+            base.group_epoch = d->group_epoch;
+            bool any = false;
+            for (const auto& p : parts) {
+                if (p.group_id != id) continue;
+                share_partition r = base;
+                r.topic = p.partition.first;
+                r.partition = p.partition.second;
+                r.start_offset = p.start_offset;
+                r.end_offset = p.end_offset;
+                r.in_flight = static_cast<int64_t>(p.in_flight);
+                r.acquired = static_cast<int64_t>(p.acquired);
+                out.push_back(std::move(r));
+                any = true;
+            }
+            if (!any) out.push_back(std::move(base));
         }
-        if (!any) out.push_back(std::move(base));
-    }
-    return out;
+        done(std::move(out));
+    });
 }
 
 std::vector<sql::broker_state::group_member> sql_state::read_group_members(broker::broker& b) {

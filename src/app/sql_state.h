@@ -4,6 +4,7 @@
 // SQL threads by running on the event loop, where the coordinator lives.
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -48,7 +49,9 @@ class sql_state final : public sql::broker_state {
     static std::vector<committed_offset> read_group_offsets(broker::broker& b);
     static std::vector<group_member> read_group_members(broker::broker& b);
     static std::vector<transaction> read_transactions(broker::broker& b);
-    static std::vector<share_partition> read_share_groups(broker::broker& b);
+    // Loop thread; `done` gets the rows on the loop thread once the windows are read.
+    static void read_share_groups(broker::broker& b,
+                                  std::function<void(std::vector<share_partition>)> done);
 
   private:
     broker::broker& _b;

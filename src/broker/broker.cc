@@ -43,6 +43,10 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
     _consumer_groups.set_classic(&_groups);
     _consumer_groups.set_group_configs(&_group_configs);
     _share_groups.set_group_configs(&_group_configs);
+    _share_groups.set_runner([this](const std::string& group, const std::string& member,
+                                    std::function<void()> job, std::function<void()> done) {
+        _share_work.run(group, member, std::move(job), std::move(done));
+    });
     _share_groups.set_other_group([this](const std::string& id) {
         return _consumer_groups.is_consumer_group(id) || _groups.describe(id).has_value();
     });

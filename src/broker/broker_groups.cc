@@ -95,6 +95,7 @@ std::set<std::string> broker::held_group_ids() const {
     std::set<std::string> ids;
     for (const auto& g : _groups.list()) ids.insert(g.group_id);
     for (const auto& g : _consumer_groups.list()) ids.insert(g.group_id);
+    for (const auto& g : _share_groups.list()) ids.insert(g);
     return ids;
 }
 
@@ -105,6 +106,7 @@ void broker::drop_moved_groups(bool all) {
         if (!all && shared::place(shared::group_key(id), _live_ids) == self) continue;
         _consumer_groups.forget(id);
         _groups.forget(id);
+        _share_groups.forget(id);  // members dropped, their records left acquired
         // Its writes still queued are refused from now on.
         if (_stores.group_fence) _stores.group_fence->drop(id);
         ++n;
@@ -241,6 +243,7 @@ void broker::take_groups(group_snapshot& s) {
             if (!(install && arriving(id)) && !refresh(id)) continue;
             _consumer_groups.forget(id);
             _groups.forget(id);
+            _share_groups.forget(id);
             taken.insert(id);
         }
         // As load(): the offsets first, then the state (an Empty group's age needs both).

@@ -9,7 +9,7 @@ void share_work_queue::run(const std::string& group, const std::string& member,
                            std::function<void()> job, std::function<void()> done) {
     if (!_log) {
         job();
-        done();
+        if (done) done();
         return;
     }
     const key k{group, member};
@@ -36,7 +36,7 @@ void share_work_queue::finish(const key& k) {
         _sessions.erase(it);
     else
         start(k);
-    done();
+    if (done) done();
 }
 
 }  // namespace sluice::broker

@@ -1,14 +1,18 @@
 #pragma once
 
-// Where ShareFetch's and ShareAcknowledge's share-partition work runs (the reads of the
-// log and group::share::partition_work's acquisitions, acknowledgements and releases).
+// Where the share-partition work of share groups runs: ShareFetch's and
+// ShareAcknowledge's (the reads of the log and group::share::partition_work's
+// acquisitions, acknowledgements and releases), and the share coordinator's own (a
+// leaving or timed-out member's release, the share group offset APIs and
+// system.share_groups' windows, share::coordinator::set_runner).
 // In shared mode it waits on the database and the object store, so it runs on the shared
 // log's reader threads (shared_log::run_read), as Fetch's reads do, never on the event
 // loop: a slow database delays that share session's answers, not the broker's other
 // connections. Jobs of one share session (group, member id) run one at a time in the
 // order they were given, so a session's acknowledgements, acquisitions and closing
-// release apply in the order of its requests, as they did on the loop; sessions run side
-// by side. In single-node mode (share-partitions in memory, changed on the loop thread)
+// release apply in the order of its requests, as they did on the loop, and the release of
+// a member that left comes after the work of its requests before the leave; the offset
+// APIs of one group (key (group, "")) apply in arrival order too. Keys run side by side. In single-node mode (share-partitions in memory, changed on the loop thread)
 // a job runs at once, on the caller's thread.
 
 #include <deque>
@@ -33,7 +37,8 @@ class share_work_queue {
     void set_log(shared::shared_log* log) { _log = log; }
 
     // Loop thread: runs `job` (which must hold nothing that is the loop's alone, such as
-    // a request's connection: it is let go off the loop), then `done` on the loop thread.
+    // a request's connection: it is let go off the loop), then `done` (if any) on the
+    // loop thread.
     // A job given while the log stops may never run.
     void run(const std::string& group, const std::string& member, std::function<void()> job,
              std::function<void()> done);

@@ -15,10 +15,10 @@
 
 namespace sluice::shared {
 
-// Owns a connection, for one caller at a time (the broker's loop thread); calls made in
-// the shared log's reader jobs (the broker's ShareFetch and ShareAcknowledge) use that
-// reader thread's connection instead (shared_log::reader_database), so they run side by
-// side with each other and with the loop's.
+// Owns a connection, for one caller at a time off the reader threads (tests, tools);
+// calls made in the shared log's reader jobs (every share-partition read and change of
+// the broker's share groups, broker::share_work_queue) use that reader thread's
+// connection instead (shared_log::reader_database), so they run side by side.
 class pg_share_store final : public group::share::partition_store {
   public:
     // Connects; the catalog's schema must be in place (ensure_catalog_schema).

@@ -42,7 +42,7 @@ set(integration_jvm
   test_connect_eos test_differential_consumer_groups test_group_migration test_share_groups
   test_differential_group_configs test_differential_share_groups test_group_configs
   test_streams_eos test_transactions_admin test_share_groups_admin test_shared_txn
-  test_shared_share_groups)
+  test_shared_share_groups test_shared_share_moves)
 function(sluice_integration_slots test suite)
   if(suite IN_LIST integration_pairable)
     set_tests_properties(${test} PROPERTIES RESOURCE_GROUPS "slots:1")

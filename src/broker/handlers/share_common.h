@@ -1,10 +1,12 @@
 #pragma once
 
-// What ShareFetch and ShareAcknowledge share: acknowledgements applied to the group's
+// What the share handlers share: a count of a request's share-group calls, and for
+// ShareFetch and ShareAcknowledge the acknowledgements applied to the group's
 // share-partitions, by topic id and partition as the requests name them. The topics are
 // looked up on the loop thread (resolve_acks); the acknowledgements are applied where the
 // broker's share_work_queue runs the work (off the loop in shared mode).
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +42,22 @@ std::vector<share_ack> resolve_acks(broker& b, const std::vector<Topic>& topics)
     }
     return out;
 }
+
+// Calls `done` once the share-group calls of a request have all answered (on the loop
+// thread, at once in single-node mode): add() before each call, finish() in its answer,
+// and one finish() by the request itself after it made its calls.
+class share_calls {
+  public:
+    explicit share_calls(std::function<void()> done) : _done(std::move(done)) {}
+    void add() { ++_left; }
+    void finish() {
+        if (--_left == 0) _done();
+    }
+
+  private:
+    size_t _left = 1;  // the request's own
+    std::function<void()> _done;
+};
 
 // Each partition of `acks` with the outcome of its batches, applied in order until one
 // fails.

@@ -10,10 +10,10 @@ using protocol::share_group_heartbeat_response;
 void handle_share_group_heartbeat(const request_context& ctx, request_body body) {
     share_group_heartbeat_request req;
     if (!decode_request(ctx, body, req)) return;
-    share_group_heartbeat_response resp;
     if (auto e = group_refusal(ctx, req.group_id); e != protocol::error_code::none) {
-        resp.error_code = code(e);
-        ctx.respond(resp);
+        share_group_heartbeat_response refused;
+        refused.error_code = code(e);
+        ctx.respond(refused);
         return;
     }
     group::share::heartbeat_request h;
@@ -24,10 +24,15 @@ void handle_share_group_heartbeat(const request_context& ctx, request_body body)
     h.subscribed_topic_names = std::move(req.subscribed_topic_names);
     h.client_id = ctx.header.client_id.value_or("");
     h.client_host = client_host(ctx);
-    auto r = ctx.b.share_groups().heartbeat(std::move(h));
-    resp.error_code = code(r.error);
-    resp.error_message = r.message;
-    if (r.error == protocol::error_code::none) {
+    ctx.b.share_groups().heartbeat(std::move(h), [ctx](const group::share::heartbeat_result& r) {
+        share_group_heartbeat_response resp;
+        resp.error_code = code(r.error);
+        resp.error_message = r.message;
+        if (r.error != protocol::error_code::none) {
+            log_debug("group", "{}: share group heartbeat refused: {} ({})", ctx.client(),
+                      protocol::error_name(r.error), r.message.value_or(""));
+            return ctx.respond(resp);
+        }
         resp.member_id = r.member_id;
         resp.member_epoch = r.member_epoch;
         resp.heartbeat_interval_ms = r.heartbeat_interval_ms;
@@ -38,11 +43,8 @@ void handle_share_group_heartbeat(const request_context& ctx, request_body body)
                     resp.assigned->topic_partitions.push_back(
                         {ts->info.id, std::vector<int32_t>(ps.begin(), ps.end())});
         }
-    } else {
-        log_debug("group", "{}: share group heartbeat refused: {} ({})", ctx.client(),
-                  protocol::error_name(r.error), r.message.value_or(""));
-    }
-    ctx.respond(resp);
+        ctx.respond(resp);
+    });
 }
 
 }  // namespace sluice::broker

@@ -22,14 +22,17 @@ config coordinator::settings(const std::string& group) const {
     return _group_configs ? _group_configs->share_settings(group, _cfg) : _cfg;
 }
 
-partition_limits coordinator::limits(const std::string& group) const {
-    const config c = settings(group);
-    return {c.record_lock_duration_ms, c.delivery_count_limit, c.partition_max_record_locks};
-}
-
 void coordinator::restore(stored_share_partition s) {
     _groups.try_emplace(s.group, std::make_unique<group_data>(group_data{s.group}));
     _partitions[{s.group, s.partition}] = std::move(s.state);
+}
+
+void coordinator::forget(const std::string& group) {
+    auto it = _groups.find(group);
+    if (it == _groups.end()) return;
+    log_info("group", "share group {}: {} members dropped (coordinated elsewhere now)", group,
+             it->second->members.size());
+    _groups.erase(it);
 }
 
 bool coordinator::is_share_group(const std::string& group_id) const {
@@ -66,14 +69,18 @@ void coordinator::assign(group_data& g) {
     g.assignment_epoch = g.epoch;
 }
 
-void coordinator::remove_member(group_data& g, const std::string& member_id, const char* reason) {
-    work(g.id).release(member_id, group_partitions(g.id));
-    g.members.erase(member_id);
+void coordinator::remove_member(group_data& g, const std::string& member_id, const char* reason,
+                                std::function<void()> done) {
+    g.members.erase(member_id);  // member_id is the caller's, not the map's key
     ++g.epoch;
     g.sizes = subscribed_sizes(g);
     assign(g);
     log_info("group", "share group {}: member {} removed ({}), epoch {}", g.id, member_id, reason,
              g.epoch);
+    // Behind the member's own share-partition work (the runner's key is the member's).
+    _run(
+        g.id, member_id, [w = work(g.id), member_id]() mutable { w.release_all(member_id); },
+        std::move(done));
 }
 
 void coordinator::expire_members(int64_t now) {
@@ -85,14 +92,14 @@ void coordinator::expire_members(int64_t now) {
     }
 }
 
-heartbeat_result coordinator::heartbeat(heartbeat_request req) {
+void coordinator::heartbeat(heartbeat_request req, std::function<void(heartbeat_result)> done) {
     heartbeat_result r;
     const int64_t now = _clock.steady_ms();
     expire_members(now);
     auto fail = [&](error_code e, std::string msg) {
         r.error = e;
         r.message = std::move(msg);
-        return r;
+        done(std::move(r));
     };
     if (req.group_id.empty()) return fail(error_code::invalid_group_id, "the group id is empty");
     if (req.member_id.empty()) return fail(error_code::invalid_request, "the member id is empty");
@@ -108,9 +115,11 @@ heartbeat_result coordinator::heartbeat(heartbeat_request req) {
     r.heartbeat_interval_ms = settings(req.group_id).heartbeat_interval_ms;
     auto it = g.members.find(req.member_id);
     if (req.member_epoch == -1) {
-        if (it != g.members.end()) remove_member(g, req.member_id, "left");
         r.member_epoch = -1;
-        return r;
+        if (it == g.members.end()) return done(std::move(r));
+        // Answered once what it held is given back, as when it was released at once.
+        return remove_member(g, req.member_id, "left",
+                             [done = std::move(done), r = std::move(r)]() mutable { done(r); });
     }
     if (req.member_epoch == 0) {
         if (!req.subscribed_topic_names || req.subscribed_topic_names->empty())
@@ -150,7 +159,7 @@ heartbeat_result coordinator::heartbeat(heartbeat_request req) {
         r.assignment = m.assigned;
     }
     r.member_epoch = m.epoch;
-    return r;
+    done(std::move(r));
 }
 
 std::vector<std::string> coordinator::list() const {
@@ -171,25 +180,18 @@ std::optional<group_description> coordinator::describe(const std::string& group_
     return d;
 }
 
-std::vector<partition_description> coordinator::partitions() const {
-    std::vector<partition_description> out;
-    // Shared mode: the database's rows, which every broker sees alike.
-    std::map<std::pair<std::string, tp>, share_partition> stored;
-    if (shared_store()) {
-        auto rows = _store->load("");
-        if (!rows) log_warn("group", "share-partitions not read: {}", rows.err().message);
-        if (rows)
-            for (auto& r : *rows) stored[{r.group, r.partition}] = std::move(r.state);
-    }
-    for (const auto& [key, sp] : shared_store() ? stored : _partitions) {
-        size_t in_flight = 0;
-        for (const auto& [off, r] : sp.records())
-            if (r.state == record_state::available || r.state == record_state::acquired)
-                ++in_flight;
-        out.push_back(
-            {key.first, key.second, sp.start(), sp.end(), sp.acquired_count(), in_flight});
-    }
-    return out;
+void coordinator::partitions(std::function<void(std::vector<partition_description>)> done) {
+    auto out = std::make_shared<std::vector<partition_description>>();
+    auto job = [w = work(""), out]() mutable {
+        for (const auto& [group, p, sp] : w.windows()) {
+            size_t in_flight = 0;
+            for (const auto& [off, r] : sp.records())
+                if (r.state == record_state::available || r.state == record_state::acquired)
+                    ++in_flight;
+            out->push_back({group, p, sp.start(), sp.end(), sp.acquired_count(), in_flight});
+        }
+    };
+    _run("", "", std::move(job), [out, done = std::move(done)] { done(std::move(*out)); });
 }
 
 session_result coordinator::use_session(const std::string& group, const std::string& member,
@@ -226,44 +228,22 @@ std::vector<tp> coordinator::end_session(const std::string& group, const std::st
     if (auto it = _sessions.find({group, member}); it != _sessions.end() && shared_store())
         parts.assign(it->second.partitions.begin(), it->second.partitions.end());
     _sessions.erase({group, member});
-    return shared_store() ? parts : group_partitions(group);
-}
-
-void coordinator::close_session(const std::string& group, const std::string& member) {
-    const std::vector<tp> parts = end_session(group, member);
-    work(group).release(member, parts);
+    if (shared_store()) return parts;
+    for (const auto& w : local_windows(group)) parts.push_back(w.partition);
+    return parts;
 }
 
 partition_work coordinator::work(const std::string& group) {
-    return partition_work(shared_store() ? nullptr : this, _store, group, settings(group), _clock);
+    return partition_work(shared_store() ? nullptr : this, _store, group, settings(group), _clock,
+                          find(group) != nullptr);
 }
 
-std::vector<tp> coordinator::group_partitions(const std::string& group) const {
-    std::vector<tp> out;
-    if (shared_store()) {
-        auto rows = _store->load(group);
-        if (!rows) {
-            log_warn("group", "share group {}: share-partitions not read: {}", group,
-                     rows.err().message);
-            return out;
-        }
-        for (const auto& r : *rows) out.push_back(r.partition);
-        return out;
-    }
-    for (auto it = _partitions.lower_bound({group, tp{}});
-         it != _partitions.end() && it->first.first == group; ++it)
-        out.push_back(it->first.second);
+std::vector<stored_share_partition> coordinator::local_windows(const std::string& group) const {
+    std::vector<stored_share_partition> out;
+    auto it = group.empty() ? _partitions.begin() : _partitions.lower_bound({group, tp{}});
+    for (; it != _partitions.end() && (group.empty() || it->first.first == group); ++it)
+        out.push_back({it->first.first, it->first.second, it->second});
     return out;
-}
-
-error_code coordinator::save(const std::string& group, const tp& p, const share_partition& s) {
-    if (!_store) return error_code::none;
-    if (auto r = _store->save(group, p, s); !r) {
-        log_warn("group", "share group {}: state of {}-{} not saved: {}", group, p.first, p.second,
-                 r.err().message);
-        return error_code::kafka_storage_error;
-    }
-    return error_code::none;
 }
 
 result<void> partition_store::update(const std::string&, const tp&, const update_fn&) {

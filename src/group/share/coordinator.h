@@ -172,15 +172,43 @@ class partition_work {
                            const std::vector<int8_t>& types);
     // Gives back what the member holds in these partitions.
     void release(const std::string& member, const std::vector<tp>& parts);
+    // ... in every share-partition of the group (a member that left or timed out).
+    void release_all(const std::string& member) { release(member, partitions()); }
+
+    // The share-partitions the group has state for (every group's windows when the
+    // work's group is empty: system.share_groups). Shared mode: the database's rows, none
+    // when they cannot be read (logged).
+    std::vector<stored_share_partition> windows();
+    std::vector<tp> partitions();
+    // Whether the group is a share group: held by the coordinator when the work was
+    // made, or (shared mode: its members may be at another coordinator or gone) with
+    // share-partitions in the store.
+    bool exists();
+
+    // The share group offset APIs' work (offsets.cc). The start offsets of the group's
+    // share-partitions; nullopt when there is no such share group.
+    std::optional<std::vector<partition_offset>> offsets();
+    // The partition's window starts afresh at `start`; KAFKA_STORAGE_ERROR when not saved.
+    error_code alter_offset(const tp& p, int64_t start);
+    // Forgets every share-partition of the topic (the group starts it again at
+    // share.auto.offset.reset): NONE, UNKNOWN_TOPIC_OR_PARTITION when the group had
+    // none, KAFKA_STORAGE_ERROR.
+    error_code delete_offsets(const std::string& topic);
+    // Forgets every share-partition of the group: NONE or KAFKA_STORAGE_ERROR.
+    error_code erase_all();
 
   private:
     friend class coordinator;
     partition_work(coordinator* owner, std::shared_ptr<partition_store> store, std::string group,
-                   const config& settings, clock_source clock);
+                   const config& settings, clock_source clock, bool known);
     // Reads, changes and saves one share-partition (partition_store::update): in shared
     // mode in the store's transaction, otherwise on the coordinator's copy in memory,
     // saved before it replaces that copy. KAFKA_STORAGE_ERROR when the store failed.
     error_code update(const tp& p, const partition_store::update_fn& fn);
+    // Saves a window, then (single-node mode) puts it in the coordinator's memory.
+    error_code save(const tp& p, const share_partition& s);
+    // Removes these share-partitions from the store and the coordinator's memory.
+    error_code erase(const std::vector<tp>& parts);
 
     coordinator* _owner;                      // nullptr in shared mode
     std::shared_ptr<partition_store> _store;  // nullptr: nothing saved
@@ -188,6 +216,7 @@ class partition_work {
     bool _earliest = false;  // share.auto.offset.reset
     partition_limits _limits;
     clock_source _clock;
+    bool _known = false;  // the coordinator held the group
 };
 
 class coordinator {
@@ -211,17 +240,36 @@ class coordinator {
     void set_store(std::shared_ptr<partition_store> s) { _store = std::move(s); }
     // Whether another coordinator (classic or consumer) holds the group id.
     void set_other_group(std::function<bool(const std::string&)> fn) { _other = std::move(fn); }
+    // Where the coordinator's own share-partition work runs (a member's release, the
+    // offset APIs, system.share_groups' windows): `job`, which holds a partition_work and
+    // nothing of the coordinator, then `done` (may be empty) on the coordinator's thread.
+    // Jobs given the same (group, member) run one at a time in the order given; the
+    // offset APIs use (group, ""), whole-broker reads ("", ""). The broker runs them
+    // where ShareFetch's run (broker::share_work_queue: the shared log's reader threads in
+    // shared mode); by default, and in single-node mode, both run at once.
+    using runner = std::function<void(const std::string& group, const std::string& member,
+                                      std::function<void()> job, std::function<void()> done)>;
+    void set_runner(runner r) { _run = std::move(r); }
     // At start-up, before serving.
     void restore(stored_share_partition s);
+    // Shared mode: the group was placed on another coordinator. Its members and their
+    // assignment are dropped (they rejoin there, UNKNOWN_MEMBER_ID), their records are
+    // not released: they may still acknowledge them, as a coordinator moving in Kafka
+    // leaves the share-partitions alone, and a member that is gone leaves them to lapse
+    // with their acquisition locks. Share sessions stay: they are the fetching broker's.
+    void forget(const std::string& group);
 
-    heartbeat_result heartbeat(heartbeat_request req);
+    // `done` gets the answer; for a member that leaves, once its records are released.
+    void heartbeat(heartbeat_request req, std::function<void(heartbeat_result)> done);
     bool is_share_group(const std::string& group_id) const;
     std::vector<std::string> list() const;
     std::optional<group_description> describe(const std::string& group_id);
-    std::vector<partition_description> partitions() const;
+    // Every share-partition's window, from the store in shared mode (which every broker
+    // sees alike).
+    void partitions(std::function<void(std::vector<partition_description>)> done);
 
     // A ShareFetch or ShareAcknowledge's session: epoch 0 opens one (replacing any),
-    // -1 closes it after this request (close_session), others must be the next epoch.
+    // -1 closes it after this request (end_session), others must be the next epoch.
     // Errors: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH, UNKNOWN_MEMBER_ID (no
     // member id).
     session_result use_session(const std::string& group, const std::string& member, int32_t epoch,
@@ -229,8 +277,6 @@ class coordinator {
     // Ends the session; the partitions in which the member may still hold records, for
     // partition_work::release.
     std::vector<tp> end_session(const std::string& group, const std::string& member);
-    // end_session, then gives back what the member still holds.
-    void close_session(const std::string& group, const std::string& member);
 
     // The group's share-partition work with its settings in force now.
     partition_work work(const std::string& group);
@@ -250,23 +296,26 @@ class coordinator {
         return work(group).acknowledge(member, p, first, last, types);
     }
 
-    // The share group offset APIs (offsets.cc). The start offsets of the group's
-    // share-partitions; nullopt when there is no such share group.
-    std::optional<std::vector<partition_offset>> offsets(const std::string& group);
-    // Whether the group's offsets may be changed: NON_EMPTY_GROUP while it has members,
-    // GROUP_ID_NOT_FOUND when another kind of group holds the id (or, unless `create`,
-    // when there is no such share group).
-    error_code check_empty(const std::string& group, bool create);
-    // AlterShareGroupOffsets on an empty group (check_empty first): the partition's
-    // window starts afresh at `start`, saved before return (KAFKA_STORAGE_ERROR). An
-    // unknown group is created, as Kafka does.
-    error_code alter_offset(const std::string& group, const tp& p, int64_t start);
-    // DeleteShareGroupOffsets on an empty group: forgets every share-partition of the
-    // topic (the group starts it again at share.auto.offset.reset). Whether the group had
-    // any; KAFKA_STORAGE_ERROR when the catalog could not be written.
-    result<bool> delete_offsets(const std::string& group, const std::string& topic);
+    // The share group offset APIs (offsets.cc), each `done` on the coordinator's thread
+    // once the change is saved. The start offsets of the group's share-partitions;
+    // nullopt when there is no such share group.
+    void offsets(const std::string& group,
+                 std::function<void(std::optional<std::vector<partition_offset>>)> done);
+    // The outcome of a change to an empty group's offsets: the group's error
+    // (NON_EMPTY_GROUP while it has members; GROUP_ID_NOT_FOUND when another kind of group
+    // holds the id, or, but for Alter, when there is no such share group), else one per
+    // partition or topic changed.
+    using changes_done = std::function<void(error_code group, std::vector<error_code> each)>;
+    // AlterShareGroupOffsets: each partition's window starts afresh at its offset (NONE
+    // or KAFKA_STORAGE_ERROR). An unknown group is created, as Kafka does.
+    void alter_offsets(const std::string& group, std::vector<std::pair<tp, int64_t>> starts,
+                       changes_done done);
+    // DeleteShareGroupOffsets: forgets every share-partition of each topic
+    // (partition_work::delete_offsets).
+    void delete_offsets(const std::string& group, std::vector<std::string> topics,
+                        changes_done done);
     // DeleteGroups of an empty share group: its state is erased and the group is gone.
-    error_code delete_group(const std::string& group);
+    void delete_group(const std::string& group, std::function<void(error_code)> done);
 
     struct member_data;
     struct group_data;
@@ -275,19 +324,18 @@ class coordinator {
     friend class partition_work;
     group_data* find(const std::string& id) const;
     void expire_members(int64_t now);
-    void remove_member(group_data& g, const std::string& member_id, const char* reason);
+    // Removes the member; its records are released by a job of the runner's, then `done`.
+    void remove_member(group_data& g, const std::string& member_id, const char* reason,
+                       std::function<void()> done = nullptr);
     void assign(group_data& g);
     std::map<std::string, int32_t> subscribed_sizes(const group_data& g) const;
-    partition_limits limits(const std::string& group) const;
-    // partition_work::update with the group's settings.
-    error_code update(const std::string& group, const tp& p, const partition_store::update_fn& fn) {
-        return work(group).update(p, fn);
-    }
     bool shared_store() const { return _store && _store->shared(); }
-    // The share-partitions the group has state for.
-    std::vector<tp> group_partitions(const std::string& group) const;
-    error_code save(const std::string& group, const tp& p, const share_partition& s);
-    result<void> erase(const std::string& group, const std::vector<tp>& parts);
+    // Single-node mode: the share-partitions in memory of the group (every group's when
+    // it is empty).
+    std::vector<stored_share_partition> local_windows(const std::string& group) const;
+    // Whether the group's offsets may be changed now (the change's first half, on this
+    // thread; shared mode's work checks the store for a group not held here).
+    error_code check_empty(const std::string& group, bool create);
 
     config _cfg;
     const consumer::topic_view& _topics;
@@ -304,6 +352,11 @@ class coordinator {
     std::function<bool(const std::string&)> _other;
     std::shared_ptr<partition_store> _store;
     const group_configs* _group_configs = nullptr;
+    runner _run = [](const std::string&, const std::string&, const std::function<void()>& job,
+                     const std::function<void()>& done) {
+        job();
+        if (done) done();
+    };
 };
 
 }  // namespace sluice::group::share

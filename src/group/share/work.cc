@@ -8,14 +8,16 @@
 namespace sluice::group::share {
 
 partition_work::partition_work(coordinator* owner, std::shared_ptr<partition_store> store,
-                               std::string group, const config& settings, clock_source clock)
+                               std::string group, const config& settings, clock_source clock,
+                               bool known)
     : _owner(owner),
       _store(std::move(store)),
       _group(std::move(group)),
       _earliest(settings.auto_offset_reset == "earliest"),
       _limits{settings.record_lock_duration_ms, settings.delivery_count_limit,
               settings.partition_max_record_locks},
-      _clock(std::move(clock)) {}
+      _clock(std::move(clock)),
+      _known(known) {}
 
 error_code partition_work::update(const tp& p, const partition_store::update_fn& fn) {
     if (!_owner) {
@@ -27,14 +29,56 @@ error_code partition_work::update(const tp& p, const partition_store::update_fn&
         return error_code::none;
     }
     // A copy, so that nothing is handed out that is not on disk.
-    auto& windows = _owner->_partitions;
-    auto it = windows.find({_group, p});
+    auto& held = _owner->_partitions;
+    auto it = held.find({_group, p});
     std::optional<share_partition> sp;
-    if (it != windows.end()) sp = it->second;
+    if (it != held.end()) sp = it->second;
     if (!fn(sp) || !sp) return error_code::none;
-    if (auto e = _owner->save(_group, p, *sp); e != error_code::none) return e;
-    windows[{_group, p}] = std::move(*sp);
+    return save(p, *sp);
+}
+
+error_code partition_work::save(const tp& p, const share_partition& s) {
+    if (_store)
+        if (auto r = _store->save(_group, p, s); !r) {
+            log_warn("group", "share group {}: state of {}-{} not saved: {}", _group, p.first,
+                     p.second, r.err().message);
+            return error_code::kafka_storage_error;
+        }
+    if (_owner) _owner->_partitions[{_group, p}] = s;
     return error_code::none;
+}
+
+error_code partition_work::erase(const std::vector<tp>& parts) {
+    if (_store)
+        if (auto r = _store->erase(_group, parts); !r) {
+            log_warn("group", "share group {}: state not erased: {}", _group, r.err().message);
+            return error_code::kafka_storage_error;
+        }
+    if (_owner)
+        for (const auto& p : parts) _owner->_partitions.erase({_group, p});
+    return error_code::none;
+}
+
+std::vector<stored_share_partition> partition_work::windows() {
+    if (_owner) return _owner->local_windows(_group);
+    if (!_store) return {};
+    auto rows = _store->load(_group);
+    if (!rows) {
+        log_warn("group", "share group {}: share-partitions not read: {}", _group,
+                 rows.err().message);
+        return {};
+    }
+    return std::move(*rows);
+}
+
+std::vector<tp> partition_work::partitions() {
+    std::vector<tp> out;
+    for (const auto& w : windows()) out.push_back(w.partition);
+    return out;
+}
+
+bool partition_work::exists() {
+    return _known || !partitions().empty();
 }
 
 int64_t partition_work::fetch_position(const tp& p, int64_t log_start, int64_t high_watermark) {

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <utility>
+
 #include "group/share/coordinator.h"
 #include "group/share/partition.h"
 
@@ -157,7 +160,41 @@ struct share_coordinator_test : ::testing::Test {
         r.member_id = m;
         r.member_epoch = epoch;
         r.subscribed_topic_names = std::move(subs);
-        return c.heartbeat(r);
+        heartbeat_result out;
+        c.heartbeat(r, [&](heartbeat_result got) { out = std::move(got); });
+        return out;
+    }
+    // The coordinator's calls below answer at once: its default runner runs their work
+    // on the calling thread.
+    std::vector<partition_description> partitions() {
+        std::vector<partition_description> out;
+        c.partitions([&](std::vector<partition_description> got) { out = std::move(got); });
+        return out;
+    }
+    std::optional<std::vector<partition_offset>> offsets() {
+        std::optional<std::vector<partition_offset>> out;
+        c.offsets("g", [&](std::optional<std::vector<partition_offset>> got) { out = std::move(got); });
+        return out;
+    }
+    // The group's error, else the one partition's.
+    error_code alter(const tp& p, int64_t start) {
+        error_code out = error_code::unknown_server_error;
+        c.alter_offsets("g", {{p, start}}, [&](error_code g, std::vector<error_code> each) {
+            out = g != error_code::none ? g : each.at(0);
+        });
+        return out;
+    }
+    error_code delete_offsets(const std::string& topic) {
+        error_code out = error_code::unknown_server_error;
+        c.delete_offsets("g", {topic}, [&](error_code g, std::vector<error_code> each) {
+            out = g != error_code::none ? g : each.at(0);
+        });
+        return out;
+    }
+    error_code delete_group() {
+        error_code out = error_code::unknown_server_error;
+        c.delete_group("g", [&](error_code e) { out = e; });
+        return out;
     }
 };
 
@@ -211,27 +248,26 @@ TEST_F(share_coordinator_test, SessionsAndAcknowledgements) {
     ASSERT_TRUE(got.ok());
     ASSERT_EQ(got->size(), 1u);
     EXPECT_EQ(c.acknowledge("g", "a", p, 5, 7, {accept}), error_code::none);
-    EXPECT_EQ(c.partitions().at(0).start_offset, 8);
+    EXPECT_EQ(partitions().at(0).start_offset, 8);
     // A member whose session ends is removed and its records released.
     (void)c.acquire("g", "a", p, c.fetch_position("g", p, 0, 9), 8, 10);
     now += config{}.session_timeout_ms + 1;
     ASSERT_TRUE(c.describe("g").has_value());
     EXPECT_TRUE(c.describe("g")->members.empty());
-    EXPECT_EQ(c.partitions().at(0).acquired, 0u);
+    EXPECT_EQ(partitions().at(0).acquired, 0u);
 }
 
 TEST_F(share_coordinator_test, OffsetsOfAnEmptyGroupAreAlteredAndDeleted) {
     t.sizes["t"] = 2;
     const tp p0{"t", 0}, p1{"t", 1};
-    EXPECT_FALSE(c.offsets("g").has_value());
-    EXPECT_EQ(c.check_empty("g", false), error_code::group_id_not_found);
-    EXPECT_EQ(c.delete_group("g"), error_code::group_id_not_found);
+    EXPECT_FALSE(offsets().has_value());
+    EXPECT_EQ(delete_offsets("t"), error_code::group_id_not_found);
+    EXPECT_EQ(delete_group(), error_code::group_id_not_found);
     // Altering creates the group, as Kafka does.
-    ASSERT_EQ(c.check_empty("g", true), error_code::none);
-    ASSERT_EQ(c.alter_offset("g", p0, 4), error_code::none);
-    ASSERT_EQ(c.alter_offset("g", p1, 9), error_code::none);
+    ASSERT_EQ(alter(p0, 4), error_code::none);
+    ASSERT_EQ(alter(p1, 9), error_code::none);
     ASSERT_TRUE(c.is_share_group("g"));
-    auto o = c.offsets("g");
+    auto o = offsets();
     ASSERT_TRUE(o && o->size() == 2u);
     EXPECT_EQ(o->at(0).start_offset, 4);
     EXPECT_EQ(o->at(1).start_offset, 9);
@@ -239,16 +275,89 @@ TEST_F(share_coordinator_test, OffsetsOfAnEmptyGroupAreAlteredAndDeleted) {
     EXPECT_EQ(c.fetch_position("g", p0, 0, 10), 4);
     // A member makes the group not empty.
     (void)beat("a", 0, std::vector<std::string>{"t"});
-    EXPECT_EQ(c.alter_offset("g", p0, 0), error_code::non_empty_group);
-    EXPECT_EQ(c.delete_group("g"), error_code::non_empty_group);
+    EXPECT_EQ(alter(p0, 0), error_code::non_empty_group);
+    EXPECT_EQ(delete_group(), error_code::non_empty_group);
     (void)beat("a", -1);
-    auto gone = c.delete_offsets("g", "t");
-    ASSERT_TRUE(gone.ok());
-    EXPECT_TRUE(*gone);
-    EXPECT_TRUE(c.offsets("g")->empty());
-    EXPECT_FALSE(*c.delete_offsets("g", "t"));  // nothing left for the topic
-    EXPECT_EQ(c.delete_group("g"), error_code::none);
+    EXPECT_EQ(delete_offsets("t"), error_code::none);
+    EXPECT_TRUE(offsets()->empty());
+    EXPECT_EQ(delete_offsets("t"), error_code::unknown_topic_or_partition);  // nothing left
+    EXPECT_EQ(delete_group(), error_code::none);
     EXPECT_FALSE(c.is_share_group("g"));
+}
+
+TEST_F(share_coordinator_test, AForgottenGroupsMembersRejoinAndStillHoldTheirRecords) {
+    t.sizes["t"] = 1;
+    const tp p{"t", 0};
+    ASSERT_EQ(beat("a", 0, std::vector<std::string>{"t"}).member_epoch, 1);
+    ASSERT_EQ(c.fetch_position("g", p, 0, 3), -1);  // latest: starts at the end
+    ASSERT_EQ(c.fetch_position("g", p, 0, 6), 3);
+    ASSERT_TRUE(c.acquire("g", "a", p, 3, 5, 10).ok());
+    // The group moved to another coordinator: its members are dropped here, what they
+    // acquired is not given back.
+    c.forget("g");
+    EXPECT_FALSE(c.is_share_group("g"));
+    EXPECT_EQ(partitions().at(0).acquired, 3u);
+    // Back here, the member is not known and rejoins; it still acknowledges its records.
+    EXPECT_EQ(beat("a", 1).error, error_code::unknown_member_id);
+    EXPECT_EQ(beat("a", 0, std::vector<std::string>{"t"}).error, error_code::none);
+    EXPECT_EQ(c.acknowledge("g", "a", p, 3, 5, {accept}), error_code::none);
+    EXPECT_EQ(partitions().at(0).start_offset, 6);
+}
+
+TEST_F(share_coordinator_test, TheRunnersJobsReleaseAndAnswerLater) {
+    // As the broker's share_work_queue in shared mode: jobs wait until run.
+    std::vector<std::pair<std::string, std::function<void()>>> queued;
+    c.set_runner([&](const std::string& group, const std::string& member, std::function<void()> job,
+                     std::function<void()> done) {
+        queued.emplace_back(group + "/" + member, [job = std::move(job), done = std::move(done)] {
+            job();
+            if (done) done();
+        });
+    });
+    auto run_all = [&] {
+        for (auto& [key, fn] : std::exchange(queued, {})) fn();
+    };
+    t.sizes["t"] = 1;
+    const tp p{"t", 0};
+    (void)beat("a", 0, std::vector<std::string>{"t"});
+    (void)beat("b", 0, std::vector<std::string>{"t"});
+    ASSERT_EQ(c.fetch_position("g", p, 0, 4), -1);
+    ASSERT_EQ(c.fetch_position("g", p, 0, 7), 4);
+    ASSERT_TRUE(c.acquire("g", "a", p, 4, 5, 10).ok());
+    ASSERT_TRUE(c.acquire("g", "b", p, 6, 6, 10).ok());
+    // A leaving member is out of the group at once; it is answered after its release.
+    std::optional<heartbeat_result> left;
+    heartbeat_request r;
+    r.group_id = "g";
+    r.member_id = "a";
+    r.member_epoch = -1;
+    c.heartbeat(r, [&](heartbeat_result got) { left = std::move(got); });
+    EXPECT_FALSE(left.has_value());
+    ASSERT_EQ(queued.size(), 1u);
+    EXPECT_EQ(queued.front().first, "g/a");  // behind member a's ShareFetch work
+    EXPECT_EQ(c.describe("g")->members.size(), 1u);
+    run_all();
+    ASSERT_TRUE(left.has_value());
+    EXPECT_EQ(left->member_epoch, -1);
+    // A timed-out member's release is queued the same way; the offsets read after it.
+    now += config{}.session_timeout_ms + 1;
+    EXPECT_TRUE(c.describe("g")->members.empty());
+    std::optional<std::vector<partition_offset>> seen;
+    c.offsets("g", [&](std::optional<std::vector<partition_offset>> got) { seen = std::move(got); });
+    ASSERT_EQ(queued.size(), 2u);
+    EXPECT_EQ(queued.at(0).first, "g/b");
+    EXPECT_EQ(queued.at(1).first, "g/");
+    EXPECT_FALSE(seen.has_value());
+    run_all();
+    ASSERT_TRUE(seen && seen->size() == 1u);
+    EXPECT_EQ(seen->at(0).start_offset, 4);
+    // system.share_groups' windows too.
+    std::optional<std::vector<partition_description>> windows;
+    c.partitions([&](std::vector<partition_description> got) { windows = std::move(got); });
+    EXPECT_FALSE(windows.has_value());
+    run_all();
+    ASSERT_TRUE(windows && windows->size() == 1u);
+    EXPECT_EQ(windows->at(0).acquired, 0u);  // both members' records released
 }
 
 }  // namespace
