@@ -102,13 +102,47 @@ func main() {
 	// Two members of a group consume everything; each commits what it read on close.
 	var mu sync.Mutex
 	seen := map[string][]jsonl.Rec{}
+	// Each member's partitions, from the client's callbacks. The members fetch nothing
+	// until the group has split the partitions between them: otherwise the first to get
+	// an assignment may read everything before it gives half away (its next heartbeat).
+	owned := make([]map[int32]bool, 2)
+	track := func(m int, add bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range ps[a.Topic] {
+				if add {
+					owned[m][p] = true
+				} else {
+					delete(owned[m], p)
+				}
+			}
+		}
+	}
 	members := make([]*kgo.Client, 2)
 	for m := range members {
-		cl, err := kgo.NewClient(groupOpts(a, kgo.ClientID(fmt.Sprintf("franz-member-%d", m)), kgo.DisableAutoCommit())...)
+		owned[m] = map[int32]bool{}
+		cl, err := kgo.NewClient(groupOpts(a, kgo.ClientID(fmt.Sprintf("franz-member-%d", m)), kgo.DisableAutoCommit(),
+			kgo.OnPartitionsAssigned(track(m, true)), kgo.OnPartitionsRevoked(track(m, false)),
+			kgo.OnPartitionsLost(track(m, false)))...)
 		if err != nil {
 			jsonl.Fail("member", err)
 		}
+		cl.PauseFetchTopics(a.Topic)
 		members[m] = cl
+	}
+	split := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(owned[0]) == 0 || len(owned[1]) == 0 || len(owned[0])+len(owned[1]) != a.Partitions {
+			return 0
+		}
+		for p := range owned[0] {
+			if owned[1][p] {
+				return 0
+			}
+		}
+		return 1
 	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -137,6 +171,11 @@ func main() {
 				}
 			}
 		}(fmt.Sprint(m), cl)
+	}
+	var none sync.Mutex
+	jsonl.WaitFor(&none, split, 1, 60*time.Second)
+	for _, cl := range members {
+		cl.ResumeFetchTopics(a.Topic)
 	}
 	jsonl.WaitFor(&mu, func() int { return len(seen["0"]) + len(seen["1"]) }, total, 90*time.Second)
 	if *nextGen {
