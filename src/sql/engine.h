@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -75,6 +76,24 @@ class [[nodiscard]] outcome {
     std::variant<T, query_error> _v;
 };
 
+// The type a client declared for a statement's parameter (PostgreSQL's Parse names one per
+// parameter, or none).
+enum class param_type : uint8_t {
+    unspecified,
+    boolean,
+    int16,
+    int32,
+    int64,
+    float32,
+    float64,
+    numeric,
+    text,
+    bytes,
+    date,
+    timestamp,
+    timestamptz,
+};
+
 // A result column. decl_type is the declared type of a table column ("INTEGER",
 // "TEXT", "BLOB", "REAL", ...), empty for an expression: front ends then type the
 // column by its values (see statement::step).
@@ -128,6 +147,14 @@ class session {
     // whitespace and comments gives a null pointer and no error.
     virtual outcome<std::unique_ptr<statement>> prepare(std::string_view sql,
                                                         std::string_view* tail = nullptr) = 0;
+    // As prepare(), with the types the client declared for the parameters (the first ones;
+    // any further are unspecified). An engine that types parameters as it prepares (DuckDB)
+    // takes them where the statement alone leaves a parameter's type, and so its result
+    // columns, open (`? + 9000000000`); SQLite types values as they come.
+    virtual outcome<std::unique_ptr<statement>> prepare_declared(
+        std::string_view sql, std::string_view* tail, std::span<const param_type> /*declared*/) {
+        return prepare(sql, tail);
+    }
 
     // Limits for statements stepped from now on, clamped to the engine's defaults.
     virtual void set_limits(const limits& l) = 0;

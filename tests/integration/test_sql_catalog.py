@@ -44,6 +44,35 @@ def lines(text):
     return text.strip("\n").split("\n")
 
 
+def psql_table(title, headers, rows, count=True):
+    """psql's aligned output (border 1) of rows of text: the title centred over the table,
+    each header centred in its column, values left-aligned (the last column's unpadded),
+    then the row count."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    width = sum(widths) + 3 * (len(widths) - 1) + 2
+
+    def centred(text, w):
+        left = (w - len(text)) // 2
+        return " " * left + text + " " * (w - len(text) - left)
+
+    out = [" " * ((width - len(title)) // 2) + title,
+           " " + " | ".join(centred(h, w) for h, w in zip(headers, widths)) + " ",
+           "+".join("-" * (w + 2) for w in widths)]
+    out += [" " + " | ".join([v.ljust(w) for v, w in zip(r[:-1], widths)] + [r[-1]]) for r in rows]
+    if count:
+        out.append("(%d row%s)" % (len(rows), "" if len(rows) == 1 else "s"))
+    return out
+
+
+def described(title, columns, footer=()):
+    """psql's \\d of a relation: (name, type, nullable, default) per column, then `footer`."""
+    return psql_table(title, ["Column", "Type", "Collation", "Nullable", "Default"],
+                      [(n, t, "", null, default) for n, t, null, default in columns], count=False) + list(footer)
+
+
+RELATIONS_PLUS = ["Schema", "Name", "Type", "Owner", "Persistence", "Access method", "Size", "Description"]
+
+
 def test_list_databases_and_schemas(b):
     assert lines(meta(b.pg, r"\l")) == [
         "                                        List of databases",
@@ -116,13 +145,9 @@ def test_list_tables_views_indexes_functions(b):
         "(0 rows)",
     ]
     # (Its result type: text on DuckDB, whose functions are typed; none on SQLite.)
-    assert lines(meta(b.pg, r"\df sluice*")) == [
-        "                               List of functions",
-        "   Schema   |       Name       | Result data type | Argument data types | Type ",
-        "------------+------------------+------------------+---------------------+------",
-        " pg_catalog | sluice_last_scan | %s |                     | func" % ("text            " if S.ON_DUCKDB else " " * 16),
-        "(1 row)",
-    ]
+    assert lines(meta(b.pg, r"\df sluice*")) == psql_table(
+        "List of functions", ["Schema", "Name", "Result data type", "Argument data types", "Type"],
+        [("pg_catalog", "sluice_last_scan", "text" if S.ON_DUCKDB else "", "", "func")])
 
 
 def test_plus_forms_sizes_and_view_definition(b):
@@ -130,50 +155,20 @@ def test_plus_forms_sizes_and_view_definition(b):
     topic's segment bytes; a view shows its query. On DuckDB a table's size is the
     database file's blocks holding its checkpointed data (none for this empty table) and an
     index has none (test_table_size_is_its_blocks)."""
-    if S.ON_DUCKDB:
-        assert lines(meta(b.pg, r"\dt+ shop.*")) == [
-            "                                   List of relations",
-            " Schema | Name  | Type  | Owner  | Persistence | Access method |  Size   | Description ",
-            "--------+-------+-------+--------+-------------+---------------+---------+-------------",
-            " shop   | items | table | sluice | permanent   | heap          | 0 bytes | ",
-            "(1 row)",
-        ]
-        assert lines(meta(b.pg, r"\di+ shop.*")) == [
-            "                                        List of relations",
-            " Schema |    Name    | Type  | Owner  | Table | Persistence | Access method | Size | Description ",
-            "--------+------------+-------+--------+-------+-------------+---------------+------+-------------",
-            " shop   | items_pkey | index | sluice | items | permanent   | btree         |      | ",
-            " shop   | items_qty  | index | sluice | items | permanent   | btree         |      | ",
-            "(2 rows)",
-        ]
-        # DuckDB keeps a view's query as it parsed it.
-        assert lines(meta(b.pg, r"\d+ big_scores"))[-2:] == [
-            "View definition:", "SELECT id, score FROM users WHERE (score > 10)"]
-    else:
-        plus_forms_on_sqlite(b)
+    table_size, index_size = ("0 bytes", "") if S.ON_DUCKDB else ("4096 bytes", "4096 bytes")
+    assert lines(meta(b.pg, r"\dt+ shop.*")) == psql_table("List of relations", RELATIONS_PLUS, [
+        ("shop", "items", "table", "sluice", "permanent", "heap", table_size, "")])
+    assert lines(meta(b.pg, r"\di+ shop.*")) == psql_table(
+        "List of relations", RELATIONS_PLUS[:4] + ["Table"] + RELATIONS_PLUS[4:],
+        [("shop", name, "index", "sluice", "items", "permanent", "btree", index_size, "")
+         for name in ("items_pkey", "items_qty")])
+    # DuckDB keeps a view's query as it parsed it, SQLite as it was written.
+    assert lines(meta(b.pg, r"\d+ big_scores"))[-2:] == [
+        "View definition:", "SELECT id, score FROM users WHERE %s" %
+        ("(score > 10)" if S.ON_DUCKDB else "score > 10")]
     assert lines(meta(b.pg, r"\du"))[-1] == " sluice    | Cannot login | {}"
     assert " sluice | sluice | UTF8     | C       | C     |            | libc            |" in \
         lines(meta(b.pg, r"\l+"))[3]
-
-
-def plus_forms_on_sqlite(b):
-    assert lines(meta(b.pg, r"\dt+ shop.*")) == [
-        "                                    List of relations",
-        " Schema | Name  | Type  | Owner  | Persistence | Access method |    Size    | Description ",
-        "--------+-------+-------+--------+-------------+---------------+------------+-------------",
-        " shop   | items | table | sluice | permanent   | heap          | 4096 bytes | ",
-        "(1 row)",
-    ]
-    assert lines(meta(b.pg, r"\di+ shop.*")) == [
-        "                                           List of relations",
-        " Schema |    Name    | Type  | Owner  | Table | Persistence | Access method |    Size    | Description ",
-        "--------+------------+-------+--------+-------+-------------+---------------+------------+-------------",
-        " shop   | items_pkey | index | sluice | items | permanent   | btree         | 4096 bytes | ",
-        " shop   | items_qty  | index | sluice | items | permanent   | btree         | 4096 bytes | ",
-        "(2 rows)",
-    ]
-    assert lines(meta(b.pg, r"\d+ big_scores"))[-2:] == [
-        "View definition:", "SELECT id, score FROM users WHERE score > 10"]
 
 
 def test_table_size_is_its_blocks(broker_factory):
@@ -201,89 +196,26 @@ def test_table_size_is_its_blocks(broker_factory):
 
 def test_describe_table(b):
     # DuckDB's INTEGER and REAL are PostgreSQL's (32-bit), SQLite's 64-bit; a PRIMARY KEY
-    # column is NOT NULL there, as in PostgreSQL (test_functions_tools_call).
-    if S.ON_DUCKDB:
-        assert lines(meta(b.pg, r"\d users")) == [
-            "                Table \"main.users\"",
-            " Column |  Type   | Collation | Nullable | Default ",
-            "--------+---------+-----------+----------+---------",
-            " id     | integer |           | not null | ",
-            " name   | text    |           | not null | ",
-            " score  | real    |           |          | ",
-            "Indexes:",
-            "    \"users_pkey\" PRIMARY KEY, btree (id)",
-        ]
-        assert lines(meta(b.pg, r"\d shop.items")) == [
-            "                Table \"shop.items\"",
-            " Column |  Type   | Collation | Nullable | Default ",
-            "--------+---------+-----------+----------+---------",
-            " sku    | text    |           | not null | ",
-            " qty    | integer |           |          | 0",
-            " note   | bytea   |           |          | ",
-            "Indexes:",
-            "    \"items_pkey\" PRIMARY KEY, btree (sku)",
-            "    \"items_qty\" btree (qty)",
-        ]
-    else:
-        assert lines(meta(b.pg, r"\d users")) == [
-            "                     Table \"main.users\"",
-            " Column |       Type       | Collation | Nullable | Default ",
-            "--------+------------------+-----------+----------+---------",
-            " id     | bigint           |           | not null | ",
-            " name   | text             |           | not null | ",
-            " score  | double precision |           |          | ",
-            "Indexes:",
-            "    \"users_pkey\" PRIMARY KEY, btree (id)",
-        ]
-        assert lines(meta(b.pg, r"\d shop.items")) == [
-            "                Table \"shop.items\"",
-            " Column |  Type  | Collation | Nullable | Default ",
-            "--------+--------+-----------+----------+---------",
-            " sku    | text   |           |          | ",
-            " qty    | bigint |           |          | 0",
-            " note   | bytea  |           |          | ",
-            "Indexes:",
-            "    \"items_pkey\" PRIMARY KEY, btree (sku)",
-            "    \"items_qty\" btree (qty)",
-        ]
-    # A topic table, by its bare name (found as SQLite finds it) and qualified.
-    topic = [
-        "                 Table \"kafka_topics.orders\"",
-        "       Column       |  Type  | Collation | Nullable | Default ",
-        "--------------------+--------+-----------+----------+---------",
-        " partition          | bigint |           |          | ",
-        " offset             | bigint |           |          | ",
-        " timestamp_producer | bigint |           |          | ",
-        " timestamp_broker   | bigint |           |          | ",
-        " key                | bytea  |           |          | ",
-        " value              | bytea  |           |          | ",
-        " headers            | text   |           |          | ",
-    ]
-    if S.ON_DUCKDB:  # the topic table's partition is an INTEGER there (information_schema too)
-        topic = [
-            "                  Table \"kafka_topics.orders\"",
-            "       Column       |  Type   | Collation | Nullable | Default ",
-            "--------------------+---------+-----------+----------+---------",
-            " partition          | integer |           |          | ",
-        ] + [ln[:28] + " " + ln[28:] for ln in topic[4:]]
+    # column is NOT NULL there, as in PostgreSQL (test_functions_tools_call), where SQLite
+    # lets a key that is not an INTEGER hold NULL.
+    integer, real = ("integer", "real") if S.ON_DUCKDB else ("bigint", "double precision")
+    text_key = "not null" if S.ON_DUCKDB else ""
+    assert lines(meta(b.pg, r"\d users")) == described('Table "main.users"', [
+        ("id", integer, "not null", ""), ("name", "text", "not null", ""), ("score", real, "", "")],
+        ["Indexes:", '    "users_pkey" PRIMARY KEY, btree (id)'])
+    assert lines(meta(b.pg, r"\d shop.items")) == described('Table "shop.items"', [
+        ("sku", "text", text_key, ""), ("qty", integer, "", "0"), ("note", "bytea", "", "")],
+        ["Indexes:", '    "items_pkey" PRIMARY KEY, btree (sku)', '    "items_qty" btree (qty)'])
+    # A topic table, by its bare name (found as SQLite finds it) and qualified; its
+    # partition is an INTEGER on DuckDB (information_schema too).
+    topic = described('Table "kafka_topics.orders"', [
+        (name, t, "", "") for name, t in (
+            ("partition", integer), ("offset", "bigint"), ("timestamp_producer", "bigint"),
+            ("timestamp_broker", "bigint"), ("key", "bytea"), ("value", "bytea"), ("headers", "text"))])
     assert lines(meta(b.pg, r"\d orders")) == topic
     assert lines(meta(b.pg, r"\d kafka_topics.orders")) == topic
-    if S.ON_DUCKDB:
-        assert lines(meta(b.pg, r"\d big_scores")) == [
-            "              View \"main.big_scores\"",
-            " Column |  Type   | Collation | Nullable | Default ",
-            "--------+---------+-----------+----------+---------",
-            " id     | integer |           |          | ",
-            " score  | real    |           |          | ",
-        ]
-        return
-    assert lines(meta(b.pg, r"\d big_scores")) == [
-        "                   View \"main.big_scores\"",
-        " Column |       Type       | Collation | Nullable | Default ",
-        "--------+------------------+-----------+----------+---------",
-        " id     | bigint           |           |          | ",
-        " score  | double precision |           |          | ",
-    ]
+    assert lines(meta(b.pg, r"\d big_scores")) == described('View "main.big_scores"', [
+        ("id", integer, "", ""), ("score", real, "", "")])
 
 
 def test_functions_tools_call(b):

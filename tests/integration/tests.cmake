@@ -122,7 +122,7 @@ sluice_integration_slots(integration.ck-2.16.test_groups_kip848_confluent test_g
 # default: SLUICE_TEST_SQL_ENGINE=duckdb makes conftest start their brokers with
 # --sql-engine duckdb. One pytest run (one interpreter start); only tests that pass on
 # DuckDB are listed (the rest: docs/design/sql-engine.md, Not done yet). It takes the jvm
-# lock as test_sql_catalog does (JDBC's DatabaseMetaData).
+# lock as test_sql_catalog and test_sql_tools do (the JDBC driver).
 # Left out: of test_sql_bounds, the test of SQLite's own functions and statement
 # (fts3_tokenizer, load_extension, VACUUM), which DuckDB has not (its LOAD, INSTALL and
 # ATTACH are refused: tests/unit/sql_duck/serving_test.cc).
@@ -130,6 +130,7 @@ set(duckdb_sql_tests
   test_sql_dialect.py test_sql_clients.py test_security_sql.py
   test_sql_paths.py test_sql_joins.py test_sql_semantics.py test_sql_errors.py
   test_sql_topic_names.py test_sql_bounds.py test_expansions.py test_sql_catalog.py
+  test_sql_tools.py
   # The SQL tests of suites whose SQL is a part (docs/design/sql-engine.md, "Suites on
   # DuckDB"): a few seconds each.
   test_version.py::test_broker_logs_version_and_sql_names_it
@@ -147,8 +148,6 @@ set(duckdb_sql_tests
   test_transactions_rdkafka.py::test_read_process_write_each_input_once
   test_compaction.py::test_delete_records_inside_an_aborted_transaction_hides_the_rest
   test_security_scram_mechanisms.py::test_pg_scram_uses_the_sha256_credential_and_says_what_is_missing
-  test_sql_tools.py::test_pandas_read_sql_of_a_topic
-  test_sql_tools.py::test_duckdb_attaches_and_queries_a_topic_and_a_target
   # The pages whose commands run SQL, their `sluice serve` given --sql-engine duckdb.
   "test_docs.py::test_page_runs_as_written[README.md]"
   "test_docs.py::test_page_runs_as_written[docs/sql.md]"

@@ -14,6 +14,7 @@
 #include "duckdb/parser/sql_statement.hpp"
 #include "duckdb/parser/statement/copy_statement.hpp"
 #include "sql/budget.h"
+#include "sql/duck/param_types.h"
 #include "sql/duck/pg_catalog.h"
 #include "sql/duck/pg_shape.h"
 #include "sql/duck/statement_checks.h"
@@ -235,16 +236,20 @@ bool charged(d::StatementType t) {
 
 class serving_statement final : public sql::statement {
   public:
-    serving_statement(serving_session& s, std::string text, d::unique_ptr<d::PreparedStatement> p)
+    // `typed`: the result and parameter types when DuckDB left them open (duck/param_types.h).
+    serving_statement(serving_session& s, std::string text, d::unique_ptr<d::PreparedStatement> p,
+                      std::optional<typed_parameters> typed)
         : _s(s), _text(std::move(text)), _prep(std::move(p)) {
-        const auto props = _prep->GetStatementProperties();
-        _returns_rows = props.return_type == d::StatementReturnType::QUERY_RESULT;
+        _returns_rows = typed ? typed->returns_rows
+                              : _prep->GetStatementProperties().return_type ==
+                                    d::StatementReturnType::QUERY_RESULT;
         if (_returns_rows) {
-            const auto& names = _prep->GetNames();
-            const auto& types = _prep->GetTypes();
+            const auto& names = typed ? typed->names : _prep->GetNames();
+            const auto& types = typed ? typed->types : _prep->GetTypes();
             for (size_t i = 0; i < names.size(); ++i)
                 _cols.push_back({names[i], decl_type_of(types[i])});
         }
+        if (typed) _param_types = std::move(typed->params);
         _params.resize(_prep->named_param_map.size());
         _topics = _s.bound_topics();
         _generation = _s.access_generation();
@@ -258,7 +263,24 @@ class serving_statement final : public sql::statement {
             return query_error{failure::invalid_parameter,
                                fmt::format("the statement takes {} parameters, not {}",
                                            _params.size(), params.size())};
-        for (size_t i = 0; i < params.size(); ++i) _params[i] = param_of(params[i]);
+        for (size_t i = 0; i < params.size(); ++i) {
+            _params[i] = param_of(params[i]);
+            if (i >= _param_types.size() || _params[i].type() == _param_types[i]) continue;
+            // The type the result was found with, so that DuckDB's binding with the values
+            // answers the columns announced.
+            const auto& t = _param_types[i];
+            if (_params[i].IsNull()) {
+                _params[i] = d::Value(t);
+                continue;
+            }
+            d::Value v;
+            std::string why;
+            if (!_params[i].TryCastAs(*_s.con().context, t, v, &why, true))
+                return query_error{failure::invalid_parameter,
+                                   fmt::format("parameter ${} is not a valid {}: {}", i + 1,
+                                               t.ToString(), one_line(why))};
+            _params[i] = std::move(v);
+        }
         return true;
     }
     const std::vector<column>& columns() const override { return _cols; }
@@ -304,6 +326,7 @@ class serving_statement final : public sql::statement {
     bool _returns_rows = false;
     std::vector<column> _cols;
     d::vector<d::Value> _params;
+    std::vector<d::LogicalType> _param_types;  // empty unless DuckDB left them open
     d::unique_ptr<d::QueryResult> _result;
     d::unique_ptr<d::DataChunk> _chunk;
     d::idx_t _pos = 0;
@@ -528,17 +551,17 @@ query_error serving_session::error_for(const d::ErrorData& e) {
     return {failure_of(e.Type(), msg), std::move(text)};
 }
 
-outcome<std::unique_ptr<sql::statement>> serving_session::prepare(std::string_view sql,
-                                                                  std::string_view* tail) {
+outcome<std::unique_ptr<sql::statement>> serving_session::prepare_declared(
+    std::string_view sql, std::string_view* tail, std::span<const param_type> declared) {
     const auto started = steady::now();
-    auto r = prepare_statement(sql, tail);
+    auto r = prepare_statement(sql, tail, declared);
     // A statement refused before it runs counts as failed too (sql_metrics.h).
     if (!r.ok()) count_query(started, query_outcome::failed);
     return r;
 }
 
 outcome<std::unique_ptr<sql::statement>> serving_session::prepare_statement(
-    std::string_view sql, std::string_view* tail) {
+    std::string_view sql, std::string_view* tail, std::span<const param_type> declared) {
     _run.cancel.store(false);  // a cancel that came while idle is forgotten
     if (tail) *tail = {};
     // The separators before a statement (the `;` a tail starts with): DuckDB's parser
@@ -578,11 +601,16 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare_statement(
         std::string own = text.substr(first->stmt_location, end - first->stmt_location);
         _bound_topics.clear();
         _account->clear_refusal();
+        const size_t n_params = first->named_param_map.size();
+        auto spare = n_params > 0 ? first->Copy() : nullptr;
         d::unique_ptr<d::PreparedStatement> prep;
+        std::optional<typed_parameters> typed;
         {
             // DuckDB computes constant expressions while planning.
             memory_scope charged(_account);
             prep = _con->Prepare(std::move(first));
+            if (spare && !prep->HasError() && result_open(*prep))
+                typed = type_parameters(*_con, *spare, n_params, declared);
         }
         if (prep->HasError()) return hinted(error_for(prep->GetErrorObject()));
         if (prep->GetNames().size() > max_result_columns)
@@ -590,7 +618,8 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare_statement(
                 failure::program_limit,
                 fmt::format("too many columns in result set (at most {})", max_result_columns)};
         return std::unique_ptr<sql::statement>(
-            std::make_unique<serving_statement>(*this, std::move(own), std::move(prep)));
+            std::make_unique<serving_statement>(*this, std::move(own), std::move(prep),
+                                                std::move(typed)));
     } catch (const std::exception& e) {
         return hinted(error_for(d::ErrorData(e)));
     }

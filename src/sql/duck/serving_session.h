@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,7 +39,12 @@ class serving_session final : public sql::session {
     ~serving_session() override;
 
     outcome<std::unique_ptr<sql::statement>> prepare(std::string_view sql,
-                                                     std::string_view* tail) override;
+                                                     std::string_view* tail) override {
+        return prepare_declared(sql, tail, {});
+    }
+    outcome<std::unique_ptr<sql::statement>> prepare_declared(
+        std::string_view sql, std::string_view* tail,
+        std::span<const param_type> declared) override;
     void set_limits(const limits& l) override;
     limits current_limits() const override { return _limits; }
     limits default_limits() const override { return _opts.defaults; }
@@ -71,8 +77,8 @@ class serving_session final : public sql::session {
     void charge_tasks(bool on) { _charging->enable(on); }
 
   private:
-    outcome<std::unique_ptr<sql::statement>> prepare_statement(std::string_view sql,
-                                                               std::string_view* tail);
+    outcome<std::unique_ptr<sql::statement>> prepare_statement(
+        std::string_view sql, std::string_view* tail, std::span<const param_type> declared);
 
     engine::impl& _db;
     const engine_options& _opts;

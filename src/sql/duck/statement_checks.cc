@@ -10,21 +10,12 @@
 #include "duckdb.hpp"
 #include "duckdb/parser/expression/constant_expression.hpp"
 #include "duckdb/parser/expression/function_expression.hpp"
-#include "duckdb/parser/expression/subquery_expression.hpp"
-#include "duckdb/parser/parsed_data/create_table_info.hpp"
-#include "duckdb/parser/parsed_data/create_view_info.hpp"
-#include "duckdb/parser/parsed_expression_iterator.hpp"
 #include "duckdb/parser/query_node.hpp"
 #include "duckdb/parser/query_node/set_operation_node.hpp"
-#include "duckdb/parser/statement/create_statement.hpp"
-#include "duckdb/parser/statement/delete_statement.hpp"
-#include "duckdb/parser/statement/explain_statement.hpp"
-#include "duckdb/parser/statement/insert_statement.hpp"
 #include "duckdb/parser/statement/select_statement.hpp"
-#include "duckdb/parser/statement/update_statement.hpp"
 #include "duckdb/parser/tableref/basetableref.hpp"
-#include "duckdb/parser/tableref/subqueryref.hpp"
 #include "sql/budget.h"
+#include "sql/duck/statement_walk.h"
 
 namespace sluice::sql::duck {
 
@@ -95,15 +86,10 @@ query_error not_available(const std::string& what) {
                         what)};
 }
 
-struct walk {
+// What walk_refused looks for in one expression or table reference; the first found.
+struct refusals {
     std::optional<query_error> found;
 
-    void node(d::QueryNode& n) {
-        for (auto& [name, cte] : n.cte_map.map) node(*cte->query->node);
-        d::ParsedExpressionIterator::EnumerateQueryNodeChildren(
-            n, [this](d::unique_ptr<d::ParsedExpression>& e) { expr(*e); },
-            [this](d::TableRef& r) { ref(r); });
-    }
     void ref(d::TableRef& r) {
         if (found) return;
         if (r.type == d::TableReferenceType::BASE_TABLE) {
@@ -111,104 +97,38 @@ struct walk {
             if (shows_files(t.table_name)) found = not_available(t.table_name);
         }
     }
-    void expr(d::ParsedExpression& e) {
-        if (found) return;
-        if (e.GetExpressionClass() == d::ExpressionClass::FUNCTION) {
-            const auto& f = e.Cast<d::FunctionExpression>();
-            const auto name = lowered(f.function_name);
-            // DuckDB's grammar binds `a = b ->> 'p'` as `(a = b) ->> 'p'`: another answer,
-            // silently, where PostgreSQL and SQLite read `a = (b ->> 'p')`.
-            if (name == "->>" && !f.children.empty() && f.children[0] &&
-                f.children[0]->GetExpressionClass() == d::ExpressionClass::COMPARISON) {
-                found = query_error{
-                    failure::syntax,
-                    fmt::format("{} ->> ...: DuckDB applies ->> to the comparison's result; "
-                                "PostgreSQL and SQLite compare with the ->> result: write "
-                                "parentheses around the ->> expression, e.g. "
-                                "x = (value ->> '$.f')",
-                                f.children[0]->ToString())};
-                return;
-            }
-            if (shows_files(name)) {
-                found = not_available(name + "()");
-                return;
-            }
-            if (name == "current_setting" || name == "getvariable") {
-                const auto* arg = f.children.empty() ? nullptr : f.children[0].get();
-                const auto* c = arg && arg->GetExpressionClass() == d::ExpressionClass::CONSTANT
-                                    ? &arg->Cast<d::ConstantExpression>()
-                                    : nullptr;
-                if (!c || c->value.type().id() != d::LogicalTypeId::VARCHAR) {
-                    found = query_error{failure::read_only,
-                                        name + "() takes the setting's name as a string literal"};
-                    return;
-                }
-                if (const auto s = c->value.GetValue<std::string>(); setting_names_files(s)) {
-                    found = not_available(fmt::format("{}('{}')", name, s));
-                    return;
-                }
-            }
+    void expr(const d::ParsedExpression& e) {
+        if (found || e.GetExpressionClass() != d::ExpressionClass::FUNCTION) return;
+        const auto& f = e.Cast<d::FunctionExpression>();
+        const auto name = lowered(f.function_name);
+        // DuckDB's grammar binds `a = b ->> 'p'` as `(a = b) ->> 'p'`: another answer,
+        // silently, where PostgreSQL and SQLite read `a = (b ->> 'p')`.
+        if (name == "->>" && !f.children.empty() && f.children[0] &&
+            f.children[0]->GetExpressionClass() == d::ExpressionClass::COMPARISON) {
+            found = query_error{failure::syntax,
+                                fmt::format("{} ->> ...: DuckDB applies ->> to the comparison's "
+                                            "result; PostgreSQL and SQLite compare with the ->> "
+                                            "result: write parentheses around the ->> "
+                                            "expression, e.g. x = (value ->> '$.f')",
+                                            f.children[0]->ToString())};
+            return;
         }
-        if (e.GetExpressionClass() == d::ExpressionClass::SUBQUERY)
-            node(*e.Cast<d::SubqueryExpression>().subquery->node);
-        d::ParsedExpressionIterator::EnumerateChildren(
-            e, [this](d::unique_ptr<d::ParsedExpression>& c) { expr(*c); });
-    }
-    void exprs(d::vector<d::unique_ptr<d::ParsedExpression>>& list) {
-        for (auto& e : list)
-            if (e) expr(*e);
-    }
-    void table(d::unique_ptr<d::TableRef>& t) {
-        if (!t) return;
-        ref(*t);
-        d::ParsedExpressionIterator::EnumerateTableRefChildren(
-            *t, [this](d::unique_ptr<d::ParsedExpression>& e) { expr(*e); },
-            [this](d::TableRef& r) { ref(r); });
-    }
-    void statement(d::SQLStatement& s) {
-        switch (s.type) {
-            case d::StatementType::SELECT_STATEMENT:
-                if (auto& q = s.Cast<d::SelectStatement>(); q.node) node(*q.node);
-                break;
-            case d::StatementType::EXPLAIN_STATEMENT:
-                if (auto& x = s.Cast<d::ExplainStatement>(); x.stmt) statement(*x.stmt);
-                break;
-            case d::StatementType::INSERT_STATEMENT: {
-                auto& i = s.Cast<d::InsertStatement>();
-                if (i.select_statement && i.select_statement->node) node(*i.select_statement->node);
-                exprs(i.returning_list);
-                break;
-            }
-            case d::StatementType::UPDATE_STATEMENT: {
-                auto& u = s.Cast<d::UpdateStatement>();
-                table(u.from_table);
-                if (u.set_info) {
-                    exprs(u.set_info->expressions);
-                    if (u.set_info->condition) expr(*u.set_info->condition);
-                }
-                exprs(u.returning_list);
-                break;
-            }
-            case d::StatementType::DELETE_STATEMENT: {
-                auto& del = s.Cast<d::DeleteStatement>();
-                for (auto& t : del.using_clauses) table(t);
-                if (del.condition) expr(*del.condition);
-                exprs(del.returning_list);
-                break;
-            }
-            case d::StatementType::CREATE_STATEMENT: {
-                auto& info = *s.Cast<d::CreateStatement>().info;
-                d::SelectStatement* q = nullptr;
-                if (info.type == d::CatalogType::TABLE_ENTRY)
-                    q = info.Cast<d::CreateTableInfo>().query.get();
-                else if (info.type == d::CatalogType::VIEW_ENTRY)
-                    q = info.Cast<d::CreateViewInfo>().query.get();
-                if (q && q->node) node(*q->node);
-                break;
-            }
-            default:
-                break;
+        if (shows_files(name)) {
+            found = not_available(name + "()");
+            return;
         }
+        if (name != "current_setting" && name != "getvariable") return;
+        const auto* arg = f.children.empty() ? nullptr : f.children[0].get();
+        const auto* c = arg && arg->GetExpressionClass() == d::ExpressionClass::CONSTANT
+                            ? &arg->Cast<d::ConstantExpression>()
+                            : nullptr;
+        if (!c || c->value.type().id() != d::LogicalTypeId::VARCHAR) {
+            found = query_error{failure::read_only,
+                                name + "() takes the setting's name as a string literal"};
+            return;
+        }
+        if (const auto s = c->value.GetValue<std::string>(); setting_names_files(s))
+            found = not_available(fmt::format("{}('{}')", name, s));
     }
 };
 
@@ -257,9 +177,11 @@ std::optional<query_error> compound_refused(const d::SQLStatement& s) {
 }
 
 std::optional<query_error> walk_refused(d::SQLStatement& s) {
-    walk w;
-    w.statement(s);
-    return w.found;
+    refusals r;
+    walk_statement(
+        s, [&r](d::unique_ptr<d::ParsedExpression>& e) { r.expr(*e); },
+        [&r](d::TableRef& t) { r.ref(t); });
+    return r.found;
 }
 
 }  // namespace sluice::sql::duck

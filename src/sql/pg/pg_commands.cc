@@ -317,8 +317,8 @@ query_info info_for(const std::vector<std::string>& words, std::string_view sql)
 }
 
 prepare_result engine_prepare(command_context& ctx, std::string_view sql, std::string_view* tail,
-                              query_info info) {
-    auto st = ctx.sess.prepare(sql, tail);
+                              query_info info, std::span<const param_type> declared = {}) {
+    auto st = ctx.sess.prepare_declared(sql, tail, declared);
     if (!st) return to_pg_error(st.error());
     prepared_query q;
     q.stmt = std::move(*st);
@@ -328,7 +328,8 @@ prepare_result engine_prepare(command_context& ctx, std::string_view sql, std::s
 
 }  // namespace
 
-prepare_result prepare_query(command_context& ctx, std::string_view sql, std::string_view* tail) {
+prepare_result prepare_query(command_context& ctx, std::string_view sql, std::string_view* tail,
+                             std::span<const param_type> declared) {
     size_t start = skip_space(sql);
     auto words = leading_words(sql.substr(start), 4);
     if (words.empty()) return engine_prepare(ctx, sql, tail, {});
@@ -387,7 +388,8 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
         set_tail();
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
     }
-    if (ctx.sess.native_pg_dialect()) return engine_prepare(ctx, sql, tail, std::move(info));
+    if (ctx.sess.native_pg_dialect())
+        return engine_prepare(ctx, sql, tail, std::move(info), declared);
     // PostgreSQL spellings that SQLite lacks (pg_dialect.h) and correlated INs as EXISTS
     // (subquery_rewrite.h), then the catalog queries of tools in SQLite's syntax
     // (catalog_rewrite.h): the statement rewritten is prepared alone, and the rest of the
@@ -405,7 +407,7 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
         set_tail();
         return engine_prepare(ctx, *translated, nullptr, std::move(info));
     }
-    return engine_prepare(ctx, sql, tail, std::move(info));
+    return engine_prepare(ctx, sql, tail, std::move(info), declared);
 }
 
 std::string command_tag(const query_info& info, statement& st, int64_t rows) {

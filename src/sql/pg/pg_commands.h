@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -100,8 +101,10 @@ using prepare_result = std::variant<prepared_query, pg_error>;
 
 // Prepares the first statement of `sql` (which starts at a statement, not at blanks);
 // `tail` receives the rest. An empty prepared_query when `sql` holds only blanks.
+// `declared`: the parameters' types as Parse named them (session::prepare_declared).
 prepare_result prepare_query(command_context& ctx, std::string_view sql,
-                             std::string_view* tail = nullptr);
+                             std::string_view* tail = nullptr,
+                             std::span<const param_type> declared = {});
 
 // The CommandComplete tag of a finished statement: "SELECT 3", "INSERT 0 1",
 // "UPDATE 2", "CREATE TABLE", ... `rows` is the number of rows sent by this run.

@@ -16,6 +16,13 @@ bool allowed_in_failed_transaction(const query_info& info) {
            info.tx == tx_effect::commit;
 }
 
+std::vector<param_type> declared_types(const std::vector<uint32_t>& oids) {
+    std::vector<param_type> out;
+    out.reserve(oids.size());
+    for (const uint32_t o : oids) out.push_back(param_type_of(o));
+    return out;
+}
+
 int16_t format_at(const std::vector<int16_t>& formats, size_t i) {
     if (formats.empty()) return 0;
     return formats.size() == 1 ? formats[0] : formats[i];
@@ -43,7 +50,7 @@ bool pg_connection::on_parse(std::string_view body) {
     std::string_view sql = m.query.substr(skip_separators(m.query));
     if (!sql.empty()) {
         std::string_view tail;
-        auto r = prepare_query(*_ctx, sql, &tail);
+        auto r = prepare_query(*_ctx, sql, &tail, declared_types(m.param_oids));
         if (auto* e = std::get_if<pg_error>(&r)) {
             extended_error(*e);
             return true;
@@ -138,7 +145,7 @@ bool pg_connection::on_bind(std::string_view body) {
     // prepared statement gets a fresh one.
     std::shared_ptr<statement> st;
     if (ps->stmt && ps->stmt.use_count() > 1) {
-        auto r = prepare_query(*_ctx, ps->sql, nullptr);
+        auto r = prepare_query(*_ctx, ps->sql, nullptr, declared_types(ps->param_oids));
         if (auto* e = std::get_if<pg_error>(&r)) {
             extended_error(*e);
             return true;

@@ -214,6 +214,39 @@ std::optional<uint32_t> oid_for_value(const value& v) {
     }
 }
 
+param_type param_type_of(uint32_t type_oid) {
+    switch (type_oid) {
+        case oid::boolean:
+            return param_type::boolean;
+        case oid::int2:
+            return param_type::int16;
+        case oid::int4:
+            return param_type::int32;
+        case oid::int8:
+            return param_type::int64;
+        case oid::float4:
+            return param_type::float32;
+        case oid::float8:
+            return param_type::float64;
+        case oid::numeric:
+            return param_type::numeric;
+        case oid::text:
+        case oid::varchar:
+        case oid::bpchar:
+            return param_type::text;
+        case oid::bytea:
+            return param_type::bytes;
+        case oid::date:
+            return param_type::date;
+        case oid::timestamp:
+            return param_type::timestamp;
+        case oid::timestamptz:
+            return param_type::timestamptz;
+        default:
+            return param_type::unspecified;
+    }
+}
+
 int16_t type_size(uint32_t type_oid) {
     switch (type_oid) {
         case oid::boolean:

@@ -46,6 +46,9 @@ inline constexpr uint32_t jsonb = 3802;
 std::optional<uint32_t> oid_for_decl_type(std::string_view decl_type);
 // The OID of a value's storage class; nullopt for NULL.
 std::optional<uint32_t> oid_for_value(const value& v);
+// The engine's name of a parameter type a client declared by OID; unspecified for 0 and
+// for types the engine has no name for (they are typed by the statement, or as text).
+param_type param_type_of(uint32_t type_oid);
 // RowDescription's type size: the width of fixed-size types, -1 for varlena.
 int16_t type_size(uint32_t type_oid);
 

@@ -147,7 +147,9 @@ public final class JdbcTypes {
         }
         // autosave=always: the driver wraps each statement in SAVEPOINT PGJDBC_AUTOSAVE and
         // rolls back to it after an error, so the transaction goes on; a named savepoint.
-        // An engine without savepoints (DuckDB) refuses the first one: its SQLSTATE is reported.
+        // An engine without savepoints (DuckDB) refuses the first one: its SQLSTATE and
+        // message are reported, then the same connection after ROLLBACK, in autocommit
+        // (where the driver sends no savepoint).
         try (Connection c = DriverManager.getConnection(url + "&autosave=always")) {
             c.setAutoCommit(false);
             try (Statement s = c.createStatement()) {
@@ -157,8 +159,23 @@ public final class JdbcTypes {
                     ObjectNode out = JSON.createObjectNode();
                     out.put("kind", "autosave");
                     out.put("refused", e.getSQLState());
-                    emit(out);
+                    out.put("message", e.getMessage());
                     c.rollback();
+                    c.setAutoCommit(true);
+                    s.execute("CREATE TABLE jdbc_autosave (a INTEGER PRIMARY KEY)");
+                    s.execute("INSERT INTO jdbc_autosave VALUES (1)");
+                    try {
+                        s.execute("INSERT INTO jdbc_autosave VALUES (1)");
+                    } catch (java.sql.SQLException dup) {
+                        out.put("error", dup.getSQLState());
+                    }
+                    s.execute("INSERT INTO jdbc_autosave VALUES (2)");
+                    try (ResultSet rs = s.executeQuery("SELECT a FROM jdbc_autosave ORDER BY a")) {
+                        ArrayNode rows = out.putArray("rows");
+                        while (rs.next()) rows.add(rs.getInt(1));
+                    }
+                    s.execute("DROP TABLE jdbc_autosave");
+                    emit(out);
                     System.out.println("{\"kind\":\"done\"}");
                     return;
                 }
