@@ -1,7 +1,8 @@
 """Trino (the server `scripts/fetch-trino` unpacks into tests/jvm/target, run on the Java
-25 JDK it needs) with one catalog, `sluice`: its PostgreSQL connector pointed at a
-Sluice broker's PostgreSQL listener. Queries go through Trino's HTTP protocol
-(POST /v1/statement, then the nextUri pages)."""
+25 JDK it needs) with a catalog per Sluice broker: its PostgreSQL connector pointed at the
+broker's PostgreSQL listener (one Trino serves several brokers, since it takes tens of
+seconds to start). Queries go through Trino's HTTP protocol (POST /v1/statement, then the
+nextUri pages)."""
 
 import json
 import os
@@ -27,7 +28,9 @@ def free_port():
 
 
 class Trino:
-    def __init__(self, workdir, pg_addr, user="trino", password="unused"):
+    def __init__(self, workdir, catalogs, user="trino", password="unused"):
+        """catalogs: {Trino catalog name: a broker's PostgreSQL address}; the first is the
+        queries' default catalog."""
         assert (HOME / "lib").is_dir() and (HOME / "plugin" / "postgresql").is_dir(), (
             "%s is missing: `make test-deps` runs scripts/fetch-trino" % HOME)
         assert JAVA.exists(), "Trino %s needs Java 25: %s is missing (SLUICE_JAVA25 names another)" % (
@@ -43,9 +46,11 @@ class Trino:
             "query.max-memory=256MB\nquery.max-memory-per-node=256MB\n"
             "plugin.dir=%s\ncatalog.config-dir=%s\n" % (self.port, self.port, HOME / "plugin", etc / "catalog"))
         # What a Trino user writes for a PostgreSQL database: nothing Sluice-specific.
-        (etc / "catalog" / "sluice.properties").write_text(
-            "connector.name=postgresql\nconnection-url=jdbc:postgresql://%s/sluice\n"
-            "connection-user=%s\nconnection-password=%s\n" % (pg_addr, user, password))
+        for name, pg_addr in catalogs.items():
+            (etc / "catalog" / ("%s.properties" % name)).write_text(
+                "connector.name=postgresql\nconnection-url=jdbc:postgresql://%s/sluice\n"
+                "connection-user=%s\nconnection-password=%s\n" % (pg_addr, user, password))
+        self.catalogs = list(catalogs)
         self.proc = None
         self.log_path = self.dir / "trino.log"
 
@@ -79,8 +84,8 @@ class Trino:
             START_TIMEOUT, self.log_path.read_text(errors="replace")[-4000:]))
 
     def _catalog_scans(self):
-        _, rows = self.query("SELECT count(*) FROM sluice.system.topics", timeout=10)
-        return len(rows) == 1
+        return all(len(self.query("SELECT count(*) FROM %s.system.topics" % c, timeout=10)[1]) == 1
+                   for c in self.catalogs)
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -90,7 +95,7 @@ class Trino:
         """(column names, rows); raises AssertionError with Trino's message on an error."""
         deadline = time.monotonic() + timeout
         req = urllib.request.Request("http://127.0.0.1:%d/v1/statement" % self.port, sql.encode(),
-                                     {"X-Trino-User": "test", "X-Trino-Catalog": "sluice"})
+                                     {"X-Trino-User": "test", "X-Trino-Catalog": self.catalogs[0]})
         doc = json.load(urllib.request.urlopen(req, timeout=timeout))
         cols, rows = None, []
         while True:

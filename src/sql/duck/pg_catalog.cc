@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <string_view>
+#include <utility>
 
 #include "duckdb/catalog/default/default_functions.hpp"
 #include "duckdb/catalog/default/default_table_functions.hpp"
@@ -216,6 +218,34 @@ d::unique_ptr<d::ParsedExpression> int2vector_text(d::CastExpression& c) {
     return d::make_uniq<d::FunctionExpression>("array_to_string", std::move(args));
 }
 
+// `x LIKE p` (and ILIKE, NOT LIKE, NOT ILIKE), which DuckDB's parser makes `~~` and
+// matches with no escape character: PostgreSQL's default escape is the backslash (JDBC's
+// getTables sends `nspname LIKE 'kafka\_topics'`), so `x LIKE p ESCAPE '\'`, or nullptr when
+// e is not such a match. A constant pattern without a backslash means the same either way
+// and stays `~~`, which DuckDB's optimizer turns into prefix and substring tests.
+d::unique_ptr<d::ParsedExpression> like_with_escape(d::ParsedExpression& e) {
+    if (e.GetExpressionClass() != d::ExpressionClass::FUNCTION) return nullptr;
+    auto& f = e.Cast<d::FunctionExpression>();
+    static constexpr std::pair<std::string_view, const char*> escaping[] = {
+        {"~~", "like_escape"},
+        {"!~~", "not_like_escape"},
+        {"~~*", "ilike_escape"},
+        {"!~~*", "not_ilike_escape"}};
+    const auto* match = std::find_if(std::begin(escaping), std::end(escaping),
+                                     [&f](const auto& m) { return f.function_name == m.first; });
+    if (match == std::end(escaping) || !f.catalog.empty() || f.children.size() != 2) return nullptr;
+    const auto& pattern = *f.children[1];
+    if (pattern.GetExpressionClass() == d::ExpressionClass::CONSTANT) {
+        const auto& v = pattern.Cast<d::ConstantExpression>().value;
+        if (v.IsNull() || v.type().id() != d::LogicalTypeId::VARCHAR ||
+            d::StringValue::Get(v).find('\\') == std::string::npos)
+            return nullptr;
+    }
+    auto args = std::move(f.children);
+    args.push_back(d::make_uniq<d::ConstantExpression>(d::Value("\\")));
+    return d::make_uniq<d::FunctionExpression>(match->second, std::move(args));
+}
+
 // The catalog relations read from this file's table macros instead: (schema, name, macro).
 struct overridden {
     const char* schema;
@@ -364,6 +394,10 @@ struct rewriter {
         if (auto contains = any_of_list(*e)) {
             contains->SetAlias(e->GetAlias());
             e = std::move(contains);
+        }
+        if (auto like = like_with_escape(*e)) {
+            like->SetAlias(e->GetAlias());
+            e = std::move(like);
         }
         if (e->GetExpressionClass() == d::ExpressionClass::SUBQUERY)
             node(*e->Cast<d::SubqueryExpression>().subquery->node);

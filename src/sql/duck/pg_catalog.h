@@ -15,7 +15,8 @@
 //   OID, "relation ... does not exist" when there is none) and x itself for an OID;
 //   `x::regclass::text` is pg_catalog.regclassout(...), the relation's name; `::oid` is
 //   BIGINT; `pg_catalog.f(...)` is `f(...)` when f is not in pg_catalog (DuckDB would
-//   read a method call of a column pg_catalog); `~` and `!~` search, as PostgreSQL's.
+//   read a method call of a column pg_catalog); `~` and `!~` search, as PostgreSQL's;
+//   `LIKE` and `ILIKE` escape with a backslash, as PostgreSQL's do by default.
 //   `pg_database`, `pg_namespace` and `information_schema.schemata` read this file's table
 //   macros: DuckDB's pg_database lacks psql's columns, its pg_namespace leaves out
 //   pg_catalog and information_schema, and its schemata lists every attached database's

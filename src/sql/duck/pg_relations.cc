@@ -186,6 +186,24 @@ SELECT table_oid AS attrelid, column_name AS attname,
        CAST(NULL AS VARCHAR[]) AS attfdwoptions, CAST(NULL AS VARCHAR) AS attmissingval
 FROM duckdb_columns())";
 
+// Comments (COMMENT ON) as PostgreSQL keeps them: a row per commented relation, column
+// (objsubid its number) or function, under the OID of the catalog that lists the object
+// (pg_class 1259, pg_proc 1255). DuckDB's pg_description has a row per object, commented
+// or not, under the database's OID, so JDBC's getTables and getColumns (which join on
+// classoid) never found a comment.
+constexpr const char* description_sql = R"(
+SELECT table_oid AS objoid, CAST(1259 AS BIGINT) AS classoid, 0 AS objsubid,
+       comment AS description
+FROM duckdb_tables() WHERE comment IS NOT NULL
+UNION ALL SELECT table_oid, 1259, CAST(column_index AS INTEGER), comment
+FROM duckdb_columns() WHERE comment IS NOT NULL
+UNION ALL SELECT view_oid, 1259, 0, comment FROM duckdb_views()
+WHERE NOT internal AND comment IS NOT NULL
+UNION ALL SELECT index_oid, 1259, 0, comment FROM duckdb_indexes() WHERE comment IS NOT NULL
+UNION ALL SELECT sequence_oid, 1259, 0, comment FROM duckdb_sequences() WHERE comment IS NOT NULL
+UNION ALL SELECT function_oid, 1255, 0, comment FROM duckdb_functions()
+WHERE NOT internal AND comment IS NOT NULL)";
+
 // PostgreSQL's two tablespaces (psql's \l+ names the database's, 1663).
 constexpr const char* tablespace_sql = R"(
 SELECT * FROM (VALUES (1663, 'pg_default', 10), (1664, 'pg_global', 10))
@@ -234,6 +252,18 @@ constexpr const char* auth_members_sql =
     "SELECT CAST(NULL AS BIGINT) AS oid, CAST(NULL AS BIGINT) AS roleid, "
     "CAST(NULL AS BIGINT) AS member, CAST(NULL AS BIGINT) AS grantor, "
     "CAST(NULL AS BOOLEAN) AS admin_option" SLUICE_NONE;
+// Column statistics of ANALYZE: DuckDB keeps its own, not PostgreSQL's (Trino's
+// connector reads pg_stats for a table whose reltuples is positive, and takes none as
+// no column statistics, as for a PostgreSQL table never analyzed).
+constexpr const char* stats_sql =
+    "SELECT CAST(NULL AS VARCHAR) AS schemaname, CAST(NULL AS VARCHAR) AS tablename, "
+    "CAST(NULL AS VARCHAR) AS attname, CAST(NULL AS BOOLEAN) AS inherited, "
+    "CAST(NULL AS FLOAT) AS null_frac, CAST(NULL AS INTEGER) AS avg_width, "
+    "CAST(NULL AS FLOAT) AS n_distinct, CAST(NULL AS VARCHAR[]) AS most_common_vals, "
+    "CAST(NULL AS FLOAT[]) AS most_common_freqs, CAST(NULL AS VARCHAR[]) AS histogram_bounds, "
+    "CAST(NULL AS FLOAT) AS correlation, CAST(NULL AS VARCHAR[]) AS most_common_elems, "
+    "CAST(NULL AS FLOAT[]) AS most_common_elem_freqs, "
+    "CAST(NULL AS FLOAT[]) AS elem_count_histogram" SLUICE_NONE;
 constexpr const char* inherits_sql =
     "SELECT CAST(NULL AS BIGINT) AS inhrelid, CAST(NULL AS BIGINT) AS inhparent, "
     "CAST(NULL AS INTEGER) AS inhseqno, CAST(NULL AS BOOLEAN) AS inhdetachpending" SLUICE_NONE;
@@ -256,6 +286,8 @@ constexpr pg_relation catalog_relations[] = {
     {"pg_auth_members", "pg_auth_members_rows"},
     {"pg_tablespace", "pg_tablespace_rows"},
     {"pg_type", "pg_type_rows"},  // pg_types.cc's
+    {"pg_description", "pg_description_rows"},
+    {"pg_stats", "pg_stats_rows"},
 };
 
 constexpr const char* macro_sql[] = {
@@ -275,6 +307,8 @@ constexpr const char* macro_sql[] = {
     auth_members_sql,
     tablespace_sql,
     nullptr,  // registered by pg_types.cc
+    description_sql,
+    stats_sql,
 };
 static_assert(std::size(macro_sql) == std::size(catalog_relations));
 
@@ -294,6 +328,20 @@ constexpr const char* viewdef_sql = R"(
 (SELECT regexp_replace(regexp_replace(v.sql, '^\s*CREATE\s+(OR\s+REPLACE\s+)?(TEMP\w*\s+)?VIEW\s+.*?\s+AS\s+', '', 'i'),
                        ';\s*$', '')
  FROM duckdb_views() v WHERE v.view_oid = rel))";
+
+// obj_description(obj) (any catalog's object), obj_description(obj, catalog name) and
+// col_description(relation, column number). (Shared objects have no comments: there is one
+// database and one role.)
+constexpr const char* object_comment_sql = R"(
+CAST((SELECT description FROM pg_catalog.pg_description_rows() dsc_o
+      WHERE dsc_o.objoid = obj AND dsc_o.objsubid = 0 LIMIT 1) AS VARCHAR))";
+constexpr const char* catalog_comment_sql = R"(
+CAST((SELECT description FROM pg_catalog.pg_description_rows() dsc_o
+      WHERE dsc_o.objoid = obj AND dsc_o.objsubid = 0
+        AND dsc_o.classoid = pg_catalog.to_regclass('pg_catalog.' || cat)) AS VARCHAR))";
+constexpr const char* column_comment_sql = R"(
+CAST((SELECT description FROM pg_catalog.pg_description_rows() dsc_c
+      WHERE dsc_c.objoid = rel AND dsc_c.classoid = 1259 AND dsc_c.objsubid = col) AS VARCHAR))";
 
 }  // namespace
 
@@ -361,17 +409,17 @@ void register_pg_relations(duckdb::ExtensionLoader& loader) {
           {},
           "pg_node_tree"}}};
     overloaded_macro(loader, get_expr);
-    // Comments: there are none; NULL as text (DuckDB's NULL would reach the client as
-    // an integer column, which psql right-aligns).
+    // Comments, from pg_description; NULL as text when there is none (DuckDB's NULL would
+    // reach the client as an integer column, which psql right-aligns).
     const std::array<d::DefaultMacro, 2> obj_comment{
-        {{"pg_catalog", "obj_description", {"obj", nullptr}, {}, "CAST(NULL AS VARCHAR)"},
-         {"pg_catalog", "obj_description", {"obj", "cat", nullptr}, {}, "CAST(NULL AS VARCHAR)"}}};
+        {{"pg_catalog", "obj_description", {"obj", nullptr}, {}, object_comment_sql},
+         {"pg_catalog", "obj_description", {"obj", "cat", nullptr}, {}, catalog_comment_sql}}};
     overloaded_macro(loader, obj_comment);
     const std::array<d::DefaultMacro, 1> shared_comment{
         {{"pg_catalog", "shobj_description", {"obj", "cat", nullptr}, {}, "CAST(NULL AS VARCHAR)"}}};
     overloaded_macro(loader, shared_comment);
     const std::array<d::DefaultMacro, 1> column_comment{
-        {{"pg_catalog", "col_description", {"rel", "col", nullptr}, {}, "CAST(NULL AS VARCHAR)"}}};
+        {{"pg_catalog", "col_description", {"rel", "col", nullptr}, {}, column_comment_sql}}};
     overloaded_macro(loader, column_comment);
     // Of no statistics object and no publication: there are none.
     const std::array<d::DefaultMacro, 1> statistics{{{"pg_catalog",

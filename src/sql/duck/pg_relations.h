@@ -17,6 +17,10 @@
 // - pg_proc: the functions of the system catalog (its main schema's too) in pg_catalog,
 //   with PostgreSQL's type OIDs, without the catalog's and the serving layer's helpers.
 // - pg_am: heap and btree; pg_roles: the one role, sluice.
+// - pg_description: a row per comment (COMMENT ON) of a relation, column or function,
+//   under pg_class's or pg_proc's OID (DuckDB's has a row per object, under the
+//   database's); obj_description and col_description read it.
+// - pg_stats: empty (DuckDB's statistics are not ANALYZE's), with PostgreSQL's columns.
 // - Relations of things Sluice has not (row security policies, extended statistics,
 //   publications, inheritance): empty, with PostgreSQL's columns.
 // Functions: pg_get_indexdef, pg_get_expr with its `pretty` argument,

@@ -619,6 +619,31 @@ TEST_F(serving_fixture, the_catalog_answers_as_postgresql_to_the_tools) {
               (rows{{"information_schema"}, {"main"}, {"pg_catalog"}, {"shop"}}));
 }
 
+TEST_F(serving_fixture, like_comments_and_statistics_as_postgresql_gives_them) {
+    // LIKE and ILIKE escape with a backslash, as PostgreSQL's (JDBC's getTables sends
+    // `nspname LIKE 'kafka\_topics'`); without one the pattern is DuckDB's as it is.
+    EXPECT_EQ(run("SELECT 'a_b' LIKE 'a\\_b', 'axb' LIKE 'a\\_b', 'axb' NOT LIKE 'a\\_b', "
+                  "'A_B' ILIKE 'a\\_b', 'AxB' NOT ILIKE 'a\\_b', 'axb' LIKE 'a_b', "
+                  "'kafka_topics' LIKE 'kafka' || '\\_%'"),
+              (rows{{"1", "0", "1", "1", "1", "1", "1"}}));
+    // Comments: pg_description's rows are the commented objects', under pg_class's OID.
+    run("CREATE TABLE t(a INTEGER, b TEXT)");
+    run("COMMENT ON TABLE t IS 'kept'");
+    run("COMMENT ON COLUMN t.b IS 'text of it'");
+    EXPECT_EQ(run("SELECT d.objsubid, d.description FROM pg_description d "
+                  "WHERE d.objoid = 't'::regclass AND d.classoid = 'pg_class'::regclass "
+                  "ORDER BY 1"),
+              (rows{{"0", "kept"}, {"2", "text of it"}}));
+    EXPECT_EQ(run("SELECT obj_description('t'::regclass, 'pg_class'), "
+                  "obj_description('t'::regclass), obj_description('t'::regclass, 'pg_proc'), "
+                  "col_description('t'::regclass, 1), col_description('t'::regclass, 2)"),
+              (rows{{"kept", "kept", "NULL", "NULL", "text of it"}}));
+    // No ANALYZE statistics: pg_stats has PostgreSQL's columns and no rows.
+    EXPECT_EQ(run("SELECT attname, null_frac, n_distinct, avg_width FROM pg_stats "
+                  "WHERE schemaname = 'main' AND tablename = 't'"),
+              (rows{}));
+}
+
 TEST_F(serving_fixture, sizes_types_arrays_and_any_as_postgresql_gives_them) {
     // PostgreSQL's pg_size_pretty: bytes below 10 kB, then halves rounded away from zero.
     EXPECT_EQ(run("SELECT pg_catalog.pg_size_pretty(10239), pg_size_pretty(10240), "
