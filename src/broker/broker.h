@@ -136,9 +136,10 @@ class broker {
     // COORDINATOR_LOAD_IN_PROGRESS (the group moved here and its state is being read from
     // the database). Single-node mode: always NONE.
     protocol::error_code group_coordinator_error(const std::string& group_id) const;
-    // Shared mode: a transaction's offsets became committed offsets in the database; the
-    // brokers coordinating their groups read them again at their next poll.
-    void announce_txn_offsets();
+    // A store refused writes of these groups (the offset writer's, or a TxnOffsetCommit's
+    // in the transaction state): another broker took them over. Forgotten here; those
+    // still placed here are read again.
+    void on_groups_fenced(const std::set<std::string>& groups);
     // The partition's log, whichever mode; nullptr when t has no such partition.
     log::partition_store* partition(const topic_state& t, int32_t partition);
     size_t broker_count() const { return _broker_count; }
@@ -246,9 +247,6 @@ class broker {
     // Takes the coordinator epochs of the groups placed here under `live` (the poll's
     // fresh list), then reads their state (shared/group_fence.h).
     void read_group_state(group_snapshot& s, const std::vector<int32_t>& live);
-    // The offset writer's stores refused writes of these groups: another broker took
-    // them over. Forgotten here; those still placed here are read again.
-    void on_groups_fenced(const std::set<std::string>& groups);
     // On the loop, before serving: read_group_state and take_groups at once.
     void take_groups_now();
 

@@ -78,11 +78,6 @@ bool broker::coordinates_txn(const std::string& transactional_id) const {
     return id && *id == _shared.registry->address().broker_id;
 }
 
-void broker::announce_txn_offsets() {
-    if (auto r = _shared.log->bump_change_version("txn_offsets"); !r)
-        log_warn("shared", "announcing transactional offsets: {}", r.err().message);
-}
-
 void broker::apply_live_brokers(const std::vector<shared::live_broker>& live) {
     std::vector<int32_t> ids;
     std::vector<advertised_broker> listed;

@@ -62,7 +62,7 @@ metadata_stores shared_metadata_stores(catalog::topic_store& topics,
     s.group_fence = std::make_shared<shared::group_fence>(broker_id, db);
     s.open_offsets = opener<catalog::offset_store, shared::pg_offset_store>(db, s.group_fence);
     s.open_groups = opener<group::state_store, shared::pg_group_store>(db, s.group_fence);
-    s.open_transactions = opener<txn::state_store, shared::pg_txn_store>(db);
+    s.open_transactions = opener<txn::state_store, shared::pg_txn_store>(db, s.group_fence);
     s.open_share = opener<group::share::partition_store, shared::pg_share_store>(db);
     return s;
 }

@@ -40,8 +40,9 @@ struct metadata_stores {
     std::function<result<std::unique_ptr<group::state_store>>()> open_groups;
     std::function<result<std::unique_ptr<txn::state_store>>()> open_transactions;
     // Shared mode: the coordinator epochs of the groups this broker holds, checked by the
-    // offset and group stores' writes and taken by the cluster poll before it reads the
-    // groups that move here (shared/group_fence.h). nullptr in single-node mode.
+    // offset and group stores' writes (and the transaction store's for TxnOffsetCommit)
+    // and taken by the cluster poll before it reads the groups that move here
+    // (shared/group_fence.h). nullptr in single-node mode.
     std::shared_ptr<shared::group_fence> group_fence;
     // Share-partition state of share groups; used from the broker's loop thread.
     std::function<result<std::unique_ptr<group::share::partition_store>>()> open_share;
@@ -53,7 +54,7 @@ metadata_stores local_metadata_stores(catalog::catalog& cat, const std::filesyst
 // Shared mode's set: the given stores (the shared catalog's, pg_topic_store,
 // pg_producer_ids, pg_broker_config_store, pg_security_store) and, each on a connection of
 // its own to the database `db`, pg_offset_store, pg_group_store (with the group fence
-// of broker `broker_id`), pg_txn_store and pg_share_store.
+// of broker `broker_id`), pg_txn_store (with it too, for TxnOffsetCommit) and pg_share_store.
 metadata_stores shared_metadata_stores(catalog::topic_store& topics,
                                        catalog::producer_id_allocator& producer_ids,
                                        catalog::broker_config_store& broker_configs,

@@ -17,7 +17,9 @@ void txn_participants::complete(const txn::txn_metadata& t, bool commit, done_fn
         std::function<void(result<void>)> then;
     };
     auto w = std::make_shared<waiting>();
-    const bool offsets = commit && !t.offsets.empty();
+    // Shared mode's transaction store makes the offsets committed with the state
+    // CompleteCommit (offsets_committed follows).
+    const bool offsets = commit && !t.offsets.empty() && !_b.shared();
     w->then = [this, t = offsets ? t : txn::txn_metadata{}, offsets,
                done = std::move(done)](result<void> r) mutable {
         if (!r || !offsets) return done(std::move(r));
@@ -77,31 +79,35 @@ void txn_participants::complete(const txn::txn_metadata& t, bool commit, done_fn
 
 void txn_participants::commit_offsets(const txn::txn_metadata& t, done_fn done) {
     std::vector<catalog::offset_write> writes;
-    std::map<std::string, std::vector<group::offset_entry>> by_group;
     for (const auto& o : t.offsets) {
-        group::committed_offset v{o.offset, o.leader_epoch, o.metadata, o.commit_ms, -1};
         // Not the group coordinator's write: the transaction's record orders it.
         writes.push_back({catalog::offset_write::kind::commit,
-                          {o.group_id, o.tp.topic, o.tp.partition, v.offset, v.leader_epoch,
-                           v.metadata, v.commit_ms, v.expire_ms},
+                          {o.group_id, o.tp.topic, o.tp.partition, o.offset, o.leader_epoch,
+                           o.metadata, o.commit_ms, -1},
                           false});
-        by_group[o.group_id].push_back({o.tp, std::move(v)});
     }
-    _b.store_offsets(std::move(writes), [this, by_group = std::move(by_group),
+    _b.store_offsets(std::move(writes), [this, offsets = t.offsets,
                                          done = std::move(done)](const result<void>& r) {
-        if (r) {
-            // Shared mode: the groups' coordinators read them from the database.
-            if (_b.shared()) _b.announce_txn_offsets();
-            for (const auto& [g, entries] : by_group) {
-                // Topics deleted while the write was queued were skipped by the store.
-                std::vector<group::offset_entry> live;
-                for (const auto& e : entries)
-                    if (_b.topics().find(e.tp.topic)) live.push_back(e);
-                _b.groups().store_offsets(g, live);
-            }
-        }
+        if (r) remember(offsets);
         done(r);
     });
+}
+
+void txn_participants::offsets_committed(const std::vector<txn::pending_offset>& offsets) {
+    // The other brokers coordinating these groups read them again (the store announced
+    // them in the same write).
+    if (_b.shared()) remember(offsets);
+}
+
+void txn_participants::remember(const std::vector<txn::pending_offset>& offsets) {
+    std::map<std::string, std::vector<group::offset_entry>> by_group;
+    for (const auto& o : offsets) {
+        // Topics deleted meanwhile were skipped by the store.
+        if (!_b.topics().find(o.tp.topic)) continue;
+        by_group[o.group_id].push_back(
+            {o.tp, group::committed_offset{o.offset, o.leader_epoch, o.metadata, o.commit_ms, -1}});
+    }
+    for (const auto& [g, entries] : by_group) _b.groups().store_offsets(g, entries);
 }
 
 }  // namespace sluice::broker

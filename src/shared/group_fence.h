@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 
 #include "common/result.h"
@@ -75,5 +76,28 @@ class group_fence {
 result<std::set<std::string>> fenced_write(
     pg_database& db, group_fence* fence, const std::set<std::string>& groups,
     const std::function<result<void>(pg_transaction&, const std::set<std::string>&)>& body);
+
+// fenced_write of a batch, as the offset and group stores make theirs: `group_of(w)` names
+// the group whose epoch write w needs (nullptr: none, w is never skipped), `apply_one(tx,
+// w)` makes w. Makes the writes in order, skipping those of fenced groups; returns the
+// fenced groups. No writes: no transaction.
+template <typename Write, typename GroupOf, typename ApplyOne>
+result<std::set<std::string>> fenced_apply(pg_database& db, group_fence* fence,
+                                           std::span<const Write> writes, GroupOf group_of,
+                                           ApplyOne apply_one) {
+    std::set<std::string> groups;
+    if (writes.empty()) return groups;
+    for (const auto& w : writes)
+        if (const std::string* g = group_of(w)) groups.insert(*g);
+    return fenced_write(db, fence, groups,
+                        [&](pg_transaction& tx, const std::set<std::string>& fenced) {
+                            for (const auto& w : writes) {
+                                const std::string* g = group_of(w);
+                                if (g && fenced.count(*g)) continue;
+                                if (auto r = apply_one(tx, w); !r) return r;
+                            }
+                            return result<void>{};
+                        });
+}
 
 }  // namespace sluice::shared

@@ -1,6 +1,7 @@
 #include "shared/pg_group_store.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <utility>
 
@@ -187,13 +188,6 @@ result<std::vector<stored_consumer_group>> pg_group_store::load_consumer() {
 
 namespace {
 
-result<void> exec_all(pg_transaction& tx, std::initializer_list<const char*> sqls,
-                      const std::vector<pg_param>& params) {
-    for (const char* sql : sqls)
-        if (auto r = tx.exec(sql, params); !r) return r.err();
-    return {};
-}
-
 result<void> put_classic(pg_transaction& tx, const stored_group& g) {
     auto put = tx.exec(
         "INSERT INTO sluice_groups (group_id, state, protocol_type, protocol_name, generation, "
@@ -272,45 +266,30 @@ result<void> put_consumer(pg_transaction& tx, const stored_consumer_group& g) {
 
 namespace {
 
-result<void> apply_one(pg_transaction& tx, const group_write& w) {
-    // A put replaces everything of the group, so both start by erasing it.
-    if (w.is_consumer()) {
-        if (auto r = exec_all(
-                tx,
-                {"DELETE FROM sluice_consumer_group_member_protocols WHERE group_id = $1",
-                 "DELETE FROM sluice_consumer_group_members WHERE group_id = $1",
-                 "DELETE FROM sluice_consumer_groups WHERE group_id = $1"},
-                {w.consumer.group_id});
-            !r)
-            return r;
-        if (w.op == group_write::kind::put_consumer) return put_consumer(tx, w.consumer);
-        return {};
-    }
-    if (auto r = exec_all(tx,
-                          {"DELETE FROM sluice_group_member_protocols WHERE group_id = $1",
-                           "DELETE FROM sluice_group_members WHERE group_id = $1",
-                           "DELETE FROM sluice_groups WHERE group_id = $1"},
-                          {w.group.group_id});
-        !r)
-        return r;
+// A group's tables, its record's last: a put replaces everything of the group, so it
+// starts by erasing it, as an erase does.
+constexpr std::array<const char*, 3> classic_group_erase{
+    "DELETE FROM sluice_group_member_protocols WHERE group_id = $1",
+    "DELETE FROM sluice_group_members WHERE group_id = $1",
+    "DELETE FROM sluice_groups WHERE group_id = $1"};
+constexpr std::array<const char*, 3> consumer_group_erase{
+    "DELETE FROM sluice_consumer_group_member_protocols WHERE group_id = $1",
+    "DELETE FROM sluice_consumer_group_members WHERE group_id = $1",
+    "DELETE FROM sluice_consumer_groups WHERE group_id = $1"};
+
+result<void> apply_group_write(pg_transaction& tx, const group_write& w) {
+    for (const char* sql : w.is_consumer() ? consumer_group_erase : classic_group_erase)
+        if (auto r = tx.exec(sql, {w.group_id()}); !r) return r.err();
     if (w.op == group_write::kind::put) return put_classic(tx, w.group);
+    if (w.op == group_write::kind::put_consumer) return put_consumer(tx, w.consumer);
     return {};
 }
 
 }  // namespace
 
 result<std::set<std::string>> pg_group_store::apply(std::span<const group_write> writes) {
-    if (writes.empty()) return std::set<std::string>{};
-    std::set<std::string> groups;
-    for (const auto& w : writes) groups.insert(w.group_id());
-    return fenced_write(*_db, _fence.get(), groups,
-                        [&](pg_transaction& tx, const std::set<std::string>& fenced) {
-                            for (const auto& w : writes) {
-                                if (fenced.count(w.group_id())) continue;
-                                if (auto r = apply_one(tx, w); !r) return r;
-                            }
-                            return result<void>{};
-                        });
+    return fenced_apply(
+        *_db, _fence.get(), writes, [](const group_write& w) { return &w.group_id(); }, apply_group_write);
 }
 
 }  // namespace sluice::shared

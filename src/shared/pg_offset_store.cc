@@ -39,7 +39,7 @@ result<std::vector<stored_offset>> pg_offset_store::load() {
 
 namespace {
 
-result<void> apply_one(pg_transaction& tx, const offset_write& w) {
+result<void> apply_offset_write(pg_transaction& tx, const offset_write& w) {
     const stored_offset& r = w.row;
     const std::string part = std::to_string(r.partition);
     switch (w.op) {
@@ -92,18 +92,10 @@ result<void> apply_one(pg_transaction& tx, const offset_write& w) {
 }  // namespace
 
 result<catalog::fenced_groups> pg_offset_store::apply(std::span<const offset_write> writes) {
-    if (writes.empty()) return catalog::fenced_groups{};
-    std::set<std::string> groups;
-    for (const auto& w : writes)
-        if (w.by_coordinator) groups.insert(w.row.group_id);
-    return fenced_write(*_db, _fence.get(), groups,
-                        [&](pg_transaction& tx, const std::set<std::string>& fenced) {
-                            for (const auto& w : writes) {
-                                if (w.by_coordinator && fenced.count(w.row.group_id)) continue;
-                                if (auto r = apply_one(tx, w); !r) return r;
-                            }
-                            return result<void>{};
-                        });
+    return fenced_apply(
+        *_db, _fence.get(), writes,
+        [](const offset_write& w) { return w.by_coordinator ? &w.row.group_id : nullptr; },
+        apply_offset_write);
 }
 
 }  // namespace sluice::shared

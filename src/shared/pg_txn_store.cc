@@ -5,15 +5,17 @@
 #include <fmt/format.h>
 
 #include "shared/pg_codec.h"
+#include "shared/pg_refresher.h"
 
 namespace sluice::shared {
 
 using txn::txn_metadata;
 
-result<std::unique_ptr<pg_txn_store>> pg_txn_store::open(const pg_config& config) {
+result<std::unique_ptr<pg_txn_store>> pg_txn_store::open(const pg_config& config,
+                                                         std::shared_ptr<group_fence> fence) {
     auto db = pg_database::connect(config);
     if (!db) return db.err();
-    return std::make_unique<pg_txn_store>(std::move(*db));
+    return std::make_unique<pg_txn_store>(std::move(*db), std::move(fence));
 }
 
 namespace {
@@ -133,6 +135,43 @@ result<void> put_children(pg_transaction& tx, const txn_metadata& t) {
     return {};
 }
 
+// Before the write of t's CompleteCommit: the pending offsets of the record stored as
+// PrepareCommit at t.version become the groups' committed offsets (those of topics that
+// still exist), and the brokers coordinating the groups are told. Nothing when the record
+// moved on (the write that follows then changes nothing either) or was not prepared.
+result<void> commit_pending_offsets(pg_transaction& tx, const txn_metadata& t) {
+    if (t.state != txn::txn_state::complete_commit || t.version == 0) return {};
+    auto moved = tx.exec(
+        "INSERT INTO sluice_group_offsets (group_id, topic_name, partition_id, "
+        "committed_offset, leader_epoch, metadata, commit_ms, expire_ms) "
+        "SELECT o.group_id, o.topic_name, o.partition_id, o.committed_offset, o.leader_epoch, "
+        "o.metadata, o.commit_ms, CAST(-1 AS BIGINT) FROM sluice_txn_offsets o "
+        "JOIN sluice_txn_metadata m ON m.transactional_id = o.transactional_id "
+        "WHERE o.transactional_id = $1 AND m.version = CAST($2 AS BIGINT) AND m.state = $3 "
+        "AND EXISTS (SELECT 1 FROM sluice_topics x WHERE x.topic_name = o.topic_name) "
+        "ON CONFLICT (group_id, topic_name, partition_id) DO UPDATE SET "
+        "committed_offset = EXCLUDED.committed_offset, leader_epoch = EXCLUDED.leader_epoch, "
+        "metadata = EXCLUDED.metadata, commit_ms = EXCLUDED.commit_ms, "
+        "expire_ms = EXCLUDED.expire_ms",
+        {t.transactional_id, std::to_string(t.version),
+         std::string(txn::state_name(txn::txn_state::prepare_commit))});
+    if (!moved) return moved.err();
+    if (moved->affected == 0) return {};
+    auto v = bump_change_version(tx, "txn_offsets");
+    if (!v) return v.err();
+    return {};
+}
+
+// The whole record over the version read (state_store::put).
+result<bool> put_record(pg_transaction& tx, const txn_metadata& t) {
+    if (auto r = commit_pending_offsets(tx, t); !r) return r.err();
+    auto stored = put_metadata(tx, t);
+    if (!stored || !*stored) return stored;
+    if (auto r = erase_children(tx, t.transactional_id); !r) return r.err();
+    if (auto r = put_children(tx, t); !r) return r.err();
+    return true;
+}
+
 // Every id's record (`where` empty) or those `where` (a WHERE clause over
 // transactional_id, with its params) picks, from one snapshot.
 result<std::vector<txn_metadata>> load_records(pg_database& db, const std::string& where,
@@ -192,14 +231,25 @@ result<std::optional<txn_metadata>> pg_txn_store::load_one(const std::string& tr
 
 result<bool> pg_txn_store::put(const txn_metadata& t) {
     return _db->transact<bool>(isolation_level::serializable,
-                               [&](pg_transaction& tx) -> result<bool> {
-                                   auto stored = put_metadata(tx, t);
-                                   if (!stored || !*stored) return stored;
-                                   if (auto r = erase_children(tx, t.transactional_id); !r)
-                                       return r.err();
-                                   if (auto r = put_children(tx, t); !r) return r.err();
-                                   return true;
+                               [&](pg_transaction& tx) { return put_record(tx, t); });
+}
+
+result<bool> pg_txn_store::put_by_group(const txn_metadata& t, const std::string& group_id) {
+    bool stored = false;
+    auto fenced = fenced_write(*_db, _fence.get(), {group_id},
+                               [&](pg_transaction& tx, const std::set<std::string>& refused) {
+                                   stored = false;
+                                   if (refused.count(group_id)) return result<void>{};
+                                   auto r = put_record(tx, t);
+                                   if (!r) return result<void>(r.err());
+                                   stored = *r;
+                                   return result<void>{};
                                });
+    if (!fenced) return fenced.err();
+    if (!fenced->empty())
+        return error{errc::fenced,
+                     fmt::format("group '{}': another broker holds its coordinator epoch", group_id)};
+    return stored;
 }
 
 result<bool> pg_txn_store::erase(const std::string& transactional_id, int64_t version) {

@@ -163,15 +163,6 @@ result<int64_t> shared_log::change_version(const char* subject) {
         [&](pg_transaction& tx) -> result<int64_t> { return read_change_version(tx, subject); });
 }
 
-result<void> shared_log::bump_change_version(const char* subject) {
-    return _read_db->transact(isolation_level::read_committed,
-                              [&](pg_transaction& tx) -> result<void> {
-                                  auto v = shared::bump_change_version(tx, subject);
-                                  if (!v) return v.err();
-                                  return {};
-                              });
-}
-
 shared_log::stats shared_log::counters() const {
     std::lock_guard lk(_mu);
     return _stats;

@@ -101,9 +101,8 @@ class shared_log {
     // The connection of the reader thread this runs on (run_read's jobs), nullptr on any
     // other thread: stores whose calls may run in those jobs (pg_share_store) use it there.
     static pg_database* reader_database();
-    // A subject's version in sluice_change_versions (pg_refresher.h), read or moved on.
+    // A subject's version in sluice_change_versions (pg_refresher.h).
     result<int64_t> change_version(const char* subject);
-    result<void> bump_change_version(const char* subject);
 
     struct stats {
         uint64_t objects = 0;  // uploaded and committed

@@ -146,6 +146,7 @@ void coordinator::finish(const std::string& id, const result<void>& r) {
         answer = {txn_error::not_available};
     } else {
         txn_metadata next = t;
+        std::vector<pending_offset> offsets = commit ? t.offsets : std::vector<pending_offset>{};
         next.state = completed(commit);
         next.partitions.clear();
         next.groups.clear();
@@ -158,6 +159,7 @@ void coordinator::finish(const std::string& id, const result<void>& r) {
         }
         switch (save(next)) {
             case saved::stored: {
+                if (!offsets.empty()) _svc.parts->offsets_committed(offsets);
                 const auto& done = _txns.at(id);
                 answer = {txn_error::none, done.producer_id, done.producer_epoch};
                 log_info("txn", "transactional id '{}': transaction {}", id,
@@ -172,6 +174,7 @@ void coordinator::finish(const std::string& id, const result<void>& r) {
                 answer = {txn_error::concurrent_transactions};
                 break;
             case saved::failed:
+            case saved::fenced:
                 answer = {txn_error::not_available};
                 break;
         }

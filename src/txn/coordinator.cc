@@ -24,6 +24,8 @@ std::string_view error_text(txn_error e) {
             return "transaction timeout out of range";
         case txn_error::not_available:
             return "transaction state could not be stored";
+        case txn_error::not_coordinator:
+            return "another broker coordinates the group now";
     }
     return "unknown";
 }
@@ -102,9 +104,14 @@ std::vector<txn_metadata> coordinator::all() const {
     return out;
 }
 
-coordinator::saved coordinator::save(txn_metadata next) {
+coordinator::saved coordinator::save(txn_metadata next, const std::string* by_group) {
     next.update_ms = _svc.wall_ms();
-    auto r = _svc.store->put(next);
+    auto r = by_group ? _svc.store->put_by_group(next, *by_group) : _svc.store->put(next);
+    if (!r && r.code() == errc::fenced) {
+        log_info("txn", "transactional id '{}': offsets of group '{}' refused: {}",
+                 next.transactional_id, *by_group, r.err().message);
+        return saved::fenced;
+    }
     if (!r) {
         log_error("txn", "storing transactional id '{}': {}", next.transactional_id,
                   r.err().message);
@@ -313,7 +320,16 @@ txn_error coordinator::commit_offsets_once(const std::string& id, int64_t produc
         o.group_id = group_id;
         next.put_offset(std::move(o));
     }
-    return save(std::move(next)) == saved::stored ? txn_error::none : txn_error::not_available;
+    switch (save(std::move(next), &group_id)) {
+        case saved::stored:
+            return txn_error::none;
+        case saved::fenced:
+            return txn_error::not_coordinator;
+        case saved::lost_race:
+        case saved::failed:
+            break;
+    }
+    return txn_error::not_available;
 }
 
 bool coordinator::has_pending_offset(const std::string& group_id, const topic_partition& tp) {

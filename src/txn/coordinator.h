@@ -40,6 +40,9 @@ enum class txn_error : uint8_t {
                          // ongoing transaction (TRANSACTION_ABORTABLE for clients that know it)
     invalid_transaction_timeout,  // outside 1..max_timeout_ms
     not_available,                // the state could not be stored or ids allocated
+    // TxnOffsetCommit at a broker that no longer coordinates the group: another broker took
+    // the group's coordinator epoch (shared mode); the client looks the coordinator up again.
+    not_coordinator,
 };
 std::string_view error_text(txn_error e);
 
@@ -58,6 +61,11 @@ class participants {
     // partition of t and, at commit, makes t's pending offsets the groups' committed
     // offsets; done runs on the coordinator's thread once all of it is durable.
     virtual void complete(const txn_metadata& t, bool commit, done_fn done) = 0;
+    // After the write that completed a commit was stored, with the offsets the transaction
+    // had pending. Shared mode's store makes them the groups' committed offsets in that
+    // write (state_store::put), so complete() leaves them and this takes them into the
+    // groups' memory; single-node mode's complete() wrote them already.
+    virtual void offsets_committed(const std::vector<pending_offset>& offsets) { (void)offsets; }
 };
 
 struct settings {
@@ -155,8 +163,10 @@ class coordinator {
     // Stores next (made from the record at next.version) and makes it the id's state.
     // lost_race: another broker changed the record since it was read (shared mode); the
     // id has been read again, and _lost_race is set so that the operation decides again.
-    enum class saved : uint8_t { stored, lost_race, failed };
-    saved save(txn_metadata next);
+    // fenced: a TxnOffsetCommit's write (by_group set: the group whose coordinator makes it)
+    // was refused, another broker coordinates the group now.
+    enum class saved : uint8_t { stored, lost_race, failed, fenced };
+    saved save(txn_metadata next, const std::string* by_group = nullptr);
     // Runs op (which reads the id afresh and decides) again while its write loses a race
     // with another broker's, at most max_race_attempts times; then the answer is
     // CONCURRENT_TRANSACTIONS, which clients retry.

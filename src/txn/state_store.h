@@ -37,7 +37,17 @@ class state_store {
     // changed (or created, or erased) the record since: the caller reads it again and
     // decides again. The embedded catalog has one writer (its broker's coordinator) and
     // does not check.
+    // A put that moves a record from PrepareCommit to CompleteCommit may also make the
+    // pending offsets the groups' committed offsets in the same transaction (shared mode:
+    // then however many coordinators complete one transaction, its offsets land once).
     virtual result<bool> put(const txn_metadata& t) = 0;
+    // put, made by the coordinator of `group_id` for a TxnOffsetCommit. Shared mode makes
+    // it only while this broker still holds the group's coordinator epoch
+    // (shared/group_fence.h), and otherwise writes nothing and fails with errc::fenced.
+    virtual result<bool> put_by_group(const txn_metadata& t, const std::string& group_id) {
+        (void)group_id;
+        return put(t);
+    }
     // Erases the id's record if it is still at `version`; false otherwise, as put.
     virtual result<bool> erase(const std::string& transactional_id, int64_t version) = 0;
 };

@@ -30,6 +30,8 @@ protocol::error_code txn_error_code(txn::txn_error e, bool producer_fenced_known
             return error_code::invalid_transaction_timeout;
         case txn::txn_error::not_available:
             return error_code::coordinator_not_available;
+        case txn::txn_error::not_coordinator:
+            return error_code::not_coordinator;
     }
     return error_code::unknown_server_error;
 }

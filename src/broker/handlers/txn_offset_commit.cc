@@ -54,6 +54,8 @@ void handle_txn_offset_commit(const request_context& ctx, request_body body) {
         auto e = b.txns().commit_offsets(req.transactional_id, req.producer_id, req.producer_epoch,
                                          req.group_id, std::move(offsets), ctx.version() >= 5);
         log_txn_refusal(ctx, "TxnOffsetCommit", req.transactional_id, e);
+        // Shared mode: the group's coordinator epoch moved on; as for a refused OffsetCommit.
+        if (e == txn::txn_error::not_coordinator) b.on_groups_fenced({req.group_id});
         group_error = txn_error_code(e, ctx.version() >= 3, ctx.version() >= 4);
     }
     protocol::txn_offset_commit_response resp;
