@@ -21,6 +21,7 @@ namespace sluice::sql::duck {
 
 namespace {
 
+bool g_unaccounted = false;  // leave_memory_unaccounted()
 thread_local budget_account* t_scope = nullptr;  // memory_scope's
 thread_local budget_account* t_task = nullptr;   // the running task's session
 
@@ -248,9 +249,14 @@ struct task_state final : d::ClientContextState {
 
 }  // namespace
 
+void leave_memory_unaccounted() {
+    g_unaccounted = true;
+}
+
 void install_memory_accounting() {
     static std::once_flag once;
     std::call_once(once, [] {
+        if (g_unaccounted) return;
         // The previous default allocator stays alive: objects made before may refer to it.
         // Blocks it allocated are freed through the same functions of DuckDB's.
         static auto* previous = new d::shared_ptr<d::Allocator>(d::Allocator::DefaultAllocatorReference());
@@ -262,6 +268,7 @@ void install_memory_accounting() {
 }
 
 d::unique_ptr<d::Allocator> database_allocator_for_sessions() {
+    if (g_unaccounted) return d::make_uniq<d::Allocator>();  // DuckDB's own
     return d::make_uniq<d::Allocator>(charged_allocate, charged_free, charged_reallocate,
                                       d::make_uniq<database_allocator>());
 }
@@ -274,7 +281,7 @@ void attach_pool(d::DatabaseInstance& db) {
 
 task_charging::task_charging(d::Connection& con, budget_account* a)
     : _state(d::make_shared_ptr<task_state>(a)) {
-    con.context->registered_state->Insert("sluice_session_memory", _state);
+    if (!g_unaccounted) con.context->registered_state->Insert("sluice_session_memory", _state);
 }
 
 void task_charging::enable(bool on) {
