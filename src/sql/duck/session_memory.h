@@ -70,16 +70,11 @@ class task_charging {
     d::shared_ptr<d::ClientContextState> _state;
 };
 
-// While alive, allocations on this thread are charged to `a`.
-class memory_scope {
+// While alive, DuckDB's allocations on this thread are charged to `a` (SQLite's are not:
+// budget_scope's account is another).
+class memory_scope : public account_scope {
   public:
     explicit memory_scope(budget_account* a);
-    ~memory_scope();
-    memory_scope(const memory_scope&) = delete;
-    memory_scope& operator=(const memory_scope&) = delete;
-
-  private:
-    budget_account* _previous;
 };
 
 }  // namespace sluice::sql::duck
