@@ -94,12 +94,13 @@ run-cluster: deps
 # Builds build/sluice alone and installs what a Sluice installation needs: the broker in
 # PREFIX/bin and DuckDB's library beside it, in PREFIX/lib/sluice (where the installed
 # broker looks, src/app/CMakeLists.txt), e.g. `make install PREFIX=~/.local`. DESTDIR is
-# prepended, for packaging.
+# prepended, for packaging. The broker is installed stripped (about 6 MB instead of 50: the
+# build's symbols and line tables stay in build/sluice, for debugging it).
 PREFIX ?= /usr/local
 install: deps
 	cmake --preset release $(CMAKE_ARGS) >/dev/null
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
-	DESTDIR=$(DESTDIR) cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD_DIR) --prefix $(PREFIX) --strip
 
 # Unit tests, the real-client integration tests and the lint, all through ctest.
 # Integration tests run two at a time where tests/integration/tests.cmake lets them (its

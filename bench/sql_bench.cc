@@ -18,17 +18,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench_cli.h"
-#include "catalog/catalog.h"
-#include "log/log_manager.h"
-#include "protocol/record_batch.h"
+#include "json_topic.h"
 #include "sql/sqlite_engine.h"
-#include "support/batch_builder.h"
 
 using namespace sluice;
 
@@ -42,40 +37,9 @@ struct options {
 };
 
 constexpr const char* topic = "bench";
-constexpr timestamp_ms base_ts = 1'750'000'000'000;  // June 2025
-constexpr size_t value_bytes = 200;
+constexpr timestamp_ms base_ts = bench::json_topic_base_ts;
 
 [[noreturn]] void die(const std::string& msg) { bench::die("sluice-sqlbench", msg); }
-
-std::string json_value(int64_t i) {
-    static const char* ops[] = {"c", "u", "u", "d"};
-    std::string v = "{\"id\":" + std::to_string(i) + ",\"op\":\"" + ops[i % 4] + "\",\"user\":\"user-" +
-                    std::to_string(i % 1000) + "\",\"amount\":" + std::to_string(i % 10000) + ".25,\"pad\":\"";
-    v.append(value_bytes - 2 - v.size(), 'x');
-    return v + "\"}";
-}
-
-void fill(log::log_manager& logs, const options& o) {
-    int64_t i = 0;
-    const int per_batch = 100;
-    while (i < o.records) {
-        const int32_t p = static_cast<int32_t>((i / per_batch) % o.partitions);
-        std::vector<testing::test_record> recs;
-        for (int k = 0; k < per_batch && i < o.records; ++k, ++i) {
-            char key[9];
-            std::snprintf(key, sizeof key, "%08lld", static_cast<long long>(i % 100000));
-            recs.push_back({std::string(key), json_value(i), base_ts + i, {}});
-        }
-        bytes b = testing::build_batch(recs);
-        auto v = protocol::validate_batches(b, {});
-        if (!v) die(v.err().message);
-        if (auto r = logs.get(topic, p)->append(std::span<uint8_t>(b), *v, base_ts + i); !r)
-            die(r.err().message);
-    }
-    for (int32_t p = 0; p < o.partitions; ++p)
-        while (logs.get(topic, p)->high_watermark() < logs.get(topic, p)->log_end_offset())
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-}
 
 struct timing {
     double best_ms = 1e18;
@@ -121,38 +85,12 @@ int main(int argc, char** argv) {
         else return false;
         return true;
     });
-    const auto marker = std::filesystem::path(o.dir) / ("filled-" + std::to_string(o.records) + "-" +
-                                                        std::to_string(o.partitions));
-    const bool filled = std::filesystem::exists(marker);
-    if (!filled) {
-        std::filesystem::remove_all(o.dir);
-        std::filesystem::create_directories(o.dir);
-    }
-    auto cat = catalog::catalog::open(std::filesystem::path(o.dir) / "catalog.db");
-    if (!cat) die(cat.err().message);
-    if (!filled) {
-        catalog::topic_info t;
-        t.name = topic;
-        t.id = catalog::random_uuid();
-        t.partitions = o.partitions;
-        if (auto r = (*cat)->create_topic(t); !r) die(r.err().message);
-    }
-    log::log_manager logs({o.dir});
-    logs.add_topic(topic, o.partitions, {});
-    if (auto r = logs.open(); !r) die(r.err().message);
-    if (!filled) {
-        const auto t0 = std::chrono::steady_clock::now();
-        fill(logs, o);
-        std::printf("filled %lld records in %.1f s\n", static_cast<long long>(o.records),
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        std::FILE* f = std::fopen(marker.c_str(), "w");
-        if (f) std::fclose(f);
-    }
+    const bench::json_topic data("sluice-sqlbench", {o.dir, topic, o.records, o.partitions});
     sql::engine_options eo;
     eo.data_dir = o.dir;
     eo.defaults.timeout = std::chrono::minutes(10);
-    eo.logs = &logs;
-    eo.catalog = cat->get();
+    eo.logs = data.logs.get();
+    eo.catalog = data.cat.get();
     auto eng = sql::open_engine(eo);
     if (!eng) die(eng.error().message);
     auto s = (*eng)->open_session();
@@ -191,6 +129,5 @@ int main(int argc, char** argv) {
     }
     s->reset();
     eng->reset();
-    logs.close();
     return 0;
 }

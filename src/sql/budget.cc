@@ -189,13 +189,7 @@ void budget_account::release(budget_account* a) {
     g_free = a;
 }
 
-budget_scope::budget_scope(budget_account* a) : _previous(t_account) {
-    t_account = a;
-}
-
-budget_scope::~budget_scope() {
-    t_account = _previous;
-}
+budget_scope::budget_scope(budget_account* a) : account_scope(t_account, a) {}
 
 budget_account* current_budget_account() {
     return t_account;

@@ -95,17 +95,28 @@ class budget_account {
     budget_account* _next_free = nullptr;
 };
 
-// While alive, SQLite's allocations and temporary files on this thread are charged to
-// `a` (null: to nobody). Nests: the previous account is current again afterwards.
-class budget_scope {
+// While alive, `a` (null: nobody) is the account in `slot`, the thread's current account
+// of one allocator (a thread_local of its). Nests: the previous account is current again
+// afterwards.
+class account_scope {
   public:
-    explicit budget_scope(budget_account* a);
-    ~budget_scope();
-    budget_scope(const budget_scope&) = delete;
-    budget_scope& operator=(const budget_scope&) = delete;
+    account_scope(budget_account*& slot, budget_account* a) : _slot(slot), _previous(slot) {
+        slot = a;
+    }
+    ~account_scope() { _slot = _previous; }
+    account_scope(const account_scope&) = delete;
+    account_scope& operator=(const account_scope&) = delete;
 
   private:
+    budget_account*& _slot;
     budget_account* _previous;
+};
+
+// While alive, SQLite's allocations and temporary files on this thread are charged to
+// `a` (null: to nobody).
+class budget_scope : public account_scope {
+  public:
+    explicit budget_scope(budget_account* a);
 };
 budget_account* current_budget_account();
 

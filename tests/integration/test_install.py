@@ -37,6 +37,12 @@ def runpath(binary):
     return [ln.split("[", 1)[1].rstrip("]") for ln in out.splitlines() if "(RUNPATH)" in ln or "(RPATH)" in ln]
 
 
+def section_names(binary):
+    out = subprocess.run(["readelf", "-SW", str(binary)], capture_output=True, text=True, check=True).stdout
+    return {ln.split("]", 1)[1].split()[0] for ln in out.splitlines() if ln.strip().startswith("[") and "]" in ln
+            and ln.split("]", 1)[1].split()}
+
+
 def namespaces_work():
     return subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=10).returncode == 0
 
@@ -85,6 +91,11 @@ def test_installed_broker_runs_duckdb_without_the_build(scratch, request):
                        if p.is_file())
     assert installed == ["bin/sluice", "lib/sluice/libduckdb.so"], installed
     assert runpath(scratch / "prefix" / "bin" / "sluice") == ["$ORIGIN/../lib/sluice"]
+    # Installed stripped: no symbol table, no debug information (the build's copy keeps them).
+    sections = section_names(scratch / "prefix" / "bin" / "sluice")
+    assert ".dynsym" in sections and ".text" in sections, sections
+    assert not {".symtab", ".debug_info", ".debug_line"} & sections, sections
+    assert {".symtab", ".debug_info"} <= section_names(binary)
 
     # The installation moves as one tree; the broker runs from elsewhere.
     prefix = scratch / "moved" / "usr"

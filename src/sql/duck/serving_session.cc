@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <thread>
@@ -676,7 +677,12 @@ void watchdog::loop() {
     while (!_stop) {
         _cv.wait_for(lk, std::chrono::milliseconds(5));
         const auto now = now_ns();
-        const bool full = temp_full();
+        // The temp directory is summed only while a statement runs: DuckDB removes a
+        // statement's files when it ends, and an idle broker walks nothing.
+        const bool running = std::any_of(_sessions.begin(), _sessions.end(), [](const auto& e) {
+            return e.first->deadline_ns.load() != 0;
+        });
+        const bool full = running && temp_full();
         for (auto& [r, c] : _sessions) {
             const auto deadline = r->deadline_ns.load();
             if (deadline == 0 || r->interrupted.load() != 0) continue;

@@ -100,7 +100,8 @@ class serving_session final : public sql::session {
 // Interrupts the connections whose statement ran past its deadline or was canceled,
 // checking every few milliseconds on a thread of its own; and every running statement
 // when DuckDB's temp directory holds more than `temp_bytes` (DuckDB 1.5.6 writes a hash
-// join's spill past its own max_temp_directory_size), measured every 20 ms.
+// join's spill past its own max_temp_directory_size), measured every 20 ms while a
+// statement runs.
 class watchdog {
   public:
     explicit watchdog(std::filesystem::path temp_dir = {}, uint64_t temp_bytes = 0);

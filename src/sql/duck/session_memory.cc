@@ -1,7 +1,7 @@
 #include "sql/duck/session_memory.h"
 
 #include <dlfcn.h>
-#include <execinfo.h>
+#include <unwind.h>
 
 #include <array>
 #include <atomic>
@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string_view>
 #include <unordered_map>
 
@@ -21,6 +20,7 @@ namespace sluice::sql::duck {
 
 namespace {
 
+bool g_unaccounted = false;  // leave_memory_unaccounted()
 thread_local budget_account* t_scope = nullptr;  // memory_scope's
 thread_local budget_account* t_task = nullptr;   // the running task's session
 
@@ -94,73 +94,99 @@ bool charge_block(budget_account* a, uint64_t n) {
 // (FileBuffer: blocks that spill), a hash table's or a vector cache's. DuckDB tells its
 // allocator no more than a size, so the caller is read from the stack: the first frame in
 // DuckDB's library outside Allocator and the buffer allocator, whose function's start
-// dladdr gives (ArenaChunk's constructor is exported), cached by return address.
-class arena_caller {
-  public:
-    enum class kind { skip, arena, other, pool };
-    // arena, pooled_arena (through the buffer allocator) or other.
-    struct found {
-        bool arena = false;
-        bool pooled = false;
-    };
-    found check() {
-        void* frames[10];
-        const int n = backtrace(frames, 10);
-        found f;
-        for (int i = 1; i < n; ++i) {
-            const auto k = kind_of(frames[i]);
-            if (k == kind::pool) f.pooled = true;
-            if (k == kind::arena || k == kind::other) {
-                f.arena = k == kind::arena;
-                return f;
-            }
-        }
-        return {};
-    }
+// dladdr gives (ArenaChunk's constructor is exported).
+//
+// Cost (bench/duck_memory_bench.cc): the stack is unwound only as far as that frame (the
+// fourth to sixth), and a return address is looked up first in a small table of the
+// thread's, then in the process's map, where dladdr fills it once per call site: a lock
+// shared by every thread was taken for each frame of each block before.
+enum class frame_kind : uint8_t { unknown, skip, arena, other, pool };
 
-  private:
-    kind kind_of(void* ret) {
-        {
-            std::shared_lock lk(_mu);
-            if (const auto it = _seen.find(ret); it != _seen.end()) return it->second;
-        }
-        Dl_info info{};
-        kind k = kind::skip;  // our own frames, Allocator's and the buffer allocator's
-        if (dladdr(ret, &info) && info.dli_fbase == library() && info.dli_saddr) {
-            const std::string_view name = info.dli_sname ? info.dli_sname : "";
-            if (info.dli_saddr == arena_ctor())
-                k = kind::arena;
-            else if (name.starts_with("_ZN6duckdb21StandardBufferManager") &&
-                     name.find("BufferAllocator") != std::string_view::npos)
-                k = kind::pool;
-            else if (!name.starts_with("_ZN6duckdb9Allocator"))
-                k = kind::other;
-        }
-        std::unique_lock lk(_mu);
-        _seen.emplace(ret, k);
-        return k;
-    }
-    static void* arena_ctor() {
-        static void* const a = dlsym(RTLD_DEFAULT, "_ZN6duckdb10ArenaChunkC1ERNS_9AllocatorEm");
-        return a;
-    }
-    static void* library() {
-        static void* const base = [] {
-            Dl_info info{};
-            return arena_ctor() && dladdr(arena_ctor(), &info) ? info.dli_fbase : nullptr;
-        }();
-        return base;
-    }
-    std::shared_mutex _mu;
-    std::unordered_map<void*, kind> _seen;
-};
-
-arena_caller& arena_callers() {
-    static auto* c = new arena_caller();
-    return *c;
+void* arena_ctor() {
+    static void* const a = dlsym(RTLD_DEFAULT, "_ZN6duckdb10ArenaChunkC1ERNS_9AllocatorEm");
+    return a;
 }
 
-// The database allocator's private data marks it: only its arenas' blocks are charged.
+void* duckdb_library() {
+    static void* const base = [] {
+        Dl_info info{};
+        return arena_ctor() && dladdr(arena_ctor(), &info) ? info.dli_fbase : nullptr;
+    }();
+    return base;
+}
+
+// What the function holding `pc` (a return address) is, by its symbol: our own frames,
+// Allocator's and the buffer allocator's are passed over.
+frame_kind classify(uintptr_t pc) {
+    Dl_info info{};
+    // pc - 1: the call itself, inside its function even when the call is the function's last.
+    if (!dladdr(reinterpret_cast<void*>(pc - 1), &info) || info.dli_fbase != duckdb_library() ||
+        !info.dli_saddr)
+        return frame_kind::skip;
+    const std::string_view name = info.dli_sname ? info.dli_sname : "";
+    if (info.dli_saddr == arena_ctor()) return frame_kind::arena;
+    if (name.starts_with("_ZN6duckdb21StandardBufferManager") &&
+        name.find("BufferAllocator") != std::string_view::npos)
+        return frame_kind::pool;
+    return name.starts_with("_ZN6duckdb9Allocator") ? frame_kind::skip : frame_kind::other;
+}
+
+// The process's classifications, by return address; never freed (DuckDB allocates during
+// exit). Filled once per call site.
+frame_kind shared_kind_of(uintptr_t pc) {
+    static auto* mu = new std::mutex();
+    static auto* seen = new std::unordered_map<uintptr_t, frame_kind>();
+    std::lock_guard lk(*mu);
+    auto [it, added] = seen->try_emplace(pc, frame_kind::unknown);
+    if (added) it->second = classify(pc);
+    return it->second;
+}
+
+// The thread's last classifications, one per slot (a miss only costs the map's lock).
+struct seen_pc {
+    uintptr_t pc = 0;
+    frame_kind kind = frame_kind::unknown;
+};
+thread_local std::array<seen_pc, 64> t_seen;
+
+frame_kind kind_of(uintptr_t pc) {
+    auto& slot = t_seen[(pc ^ (pc >> 6)) % t_seen.size()];
+    if (slot.pc != pc) slot = {pc, shared_kind_of(pc)};
+    return slot.kind;
+}
+
+struct caller_walk {
+    bool arena = false;
+    bool pooled = false;  // through the buffer allocator
+    int frames = 0;
+};
+
+_Unwind_Reason_Code visit_frame(_Unwind_Context* ctx, void* arg) {
+    auto& w = *static_cast<caller_walk*>(arg);
+    constexpr int max_frames = 10;  // the deciding frame is the fourth to sixth
+    const uintptr_t pc = _Unwind_GetIP(ctx);
+    if (pc == 0 || ++w.frames > max_frames) return _URC_END_OF_STACK;
+    switch (kind_of(pc)) {
+        case frame_kind::pool:
+            w.pooled = true;
+            return _URC_NO_REASON;
+        case frame_kind::arena:
+            w.arena = true;
+            return _URC_END_OF_STACK;  // decided: stops the walk
+        case frame_kind::other:
+            return _URC_END_OF_STACK;
+        default:
+            return _URC_NO_REASON;
+    }
+}
+
+caller_walk arena_caller() {
+    caller_walk w;
+    _Unwind_Backtrace(visit_frame, &w);
+    return w;
+}
+
+// The database allocator's private data.
 struct database_allocator final : d::PrivateAllocatorData {
     std::atomic<d::BufferPool*> pool{nullptr};  // set once the database is open
 };
@@ -174,20 +200,25 @@ struct charge_target {
     d::BufferPool* reserved_in = nullptr;
 };
 
-charge_target charged_to(d::PrivateAllocatorData* p, d::idx_t n) {
-    if (n < charged_block_bytes) return {};
-    budget_account* a = current_account();
-    auto* db = a ? dynamic_cast<database_allocator*>(p) : nullptr;
-    if (!db) return {a};
-    // Reading the stack costs microseconds: only for the database allocator's large blocks
-    // (an arena's chunks double, so its large memory comes in large chunks).
+// DuckDB's default allocator: every block of charged_block_bytes or more.
+charge_target default_target(d::PrivateAllocatorData*, d::idx_t n) {
+    return {n >= charged_block_bytes ? current_account() : nullptr};
+}
+
+// The database's allocator (its private data a database_allocator): arenas' blocks only.
+charge_target database_target(d::PrivateAllocatorData* p, d::idx_t n) {
+    // Reading the stack costs a microsecond or so: only for large blocks (an arena's chunks
+    // double, so its large memory comes in large chunks).
     if (n < stack_checked_block_bytes) return {};
-    const auto f = arena_callers().check();
-    if (!f.arena) return {};
-    if (!f.pooled) return {a};
-    auto* pool = db->pool.load(std::memory_order_acquire);
+    budget_account* a = current_account();
+    if (!a) return {};
+    const auto caller = arena_caller();
+    if (!caller.arena) return {};
+    if (!caller.pooled) return {a};
+    auto* pool = static_cast<database_allocator*>(p)->pool.load(std::memory_order_acquire);
     return pool ? charge_target{a, pool} : charge_target{};
 }
+using target_fn = charge_target (*)(d::PrivateAllocatorData*, d::idx_t);
 
 // Charges a block, or refuses it and gives back its reservation in the pool.
 bool charge_or_give_back(const charge_target& t, uint64_t n, uint64_t reserved) {
@@ -197,8 +228,9 @@ bool charge_or_give_back(const charge_target& t, uint64_t n, uint64_t reserved) 
     return false;
 }
 
+template <target_fn target>
 d::data_ptr_t charged_allocate(d::PrivateAllocatorData* p, d::idx_t n) {
-    const auto t = charged_to(p, n);
+    const auto t = target(p, n);
     budget_account* a = t.account;
     if (!charge_or_give_back(t, n, n)) return nullptr;  // DuckDB throws OutOfMemoryException
     auto* r = d::Allocator::DefaultAllocate(p, n);
@@ -213,9 +245,10 @@ void charged_free(d::PrivateAllocatorData* p, d::data_ptr_t ptr, d::idx_t n) {
     d::Allocator::DefaultFree(p, ptr, n);
 }
 
+template <target_fn target>
 d::data_ptr_t charged_reallocate(d::PrivateAllocatorData* p, d::data_ptr_t ptr, d::idx_t old_n,
                                  d::idx_t n) {
-    const auto t = charged_to(p, n);
+    const auto t = target(p, n);
     budget_account* a = t.account;
     if (!charge_or_give_back(t, n, n > old_n ? n - old_n : 0)) return nullptr;
     const auto old = ptr && old_n >= charged_block_bytes ? untrack(ptr) : std::nullopt;
@@ -248,21 +281,28 @@ struct task_state final : d::ClientContextState {
 
 }  // namespace
 
+void leave_memory_unaccounted() {
+    g_unaccounted = true;
+}
+
 void install_memory_accounting() {
     static std::once_flag once;
     std::call_once(once, [] {
+        if (g_unaccounted) return;
         // The previous default allocator stays alive: objects made before may refer to it.
         // Blocks it allocated are freed through the same functions of DuckDB's.
         static auto* previous = new d::shared_ptr<d::Allocator>(d::Allocator::DefaultAllocatorReference());
         (void)previous;
         d::Allocator::DefaultAllocatorReference() = d::make_shared_ptr<d::Allocator>(
-            charged_allocate, charged_free, charged_reallocate,
+            charged_allocate<default_target>, charged_free, charged_reallocate<default_target>,
             d::make_uniq<d::PrivateAllocatorData>());
     });
 }
 
 d::unique_ptr<d::Allocator> database_allocator_for_sessions() {
-    return d::make_uniq<d::Allocator>(charged_allocate, charged_free, charged_reallocate,
+    if (g_unaccounted) return d::make_uniq<d::Allocator>();  // DuckDB's own
+    return d::make_uniq<d::Allocator>(charged_allocate<database_target>, charged_free,
+                                      charged_reallocate<database_target>,
                                       d::make_uniq<database_allocator>());
 }
 
@@ -274,19 +314,13 @@ void attach_pool(d::DatabaseInstance& db) {
 
 task_charging::task_charging(d::Connection& con, budget_account* a)
     : _state(d::make_shared_ptr<task_state>(a)) {
-    con.context->registered_state->Insert("sluice_session_memory", _state);
+    if (!g_unaccounted) con.context->registered_state->Insert("sluice_session_memory", _state);
 }
 
 void task_charging::enable(bool on) {
     static_cast<task_state&>(*_state).on.store(on, std::memory_order_relaxed);
 }
 
-memory_scope::memory_scope(budget_account* a) : _previous(t_scope) {
-    t_scope = a;
-}
-
-memory_scope::~memory_scope() {
-    t_scope = _previous;
-}
+memory_scope::memory_scope(budget_account* a) : account_scope(t_scope, a) {}
 
 }  // namespace sluice::sql::duck

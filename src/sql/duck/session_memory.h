@@ -48,6 +48,11 @@ inline constexpr uint64_t stack_checked_block_bytes = 256 << 10;
 
 // Once per process, before the first database opens (later calls do nothing).
 void install_memory_accounting();
+// For bench/duck_memory_bench.cc alone, which measures what the accounting costs against
+// none: called before the process's first database opens, it leaves DuckDB's allocators
+// as they are and makes no account current, so that no bound of memory holds. The broker
+// never calls it.
+void leave_memory_unaccounted();
 // The allocator for a database's DBConfig::allocator: its string heaps are charged (see
 // above), its buffer pool's blocks and reservations never.
 d::unique_ptr<d::Allocator> database_allocator_for_sessions();
@@ -65,16 +70,11 @@ class task_charging {
     d::shared_ptr<d::ClientContextState> _state;
 };
 
-// While alive, allocations on this thread are charged to `a`.
-class memory_scope {
+// While alive, DuckDB's allocations on this thread are charged to `a` (SQLite's are not:
+// budget_scope's account is another).
+class memory_scope : public account_scope {
   public:
     explicit memory_scope(budget_account* a);
-    ~memory_scope();
-    memory_scope(const memory_scope&) = delete;
-    memory_scope& operator=(const memory_scope&) = delete;
-
-  private:
-    budget_account* _previous;
 };
 
 }  // namespace sluice::sql::duck
