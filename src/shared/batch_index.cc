@@ -254,7 +254,9 @@ result<void> save_open(pg_transaction& tx, const open_txns& o) {
 
 }  // namespace
 
-result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_commit& commit) {
+result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_commit& commit,
+                                                 commit_timings* timings) {
+    using steady = std::chrono::steady_clock;
     if (commit.batches.empty())
         return error{errc::invalid_argument, "an object commit with no batches"};
     return db.transact<std::vector<batch_outcome>>(
@@ -284,6 +286,7 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
                             rows),
                 params);
             if (!locked) return locked.err();
+            const auto locked_at = steady::now();
             if (locked->size() != next.size()) {
                 return error{
                     errc::not_found,
@@ -435,6 +438,11 @@ result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_c
             if (!moved) return moved.err();
             if (note.size() >= 8000) note.clear();
             if (auto r = tx.notify(commit_channel, note); !r) return r.err();
+            const auto written_at = steady::now();
+            if (auto r = tx.commit(); !r) return r.err();
+            if (timings)
+                *timings = {locked_at - tx.began(), written_at - locked_at,
+                            steady::now() - written_at};
             return out;
         });
 }

@@ -143,6 +143,14 @@ result<void> pg_transaction::notify(std::string_view channel, std::string_view p
     return {};
 }
 
+result<void> pg_transaction::commit() {
+    _committing = true;
+    auto r = exec("COMMIT");
+    if (!r) return r.err();
+    _committed = true;
+    return {};
+}
+
 result<std::unique_ptr<pg_database>> pg_database::connect(pg_config config) {
     if (config.url.empty()) return error{errc::invalid_config, "no PostgreSQL URL given"};
     std::unique_ptr<pg_database> db(new pg_database(std::move(config)));
@@ -193,7 +201,9 @@ result<void> pg_database::run(isolation_level level,
         bool committing = false;
         if (r) {
             outcome = body(tx);
-            if (outcome && tx._failed_state.empty() && !tx._connection_lost) {
+            committing = tx._committing;
+            if (outcome && tx._committed) return {};
+            if (outcome && !committing && tx._failed_state.empty() && !tx._connection_lost) {
                 committing = true;
                 auto commit = tx.exec("COMMIT");
                 if (commit) return {};

@@ -55,11 +55,21 @@ class pg_transaction {
     result<pg_rows> exec(std::string_view sql, const std::vector<pg_param>& params = {});
     // Delivered to listeners (pg_listener) when the transaction commits.
     result<void> notify(std::string_view channel, std::string_view payload);
+    // Commits now, so that the body can time it (else transact commits after the body);
+    // the body then runs no more statements. A connection lost here leaves the outcome
+    // unknown, as in transact.
+    result<void> commit();
+    // When the transaction began (its START TRANSACTION was sent).
+    std::chrono::steady_clock::time_point began() const { return _began; }
 
   private:
     friend class pg_database;
-    explicit pg_transaction(pg_conn* conn) : _conn(conn) {}
+    explicit pg_transaction(pg_conn* conn)
+        : _conn(conn), _began(std::chrono::steady_clock::now()) {}
     pg_conn* _conn;
+    std::chrono::steady_clock::time_point _began;
+    bool _committing = false;  // commit() sent COMMIT
+    bool _committed = false;   // and it succeeded
     // The SQLSTATE of the statement that failed, if one did ("" otherwise), so that
     // transact can tell a retriable failure from the body's own error.
     std::string _failed_state;
