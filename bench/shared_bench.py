@@ -391,10 +391,10 @@ def figures(run, d, res):
 
 def show(setup, f):
     s = "%-18s %-12s" % (setup.name, f["run"])
-    for k, fmt in (("mbps", "%s MB/s"), ("p50_ms", "p50 %s"), ("p99_ms", "p99 %s"),
-                   ("e2e_p50_ms", "e2e p50 %s"), ("e2e_p99_ms", "e2e p99 %s")):
+    for k, pattern in (("mbps", "%s MB/s"), ("p50_ms", "p50 %s"), ("p99_ms", "p99 %s"),
+                       ("e2e_p50_ms", "e2e p50 %s"), ("e2e_p99_ms", "e2e p99 %s")):
         if k in f:
-            s += "  " + fmt % f[k]
+            s += "  " + pattern % f[k]
     s += "  PUT/s %.1f (+%.1f merged) GET/s %.1f LIST/s %.1f  wxact/s %.1f xact/s %.1f jobs/s %.1f" % (
         f["put_per_s"], f["merged_put_per_s"], f["get_per_s"], f["list_per_s"], f["write_xacts_per_s"],
         f["xacts_per_s"], f["jobs_per_s"])
