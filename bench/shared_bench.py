@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import psycopg2
@@ -50,6 +51,64 @@ from confluent_kafka.admin import AdminClient, NewTopic
 ROOT = Path(__file__).resolve().parents[1]
 TICKS = os.sysconf("SC_CLK_TCK")
 S3_REQUEST = re.compile(r"S3ProxyHandler request: Request\((\w+) ([^)\s]*)")
+
+
+# The produce window's histograms on each broker's /metrics (docs/operations.md): its
+# phases, and the whole from closing to answers ("window") and the wait for room before.
+PHASES = ("build", "put", "commit_wait", "lock", "statements", "commit", "answer")
+WINDOW_HISTOGRAMS = {"sluice_shared_window_seconds": "window",
+                     "sluice_shared_window_room_wait_seconds": "room_wait"}
+BUCKET = re.compile(r'^(sluice_shared_window\w*?)_bucket\{(?:phase="(\w+)",)?le="([^"]+)"\} (\S+)$', re.M)
+
+
+def window_buckets(brokers):
+    """{histogram: {le: count}} summed over the brokers' /metrics, le as a float."""
+    out = {}
+    for b in brokers:
+        if not b.get("http"):
+            continue
+        try:
+            with urllib.request.urlopen("http://%s/metrics" % b["http"].split("://")[-1], timeout=10) as r:
+                text = r.read().decode()
+        except OSError:
+            continue
+        for name, phase, le, n in BUCKET.findall(text):
+            key = phase if name == "sluice_shared_window_phase_seconds" else WINDOW_HISTOGRAMS.get(name)
+            if key:
+                h = out.setdefault(key, {})
+                bound = float("inf") if le == "+Inf" else float(le)
+                h[bound] = h.get(bound, 0) + float(n)
+    return out
+
+
+def quantile(buckets, q):
+    """The q-quantile of a cumulative histogram {le: count}, interpolated inside its
+    bucket as Prometheus's histogram_quantile does (the last finite bound past it)."""
+    bounds = sorted(buckets)
+    total = buckets[bounds[-1]] if bounds else 0
+    if total <= 0:
+        return None
+    rank, lower, below = q * total, 0.0, 0.0
+    for le in bounds:
+        if buckets[le] >= rank:
+            if le == float("inf"):
+                return lower
+            return lower + (le - lower) * (rank - below) / max(buckets[le] - below, 1e-9)
+        lower, below = le, buckets[le]
+    return lower
+
+
+def phase_figures(a, b):
+    """p50/p99 in ms and the count of each window histogram between two scrapes."""
+    out = {}
+    for key, hb in b.items():
+        ha = a.get(key, {})
+        d = {le: n - ha.get(le, 0) for le, n in hb.items()}
+        count = d.get(float("inf"), 0)
+        if count > 0:
+            out[key] = {"count": int(count), "p50_ms": 1000 * quantile(d, 0.5),
+                        "p99_ms": 1000 * quantile(d, 0.99)}
+    return out
 
 
 def stat_fields(pid):
@@ -246,7 +305,8 @@ class Meter:
              "brokers": sum(cpu_of(b["pid"]) for b in self.s.brokers),
              "pg": tree_cpu(self.s.pg_pid) if self.s.pg_pid else 0.0,
              "s3": cpu_of(self.s.s3_pid, reaped=True) if self.s.s3_pid else 0.0,
-             "s3req": self.s3_counts(), "xid": 0, "xacts": 0, "jobs": 0}
+             "s3req": self.s3_counts(), "xid": 0, "xacts": 0, "jobs": 0,
+             "windows": window_buckets(self.s.brokers) if self.s.pg_url else {}}
         if self.db:
             with self.db.cursor() as c:
                 # The next transaction id (exact: one per transaction that wrote), all
@@ -271,6 +331,7 @@ class Meter:
         d["write_xacts"] = b["xid"] - a["xid"]
         d["xacts"] = b["xacts"] - a["xacts"]
         d["jobs"] = b["jobs"] - a["jobs"]
+        d["phases"] = phase_figures(a["windows"], b["windows"])
         return d
 
     def close(self):
@@ -314,7 +375,7 @@ def figures(run, d, res):
         "merged_put_per_s": s3["PUT merged"] / secs, "jobs_per_s": d["jobs"] / secs,
         "s3": s3, "write_xacts": d["write_xacts"], "xacts": d["xacts"], "jobs": d["jobs"],
         "brokers_cpu_s": d["brokers_cpu"], "pg_cpu_s": d["pg_cpu"], "s3_cpu_s": d["s3_cpu"],
-        "client_cpu_s": d["children_cpu"], "others_cpu_s": d["others_cpu"],
+        "client_cpu_s": d["children_cpu"], "others_cpu_s": d["others_cpu"], "phases": d["phases"],
     })
     if mb > 0:
         out.update({
@@ -330,16 +391,21 @@ def figures(run, d, res):
 
 def show(setup, f):
     s = "%-18s %-12s" % (setup.name, f["run"])
-    for k, fmt in (("mbps", "%s MB/s"), ("p50_ms", "p50 %s"), ("p99_ms", "p99 %s"),
-                   ("e2e_p50_ms", "e2e p50 %s"), ("e2e_p99_ms", "e2e p99 %s")):
+    for k, pattern in (("mbps", "%s MB/s"), ("p50_ms", "p50 %s"), ("p99_ms", "p99 %s"),
+                       ("e2e_p50_ms", "e2e p50 %s"), ("e2e_p99_ms", "e2e p99 %s")):
         if k in f:
-            s += "  " + fmt % f[k]
+            s += "  " + pattern % f[k]
     s += "  PUT/s %.1f (+%.1f merged) GET/s %.1f LIST/s %.1f  wxact/s %.1f xact/s %.1f jobs/s %.1f" % (
         f["put_per_s"], f["merged_put_per_s"], f["get_per_s"], f["list_per_s"], f["write_xacts_per_s"],
         f["xacts_per_s"], f["jobs_per_s"])
     s += "  cpu s: brokers %.2f pg %.2f s3 %.2f client %.2f others %.2f" % (
         f["brokers_cpu_s"], f["pg_cpu_s"], f["s3_cpu_s"], f["client_cpu_s"], f["others_cpu_s"])
     print(s, flush=True)
+    ph = f.get("phases") or {}
+    if ph:
+        print("%-31s windows %d; p50/p99 ms: %s" % ("", ph.get("window", {}).get("count", 0), ", ".join(
+            "%s %s/%s" % (k, fmt(ph[k]["p50_ms"]), fmt(ph[k]["p99_ms"]))
+            for k in ("room_wait", *PHASES, "window") if k in ph)), flush=True)
 
 
 def bench_setup(setup, a, loadgen, results):
@@ -410,12 +476,16 @@ def db_capacity(setup, meter, a):
         if len(v) == 6 and v[0].isdigit():
             rows.append({"partitions": int(v[0]), "threads": int(v[1]), "p50_ms": float(v[2]),
                          "p99_ms": float(v[3]), "commits_per_s": float(v[5])})
+        elif v and v[0] == "phases" and rows:  # the commit's parts: NAME P50/P99 ...
+            rows[-1]["phases"] = {v[i]: [float(x) for x in v[i + 1].split("/")] for i in range(1, len(v) - 1, 2)}
     commits = a.db_count * len(rows)
     cap = {"rows": rows, "pg_cpu_s": d["pg_cpu"], "bench_cpu_s": d["children_cpu"],
            "others_cpu_s": d["others_cpu"], "secs": d["secs"], "write_xacts": d["write_xacts"],
            "pg_cpu_ms_per_commit": 1000 * d["pg_cpu"] / commits if commits else None}
     print("database capacity: %s; PostgreSQL CPU %.2f ms per commit (its own %.1f s of %.1f s)" % (
-        ", ".join("%d partitions %.0f commits/s (p50 %.1f ms)" % (r["partitions"], r["commits_per_s"], r["p50_ms"])
+        ", ".join("%d partitions %.0f commits/s (p50 %.1f ms; %s)" % (
+            r["partitions"], r["commits_per_s"], r["p50_ms"],
+            " ".join("%s %.1f/%.1f" % (k, *v) for k, v in r.get("phases", {}).items()))
                   for r in rows), cap["pg_cpu_ms_per_commit"] or 0, d["pg_cpu"], d["secs"]), flush=True)
     return cap
 
@@ -506,6 +576,24 @@ def summary(results, a):
                     cells.append(fmt(med(k, run, field)[0], digits))
             lines.append("| %s | %s | %s |" % (results[k]["name"], run, " | ".join(cells)))
     print("\n" + "\n".join(lines))
+    # Where a window's time goes: each phase's p50 / p99 (ms), medians over the repeats.
+    keys = ("room_wait", *PHASES, "window")
+    lines = ["| setup | run | windows | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * (len(keys) + 1)]
+    for k in setups:
+        for run in ("flat", "steady4", "steady64", "e2e"):
+            fs = [f.get("phases") or {} for f in results[k]["runs"] if f["run"] == run]
+            if not any(fs):
+                continue
+
+            def pm(key, q):
+                return median_range([f[key][q] for f in fs if key in f])[0]
+            cells = [fmt(median_range([f.get("window", {}).get("count") for f in fs])[0], 0)]
+            cells += ["%s / %s" % (fmt(pm(key, "p50_ms")), fmt(pm(key, "p99_ms"))) if pm(key, "p50_ms") is not None
+                      else "" for key in keys]
+            lines.append("| %s | %s | %s |" % (results[k]["name"], run, " | ".join(cells)))
+    if len(lines) > 2:
+        print("\nproduce window phases, p50 / p99 ms (sluice_shared_window_phase_seconds, all brokers):")
+        print("\n".join(lines))
     for k in setups:
         cap = results[k].get("db_capacity")
         if cap:

@@ -65,8 +65,7 @@ void count_request(int16_t api_key, int16_t error_code,
                                             static_cast<protocol::error_code>(error_code)))})
             .inc();
     }
-    s.duration->observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    s.duration->observe_since(started);
 }
 
 namespace {

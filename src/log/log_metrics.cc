@@ -31,8 +31,7 @@ const log_series& series() {
 void declare_metrics() { (void)series(); }
 
 void count_fsync(std::chrono::steady_clock::time_point started) {
-    series().fsync.observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    series().fsync.observe_since(started);
 }
 
 void count_journal_sync(size_t bytes) {

@@ -14,7 +14,9 @@
 // Series are never removed and counters never go down while the process runs: a topic
 // deleted and created again continues its counters.
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -48,12 +50,22 @@ class gauge {
     alignas(64) std::atomic<double> _v{0};
 };
 
+// A duration in seconds, the unit of every duration histogram.
+inline double seconds(std::chrono::steady_clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
+
 // Buckets by upper bound (le): an observation counts in the first bucket whose bound is
 // at or above it, +Inf last.
 class histogram {
   public:
     explicit histogram(std::shared_ptr<const std::vector<double>> bounds);
     void observe(double v);
+    void observe(std::chrono::steady_clock::duration d) { observe(seconds(d)); }
+    // The time from `started` to now.
+    void observe_since(std::chrono::steady_clock::time_point started) {
+        observe(std::chrono::steady_clock::now() - started);
+    }
     const std::vector<double>& bounds() const { return *_bounds; }
     // Counts per bound, cumulative, the last for +Inf; and the sum of observations.
     std::vector<uint64_t> cumulative() const;
@@ -87,6 +99,15 @@ class family {
         auto& slot = _series[values];
         if (!slot) slot = _make();
         return *slot;
+    }
+
+    // The series of each value of a family with one label, in the order given: resolved
+    // once, so that the hot path indexes an array (an outcome, a phase) with no lookup.
+    template <size_t N>
+    std::array<T*, N> each_of(const std::array<const char*, N>& values) {
+        std::array<T*, N> out{};
+        for (size_t i = 0; i < N; ++i) out[i] = &with({values[i]});
+        return out;
     }
 
     const std::string& name() const { return _name; }

@@ -4,6 +4,7 @@
 // of many partitions, one transaction assigns their offsets and records where they lie
 // (docs/formats/shared-catalog.md, "The produce commit").
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -79,7 +80,20 @@ struct object_commit {
 // each batch, in the order given; refused batches stay in the object unreferenced. A
 // partition that does not exist fails it all (not_found); a fenced commit (a broker whose
 // lease passed, see object_commit::broker_incarnation) fails it all (in_use).
-result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_commit& commit);
+//
+// `timings`, when given, gets how long the parts of the transaction took (its last
+// attempt's, when it ran again).
+struct commit_timings {
+    // From the transaction's start to the partitions' rows locked: mostly the wait for
+    // other commits that hold them.
+    std::chrono::steady_clock::duration lock{};
+    // From there to the last statement before COMMIT: reads of producers and open
+    // transactions, the inserts, the high watermarks, the NOTIFY.
+    std::chrono::steady_clock::duration statements{};
+    std::chrono::steady_clock::duration commit{};  // COMMIT
+};
+result<std::vector<batch_outcome>> commit_object(pg_database& db, const object_commit& commit,
+                                                 commit_timings* timings = nullptr);
 
 // The channel commit_object notifies; the payload is "TOPIC_ID:PARTITION:HIGH_WATERMARK"
 // lines for the partitions it moved, or empty when they do not fit NOTIFY's 8000 bytes

@@ -93,27 +93,12 @@ int64_t pg_rows::int64(size_t row, size_t col) const {
     return v;
 }
 
-result<pg_rows> pg_transaction::exec(std::string_view sql, const std::vector<pg_param>& params) {
-    std::vector<const char*> values;
-    values.reserve(params.size());
-    for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
-    std::string query(sql);
-    PGresult* res = PQexecParams(_conn, query.c_str(), static_cast<int>(values.size()), nullptr,
-                                 values.data(), nullptr, nullptr, 0);
-    ExecStatusType status = PQresultStatus(res);
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-        const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-        _failed_state = state != nullptr ? state : "";
-        _connection_lost = PQstatus(_conn) == CONNECTION_BAD || connection_state(_failed_state);
-        std::string message =
-            one_line(res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(_conn));
-        if (message.empty()) message = one_line(PQerrorMessage(_conn));
-        PQclear(res);
-        errc code = _failed_state == "23505" ? errc::already_exists : errc::io_error;
-        return error{code, fmt::format("{} [SQLSTATE {}]", message,
-                                       _failed_state.empty() ? "none" : _failed_state)};
-    }
+namespace {
+
+// The rows of a successful result.
+pg_rows rows_of(PGresult* res) {
     pg_rows out;
+    out.received = steady::now();
     int ncols = PQnfields(res);
     int nrows = PQntuples(res);
     for (int c = 0; c < ncols; ++c) out.columns.emplace_back(PQfname(res, c));
@@ -133,12 +118,123 @@ result<pg_rows> pg_transaction::exec(std::string_view sql, const std::vector<pg_
     if (affected != nullptr && *affected != 0) {
         std::from_chars(affected, affected + std::strlen(affected), out.affected);
     }
+    return out;
+}
+
+bool succeeded(PGresult* res) {
+    ExecStatusType status = PQresultStatus(res);
+    return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
+}
+
+}  // namespace
+
+error pg_transaction::failure(pg_result* res) {
+    const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+    _failed_state = state != nullptr ? state : "";
+    _connection_lost = PQstatus(_conn) == CONNECTION_BAD || connection_state(_failed_state);
+    std::string message =
+        one_line(res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(_conn));
+    if (message.empty()) message = one_line(PQerrorMessage(_conn));
+    errc code = _failed_state == "23505" ? errc::already_exists : errc::io_error;
+    return error{code, fmt::format("{} [SQLSTATE {}]", message,
+                                   _failed_state.empty() ? "none" : _failed_state)};
+}
+
+result<pg_rows> pg_transaction::exec(std::string_view sql, const std::vector<pg_param>& params) {
+    if (_begin != nullptr) {  // START TRANSACTION and this in one round trip
+        auto r = pipeline({{std::string(sql), params}});
+        if (!r) return r.err();
+        return std::move(r->front());
+    }
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+    std::string query(sql);
+    PGresult* res = PQexecParams(_conn, query.c_str(), static_cast<int>(values.size()), nullptr,
+                                 values.data(), nullptr, nullptr, 0);
+    if (!succeeded(res)) {
+        auto e = failure(res);
+        PQclear(res);
+        return e;
+    }
+    pg_rows out = rows_of(res);
     PQclear(res);
     return out;
 }
 
+result<std::vector<pg_rows>> pg_transaction::pipeline(const std::vector<pg_statement>& statements,
+                                                      bool then_commit) {
+    if (PQenterPipelineMode(_conn) != 1) return failure(nullptr);
+    auto send = [&](const char* sql, const std::vector<pg_param>& params) {
+        std::vector<const char*> values;
+        values.reserve(params.size());
+        for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+        return PQsendQueryParams(_conn, sql, static_cast<int>(values.size()), nullptr,
+                                 values.data(), nullptr, nullptr, 0) == 1;
+    };
+    const bool with_begin = _begin != nullptr;
+    bool sent = true;
+    if (with_begin) {
+        _began = steady::now();
+        sent = send(_begin, {});
+        _begin = nullptr;
+    }
+    for (size_t i = 0; sent && i < statements.size(); ++i)
+        sent = send(statements[i].sql.c_str(), statements[i].params);
+    if (sent && then_commit) {
+        _committing = true;
+        sent = send("COMMIT", {});
+    }
+    sent = sent && PQpipelineSync(_conn) == 1;
+    // Results in order: each statement's, then a null; PGRES_PIPELINE_SYNC at the end. A
+    // failed statement's error, then PGRES_PIPELINE_ABORTED for each one after it.
+    std::vector<pg_rows> out;
+    std::optional<error> failed;
+    if (!sent) failed = failure(nullptr);
+    for (bool after_null = false; sent;) {
+        PGresult* res = PQgetResult(_conn);
+        if (res == nullptr) {
+            if (after_null || PQstatus(_conn) == CONNECTION_BAD) {  // nothing more will come
+                if (!failed) failed = failure(nullptr);
+                _connection_lost = true;
+                break;
+            }
+            after_null = true;
+            continue;
+        }
+        after_null = false;
+        ExecStatusType status = PQresultStatus(res);
+        if (status == PGRES_PIPELINE_SYNC) {
+            PQclear(res);
+            break;
+        }
+        if (succeeded(res)) {
+            out.push_back(rows_of(res));
+        } else if (status != PGRES_PIPELINE_ABORTED && !failed) {
+            failed = failure(res);
+        }
+        PQclear(res);
+    }
+    if (!_connection_lost && PQexitPipelineMode(_conn) != 1) _connection_lost = true;
+    if (failed) return *failed;
+    if (with_begin) out.erase(out.begin());  // START TRANSACTION's
+    if (then_commit) _committed = true;
+    return out;
+}
+
 result<void> pg_transaction::notify(std::string_view channel, std::string_view payload) {
-    auto r = exec("SELECT pg_notify($1, $2)", {std::string(channel), std::string(payload)});
+    auto s = notify_statement(channel, payload);
+    auto r = exec(s.sql, s.params);
+    if (!r) return r.err();
+    return {};
+}
+
+pg_statement pg_transaction::notify_statement(std::string_view channel, std::string_view payload) {
+    return {"SELECT pg_notify($1, $2)", {std::string(channel), std::string(payload)}};
+}
+
+result<void> pg_transaction::commit() {
+    auto r = pipeline({}, true);
     if (!r) return r.err();
     return {};
 }
@@ -157,7 +253,8 @@ pg_database::~pg_database() {
 
 result<void> pg_database::ensure_connected(steady::time_point deadline) {
     if (_conn != nullptr && PQstatus(_conn) == CONNECTION_OK) return {};
-    bool had = _conn != nullptr;
+    bool had = _conn != nullptr || _dropped;
+    _dropped = false;
     PQfinish(_conn);
     _conn = nullptr;
     auto backoff = _config.backoff_initial;
@@ -187,23 +284,25 @@ result<void> pg_database::run(isolation_level level,
     for (int attempts = 1;; ++attempts) {
         auto c = ensure_connected(deadline);
         if (!c) return c.err();
-        pg_transaction tx(_conn);
-        auto r = tx.exec(begin_sql[static_cast<int>(level)]);
-        result<void> outcome;
-        bool committing = false;
-        if (r) {
-            outcome = body(tx);
-            if (outcome && tx._failed_state.empty() && !tx._connection_lost) {
-                committing = true;
-                auto commit = tx.exec("COMMIT");
-                if (commit) return {};
-                outcome = commit.err();
-            }
-        } else {
-            outcome = r.err();
+        pg_transaction tx(_conn, begin_sql[static_cast<int>(level)]);
+        result<void> outcome = body(tx);
+        const bool begun = tx._begin == nullptr;
+        if (outcome && (tx._committed || !begun)) return {};  // committed, or nothing to
+        bool committing = tx._committing;
+        if (outcome && !committing && tx._failed_state.empty() && !tx._connection_lost) {
+            committing = true;
+            auto commit = tx.exec("COMMIT");
+            if (commit) return {};
+            outcome = commit.err();
         }
         bool lost = tx._connection_lost || PQstatus(_conn) == CONNECTION_BAD;
-        if (!lost) {
+        if (lost) {
+            // Made again by ensure_connected (a connection lost in a pipeline may still
+            // say CONNECTION_OK, with results pending).
+            PQfinish(_conn);
+            _conn = nullptr;
+            _dropped = true;
+        } else if (begun) {
             PGresult* rb = PQexec(_conn, "ROLLBACK");
             PQclear(rb);
         }
@@ -211,7 +310,8 @@ result<void> pg_database::run(isolation_level level,
             return error{errc::io_error,
                          fmt::format("PostgreSQL at {}: connection lost during COMMIT, outcome "
                                      "unknown: {}",
-                                     where(_config), outcome.err().message)};
+                                     where(_config),
+                                     outcome ? "no answer" : outcome.err().message)};
         }
         bool again = lost || retry_state(tx._failed_state);
         if (!again) {

@@ -20,7 +20,8 @@
 
 #include "common/result.h"
 
-struct pg_conn;  // libpq's PGconn
+struct pg_conn;    // libpq's PGconn
+struct pg_result;  // libpq's PGresult
 
 namespace sluice::shared {
 
@@ -42,6 +43,7 @@ struct pg_rows {
     std::vector<std::string> columns;
     std::vector<std::vector<std::optional<std::string>>> rows;
     int64_t affected = 0;  // rows inserted, updated or deleted
+    std::chrono::steady_clock::time_point received;  // when its result arrived
 
     size_t size() const { return rows.size(); }
     bool is_null(size_t row, size_t col) const { return !rows.at(row).at(col).has_value(); }
@@ -49,17 +51,43 @@ struct pg_rows {
     int64_t int64(size_t row, size_t col) const;            // 0 for NULL
 };
 
-// A transaction in progress, handed to the body of pg_database::transact.
+struct pg_statement {
+    std::string sql;
+    std::vector<pg_param> params;
+};
+
+// A transaction in progress, handed to the body of pg_database::transact. Its START
+// TRANSACTION goes with its first statement (one round trip for both).
 class pg_transaction {
   public:
     result<pg_rows> exec(std::string_view sql, const std::vector<pg_param>& params = {});
+    // Sends the statements at once and then reads their results (libpq's pipeline mode):
+    // one round trip for all of them, where exec takes one each. The server runs them one
+    // after another, each as exec would; the first that fails fails the call, and those
+    // after it do not run. `then_commit`: COMMIT goes with them, as commit() (the body
+    // then runs no more statements), its (empty) rows last.
+    result<std::vector<pg_rows>> pipeline(const std::vector<pg_statement>& statements,
+                                          bool then_commit = false);
     // Delivered to listeners (pg_listener) when the transaction commits.
     result<void> notify(std::string_view channel, std::string_view payload);
+    static pg_statement notify_statement(std::string_view channel, std::string_view payload);
+    // Commits now, so that the body can time it (else transact commits after the body);
+    // the body then runs no more statements. A connection lost here leaves the outcome
+    // unknown, as in transact.
+    result<void> commit();
+    // When the transaction began (its START TRANSACTION was sent).
+    std::chrono::steady_clock::time_point began() const { return _began; }
 
   private:
     friend class pg_database;
-    explicit pg_transaction(pg_conn* conn) : _conn(conn) {}
+    pg_transaction(pg_conn* conn, const char* begin) : _conn(conn), _begin(begin) {}
+    // The error of a failed result; notes its SQLSTATE and whether the connection is lost.
+    error failure(pg_result* res);
     pg_conn* _conn;
+    const char* _begin;  // START TRANSACTION ..., until sent with the first statement
+    std::chrono::steady_clock::time_point _began;
+    bool _committing = false;  // COMMIT sent
+    bool _committed = false;   // and it succeeded
     // The SQLSTATE of the statement that failed, if one did ("" otherwise), so that
     // transact can tell a retriable failure from the body's own error.
     std::string _failed_state;
@@ -109,6 +137,7 @@ class pg_database {
     pg_config _config;
     std::mutex _mu;
     pg_conn* _conn = nullptr;
+    bool _dropped = false;  // closed after it was lost: the next connection is a reconnect
     int _reconnects = 0;
 };
 

@@ -286,8 +286,14 @@ void shared_log::build_object(produce_window& w) {
 }
 
 result<void> shared_log::upload_window(produce_window& w) {
+    const auto start = std::chrono::steady_clock::now();
     build_object(w);
-    return _store.put(w.commit.object_key, w.object);
+    const auto built = std::chrono::steady_clock::now();
+    count_window_phase(window_phase::build, built - start);
+    auto r = _store.put(w.commit.object_key, w.object);
+    w.uploaded = std::chrono::steady_clock::now();
+    count_window_phase(window_phase::put, w.uploaded - built);
+    return r;
 }
 
 namespace {
@@ -321,10 +327,18 @@ result<void> shared_log::commit_window(produce_window& w) {
         entry_of.push_back(w.batch_entry[k]);
     }
     std::vector<log::append_info> infos(taken.size());
+    const auto start = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point committed_at;
     if (!commit.batches.empty()) {
         commit.broker_incarnation = _incarnation.load(std::memory_order_acquire);
-        auto outcomes = commit_object(*_commit_db, commit);
+        commit_timings took;
+        auto outcomes = commit_object(*_commit_db, commit, &took);
         if (!outcomes) return outcomes.err();
+        committed_at = std::chrono::steady_clock::now();
+        count_window_phase(window_phase::commit_wait, start - w.uploaded);
+        count_window_phase(window_phase::lock, took.lock);
+        count_window_phase(window_phase::statements, took.statements);
+        count_window_phase(window_phase::commit, took.commit);
         for (const auto& [part, span] : w.spans) {
             _cache.put(commit.object_key, span.first,
                        std::make_shared<const std::string>(w.object, span.first, span.second));
@@ -369,6 +383,8 @@ result<void> shared_log::commit_window(produce_window& w) {
         infos[i].log_start_offset = taken[i].part->_start.load(std::memory_order_acquire);
         taken[i].done(std::move(infos[i]));
     }
+    if (!commit.batches.empty())
+        count_window_phase(window_phase::answer, std::chrono::steady_clock::now() - committed_at);
     count_window_answered(true, w.closed, cancelled_count(w));
     return {};
 }

@@ -135,6 +135,7 @@ class shared_log {
         std::string object;
         std::vector<std::pair<shared_partition*, std::pair<uint64_t, uint64_t>>> spans;
         std::chrono::steady_clock::time_point closed;  // for sluice_shared_window_seconds
+        std::chrono::steady_clock::time_point uploaded;  // for its phase commit_wait
     };
 
     shared_log(object_store& store, shared_log_config config);

@@ -10,7 +10,7 @@ namespace sluice::sql {
 // Makes the families known (shown at 0) before their first statement.
 void declare_metrics();
 
-enum class query_outcome {
+enum class query_outcome {  // in the order of sql_metrics.cc's labels
     done,      // stepped to its end
     failed,    // an error (syntax, a limit, a denial, a timeout...)
     canceled,  // reset or dropped before its end (the client stopped reading)

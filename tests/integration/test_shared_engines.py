@@ -340,6 +340,27 @@ def test_serialization_failures_are_retried(pg):
     assert runs > 1200, runs
 
 
+def test_a_pipeline_runs_in_order_and_stops_at_a_failure(pg):
+    # pg_transaction::pipeline: statements sent in one round trip run one after another in
+    # the transaction; the first failure stops the rest and rolls everything back.
+    pg.execute("CREATE TABLE IF NOT EXISTS sluice_probe_pipeline (id INTEGER PRIMARY KEY)")
+    pg.execute("DELETE FROM sluice_probe_pipeline")
+    env = pg_env(pg)
+    out = run(env, "pg-pipeline", "commit", "INSERT INTO sluice_probe_pipeline VALUES (1)",
+              "INSERT INTO sluice_probe_pipeline VALUES (2)", "SELECT count(*) FROM sluice_probe_pipeline")
+    # Each statement saw the ones before it; COMMIT's (empty) rows last.
+    assert out.stdout.decode().split("\n") == ["2", "statements 4", ""]
+    out = run(env, "pg-pipeline", "after", "INSERT INTO sluice_probe_pipeline VALUES (3)",
+              "SELECT max(id) FROM sluice_probe_pipeline")
+    assert out.stdout.decode().split("\n") == ["3", "statements 2", ""]
+    # The duplicate key fails; the insert before it is rolled back, the one after never ran.
+    failed = run(env, "pg-pipeline", "commit", "INSERT INTO sluice_probe_pipeline VALUES (4)",
+                 "INSERT INTO sluice_probe_pipeline VALUES (1)", "INSERT INTO sluice_probe_pipeline VALUES (5)",
+                 check=False)
+    assert failed.returncode == 1 and b"error already_exists" in failed.stderr and b"23505" in failed.stderr
+    assert pg.execute("SELECT id FROM sluice_probe_pipeline ORDER BY id") == [(1,), (2,), (3,)]
+
+
 class Session:
     """sluice-shared-probe pg-session: statements in, answers out, one connection."""
 

@@ -4,6 +4,7 @@ and PostgreSQL, as test_shared_engines.py starts them. Each sluice-shared-probe 
 database, as a broker does: two of them appending at once are two brokers."""
 
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -161,3 +162,66 @@ def test_a_wait_returns_at_once_when_data_is_there(s3, pg):  # noqa: F811
     lines = run(env, "log-wait", topic, "0", "2", "20000").stdout.decode().split("\n")
     hw, elapsed = map(int, lines[1].split())
     assert hw == 3 and elapsed < 5000, lines
+
+
+def histograms(text, name):
+    """{labels: (count, sum, {le: cumulative})} of histogram NAME in a /metrics text."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r'^%s_(bucket|count|sum)(?:\{(.*?)(?:,?le="([^"]+)")?\})? (\S+)$' % name, line)
+        if not m:
+            continue
+        kind, labels, le, value = m.groups()
+        count, total, buckets = out.get(labels or "", (0, 0.0, {}))
+        if kind == "bucket":
+            buckets[float(le)] = int(float(value))
+        elif kind == "count":
+            count = int(float(value))
+        else:
+            total = float(value)
+        out[labels or ""] = (count, total, buckets)
+    return out
+
+
+def test_window_phases_show_where_the_time_went(s3, pg, tmp_path):  # noqa: F811
+    # A client of the database holds partition 0's row lock while the probe's window
+    # commits to it, and lets go a second after the commit began to wait: the window's
+    # phases on /metrics (sluice_shared_window_phase_seconds) put that second in `lock`.
+    env = engines(s3, pg, SLUICE_PROBE_METRICS_FILE=tmp_path / "metrics.txt")
+    topic = new_topic(env, 1)
+    conn = pg.connect()
+    conn.autocommit = False
+    with conn.cursor() as cur:
+        cur.execute("SELECT high_watermark FROM sluice_partitions WHERE topic_id = %s FOR UPDATE", (topic,))
+    probe = subprocess.Popen([probe_bin(), "log-produce", "1", topic, "1", "1"], env={**os.environ, **env},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not pg.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"):
+        assert probe.poll() is None and time.monotonic() < deadline, probe.stderr.read().decode()
+        time.sleep(0.01)
+    held = 1.0
+    time.sleep(held)
+    conn.commit()
+    conn.close()
+    out, err = probe.communicate(timeout=60)
+    assert probe.returncode == 0, err.decode()
+    rows, objects = outcomes(out)
+    assert rows == [(0, 0, "b1-0", "appended")] and objects == 1
+    text = (tmp_path / "metrics.txt").read_text()
+    phases = histograms(text, "sluice_shared_window_phase_seconds")
+    names = ("build", "put", "commit_wait", "lock", "statements", "commit", "answer")
+    assert sorted(phases) == sorted('phase="%s"' % n for n in names), phases.keys()
+    for n in names:
+        count, total, buckets = phases['phase="%s"' % n]
+        assert count == 1 and buckets[float("inf")] == 1, (n, count)  # one window: once each
+        if n in ("put", "lock", "statements", "commit"):
+            assert total > 0, n  # each is a request to an engine
+    lock = phases['phase="lock"']
+    assert held <= lock[1] < held + 10, lock
+    assert lock[2][0.75] == 0  # its bucket agrees
+    others = sum(phases['phase="%s"' % n][1] for n in names if n != "lock")
+    assert others < held, phases
+    # The phases add up to the window's whole time, closing to answers (the gaps between
+    # them are a few clock reads and the pipeline's hand-over between threads).
+    (count, whole, _), = histograms(text, "sluice_shared_window_seconds").values()
+    assert count == 1 and lock[1] + others <= whole <= lock[1] + others + 0.3, (whole, phases)

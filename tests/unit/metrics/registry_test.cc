@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -62,6 +63,26 @@ TEST(Histogram, BucketsAreUpperBoundsAndCumulative) {
     EXPECT_NE(text.find("lat_seconds_bucket{le=\"+Inf\"} 4\n"), std::string::npos);
     EXPECT_NE(text.find("lat_seconds_sum 31\n"), std::string::npos);
     EXPECT_NE(text.find("lat_seconds_count 4\n"), std::string::npos);
+}
+
+TEST(Histogram, ObservesDurationsInSeconds) {
+    registry r;
+    auto& h = r.histograms("d_seconds", "Durations.", {}, {0.01, 1}).with({});
+    h.observe(std::chrono::milliseconds(250));
+    h.observe_since(std::chrono::steady_clock::now() - std::chrono::seconds(2));
+    EXPECT_EQ(h.cumulative(), (std::vector<uint64_t>{0, 1, 2}));
+    EXPECT_GE(h.sum(), 2.25);
+    EXPECT_LT(h.sum(), 60.0);
+}
+
+TEST(Family, EachOfResolvesOneSeriesPerValueInOrder) {
+    registry r;
+    auto& f = r.counters("ends_total", "Ends.", {"outcome"});
+    auto by = f.each_of<2>({"ok", "failed"});
+    by[1]->inc(3);
+    EXPECT_EQ(by[0], &f.with({"ok"}));
+    EXPECT_EQ(f.with({"failed"}).value(), 3u);
+    EXPECT_NE(r.render().find("ends_total{outcome=\"ok\"} 0\n"), std::string::npos);
 }
 
 TEST(Registry, CollectorsRunAtScrapeAndGoAway) {

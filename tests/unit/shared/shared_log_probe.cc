@@ -16,9 +16,11 @@
 //       "OFFSET TIMESTAMP" for the first record at TS or later, then for the largest
 // Records carry timestamp SLUICE_PROBE_TIMESTAMP_MS (default 1000) plus their partition.
 // SLUICE_PRODUCE_WINDOW_MS and SLUICE_WINDOWS_IN_FLIGHT set shared_log_config's;
-// SLUICE_PROBE_PAUSE_EVERY spreads log-produce's submissions (below).
+// SLUICE_PROBE_PAUSE_EVERY spreads log-produce's submissions (below);
+// SLUICE_PROBE_METRICS_FILE gets log-produce's metrics (write_metrics).
 
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <iostream>
 #include <string>
@@ -27,6 +29,7 @@
 
 #include <fmt/format.h>
 
+#include "metrics/registry.h"
 #include "protocol/record_batch.h"
 #include "shared/engine_env.h"
 #include "shared/shared_log.h"
@@ -103,6 +106,14 @@ submitted submit(shared_log& l, const std::string& topic_id, int32_t p, std::str
     return s;
 }
 
+// SLUICE_PROBE_METRICS_FILE: the process's metrics (what a broker's GET /metrics shows of
+// them) written there in the Prometheus text format.
+void write_metrics() {
+    const char* path = std::getenv("SLUICE_PROBE_METRICS_FILE");
+    if (path == nullptr) return;
+    std::ofstream(path) << metrics::global().render();
+}
+
 int print_outcome(submitted& s) {
     auto r = s.outcome.get();
     if (!r) return fail(r.err());
@@ -141,6 +152,8 @@ int log_command(const std::string& cmd, const std::vector<std::string>& args) {
         for (auto& s : all)
             if (int rc = print_outcome(s); rc) return rc;
         std::cout << "# objects " << o->log->counters().objects << "\n";
+        o->log.reset();  // every window answered and counted
+        write_metrics();
         return 0;
     }
     if (cmd == "log-dup" && args.size() == 3) {

@@ -209,6 +209,18 @@ int pg_command(const std::string& cmd, const std::vector<std::string>& args) {
             if (!r) return fail(r.err());
         }
         std::cout << "runs " << runs << "\n";
+    } else if (cmd == "pg-pipeline" && args.size() >= 2) {
+        // pg-pipeline commit|after SQL...: the statements in one round trip of one
+        // transaction, COMMIT with them (commit) or by transact after (after); prints each
+        // statement's rows, then "statements N".
+        std::vector<pg_statement> sts;
+        for (size_t i = 1; i < args.size(); ++i) sts.push_back({args[i], {}});
+        auto r = (*db)->transact<std::vector<pg_rows>>(
+            isolation_level::read_committed,
+            [&](pg_transaction& tx) { return tx.pipeline(sts, args[0] == "commit"); });
+        if (!r) return fail(r.err());
+        for (const auto& rows : *r) print_rows(rows);
+        std::cout << "statements " << r->size() << "\n";
     } else if (cmd == "pg-topic" && args.size() == 3) {
         auto r = create_topic(**db, args[0], args[1], std::stoi(args[2]));
         if (!r) return fail(r.err());
@@ -233,7 +245,8 @@ int pg_command(const std::string& cmd, const std::vector<std::string>& args) {
     } else {
         std::cerr << "usage: pg-schema | pg-exec SQL [PARAM...] | pg-session | pg-notify CHANNEL "
                      "PAYLOAD | "
-                     "pg-listen CHANNEL TIMEOUT_MS COUNT | pg-increment ROUNDS | pg-topic ID NAME "
+                     "pg-listen CHANNEL TIMEOUT_MS COUNT | pg-increment ROUNDS | "
+                     "pg-pipeline commit|after SQL... | pg-topic ID NAME "
                      "PARTITIONS | "
                      "pg-commit KEY TOPIC_ID:PARTITION:RECORDS...\n";
         return 2;
