@@ -53,7 +53,7 @@ s3proxy:
 	mvn -B -q -f tests/s3proxy/pom.xml dependency:build-classpath \
 	    -Dmdep.outputFile=target/classpath.txt
 
-# Every build links DuckDB (--sql-engine duckdb): its prebuilt library and headers are
+# Every build links DuckDB (the default SQL engine): its prebuilt library and headers are
 # fetched once, at configure time, by scripts/fetch-duckdb (pinned by sha256, into
 # build/duckdb; cmake/FindDuckDB.cmake). CMAKE_ARGS passes more options to the configure.
 CMAKE_ARGS ?=

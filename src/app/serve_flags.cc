@@ -190,12 +190,12 @@ void add_serve_flags(CLI::App& cmd, serve_options& o) {
         ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62))
         ->capture_default_str();
     cmd.add_option("--sql-engine", o.sql_engine,
-                   "SQL engine of the pg and http listeners: sqlite, or duckdb (while the "
-                   "migration to DuckDB lasts; docs/sql.md, Engines)")
-        ->check(CLI::IsMember({"sqlite", "duckdb"}))
+                   "SQL engine of the pg and http listeners: duckdb, or sqlite (the engine "
+                   "before DuckDB; docs/sql.md, Engines)")
+        ->check(CLI::IsMember({"duckdb", "sqlite"}))
         ->capture_default_str();
     cmd.add_option("--sql-export-dir", o.sql_export_dir,
-                   "With --sql-engine duckdb: an existing directory where SQL users' COPY "
+                   "On DuckDB (not with --sql-engine sqlite): an existing directory where SQL users' COPY "
                    "(query) TO 'file' (FORMAT parquet|csv) writes files (a name relative to it; "
                    "nothing else of the file system is reachable from SQL). Default: none, "
                    "COPY refused");

@@ -53,7 +53,7 @@ struct serve_options {
     std::string http;  // HTTP listener; empty: none
     int64_t sql_timeout_ms = 30000;
     uint64_t sql_max_rows = 1000000;
-    std::string sql_engine = "sqlite";  // or duckdb
+    std::string sql_engine = "duckdb";  // or sqlite (docs/sql.md, Engines)
     std::string sql_export_dir;         // COPY ... TO writes under it (duckdb only)
     size_t sql_max_connections = 64;
     sql::resource_bounds sql_bounds;  // --sql-*-memory, --sql-*-temp-bytes, --sql-max-value-bytes

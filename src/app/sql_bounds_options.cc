@@ -36,7 +36,7 @@ void add_sql_bound_options(CLI::App& cmd, sql::resource_bounds& b) {
         ->check(CLI::Range(uint64_t{64} << 10, max_bytes))
         ->capture_default_str();
     cmd.add_option("--sql-threads", b.threads,
-                   "Threads the DuckDB engine (--sql-engine duckdb) runs statements on, every "
+                   "Threads the DuckDB engine (the default --sql-engine) runs statements on, every "
                    "session's together; 0: one per core. The SQLite engine runs each statement "
                    "on its session's thread")
         ->check(CLI::Range(uint32_t{0}, uint32_t{1024}))

@@ -31,8 +31,9 @@ SQL_ARGS = ["--pg", "127.0.0.1:0", "--http", "127.0.0.1:0"]
 # Time limits of the client side of each call (the server has its own).
 CALL_TIMEOUT = 60.0
 
-# The SQL engine the suite's brokers run (conftest.with_test_group_delay).
-ON_DUCKDB = os.environ.get("SLUICE_TEST_SQL_ENGINE") == "duckdb"
+# The SQL engine the suite's brokers run (conftest.with_test_group_delay): DuckDB, the
+# default, unless SLUICE_TEST_SQL_ENGINE=sqlite.
+ON_DUCKDB = H.sql_engine_under_test() != "sqlite"
 
 
 def create_index(name, schema, table, columns):

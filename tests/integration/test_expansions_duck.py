@@ -188,10 +188,13 @@ def test_targets_served_typed_across_restarts_and_kill9(broker_factory, topic_na
 
 
 def test_sqlite_tables_and_targets_move_to_duckdb(broker_factory, topic_name):
-    """A data directory the SQLite engine served, started with --sql-engine duckdb: users'
-    tables (schemas, types, keys, rows) and an expansion's target are copied once into
-    DuckDB, the expansion goes on from its progress (each new event once), and the SQLite
-    files stay, so --sql-engine sqlite shows them again (docs/sql.md, Switching engines)."""
+    """The upgrade: a data directory the SQLite engine served (the default before DuckDB,
+    here --sql-engine sqlite), started again with no --sql-engine, the default DuckDB:
+    users' tables (schemas, types, keys, rows) and an expansion's target are copied once
+    into DuckDB, the expansion goes on from its progress (each new event once), and the
+    SQLite files stay, so --sql-engine sqlite shows them again, without what was written
+    on DuckDB (docs/sql.md, Switching engines). A second start on DuckDB copies nothing."""
+    assert H.sql_engine_under_test() is None, "the default engine's test: run without SLUICE_TEST_SQL_ENGINE"
     b = broker_factory(extra_args=S.SQL_ARGS + ["--sql-engine", "sqlite"])
     H.create_topic(b.bootstrap, topic_name, 2)
     X.create(b.http, topic_name, TARGET, X.EVENT_FIELDS)
@@ -214,8 +217,11 @@ def test_sqlite_tables_and_targets_move_to_duckdb(broker_factory, topic_name):
     X.wait_caught_up(b.http, TARGET)
 
     b.stop()
-    b.extra_args = S.SQL_ARGS + ["--sql-engine", "duckdb"]
+    b.extra_args = list(S.SQL_ARGS)  # the default engine
     b.start()
+    copied = [ln for ln in b.log_lines() if "from the SQLite engine's files into DuckDB" in ln]
+    for table in ("main.accounts (3 rows", "ledger.entries (3 rows", TARGET + " (40 rows"):
+        assert any("copied " + table in ln for ln in copied), (table, copied)
     acked.update(produce(b, topic_name, range(40, 70)))
     conn = S.pg_connect(b.pg)
     try:
@@ -248,3 +254,12 @@ def test_sqlite_tables_and_targets_move_to_duckdb(broker_factory, topic_name):
     assert S.http_rows(b.http, "SELECT count(*), max(id) FROM accounts") == [[3, 3]]
     assert S.http_rows(b.http, "SELECT count(*), count(DISTINCT _offset || ':' || _partition) FROM %s"
                        % TARGET) == [[70, 70]]
+
+    # On DuckDB again: nothing copied a second time; what was written there is there.
+    b.stop()
+    b.extra_args = list(S.SQL_ARGS)
+    b.start()
+    assert not [ln for ln in b.log_lines() if "from the SQLite engine's files into DuckDB" in ln]
+    assert S.http_rows(b.http, "SELECT count(*), max(id) FROM accounts") == [[4, 4]]
+    X.wait_caught_up(b.http, TARGET)
+    assert S.http_rows(b.http, "SELECT count(*) FROM %s" % TARGET) == [[70]]

@@ -1,8 +1,8 @@
 """`make install` gives a broker that runs on its own: the Makefile's install command
 (as `make -n install` prints it, so the test cannot drift from the Makefile) installs
 the build into a scratch prefix outside the repository; the prefix is then moved, and
-the installed broker serves SQL on DuckDB (`--sql-engine duckdb`: DuckDB's library comes
-from PREFIX/lib/sluice) from another directory, with the build directory and the
+the installed broker serves SQL on DuckDB (the default `--sql-engine`: DuckDB's library
+comes from PREFIX/lib/sluice) from another directory, with the build directory and the
 repository hidden from it by empty file systems mounted over them in a mount namespace
 of its own (as if they had been moved away). Where namespaces are not allowed the broker
 sees them, and /proc/PID/maps still shows that the library it loaded is the installed one."""
@@ -51,8 +51,8 @@ class InstalledBroker(conftest.Broker):
     """The installed binary, started in a mount namespace where `hidden` are empty."""
 
     def __init__(self, workdir, binary, hidden):
-        super().__init__(workdir, extra_args=["--pg", "127.0.0.1:0", "--http", "127.0.0.1:0",
-                                              "--sql-engine", "duckdb"])
+        # No --sql-engine: the default is DuckDB.
+        super().__init__(workdir, extra_args=["--pg", "127.0.0.1:0", "--http", "127.0.0.1:0"])
         self.binary, self.hidden = str(binary), [str(h) for h in hidden]
 
     def wrapped(self, args):
