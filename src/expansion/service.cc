@@ -25,9 +25,6 @@ namespace sluice::expansion {
 
 namespace {
 
-// Backfill commits in smaller steps than live expansion, so that live events, which
-// producers wait for, never queue long behind it.
-constexpr int64_t backfill_rows_per_commit = 5'000;
 // A target file that a user's write holds (past the connection's busy timeout) is tried
 // again this soon; meanwhile the expander serves the other expansions.
 constexpr auto busy_retry = std::chrono::milliseconds(50);
@@ -408,7 +405,9 @@ bool service::expand_backfill(running& e) {
         if (!part) continue;
         partition_progress pp = current;
         pp.backfill_next = std::max(pp.backfill_next, part.store->log_start_offset());
-        const offset_t to = std::min(pp.backfill_end, pp.backfill_next + backfill_rows_per_commit);
+        // In smaller steps than live expansion (the store says how small).
+        const offset_t to =
+            std::min(pp.backfill_end, pp.backfill_next + e.target->backfill_rows_per_commit());
         int64_t rows = 0;
         auto r = e.target->in_transaction([&]() -> result<void> {
             auto written = write_rows(e, part, p, pp.backfill_next, to);

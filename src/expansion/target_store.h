@@ -87,6 +87,11 @@ class target_store {
     virtual result<void> remove(bool drop_table) = 0;
 
     virtual const std::string& name() const = 0;  // schema.table, for messages
+
+    // Events a backfill transaction holds at most: small, so that live events, which
+    // producers wait for, never queue long behind one; a store whose per-commit cost
+    // dominates at that size asks for more.
+    virtual int64_t backfill_rows_per_commit() const { return 5'000; }
 };
 
 // Opens the stores of one kind.
