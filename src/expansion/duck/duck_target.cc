@@ -187,7 +187,7 @@ class duck_target final : public target_store {
     // as DuckDB's BEGIN and COMMIT statements do it, without parsing, planning and running
     // a statement each time (docs/benchmarks.md, "Columnar expansion targets").
     result<void> begin() override {
-        return guarded("beginning a transaction", [&]() -> result<void> {
+        auto r = guarded("beginning a transaction", [&]() -> result<void> {
             auto& tc = _con.context->transaction;
             if (tc.HasActiveTransaction())
                 return error{errc::io_error,
@@ -198,6 +198,8 @@ class duck_target final : public target_store {
             _progress = direct_appender("main", progress_table);
             return {};
         });
+        if (!r && _in_txn) rollback();  // e.g. the table was dropped under it
+        return r;
     }
 
     result<void> insert(int32_t partition, offset_t offset, timestamp_ms broker_time,
@@ -541,7 +543,9 @@ class duck_target final : public target_store {
     std::unique_ptr<d::InternalAppender> _direct;  // otherwise, for the open transaction
     d::DataChunk _chunk;
     std::unique_ptr<d::InternalAppender> _progress;  // progress rows of the open transaction
-    int64_t _seq = 1;       // the next progress row's seq
+    // The next progress row's seq. Invariant: one duck_target writes a target at a time
+    // (the service keeps one per running expansion), so its rows' seqs only grow.
+    int64_t _seq = 1;
     int64_t _unpruned = 0;  // progress rows appended since the last prune
     bool _in_txn = false;
     bool _exact = false;  // the table has the layout's columns, in its order, and no other
