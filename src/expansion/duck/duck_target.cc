@@ -11,6 +11,13 @@
 
 #include "common/logging.h"
 #include "duckdb.hpp"
+#include "duckdb/catalog/catalog.hpp"
+#include "duckdb/catalog/catalog_entry/table_catalog_entry.hpp"
+#include "duckdb/catalog/entry_lookup_info.hpp"
+#include "duckdb/main/appender.hpp"
+#include "duckdb/main/client_context.hpp"
+#include "duckdb/main/valid_checker.hpp"
+#include "duckdb/transaction/meta_transaction.hpp"
 #include "sql/json_text.h"
 #include "sql/sql_text.h"
 
@@ -25,7 +32,10 @@ namespace {
 // The format of the file (docs/formats/expansion-duckdb.md); progress_format_version is
 // the progress table's, as in the SQLite files.
 constexpr const char* format_name = "sluice-expansion-duckdb";
-constexpr int format_version = 1;
+constexpr int format_version = 2;
+// Progress rows a target appends between two prunings of the rows they supersede: a
+// DELETE statement every this many rows, not one per commit.
+constexpr int64_t prune_every_rows = 1'000;
 
 // DuckDB's column type for a layout column: SQLite's declared types as DuckDB's, except
 // _source, which holds any bytes (DuckDB's VARCHAR must be UTF-8).
@@ -119,6 +129,8 @@ class duck_target final : public target_store {
     ~duck_target() override {
         try {
             if (_in_txn) rollback();
+            _direct.reset();
+            _progress.reset();
             _appender.reset();
         } catch (...) {  // a destructor must not throw; DuckDB rolls back on close
         }
@@ -135,15 +147,14 @@ class duck_target final : public target_store {
                 _appender->ClearColumns();
                 for (const auto& c : _layout.columns()) _appender->AddColumn(c.name);
             }
+            _direct_ok = _exact && _appender->GetActiveTypes() == _types;
             _chunk.Initialize(d::Allocator::DefaultAllocator(), _types);
-            _update = _con.Prepare(fmt::format(
-                "UPDATE main.{} SET next_offset = $3, backfill_start = $4, backfill_next = $5, "
-                "backfill_end = $6 WHERE target = $1 AND \"partition\" = $2",
-                progress_table));
-            _insert = _con.Prepare(
-                fmt::format("INSERT INTO main.{} VALUES ($1, $2, $3, $4, $5, $6)", progress_table));
-            if (_update->HasError()) _update->error.Throw();
-            if (_insert->HasError()) _insert->error.Throw();
+            if (auto r = prune_progress(); !r) return r;
+            auto q = _con.Query(fmt::format("SELECT coalesce(max(seq), 0) FROM main.{} "
+                                            "WHERE target = {}",
+                                            progress_table, quote_literal(_key)));
+            check(*q);
+            _seq = first_int(*q) + 1;
             return {};
         });
     }
@@ -151,9 +162,11 @@ class duck_target final : public target_store {
     result<progress_map> load_progress() override {
         progress_map out;
         auto r = guarded("reading progress", [&]() -> result<void> {
+            // The latest row of each partition (format version 2: rows are appended).
             auto q = _con.Query(fmt::format(
-                "SELECT \"partition\", next_offset, backfill_start, backfill_next, backfill_end "
-                "FROM main.{} WHERE target = {}",
+                "SELECT \"partition\", arg_max(next_offset, seq), arg_max(backfill_start, seq), "
+                "arg_max(backfill_next, seq), arg_max(backfill_end, seq) FROM main.{} "
+                "WHERE target = {} GROUP BY \"partition\"",
                 progress_table, quote_literal(_key)));
             check(*q);
             for (auto& row : *q) {
@@ -170,12 +183,23 @@ class duck_target final : public target_store {
         return out;
     }
 
+    // The transaction is begun and committed through the connection's transaction context,
+    // as DuckDB's BEGIN and COMMIT statements do it, without parsing, planning and running
+    // a statement each time (docs/benchmarks.md, "Columnar expansion targets").
     result<void> begin() override {
-        return guarded("beginning a transaction", [&]() -> result<void> {
-            _con.BeginTransaction();
+        auto r = guarded("beginning a transaction", [&]() -> result<void> {
+            auto& tc = _con.context->transaction;
+            if (tc.HasActiveTransaction())
+                return error{errc::io_error,
+                             fmt::format("{}: a transaction is already open", _qualified)};
+            tc.SetAutoCommit(false);  // begins one; statements run inside it until Commit()
             _in_txn = true;
+            if (_direct_ok) _direct = direct_appender(_schema, _table);
+            _progress = direct_appender("main", progress_table);
             return {};
         });
+        if (!r && _in_txn) rollback();  // e.g. the table was dropped under it
+        return r;
     }
 
     result<void> insert(int32_t partition, offset_t offset, timestamp_ms broker_time,
@@ -215,20 +239,19 @@ class duck_target final : public target_store {
         return {};
     }
 
+    // A row appended, not updated (an UPDATE is a statement DuckDB binds again at every
+    // run): load_progress() takes each partition's row of the highest seq, and every
+    // prune_every_rows rows the commit deletes the rows they superseded.
     result<void> save_progress(int32_t partition, const partition_progress& p) override {
         return guarded("saving progress", [&]() -> result<void> {
-            d::vector<d::Value> args{d::Value(_key),
-                                     d::Value::INTEGER(partition),
-                                     d::Value::BIGINT(p.next),
-                                     d::Value::BIGINT(p.backfill_start),
-                                     d::Value::BIGINT(p.backfill_next),
-                                     d::Value::BIGINT(p.backfill_end)};
-            auto u = _update->Execute(args, false);
-            check(*u);
-            if (first_int(*u) == 0) {
-                auto i = _insert->Execute(args, false);
-                check(*i);
-            }
+            if (!_progress)
+                return error{errc::io_error, fmt::format("{}: progress saved outside a transaction",
+                                                         _qualified)};
+            _progress->AppendRow(d::Value(_key), d::Value::INTEGER(partition),
+                                 d::Value::BIGINT(p.next), d::Value::BIGINT(p.backfill_start),
+                                 d::Value::BIGINT(p.backfill_next),
+                                 d::Value::BIGINT(p.backfill_end), d::Value::BIGINT(_seq++));
+            ++_unpruned;
             return {};
         });
     }
@@ -236,8 +259,28 @@ class duck_target final : public target_store {
     result<void> commit() override {
         auto r = guarded("committing", [&]() -> result<void> {
             if (auto f = flush_chunk(); !f) return f;
-            if (_appender) _appender->Flush();
-            _con.Commit();
+            if (_direct) {
+                _direct->Flush();
+                _direct.reset();
+            } else if (_appender) {
+                _appender->Flush();
+            }
+            if (_progress) {
+                _progress->Flush();
+                _progress.reset();
+            }
+            if (_unpruned >= prune_every_rows) {
+                if (auto p = prune_progress(); !p) return p;
+            }
+            auto& tc = _con.context->transaction;
+            // A statement that failed inside the transaction invalidated it: what DuckDB's
+            // COMMIT refuses, committing the context directly must refuse too.
+            if (d::ValidChecker::IsInvalidated(tc.ActiveTransaction()))
+                return error{errc::io_error,
+                             fmt::format("{}: the transaction was aborted: {}", _qualified,
+                                         d::ValidChecker::Get(tc.ActiveTransaction())
+                                             .InvalidatedMessage())};
+            tc.Commit();
             _in_txn = false;
             return {};
         });
@@ -248,8 +291,13 @@ class duck_target final : public target_store {
     void rollback() override {
         _chunk.Reset();
         try {
+            for (auto* a : {&_direct, &_progress}) {
+                if (*a) (*a)->Clear();  // its destructor would flush what it holds
+                a->reset();
+            }
             if (_appender) _appender->Clear();
-            if (_con.HasActiveTransaction()) _con.Rollback();
+            auto& tc = _con.context->transaction;
+            if (tc.HasActiveTransaction()) tc.Rollback(nullptr);
         } catch (const std::exception& e) {
             log_warn("expansion", "{}: rolling back: {}", _qualified, message_of(e));
         }
@@ -288,6 +336,7 @@ class duck_target final : public target_store {
 
     result<void> remove(bool drop_table) override {
         _appender.reset();  // holds the table's description
+        _direct_ok = false;  // the transaction drops the table the direct appender would hold
         return in_transaction([&]() -> result<void> {
             if (auto r = exec(fmt::format("DELETE FROM main.{} WHERE target = {}", progress_table,
                                           quote_literal(_key)));
@@ -330,10 +379,36 @@ class duck_target final : public target_store {
         });
     }
 
+    // The rows of a table with exactly the layout's columns and types, and the progress
+    // rows, go into the transaction's local storage through DuckDB's internal appender
+    // (what its appender's INSERT does after binding it): the table's entry is looked up in
+    // this transaction, and the transaction marked as inserting into its database, as the
+    // INSERT would.
+    std::unique_ptr<d::InternalAppender> direct_appender(const std::string& schema,
+                                                         const std::string& table) {
+        auto& ctx = *_con.context;
+        auto& entry = d::Catalog::GetEntry(ctx, INVALID_CATALOG, schema,
+                                           d::EntryLookupInfo(d::CatalogType::TABLE_ENTRY, table))
+                          .Cast<d::TableCatalogEntry>();
+        d::MetaTransaction::Get(ctx).ModifyDatabase(entry.ParentCatalog().GetAttached(),
+                                                    d::DatabaseModificationType::INSERT_DATA);
+        return std::make_unique<d::InternalAppender>(ctx, entry);
+    }
+
+    // Deletes the progress rows that a later row of the same partition superseded.
+    result<void> prune_progress() {
+        _unpruned = 0;
+        return exec(fmt::format("DELETE FROM main.{0} AS o WHERE target = {1} AND seq < "
+                                "(SELECT max(seq) FROM main.{0} AS l WHERE l.target = {1} "
+                                "AND l.\"partition\" = o.\"partition\")",
+                                progress_table, quote_literal(_key)));
+    }
+
     result<void> flush_chunk() {
         if (_chunk.size() == 0) return {};
         return guarded("appending rows", [&]() -> result<void> {
-            _appender->AppendDataChunk(_chunk);
+            (_direct ? static_cast<d::BaseAppender&>(*_direct) : *_appender)
+                .AppendDataChunk(_chunk);
             _chunk.Reset();
             return {};
         });
@@ -464,11 +539,17 @@ class duck_target final : public target_store {
     std::string _schema, _table, _qualified, _key;
     layout _layout;
     d::vector<d::LogicalType> _types;
-    std::unique_ptr<d::Appender> _appender;
+    std::unique_ptr<d::Appender> _appender;   // a table with columns of its own or other types
+    std::unique_ptr<d::InternalAppender> _direct;  // otherwise, for the open transaction
     d::DataChunk _chunk;
-    d::unique_ptr<d::PreparedStatement> _update, _insert;
+    std::unique_ptr<d::InternalAppender> _progress;  // progress rows of the open transaction
+    // The next progress row's seq. Invariant: one duck_target writes a target at a time
+    // (the service keeps one per running expansion), so its rows' seqs only grow.
+    int64_t _seq = 1;
+    int64_t _unpruned = 0;  // progress rows appended since the last prune
     bool _in_txn = false;
     bool _exact = false;  // the table has the layout's columns, in its order, and no other
+    bool _direct_ok = false;  // ... and of the layout's types: rows go through _direct
 };
 
 std::string duck_targets::bookkeeping_sql() {
@@ -479,9 +560,35 @@ std::string duck_targets::bookkeeping_sql() {
         "CREATE TABLE IF NOT EXISTS main.{4} (target VARCHAR NOT NULL, "
         "\"partition\" INTEGER NOT NULL, next_offset BIGINT NOT NULL, "
         "backfill_start BIGINT NOT NULL, backfill_next BIGINT NOT NULL, "
-        "backfill_end BIGINT NOT NULL)",
+        "backfill_end BIGINT NOT NULL, seq BIGINT DEFAULT 0)",
         meta_table, format_name, format_version, progress_format_version, progress_table);
 }
+
+namespace {
+
+// Version 1 updated a progress row per partition in place; version 2 appends them with a
+// seq (docs/formats/expansion-duckdb.md). A version-1 file gets the column (its rows seq 0,
+// each still its partition's only row) and its version in one transaction.
+void upgrade_from_v1(d::Connection& con) {
+    auto v = con.Query(fmt::format(
+        "SELECT value FROM main.{} WHERE key = 'format' AND value = '{}' AND EXISTS "
+        "(SELECT 1 FROM main.{} WHERE key = 'format_version' AND value = '1')",
+        meta_table, format_name, meta_table));
+    check(*v);
+    if (auto chunk = v->Fetch(); !chunk || chunk->size() == 0) return;
+    auto u = con.Query(fmt::format(
+        "BEGIN; ALTER TABLE main.{0} ADD COLUMN seq BIGINT DEFAULT 0; "
+        "UPDATE main.{1} SET value = '{2}' WHERE key = 'format_version'; COMMIT",
+        progress_table, meta_table, format_version));
+    if (u->HasError()) {
+        con.Query("ROLLBACK");
+        u->ThrowError();
+    }
+    log_info("expansion", "upgraded the expansion targets' file to format version {}",
+             format_version);
+}
+
+}  // namespace
 
 duck_targets::duck_targets(std::unique_ptr<impl> i) : _impl(std::move(i)) {}
 
@@ -515,6 +622,7 @@ result<std::shared_ptr<duck_targets>> duck_targets::open(const duck_options& o) 
         d::Connection con(*i->db);
         auto q = con.Query(bookkeeping_sql());
         check(*q);
+        upgrade_from_v1(con);
         auto v =
             con.Query(fmt::format("SELECT (SELECT value FROM main.{0} WHERE key = 'format'), "
                                   "(SELECT value FROM main.{0} WHERE key = 'format_version')",

@@ -327,7 +327,9 @@ class copier {
         }
         for (const auto& p : progress) {
             if (!targets.count(p.target)) continue;
-            exec(fmt::format("INSERT INTO main.{} VALUES ({}, {}, {}, {}, {}, {})",
+            exec(fmt::format("INSERT INTO main.{} (target, \"partition\", next_offset, "
+                             "backfill_start, backfill_next, backfill_end) "
+                             "VALUES ({}, {}, {}, {}, {}, {})",
                              expansion::progress_table, quote_literal(p.target), p.partition,
                              p.next, p.bstart, p.bnext, p.bend));
             ++_rep.progress_rows;

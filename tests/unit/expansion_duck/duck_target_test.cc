@@ -279,6 +279,68 @@ TEST_F(duck_target_fixture, narrower_integer_columns_are_compatible) {
     EXPECT_EQ(t->load_progress()->at(0).next, 100);
 }
 
+// Format version 2 appends a progress row per save; each partition's latest counts, and a
+// commit past 1,000 appended rows deletes the superseded ones.
+TEST_F(duck_target_fixture, progress_rows_are_appended_the_latest_wins_and_old_ones_pruned) {
+    auto b = open_backend();
+    ASSERT_TRUE(b);
+    auto t = open_target(*b);
+    ASSERT_TRUE(t);
+    const auto save_all = [&](int64_t next) {
+        return t->in_transaction([&]() -> result<void> {
+            for (int32_t p = 0; p < 600; ++p)
+                if (auto r = t->save_progress(p, {.next = next + p}); !r) return r;
+            return t->save_progress(7, {.next = next * 1000});  // the same partition again
+        });
+    };
+    ASSERT_TRUE(save_all(1));
+    EXPECT_EQ(one(*b, "SELECT count(*) FROM _sluice_expansion_progress"), "601");
+    ASSERT_TRUE(save_all(2));  // 1,202 rows appended: the commit prunes
+    EXPECT_EQ(one(*b, "SELECT count(*) FROM _sluice_expansion_progress"), "600");
+    auto p = t->load_progress();
+    ASSERT_TRUE(p) << p.err().message;
+    EXPECT_EQ(p->size(), 600U);
+    EXPECT_EQ(p->at(0).next, 2);
+    EXPECT_EQ(p->at(599).next, 601);
+    EXPECT_EQ(p->at(7).next, 2000);
+    ASSERT_TRUE(save_all(3));
+    t.reset();
+    b.reset();
+    b = open_backend();  // opening the target prunes too
+    t = open_target(*b, false);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(one(*b, "SELECT count(*) FROM _sluice_expansion_progress"), "600");
+    EXPECT_EQ(t->load_progress()->at(7).next, 3000);
+}
+
+// A version-1 file (progress updated in place, no seq column) is upgraded when opened: its
+// progress is kept and appended to from there.
+TEST_F(duck_target_fixture, a_version_1_file_is_upgraded_with_its_progress) {
+    {
+        auto b = open_backend();
+        auto t = open_target(*b);
+        expand(*t, 0, 300, 100);
+        t.reset();
+        // Back to version 1's layout: one row per partition, no seq.
+        for (const char* sql :
+             {"DELETE FROM _sluice_expansion_progress WHERE seq < 3",
+              "ALTER TABLE _sluice_expansion_progress DROP COLUMN seq",
+              "UPDATE _sluice_meta SET value = '1' WHERE key = 'format_version'"})
+            ASSERT_TRUE(b->query(sql)) << sql;
+        EXPECT_EQ(one(*b, "SELECT count(*) FROM _sluice_expansion_progress"), "1");
+    }
+    auto b = open_backend();
+    ASSERT_TRUE(b);
+    EXPECT_EQ(one(*b, "SELECT value FROM _sluice_meta WHERE key = 'format_version'"), "2");
+    EXPECT_EQ(one(*b, "SELECT seq FROM _sluice_expansion_progress"), "0");
+    auto t = open_target(*b, false);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->load_progress()->at(0).next, 300);
+    expand(*t, 300, 500, 100);
+    EXPECT_EQ(t->load_progress()->at(0).next, 500);
+    EXPECT_EQ(*b->count_rows("s", "events"), 500);
+}
+
 TEST_F(duck_target_fixture, a_file_of_another_format_version_is_refused) {
     {
         auto b = open_backend();
