@@ -9,7 +9,6 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-import sluice_helpers as H
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = str(REPO / "scripts" / "cluster")
@@ -25,7 +24,7 @@ def running_cluster(d, *up_args):
     """A generator for a module fixture: `scripts/cluster up d *up_args`, yields d, then
     `down` and the tail of every broker's log."""
     try:
-        cluster_cmd("up", d, *H.cluster_up_engine_args(), *up_args)
+        cluster_cmd("up", d, *up_args)
         yield d
     finally:
         subprocess.run([SCRIPT, "down", str(d)], capture_output=True, timeout=120)

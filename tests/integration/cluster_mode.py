@@ -139,7 +139,7 @@ class Cluster:
 
     def up(self):
         # --fast-s3: s3proxy starts in about half the time; the suites' loads are small.
-        r = self._run("up", self.dir, *H.cluster_up_engine_args(), "--brokers", self.brokers, "--fast-s3", "--",
+        r = self._run("up", self.dir, "--brokers", self.brokers, "--fast-s3", "--",
                       *self.broker_flags)
         if r.returncode != 0:
             raise AssertionError("scripts/cluster up failed (%d)\n%s%s\n%s" % (

@@ -70,11 +70,6 @@ TEST_GROUP_DELAY_MS = "300"
 
 
 def with_test_group_delay(cmd):
-    # SLUICE_TEST_SQL_ENGINE=sqlite runs a suite's brokers on the SQLite SQL engine rather
-    # than the default, DuckDB (docs/sql.md, Engines; H.sql_engine_under_test).
-    engine = H.sql_engine_under_test()
-    if engine and "--sql-engine" not in cmd and not any(a.startswith("--config") for a in cmd):
-        cmd = cmd + ["--sql-engine", engine]
     if any(a == GROUP_DELAY_FLAG or a.startswith(GROUP_DELAY_FLAG + "=") or a == "--config"
            or a.startswith("--config=") for a in cmd):
         return cmd

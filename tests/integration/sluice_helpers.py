@@ -89,28 +89,6 @@ def built_binary(env_name, relative):
     return path
 
 
-SQL_ENGINES = ("duckdb", "sqlite")  # `sluice serve --sql-engine`'s values, the default first
-
-
-def sql_engine_under_test():
-    """SLUICE_TEST_SQL_ENGINE: the SQL engine the suite's brokers are started with
-    (`--sql-engine`, docs/sql.md, Engines), or None when unset: the broker's default, DuckDB.
-    `integration.sqlite.*` (tests.cmake) sets it to sqlite to run SQL tests on SQLite again."""
-    engine = os.environ.get("SLUICE_TEST_SQL_ENGINE") or None
-    if engine is not None and engine not in SQL_ENGINES:
-        pytest.fail("SLUICE_TEST_SQL_ENGINE=%s: expected one of %s" % (engine, ", ".join(SQL_ENGINES)),
-                    pytrace=False)
-    return engine
-
-
-def cluster_up_engine_args():
-    """`scripts/cluster up` arguments giving every broker SLUICE_TEST_SQL_ENGINE's SQL engine
-    (conftest does the same for single brokers), put before the suite's own so that a
-    suite's --sql-engines still wins; none when the variable is not set."""
-    engine = sql_engine_under_test()
-    return ["--sql-engines", engine] if engine else []
-
-
 def tail(path, n=60):
     try:
         with open(path, "rb") as f:

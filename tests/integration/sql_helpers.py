@@ -31,18 +31,9 @@ SQL_ARGS = ["--pg", "127.0.0.1:0", "--http", "127.0.0.1:0"]
 # Time limits of the client side of each call (the server has its own).
 CALL_TIMEOUT = 60.0
 
-# The SQL engine the suite's brokers run (conftest.with_test_group_delay): DuckDB, the
-# default, unless SLUICE_TEST_SQL_ENGINE=sqlite.
-ON_DUCKDB = H.sql_engine_under_test() != "sqlite"
-
-
 def create_index(name, schema, table, columns):
-    """CREATE INDEX in a user schema: PostgreSQL's spelling (the schema on the table) on
-    DuckDB, SQLite's (the schema on the index) on the SQLite engine, which takes only that
-    one (docs/sql.md, Moving queries from the SQLite engine to DuckDB)."""
-    if ON_DUCKDB:
-        return "CREATE INDEX %s ON %s.%s(%s)" % (name, schema, table, columns)
-    return "CREATE INDEX %s.%s ON %s(%s)" % (schema, name, table, columns)
+    """CREATE INDEX in a user schema, PostgreSQL's spelling (the schema on the table)."""
+    return "CREATE INDEX %s ON %s.%s(%s)" % (name, schema, table, columns)
 
 
 def topic_table(topic):

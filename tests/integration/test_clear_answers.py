@@ -76,17 +76,12 @@ BOOLEANS = [
     ("EXISTS (SELECT 1)", "t", True),
     ("'1'::boolean", "t", True),
     ("NULL IS NULL AS flag", "t", True),
+    # PostgreSQL's types: a scalar subquery's comparison is a boolean (docs/sql.md, Engines).
+    ("(SELECT 1 = 1)", "t", True),
 ]
-NOT_BOOLEANS = [("1 + 1", "2", 2), ("(1 = 1)::int", "1", 1), ("CASE WHEN 1 = 1 THEN 'y' END", "y", "y")]
-if S.ON_DUCKDB:
-    # DuckDB has PostgreSQL's types: a scalar subquery's comparison is a boolean, and ->>
-    # gives text (docs/sql.md, Engines).
-    BOOLEANS.append(("(SELECT 1 = 1)", "t", True))
-    NOT_BOOLEANS.append(("'{\"a\": 1}' ->> '$.a'", "1", "1"))
-else:
-    # SQLite's: the comparison inside a subquery stays an integer (only a select list's
-    # own comparisons are told apart as booleans), and ->> gives the JSON number.
-    NOT_BOOLEANS += [("'{\"a\": 1}' ->> '$.a'", "1", 1), ("(SELECT 1 = 1)", "1", 1)]
+# ->> gives text.
+NOT_BOOLEANS = [("1 + 1", "2", 2), ("(1 = 1)::int", "1", 1), ("CASE WHEN 1 = 1 THEN 'y' END", "y", "y"),
+                ("'{\"a\": 1}' ->> '$.a'", "1", "1")]
 
 
 def test_psql_prints_booleans_as_t_and_f(b):

@@ -37,7 +37,6 @@ import pytest
 
 import docs_blocks as D
 import jvm_helpers as J
-import sluice_helpers as H
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = ["README.md"] + sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))
@@ -98,18 +97,8 @@ def sluice_bin():
 
 
 def link_sluice(path):
-    """The page's `sluice`: the binary under test, or with SLUICE_TEST_SQL_ENGINE (as
-    conftest's brokers; sqlite in `integration.sqlite.sql`) a wrapper that gives `sluice
-    serve` that --sql-engine unless the page names one, so that the pages' commands are
-    checked on that engine too."""
-    engine = H.sql_engine_under_test()
-    if not engine:
-        path.symlink_to(sluice_bin())
-        return
-    path.write_text('#!/bin/sh\n'
-                    'case " $* " in *" --sql-engine"*) ;; " serve "*) exec %s "$@" --sql-engine %s ;; esac\n'
-                    'exec %s "$@"\n' % (shlex.quote(sluice_bin()), shlex.quote(engine), shlex.quote(sluice_bin())))
-    path.chmod(0o755)
+    """The page's `sluice`: the binary under test."""
+    path.symlink_to(sluice_bin())
 
 
 def page_blocks(page):

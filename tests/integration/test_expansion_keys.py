@@ -1,11 +1,11 @@
 """Expansion targets (issue 21): the optional _key column (a tombstone's row says which key it
-deleted), the (_partition, _offset) index every target gets (older targets too), and
-`sluice expansion list` showing the table's rows after a restart.
+deleted), and "which events have no row" answered without a scan of the target per event.
+(`sluice expansion list` showing a target's rows after a restart, for targets an older
+broker left: test_expansions_duck's upgrade test.)
 
 kafka-python produces (keys as bytes, tombstones as value None); psycopg2 and HTTP read."""
 
 import json
-import sqlite3
 import time
 
 import pytest
@@ -17,8 +17,6 @@ import sluice_helpers as H
 import sql_helpers as S
 
 FIELDS = [{"name": "n", "type": "int64"}]
-INDEX_SQL = ("SELECT name FROM {schema}.sqlite_master WHERE type = 'index' AND tbl_name = '{table}' "
-             "AND sql LIKE '%(_partition, _offset)%'")
 
 
 @pytest.fixture(scope="module")
@@ -90,15 +88,13 @@ def fill_topic(bootstrap, topic, n):
     assert p.flush(120) == 0
 
 
-def test_not_exists_against_a_target_uses_its_index(b, pg, topic_name):
+def test_not_exists_against_a_target_is_one_anti_join(b, pg, topic_name):
     """The question of the issue: which events have no row? Over 100,000 events it ran into
-    the 30 s statement timeout without an index."""
+    the 30 s statement timeout when the target was scanned once per event."""
     H.create_topic(b.bootstrap, topic_name, 1)
     X.create(b.http, topic_name, "idx.t", FIELDS)
     fill_topic(b.bootstrap, topic_name, 100_000)
     X.wait_caught_up(b.http, "idx.t", timeout=120)
-    if not S.ON_DUCKDB:  # DuckDB's columnar targets have no index (docs/expansions.md, Storage)
-        assert S.pg_rows(pg, INDEX_SQL.format(schema="idx", table="t")), "no (_partition, _offset) index"
     assert S.pg_rows(pg, 'SELECT (SELECT count(*) FROM idx.t), (SELECT count(*) FROM kafka_topics."%s")'
                      % topic_name) == [(100_000, 100_000)]
     sql = ('SELECT count(*) FROM kafka_topics."%s" t WHERE NOT EXISTS '
@@ -108,49 +104,9 @@ def test_not_exists_against_a_target_uses_its_index(b, pg, topic_name):
     took = time.monotonic() - start
     assert took < 10, "NOT EXISTS over 100,000 rows took %.1f s" % took
     print("NOT EXISTS over 100,000 rows: %.3f s" % took)
-    if S.ON_DUCKDB:
-        # No index to search per row: DuckDB answers with one hash anti-join, never a
-        # nested loop that would scan the target once per event.
-        plan = " | ".join(str(r[-1]) for r in S.pg_rows(pg, "EXPLAIN " + sql))
-        assert "HASH_JOIN" in plan and "ANTI" in plan, plan
-        for per_row in ("NESTED_LOOP_JOIN", "BLOCKWISE_NL_JOIN", "CROSS_PRODUCT", "PIECEWISE_MERGE_JOIN"):
-            assert per_row not in plan, plan
-        return
-    plan = " ".join(str(r) for r in S.pg_rows(pg, "EXPLAIN QUERY PLAN " + sql))
-    assert "USING COVERING INDEX" in plan and "_offset=?" in plan, plan
-
-
-def test_older_targets_get_the_index_and_list_shows_table_rows(broker_factory, topic_name):
-    # The SQLite engine's target files are what an older version left (DuckDB's targets are
-    # columnar and have no index): this test is that engine's whichever is the default.
-    b = broker_factory(extra_args=S.SQL_ARGS + ["--sql-engine", "sqlite"])
-    H.create_topic(b.bootstrap, topic_name, 2)
-    X.create(b.http, topic_name, "old.t", FIELDS)
-    kafka_python_send(b.bootstrap, topic_name, [(b"k%d" % i, b'{"n": %d}' % i) for i in range(30)])
-    X.wait_caught_up(b.http, "old.t")
-    assert X.get(b.http, "old.t")["rows"] == 30
-    b.stop()
-    # As a version before the index left the target: no index, no planner figures.
-    db = sqlite3.connect(str(b.data_dir / "sql" / "schemas" / "old.db"))
-    names = [r[0] for r in db.execute(INDEX_SQL.format(schema="main", table="t"))]
-    assert len(names) == 1, names
-    db.execute('DROP INDEX "%s"' % names[0])
-    db.execute("DELETE FROM sqlite_stat1")
-    db.commit()
-    db.close()
-    b.start()
-    conn = S.pg_connect(b.pg)
-    try:
-        assert S.pg_rows(conn, INDEX_SQL.format(schema="old", table="t")), "the index was not added at start-up"
-        assert S.pg_rows(conn, "SELECT count(*) FROM old.t") == [(30,)]
-    finally:
-        conn.close()
-    # After the restart: 30 rows in the table, none written since start.
-    e = X.get(b.http, "old.t")
-    assert (e["rows"], e["rows_written"]) == (30, 0), e
-    rc, out, err = X.sluice(["expansion", "list", "--server", b.http])
-    assert rc == 0, (rc, out, err)
-    header = out.splitlines()[0]
-    assert "ROWS" in header and "SINCE START" in header, out
-    line = next(ln for ln in out.splitlines() if ln.startswith("old.t"))
-    assert line.split()[4:6] == ["30", "0"], out
+    # DuckDB's columnar targets have no index (docs/expansions.md, Storage): it answers with
+    # one hash anti-join, never a nested loop that would scan the target once per event.
+    plan = " | ".join(str(r[-1]) for r in S.pg_rows(pg, "EXPLAIN " + sql))
+    assert "HASH_JOIN" in plan and "ANTI" in plan, plan
+    for per_row in ("NESTED_LOOP_JOIN", "BLOCKWISE_NL_JOIN", "CROSS_PRODUCT", "PIECEWISE_MERGE_JOIN"):
+        assert per_row not in plan, plan

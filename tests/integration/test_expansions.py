@@ -367,14 +367,6 @@ def type_cases():
     return out
 
 
-def is_utf8(data):
-    try:
-        data.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
-
-
 def key_expectation(key):
     """(id, region, counters) of a source=key expansion, for a key as bytes or None."""
     if key is None:
@@ -456,14 +448,9 @@ def test_types_and_counting_rules(b, pg, topic_name):
         if isinstance(vals[6], JText):
             vals[6] = vals[6].resolve(rf[7])
         src_hex = None if value is None else value.hex().upper()
-        # The source is the event's text; bytes that are not UTF-8 may be kept as a BLOB. typeof()
-        # is SQLite's storage class of the value there; on DuckDB (as pg_typeof() in PostgreSQL)
-        # the column's type, BLOB for _source (docs/expansions.md, Storage).
-        src_type = "null" if value is None else "text"
-        if value is not None and rf[-1] == "blob" and not is_utf8(value):
-            src_type = "blob"
-        if S.ON_DUCKDB:
-            src_type = "BLOB"
+        # The source is the event's bytes; typeof() is the column's type (as pg_typeof() in
+        # PostgreSQL), BLOB for _source (docs/expansions.md, Storage).
+        src_type = "BLOB"
         want_flat = (off, *vals, *counters, src_hex, src_type)
         if tuple(rf) != want_flat:
             problems.append("flat %s:\n    expected %r\n    got      %r" % (name, want_flat, tuple(rf)))
@@ -476,14 +463,12 @@ def test_types_and_counting_rules(b, pg, topic_name):
             problems.append("key %s (%r):\n    expected %r\n    got      %r" % (name, key, want_key, tuple(rk)))
     assert not problems, "%d rows differ:\n  %s" % (len(problems), "\n  ".join(problems))
 
-    # Storage classes: bool is stored 1/0 (INTEGER), binary as a BLOB holding the decoded bytes,
-    # the source as the event's text. On DuckDB typeof() gives the column's type (SQLite's: the
-    # value's storage class) and _source is a BLOB holding the event's bytes; convert_from()
-    # (PostgreSQL's, both engines have it) reads it as text.
+    # The columns' types (typeof() gives the column's type): binary is a BLOB holding the
+    # decoded bytes, _source a BLOB holding the event's bytes, which convert_from()
+    # (PostgreSQL's) reads as text.
     got = S.pg_rows(pg, "SELECT typeof(b), b = 1, b = 0, typeof(bin), typeof(t), typeof(f), typeof(j), "
                         "convert_from(_source, 'UTF8') FROM types.flat WHERE _offset IN (0, 1) ORDER BY _offset")
-    classes = (("BOOLEAN", "BLOB", "BIGINT", "DOUBLE", "VARCHAR") if S.ON_DUCKDB
-               else ("integer", "blob", "integer", "real", "text"))
+    classes = ("BOOLEAN", "BLOB", "BIGINT", "DOUBLE", "VARCHAR")
     assert got == [(classes[0], True, False, *classes[1:], cases[0][2].decode()),
                    (classes[0], False, True, *classes[1:], cases[1][2].decode())], got
     (blob,), = S.pg_rows(pg, "SELECT bin FROM types.flat WHERE _offset = 0")

@@ -1,6 +1,6 @@
-"""Columnar expansion targets served (`sluice serve --sql-engine duckdb`): the expansions
-write into the SQL engine's own DuckDB database (<data_dir>/expansions.duckdb), and real
-clients read them from it (docs/expansions.md, Storage).
+"""Columnar expansion targets: the expansions write into the SQL engine's own DuckDB
+database (<data_dir>/sql-duck/sluice.duckdb), and real clients read them from it
+(docs/expansions.md, Storage).
 
 Covered, on one broker: rows typed (psycopg over the PostgreSQL listener: int, float,
 bool, str, None) and complete the moment the produce is acknowledged, through HTTP and
@@ -8,15 +8,19 @@ bool, str, None) and complete the moment the produce is acknowledged, through HT
 kill -9 during a produce stream: the target then holds exactly one row per event of the
 topic, each its event, every acknowledged event among them. Authorization per target
 (KafkaRead on the topic, however a statement reaches the table) is covered by
-tests/unit/expansion_duck/duck_serving_test.cc."""
+tests/unit/expansion_duck/duck_serving_test.cc. The upgrade from the SQLite engine's files
+(tables, targets, progress) into DuckDB: the last test."""
 
+import contextlib
 import json
 import os
 import pathlib
+import re
+import shutil
+import sqlite3
 import subprocess
 import time
 
-import psycopg2
 import pytest
 from confluent_kafka import Producer
 
@@ -24,7 +28,6 @@ import expansion_helpers as X
 import sluice_helpers as H
 import sql_helpers as S
 
-DUCK_ARGS = S.SQL_ARGS + ["--sql-engine", "duckdb"]
 HERE = pathlib.Path(__file__).resolve().parent
 VENV = pathlib.Path(os.environ.get("SLUICE_SQLTOOLS_VENV") or HERE / ".venv-sqltools")
 READ_PARQUET = """
@@ -90,10 +93,20 @@ def produce(b, topic, seqs):
     return {(d.partition, d.offset): s for d, s in zip(H.produce_all(p, topic, recs), seqs)}
 
 
+def produce_and_check(b, topic, acked, seqs, what):
+    """Produces `seqs` (added to `acked`), then checks that the target is the topic; its rows."""
+    acked.update(produce(b, topic, seqs))
+    conn = S.pg_connect(b.pg)
+    try:
+        return assert_target_is_topic(conn, topic, acked, what)
+    finally:
+        conn.close()
+
+
 def test_targets_served_typed_across_restarts_and_kill9(broker_factory, topic_name, procs, tmp_path):
     exports = tmp_path / "exports"
     exports.mkdir()
-    b = broker_factory(extra_args=DUCK_ARGS + ["--sql-export-dir", str(exports)])
+    b = broker_factory(extra_args=S.SQL_ARGS + ["--sql-export-dir", str(exports)])
     H.create_topic(b.bootstrap, topic_name, PARTS)
     made = X.create(b.http, topic_name, TARGET, X.EVENT_FIELDS)
     assert [c["name"] for c in made["columns"]][3:8] == ["seq", "name", "amount", "ok", "pad"], made["columns"]
@@ -155,12 +168,7 @@ def test_targets_served_typed_across_restarts_and_kill9(broker_factory, topic_na
     # A clean restart: the rows stay, the next events are expanded at once.
     b.stop()
     b.start()
-    acked.update(produce(b, topic_name, range(300, 400)))
-    conn = S.pg_connect(b.pg)
-    try:
-        assert assert_target_is_topic(conn, topic_name, acked, "after a restart") == 400
-    finally:
-        conn.close()
+    assert produce_and_check(b, topic_name, acked, range(300, 400), "after a restart") == 400
 
     # kill -9 during a produce stream: after the restart the target is the topic.
     pp = H.ProducerProc(b.bootstrap, topic_name, PARTS, 1_000_000, tmp_path / "producer.log", procs,
@@ -187,79 +195,148 @@ def test_targets_served_typed_across_restarts_and_kill9(broker_factory, topic_na
         conn.close()
 
 
+# ---- The upgrade from the SQLite engine: its files, as an older broker wrote them.
+
+ACCOUNTS = [(1, "alice", 10.5, True, "2026-12-07", b"\x00\xff"), (2, "bob", None, False, None, None),
+            (3, "ca'rol", -2.0, None, "2025-01-31", b"")]
+ENTRIES = [(1, 5, "first"), (1, 5.5, "second"), (2, -1, None)]
+LOST = 5  # events of partition 1 whose rows and progress the older broker lost (power loss)
+COPIED = re.compile(r"copied (\S+ \(\d+ rows[^)]*\)) from the SQLite engine's files into DuckDB")
+
+
+@contextlib.contextmanager
+def sqlite_file(path):
+    """A new SQLite file in WAL mode, as the SQLite engine kept each schema
+    (formats/sql-dir.md); committed and closed at the end."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(path))
+    try:
+        assert db.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
+        yield db
+        db.commit()
+    finally:
+        db.close()
+
+
+def write_sqlite_engine_files(data_dir, events, progress):
+    """<data_dir>/sql/ as the SQLite engine left it (formats/sql-dir.md): users' tables in
+    main.db and schemas/ledger.db, typed as SQLite stores what psql inserted (BOOLEAN as 1/0,
+    DATE as text); the target cdc.events in schemas/cdc.db (formats/expansion-progress.md):
+    its table, its rows for `events` [(partition, offset, timestamp_broker, seq)], the
+    progress table with `progress` {partition: next_offset} (created when the log was empty:
+    no backfill), the format row, the position index and its planner figures."""
+    with sqlite_file(data_dir / "sql" / "main.db") as db:
+        db.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, balance REAL, "
+                   "active BOOLEAN, opened DATE, photo BLOB)")
+        db.executemany("INSERT INTO accounts VALUES (?, ?, ?, ?, ?, ?)", ACCOUNTS)
+    with sqlite_file(data_dir / "sql" / "schemas" / "ledger.db") as db:
+        db.execute("CREATE TABLE entries (account INT, amount NUMERIC(10,2), memo VARCHAR(20))")
+        db.executemany("INSERT INTO entries VALUES (?, ?, ?)", ENTRIES)
+    with sqlite_file(data_dir / "sql" / "schemas" / "cdc.db") as db:
+        db.executescript("""
+            CREATE TABLE _sluice_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+            INSERT INTO _sluice_meta VALUES ('expansion_progress_format', '1');
+            CREATE TABLE _sluice_expansion_progress (target TEXT NOT NULL, partition INTEGER NOT NULL,
+                next_offset INTEGER NOT NULL, backfill_start INTEGER NOT NULL,
+                backfill_next INTEGER NOT NULL, backfill_end INTEGER NOT NULL,
+                PRIMARY KEY (target, partition)) WITHOUT ROWID;
+            CREATE TABLE main."events" ("_partition" INTEGER NOT NULL, "_offset" INTEGER NOT NULL,
+                "_timestamp_broker" INTEGER NOT NULL, "seq" INTEGER, "name" TEXT, "amount" REAL,
+                "ok" BOOLEAN, "pad" TEXT, "_missing_fields" INTEGER NOT NULL,
+                "_excess_fields" INTEGER NOT NULL, "_type_errors" INTEGER NOT NULL,
+                "_parse_error" INTEGER NOT NULL);
+            CREATE INDEX main."_sluice_position_events" ON "events" (_partition, _offset);
+            ANALYZE main.sqlite_schema;
+            DELETE FROM main.sqlite_stat1 WHERE idx = '_sluice_position_events';
+            INSERT INTO main.sqlite_stat1 (tbl, idx, stat) VALUES ('events', '_sluice_position_events',
+                '1000000 100000 1');
+        """)
+        db.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)",
+                       [(p, o, ts, seq, "event-%d" % seq, seq * 0.5, seq % 3 == 0, "x" * (seq % 50))
+                        for p, o, ts, seq in events])
+        db.executemany("INSERT INTO _sluice_expansion_progress VALUES ('events', ?, ?, 0, 0, 0)",
+                       sorted(progress.items()))
+
+
+def migration_marker(b):
+    rows = dict(S.http_rows(b.http, "SELECT key, value FROM main._sluice_meta WHERE key LIKE 'sqlite_migration%'"))
+    return rows.get("sqlite_migration_format"), json.loads(rows.get("sqlite_migration", "null"))
+
+
 def test_sqlite_tables_and_targets_move_to_duckdb(broker_factory, topic_name):
-    """The upgrade: a data directory the SQLite engine served (the default before DuckDB,
-    here --sql-engine sqlite), started again with no --sql-engine, the default DuckDB:
-    users' tables (schemas, types, keys, rows) and an expansion's target are copied once
-    into DuckDB, the expansion goes on from its progress (each new event once), and the
-    SQLite files stay, so --sql-engine sqlite shows them again, without what was written
-    on DuckDB (docs/sql.md, Switching engines). A second start on DuckDB copies nothing."""
-    assert H.sql_engine_under_test() is None, "the default engine's test: run without SLUICE_TEST_SQL_ENGINE"
-    b = broker_factory(extra_args=S.SQL_ARGS + ["--sql-engine", "sqlite"])
+    """The upgrade from a broker whose SQL engine was SQLite (the default before DuckDB):
+    its data directory holds the SQLite engine's files under <data_dir>/sql and no DuckDB
+    file. Emulated: a broker of today creates the topic and the expansion (the catalog
+    rows, the same whatever the engine) and takes 40 events; stopped, its DuckDB file is
+    removed and the SQLite files written with Python's sqlite3 as the formats pages say an
+    older broker wrote them, the target's rows and progress being those events' (partition
+    1's last few lost, rows and progress together, as a power loss may leave them). Started
+    again: users' tables (types, key, numbering, rows) and the target with its progress are
+    copied once into DuckDB, the marker says what was copied, the expansion catches up
+    from its progress and goes on with new events, each once; a second start copies
+    nothing. (docs/formats/sql-duck-migration.md)"""
+    b = broker_factory(extra_args=S.SQL_ARGS)
     H.create_topic(b.bootstrap, topic_name, 2)
     X.create(b.http, topic_name, TARGET, X.EVENT_FIELDS)
     acked = produce(b, topic_name, range(40))
-    rows = [(1, "alice", 10.5, True, "2026-12-07", b"\x00\xff"), (2, "bob", None, False, None, None),
-            (3, "ca'rol", -2.0, None, "2025-01-31", b"")]
-    conn = S.pg_connect(b.pg)
-    try:
-        with conn.cursor() as cur:
-            cur.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, balance REAL, "
-                        "active BOOLEAN, opened DATE, photo BLOB)")
-            for r in rows:
-                cur.execute("INSERT INTO accounts VALUES (%s, %s, %s, %s, %s, %s)",
-                            r[:5] + (None if r[5] is None else psycopg2.Binary(r[5]),))
-            cur.execute("CREATE SCHEMA ledger")
-            cur.execute("CREATE TABLE ledger.entries (account INT, amount NUMERIC(10,2), memo VARCHAR(20))")
-            cur.execute("INSERT INTO ledger.entries VALUES (1, 5, 'first'), (1, 5.5, 'second'), (2, -1, NULL)")
-    finally:
-        conn.close()
     X.wait_caught_up(b.http, TARGET)
-
+    times = {(p, o): ts for p, o, ts in S.http_rows(
+        b.http, 'SELECT partition, "offset", timestamp_broker FROM %s' % S.topic_table(topic_name))}
+    assert set(times) == set(acked)
     b.stop()
-    b.extra_args = list(S.SQL_ARGS)  # the default engine
+
+    ends = {p: 1 + max(o for q, o in acked if q == p) for p in range(2)}
+    assert ends[1] > LOST, ends
+    progress = {0: ends[0], 1: ends[1] - LOST}
+    shutil.rmtree(b.data_dir / "sql-duck")
+    shutil.rmtree(b.data_dir / "sql", ignore_errors=True)
+    write_sqlite_engine_files(b.data_dir, [(p, o, times[(p, o)], seq) for (p, o), seq in sorted(acked.items())
+                                           if o < progress[p]], progress)
     b.start()
-    copied = [ln for ln in b.log_lines() if "from the SQLite engine's files into DuckDB" in ln]
-    for table in ("main.accounts (3 rows", "ledger.entries (3 rows", TARGET + " (40 rows"):
-        assert any("copied " + table in ln for ln in copied), (table, copied)
-    acked.update(produce(b, topic_name, range(40, 70)))
+    copied = sorted(m.group(1) for m in map(COPIED.search, b.log_lines()) if m)
+    planted = 40 - LOST
+    assert copied == ["%s (%d rows, an expansion's target)" % (TARGET, planted), "ledger.entries (3 rows)",
+                      "main.accounts (3 rows)"], copied
+    fmt, report = migration_marker(b)
+    assert fmt == "1" and report["tables"] == ["main.accounts 3", "%s %d" % (TARGET, planted),
+                                               "ledger.entries 3"] and report["notes"] == [], report
+    # The target catches up from its progress: the lost events are expanded again, once.
+    X.wait_caught_up(b.http, TARGET)
+    rc, out, err = X.sluice(["expansion", "list", "--server", b.http])
+    assert rc == 0 and "SINCE START" in out.splitlines()[0], (rc, out, err)
+    line = next(ln for ln in out.splitlines() if ln.startswith(TARGET))
+    assert line.split()[4:6] == ["40", str(LOST)], out
+    assert produce_and_check(b, topic_name, acked, range(40, 70), "after the move") == 70
+    # The copied rows keep their events' broker times.
+    assert S.http_rows(b.http, "SELECT count(*) FROM %s x JOIN %s t ON t.partition = x._partition AND "
+                               "t.\"offset\" = x._offset AND t.timestamp_broker = x._timestamp_broker"
+                       % (TARGET, S.topic_table(topic_name))) == [[70]]
+    check_moved_tables(b)
+
+    # A second start: nothing copied again; what was written on DuckDB stays.
+    b.stop()
+    b.start()
+    assert not [ln for ln in b.log_lines() if "SQLite engine's" in ln], b.log_lines()
+    assert migration_marker(b) == (fmt, report)
+    assert S.http_rows(b.http, "SELECT count(*), max(id) FROM accounts") == [[4, 4]]
+    assert produce_and_check(b, topic_name, acked, range(70, 80), "after a second start") == 80
+
+
+def check_moved_tables(b):
+    """Users' tables after the move: rows by value, types, the key and its numbering."""
     conn = S.pg_connect(b.pg)
     try:
         got = S.pg_rows(conn, "SELECT id, name, balance, active, CAST(opened AS VARCHAR), photo FROM accounts "
                               "ORDER BY id")
-        assert [r[:5] + (None if r[5] is None else bytes(r[5]),) for r in got] == rows, got
+        assert [r[:5] + (None if r[5] is None else bytes(r[5]),) for r in got] == ACCOUNTS, got
         assert S.pg_rows(conn, "SELECT data_type FROM information_schema.columns WHERE table_name = 'accounts' "
                                "ORDER BY ordinal_position") == [
             ("bigint",), ("text",), ("double precision",), ("boolean",), ("date",), ("bytea",)]
         assert S.pg_rows(conn, "SELECT account, amount, memo FROM ledger.entries ORDER BY amount") == [
             (2, -1.0, None), (1, 5.0, "first"), (1, 5.5, "second")]
-        # The key and its numbering came along.
         assert S.pg_error(conn, "INSERT INTO accounts (id, name) VALUES (1, 'again')").pgcode == "23505"
         with conn.cursor() as cur:
             cur.execute("INSERT INTO accounts (name) VALUES ('dave')")
         assert S.pg_rows(conn, "SELECT id FROM accounts WHERE name = 'dave'") == [(4,)]
-        # The target: the 40 events copied, the 30 since expanded by DuckDB's store, once each.
-        assert assert_target_is_topic(conn, topic_name, acked, "after the move") == 70
-        assert S.pg_rows(conn, "SELECT value FROM main._sluice_meta WHERE key = 'sqlite_migration_format'") == [
-            ("1",)]
     finally:
         conn.close()
-    assert X.get(b.http, TARGET)["state"] == "running"
-
-    # Back to SQLite: its files are as they were at the move; its expander catches up.
-    b.stop()
-    b.extra_args = S.SQL_ARGS + ["--sql-engine", "sqlite"]
-    b.start()
-    X.wait_caught_up(b.http, TARGET)
-    assert S.http_rows(b.http, "SELECT count(*), max(id) FROM accounts") == [[3, 3]]
-    assert S.http_rows(b.http, "SELECT count(*), count(DISTINCT _offset || ':' || _partition) FROM %s"
-                       % TARGET) == [[70, 70]]
-
-    # On DuckDB again: nothing copied a second time; what was written there is there.
-    b.stop()
-    b.extra_args = list(S.SQL_ARGS)
-    b.start()
-    assert not [ln for ln in b.log_lines() if "from the SQLite engine's files into DuckDB" in ln]
-    assert S.http_rows(b.http, "SELECT count(*), max(id) FROM accounts") == [[4, 4]]
-    X.wait_caught_up(b.http, TARGET)
-    assert S.http_rows(b.http, "SELECT count(*) FROM %s" % TARGET) == [[70]]

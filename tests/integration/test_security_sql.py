@@ -239,19 +239,14 @@ def test_reading_a_topic_needs_kafka_read(env):
 
 
 def test_topic_tables_list_only_what_the_user_may_see(env):
-    """kafka_topics holds a table per topic the user may describe or read, so the schema
-    tables and PRAGMA table_list name no other topic; a topic it may not see, existing or
-    not, answers the same permission error."""
-    # The catalog PostgreSQL tools read, on both engines; SQLite's own listings on SQLite
-    # (DuckDB has neither sqlite_master nor pragma_table_list: duckdb_tables() is its own).
+    """kafka_topics holds a table per topic the user may describe or read, so the catalog's
+    listings (pg_class, information_schema, duckdb_tables()) name no other topic; a topic it
+    may not see, existing or not, answers the same permission error."""
+    # The catalog PostgreSQL tools read, and DuckDB's own listing.
     listings = ("SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
                 "ON n.oid = c.relnamespace WHERE n.nspname = 'kafka_topics' ORDER BY 1",
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'kafka_topics' ORDER BY 1")
-    listings += (("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'kafka_topics' ORDER BY 1",)
-                 if Q.ON_DUCKDB else
-                 ("SELECT name FROM kafka_topics.sqlite_master ORDER BY name",
-                  "SELECT name FROM pragma_table_list WHERE schema = 'kafka_topics' AND type = 'virtual' "
-                  "ORDER BY name"))
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'kafka_topics' ORDER BY 1",
+                "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'kafka_topics' ORDER BY 1")
     for user, password, want in (("alice", ALICE_PW, [ORDERS]), ("admin", ADMIN_PW, sorted([ORDERS, SECRET])),
                                  ("bob", BOB_PW, [])):
         conn = pg_conn(env, user, password)

@@ -1,15 +1,14 @@
 """SQL over topics in shared mode (docs/shared-mode.md, "SQL"): two brokers of
-scripts/cluster (PostgreSQL, s3proxy) with their PostgreSQL and HTTP listeners, broker 0
-on the SQLite engine and broker 1 on DuckDB (`up --sql-engines sqlite,duckdb`). Records
+scripts/cluster (PostgreSQL, s3proxy) with their PostgreSQL and HTTP listeners. Records
 produced through broker 0 are read back at broker 1 with psycopg2 and with HTTP POST
 /v1/sql: the same partitions, offsets, keys, values and timestamps, count(*) equal, an
 offset/partition filter narrowed in the scan (sluice_last_scan), the system tables
 listing the topic with its offsets, and the users and ACLs of the shared catalog
 deciding who reads: a user denied Read on a topic is refused at broker 1's listeners
 (the cluster authenticates on a SASL listener and is permissive: a Deny denies). Right
-after the producer's ack, DuckDB at broker 1 answers count, GROUP BY a JSON field and
-offset and timestamp filters as SQLite at broker 0 does, over pg and HTTP, without the
-records of an aborted transaction, and up to the last stable offset while one is open.
+after the producer's ack, both brokers answer count, GROUP BY a JSON field and offset and
+timestamp filters alike, over pg and HTTP, without the records of an aborted transaction,
+and up to the last stable offset while one is open.
 
 Expansions (docs/expansions.md, "Shared mode"): one created over HTTP at broker 1, with a
 backfill, over events produced at broker 0 before and after; both brokers' copies of the
@@ -49,8 +48,7 @@ def pki(tmp_path_factory):
 def cluster(tmp_path_factory, pki):
     """Basic credentials go over HTTPS only: the brokers have a TLS certificate."""
     import security_helpers as S
-    yield from running_cluster(tmp_path_factory.mktemp("shared-sql"), "--brokers", 2,
-                               "--sql-engines", "sqlite,duckdb", "--",
+    yield from running_cluster(tmp_path_factory.mktemp("shared-sql"), "--brokers", 2, "--",
                                "--listen", "SASL_PLAINTEXT://127.0.0.1:0", "--authorization", "permissive",
                                *S.tls_flags(pki, pki.server_cert))
 
@@ -165,11 +163,11 @@ def test_topic_rows_at_another_brokers_pg(cluster, produced):
         assert Q.pg_rows(conn, 'SELECT count(*) FROM kafka_topics."%s"' % TOPIC) == [(COUNT,)]
 
 
-def test_timestamp_broker_is_the_batches_append_time_on_both_engines(cluster, produced):
+def test_timestamp_broker_is_the_batches_append_time_at_every_broker(cluster, produced):
     """Each batch's append time from the batch index (shared catalog version 10), as
     single-node mode's timestamp_broker: within the produce's time range (the brokers
     share this machine's clock), never decreasing along a partition, one time for all the
-    records of a batch, and the same on SQLite (broker 0) and DuckDB (broker 1)."""
+    records of a batch, and the same at broker 0 and broker 1."""
     sql = ('SELECT partition, "offset", timestamp_broker, extract(epoch FROM timestamp_broker_tz) * 1000 '
            'FROM kafka_topics."%s" ORDER BY partition, "offset"' % TOPIC)
     answers = []
@@ -191,7 +189,7 @@ def test_timestamp_broker_is_the_batches_append_time_on_both_engines(cluster, pr
     print("timestamp_broker: %d records, %d distinct (partition, time), produce took %d ms"
           % (len(rows), distinct, hi - lo))
     assert distinct < COUNT
-    # A bound on it is applied (row by row) the same on both engines.
+    # A bound on it is applied (row by row) the same at both brokers.
     mid = sorted(t for _, _, t, _ in rows)[COUNT // 2]
     for i in (0, 1):
         with pg_login(cluster, i, "reader") as conn:
@@ -201,8 +199,7 @@ def test_timestamp_broker_is_the_batches_append_time_on_both_engines(cluster, pr
 
 
 def test_filter_on_partition_and_offset_is_pushed_down(cluster, produced):
-    """The rows on both engines; the scan's counters on SQLite's sluice_last_scan() (the
-    DuckDB scan's are checked by tests/unit/sql_duck)."""
+    """The rows at both brokers; the scan's counters in sluice_last_scan() at broker 0."""
     want = [r for r in produced if r[0] == 1 and 5 <= r[1] < 12]
     assert len(want) == 7
     with pg_login(cluster, 1, "reader") as conn:
@@ -292,12 +289,12 @@ def test_group_offsets_listed_at_every_broker(cluster, produced):
             assert got == [("sql-group", TOPIC, 0, 7, hw, hw - 7)], (i, got)
 
 
-ENGINES_TOPIC = "sql-engines"
+ENGINES_TOPIC = "sql-after-ack"
 KINDS = ("buy", "hold", "sell")
 
 
 def _answers(d, pki, sql):
-    """`sql`'s rows from SQLite at broker 0 (pg), DuckDB at broker 1 (pg, and HTTPS)."""
+    """`sql`'s rows from broker 0 (pg) and broker 1 (pg, and HTTPS)."""
     got = []
     for i in (0, 1):
         with pg_login(d, i, "reader") as conn:
@@ -309,17 +306,17 @@ def _answers(d, pki, sql):
 
 
 def _same_answers(d, pki, sql, want):
-    sqlite, duck_pg, duck_http = _answers(d, pki, sql)
-    assert sqlite == want, (sql, sqlite)
-    assert duck_pg == want, (sql, duck_pg)
-    assert duck_http == want, (sql, duck_http)
+    pg0, pg1, http1 = _answers(d, pki, sql)
+    assert pg0 == want, (sql, pg0)
+    assert pg1 == want, (sql, pg1)
+    assert http1 == want, (sql, http1)
 
 
-def test_duckdb_answers_as_sqlite_right_after_the_ack(cluster, pki, produced):
-    """Records produced at broker 0 are rows of DuckDB at broker 1 as soon as the producer
-    has its ack, with SQLite's answers at broker 0; an aborted transaction's records are
-    never seen, an open one cuts each engine's scan at the last stable offset, and once
-    it commits both engines see what a read_committed consumer reads."""
+def test_every_broker_answers_right_after_the_ack(cluster, pki, produced):
+    """Records produced at broker 0 are rows at broker 1 as soon as the producer has its
+    ack, with broker 0's answers; an aborted transaction's records are never seen, an open
+    one cuts each broker's scan at the last stable offset, and once it commits both
+    brokers see what a read_committed consumer reads."""
     import json
     from confluent_kafka import Consumer, TopicPartition
     from cluster_helpers import wait_topic_known
@@ -357,7 +354,7 @@ def test_duckdb_answers_as_sqlite_right_after_the_ack(cluster, pki, produced):
     _same_answers(cluster, pki, offsets, [(1, o) for o in range(3, 10)])
     _same_answers(cluster, pki, times, sorted((pa, o) for pa, o, ts in acked if BASE_TS + 10000 <= ts < BASE_TS + 20000))
 
-    tx = Producer({"bootstrap.servers": kafka(cluster, 0), "transactional.id": "sql-engines-tx"})
+    tx = Producer({"bootstrap.servers": kafka(cluster, 0), "transactional.id": "sql-after-ack-tx"})
     tx.init_transactions(30)
     tx.begin_transaction()
     produce([(-1, {"kind": "aborted", "n": -1})] * 5, partition=0, producer=tx)
@@ -370,7 +367,7 @@ def test_duckdb_answers_as_sqlite_right_after_the_ack(cluster, pki, produced):
     _same_answers(cluster, pki, by_kind, sorted([(k, 20) for k in KINDS] + [("committed", 4)]))
 
     # An open transaction on partition 1: its records, and the ones after them, wait
-    # for its end (the last stable offset), on both engines.
+    # for its end (the last stable offset), at both brokers.
     tx.begin_transaction()
     produce([(-1, {"kind": "open", "n": 1})] * 3, partition=1, producer=tx)
     produce([(-1, {"kind": "after", "n": 2})] * 2, partition=1)
@@ -379,8 +376,8 @@ def test_duckdb_answers_as_sqlite_right_after_the_ack(cluster, pki, produced):
     wait_for(lambda: _answers(cluster, pki, count) == [[(69,)]] * 3, timeout=10, what="the second commit")
     _same_answers(cluster, pki, by_kind,
                   sorted([(k, 20) for k in KINDS] + [("committed", 4), ("open", 3), ("after", 2)]))
-    # What a read_committed consumer at broker 1 reads is what the engines return.
-    c = Consumer({"bootstrap.servers": kafka(cluster, 1), "group.id": "sql-engines-reader",
+    # What a read_committed consumer at broker 1 reads is what SQL returns.
+    c = Consumer({"bootstrap.servers": kafka(cluster, 1), "group.id": "sql-after-ack-reader",
                   "isolation.level": "read_committed", "enable.auto.commit": False})
     c.assign([TopicPartition(ENGINES_TOPIC, pa, 0) for pa in range(2)])
     consumed = set()

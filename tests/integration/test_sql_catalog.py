@@ -144,37 +144,35 @@ def test_list_tables_views_indexes_functions(b):
         "--------+------+------------------+---------------------+------",
         "(0 rows)",
     ]
-    # (Its result type: text on DuckDB, whose functions are typed; none on SQLite.)
+    # (Its result type: text, DuckDB's functions are typed.)
     assert lines(meta(b.pg, r"\df sluice*")) == psql_table(
         "List of functions", ["Schema", "Name", "Result data type", "Argument data types", "Type"],
-        [("pg_catalog", "sluice_last_scan", "text" if S.ON_DUCKDB else "", "", "func")])
+        [("pg_catalog", "sluice_last_scan", "text", "", "func")])
 
 
 def test_plus_forms_sizes_and_view_definition(b):
-    """Sizes are the table's and index's pages in the schema's file (SQLite's dbstat), a
-    topic's segment bytes; a view shows its query. On DuckDB a table's size is the
-    database file's blocks holding its checkpointed data (none for this empty table) and an
-    index has none (test_table_size_is_its_blocks)."""
-    table_size, index_size = ("0 bytes", "") if S.ON_DUCKDB else ("4096 bytes", "4096 bytes")
+    """A table's size is the database file's blocks holding its checkpointed data (none for
+    this empty table) and an index has none (test_table_size_is_its_blocks); a view shows
+    its query."""
+    table_size, index_size = "0 bytes", ""
     assert lines(meta(b.pg, r"\dt+ shop.*")) == psql_table("List of relations", RELATIONS_PLUS, [
         ("shop", "items", "table", "sluice", "permanent", "heap", table_size, "")])
     assert lines(meta(b.pg, r"\di+ shop.*")) == psql_table(
         "List of relations", RELATIONS_PLUS[:4] + ["Table"] + RELATIONS_PLUS[4:],
         [("shop", name, "index", "sluice", "items", "permanent", "btree", index_size, "")
          for name in ("items_pkey", "items_qty")])
-    # DuckDB keeps a view's query as it parsed it, SQLite as it was written.
+    # DuckDB keeps a view's query as it parsed it.
     assert lines(meta(b.pg, r"\d+ big_scores"))[-2:] == [
-        "View definition:", "SELECT id, score FROM users WHERE %s" %
-        ("(score > 10)" if S.ON_DUCKDB else "score > 10")]
+        "View definition:", "SELECT id, score FROM users WHERE (score > 10)"]
     assert lines(meta(b.pg, r"\du"))[-1] == " sluice    | Cannot login | {}"
     assert " sluice | sluice | UTF8     | C       | C     |            | libc            |" in \
         lines(meta(b.pg, r"\l+"))[3]
 
 
 def test_table_size_is_its_blocks(broker_factory):
-    """A table's size in \\dt+ and pg_table_size: on SQLite its pages (of 4096 bytes), on
-    DuckDB the blocks (of 256 KiB) of the database file holding its data once checkpointed,
-    as it is when the broker stops; the database's size covers it."""
+    """A table's size in \\dt+ and pg_table_size: the blocks (of 256 KiB) of the database
+    file holding its data once checkpointed, as it is when the broker stops; the database's
+    size covers it."""
     broker = broker_factory(extra_args=S.SQL_ARGS)
     S.psql_ok(broker.pg, "CREATE TABLE sized AS WITH RECURSIVE r(n) AS "
                          "(SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 100000) SELECT n FROM r")
@@ -187,7 +185,7 @@ def test_table_size_is_its_blocks(broker_factory):
                   "pg_catalog.pg_database_size('sluice')")
     finally:
         conn.close()
-    unit = 256 * 1024 if S.ON_DUCKDB else 4096
+    unit = 256 * 1024
     assert size > 0 and size % unit == 0 and database >= size, (size, database)
     assert pretty == "%d kB" % (size // 1024), pretty
     row = [ln for ln in lines(meta(broker.pg, r"\dt+ main.*")) if " sized " in ln]
@@ -195,19 +193,18 @@ def test_table_size_is_its_blocks(broker_factory):
 
 
 def test_describe_table(b):
-    # DuckDB's INTEGER and REAL are PostgreSQL's (32-bit), SQLite's 64-bit; a PRIMARY KEY
-    # column is NOT NULL there, as in PostgreSQL (test_functions_tools_call), where SQLite
-    # lets a key that is not an INTEGER hold NULL.
-    integer, real = ("integer", "real") if S.ON_DUCKDB else ("bigint", "double precision")
-    text_key = "not null" if S.ON_DUCKDB else ""
+    # DuckDB's INTEGER and REAL are PostgreSQL's (32-bit); a PRIMARY KEY column is NOT
+    # NULL, as in PostgreSQL (test_functions_tools_call).
+    integer, real = "integer", "real"
+    text_key = "not null"
     assert lines(meta(b.pg, r"\d users")) == described('Table "main.users"', [
         ("id", integer, "not null", ""), ("name", "text", "not null", ""), ("score", real, "", "")],
         ["Indexes:", '    "users_pkey" PRIMARY KEY, btree (id)'])
     assert lines(meta(b.pg, r"\d shop.items")) == described('Table "shop.items"', [
         ("sku", "text", text_key, ""), ("qty", integer, "", "0"), ("note", "bytea", "", "")],
         ["Indexes:", '    "items_pkey" PRIMARY KEY, btree (sku)', '    "items_qty" btree (qty)'])
-    # A topic table, by its bare name (found as SQLite finds it) and qualified; its
-    # partition is an INTEGER on DuckDB (information_schema too).
+    # A topic table, by its bare name and qualified; its partition is an INTEGER
+    # (information_schema too).
     topic = described('Table "kafka_topics.orders"', [
         (name, t, "", "") for name, t in (
             ("partition", integer), ("offset", "bigint"), ("timestamp_producer", "bigint"),
@@ -223,13 +220,11 @@ def test_functions_tools_call(b):
     try:
         assert S.pg_rows(conn, "SELECT current_schema(), current_database(), current_user") == \
             [("main", "sluice", "ANONYMOUS")]
-        # A PRIMARY KEY column is NOT NULL in PostgreSQL and DuckDB; SQLite lets a
-        # non-integer key hold NULL. INTEGER is SQLite's 64-bit integer, PostgreSQL's and
-        # DuckDB's 32-bit one.
+        # A PRIMARY KEY column is NOT NULL in PostgreSQL and DuckDB; INTEGER is their 32-bit
+        # integer.
         assert S.pg_rows(conn, "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
                                "WHERE table_schema = 'shop' AND table_name = 'items' ORDER BY ordinal_position") == \
-            ([("sku", "text", "NO"), ("qty", "integer", "YES"), ("note", "bytea", "YES")] if S.ON_DUCKDB else
-             [("sku", "text", "YES"), ("qty", "bigint", "YES"), ("note", "bytea", "YES")])
+            [("sku", "text", "NO"), ("qty", "integer", "YES"), ("note", "bytea", "YES")]
         assert S.pg_rows(conn, "SELECT schema_name FROM information_schema.schemata ORDER BY 1") == \
             [("information_schema",), ("kafka_topics",), ("main",), ("pg_catalog",), ("shop",), ("system",)]
         assert S.pg_rows(conn, "SELECT 'users'::regclass::text, pg_catalog.format_type(25, -1)") == \
@@ -238,7 +233,7 @@ def test_functions_tools_call(b):
             [("big_scores",)]
         # A relation nobody has is an error, as in PostgreSQL.
         assert "does not exist" in str(S.pg_error(conn, "SELECT 'nope'::regclass"))
-        # The tables are the engine's, over HTTP as well (in SQLite's syntax there).
+        # The tables are the engine's, over HTTP as well.
         assert S.http_rows(b.http, "SELECT table_name FROM information_schema.tables "
                                    "WHERE table_schema = 'shop' AND table_name NOT LIKE '\\_%' ESCAPE '\\' "
                                    "ORDER BY 1") == [["items"]]
@@ -261,12 +256,12 @@ def test_sqlalchemy_inspector(b):
         assert insp.get_table_names() == ["users"]
         assert insp.get_table_names("kafka_topics") == ["orders"]
         assert insp.get_view_names() == ["big_scores"]
-        # DuckDB's INTEGER is PostgreSQL's (32-bit), SQLite's 64-bit; a PRIMARY KEY column
-        # is NOT NULL there (test_functions_tools_call).
-        integer = "INTEGER" if S.ON_DUCKDB else "BIGINT"
+        # DuckDB's INTEGER is PostgreSQL's (32-bit); a PRIMARY KEY column is NOT NULL
+        # (test_functions_tools_call).
+        integer = "INTEGER"
         cols = [(c["name"], type(c["type"]).__name__, c["nullable"], c["default"])
                 for c in insp.get_columns("items", "shop")]
-        assert cols == [("sku", "TEXT", not S.ON_DUCKDB, None), ("qty", integer, True, "0"),
+        assert cols == [("sku", "TEXT", False, None), ("qty", integer, True, "0"),
                         ("note", "BYTEA", True, None)]
         assert [(c["name"], type(c["type"]).__name__) for c in insp.get_columns("orders", "kafka_topics")] == [
             ("partition", integer), ("offset", "BIGINT"), ("timestamp_producer", "BIGINT"),
@@ -297,11 +292,8 @@ def test_sqlalchemy_unique_constraints(b):
     try:
         insp = sqlalchemy.inspect(engine)
         uniques = sorted((u["column_names"], u["name"]) for u in insp.get_unique_constraints("accounts", "shop"))
-        if S.ON_DUCKDB:  # named as PostgreSQL names them
-            assert uniques == [(["email"], "accounts_email_key"), (["region", "handle"], "accounts_region_handle_key")]
-        else:  # SQLite's own indexes
-            assert [(c, n.startswith("sqlite_autoindex_accounts_")) for c, n in uniques] == \
-                [(["email"], True), (["region", "handle"], True)]
+        # Named as PostgreSQL names them.
+        assert uniques == [(["email"], "accounts_email_key"), (["region", "handle"], "accounts_region_handle_key")]
         md = sqlalchemy.MetaData()
         accounts = sqlalchemy.Table("accounts", md, schema="shop", autoload_with=engine)
         assert sorted(tuple(c.name for c in u.columns) for u in accounts.constraints
@@ -339,9 +331,8 @@ def test_jdbc_database_metadata(b):
         ["main", "big_scores", "VIEW"]]
     # java.sql.Types: VARCHAR 12, BIGINT -5, INTEGER 4, BINARY -2. (DuckDB's INTEGER is
     # PostgreSQL's int4, and its PRIMARY KEY column NOT NULL.)
-    qty = ["4", "int4"] if S.ON_DUCKDB else ["-5", "int8"]
     assert [r[1:] for r in rows if r[0] == "column"] == [
-        ["sku", "12", "text", "1", "NO" if S.ON_DUCKDB else "YES"], ["qty"] + qty + ["2", "YES"],
+        ["sku", "12", "text", "1", "NO"], ["qty", "4", "int4", "2", "YES"],
         ["note", "-2", "bytea", "3", "YES"]]
     assert [r[1:] for r in rows if r[0] == "pk"] == [["sku", "1", "items_pkey"]]
 
@@ -351,8 +342,7 @@ def test_catalog_follows_topics_and_tables(b):
     adds a topic to the module's broker.)"""
     conn = S.pg_connect(b.pg)
     try:
-        # Without the engine's bookkeeping (DuckDB's keeps the expansions' progress in
-        # main, SQLite's in each target's schema).
+        # Without the engine's bookkeeping (the expansions' progress, in main).
         listed = "SELECT table_schema, table_name FROM information_schema.tables " \
                  "WHERE table_schema IN ('kafka_topics', 'main') " \
                  "AND table_name NOT LIKE '\\_sluice%' ESCAPE '\\' ORDER BY 1, 2"
@@ -433,10 +423,9 @@ def test_catalog_lists_only_what_the_user_may_see(secure_broker_factory, tmp_pat
             conn.close()
 
 
-def test_user_schemas_come_before_the_catalog(broker_factory):
-    """SQLite attaches at most 10 schemas and the engine's take 4: 8 user schemas (as
-    before the catalog) all work, and the catalog gives way in their sessions, saying so.
-    DuckDB's schemas are not attached databases: there the catalog lists all of them."""
+def test_many_user_schemas_are_all_in_the_catalog(broker_factory):
+    """8 user schemas (more than SQLite could attach beside the engine's) all work, and the
+    catalog lists every one of them."""
     broker = broker_factory(extra_args=S.SQL_ARGS)
     for i in range(1, 9):
         S.psql_ok(broker.pg, "CREATE SCHEMA s%d" % i, "CREATE TABLE s%d.t(x INTEGER)" % i,
@@ -445,22 +434,9 @@ def test_user_schemas_come_before_the_catalog(broker_factory):
     try:
         assert S.pg_rows(conn, " UNION ALL ".join("SELECT x FROM s%d.t" % i for i in range(1, 9))) == \
             [(i,) for i in range(1, 9)]
-        if S.ON_DUCKDB:
-            assert [r[0] for r in S.pg_rows(conn, "SELECT nspname FROM pg_catalog.pg_namespace "
-                                                  "WHERE nspname LIKE 's_' ORDER BY 1")] == \
-                ["s%d" % i for i in range(1, 9)]
-            return
-        e = S.pg_error(conn, "SELECT nspname FROM pg_catalog.pg_namespace")
-        assert e.pgcode == "42P01" and "at most 6 user schemas keep it" in e.pgerror, e.pgerror
-        S.psql_ok(broker.pg, "DROP SCHEMA s8 CASCADE", "DROP SCHEMA s7 CASCADE")
-    finally:
-        conn.close()
-    # A new session has room for the catalog again.
-    conn = S.pg_connect(broker.pg)
-    try:
         assert [r[0] for r in S.pg_rows(conn, "SELECT nspname FROM pg_catalog.pg_namespace "
                                               "WHERE nspname LIKE 's_' ORDER BY 1")] == \
-            ["s1", "s2", "s3", "s4", "s5", "s6"]
+            ["s%d" % i for i in range(1, 9)]
     finally:
         conn.close()
 
@@ -484,8 +460,7 @@ def test_expansion_target_in_the_catalog(b):
         assert [ln.split("|")[0].strip() for ln in described[3:3 + len(cols)]] == names
     finally:
         conn.close()
-    # With the engine's own bookkeeping of expansions in the target's schema.
-    # (DuckDB's bookkeeping is in main: docs/formats/expansion-duckdb.md.)
+    # Without the engine's bookkeeping of expansions, which is in main
+    # (docs/formats/expansion-duckdb.md).
     assert [ln.split("|")[1].strip() for ln in lines(meta(b.pg, r"\dt shop.*"))[3:-1]] == \
-        (["items", "order_rows"] if S.ON_DUCKDB else
-         ["_sluice_expansion_progress", "_sluice_meta", "items", "order_rows"]), meta(b.pg, r"\dt shop.*")
+        ["items", "order_rows"], meta(b.pg, r"\dt shop.*")

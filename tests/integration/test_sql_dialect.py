@@ -103,30 +103,22 @@ def test_default_mode_runs_schema_ddl_in_its_transaction(tp):
         conn.rollback()
         assert S.pg_rows(other, "SELECT count(*) FROM reports.daily") == [(1,)]
 
-        # Savepoints, as psycopg2 users issue them.
-        if S.ON_DUCKDB:
-            # DuckDB has none: PostgreSQL's feature_not_supported (0A000) with a message
-            # saying what to do, which fails the transaction as any error does.
-            with conn.cursor() as cur:
-                cur.execute("INSERT INTO reports.daily VALUES ('2024-05-03', 5, NULL)")
-                with pytest.raises(psycopg2.errors.FeatureNotSupported) as e:
-                    cur.execute("SAVEPOINT before_bad")
-            assert "savepoints are not supported" in str(e.value) and "BEGIN" in str(e.value), e.value
-            assert status(conn) == ext.TRANSACTION_STATUS_INERROR
-            conn.rollback()
-            for sql in ("RELEASE SAVEPOINT before_bad", "RELEASE before_bad", "ROLLBACK TO SAVEPOINT before_bad",
-                        "rollback work to before_bad", "/* c */ savepoint x"):
-                assert S.pg_error(other, sql).pgcode == "0A000", sql
-                assert S.http_error(tp.broker.http, sql)["sqlstate"] == "0A000", sql
-            with conn.cursor() as cur:
-                cur.execute("INSERT INTO reports.daily VALUES ('2024-05-03', 5, NULL)")
-        else:
-            with conn.cursor() as cur:
-                cur.execute("INSERT INTO reports.daily VALUES ('2024-05-03', 5, NULL)")
+        # Savepoints, as psycopg2 users issue them: DuckDB has none, so PostgreSQL's
+        # feature_not_supported (0A000) with a message saying what to do, which fails the
+        # transaction as any error does.
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO reports.daily VALUES ('2024-05-03', 5, NULL)")
+            with pytest.raises(psycopg2.errors.FeatureNotSupported) as e:
                 cur.execute("SAVEPOINT before_bad")
-                cur.execute("INSERT INTO reports.daily VALUES ('2024-05-04', 6, NULL)")
-                cur.execute("ROLLBACK TO SAVEPOINT before_bad")
-                cur.execute("RELEASE SAVEPOINT before_bad")
+        assert "savepoints are not supported" in str(e.value) and "BEGIN" in str(e.value), e.value
+        assert status(conn) == ext.TRANSACTION_STATUS_INERROR
+        conn.rollback()
+        for sql in ("RELEASE SAVEPOINT before_bad", "RELEASE before_bad", "ROLLBACK TO SAVEPOINT before_bad",
+                    "rollback work to before_bad", "/* c */ savepoint x"):
+            assert S.pg_error(other, sql).pgcode == "0A000", sql
+            assert S.http_error(tp.broker.http, sql)["sqlstate"] == "0A000", sql
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO reports.daily VALUES ('2024-05-03', 5, NULL)")
         conn.commit()
         assert S.pg_rows(other, "SELECT day FROM reports.daily ORDER BY day") == [("2024-05-01",), ("2024-05-03",)]
 
@@ -141,30 +133,19 @@ def test_default_mode_runs_schema_ddl_in_its_transaction(tp):
         conn.rollback()
         assert status(conn) == ext.TRANSACTION_STATUS_IDLE
 
-        if S.ON_DUCKDB:
-            # DuckDB's DDL is transactional, as PostgreSQL's: CREATE SCHEMA after a write is
-            # part of the transaction and goes with its ROLLBACK.
-            with conn.cursor() as cur:
-                cur.execute("INSERT INTO reports.daily VALUES ('2024-05-05', 7, NULL)")
-                cur.execute("CREATE SCHEMA late")
-            conn.rollback()
-            assert S.pg_rows(other, "SELECT count(*) FROM information_schema.schemata "
-                                    "WHERE schema_name = 'late'") == [(0,)]
-        else:
-            # After a write, CREATE SCHEMA cannot leave the transaction: a clear error.
-            with conn.cursor() as cur:
-                cur.execute("INSERT INTO reports.daily VALUES ('2024-05-05', 7, NULL)")
-                with pytest.raises(psycopg2.Error) as e:
-                    cur.execute("CREATE SCHEMA late")
-            assert "COMMIT first" in str(e.value), e.value
-            conn.rollback()
+        # DuckDB's DDL is transactional, as PostgreSQL's: CREATE SCHEMA after a write is part
+        # of the transaction and goes with its ROLLBACK.
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO reports.daily VALUES ('2024-05-05', 7, NULL)")
+            cur.execute("CREATE SCHEMA late")
+        conn.rollback()
+        assert S.pg_rows(other, "SELECT count(*) FROM information_schema.schemata "
+                                "WHERE schema_name = 'late'") == [(0,)]
         assert S.pg_rows(other, "SELECT count(*) FROM reports.daily") == [(2,)]
 
         # A ROLLBACK drops the (empty) schema its transaction created; a COMMIT keeps it.
-        schemas = "SELECT DISTINCT schema FROM pragma_table_list WHERE schema LIKE 'rolled%' ORDER BY 1"
-        if S.ON_DUCKDB:  # SQLite's pragma_table_list; PostgreSQL's and DuckDB's listing
-            schemas = ("SELECT DISTINCT schema_name FROM information_schema.schemata "
-                       "WHERE schema_name LIKE 'rolled%' ORDER BY 1")
+        schemas = ("SELECT DISTINCT schema_name FROM information_schema.schemata "
+                   "WHERE schema_name LIKE 'rolled%' ORDER BY 1")
         with conn.cursor() as cur:
             cur.execute("CREATE SCHEMA rolled_back")
             cur.execute("CREATE TABLE rolled_back.t (a INTEGER)")
@@ -361,19 +342,14 @@ def test_unsupported_spellings_name_the_problem(tp, pg):
     e = S.pg_error(pg, "SELECT date_trunc('hour', timestamp_producer) FROM %s" % tp.table)
     assert "to_timestamp(ms / 1000.0)" in str(e), e
     # DuckDB reads x'ff' as text (PostgreSQL as a bit string): the bytes as bytea there.
-    e = S.pg_error(pg, "SELECT convert_from('\\xff'::bytea, 'UTF8')" if S.ON_DUCKDB
-                   else "SELECT convert_from(x'ff', 'UTF8')")
+    e = S.pg_error(pg, "SELECT convert_from('\\xff'::bytea, 'UTF8')")
     assert "UTF8" in str(e), e
     e = S.pg_error(pg, "SELECT timestamp_producer_tz + interval 'soon' FROM %s" % tp.table)
     assert "interval" in str(e), e
-    # `a <> b ->> 'p'` is `a <> (b ->> 'p')` in PostgreSQL and SQLite; DuckDB's grammar binds it
-    # as `(a <> b) ->> 'p'`, another answer without an error: refused there, naming the fix.
-    differs = "SELECT count(*) FROM %s WHERE key::text <> value ->> 'user'" % tp.table
-    if S.ON_DUCKDB:
-        e = S.pg_error(pg, differs)
-        assert e.pgcode == "42601" and "parentheses" in str(e), (e.pgcode, str(e))
-    else:
-        assert query(pg, differs)[0] == [(N,)]
+    # `a <> b ->> 'p'` is `a <> (b ->> 'p')` in PostgreSQL; DuckDB's grammar binds it as
+    # `(a <> b) ->> 'p'`, another answer without an error: refused, naming the fix.
+    e = S.pg_error(pg, "SELECT count(*) FROM %s WHERE key::text <> value ->> 'user'" % tp.table)
+    assert e.pgcode == "42601" and "parentheses" in str(e), (e.pgcode, str(e))
     assert query(pg, "SELECT count(*) FROM %s WHERE key::text <> (value ->> 'user')" % tp.table)[0] == [(N,)]
 
 

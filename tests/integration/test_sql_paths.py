@@ -13,23 +13,20 @@ REFUSED = [
     "PRAGMA main.database_list",
     "PRAGMA temp_store_directory",
     "PRAGMA data_store_directory",
+    # DuckDB's own ways to the same paths (the database file, temp_directory,
+    # allowed_paths), refused the same way (src/sql/duck/statement_checks.h): in a query,
+    # a CTE, a subquery and EXPLAIN.
+    "SELECT path FROM duckdb_databases()",
+    "SELECT * FROM duckdb_databases",
+    "SELECT current_setting('temp_directory')",
+    "SELECT current_setting('allowed_paths')",
+    "SELECT name, value FROM duckdb_settings()",
+    "SELECT name, setting FROM pg_settings",
+    "SELECT * FROM duckdb_temporary_files()",
+    "WITH x AS (SELECT path FROM duckdb_databases()) SELECT * FROM x",
+    "SELECT (SELECT max(path) FROM duckdb_databases())",
+    "EXPLAIN SELECT * FROM pragma_database_list",
 ]
-# DuckDB's own ways to the same paths (the database file, temp_directory, allowed_paths),
-# refused the same way on the duckdb engine (src/sql/duck/statement_checks.h): in a query,
-# a CTE, a subquery and EXPLAIN. On SQLite they name no table or function.
-if S.ON_DUCKDB:
-    REFUSED += [
-        "SELECT path FROM duckdb_databases()",
-        "SELECT * FROM duckdb_databases",
-        "SELECT current_setting('temp_directory')",
-        "SELECT current_setting('allowed_paths')",
-        "SELECT name, value FROM duckdb_settings()",
-        "SELECT name, setting FROM pg_settings",
-        "SELECT * FROM duckdb_temporary_files()",
-        "WITH x AS (SELECT path FROM duckdb_databases()) SELECT * FROM x",
-        "SELECT (SELECT max(path) FROM duckdb_databases())",
-        "EXPLAIN SELECT * FROM pragma_database_list",
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -60,40 +57,23 @@ def test_pragmas_naming_files_are_refused(b, pg, sql):
 def test_schemas_are_still_listed_by_name(b, pg):
     with pg.cursor() as cur:
         cur.execute("CREATE SCHEMA IF NOT EXISTS listed")
-    # pragma_table_list and sqlite_source_id() are SQLite's; on DuckDB the same through
-    # information_schema and version().
-    listing = ("SELECT DISTINCT schema_name FROM information_schema.schemata ORDER BY 1" if S.ON_DUCKDB
-               else "SELECT DISTINCT schema FROM pragma_table_list ORDER BY 1")
-    got = S.http_rows(b.http, listing)
+    got = S.http_rows(b.http, "SELECT DISTINCT schema_name FROM information_schema.schemata ORDER BY 1")
     assert ["listed"] in got and ["main"] in got, got
     no_path(b, repr(got))
-    version = "version()" if S.ON_DUCKDB else "sqlite_source_id()"
-    assert S.psql_lines(b.pg, "SELECT %s IS NOT NULL" % version) == ["t"]  # a bool, as in PostgreSQL
+    assert S.psql_lines(b.pg, "SELECT version() IS NOT NULL") == ["t"]  # a bool, as in PostgreSQL
 
 
 def test_an_error_about_a_file_names_no_path(b, pg):
-    if S.ON_DUCKDB:
-        # DuckDB's schemas are not files: the errors about files are those of reading,
-        # writing or attaching one, named relative to the data directory.
-        for sql in ("SELECT * FROM read_csv('sql-duck/sluice.duckdb')", "SELECT * FROM read_blob('catalog.db')",
-                    "COPY (SELECT 1) TO 'out.csv'", "ATTACH 'other.duckdb' AS other"):
-            r = S.http_sql(b.http, sql)  # 400 refused, or 403 when DuckDB's file access is off
-            assert r.status in (400, 403), (sql, r)
-            err = r.json()["error"]
-            assert err["sqlstate"] == "42501", (sql, err)
-            no_path(b, err["message"])
-            no_path(b, str(S.pg_error(pg, sql)))
-        assert S.pg_rows(pg, "SELECT 1") == [(1,)]
-        assert S.http_rows(b.http, "SELECT 2") == [[2]]
-        assert S.psql_lines(b.pg, "SELECT 3") == ["3"]
-        return
-    # A schema whose file cannot be opened (a directory holds its place).
-    (b.data_dir / "sql" / "schemas" / "blocked.db" / "x").mkdir(parents=True)
-    err = S.http_error(b.http, "CREATE SCHEMA blocked")
-    assert "blocked" in err["message"], err
-    no_path(b, err["message"])
-    e = S.pg_error(pg, "CREATE SCHEMA blocked")
-    no_path(b, str(e))
+    # DuckDB's schemas are not files: the errors about files are those of reading, writing
+    # or attaching one, named relative to the data directory.
+    for sql in ("SELECT * FROM read_csv('sql-duck/sluice.duckdb')", "SELECT * FROM read_blob('catalog.db')",
+                "COPY (SELECT 1) TO 'out.csv'", "ATTACH 'other.duckdb' AS other"):
+        r = S.http_sql(b.http, sql)  # 400 refused, or 403 when DuckDB's file access is off
+        assert r.status in (400, 403), (sql, r)
+        err = r.json()["error"]
+        assert err["sqlstate"] == "42501", (sql, err)
+        no_path(b, err["message"])
+        no_path(b, str(S.pg_error(pg, sql)))
     # SQL keeps serving, in old sessions and new ones.
     assert S.pg_rows(pg, "SELECT 1") == [(1,)]
     assert S.http_rows(b.http, "SELECT 2") == [[2]]
@@ -109,17 +89,8 @@ def test_a_short_relative_data_dir_leaves_messages_whole(broker_factory, data_di
     b = broker_factory(extra_args=S.SQL_ARGS + ["--data-dir", data_dir])
     assert (b.workdir / data_dir / "catalog.db").exists()
     err = S.http_error(b.http, "SELECT * FROM nonesuch_data_d", timeout=10)
-    if S.ON_DUCKDB:  # DuckDB's wording, whole
-        assert err["message"].startswith("Catalog Error: Table with name nonesuch_data_d does not exist"), err
-    else:
-        assert err["message"] == "no such table: nonesuch_data_d", err
+    # DuckDB's wording, whole.
+    assert err["message"].startswith("Catalog Error: Table with name nonesuch_data_d does not exist"), err
     with S.pg_connect(b.pg) as conn:
         msg = S.pg_error(conn, "SELECT * FROM data.points")
-    assert ("unknown database data" in str(msg) or "no such table: data.points" in str(msg) or
-            'schema "data" does not exist' in str(msg)), msg
-    if S.ON_DUCKDB:
-        return  # DuckDB's schemas are not files: no error names one (the test above has its errors about files)
-    # A message naming a file inside the directory still hides it.
-    (b.workdir / data_dir / "sql" / "schemas" / "blocked.db" / "x").mkdir(parents=True)
-    err = S.http_error(b.http, "CREATE SCHEMA blocked", timeout=10)
-    assert "blocked" in err["message"] and data_dir + "/" not in err["message"], err
+    assert 'schema "data" does not exist' in str(msg), msg

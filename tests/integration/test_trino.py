@@ -2,9 +2,8 @@
 PostgreSQL connector pointed at Sluice's PostgreSQL listener, configured as for any
 PostgreSQL database: the schemas and a topic's columns as Trino maps them, the query of
 the imitated product's Kafka Connect guide ("latest change per key, tombstones skipped")
-over a Debezium-style change topic, and an expansion target's typed columns. On both SQL
-engines: one broker each, as two catalogs of one Trino (it takes tens of seconds to
-start), each test run against each."""
+over a Debezium-style change topic, and an expansion target's typed columns. One broker,
+the catalog `sluice` of one Trino (it takes tens of seconds to start)."""
 
 import json
 import time
@@ -18,28 +17,21 @@ import sql_helpers as S
 from trino_helpers import Trino
 
 TOPIC = "cdc.public.customers"
-ENGINES = ("sqlite", "duckdb")
+CATALOG = "sluice"
 
 
 @pytest.fixture(scope="module")
-def brokers(module_broker_factory):
-    out = {}
-    for engine in ENGINES:
-        out[engine] = module_broker_factory(extra_args=S.SQL_ARGS + ["--sql-engine", engine])
-        assert out[engine].pg and out[engine].http, out[engine].stdout_lines
-    return out
+def broker(module_broker_factory):
+    b = module_broker_factory(extra_args=S.SQL_ARGS)
+    assert b.pg and b.http, b.stdout_lines
+    return b
 
 
 @pytest.fixture(scope="module")
-def trino(brokers, tmp_path_factory):
-    t = Trino(tmp_path_factory.mktemp("trino"), {"sluice_" + e: b.pg for e, b in brokers.items()}).start()
+def trino(broker, tmp_path_factory):
+    t = Trino(tmp_path_factory.mktemp("trino"), {CATALOG: broker.pg}).start()
     yield t
     t.stop()
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request):
-    return request.param
 
 
 def row(id_, email):
@@ -78,29 +70,27 @@ def fill(b):
 
 
 @pytest.fixture(scope="module")
-def filled(brokers):
-    for b in brokers.values():
-        fill(b)
+def filled(broker):
+    fill(broker)
 
 
 @pytest.fixture
-def changes(trino, filled, engine):
-    """(the engine's Trino catalog, the topic)."""
-    return "sluice_" + engine, TOPIC
+def changes(trino, filled):
+    """(the broker's Trino catalog, the topic)."""
+    return CATALOG, TOPIC
 
 
-def test_schemas_tables_and_column_types(trino, changes, engine):
+def test_schemas_tables_and_column_types(trino, changes):
     cat, topic = changes
     _, schemas = trino.query("SHOW SCHEMAS FROM %s" % cat)
     assert {"kafka_topics", "system", "cdc"} <= {r[0] for r in schemas}, schemas
     _, tables = trino.query("SHOW TABLES FROM %s.kafka_topics" % cat)
     assert [topic] in tables, tables
     _, cols = trino.query('DESCRIBE %s.kafka_topics."%s"' % (cat, topic))
-    # Each engine's types (docs/sql-pg.md): DuckDB's partition is an integer (PostgreSQL's
-    # int4). The hidden columns (SQLite's timestamp_*_tz, DuckDB's key_text and
-    # value_text) are not listed, as they are not in SELECT *.
+    # The types of docs/sql-pg.md: the partition is an integer (PostgreSQL's int4). The
+    # hidden columns (key_text, value_text) are not listed, as they are not in SELECT *.
     assert [(c[0], c[1]) for c in cols] == [
-        ("partition", "bigint" if engine == "sqlite" else "integer"), ("offset", "bigint"),
+        ("partition", "integer"), ("offset", "bigint"),
         ("timestamp_producer", "bigint"), ("timestamp_broker", "bigint"), ("key", "varbinary"),
         ("value", "varbinary"), ("headers", "varchar")], cols
     names, rows = trino.query('SELECT count(*), count(value), max("offset") FROM %s.kafka_topics."%s"' % (cat, topic))
@@ -147,14 +137,13 @@ def test_expansion_target_typed_columns(trino, changes):
     assert joined == [["a2@x", '{"id": 1}']], joined
 
 
-def test_comments_of_a_duckdb_table(trino, brokers):
-    """COMMENT ON (DuckDB's engine has it, SQLite's has not): Trino shows a column's comment
-    in DESCRIBE and the table's in its metadata, read through JDBC's getColumns and getTables
-    (pg_description)."""
-    S.psql_ok(brokers["duckdb"].pg, "CREATE TABLE notes(id BIGINT, body TEXT)",
+def test_comments_of_a_table(trino, broker):
+    """COMMENT ON: Trino shows a column's comment in DESCRIBE and the table's in its
+    metadata, read through JDBC's getColumns and getTables (pg_description)."""
+    S.psql_ok(broker.pg, "CREATE TABLE notes(id BIGINT, body TEXT)",
               "COMMENT ON TABLE notes IS 'kept notes'", "COMMENT ON COLUMN notes.body IS 'the text'")
-    _, cols = trino.query("DESCRIBE sluice_duckdb.main.notes")
+    _, cols = trino.query("DESCRIBE %s.main.notes" % CATALOG)
     assert [(c[0], c[1], c[3]) for c in cols] == [("id", "bigint", ""), ("body", "varchar", "the text")], cols
-    _, rows = trino.query("SELECT comment FROM system.metadata.table_comments WHERE catalog_name = 'sluice_duckdb' "
-                          "AND schema_name = 'main' AND table_name = 'notes'")
+    _, rows = trino.query("SELECT comment FROM system.metadata.table_comments WHERE catalog_name = '%s' "
+                          "AND schema_name = 'main' AND table_name = 'notes'" % CATALOG)
     assert rows == [["kept notes"]], rows

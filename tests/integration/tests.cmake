@@ -118,51 +118,6 @@ set_tests_properties(integration.ck-2.16.test_groups_kip848_confluent PROPERTIES
   TIMEOUT 600)
 sluice_integration_slots(integration.ck-2.16.test_groups_kip848_confluent test_groups_kip848_confluent)
 
-# The key SQL suites again on the SQLite engine (docs/sql.md, Engines), which is still
-# served (`--sql-engine sqlite`) now that DuckDB is the default: SLUICE_TEST_SQL_ENGINE=sqlite
-# makes conftest, scripts/cluster's brokers (cluster_helpers, cluster_mode) and test_docs'
-# pages start their brokers with --sql-engine sqlite. One pytest run (one interpreter
-# start). It takes the jvm lock as test_sql_catalog and test_sql_tools do (the JDBC driver).
-# Tests that are SQLite's by design name --sql-engine sqlite themselves and run in the
-# default run (test_sql_bounds' test of fts3_tokenizer, load_extension and VACUUM, hence
-# deselected here; test_expansion_keys' older SQLite targets; test_expansions_duck's
-# move from SQLite).
-set(sqlite_sql_tests
-  test_sql_dialect.py test_sql_clients.py test_security_sql.py
-  test_sql_paths.py test_sql_joins.py test_sql_semantics.py test_sql_errors.py
-  test_sql_topic_names.py test_sql_bounds.py test_expansions.py test_sql_catalog.py
-  test_sql_tools.py
-  # The SQL tests of suites whose SQL is a part (docs/design/sql-engine.md, "Suites on
-  # both engines"): a few seconds each.
-  test_version.py::test_broker_logs_version_and_sql_names_it
-  test_metrics.py::test_sql_statements_are_counted
-  test_clear_answers.py::test_psql_prints_booleans_as_t_and_f
-  test_clear_answers.py::test_psycopg2_reads_booleans_as_true_and_false
-  test_limits.py::test_records_near_1mib_everywhere
-  test_semantics.py::test_acks1_records_are_readable_when_answered
-  test_compression.py::test_kafka_python_codec_is_stored_read_queried_and_expanded
-  "test_compression.py::test_raw_batches_are_stored_and_served_as_sent[lz4]"
-  test_expansion_keys.py::test_key_column_as_text_and_as_bytes
-  test_expansion_keys.py::test_not_exists_against_a_target_uses_its_index
-  test_full_disk.py::test_sql_sessions_after_a_write_failed_on_a_full_disk
-  test_full_disk.py::test_restart_on_a_full_disk_before_any_sql
-  test_transactions_rdkafka.py::test_read_process_write_each_input_once
-  test_compaction.py::test_delete_records_inside_an_aborted_transaction_hides_the_rest
-  test_security_scram_mechanisms.py::test_pg_scram_uses_the_sha256_credential_and_says_what_is_missing
-  # The pages whose commands run SQL, their `sluice serve` given --sql-engine sqlite.
-  "test_docs.py::test_page_runs_as_written[README.md]"
-  "test_docs.py::test_page_runs_as_written[docs/sql.md]"
-  "test_docs.py::test_page_runs_as_written[docs/sql-pg.md]"
-  "test_docs.py::test_page_runs_as_written[docs/sql-http.md]"
-  "test_docs.py::test_page_runs_as_written[docs/expansions.md]"
-  --deselect test_sql_bounds.py::test_dangerous_functions_and_vacuum_refused)
-sluice_pytest_run(sqlite.sql SLUICE_TEST_SQL_ENGINE=sqlite test_sql_catalog ${sqlite_sql_tests})
-# The SQL tests of JVM suites on SQLite: the console's pages (its SQL page among them)
-# and ACLs listed in system.acls (Kafka's tools). They take the jvm lock as their suites.
-sluice_pytest_run(sqlite.jvm SLUICE_TEST_SQL_ENGINE=sqlite test_console
-  test_console.py::test_every_page_shows_the_data
-  test_kafka_acls.py::test_added_acls_are_policy_statements_listed_everywhere_and_survive_a_restart)
-
 # The real-client suites again against a shared-mode cluster (docs/shared-mode.md, "The
 # client suites against a cluster"): SLUICE_TEST_CLUSTER=3 makes each module's `broker` the
 # three brokers of one `scripts/cluster up` (PostgreSQL, s3proxy) the module shares
