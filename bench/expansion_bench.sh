@@ -44,10 +44,13 @@ usage: bench/expansion_bench.sh [--quick] [--keep] [--no-flatten] [--engines LIS
   --keep          keep the scratch dir (broker data, logs) at exit
   --no-flatten    keep the struct field as JSON text instead of flattening it
   --engines LIST  the SQL engines (sluice serve --sql-engine) to measure, comma-separated,
-                  one broker each, taking turns [sqlite,duckdb]
+                  one broker each, taking turns [duckdb]; `sqlite` runs SLUICE_SQLITE's
+                  broker (the SQLite engine was removed from Sluice on 2026-12-07)
 
 environment (defaults in brackets):
   SLUICE, LOADGEN    binaries                  [BUILD_DIR/sluice, BUILD_DIR/bench/sluice-loadgen]
+  SLUICE_SQLITE      the broker of engine sqlite: a build of Sluice from before the SQLite
+                     engine's removal (e.g. commit 8d69d4b) [none: sqlite refused]
   BENCH_DIR          parent of the scratch dir [\${TMPDIR:-/tmp}]
   PARTITIONS         partitions of every topic [4]
   BACKFILL_RECORDS   events backfilled         [2000000]
@@ -65,7 +68,7 @@ USAGE
 KEEP=0
 QUICK=0
 FLATTEN=1
-ENGINES=sqlite,duckdb
+ENGINES=duckdb
 BUILD_DIR="${BUILD_DIR:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -106,6 +109,12 @@ case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$PWD/$BUILD_DIR" ;; esac
 [ "$BACKFILL_REPEATS" -ge 1 ] 2>/dev/null || { echo "expansion_bench.sh: BACKFILL_REPEATS must be 1 or more" >&2; exit 2; }
 
 [ -n "${EPOCHREALTIME:-}" ] || { echo "expansion_bench.sh: needs bash 5 (EPOCHREALTIME)" >&2; exit 2; }
+# The broker binary of an engine: this build's, or for sqlite an older build's.
+serve_bin() { if [ "$1" = sqlite ]; then echo "$SLUICE_SQLITE"; else echo "$SLUICE"; fi; }
+if [[ ",$ENGINES," == *,sqlite,* ]]; then
+  [ -n "${SLUICE_SQLITE:-}" ] || { echo "expansion_bench.sh: engine sqlite needs SLUICE_SQLITE, a build of Sluice from before the SQLite engine was removed (2026-12-07), e.g. git worktree add /tmp/s 8d69d4b && (cd /tmp/s && cmake --preset release && cmake --build build -j2 --target sluice)" >&2; exit 2; }
+  [ -x "$SLUICE_SQLITE" ] || { echo "expansion_bench.sh: SLUICE_SQLITE=$SLUICE_SQLITE is not executable" >&2; exit 2; }
+fi
 for b in "$SLUICE" "$LOADGEN"; do
   [ -x "$b" ] || { echo "expansion_bench.sh: $b is missing (build it, or give BUILD_DIR / SLUICE / LOADGEN)" >&2; exit 2; }
 done
@@ -127,7 +136,7 @@ source "$ROOT/bench/lib.sh"
 # ---------------------------------------------------------------------------
 
 echo "machine: $(nproc) x ${M_CPU:-?}, $M_MEM, $(uname -r); data dir on $M_FS; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-echo "sluice: $SLUICE (build type ${M_BUILD:-unknown}), git $M_GIT; engines: ${ENG[*]}" >&2
+echo "sluice: $SLUICE (build type ${M_BUILD:-unknown}), git $M_GIT; engines: ${ENG[*]}${SLUICE_SQLITE:+; sqlite served by $SLUICE_SQLITE}" >&2
 case "$M_BUILD" in Release|RelWithDebInfo) ;; *) echo "expansion_bench.sh: note: not a release build" >&2 ;; esac
 
 # ---------------------------------------------------------------------------
@@ -143,7 +152,7 @@ for i in "${!ENG[@]}"; do
   e="${ENG[$i]}"
   mkdir -p "$WORK/data-$e"
   # shellcheck disable=SC2086 # SERVE_ARGS is deliberately word-split
-  "${launcher[@]}" "$SLUICE" serve --data-dir "$WORK/data-$e" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
+  "${launcher[@]}" "$(serve_bin "$e")" serve --data-dir "$WORK/data-$e" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
     --sql-engine "$e" $SERVE_ARGS > "$LOGS/sluice-$e.log" 2>&1 &
   PIDS[i]=$!
 done

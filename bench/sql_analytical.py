@@ -1,16 +1,16 @@
 """SQL at analytical speed (issue 36): the same queries over the same events through
-  (a) Sluice's SQL over HTTP (SQLite over the topic),
+  (a) with --sqlite-sluice BIN only: an older Sluice's SQL over HTTP on its SQLite
+      engine (removed from Sluice on 2026-12-07; BIN is a build from before that),
   (b) DuckDB's kafka_topic() table function over the broker's partition logs
       (bench/duck_topic_scan.cc, run by sluice-duckbench once the broker has stopped),
   (e) src/sql/duck's kafka_topic (DuckDB's C++ API: filter pushdown on partition,
       offset and the timestamps; value as BLOB, read as value_text), also by
       sluice-duckbench (--engine sluice) over the stopped broker's logs,
-  (f) Sluice's SQL over HTTP on the DuckDB engine (`--sql-engine duckdb`, the same
-      broker's data restarted): (e)'s statements, kafka_topics.events read through
-      decode(value),
+  (f) Sluice's SQL over HTTP (DuckDB; with (a), (a)'s data restarted on this build):
+      (e)'s statements, kafka_topics.events read through decode(value),
   (c) DuckDB over the raw NDJSON file of the events,
   (d) DuckDB over its own table of them (typed columns),
-in one run. Each broker (SQLite engine, then DuckDB engine) also gets an expansion of the
+in one run. Each broker ((a)'s, then (f)'s) also gets an expansion of the
 events into typed columns (x.events; on DuckDB a columnar table): a query over the target
 alone and joins of the topic with it, against (d) over its own tables; and the producer
 throughput of a flat-out acks=all load with and without a loop of the analytical
@@ -196,10 +196,10 @@ def best_of(runs, fn):
     return min(times), out
 
 
-def start_broker(binary, data, engine="sqlite", sql_threads=0, timeout_s=60):
+def start_broker(binary, data, engine, sql_threads=0, timeout_s=60):
     """Starts a broker and waits for its listeners. The first start on DuckDB over a
-    SQLite broker's data copies its tables and expansion targets first (docs/sql.md,
-    Switching engines), minutes for 10,000,000 rows: give it a longer timeout_s."""
+    SQLite broker's data copies its tables and expansion targets first (docs/sql.md),
+    minutes for 10,000,000 rows: give it a longer timeout_s."""
     threads = ["--sql-threads", str(sql_threads)] if sql_threads else []
     proc = subprocess.Popen([binary, "serve", "--data-dir", data, "--listen", "127.0.0.1:0",
                              "--http", "127.0.0.1:0", "--sql-timeout-ms", "600000",
@@ -255,6 +255,16 @@ def print_tables(times, load, args):
               args.load_seconds, args.load_record_size, ", ".join(LOOP_QUERIES)))
 
 
+def fill(kafka, http, lines, engine_label):
+    """Creates the topic and its expansion (live) and produces the events; returns None,
+    for the caller to drop its list of the events' lines."""
+    create_topic(kafka, "events")
+    create_expansion(http, "events", backfill=False)
+    rate = produce(kafka, "events", lines)
+    print("# produced at %.0f events/s (%s expansion live)" % (rate, engine_label), flush=True)
+    return None
+
+
 def run_scan(args, data, qs, engine, times, results):
     """(b) or (e): sluice-duckbench over the stopped broker's partition logs."""
     cmd = [args.duckbench, "scan"] + (["--engine", "sluice"] if engine == "e" else []) + [
@@ -306,6 +316,9 @@ def main():
                     help="the DuckDB broker's --sql-threads (0: its default, one per core)")
     ap.add_argument("--append-rows", type=int, default=1_000_000)
     ap.add_argument("--sluice", default="build/sluice")
+    ap.add_argument("--sqlite-sluice", help="run (a) with this broker's SQLite engine: a build of Sluice "
+                    "from before the SQLite engine was removed (2026-12-07), e.g. of commit 8d69d4b; "
+                    "(f) then starts on (a)'s data, which tests the copy into DuckDB (default: no (a))")
     ap.add_argument("--duckbench", default="build/bench/sluice-duckbench")
     ap.add_argument("--loadgen", default="build/bench/sluice-loadgen")
     ap.add_argument("--load-seconds", type=int, default=20,
@@ -340,32 +353,35 @@ def main():
     results = {name: {} for name in qs}
     load = {}
 
-    # (a) Sluice over HTTP, on the live broker, its expansion live while producing.
     shutil.rmtree(data, ignore_errors=True)
-    proc, kafka, http = start_broker(args.sluice, data)
-    try:
-        create_topic(kafka, "events")
-        create_expansion(http, "events", backfill=False)
-        rate = produce(kafka, "events", lines)
-        print("# produced at %.0f events/s (SQLite expansion live)" % rate, flush=True)
-        del lines
-        wait_expansion(http, args.events)
-        run_http(args, http, qs, "a", sqlite_runs, times, results)
-        load["a"] = alongside(args, kafka, http, qs, "a")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=300)
+    if args.sqlite_sluice:
+        # (a) an older Sluice's SQLite engine over HTTP, its expansion live while producing.
+        proc, kafka, http = start_broker(args.sqlite_sluice, data, "sqlite")
+        try:
+            lines = fill(kafka, http, lines, "SQLite")
+            wait_expansion(http, args.events)
+            run_http(args, http, qs, "a", sqlite_runs, times, results)
+            load["a"] = alongside(args, kafka, http, qs, "a")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=300)
 
-    # (f) the same broker's data, served by its DuckDB engine; the expansion made again
-    # with a backfill into the columnar store.
+    # (f) this build's DuckDB engine: on (a)'s data (copied into DuckDB at the first start;
+    # the expansion made again with a backfill into the columnar store), or on a new data
+    # dir, its expansion live while producing.
     t = time.monotonic()
     proc, kafka, http = start_broker(args.sluice, data, "duckdb", args.sql_threads, timeout_s=3600)
-    print("# first start on DuckDB (the SQLite tables and expansion targets copied) in %.1f s"
-          % (time.monotonic() - t), flush=True)
+    print("# first start on DuckDB in %.1f s%s" % (
+        time.monotonic() - t, " (the SQLite tables and expansion targets copied)" if args.sqlite_sluice else ""),
+        flush=True)
     try:
-        create_expansion(http, "events", backfill=True)
-        s = wait_expansion(http, args.events)
-        print("# DuckDB expansion backfilled in %.1f s (%.0f events/s)" % (s, args.events / s), flush=True)
+        if args.sqlite_sluice:
+            create_expansion(http, "events", backfill=True)
+            s = wait_expansion(http, args.events)
+            print("# DuckDB expansion backfilled in %.1f s (%.0f events/s)" % (s, args.events / s), flush=True)
+        else:
+            lines = fill(kafka, http, lines, "DuckDB")
+            wait_expansion(http, args.events)
         run_http(args, http, qs, "f", args.runs, times, results)
         load["f"] = alongside(args, kafka, http, qs, "f")
     finally:
