@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -88,28 +89,47 @@ struct duck_targets::impl {
     std::thread thread;
 
     void run_checkpoints() {
-        const std::filesystem::path wal = o.file.string() + ".wal";
         std::unique_lock lk(mu);
         while (!stop) {
             cv.wait_for(lk, std::chrono::milliseconds(200));
             if (stop) break;
-            std::error_code ec;
-            const auto size = std::filesystem::file_size(wal, ec);
-            if (ec || size < o.checkpoint_wal_bytes) continue;
             lk.unlock();
-            try {
-                d::Connection con(*db);
-                auto r = con.Query("CHECKPOINT");
-                const bool ok = !r->HasError();
-                if (!ok)
-                    log_debug("expansion", "checkpoint of {}: {} (tried again)", o.file.string(),
-                              r->GetError());
-                std::lock_guard count(mu);
-                ++(ok ? counts.done : counts.refused);
-            } catch (const std::exception& e) {
-                log_warn("expansion", "checkpoint of {}: {}", o.file.string(), message_of(e));
-            }
+            step();
             lk.lock();
+        }
+    }
+
+    // Checkpoints once the WAL passed checkpoint_wal_bytes.
+    void step() {
+        std::error_code ec;
+        const auto wal_bytes = std::filesystem::file_size(o.file.string() + ".wal", ec);
+        if (ec || wal_bytes < o.checkpoint_wal_bytes) return;
+        try {
+            d::Connection con(*db);
+            checkpoint_now(con, wal_bytes);
+        } catch (const std::exception& e) {
+            log_warn("expansion", "checkpoint of {}: {}", o.file.string(), message_of(e));
+        }
+    }
+
+    void checkpoint_now(d::Connection& con, uint64_t wal_bytes) {
+        const auto started = std::chrono::steady_clock::now();
+        auto r = con.Query("CHECKPOINT");
+        const double took =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                .count();
+        const bool ok = !r->HasError();
+        if (ok)
+            log_debug("expansion", "checkpointed {} ({} MiB of WAL) in {:.0f} ms",
+                      o.file.string(), wal_bytes >> 20, took);
+        else
+            log_debug("expansion", "checkpoint of {}: {} (tried again)", o.file.string(),
+                      r->GetError());
+        std::lock_guard count(mu);
+        ++(ok ? counts.done : counts.refused);
+        if (ok) {
+            counts.ms += took;
+            counts.longest_ms = std::max(counts.longest_ms, took);
         }
     }
 };
