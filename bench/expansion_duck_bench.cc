@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "bench_cli.h"
+#include "json10_event.h"
 #include "expansion/duck/duck_target.h"
 #include "expansion/row_builder.h"
 #include "expansion/target.h"
@@ -34,30 +35,6 @@ using namespace sluice;
 using namespace sluice::expansion;
 
 namespace {
-
-constexpr const char* schema_json = R"({"fields": [
-  {"name": "id", "type": "int64"}, {"name": "ts", "type": "timestamp_ms"},
-  {"name": "user", "type": "string"}, {"name": "amount", "type": "float64"},
-  {"name": "qty", "type": "int64"}, {"name": "active", "type": "bool"},
-  {"name": "country", "type": "string"}, {"name": "tags", "type": "json"},
-  {"name": "address", "type": "struct", "fields": [{"name": "city", "type": "string"},
-    {"name": "zip", "type": "int64"}, {"name": "street", "type": "string"}]},
-  {"name": "note", "type": "string"}]})";
-
-// The shape of sluice-loadgen --value-json10 (bench/loadgen_produce.cc).
-std::string event(int64_t i) {
-    static constexpr const char* countries[] = {"DE", "FR", "PT", "US", "JP", "BR", "IN", "NG"};
-    static constexpr const char* cities[] = {"Lisbon", "Berlin", "Osaka",  "Lagos", "Recife",
-                                             "Pune",   "Lyon",   "Denver", "Porto", "Kyoto"};
-    const uint64_t h = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
-    return fmt::format(
-        R"({{"id":{},"ts":{},"user":"user-{}","amount":{}.{:02},"qty":{},"active":{},)"
-        R"("country":"{}","tags":["beta","gamma"],"address":{{"city":"{}","zip":{},)"
-        R"("street":"{} Harbour Road"}},"note":"the quick brown fox jumps over the lazy dog"}})",
-        i, 1764460800000 + i, h % 1000000, (h >> 8) % 10000, (h >> 20) % 100, (h >> 28) % 100,
-        (h >> 36) % 2 ? "true" : "false", countries[(h >> 40) % 8], cities[(h >> 44) % 10],
-        10000 + (h >> 48) % 90000, (h >> 52) % 200);
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -263,14 +240,14 @@ void query_and_report(const options& o, const rates& r) {
 }
 
 int run(const options& o) {
-    auto fields = parse_schema(schema_json);
+    auto fields = parse_schema(bench::json10_schema);
     if (!fields) die(fields.err().message);
     auto cols = layout::make(*fields, {.flatten = true, .copy_source = false});
     if (!cols) die(cols.err().message);
     row_builder rb(*fields, *cols);
     std::vector<std::string> events;
     events.reserve(static_cast<size_t>(o.events));
-    for (int64_t i = 0; i < o.events; ++i) events.push_back(event(i));
+    for (int64_t i = 0; i < o.events; ++i) events.push_back(bench::json10_event(i));
     std::printf("%lld events of %zu bytes (about), %zu columns, a commit per %lld events\n",
                 static_cast<long long>(o.events), events.empty() ? 0 : events[0].size(),
                 cols->columns().size(), static_cast<long long>(o.per_commit));

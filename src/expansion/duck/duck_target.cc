@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -33,9 +35,18 @@ namespace {
 // the progress table's, as in the SQLite files.
 constexpr const char* format_name = "sluice-expansion-duckdb";
 constexpr int format_version = 2;
-// Progress rows a target appends between two prunings of the rows they supersede: a
+// Progress rows the targets append between two prunings of the rows they supersede: a
 // DELETE statement every this many rows, not one per commit.
 constexpr int64_t prune_every_rows = 1'000;
+
+// The DELETE of every progress row that a later row of its (target, partition) superseded,
+// for one target (`target = '...'`) or all (`true`).
+std::string prune_sql(const std::string& which_targets) {
+    return fmt::format("DELETE FROM main.{0} AS o WHERE {1} AND seq < (SELECT max(seq) FROM "
+                       "main.{0} AS l WHERE l.target = o.target AND l.\"partition\" = "
+                       "o.\"partition\")",
+                       progress_table, which_targets);
+}
 
 // DuckDB's column type for a layout column: SQLite's declared types as DuckDB's, except
 // _source, which holds any bytes (DuckDB's VARCHAR must be UTF-8).
@@ -78,6 +89,15 @@ void check(d::QueryResult& r) {
 
 }  // namespace
 
+// What the targets of one file share with the backend's thread: the count of progress rows
+// appended since the thread last pruned, and a lock that keeps the thread's DELETE of
+// superseded progress rows and a target's own DELETEs of its progress apart (DuckDB fails
+// the second of two transactions that delete the same row).
+struct progress_rows {
+    std::atomic<int64_t> unpruned{0};
+    std::mutex deleting;
+};
+
 struct duck_targets::impl {
     duck_options o;
     std::shared_ptr<d::DuckDB> db;
@@ -85,31 +105,71 @@ struct duck_targets::impl {
     std::condition_variable cv;
     bool stop = false;
     checkpoint_counts counts;
+    std::shared_ptr<progress_rows> progress = std::make_shared<progress_rows>();
     std::thread thread;
 
+    // Prunes the progress rows of every target, off the expander's commit path: a DELETE
+    // runs through DuckDB's executor, and waits for a running checkpoint to end (DuckDB
+    // lets transactions that only append commit meanwhile, not those that delete).
+    void prune(d::Connection& con) {
+        const int64_t seen = progress->unpruned.load();
+        if (seen < prune_every_rows) return;
+        std::lock_guard lk(progress->deleting);
+        auto r = con.Query(prune_sql("true"));
+        if (r->HasError()) {
+            log_warn("expansion", "pruning the progress rows of {}: {}", o.file.string(),
+                     r->GetError());
+            return;
+        }
+        progress->unpruned -= seen;
+    }
+
     void run_checkpoints() {
-        const std::filesystem::path wal = o.file.string() + ".wal";
         std::unique_lock lk(mu);
         while (!stop) {
             cv.wait_for(lk, std::chrono::milliseconds(200));
             if (stop) break;
-            std::error_code ec;
-            const auto size = std::filesystem::file_size(wal, ec);
-            if (ec || size < o.checkpoint_wal_bytes) continue;
             lk.unlock();
-            try {
-                d::Connection con(*db);
-                auto r = con.Query("CHECKPOINT");
-                const bool ok = !r->HasError();
-                if (!ok)
-                    log_debug("expansion", "checkpoint of {}: {} (tried again)", o.file.string(),
-                              r->GetError());
-                std::lock_guard count(mu);
-                ++(ok ? counts.done : counts.refused);
-            } catch (const std::exception& e) {
-                log_warn("expansion", "checkpoint of {}: {}", o.file.string(), message_of(e));
-            }
+            step();
             lk.lock();
+        }
+    }
+
+    // Checkpoints once the WAL passed checkpoint_wal_bytes, then prunes the progress rows
+    // (after: the DELETE's transaction keeps DuckDB from starting a checkpoint until it is
+    // cleaned up).
+    void step() {
+        std::error_code ec;
+        const auto wal_bytes = std::filesystem::file_size(o.file.string() + ".wal", ec);
+        const bool due = !ec && wal_bytes >= o.checkpoint_wal_bytes;
+        if (!due && progress->unpruned.load() < prune_every_rows) return;
+        try {
+            d::Connection con(*db);
+            if (due) checkpoint_now(con, wal_bytes);
+            prune(con);
+        } catch (const std::exception& e) {
+            log_warn("expansion", "checkpoint of {}: {}", o.file.string(), message_of(e));
+        }
+    }
+
+    void checkpoint_now(d::Connection& con, uint64_t wal_bytes) {
+        const auto started = std::chrono::steady_clock::now();
+        auto r = con.Query("CHECKPOINT");
+        const double took =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                .count();
+        const bool ok = !r->HasError();
+        if (ok)
+            log_debug("expansion", "checkpointed {} ({} MiB of WAL) in {:.0f} ms",
+                      o.file.string(), wal_bytes >> 20, took);
+        else
+            log_debug("expansion", "checkpoint of {}: {} (tried again)", o.file.string(),
+                      r->GetError());
+        std::lock_guard count(mu);
+        ++(ok ? counts.done : counts.refused);
+        if (ok) {
+            counts.ms += took;
+            counts.longest_ms = std::max(counts.longest_ms, took);
         }
     }
 };
@@ -117,8 +177,10 @@ struct duck_targets::impl {
 // One target: its own connection, appender and prepared progress statements.
 class duck_target final : public target_store {
   public:
-    duck_target(d::DuckDB& db, std::string schema, std::string table, const layout& l)
+    duck_target(d::DuckDB& db, std::shared_ptr<progress_rows> shared, std::string schema,
+                std::string table, const layout& l)
         : _con(db),
+          _shared(std::move(shared)),
           _schema(std::move(schema)),
           _table(std::move(table)),
           _qualified(_schema + "." + _table),
@@ -240,8 +302,8 @@ class duck_target final : public target_store {
     }
 
     // A row appended, not updated (an UPDATE is a statement DuckDB binds again at every
-    // run): load_progress() takes each partition's row of the highest seq, and every
-    // prune_every_rows rows the commit deletes the rows they superseded.
+    // run): load_progress() takes each partition's row of the highest seq, and the
+    // backend's thread deletes the rows they superseded (progress_rows).
     result<void> save_progress(int32_t partition, const partition_progress& p) override {
         return guarded("saving progress", [&]() -> result<void> {
             if (!_progress)
@@ -251,7 +313,7 @@ class duck_target final : public target_store {
                                  d::Value::BIGINT(p.next), d::Value::BIGINT(p.backfill_start),
                                  d::Value::BIGINT(p.backfill_next),
                                  d::Value::BIGINT(p.backfill_end), d::Value::BIGINT(_seq++));
-            ++_unpruned;
+            _shared->unpruned.fetch_add(1, std::memory_order_relaxed);
             return {};
         });
     }
@@ -268,9 +330,6 @@ class duck_target final : public target_store {
             if (_progress) {
                 _progress->Flush();
                 _progress.reset();
-            }
-            if (_unpruned >= prune_every_rows) {
-                if (auto p = prune_progress(); !p) return p;
             }
             auto& tc = _con.context->transaction;
             // A statement that failed inside the transaction invalidated it: what DuckDB's
@@ -321,6 +380,7 @@ class duck_target final : public target_store {
     }
 
     result<void> reset_progress(const progress_map& progress) override {
+        std::lock_guard lk(_shared->deleting);
         return in_transaction([&]() -> result<void> {
             if (auto r = exec(fmt::format("DELETE FROM main.{} WHERE target = {}", progress_table,
                                           quote_literal(_key)));
@@ -337,6 +397,7 @@ class duck_target final : public target_store {
     result<void> remove(bool drop_table) override {
         _appender.reset();  // holds the table's description
         _direct_ok = false;  // the transaction drops the table the direct appender would hold
+        std::lock_guard lk(_shared->deleting);
         return in_transaction([&]() -> result<void> {
             if (auto r = exec(fmt::format("DELETE FROM main.{} WHERE target = {}", progress_table,
                                           quote_literal(_key)));
@@ -397,11 +458,8 @@ class duck_target final : public target_store {
 
     // Deletes the progress rows that a later row of the same partition superseded.
     result<void> prune_progress() {
-        _unpruned = 0;
-        return exec(fmt::format("DELETE FROM main.{0} AS o WHERE target = {1} AND seq < "
-                                "(SELECT max(seq) FROM main.{0} AS l WHERE l.target = {1} "
-                                "AND l.\"partition\" = o.\"partition\")",
-                                progress_table, quote_literal(_key)));
+        std::lock_guard lk(_shared->deleting);
+        return exec(prune_sql("target = " + quote_literal(_key)));
     }
 
     result<void> flush_chunk() {
@@ -536,6 +594,7 @@ class duck_target final : public target_store {
     }
 
     d::Connection _con;
+    std::shared_ptr<progress_rows> _shared;  // the backend's
     std::string _schema, _table, _qualified, _key;
     layout _layout;
     d::vector<d::LogicalType> _types;
@@ -546,7 +605,6 @@ class duck_target final : public target_store {
     // The next progress row's seq. Invariant: one duck_target writes a target at a time
     // (the service keeps one per running expansion), so its rows' seqs only grow.
     int64_t _seq = 1;
-    int64_t _unpruned = 0;  // progress rows appended since the last prune
     bool _in_txn = false;
     bool _exact = false;  // the table has the layout's columns, in its order, and no other
     bool _direct_ok = false;  // ... and of the layout's types: rows go through _direct
@@ -649,7 +707,7 @@ result<std::unique_ptr<target_store>> duck_targets::open(const std::string& sche
                                                          bool create) {
     std::unique_ptr<duck_target> t;
     try {
-        t = std::make_unique<duck_target>(*_impl->db, schema, table, l);
+        t = std::make_unique<duck_target>(*_impl->db, _impl->progress, schema, table, l);
     } catch (const std::exception& e) {
         return error{errc::io_error, fmt::format("{}.{}: {}", schema, table, message_of(e))};
     }

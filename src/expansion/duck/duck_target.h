@@ -76,9 +76,12 @@ class duck_targets final : public target_backend {
     result<duck_rows> query(const std::string& sql);
     // Checkpoints now (what the thread does past checkpoint_wal_bytes).
     result<void> checkpoint();
-    // Checkpoints the thread ran, and those DuckDB refused (tried again 200 ms later).
+    // Checkpoints the thread ran, and those DuckDB refused (tried again 200 ms later);
+    // the time the done ones took (writers' commits wait for a checkpoint: DuckDB's
+    // checkpoint lock).
     struct checkpoint_counts {
         int64_t done = 0, refused = 0;
+        double ms = 0, longest_ms = 0;
     };
     checkpoint_counts checkpoints() const;
     // The database, for connections of readers in this process.
