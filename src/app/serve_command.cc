@@ -51,24 +51,17 @@
 #include "sql/http/http_server.h"
 #include "sql/pg/pg_server.h"
 #include "sql/schemas.h"
-#include "sql/sqlite_engine.h"
 
 namespace sluice::app {
 namespace {
 
-// The SQL engine --sql-engine names (docs/sql.md, Engines), in two steps: prepare()
-// before the expansions open, since with DuckDB they store their targets columnar in the
-// engine's own database (<data_dir>/sql-duck/sluice.duckdb, docs/expansions.md#storage), then
-// open() once they have.
+// The SQL engine, DuckDB (docs/sql.md), in two steps: prepare() before the expansions
+// open, since they store their targets columnar in the engine's own database
+// (<data_dir>/sql-duck/sluice.duckdb, docs/expansions.md#storage), then open() once they
+// have.
 class sql_engine_choice {
   public:
-    sql::outcome<bool> prepare(const std::string& name, const sql::engine_options& eo,
-                               const std::string& export_dir) {
-        _name = name;
-        if (name == "sqlite" && export_dir.empty()) return true;
-        if (name == "sqlite")
-            return sql::query_error{sql::failure::invalid_parameter,
-                                    "--sql-export-dir needs --sql-engine duckdb"};
+    sql::outcome<bool> prepare(const sql::engine_options& eo, const std::string& export_dir) {
         std::filesystem::path exports;
         if (!export_dir.empty()) {
             std::error_code ec;
@@ -79,8 +72,8 @@ class sql_engine_choice {
                     fmt::format("--sql-export-dir {}: not a directory", export_dir)};
         }
         const auto file = sql::duck::serving_database_file(eo.data_dir);
-        // Once: the tables the SQLite engine served from this data directory, expansion
-        // targets and their progress among them (docs/sql.md, Switching engines).
+        // Once: the tables the removed SQLite engine served from this data directory,
+        // expansion targets and their progress among them (docs/sql.md).
         auto copied = sql::duck_migration::migrate(eo.data_dir, file, eo.bounds.total_memory);
         if (!copied) return sql::query_error{sql::failure::internal, copied.err().message};
         auto db = sql::duck::open_serving_database(eo, file, exports);
@@ -91,17 +84,15 @@ class sql_engine_choice {
         _targets = std::move(*t);
         return true;
     }
-    // Where the expansions store their targets; null: SQLite (in the users' schemas).
+    // Where the expansions store their targets.
     std::shared_ptr<expansion::target_backend> targets() const {
         return _targets;
     }
     sql::outcome<std::unique_ptr<sql::engine>> open(const sql::engine_options& eo) {
-        if (_duck) return sql::duck::open_serving_engine(eo, _duck);
-        return sql::open_engine(eo);
+        return sql::duck::open_serving_engine(eo, _duck);
     }
 
   private:
-    std::string _name;
     std::shared_ptr<expansion::target_backend> _targets;
     std::shared_ptr<sql::duck::engine> _duck;
 };
@@ -549,7 +540,7 @@ int serve(const serve_options& o) {
         eo.partitions = &*shared_partitions;
     }
     sql_engine_choice sql_engine;
-    if (auto r = sql_engine.prepare(o.sql_engine, eo, o.sql_export_dir); !r) {
+    if (auto r = sql_engine.prepare(eo, o.sql_export_dir); !r) {
         log_error("app", "sql: {}", r.error().message);
         logs.close();
         return 1;
