@@ -50,7 +50,6 @@
 #include "sql/duck_migration/sqlite_to_duck.h"
 #include "sql/http/http_server.h"
 #include "sql/pg/pg_server.h"
-#include "sql/schemas.h"
 
 namespace sluice::app {
 namespace {
@@ -501,14 +500,6 @@ int serve(const serve_options& o) {
         log_error("app", "storage: {}", r.err().message);
         return 1;
     }
-    // Users' SQL schemas, shared by the SQL engine and the expansions writing into them.
-    auto schemas = sql::schema_registry::open(cfg.data_dir / "sql");
-    if (!schemas) {
-        log_error("app", "sql: {}", schemas.error().message);
-        logs.close();
-        return 1;
-    }
-    std::shared_ptr<sql::schema_registry> shared_schemas = std::move(*schemas);
     // SQL: its own threads (one per connection), over the same logs and catalog.
     sql_state state(b);
     if (engines) {
@@ -528,7 +519,6 @@ int serve(const serve_options& o) {
     eo.logs = &logs;
     eo.catalog = cat->get();
     eo.state = &state;
-    eo.schemas = shared_schemas;
     eo.gate = &b.access();
     // Shared mode: topics, users and policies of the shared catalog; partitions through
     // the partition-log interface of the shared log.
@@ -548,8 +538,7 @@ int serve(const serve_options& o) {
     // Expansions catch up from the log before the broker serves anyone.
     // Shared mode: the definitions are the shared catalog's, the events the shared log's;
     // each broker expands them into its own copy of the targets (docs/expansions.md).
-    expansion::service_options xo{cat->get(), cat->get(), &logs, shared_schemas,
-                                  sql_engine.targets()};
+    expansion::service_options xo{cat->get(), cat->get(), &logs, sql_engine.targets()};
     if (engines) {
         xo.topics = engines->topics.get();
         xo.expansions = engines->expansions.get();
