@@ -418,12 +418,9 @@ int serve(const serve_options& o) {
     cfg.transactional_id_expiration_ms = o.transactional_id_expiration_ms;
     cfg.transaction_version = o.transaction_version;
 
-    // Before SQLite's first use: its allocator then keeps no statistics, which otherwise
-    // cost a global mutex on every allocation of every connection (the expander makes
-    // several per row).
+    // Before SQLite's first use (the catalog's): its allocator then keeps no statistics,
+    // which otherwise cost a global mutex on every allocation of every connection.
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    // Also before: the allocator that counts and bounds users' SQL (sql/budget.h).
-    if (!sql::install_budget_allocator()) log_warn("app", "SQL memory accounting unavailable");
     // After it (this initializes SQLite) and before any connection opens: WAL indexes
     // allocated on disk before they are used (catalog/shm_vfs.h).
     if (!catalog::install_shm_vfs())

@@ -17,6 +17,7 @@
 #include "log/record_cursor.h"
 #include "log/store_cursor.h"
 #include "sql/partition_source.h"
+#include "sql/schema_names.h"
 #include "sql/sql_text.h"
 
 namespace sluice::expansion {
@@ -56,7 +57,7 @@ result<target_name> parse_target(const std::string& target) {
     if (low.rfind("sqlite_", 0) == 0 || low.rfind("_sluice", 0) == 0)
         return bad("table names starting with sqlite_ or _sluice are reserved");
     if (t.schema != "main")
-        if (auto why = sql::schema_registry::check_name(t.schema); !why.empty()) return bad(why);
+        if (auto why = sql::check_schema_name(t.schema); !why.empty()) return bad(why);
     return t;
 }
 

@@ -27,7 +27,7 @@
 #include "common/types.h"
 #include "expansion/schema.h"
 #include "expansion/target_store.h"
-#include "sql/sqlite_engine.h"
+#include "sql/engine_options.h"
 
 namespace sluice::catalog {
 class expansion_store;

@@ -19,7 +19,7 @@
 #include "sql/duck/duck_internal.h"
 #include "sql/duck/session_memory.h"
 #include "sql/engine.h"
-#include "sql/sqlite_engine.h"
+#include "sql/engine_options.h"
 #include "sql/statement_context.h"
 
 namespace sluice::sql::duck {

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <set>
 
-#include "sql/functions.h"
 #include "sql/pg/catalog_rewrite.h"
 #include "sql/pg/lexer.h"
 #include "sql/pg/pg_dialect.h"
@@ -253,19 +252,6 @@ prepare_result prepare_deallocate(command_context& ctx, std::string_view text) {
     });
 }
 
-// SELECT version() / SELECT pg_catalog.version(), alone.
-bool is_select_version(std::string_view text) {
-    tokenizer tz(text);
-    if (!tz.next().is_word("SELECT")) return false;
-    token t = tz.next();
-    if (t.is_word("pg_catalog") && tz.peek().is_punct('.')) {
-        tz.next();
-        t = tz.next();
-    }
-    return t.is_word("version") && tz.next().is_punct('(') && tz.next().is_punct(')') &&
-           tz.next().k == token::kind::end;
-}
-
 // Whether every token of `text` after its first word is one of `allowed` words.
 bool only_words(std::string_view text, std::initializer_list<std::string_view> allowed) {
     tokenizer tz(text);
@@ -363,13 +349,6 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
             return std::vector<std::vector<value>>{};
         }));
     }
-    // DuckDB (native_pg_dialect) answers version() itself, naming its own engine.
-    if (!ctx.sess.native_pg_dialect() && is_select_version(text)) {
-        std::string v = version_text();
-        return own(canned(text, "SELECT", {{"version", "TEXT"}},
-                          [v] { return std::vector<std::vector<value>>{{v}}; }));
-    }
-
     // PostgreSQL spellings of the transaction commands that SQLite does not parse. The
     // transaction modes (ISOLATION LEVEL, READ ONLY, DEFERRABLE) change nothing: SQLite
     // transactions are serializable.
@@ -491,7 +470,7 @@ settings::settings(session& s, const pg_options& opts) : _session(s) {
         _defaults[key] = v;
         _params[key] = param{std::move(canonical), std::move(v), std::move(desc), ro, rep};
     };
-    add("server_version", opts.server_version, "Server version (Sluice's engine is SQLite).", true,
+    add("server_version", opts.server_version, "Server version (Sluice's engine is DuckDB).", true,
         true);
     add("server_encoding", "UTF8", "Server encoding (always UTF8).", true, true);
     add("client_encoding", "UTF8", "Client encoding (UTF8 only).", false, true);
