@@ -179,10 +179,6 @@ class session {
     // the principal may describe (docs/sql.md).
     virtual void set_principal(security::principal p) = 0;
     virtual const security::principal& current_principal() const = 0;
-
-    // Whether the engine speaks PostgreSQL's dialect itself (DuckDB): front ends then
-    // send statements as the client wrote them, without the translations to SQLite's.
-    virtual bool native_pg_dialect() const { return false; }
 };
 
 class engine {

@@ -53,7 +53,6 @@ class serving_session final : public sql::session {
     bool in_transaction() const override { return !_con->IsAutoCommit(); }
     void set_principal(security::principal p) override;
     const security::principal& current_principal() const override { return _ctx.principal(); }
-    bool native_pg_dialect() const override { return true; }
 
     // --- for statements ---
     d::Connection& con() { return *_con; }

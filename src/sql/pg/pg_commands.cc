@@ -7,11 +7,8 @@
 #include <cmath>
 #include <set>
 
-#include "sql/pg/catalog_rewrite.h"
 #include "sql/pg/lexer.h"
-#include "sql/pg/pg_dialect.h"
 #include "sql/pg/pg_server.h"
-#include "sql/pg/subquery_rewrite.h"
 #include "sql/sql_text.h"
 
 namespace sluice::sql::pg {
@@ -349,11 +346,11 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
             return std::vector<std::vector<value>>{};
         }));
     }
-    // PostgreSQL spellings of the transaction commands that SQLite does not parse. The
-    // transaction modes (ISOLATION LEVEL, READ ONLY, DEFERRABLE) change nothing: SQLite
-    // transactions are serializable.
+    // PostgreSQL's spellings of the transaction commands, as the plain BEGIN, COMMIT and
+    // ROLLBACK the engine parses. The transaction modes (ISOLATION LEVEL, READ ONLY,
+    // DEFERRABLE) change nothing. Everything else goes to the engine as the client wrote
+    // it: DuckDB speaks PostgreSQL's dialect.
     query_info info = info_for(words, text);
-    if (info.tag == "SELECT") info.columns = boolean_columns(text);
     std::string_view rewritten;
     if (first == "START" || (first == "BEGIN" && !only_words(text, {"DEFERRED", "IMMEDIATE",
                                                                     "EXCLUSIVE", "TRANSACTION"})))
@@ -366,25 +363,6 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
     if (!rewritten.empty()) {
         set_tail();
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
-    }
-    if (ctx.sess.native_pg_dialect())
-        return engine_prepare(ctx, sql, tail, std::move(info), declared);
-    // PostgreSQL spellings that SQLite lacks (pg_dialect.h) and correlated INs as EXISTS
-    // (subquery_rewrite.h), then the catalog queries of tools in SQLite's syntax
-    // (catalog_rewrite.h): the statement rewritten is prepared alone, and the rest of the
-    // string follows it.
-    auto translated = translate_statement(text);
-    if (auto exists = rewrite_correlated_in(translated ? std::string_view(*translated) : text))
-        translated = std::move(exists);
-    const std::string_view stmt = translated ? std::string_view(*translated) : text;
-    if (names_catalog(stmt))
-        if (auto sqlite_text = rewrite_catalog_sql(stmt); sqlite_text != stmt) {
-            set_tail();
-            return engine_prepare(ctx, sqlite_text, nullptr, std::move(info));
-        }
-    if (translated) {
-        set_tail();
-        return engine_prepare(ctx, *translated, nullptr, std::move(info));
     }
     return engine_prepare(ctx, sql, tail, std::move(info), declared);
 }
