@@ -39,7 +39,6 @@ class partition_log;
 class partition_store;
 }  // namespace sluice::log
 namespace sluice::sql {
-class schema_registry;
 class partition_source;
 }  // namespace sluice::sql
 
