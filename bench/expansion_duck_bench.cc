@@ -1,11 +1,11 @@
-// sluice-expansion-duckbench: expansion into a columnar DuckDB target against today's
-// SQLite target, in one run and one process (docs/benchmarks.md, "Columnar expansion
-// targets"). The JSON events are those of sluice-loadgen --value-json10 (10 fields, one
+// sluice-expansion-duckbench: expansion into a columnar DuckDB target, in one process
+// (docs/benchmarks.md, "Columnar expansion targets"; the SQLite target it was first
+// measured against went with the SQLite engine). The JSON events are those of sluice-loadgen --value-json10 (10 fields, one
 // a struct of 3, flattened: 19 columns), expanded with the broker's own row builder and
 // written through the broker's own target stores, in transactions of --per-commit
 // events, each with the progress row, as the expander writes them.
 //
-// Then a GROUP BY of one field with the sum of another over each target, against DuckDB
+// Then a GROUP BY of one field with the sum of another over the target, against DuckDB
 // over its own table of the same rows (CREATE TABLE AS from the target, checkpointed):
 // the best of --runs.
 //
@@ -13,7 +13,6 @@
 //       [--per-commit 5000] [--repeats 2] [--runs 5]
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -29,7 +28,6 @@
 #include "json10_event.h"
 #include "expansion/duck/duck_target.h"
 #include "expansion/row_builder.h"
-#include "expansion/target.h"
 
 using namespace sluice;
 using namespace sluice::expansion;
@@ -90,30 +88,6 @@ double best_duck(duck_targets& db, const std::string& sql, int runs, std::string
     return best;
 }
 
-double best_sqlite(const std::filesystem::path& file, const std::string& sql, int runs,
-                   std::string& answer) {
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
-        die("cannot open " + file.string());
-    double best = 1e9;
-    for (int r = 0; r < runs; ++r) {
-        sqlite3_stmt* st = nullptr;
-        const auto start = std::chrono::steady_clock::now();
-        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
-            die(sqlite3_errmsg(db));
-        bool first = true;
-        while (sqlite3_step(st) == SQLITE_ROW)
-            if (first) {
-                answer = fmt::format("{:.2f}", sqlite3_column_double(st, 1));
-                first = false;
-            }
-        sqlite3_finalize(st);
-        best = std::min(best, seconds_since(start));
-    }
-    sqlite3_close(db);
-    return best;
-}
-
 // The command line's choices.
 struct options {
     std::filesystem::path dir;
@@ -144,12 +118,11 @@ options parse_options(int argc, char** argv) {
     return o;
 }
 
-// Each repeat expands the events into a fresh DuckDB and a fresh SQLite target under
-// o.dir, the order alternating from one repeat to the next; events/s of each.
-// events/s: by wall time to the last commit; cpu: events per CPU-second of the process
-// from the first event to the target's close (the checkpoint at close included).
+// Each repeat expands the events into a fresh DuckDB target under o.dir; events/s by wall
+// time to the last commit, and events per CPU-second of the process from the first event
+// to the target's close (the checkpoint at close included).
 struct rates {
-    std::vector<double> sqlite, duck, sqlite_cpu, duck_cpu;
+    std::vector<double> duck, duck_cpu;
 };
 
 rates expand_repeats(const options& o, row_builder& rb, const layout& cols,
@@ -158,48 +131,29 @@ rates expand_repeats(const options& o, row_builder& rb, const layout& cols,
     for (int rep = 0; rep < o.repeats; ++rep) {
         std::filesystem::remove_all(o.dir);
         std::filesystem::create_directories(o.dir);
-        for (int k = 0; k < 2; ++k) {
-            const double cpu0 = cpu_seconds();
-            const auto per_cpu = [&] {
-                return static_cast<double>(events.size()) / (cpu_seconds() - cpu0);
-            };
-            if ((k + rep) % 2 == 0) {
-                std::string line;
-                {
-                    auto b = duck_targets::open({.file = o.dir / "expansions.duckdb"});
-                    if (!b) die(b.err().message);
-                    auto t = (*b)->open("main", "events", cols, true);
-                    if (!t) die(t.err().message);
-                    r.duck.push_back(expand(**t, rb, events, o.per_commit));
-                    const auto c = (*b)->checkpoints();
-                    std::error_code ec;
-                    const auto wal =
-                        std::filesystem::file_size(o.dir / "expansions.duckdb.wal", ec);
-                    line = fmt::format("checkpoints {}, refused {}; WAL at the end {:.1f} MiB",
-                                       c.done, c.refused, ec ? 0.0 : wal / 1048576.0);
-                }
-                r.duck_cpu.push_back(per_cpu());
-                std::printf("repeat %d  DuckDB target: %.0f events/s, %.0f per CPU-second (%s)\n",
-                            rep + 1, r.duck.back(), r.duck_cpu.back(), line.c_str());
-            } else {
-                {
-                    checkpointer cp;
-                    auto t =
-                        target_table::open(o.dir / "main.db", "main", "events", cols, true, &cp);
-                    if (!t) die(t.err().message);
-                    r.sqlite.push_back(expand(**t, rb, events, o.per_commit));
-                }
-                r.sqlite_cpu.push_back(per_cpu());
-                std::printf("repeat %d  SQLite target: %.0f events/s, %.0f per CPU-second\n",
-                            rep + 1, r.sqlite.back(), r.sqlite_cpu.back());
-            }
-            std::fflush(stdout);
+        const double cpu0 = cpu_seconds();
+        std::string line;
+        {
+            auto b = duck_targets::open({.file = o.dir / "expansions.duckdb"});
+            if (!b) die(b.err().message);
+            auto t = (*b)->open("main", "events", cols, true);
+            if (!t) die(t.err().message);
+            r.duck.push_back(expand(**t, rb, events, o.per_commit));
+            const auto c = (*b)->checkpoints();
+            std::error_code ec;
+            const auto wal = std::filesystem::file_size(o.dir / "expansions.duckdb.wal", ec);
+            line = fmt::format("checkpoints {}, refused {}; WAL at the end {:.1f} MiB", c.done,
+                               c.refused, ec ? 0.0 : wal / 1048576.0);
         }
+        r.duck_cpu.push_back(static_cast<double>(events.size()) / (cpu_seconds() - cpu0));
+        std::printf("repeat %d  DuckDB target: %.0f events/s, %.0f per CPU-second (%s)\n",
+                    rep + 1, r.duck.back(), r.duck_cpu.back(), line.c_str());
+        std::fflush(stdout);
     }
     return r;
 }
 
-// The GROUP BY over the last repeat's targets, against DuckDB's own table of the rows.
+// The GROUP BY over the last repeat's target, against DuckDB's own table of the rows.
 void query_and_report(const options& o, const rates& r) {
     const std::string group =
         "SELECT country, sum(amount) AS s FROM {} GROUP BY country ORDER BY country";
@@ -208,12 +162,10 @@ void query_and_report(const options& o, const rates& r) {
     if (auto q = (*b)->query("CREATE TABLE own AS SELECT * FROM main.events"); !q)
         die(q.err().message);
     if (auto c = (*b)->checkpoint(); !c) die(c.err().message);
-    std::string a_target, a_own, a_sqlite;
+    std::string a_target, a_own;
     const double t_target =
         best_duck(**b, fmt::format(fmt::runtime(group), "main.events"), o.runs, a_target);
     const double t_own = best_duck(**b, fmt::format(fmt::runtime(group), "own"), o.runs, a_own);
-    const double t_sqlite = best_sqlite(o.dir / "main.db",
-                                        fmt::format(fmt::runtime(group), "events"), o.runs, a_sqlite);
     auto rowgroups = (*b)->query(
         "SELECT table_name, count(DISTINCT row_group_id) FROM pragma_storage_info('main.events') "
         "GROUP BY ALL UNION ALL SELECT 'own', count(DISTINCT row_group_id) FROM "
@@ -221,18 +173,12 @@ void query_and_report(const options& o, const rates& r) {
 
     std::printf("\nexpansion rate, events/s (JSON parsing, rows and progress per commit):\n");
     for (size_t i = 0; i < r.duck.size(); ++i)
-        std::printf(
-            "  repeat %zu: DuckDB %.0f, SQLite %.0f, DuckDB/SQLite %.2f; per CPU-second (to the "
-            "close): DuckDB %.0f, SQLite %.0f, DuckDB/SQLite %.2f\n",
-            i + 1, r.duck[i], r.sqlite[i], r.duck[i] / r.sqlite[i], r.duck_cpu[i], r.sqlite_cpu[i],
-            r.duck_cpu[i] / r.sqlite_cpu[i]);
+        std::printf("  repeat %zu: %.0f; per CPU-second (to the close): %.0f\n", i + 1, r.duck[i],
+                    r.duck_cpu[i]);
     std::printf("GROUP BY country, sum(amount), best of %d:\n", o.runs);
-    std::printf(
-        "  DuckDB target %.4f s, DuckDB's own table %.4f s (target/own %.2f), "
-        "SQLite target %.4f s (SQLite/DuckDB target %.1f)\n",
-        t_target, t_own, t_target / t_own, t_sqlite, t_sqlite / t_target);
-    std::printf("  first group's sum: target %s, own %s, SQLite %s\n", a_target.c_str(),
-                a_own.c_str(), a_sqlite.c_str());
+    std::printf("  DuckDB target %.4f s, DuckDB's own table %.4f s (target/own %.2f)\n", t_target,
+                t_own, t_target / t_own);
+    std::printf("  first group's sum: target %s, own %s\n", a_target.c_str(), a_own.c_str());
     if (rowgroups)
         for (const auto& row : *rowgroups)
             std::printf("  row groups: %s %s\n", row.at(0).value_or("?").c_str(),

@@ -5,7 +5,7 @@
 //   3. SELECT count(*), max(offset) WHERE timestamp_broker in one minute       latency
 //   4. SELECT * ... the same minute (every column of each row built)           latency
 //   5, 6. the same on timestamp_producer (only its lower bound narrows the scan)
-// on one thread, best and median of --runs runs.
+// on the DuckDB engine (its threads: one per core), best and median of --runs runs.
 //
 //   sluice-sqlbench [--dir DIR] [--records 10000000] [--partitions 4] [--runs 5]
 //
@@ -23,7 +23,7 @@
 
 #include "bench_cli.h"
 #include "json_topic.h"
-#include "sql/sqlite_engine.h"
+#include "sql/duck/serving.h"
 
 using namespace sluice;
 
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
     eo.defaults.timeout = std::chrono::minutes(10);
     eo.logs = data.logs.get();
     eo.catalog = data.cat.get();
-    auto eng = sql::open_engine(eo);
+    auto eng = sql::duck::open_serving_engine(eo);
     if (!eng) die(eng.error().message);
     auto s = (*eng)->open_session();
     if (!s) die(s.error().message);

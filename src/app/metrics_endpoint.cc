@@ -10,7 +10,7 @@
 #include "broker/broker.h"
 #include "broker/broker_metrics.h"
 #include "expansion/service.h"
-#include "expansion/target.h"
+#include "expansion/target_store.h"
 #include "log/log_metrics.h"
 #include "security/auth_metrics.h"
 #include "sql/http/http_server.h"

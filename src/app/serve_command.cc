@@ -50,25 +50,17 @@
 #include "sql/duck_migration/sqlite_to_duck.h"
 #include "sql/http/http_server.h"
 #include "sql/pg/pg_server.h"
-#include "sql/schemas.h"
-#include "sql/sqlite_engine.h"
 
 namespace sluice::app {
 namespace {
 
-// The SQL engine --sql-engine names (docs/sql.md, Engines), in two steps: prepare()
-// before the expansions open, since with DuckDB they store their targets columnar in the
-// engine's own database (<data_dir>/sql-duck/sluice.duckdb, docs/expansions.md#storage), then
-// open() once they have.
+// The SQL engine, DuckDB (docs/sql.md), in two steps: prepare() before the expansions
+// open, since they store their targets columnar in the engine's own database
+// (<data_dir>/sql-duck/sluice.duckdb, docs/expansions.md#storage), then open() once they
+// have.
 class sql_engine_choice {
   public:
-    sql::outcome<bool> prepare(const std::string& name, const sql::engine_options& eo,
-                               const std::string& export_dir) {
-        _name = name;
-        if (name == "sqlite" && export_dir.empty()) return true;
-        if (name == "sqlite")
-            return sql::query_error{sql::failure::invalid_parameter,
-                                    "--sql-export-dir needs --sql-engine duckdb"};
+    sql::outcome<bool> prepare(const sql::engine_options& eo, const std::string& export_dir) {
         std::filesystem::path exports;
         if (!export_dir.empty()) {
             std::error_code ec;
@@ -79,8 +71,8 @@ class sql_engine_choice {
                     fmt::format("--sql-export-dir {}: not a directory", export_dir)};
         }
         const auto file = sql::duck::serving_database_file(eo.data_dir);
-        // Once: the tables the SQLite engine served from this data directory, expansion
-        // targets and their progress among them (docs/sql.md, Switching engines).
+        // Once: the tables the removed SQLite engine served from this data directory,
+        // expansion targets and their progress among them (docs/sql.md).
         auto copied = sql::duck_migration::migrate(eo.data_dir, file, eo.bounds.total_memory);
         if (!copied) return sql::query_error{sql::failure::internal, copied.err().message};
         auto db = sql::duck::open_serving_database(eo, file, exports);
@@ -91,17 +83,15 @@ class sql_engine_choice {
         _targets = std::move(*t);
         return true;
     }
-    // Where the expansions store their targets; null: SQLite (in the users' schemas).
+    // Where the expansions store their targets.
     std::shared_ptr<expansion::target_backend> targets() const {
         return _targets;
     }
     sql::outcome<std::unique_ptr<sql::engine>> open(const sql::engine_options& eo) {
-        if (_duck) return sql::duck::open_serving_engine(eo, _duck);
-        return sql::open_engine(eo);
+        return sql::duck::open_serving_engine(eo, _duck);
     }
 
   private:
-    std::string _name;
     std::shared_ptr<expansion::target_backend> _targets;
     std::shared_ptr<sql::duck::engine> _duck;
 };
@@ -428,12 +418,9 @@ int serve(const serve_options& o) {
     cfg.transactional_id_expiration_ms = o.transactional_id_expiration_ms;
     cfg.transaction_version = o.transaction_version;
 
-    // Before SQLite's first use: its allocator then keeps no statistics, which otherwise
-    // cost a global mutex on every allocation of every connection (the expander makes
-    // several per row).
+    // Before SQLite's first use (the catalog's): its allocator then keeps no statistics,
+    // which otherwise cost a global mutex on every allocation of every connection.
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    // Also before: the allocator that counts and bounds users' SQL (sql/budget.h).
-    if (!sql::install_budget_allocator()) log_warn("app", "SQL memory accounting unavailable");
     // After it (this initializes SQLite) and before any connection opens: WAL indexes
     // allocated on disk before they are used (catalog/shm_vfs.h).
     if (!catalog::install_shm_vfs())
@@ -510,14 +497,6 @@ int serve(const serve_options& o) {
         log_error("app", "storage: {}", r.err().message);
         return 1;
     }
-    // Users' SQL schemas, shared by the SQL engine and the expansions writing into them.
-    auto schemas = sql::schema_registry::open(cfg.data_dir / "sql");
-    if (!schemas) {
-        log_error("app", "sql: {}", schemas.error().message);
-        logs.close();
-        return 1;
-    }
-    std::shared_ptr<sql::schema_registry> shared_schemas = std::move(*schemas);
     // SQL: its own threads (one per connection), over the same logs and catalog.
     sql_state state(b);
     if (engines) {
@@ -537,7 +516,6 @@ int serve(const serve_options& o) {
     eo.logs = &logs;
     eo.catalog = cat->get();
     eo.state = &state;
-    eo.schemas = shared_schemas;
     eo.gate = &b.access();
     // Shared mode: topics, users and policies of the shared catalog; partitions through
     // the partition-log interface of the shared log.
@@ -549,7 +527,7 @@ int serve(const serve_options& o) {
         eo.partitions = &*shared_partitions;
     }
     sql_engine_choice sql_engine;
-    if (auto r = sql_engine.prepare(o.sql_engine, eo, o.sql_export_dir); !r) {
+    if (auto r = sql_engine.prepare(eo, o.sql_export_dir); !r) {
         log_error("app", "sql: {}", r.error().message);
         logs.close();
         return 1;
@@ -557,8 +535,7 @@ int serve(const serve_options& o) {
     // Expansions catch up from the log before the broker serves anyone.
     // Shared mode: the definitions are the shared catalog's, the events the shared log's;
     // each broker expands them into its own copy of the targets (docs/expansions.md).
-    expansion::service_options xo{cat->get(), cat->get(), &logs, shared_schemas,
-                                  sql_engine.targets()};
+    expansion::service_options xo{cat->get(), cat->get(), &logs, sql_engine.targets()};
     if (engines) {
         xo.topics = engines->topics.get();
         xo.expansions = engines->expansions.get();

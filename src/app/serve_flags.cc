@@ -190,15 +190,16 @@ void add_serve_flags(CLI::App& cmd, serve_options& o) {
         ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62))
         ->capture_default_str();
     cmd.add_option("--sql-engine", o.sql_engine,
-                   "SQL engine of the pg and http listeners: duckdb, or sqlite (the engine "
-                   "before DuckDB; docs/sql.md, Engines)")
-        ->check(CLI::IsMember({"duckdb", "sqlite"}))
+                   "SQL engine of the pg and http listeners: duckdb, the only one (the SQLite "
+                   "engine was removed; docs/sql.md). Kept so that configs naming it still work")
+        ->check(removed_with_sqlite_engine(
+            "sqlite", "drop this setting, or set it to duckdb"))
+        ->check(CLI::IsMember({"duckdb"}))
         ->capture_default_str();
     cmd.add_option("--sql-export-dir", o.sql_export_dir,
-                   "On DuckDB (not with --sql-engine sqlite): an existing directory where SQL users' COPY "
-                   "(query) TO 'file' (FORMAT parquet|csv) writes files (a name relative to it; "
-                   "nothing else of the file system is reachable from SQL). Default: none, "
-                   "COPY refused");
+                   "An existing directory where SQL users' COPY (query) TO 'file' (FORMAT "
+                   "parquet|csv) writes files (a name relative to it; nothing else of the file "
+                   "system is reachable from SQL). Default: none, COPY refused");
     cmd.add_option("--sql-max-connections", o.sql_max_connections,
                    "Open connections each SQL listener (pg, http) accepts; more are refused")
         ->check(CLI::Range(size_t{1}, size_t{100000}))

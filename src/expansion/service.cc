@@ -13,12 +13,11 @@
 #include "expansion/row_builder.h"
 #include "expansion/running.h"
 #include "expansion/schema.h"
-#include "expansion/target.h"
 #include "log/log_manager.h"
 #include "log/record_cursor.h"
 #include "log/store_cursor.h"
 #include "sql/partition_source.h"
-#include "sql/schemas.h"
+#include "sql/schema_names.h"
 #include "sql/sql_text.h"
 
 namespace sluice::expansion {
@@ -58,7 +57,7 @@ result<target_name> parse_target(const std::string& target) {
     if (low.rfind("sqlite_", 0) == 0 || low.rfind("_sluice", 0) == 0)
         return bad("table names starting with sqlite_ or _sluice are reserved");
     if (t.schema != "main")
-        if (auto why = sql::schema_registry::check_name(t.schema); !why.empty()) return bad(why);
+        if (auto why = sql::check_schema_name(t.schema); !why.empty()) return bad(why);
     return t;
 }
 
@@ -102,15 +101,14 @@ void writing_again(running& e) {
 }  // namespace
 
 service::service(service_options o)
-    : _o(std::move(o)), _checkpoints(std::make_unique<checkpointer>()), _targets(_o.targets) {
-    if (!_targets) _targets = std::make_shared<sqlite_targets>(_o.schemas, _checkpoints.get());
-}
+    : _o(std::move(o)), _targets(_o.targets) {}
 
 service::~service() {
     stop();
 }
 
 result<std::unique_ptr<service>> service::open(service_options o) {
+    if (!o.targets) return error{errc::invalid_argument, "expansions: no target store"};
     std::unique_ptr<service> s(new service(std::move(o)));
     for (const auto& info : s->_o.expansions->list_expansions()) s->load(info);
     return s;
@@ -219,7 +217,6 @@ void service::stop() {
     }
     _cv.notify_all();
     if (_thread.joinable()) _thread.join();
-    _checkpoints->stop();
     // Producers still waiting get their answer; the events are in the log, and the next
     // start expands them before anything else.
     decltype(_waiters) waiters;

@@ -3,7 +3,7 @@
 // Expansions: each expands the events of one topic into rows of one SQL table, in the
 // same commit as the event (docs/expansions.md). One background thread, the expander,
 // reads what each partition's high watermark newly covers and writes its rows and its
-// progress in one SQLite transaction; producers of an expanded topic are answered once
+// progress in one transaction (expansion/target_store.h); producers of an expanded topic are answered once
 // their events are expanded. On start, each expansion first catches up from the log.
 //
 // Threading: every public member is thread-safe. The broker calls on_high_watermark
@@ -25,10 +25,9 @@
 #include "catalog/expansion_info.h"
 #include "common/result.h"
 #include "common/types.h"
-#include "expansion/checkpointer.h"
 #include "expansion/schema.h"
 #include "expansion/target_store.h"
-#include "sql/sqlite_engine.h"
+#include "sql/engine_options.h"
 
 namespace sluice::catalog {
 class expansion_store;
@@ -40,7 +39,6 @@ class partition_log;
 class partition_store;
 }  // namespace sluice::log
 namespace sluice::sql {
-class schema_registry;
 class partition_source;
 }  // namespace sluice::sql
 
@@ -84,9 +82,7 @@ struct service_options {
     catalog::topic_store* topics = nullptr;
     catalog::expansion_store* expansions = nullptr;
     log::log_manager* logs = nullptr;
-    std::shared_ptr<sql::schema_registry> schemas;
-    // Where targets are stored; null: SQLite, in the files of `schemas`
-    // (expansion/target_store.h). Must be the same across restarts of one data directory.
+    // Where targets are stored (expansion/target_store.h); open() refuses null.
     std::shared_ptr<target_backend> targets;
     // Shared mode (docs/expansions.md, "Shared mode"): the partitions of `topics`' topics
     // through the partition-log interface instead of `logs`. Every broker then expands
@@ -179,7 +175,6 @@ class service final : public sql::table_guard {
     bool topic_exists(const std::string& topic) const;
 
     service_options _o;
-    std::unique_ptr<checkpointer> _checkpoints;
     std::shared_ptr<target_backend> _targets;
     std::mutex _create_mu;  // one create or drop at a time
     mutable std::mutex _mu;

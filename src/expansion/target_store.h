@@ -1,15 +1,13 @@
 #pragma once
 
 // Where an expansion's rows and progress are stored: the one interface of the target
-// storage (docs/expansions.md, "Storage"). Two implementations exist during the move of
-// Sluice's SQL to DuckDB (issue 36):
-// - sqlite: a row table in the SQLite file of the target's schema, next to the progress
-//   (expansion/target.h, docs/formats/expansion-progress.md); what the broker uses;
-// - duckdb: a columnar table in one DuckDB database file under the data directory, with
-//   the progress in the same file (expansion/duck/duck_target.h,
-//   docs/formats/expansion-duckdb.md).
-// Both write rows and progress in one transaction, so that after a crash at any moment a
-// target holds exactly the events below its stored progress.
+// storage (docs/expansions.md, "Storage"). Its implementation is DuckDB's: a columnar table
+// in the SQL engine's database file under the data directory, with the progress in the
+// same file (expansion/duck/duck_target.h, docs/formats/expansion-duckdb.md). Rows and
+// progress are written in one transaction, so that after a crash at any moment a target
+// holds exactly the events below its stored progress. (The SQLite engine's targets,
+// docs/formats/expansion-progress.md, are only read once, when sql/duck_migration copies
+// them into DuckDB.)
 //
 // A store is not thread-safe: one thread at a time (the expander's, or the one creating
 // or dropping the expansion). A backend's open and count_rows are thread-safe.
@@ -98,7 +96,7 @@ class target_store {
 class target_backend {
   public:
     virtual ~target_backend() = default;
-    // "sqlite" or "duckdb".
+    // "duckdb".
     virtual const char* kind() const = 0;
     // With `create`, makes the schema and the table when absent, or checks that an
     // existing table is compatible with the layout. Errors: not_found (no table, without

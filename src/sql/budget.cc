@@ -1,12 +1,8 @@
 #include "sql/budget.h"
 
-#include <sqlite3.h>
-
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,95 +14,12 @@ namespace sluice::sql {
 
 namespace {
 
-// Every block starts with this header; SQLite gets the bytes after it. 16 bytes keep
-// malloc's 16-byte alignment (SQLite needs 8). SQLite never asks for 2^31 bytes or more
-// (sqlite3Malloc refuses them), so the size fits 32 bits.
-struct block_header {
-    budget_account* account;  // null: charged to nobody
-    uint32_t size;            // what SQLite asked for
-    uint32_t generation;      // the account's generation when charged
-};
-static_assert(sizeof(block_header) == 16);
-
 std::atomic<uint64_t> g_total_memory{0};
-std::atomic<uint64_t> g_total_temp{0};
 resource_bounds g_bounds;
-bool g_installed = false;
-thread_local budget_account* t_account = nullptr;
 
 std::mutex g_pool_mu;
 budget_account* g_free = nullptr;
 std::vector<std::unique_ptr<budget_account>>* g_pool = nullptr;  // never freed (see .h)
-
-block_header* header_of(void* p) {
-    return static_cast<block_header*>(p) - 1;
-}
-
-void* finish_block(block_header* h, int n, budget_account* a) {
-    h->account = a;
-    h->size = static_cast<uint32_t>(n);
-    h->generation = a ? a->generation() : 0;
-    return h + 1;
-}
-
-void release_block(const block_header& h) {
-    if (h.account) h.account->uncharge_memory(h.size, h.generation);
-}
-
-void* budget_malloc(int n) {
-    if (n <= 0) return nullptr;
-    budget_account* a = t_account;
-    if (a && !a->charge_memory(static_cast<uint64_t>(n))) return nullptr;
-    auto* h = static_cast<block_header*>(std::malloc(sizeof(block_header) + static_cast<size_t>(n)));
-    if (!h) {
-        if (a) a->uncharge_memory(static_cast<uint64_t>(n), a->generation());
-        return nullptr;
-    }
-    return finish_block(h, n, a);
-}
-
-void budget_free(void* p) {
-    if (!p) return;
-    block_header* h = header_of(p);
-    release_block(*h);
-    std::free(h);
-}
-
-void* budget_realloc(void* p, int n) {
-    if (!p) return budget_malloc(n);
-    if (n <= 0) return nullptr;  // SQLite never asks (sqlite3Realloc frees instead)
-    block_header* h = header_of(p);
-    const block_header old = *h;
-    budget_account* a = t_account;
-    // Charged again to the current account: the new size, less the old one when the
-    // block was already its own.
-    const bool own = a && old.account == a && old.generation == a->generation();
-    const int64_t grow = own ? int64_t{n} - old.size : int64_t{n};
-    if (a && grow > 0 && !a->charge_memory(static_cast<uint64_t>(grow))) return nullptr;
-    auto* nh =
-        static_cast<block_header*>(std::realloc(h, sizeof(block_header) + static_cast<size_t>(n)));
-    if (!nh) {
-        if (a && grow > 0) a->uncharge_memory(static_cast<uint64_t>(grow), a->generation());
-        return nullptr;
-    }
-    if (own && grow < 0) a->uncharge_memory(static_cast<uint64_t>(-grow), a->generation());
-    if (!own) release_block(old);
-    return finish_block(nh, n, a);
-}
-
-int budget_size(void* p) {
-    return p ? static_cast<int>(header_of(p)->size) : 0;
-}
-
-int budget_roundup(int n) {
-    return (n + 7) & ~7;
-}
-
-int budget_init(void*) {
-    return SQLITE_OK;
-}
-
-void budget_shutdown(void*) {}
 
 }  // namespace
 
@@ -151,18 +64,6 @@ void budget_account::uncharge_memory(uint64_t n, uint32_t generation) {
     uncharge_within(_memory, g_total_memory, n, generation == this->generation());
 }
 
-bool budget_account::charge_temp(uint64_t n) {
-    auto r = charge_within(_temp, g_bounds.session_temp, g_total_temp, g_bounds.total_temp, n);
-    if (!r) return true;
-    return refuse(*r == budget_refusal::session_memory ? budget_refusal::session_temp
-                                                       : budget_refusal::total_temp,
-                  n);
-}
-
-void budget_account::uncharge_temp(uint64_t n, uint32_t generation) {
-    uncharge_within(_temp, g_total_temp, n, generation == this->generation());
-}
-
 budget_account* budget_account::acquire() {
     std::lock_guard lock(g_pool_mu);
     if (g_free) {
@@ -182,30 +83,10 @@ void budget_account::release(budget_account* a) {
     // when freed they come off the total only.
     a->_generation.fetch_add(1, std::memory_order_relaxed);
     a->_memory.store(0, std::memory_order_relaxed);
-    a->_temp.store(0, std::memory_order_relaxed);
     a->clear_refusal();
     std::lock_guard lock(g_pool_mu);
     a->_next_free = g_free;
     g_free = a;
-}
-
-budget_scope::budget_scope(budget_account* a) : account_scope(t_account, a) {}
-
-budget_account* current_budget_account() {
-    return t_account;
-}
-
-bool install_budget_allocator() {
-    if (g_installed) return true;
-    static const sqlite3_mem_methods methods{budget_malloc, budget_free,     budget_realloc,
-                                             budget_size,   budget_roundup,  budget_init,
-                                             budget_shutdown, nullptr};
-    g_installed = sqlite3_config(SQLITE_CONFIG_MALLOC, &methods) == SQLITE_OK;
-    return g_installed;
-}
-
-bool budget_allocator_installed() {
-    return g_installed;
 }
 
 void set_resource_bounds(const resource_bounds& b) {
@@ -218,10 +99,6 @@ const resource_bounds& current_resource_bounds() {
 
 uint64_t budget_total_memory() {
     return g_total_memory.load(std::memory_order_relaxed);
-}
-
-uint64_t budget_total_temp() {
-    return g_total_temp.load(std::memory_order_relaxed);
 }
 
 std::string format_bytes(uint64_t n) {
@@ -256,12 +133,6 @@ std::optional<query_error> refusal_error(budget_refusal why) {
                 fmt::format("temporary files of SQL sessions together would exceed {} "
                             "(--sql-temp-bytes); try again when other statements finish",
                             format_bytes(b.total_temp))};
-        case budget_refusal::session_temp:
-            return query_error{
-                failure::temp_limit,
-                fmt::format("temporary file size exceeds the {} a SQL session may use "
-                            "(--sql-session-temp-bytes): a sort or temporary table too large",
-                            format_bytes(b.session_temp))};
         case budget_refusal::value_length:
             return query_error{
                 failure::program_limit,

@@ -1,9 +1,9 @@
 #pragma once
 
 // The SQL engine as its front ends (PostgreSQL wire, HTTP, CLI) see it: sessions that
-// prepare and step statements, with limits and cancellation. SQLite does the work; the
-// topic and system tables are virtual tables over the partition logs and the broker's
-// state (docs/sql.md).
+// prepare and step statements, with limits and cancellation. DuckDB does the work
+// (sql/duck/serving.h); the topic and system tables are table functions over the
+// partition logs and the broker's state (docs/sql.md).
 //
 // Threading: an engine is shared by every front end and is thread-safe. A session is
 // used by one thread at a time (its connection's), except cancel(), which any thread
@@ -26,7 +26,7 @@
 
 namespace sluice::sql {
 
-// One cell, in SQLite's storage classes: NULL, INTEGER, REAL, TEXT (UTF-8), BLOB.
+// One cell: NULL, INTEGER, REAL, TEXT (UTF-8), BLOB; the column's declared type says more.
 using value = std::variant<std::monostate, int64_t, double, std::string, bytes>;
 
 // Why a statement failed. Each kind has the SQLSTATE a PostgreSQL client expects.
@@ -42,14 +42,13 @@ enum class failure {
     program_limit,      // 54000 program_limit_exceeded (a value, SQL text, columns, depth...)
     memory_limit,       // 53200 out_of_memory (the session's memory bound)
     memory_exhausted,   // 53200 out_of_memory (every session's memory together)
-    temp_limit,         // 53400 configuration_limit_exceeded (the session's temporary files)
     temp_exhausted,     // 53400 configuration_limit_exceeded (every session's together)
     invalid_parameter,  // 22023 invalid_parameter_value (bad bind values, bad limits)
     constraint,         // 23505 unique_violation / other constraint failures
     busy,               // 55P03 lock_not_available (the user database stayed locked)
     disk_full,          // 53100 disk_full (the data directory's file system has no room)
     shutting_down,      // 57P01 admin_shutdown
-    not_supported,      // 0A000 feature_not_supported (savepoints on the duckdb engine)
+    not_supported,      // 0A000 feature_not_supported (savepoints)
     internal,           // XX000 internal_error
 };
 const char* sqlstate(failure f);
@@ -57,7 +56,7 @@ const char* failure_name(failure f);  // "syntax", "timeout", ...: for HTTP/JSON
 
 struct query_error {
     failure kind = failure::internal;
-    std::string message;  // one line, for the user (SQLite's message, or ours)
+    std::string message;  // one line, for the user (the engine's message, or ours)
 };
 
 // Either a T or a query_error.
@@ -150,7 +149,7 @@ class session {
     // As prepare(), with the types the client declared for the parameters (the first ones;
     // any further are unspecified). An engine that types parameters as it prepares (DuckDB)
     // takes them where the statement alone leaves a parameter's type, and so its result
-    // columns, open (`? + 9000000000`); SQLite types values as they come.
+    // columns, open (`? + 9000000000`).
     virtual outcome<std::unique_ptr<statement>> prepare_declared(
         std::string_view sql, std::string_view* tail, std::span<const param_type> /*declared*/) {
         return prepare(sql, tail);
@@ -180,10 +179,6 @@ class session {
     // the principal may describe (docs/sql.md).
     virtual void set_principal(security::principal p) = 0;
     virtual const security::principal& current_principal() const = 0;
-
-    // Whether the engine speaks PostgreSQL's dialect itself (DuckDB): front ends then
-    // send statements as the client wrote them, without the translations to SQLite's.
-    virtual bool native_pg_dialect() const { return false; }
 };
 
 class engine {

@@ -28,14 +28,6 @@ size_t skip_separators(std::string_view s, size_t pos) {
     }
 }
 
-std::string next_word(std::string_view s, size_t& i) {
-    std::string w;
-    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'))
-        w += static_cast<char>(std::toupper(static_cast<unsigned char>(s[i++])));
-    i = skip_space(s, i);
-    return w;
-}
-
 namespace {
 
 std::string quoted(std::string_view s, char q) {

@@ -20,10 +20,6 @@ inline bool is_blank_sql(std::string_view sql) {
     return skip_separators(sql) == sql.size();
 }
 
-// The word (letters, digits, '_') at `i`, upper-cased; `i` moves past it and the space
-// and comments after it.
-std::string next_word(std::string_view s, size_t& i);
-
 // "name" and 'text' with their quote characters doubled, for statements the engine
 // builds itself.
 std::string quote_ident(std::string_view s);

@@ -9,7 +9,6 @@
 #include "security/acl.h"
 #include "sql/json_text.h"
 #include "sql/partition_source.h"
-#include "sql/row_table.h"
 
 namespace sluice::sql {
 
@@ -272,12 +271,6 @@ std::map<std::string, row_table_spec> system_table_specs(const system_sources& s
             [src] { return transactions_rows(src); }};
     }
     return specs;
-}
-
-outcome<bool> install_system_tables(sqlite3* db, const system_sources& src) {
-    auto specs = system_table_specs(src);
-    if (specs.empty()) return true;
-    return create_row_tables(db, "system", std::move(specs));
 }
 
 }  // namespace sluice::sql

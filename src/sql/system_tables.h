@@ -11,15 +11,13 @@
 //   system.acls          policy statements as Kafka ACL bindings (security/acl.h)
 // Each query reads the state afresh; none of these is a copy that can go stale.
 
-#include <sqlite3.h>
-
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sql/engine.h"
-#include "sql/row_table.h"
 #include "sql/statement_context.h"
 
 namespace sluice::log {
@@ -124,11 +122,15 @@ struct system_sources {
     partition_source* partitions = nullptr;
 };
 
-// The system tables of a session (src.ctx's principal): name -> declaration and rows.
-// What install_system_tables creates, and what the DuckDB engine's sluice_system() reads.
-std::map<std::string, row_table_spec> system_table_specs(const system_sources& src);
+// One system table: its columns and how its rows are computed when a scan starts (small
+// tables only: the rows are held for the scan).
+struct row_table_spec {
+    std::string declaration;  // "CREATE TABLE x(topic TEXT, partitions INTEGER, ...)"
+    std::function<outcome<std::vector<std::vector<value>>>()> rows;
+};
 
-// Registers the module and creates the system tables of one connection.
-outcome<bool> install_system_tables(sqlite3* db, const system_sources& src);
+// The system tables of a session (src.ctx's principal): name -> declaration and rows, what
+// the DuckDB engine's sluice_system() reads.
+std::map<std::string, row_table_spec> system_table_specs(const system_sources& src);
 
 }  // namespace sluice::sql

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <cstdlib>
 
 #include "sql/sql_text.h"
 
@@ -15,11 +13,6 @@ namespace {
 
 constexpr micros us_per_second = 1'000'000;
 constexpr micros us_per_day = 86'400 * us_per_second;
-// Bounds that keep interval arithmetic within int64 (beyond 10,000 years either way is
-// no interval a timestamp can take): microseconds, and a unit's count before it is
-// multiplied.
-constexpr double max_interval_us = 3.2e17;
-constexpr double max_interval_count = 1e12;
 
 void civil_from_days(int64_t z, int64_t& y, unsigned& m, unsigned& d) {
     z += 719468;
@@ -160,103 +153,6 @@ bool is_timestamp_text(std::string_view s) {
     std::string_view zone = s.substr(s.rfind('+') == std::string_view::npos ? 0 : s.rfind('+'));
     if (zone != "+00" && zone != "+00:00") return false;
     return parse_timestamp(s).has_value();
-}
-
-std::optional<interval> parse_interval(std::string_view s) {
-    interval iv;
-    std::string t = to_lower(s);
-    size_t i = 0;
-    bool any = false;
-    auto space = [&] {
-        while (i < t.size() && (std::isspace(static_cast<unsigned char>(t[i])) || t[i] == ','))
-            ++i;
-    };
-    for (space(); i < t.size(); space()) {
-        // A number, signed, maybe with a fraction.
-        size_t start = i;
-        if (t[i] == '+' || t[i] == '-') ++i;
-        while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.'))
-            ++i;
-        if (i < t.size() && t[i] == ':') {
-            // [-]HH:MM[:SS[.f]]
-            const bool neg = t[start] == '-';
-            std::string_view clock = std::string_view(t).substr(start + (neg || t[start] == '+'));
-            size_t end = clock.find_first_of(" \t");
-            clock = clock.substr(0, end);
-            double parts[3] = {0, 0, 0};
-            size_t n = 0;
-            for (size_t p = 0; p <= clock.size() && n < 3;) {
-                size_t q = clock.find(':', p);
-                if (q == std::string_view::npos) q = clock.size();
-                parts[n++] = std::strtod(std::string(clock.substr(p, q - p)).c_str(), nullptr);
-                p = q + 1;
-            }
-            const double clock_us = (parts[0] * 3600 + parts[1] * 60 + parts[2]) * us_per_second;
-            if (!(std::fabs(clock_us) <= max_interval_us)) return std::nullopt;
-            micros us = std::llround(clock_us);
-            iv.us += neg ? -us : us;
-            if (std::abs(iv.us) > max_interval_us) return std::nullopt;
-            i = start + (neg || t[start] == '+') + clock.size();
-            any = true;
-            continue;
-        }
-        if (i == start) return std::nullopt;
-        const double n = std::strtod(t.substr(start, i - start).c_str(), nullptr);
-        if (!(std::fabs(n) <= max_interval_count)) return std::nullopt;
-        space();
-        size_t ustart = i;
-        while (i < t.size() && std::isalpha(static_cast<unsigned char>(t[i]))) ++i;
-        std::string unit = t.substr(ustart, i - ustart);
-        if (unit.size() > 1 && unit.back() == 's' && unit != "s" && unit != "ms" && unit != "us")
-            unit.pop_back();
-        bool in_range = true;
-        auto add_us = [&](double scale) {
-            if (std::fabs(n * scale) <= max_interval_us)
-                iv.us += std::llround(n * scale);
-            else
-                in_range = false;
-        };
-        if (unit == "microsecond" || unit == "us" || unit == "usec")
-            add_us(1);
-        else if (unit == "millisecond" || unit == "ms" || unit == "msec")
-            add_us(1000);
-        else if (unit == "second" || unit == "sec" || unit == "s" || unit.empty())
-            add_us(us_per_second);
-        else if (unit == "minute" || unit == "min" || unit == "m")
-            add_us(60.0 * us_per_second);
-        else if (unit == "hour" || unit == "hr" || unit == "h")
-            add_us(3600.0 * us_per_second);
-        else if (unit == "day" || unit == "d")
-            iv.days += static_cast<int64_t>(n), add_us((n - std::trunc(n)) * us_per_day);
-        else if (unit == "week" || unit == "w")
-            iv.days += static_cast<int64_t>(n * 7);
-        else if (unit == "month" || unit == "mon")
-            iv.months += static_cast<int64_t>(n);
-        else if (unit == "year" || unit == "yr" || unit == "y")
-            iv.months += static_cast<int64_t>(n * 12);
-        else
-            return std::nullopt;
-        // Checked after each part, so that no sum of parts overflows.
-        if (!in_range || std::abs(iv.months) > 120'000 || std::abs(iv.days) > 3'660'000 ||
-            std::abs(iv.us) > max_interval_us)
-            return std::nullopt;
-        any = true;
-    }
-    if (!any) return std::nullopt;
-    return iv;
-}
-
-micros add_interval(micros t, const interval& iv, int sign) {
-    if (iv.months != 0) {
-        civil_time c = to_civil(t);
-        const int64_t us_of_day = t - from_civil(c.year, c.month, c.day);
-        int64_t m = c.year * 12 + (c.month - 1) + sign * iv.months;
-        const int64_t y = floor_div(m, 12);
-        const auto mo = static_cast<unsigned>(m - y * 12 + 1);
-        const unsigned d = std::min(c.day, days_in_month(y, mo));
-        t = from_civil(y, mo, d, us_of_day);
-    }
-    return t + sign * (iv.days * us_per_day + iv.us);
 }
 
 }  // namespace sluice::sql

@@ -1,10 +1,9 @@
 #pragma once
 
 // Timestamps as the SQL engine writes them: text in PostgreSQL's ISO form, always UTC,
-// "2024-05-01 12:00:00.25+00:00" (fractions without trailing zeros, none when whole).
-// SQLite's date functions read that form, and two such texts sort as their instants do
-// ('+' sorts before '.' and the digits). The PostgreSQL front end sends these values as
-// timestamptz (docs/sql-pg.md).
+// "2024-05-01 12:00:00.25+00:00" (fractions without trailing zeros, none when whole):
+// how the PostgreSQL front end writes a timestamp parameter for the engine, and
+// recognises such a value in a result (docs/sql-pg.md).
 
 #include <cstdint>
 #include <optional>
@@ -24,19 +23,6 @@ std::optional<micros> parse_timestamp(std::string_view s);
 // Whether `s` is exactly the engine's text for an instant (format_timestamp's form,
 // with "+00" or "+00:00"): how a result column of such values is recognised.
 bool is_timestamp_text(std::string_view s);
-
-// An interval as PostgreSQL counts it: months, days and microseconds, kept apart
-// because their lengths vary.
-struct interval {
-    int64_t months = 0;
-    int64_t days = 0;
-    micros us = 0;
-};
-// "1 hour", "2 days 03:00:00", "-5 minutes", "1 year 2 mons", "90 s", "1.5 hours".
-std::optional<interval> parse_interval(std::string_view s);
-// `t` plus `sign` times `iv`: months first (the day clamped to the month's end, as in
-// PostgreSQL), then days, then the time.
-micros add_interval(micros t, const interval& iv, int sign);
 
 // The civil fields of an instant (UTC).
 struct civil_time {

@@ -1,9 +1,8 @@
 #pragma once
 
-// What the two topic tables (SQLite's virtual table, sql/topic_table.cc, and DuckDB's
-// table function, sql/duck/topic_scan.cc) share about one partition's scan: the
-// bounds a WHERE clause puts on its columns, the records of a partition they leave, and
-// the headers column's JSON.
+// One partition's scan of the topic table function (sql/duck/topic_scan.cc): the bounds
+// a WHERE clause puts on its columns, the records of a partition they leave, and the
+// headers column's JSON.
 
 #include <cstdint>
 #include <limits>

@@ -29,7 +29,7 @@
 #include "duckdb/parser/tableref/table_function_ref.hpp"
 #include "sql/duck/pg_relations.h"
 #include "sql/duck/pg_sizes.h"
-#include "sql/pg_catalog.h"
+#include "sql/pg_type_table.h"
 
 namespace sluice::sql::duck {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "sql/duck/pg_relations.h"
-#include "sql/pg_catalog.h"
+#include "sql/pg_type_table.h"
 
 namespace sluice::sql::duck {
 

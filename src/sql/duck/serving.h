@@ -1,14 +1,13 @@
 #pragma once
 
-// DuckDB behind the front ends' engine interface (sql/engine.h): what
-// `sluice serve --sql-engine duckdb` serves the PostgreSQL listener, HTTP and `sluice sql`
-// with (docs/sql.md, "Engines"). Statements speak DuckDB's SQL, which is PostgreSQL's
-// dialect: the front ends send them untranslated (session::native_pg_dialect()).
+// DuckDB behind the front ends' engine interface (sql/engine.h): what `sluice serve`
+// serves the PostgreSQL listener, HTTP and `sluice sql` with (docs/sql.md). Statements
+// speak DuckDB's SQL, which is PostgreSQL's dialect: the front ends send them untranslated.
 //
-// - kafka_topics."T" and system.X as with SQLite (duck/sluice_tables.h); authorization
-//   per topic at bind and scan, the system tables filtered by the principal.
-// - Read-only: statements other than queries, EXPLAIN and transaction control are refused
-//   (read_only, 42501); users' own tables stay on the SQLite engine for now.
+// - kafka_topics."T" and system.X (duck/sluice_tables.h); authorization per topic at bind
+//   and scan, the system tables filtered by the principal.
+// - Users' own schemas and tables in the engine's database (duck/user_tables.h), the
+//   expansions' targets among them, guarded (engine_options::guard).
 // - Bounds: DuckDB's memory_limit is the total of every session (--sql-memory), temp files
 //   under <data_dir>/sql-duck-tmp up to --sql-temp-bytes; statement timeout and cancel
 //   interrupt the connection (a watchdog thread); rows and value sizes are checked as
@@ -20,7 +19,7 @@
 #include <memory>
 
 #include "sql/engine.h"
-#include "sql/sqlite_engine.h"
+#include "sql/engine_options.h"
 
 namespace sluice::sql::duck {
 

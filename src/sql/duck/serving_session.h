@@ -19,7 +19,7 @@
 #include "sql/duck/duck_internal.h"
 #include "sql/duck/session_memory.h"
 #include "sql/engine.h"
-#include "sql/sqlite_engine.h"
+#include "sql/engine_options.h"
 #include "sql/statement_context.h"
 
 namespace sluice::sql::duck {
@@ -53,7 +53,6 @@ class serving_session final : public sql::session {
     bool in_transaction() const override { return !_con->IsAutoCommit(); }
     void set_principal(security::principal p) override;
     const security::principal& current_principal() const override { return _ctx.principal(); }
-    bool native_pg_dialect() const override { return true; }
 
     // --- for statements ---
     d::Connection& con() { return *_con; }

@@ -5,12 +5,12 @@
 #include <mutex>
 #include <string>
 
+#include "common/version.h"
 #include "duckdb.hpp"
 #include "duckdb/function/scalar_function.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
 #include "duckdb/parser/parsed_data/create_scalar_function_info.hpp"
 #include "duckdb/planner/expression/bound_function_expression.hpp"
-#include "sql/functions.h"
 
 namespace sluice::sql::duck {
 
@@ -23,8 +23,13 @@ struct finder_info final : d::ScalarFunctionInfo {
     session_finder find;
 };
 
+// version(): PostgreSQL's form, whose leading "PostgreSQL 15.0" drivers parse (15.0: the
+// version the pg listener reports, pg_options::server_version), naming DuckDB's version
+// and Sluice's version and commit.
 struct version_info final : d::ScalarFunctionInfo {
-    std::string text = version_text(fmt::format("DuckDB {}", d::DuckDB::LibraryVersion()));
+    std::string text =
+        fmt::format("PostgreSQL 15.0 on x86_64-pc-linux-gnu, DuckDB {} engine (Sluice {} {})",
+                    d::DuckDB::LibraryVersion(), version(), build_commit());
 };
 
 void last_scan(d::DataChunk&, d::ExpressionState& state, d::Vector& result) {

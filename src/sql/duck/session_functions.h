@@ -1,13 +1,13 @@
 #pragma once
 
-// Functions of a session's own state, as the SQLite engine has them (sql/functions.h).
+// Functions of a session's own state.
 // Internal to src/sql/duck.
 // - sluice_last_scan(): a JSON object with the counters of what the previous statement's
 //   scans of the topic tables read (partitions_scanned, segments_read, batches_read,
-//   records_read, bytes_read), the same text as on the SQLite engine. The counters move
+//   records_read, bytes_read). The counters move
 //   from the session's scan_counters to its statement_context when a statement starts
 //   (serving_session::start_statement).
-// - version(): PostgreSQL's form naming DuckDB and Sluice (sql/functions.h), in place of
+// - version(): PostgreSQL's form naming DuckDB and Sluice, in place of
 //   DuckDB's own, on every front end.
 
 #include "sql/duck/topic_scan.h"

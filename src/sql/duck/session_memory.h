@@ -70,8 +70,7 @@ class task_charging {
     d::shared_ptr<d::ClientContextState> _state;
 };
 
-// While alive, DuckDB's allocations on this thread are charged to `a` (SQLite's are not:
-// budget_scope's account is another).
+// While alive, DuckDB's allocations on this thread are charged to `a`.
 class memory_scope : public account_scope {
   public:
     explicit memory_scope(budget_account* a);

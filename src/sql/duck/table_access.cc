@@ -9,7 +9,7 @@
 #include "duckdb/catalog/catalog_entry/table_catalog_entry.hpp"
 #include "duckdb/planner/operator/logical_get.hpp"
 #include "duckdb/planner/planner_extension.hpp"
-#include "sql/sqlite_engine.h"
+#include "sql/engine_options.h"
 #include "sql/statement_context.h"
 
 namespace sluice::sql::duck {

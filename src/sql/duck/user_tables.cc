@@ -18,8 +18,8 @@
 #include "duckdb/parser/statement/insert_statement.hpp"
 #include "duckdb/parser/statement/update_statement.hpp"
 #include "duckdb/parser/tableref/basetableref.hpp"
-#include "sql/schemas.h"
-#include "sql/sqlite_engine.h"
+#include "sql/schema_names.h"
+#include "sql/engine_options.h"
 
 namespace sluice::sql::duck {
 
@@ -108,7 +108,7 @@ std::optional<query_error> create_refused(const d::CreateInfo& info, const names
     if (info.type == d::CatalogType::SCHEMA_ENTRY) {
         // CREATE SCHEMA c.s: the catalog is the only other part.
         if (auto e = target_refused(info.catalog, "", n)) return e;
-        if (const auto why = schema_registry::check_name(info.schema); !why.empty())
+        if (const auto why = check_schema_name(info.schema); !why.empty())
             return query_error{failure::invalid_parameter, "invalid schema name: " + why};
         return std::nullopt;
     }

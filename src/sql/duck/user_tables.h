@@ -15,7 +15,7 @@
 //   (kafka_topics, system, pg_catalog, information_schema) and in other catalogs, COPY,
 //   ATTACH/DETACH, INSTALL/LOAD, PRAGMA, EXPORT/IMPORT, CALL, VACUUM, PREPARE/EXECUTE,
 //   functions and macros, secrets. A new schema's name follows the SQLite engine's rules
-//   (schema_registry::check_name): otherwise invalid_parameter (22023).
+//   (check_schema_name, sql/schema_names.h): otherwise invalid_parameter (22023).
 
 #include <optional>
 

@@ -18,7 +18,7 @@
 #include "expansion/duck/duck_target.h"
 #include "expansion/target_store.h"
 #include "sql/json_text.h"
-#include "sql/schemas.h"
+#include "sql/schema_names.h"
 #include "sql/sql_text.h"
 
 namespace sluice::sql::duck_migration {
@@ -202,7 +202,7 @@ std::vector<std::pair<std::string, std::filesystem::path>> sources(
     for (const auto& e : std::filesystem::directory_iterator(dir / "schemas", ec)) {
         if (e.path().extension() != ".db") continue;
         const auto name = e.path().stem().string();
-        if (schema_registry::check_name(name).empty()) names.push_back(name);
+        if (check_schema_name(name).empty()) names.push_back(name);
     }
     std::sort(names.begin(), names.end());
     for (const auto& n : names) out.emplace_back(n, dir / "schemas" / (n + ".db"));

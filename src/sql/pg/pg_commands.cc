@@ -7,12 +7,8 @@
 #include <cmath>
 #include <set>
 
-#include "sql/functions.h"
-#include "sql/pg/catalog_rewrite.h"
 #include "sql/pg/lexer.h"
-#include "sql/pg/pg_dialect.h"
 #include "sql/pg/pg_server.h"
-#include "sql/pg/subquery_rewrite.h"
 #include "sql/sql_text.h"
 
 namespace sluice::sql::pg {
@@ -253,19 +249,6 @@ prepare_result prepare_deallocate(command_context& ctx, std::string_view text) {
     });
 }
 
-// SELECT version() / SELECT pg_catalog.version(), alone.
-bool is_select_version(std::string_view text) {
-    tokenizer tz(text);
-    if (!tz.next().is_word("SELECT")) return false;
-    token t = tz.next();
-    if (t.is_word("pg_catalog") && tz.peek().is_punct('.')) {
-        tz.next();
-        t = tz.next();
-    }
-    return t.is_word("version") && tz.next().is_punct('(') && tz.next().is_punct(')') &&
-           tz.next().k == token::kind::end;
-}
-
 // Whether every token of `text` after its first word is one of `allowed` words.
 bool only_words(std::string_view text, std::initializer_list<std::string_view> allowed) {
     tokenizer tz(text);
@@ -363,18 +346,11 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
             return std::vector<std::vector<value>>{};
         }));
     }
-    // DuckDB (native_pg_dialect) answers version() itself, naming its own engine.
-    if (!ctx.sess.native_pg_dialect() && is_select_version(text)) {
-        std::string v = version_text();
-        return own(canned(text, "SELECT", {{"version", "TEXT"}},
-                          [v] { return std::vector<std::vector<value>>{{v}}; }));
-    }
-
-    // PostgreSQL spellings of the transaction commands that SQLite does not parse. The
-    // transaction modes (ISOLATION LEVEL, READ ONLY, DEFERRABLE) change nothing: SQLite
-    // transactions are serializable.
+    // PostgreSQL's spellings of the transaction commands, as the plain BEGIN, COMMIT and
+    // ROLLBACK the engine parses. The transaction modes (ISOLATION LEVEL, READ ONLY,
+    // DEFERRABLE) change nothing. Everything else goes to the engine as the client wrote
+    // it: DuckDB speaks PostgreSQL's dialect.
     query_info info = info_for(words, text);
-    if (info.tag == "SELECT") info.columns = boolean_columns(text);
     std::string_view rewritten;
     if (first == "START" || (first == "BEGIN" && !only_words(text, {"DEFERRED", "IMMEDIATE",
                                                                     "EXCLUSIVE", "TRANSACTION"})))
@@ -387,25 +363,6 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
     if (!rewritten.empty()) {
         set_tail();
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
-    }
-    if (ctx.sess.native_pg_dialect())
-        return engine_prepare(ctx, sql, tail, std::move(info), declared);
-    // PostgreSQL spellings that SQLite lacks (pg_dialect.h) and correlated INs as EXISTS
-    // (subquery_rewrite.h), then the catalog queries of tools in SQLite's syntax
-    // (catalog_rewrite.h): the statement rewritten is prepared alone, and the rest of the
-    // string follows it.
-    auto translated = translate_statement(text);
-    if (auto exists = rewrite_correlated_in(translated ? std::string_view(*translated) : text))
-        translated = std::move(exists);
-    const std::string_view stmt = translated ? std::string_view(*translated) : text;
-    if (names_catalog(stmt))
-        if (auto sqlite_text = rewrite_catalog_sql(stmt); sqlite_text != stmt) {
-            set_tail();
-            return engine_prepare(ctx, sqlite_text, nullptr, std::move(info));
-        }
-    if (translated) {
-        set_tail();
-        return engine_prepare(ctx, *translated, nullptr, std::move(info));
     }
     return engine_prepare(ctx, sql, tail, std::move(info), declared);
 }
@@ -491,7 +448,7 @@ settings::settings(session& s, const pg_options& opts) : _session(s) {
         _defaults[key] = v;
         _params[key] = param{std::move(canonical), std::move(v), std::move(desc), ro, rep};
     };
-    add("server_version", opts.server_version, "Server version (Sluice's engine is SQLite).", true,
+    add("server_version", opts.server_version, "Server version (Sluice's engine is DuckDB).", true,
         true);
     add("server_encoding", "UTF8", "Server encoding (always UTF8).", true, true);
     add("client_encoding", "UTF8", "Client encoding (UTF8 only).", false, true);

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "sql/engine.h"
-#include "sql/pg/boolean_columns.h"
 #include "sql/pg/pg_messages.h"
 
 namespace sluice::sql {
@@ -38,8 +37,6 @@ struct query_info {
     std::string tag;
     copy_format copy = copy_format::none;
     bool copy_header = false;  // CSV HEADER
-    // Result columns that are boolean expressions, announced as bool.
-    select_list_types columns;
 };
 
 struct prepared_query {

@@ -573,8 +573,7 @@ bool pg_connection::run_simple(prepared_query& q) {
     int64_t rows = 0;
     if (s != statement::step_state::failed && !cols.empty()) {
         // The first row is stepped before RowDescription so expressions get types.
-        auto oids =
-            choose_oids(cols, s == statement::step_state::row ? &st.row() : nullptr, q.info);
+        auto oids = choose_oids(cols, s == statement::step_state::row ? &st.row() : nullptr);
         std::vector<field_desc> fields;
         for (size_t i = 0; i < cols.size(); ++i)
             fields.push_back({cols[i].name, oids[i], type_size(oids[i]), 0});
@@ -664,13 +663,11 @@ char pg_connection::tx_status() const {
 }
 
 std::vector<uint32_t> pg_connection::choose_oids(const std::vector<column>& cols,
-                                                 const std::vector<value>* first_row,
-                                                 const query_info& info) const {
+                                                 const std::vector<value>* first_row) const {
     std::vector<uint32_t> oids;
     oids.reserve(cols.size());
     for (size_t i = 0; i < cols.size(); ++i) {
         std::optional<uint32_t> o = oid_for_decl_type(cols[i].decl_type);
-        if (!o && is_boolean_column(info.columns, i, cols.size())) o = oid::boolean;
         if (!o && first_row && i < first_row->size()) o = oid_for_value((*first_row)[i]);
         oids.push_back(o.value_or(oid::text));  // NULL only, or no rows: text
     }

@@ -121,11 +121,9 @@ class pg_connection {
     void send_error(const pg_error& e, bool was_in_transaction);
     void extended_error(const pg_error& e);  // send_error, then discard until Sync
     char tx_status() const;
-    // A column's type: its declared type, else bool for a boolean expression of the
-    // statement's text (`info`), else the first row's value.
+    // A column's type: its declared type, else the first row's value.
     std::vector<uint32_t> choose_oids(const std::vector<column>& cols,
-                                      const std::vector<value>* first_row,
-                                      const query_info& info) const;
+                                      const std::vector<value>* first_row) const;
     // Appends a DataRow; false (nothing appended) when a value cannot be sent.
     bool put_data_row(const std::vector<value>& row, const std::vector<uint32_t>& oids,
                       const std::vector<int16_t>* formats, pg_error& err);

@@ -148,11 +148,9 @@ std::optional<prepare_result> prepare_copy(command_context& ctx, std::string_vie
         return prepare_result(copy_syntax(t.text));
     }
     token dir = tz.next();
-    // DuckDB (native_pg_dialect) writes COPY ... TO 'file' itself, under --sql-export-dir,
-    // and says why it refuses a file elsewhere (docs/sql.md, Engines); COPY ... FROM is
-    // refused here as on SQLite.
-    if (ctx.sess.native_pg_dialect() && dir.is_word("TO") && !tz.peek().is_word("STDOUT"))
-        return std::nullopt;
+    // DuckDB writes COPY ... TO 'file' itself, under --sql-export-dir, and says why it
+    // refuses a file elsewhere (docs/sql.md); COPY ... FROM is refused here.
+    if (dir.is_word("TO") && !tz.peek().is_word("STDOUT")) return std::nullopt;
     if (dir.is_word("FROM"))
         return prepare_result(pg_error{"0A000", "COPY FROM is not supported: use INSERT"});
     if (!dir.is_word("TO")) return prepare_result(copy_syntax(dir.text));
@@ -176,7 +174,7 @@ bool pg_connection::run_copy_out(prepared_query& q) {
     statement& st = *q.stmt;
     const auto& cols = st.columns();
     const copy_format format = q.info.copy;
-    const auto oids = choose_oids(cols, nullptr, q.info);
+    const auto oids = choose_oids(cols, nullptr);
     const int16_t field_format = format == copy_format::binary ? 1 : 0;
     {
         msg_writer w(_out, 'H');  // CopyOutResponse

@@ -207,7 +207,7 @@ bool pg_connection::on_describe(std::string_view body) {
     }
     // Nothing is stepped for a statement: expression columns are announced as text.
     const auto& cols = ps.stmt->columns();
-    auto oids = choose_oids(cols, nullptr, ps.info);
+    auto oids = choose_oids(cols, nullptr);
     std::vector<field_desc> fields;
     for (size_t i = 0; i < cols.size(); ++i)
         fields.push_back({cols[i].name, oids[i], type_size(oids[i]), 0});
@@ -241,8 +241,7 @@ void pg_connection::describe_portal(portal& p) {
     prime(p);
     const auto& cols = p.stmt->columns();
     if (!p.oids)
-        p.oids = choose_oids(cols, p.st == portal::state::has_row ? &p.stmt->row() : nullptr,
-                              p.source->info);
+        p.oids = choose_oids(cols, p.st == portal::state::has_row ? &p.stmt->row() : nullptr);
     std::vector<field_desc> fields;
     for (size_t i = 0; i < cols.size(); ++i)
         fields.push_back({cols[i].name, (*p.oids)[i], type_size((*p.oids)[i]), p.formats[i]});
@@ -291,8 +290,7 @@ void pg_connection::execute_portal(portal& p, int32_t max_rows) {
         // Without a Describe of the portal, the statement's Describe (if any) decided.
         p.oids = p.source->described
                      ? *p.source->described
-                     : choose_oids(cols, p.st == portal::state::has_row ? &st.row() : nullptr,
-                                   p.source->info);
+                     : choose_oids(cols, p.st == portal::state::has_row ? &st.row() : nullptr);
     }
     int64_t rows = 0;
     auto limit_reached = [&] { return max_rows > 0 && rows >= max_rows; };

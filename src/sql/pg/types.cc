@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "sql/pg/lexer.h"
-#include "sql/pg_catalog.h"
+#include "sql/pg_type_table.h"
 #include "sql/sql_text.h"
 #include "sql/time_text.h"
 
@@ -191,7 +191,7 @@ pg_error cannot_convert(const value& v, uint32_t type_oid) {
 }  // namespace
 
 std::optional<uint32_t> oid_for_decl_type(std::string_view decl_type) {
-    // One rule for the wire and the catalog (sql/pg_catalog.h).
+    // One rule for the wire and the catalog (sql/pg_type_table.h).
     const int64_t o = pg_oid_for_decl(decl_type);
     if (o == 0) return std::nullopt;
     return static_cast<uint32_t>(o);

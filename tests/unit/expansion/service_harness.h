@@ -15,14 +15,13 @@
 #include "catalog/catalog.h"
 #include "expansion/service.h"
 #include "log/log_manager.h"
-#include "sql/schemas.h"
 #include "support/batch_builder.h"
 
 namespace sluice::expansion::test {
 
 struct service_harness {
-    // Opens the catalog, logs, schemas and the service (started), its targets in the
-    // store make_targets gives (SQLite when it is unset or gives null).
+    // Opens the catalog, logs and the service (started), its targets in the store
+    // make_targets gives.
     void open_service() {
         auto c = catalog::catalog::open(dir.path / "catalog.db");
         ASSERT_TRUE(c) << c.err().message;
@@ -30,10 +29,7 @@ struct service_harness {
         logs = std::make_unique<log::log_manager>(log::log_manager::options{dir.path});
         ASSERT_TRUE(logs->open());
         for (const auto& t : cat->list_topics()) logs->add_topic(t.name, t.partitions, {});
-        auto s = sql::schema_registry::open(dir.path / "sql");
-        ASSERT_TRUE(s) << s.error().message;
-        schemas = std::move(*s);
-        service_options o{cat.get(), cat.get(), logs.get(), schemas};
+        service_options o{cat.get(), cat.get(), logs.get()};
         if (make_targets) o.targets = make_targets();
         auto svc_or = service::open(std::move(o));
         ASSERT_TRUE(svc_or) << svc_or.err().message;
@@ -87,7 +83,6 @@ struct service_harness {
     sql::test::temp_dir dir;
     std::unique_ptr<catalog::catalog> cat;
     std::unique_ptr<log::log_manager> logs;
-    std::shared_ptr<sql::schema_registry> schemas;
     std::unique_ptr<service> svc;
     std::function<std::shared_ptr<target_backend>()> make_targets;
 };

@@ -11,7 +11,6 @@
 #include "../sql/sql_test_util.h"
 #include "expansion/duck/duck_target.h"
 #include "expansion/row_builder.h"
-#include "expansion/target.h"
 #include "sql/duck_migration/sqlite_to_duck.h"
 
 namespace sluice::sql::duck_migration {
@@ -208,12 +207,26 @@ TEST_F(migration_fixture, an_expansion_target_goes_on_from_its_progress) {
         });
         ASSERT_TRUE(r) << r.err().message;
     };
-    {
-        auto t = expansion::target_table::open(dir.path / "sql" / "schemas" / "cdc.db", "cdc",
-                                               "events", *l, true);
-        ASSERT_TRUE(t) << t.err().message;
-        expand(**t, 0, 100);
-    }
+    // The file an older broker's SQLite engine wrote for an expansion's target, as
+    // docs/formats/expansion-progress.md and sql-dir.md say: 100 events expanded.
+    sqlite("schemas/cdc.db", R"(
+        CREATE TABLE _sluice_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        INSERT INTO _sluice_meta VALUES ('expansion_progress_format', '1');
+        CREATE TABLE _sluice_expansion_progress (target TEXT NOT NULL,
+            partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
+            backfill_start INTEGER NOT NULL, backfill_next INTEGER NOT NULL,
+            backfill_end INTEGER NOT NULL, PRIMARY KEY (target, partition)) WITHOUT ROWID;
+        CREATE TABLE events (_partition INTEGER NOT NULL, _offset INTEGER NOT NULL,
+            _timestamp_broker INTEGER NOT NULL, id INTEGER, ok BOOLEAN,
+            _missing_fields INTEGER NOT NULL, _excess_fields INTEGER NOT NULL,
+            _type_errors INTEGER NOT NULL, _parse_error INTEGER NOT NULL, _source TEXT,
+            _key TEXT);
+        CREATE INDEX _sluice_position_events ON events (_partition, _offset);
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99)
+        INSERT INTO events SELECT 0, i, 1000 + i, i, i % 2, 0, 0, 0, 0,
+            json_object('id', i, 'ok', json(CASE WHEN i % 2 THEN 'true' ELSE 'false' END)),
+            'k' || i FROM n;
+        INSERT INTO _sluice_expansion_progress VALUES ('events', 0, 100, 0, 0, 0);)");
     sqlite("main.db", "CREATE TABLE notes (n TEXT);");
     auto r = run();
     ASSERT_TRUE(r) << r.err().message;

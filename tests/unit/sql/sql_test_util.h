@@ -3,12 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "sql/engine.h"
-#include "sql/sqlite_engine.h"
 
 namespace sluice::sql::test {
 
@@ -27,17 +25,6 @@ struct temp_dir {
     }
     std::filesystem::path path;
 };
-
-// Opens an engine with `o` and a session on it (fails the test when either fails).
-inline void open_engine_and_session(const engine_options& o, std::unique_ptr<engine>& eng,
-                                    std::unique_ptr<session>& sess) {
-    auto e = open_engine(o);
-    ASSERT_TRUE(e) << e.error().message;
-    eng = std::move(*e);
-    auto s = eng->open_session();
-    ASSERT_TRUE(s) << s.error().message;
-    sess = std::move(*s);
-}
 
 // Runs every statement of `sql`; the rows of the last one that returned rows, each
 // cell rendered as text ("NULL" for null, "x'..'" for blobs). Fails the test on error.

@@ -10,7 +10,7 @@
 #include "sql/http/http_server.h"
 #include "sql/http/sql_client.h"
 #include "sql/sql_security_util.h"
-#include "sql/sqlite_engine.h"
+#include "../sql/duck_test_engine.h"
 #include "sql_http/test_client.h"
 
 namespace sluice::sql {
@@ -27,7 +27,7 @@ class HttpAuthTest : public ::testing::Test {
         char tmpl[] = "/tmp/sql-http-auth-XXXXXX";
         ASSERT_NE(mkdtemp(tmpl), nullptr);
         _dir = tmpl;
-        auto e = open_engine({.data_dir = _dir, .gate = &gate});
+        auto e = test::open_duck_test_engine({.data_dir = _dir, .gate = &gate}, _logs);
         ASSERT_TRUE(e) << e.error().message;
         _eng = std::move(*e);
     }
@@ -35,6 +35,7 @@ class HttpAuthTest : public ::testing::Test {
         if (_srv) _srv->stop();
         _srv.reset();
         _eng.reset();
+        if (_logs) _logs->close();
         std::filesystem::remove_all(_dir);
     }
 
@@ -74,6 +75,7 @@ class HttpAuthTest : public ::testing::Test {
 
     fake_gate gate;
     std::string _dir;
+    std::unique_ptr<log::log_manager> _logs;
     std::unique_ptr<engine> _eng;
     std::unique_ptr<http_server> _srv;
 };

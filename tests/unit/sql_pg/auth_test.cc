@@ -23,6 +23,7 @@ class pg_auth : public ::testing::Test {
     void TearDown() override {
         server.reset();
         eng.reset();
+        if (logs) logs->close();
     }
 
     void start(std::shared_ptr<net::tls_context> tls, bool require_login = true) {
@@ -34,7 +35,7 @@ class pg_auth : public ::testing::Test {
         engine_options eo;
         eo.data_dir = dir.path;
         eo.gate = active_gate();
-        auto e = open_engine(eo);
+        auto e = sql::test::open_duck_test_engine(eo, logs);
         ASSERT_TRUE(e.ok()) << e.error().message;
         eng = std::move(*e);
         pg_options po;
@@ -97,6 +98,7 @@ class pg_auth : public ::testing::Test {
     temp_dir dir;
     fake_gate gate;
     std::unique_ptr<fake_gate> open_gate;
+    std::unique_ptr<log::log_manager> logs;
     std::unique_ptr<engine> eng;
     std::unique_ptr<pg_server> server;
 };

@@ -45,7 +45,7 @@ TEST_F(real_clients, psql) {
     EXPECT_EQ(out, "CREATE TABLE\nINSERT 0 2\n1|x\n2|null\n");
     std::tie(out, rc) = run(base + " -v ON_ERROR_STOP=1 -c 'select * from nowhere'");
     EXPECT_NE(rc, 0);
-    EXPECT_NE(out.find("no such table"), std::string::npos) << out;
+    EXPECT_NE(out.find("does not exist"), std::string::npos) << out;
 }
 
 TEST_F(real_clients, psycopg2) {
@@ -58,7 +58,7 @@ conn = psycopg2.connect(host='127.0.0.1', port=int(sys.argv[1]), dbname='sluice'
                         sslmode='disable', connect_timeout=5)
 cur = conn.cursor()
 cur.execute("CREATE TABLE py (id INTEGER, name TEXT, data BLOB)")
-cur.execute("INSERT INTO py VALUES (%s, %s, x'00ff'), (%s, %s, NULL)", (7, "seven", 8, "it's"))
+cur.execute("INSERT INTO py VALUES (%s, %s, '\\x00\\xff'::BLOB), (%s, %s, NULL)", (7, "seven", 8, "it's"))
 print(cur.rowcount, conn.get_transaction_status())
 conn.commit()
 cur.execute("SELECT id, name, data FROM py ORDER BY id")
@@ -74,7 +74,7 @@ except psycopg2.Error as e:
 conn.rollback()
 cur.execute("SET statement_timeout = 100")
 try:
-    cur.execute("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c")
+    cur.execute("SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3")
 except psycopg2.extensions.QueryCanceledError as e:
     print("canceled", e.pgcode)
 conn.rollback()

@@ -113,8 +113,8 @@ TEST_F(extended_query, binary_parameters_of_every_type) {
     EXPECT_STREQ(PQgetvalue(r.get(), 0, 4), "0.5");
     EXPECT_STREQ(PQgetvalue(r.get(), 0, 5), "héllo");
     EXPECT_STREQ(PQgetvalue(r.get(), 0, 6), "0001FF");
-    EXPECT_STREQ(PQgetvalue(r.get(), 0, 7), "1");
-    EXPECT_STREQ(PQgetvalue(r.get(), 0, 8), "blob");
+    EXPECT_STREQ(PQgetvalue(r.get(), 0, 7), "t");
+    EXPECT_STREQ(PQgetvalue(r.get(), 0, 8), "BLOB");
 
     // A wrong width is 22P03, and the connection goes on.
     lengths[0] = 4;
@@ -128,7 +128,7 @@ TEST_F(extended_query, binary_results) {
     auto c = connect();
     ASSERT_EQ(PQresultStatus(exec(c.get(),
                                   "CREATE TABLE br (i INTEGER, r REAL, t TEXT, b BLOB, f BOOLEAN);"
-                                  "INSERT INTO br VALUES (-2, 0.5, 'tx', x'0a0b', 1)")
+                                  "INSERT INTO br VALUES (-2, 0.5, 'tx', '\\x0a\\x0b'::BLOB, true)")
                                  .get()),
               PGRES_COMMAND_OK);
     ASSERT_TRUE(PQsendQueryParams(c.get(), "SELECT i, r, t, b, f, i + 1 FROM br", 0, nullptr,
@@ -154,11 +154,11 @@ TEST_F(extended_query, binary_results) {
     EXPECT_EQ(read_be64(PQgetvalue(r.get(), 0, 5)), -1);
 }
 
-TEST_F(extended_query, unnamed_statements_with_params_and_types_from_the_first_row) {
+TEST_F(extended_query, unnamed_statements_with_params) {
     auto c = connect();
     const char* vals[] = {"41", "x"};
-    result_ptr r(PQexecParams(c.get(), "SELECT $1 + 1, $2 || 'y', $1 * 0.5", 2, nullptr, vals,
-                              nullptr, nullptr, 0));
+    result_ptr r(PQexecParams(c.get(), "SELECT $1::BIGINT + 1, $2 || 'y', $1::BIGINT * 0.5", 2,
+                              nullptr, vals, nullptr, nullptr, 0));
     ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
     EXPECT_EQ(PQftype(r.get(), 0), 20u);
     EXPECT_EQ(PQftype(r.get(), 1), 25u);

@@ -3,7 +3,6 @@
 
 #include "common/version.h"
 #include "pg_test_util.h"
-#include "sql/functions.h"
 
 namespace sluice::sql::pg::test {
 namespace {
@@ -58,16 +57,18 @@ TEST_F(simple_query, several_statements_in_one_string) {
     EXPECT_STREQ(PQgetvalue(rs[3].get(), 2, 1), "three");
 }
 
-TEST_F(simple_query, expression_types_come_from_the_first_row) {
+TEST_F(simple_query, expression_types_are_the_engines) {
     auto c = connect();
-    auto r = exec(c.get(), "SELECT 42, -1.5, 'text', x'00ff10', NULL, 1e308 * 10");
+    auto r = exec(c.get(),
+                  "SELECT 42::BIGINT, -1.5::DOUBLE, 'text', '\\x00\\xff\\x10'::BLOB, NULL, "
+                  "'Infinity'::DOUBLE");
     ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
     ASSERT_EQ(PQnfields(r.get()), 6);
     EXPECT_EQ(PQftype(r.get(), 0), 20u);   // int8
     EXPECT_EQ(PQftype(r.get(), 1), 701u);  // float8
     EXPECT_EQ(PQftype(r.get(), 2), 25u);   // text
     EXPECT_EQ(PQftype(r.get(), 3), 17u);   // bytea
-    EXPECT_EQ(PQftype(r.get(), 4), 25u);   // NULL only: text
+    EXPECT_EQ(PQftype(r.get(), 4), 20u);   // a bare NULL: DuckDB types it INTEGER
     EXPECT_EQ(PQfsize(r.get(), 0), 8);
     EXPECT_EQ(PQfsize(r.get(), 2), -1);
     EXPECT_STREQ(PQgetvalue(r.get(), 0, 0), "42");
@@ -81,9 +82,9 @@ TEST_F(simple_query, expression_types_come_from_the_first_row) {
 TEST_F(simple_query, declared_types_decide_and_values_follow_them) {
     auto c = connect();
     auto rs = exec_all(c.get(),
-                       "CREATE TABLE v (i INTEGER, r REAL, t TEXT, b BLOB, f BOOLEAN, n NUMERIC);"
+                       "CREATE TABLE v (i INTEGER, r DOUBLE, t TEXT, b BLOB, f BOOLEAN, n VARCHAR);"
                        "INSERT INTO v VALUES (NULL, NULL, NULL, NULL, NULL, NULL);"
-                       "INSERT INTO v VALUES (7, 2.5, x'7b7d', 'hi', 1, 3);"
+                       "INSERT INTO v VALUES (7, 2.5, '{}', 'hi'::BLOB, true, '3');"
                        "SELECT i, r, t, b, f, n FROM v");
     ASSERT_EQ(rs.size(), 4u);
     PGresult* r = rs[3].get();
@@ -93,13 +94,13 @@ TEST_F(simple_query, declared_types_decide_and_values_follow_them) {
     EXPECT_EQ(PQftype(r, 2), 25u);
     EXPECT_EQ(PQftype(r, 3), 17u);
     EXPECT_EQ(PQftype(r, 4), 16u);
-    EXPECT_EQ(PQftype(r, 5), 25u);  // NUMERIC says nothing and the first row is NULL
+    EXPECT_EQ(PQftype(r, 5), 25u);
     ASSERT_EQ(PQntuples(r), 2);
     EXPECT_TRUE(PQgetisnull(r, 0, 0));
     EXPECT_STREQ(PQgetvalue(r, 1, 0), "7");
     EXPECT_STREQ(PQgetvalue(r, 1, 1), "2.5");
-    EXPECT_STREQ(PQgetvalue(r, 1, 2), "{}");       // a BLOB in a TEXT column
-    EXPECT_STREQ(PQgetvalue(r, 1, 3), "\\x6869");  // a TEXT in a BLOB column
+    EXPECT_STREQ(PQgetvalue(r, 1, 2), "{}");
+    EXPECT_STREQ(PQgetvalue(r, 1, 3), "\\x6869");
     EXPECT_STREQ(PQgetvalue(r, 1, 4), "t");
     EXPECT_STREQ(PQgetvalue(r, 1, 5), "3");
 }
@@ -157,7 +158,7 @@ TEST_F(simple_query, errors_carry_sqlstate_and_the_connection_stays_usable) {
 TEST_F(simple_query, an_error_skips_the_rest_of_the_string) {
     auto c = connect();
     auto rs =
-        exec_all(c.get(), "CREATE TABLE a (x INTEGER); SELECT * FROM missing; CREATE TABLE b (x)");
+        exec_all(c.get(), "CREATE TABLE a (x INTEGER); SELECT * FROM missing; CREATE TABLE b (x INTEGER)");
     ASSERT_EQ(rs.size(), 2u);
     EXPECT_STREQ(PQcmdStatus(rs[0].get()), "CREATE TABLE");
     EXPECT_EQ(sqlstate_of(rs[1].get()), "42P01");
@@ -199,8 +200,8 @@ TEST_F(simple_query, transaction_status_follows_postgres) {
 TEST_F(simple_query, commit_of_a_failed_transaction_rolls_back) {
     auto c = connect();
     auto rs =
-        exec_all(c.get(), "CREATE TABLE f (a INTEGER); BEGIN; INSERT INTO f VALUES (1); SELEC");
-    EXPECT_EQ(sqlstate_of(rs.back().get()), "42601");
+        exec_all(c.get(), "CREATE TABLE f (a INTEGER); BEGIN; INSERT INTO f VALUES (1); SELECT 1/0 FROM nope");
+    EXPECT_EQ(sqlstate_of(rs.back().get()), "42P01");
     EXPECT_EQ(PQtransactionStatus(c.get()), PQTRANS_INERROR);
     auto r = exec(c.get(), "COMMIT");
     EXPECT_EQ(PQresultStatus(r.get()), PGRES_COMMAND_OK);
@@ -267,10 +268,12 @@ TEST_F(simple_query, set_and_show) {
     EXPECT_GT(PQntuples(all.get()), 10);
     auto v = exec(c.get(), "select version()");
     // PostgreSQL's form first (drivers parse it), then Sluice's version and commit.
-    EXPECT_EQ(std::string(PQgetvalue(v.get(), 0, 0)).rfind("PostgreSQL 15.0 on ", 0), 0u);
-    EXPECT_EQ(PQgetvalue(v.get(), 0, 0), sql::version_text());
-    EXPECT_NE(sql::version_text().find("(Sluice " + std::string(sluice::version()) + " "),
-              std::string::npos);
+    const std::string text = PQgetvalue(v.get(), 0, 0);
+    EXPECT_EQ(text.rfind("PostgreSQL 15.0 on ", 0), 0u) << text;
+    EXPECT_NE(text.find(", DuckDB v"), std::string::npos) << text;
+    EXPECT_NE(text.find(" engine (Sluice " + std::string(sluice::version()) + " "),
+              std::string::npos)
+        << text;
     EXPECT_STREQ(PQcmdStatus(exec(c.get(), "RESET ALL").get()), "RESET");
     EXPECT_EQ(sqlstate_of(exec(c.get(), "SHOW my.custom").get()), "42704");
     exec(c.get(), "SET sluice.max_rows = 2");

@@ -1,10 +1,10 @@
 #pragma once
 
-// The engine: SQLite with the topic tables (kafka_topics."<topic>"), the system tables
-// (system.*) and users' own schemas. See docs/sql.md.
+// What an SQL engine is opened with (sql/duck/serving.h): where its files go, its
+// bounds, the sources of its topic and system tables, and the guard of the tables the
+// broker maintains. See docs/sql.md.
 
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <string_view>
 
@@ -27,7 +27,6 @@ namespace sluice::sql {
 
 class broker_state;      // sql/system_tables.h
 class partition_source;  // sql/partition_source.h
-class schema_registry;
 
 // Tables and schemas of users' databases that the broker maintains (expansion targets):
 // users may read them, with KafkaRead on the topic they hold, but not write, alter or
@@ -45,11 +44,11 @@ class table_guard {
 };
 
 struct engine_options {
-    // Users' own tables live in <data_dir>/sql/ (docs/formats/sql-dir.md).
+    // The engine's database and temporary files live under it (docs/formats/sql-duck.md).
     std::filesystem::path data_dir;
     limits defaults;
     // What users' sessions may take of memory and temporary files (sql/budget.h); their
-    // temporary files go to <data_dir>/sql-tmp.
+    // temporary files go to <data_dir>/sql-duck-tmp.
     resource_bounds bounds;
     // Sources of the topic and system tables; null ones leave their tables out (tests of
     // the front ends need none).
@@ -62,17 +61,10 @@ struct engine_options {
     const catalog::topic_store* topics = nullptr;
     const catalog::security_store* security = nullptr;
     partition_source* partitions = nullptr;
-    // Users' schemas; null: open_engine opens <data_dir>/sql itself. Given when other
-    // parts of the broker (expansions) write into them too.
-    std::shared_ptr<schema_registry> schemas;
     const table_guard* guard = nullptr;
     // Who may read which topic (the broker's policies); null: everyone may read
     // everything, as without authorization.
     const security::gate* gate = nullptr;
 };
-
-// Creates <data_dir>/sql when missing, and <data_dir>/sql-tmp (emptied). Errors: internal
-// (with the reason).
-outcome<std::unique_ptr<engine>> open_engine(const engine_options& opts);
 
 }  // namespace sluice::sql
