@@ -95,7 +95,8 @@ run-cluster: deps
 # PREFIX/bin and DuckDB's library beside it, in PREFIX/lib/sluice (where the installed
 # broker looks, src/app/CMakeLists.txt), e.g. `make install PREFIX=~/.local`. DESTDIR is
 # prepended, for packaging. The broker is installed stripped (about 6 MB instead of 50: the
-# build's symbols and line tables stay in build/sluice, for debugging it).
+# build's symbols and line tables stay in build/sluice, for debugging it), and so is DuckDB's
+# library (59.6 MB instead of 70.5: its symbol table; the dynamic symbols stay).
 PREFIX ?= /usr/local
 install: deps
 	cmake --preset release $(CMAKE_ARGS) >/dev/null

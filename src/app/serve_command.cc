@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "app/broker_admin_http.h"
+#include "app/duck_on_demand.h"
 #include "app/metrics_endpoint.h"
 #include "app/security_admin.h"
 #include "app/serve_limits.h"
@@ -39,15 +40,12 @@
 #include "catalog/shm_vfs.h"
 #include "common/logging.h"
 #include "console/console.h"
-#include "expansion/duck/duck_target.h"
 #include "expansion/http_api.h"
 #include "expansion/service.h"
 #include "log/log_manager.h"
 #include "net/event_loop.h"
 #include "security/sasl.h"
-#include "sql/duck/duck_engine.h"
 #include "sql/duck/serving.h"
-#include "sql/duck_migration/sqlite_to_duck.h"
 #include "sql/http/http_server.h"
 #include "sql/pg/pg_server.h"
 
@@ -60,7 +58,9 @@ namespace {
 // have.
 class sql_engine_choice {
   public:
-    sql::outcome<bool> prepare(const sql::engine_options& eo, const std::string& export_dir) {
+    // listeners: whether the broker has a SQL listener (which needs the engine at once).
+    sql::outcome<bool> prepare(const sql::engine_options& eo, const std::string& export_dir,
+                               bool listeners) {
         std::filesystem::path exports;
         if (!export_dir.empty()) {
             std::error_code ec;
@@ -70,30 +70,31 @@ class sql_engine_choice {
                     sql::failure::invalid_parameter,
                     fmt::format("--sql-export-dir {}: not a directory", export_dir)};
         }
-        const auto file = sql::duck::serving_database_file(eo.data_dir);
-        // Once: the tables the removed SQLite engine served from this data directory,
-        // expansion targets and their progress among them (docs/sql.md).
-        auto copied = sql::duck_migration::migrate(eo.data_dir, file, eo.bounds.total_memory);
-        if (!copied) return sql::query_error{sql::failure::internal, copied.err().message};
-        auto db = sql::duck::open_serving_database(eo, file, exports);
+        // Opened at start for the SQL listeners, else on first need (app/duck_on_demand.h).
+        _duck = std::make_shared<duck_on_demand>(eo, exports);
+        _targets = _duck->targets();
+        _listeners = listeners;
+        if (!listeners) return true;
+        auto db = _duck->database("the SQL listeners");
         if (!db) return db.error();
-        _duck = std::move(*db);
-        auto t = expansion::duck_targets::open({.file = file, .database = _duck->database()});
-        if (!t) return sql::query_error{sql::failure::internal, t.err().message};
-        _targets = std::move(*t);
         return true;
     }
     // Where the expansions store their targets.
     std::shared_ptr<expansion::target_backend> targets() const {
         return _targets;
     }
+    // The engine the SQL listeners serve; null on DuckDB when there are none.
     sql::outcome<std::unique_ptr<sql::engine>> open(const sql::engine_options& eo) {
-        return sql::duck::open_serving_engine(eo, _duck);
+        if (!_listeners) return std::unique_ptr<sql::engine>();
+        auto db = _duck->database("the SQL listeners");
+        if (!db) return db.error();
+        return sql::duck::open_serving_engine(eo, *db);
     }
 
   private:
     std::shared_ptr<expansion::target_backend> _targets;
-    std::shared_ptr<sql::duck::engine> _duck;
+    std::shared_ptr<duck_on_demand> _duck;
+    bool _listeners = false;
 };
 
 // SIGTERM and SIGINT arrive as readable events on the loop, so shutdown runs on the
@@ -527,7 +528,7 @@ int serve(const serve_options& o) {
         eo.partitions = &*shared_partitions;
     }
     sql_engine_choice sql_engine;
-    if (auto r = sql_engine.prepare(eo, o.sql_export_dir); !r) {
+    if (auto r = sql_engine.prepare(eo, o.sql_export_dir, pg_addr || http_addr); !r) {
         log_error("app", "sql: {}", r.error().message);
         logs.close();
         return 1;

@@ -68,7 +68,7 @@ EXEMPT = {
         "broker, started from `make -n run`",
     ("README.md", "make run KAFKA=127.0.0.1:19092 PG=127.0.0.1:15432 HTTP=127.0.0.1:18080 DATA=./data2"):
         "the same broker as `make run` on other ports",
-    ("README.md", "make install PREFIX=~/.local     # builds, then installs ~/.local/bin/sluice (stripped) and DuckDB's library in ~/.local/lib/sluice (default PREFIX: /usr/local)"):
+    ("README.md", "make install PREFIX=~/.local     # builds, then installs ~/.local/bin/sluice and DuckDB's library in ~/.local/lib/sluice, both stripped (default PREFIX: /usr/local)"):
         "builds and installs; test_install.py runs the Makefile's install command into a scratch "
         "prefix, and this test runs SLUICE_BIN as `sluice` instead",
     ("docs/security.md", "echo PASSWORD | sluice user add NAME [--mechanism SCRAM-SHA-256|SCRAM-SHA-512]... [--iterations N]"):

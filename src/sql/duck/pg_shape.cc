@@ -1,6 +1,7 @@
 #include "sql/duck/pg_shape.h"
 
 #include "sql/duck/json_paths.h"
+#include "sql/duck/pg_names.h"
 
 #include <algorithm>
 #include <array>
@@ -10,15 +11,12 @@
 #include "duckdb/function/scalar_function.hpp"
 #include "duckdb/main/extension/extension_loader.hpp"
 #include "duckdb/parser/expression/cast_expression.hpp"
-#include "duckdb/parser/expression/columnref_expression.hpp"
 #include "duckdb/parser/expression/function_expression.hpp"
 #include "duckdb/parser/expression/lambda_expression.hpp"
 #include "duckdb/parser/expression/subquery_expression.hpp"
 #include "duckdb/parser/parsed_data/create_table_info.hpp"
 #include "duckdb/parser/parsed_data/create_view_info.hpp"
 #include "duckdb/parser/parsed_expression_iterator.hpp"
-#include "duckdb/parser/query_node/select_node.hpp"
-#include "duckdb/parser/query_node/set_operation_node.hpp"
 #include "duckdb/parser/statement/create_statement.hpp"
 #include "duckdb/parser/statement/insert_statement.hpp"
 #include "duckdb/parser/statement/select_statement.hpp"
@@ -130,44 +128,6 @@ struct json_args {
     }
 };
 
-// The name PostgreSQL gives a select-list expression (its FigureColname): a column's, a
-// function's (count(*) is `count`), through casts (`key::text` is `key`); empty for
-// the rest.
-std::string pg_name(const d::ParsedExpression& e) {
-    switch (e.GetExpressionClass()) {
-        case d::ExpressionClass::COLUMN_REF:
-            return e.Cast<d::ColumnRefExpression>().GetColumnName();
-        case d::ExpressionClass::FUNCTION: {
-            const auto& f = e.Cast<d::FunctionExpression>();
-            if (f.is_operator || f.function_name.empty()) return {};
-            return f.function_name == "count_star" ? std::string("count") : f.function_name;
-        }
-        case d::ExpressionClass::CAST:
-            return pg_name(*e.Cast<d::CastExpression>().child);
-        default:
-            return {};
-    }
-}
-
-// The columns a query's result is named by: its first SELECT's (of a UNION, the leftmost).
-void name_columns(d::QueryNode& n) {
-    if (n.type == d::QueryNodeType::SET_OPERATION_NODE) {
-        auto& children = n.Cast<d::SetOperationNode>().children;
-        if (!children.empty()) name_columns(*children[0]);
-        return;
-    }
-    if (n.type != d::QueryNodeType::SELECT_NODE) return;
-    for (auto& e : n.Cast<d::SelectNode>().select_list) {
-        if (e->HasAlias()) continue;
-        const auto cls = e->GetExpressionClass();
-        if (cls == d::ExpressionClass::STAR || cls == d::ExpressionClass::COLUMN_REF) continue;
-        // PostgreSQL's name, else DuckDB's for the rest, as written (before json_args
-        // rewrites it).
-        const auto name = pg_name(*e);
-        e->SetAlias(name.empty() ? e->ToString() : name);
-    }
-}
-
 d::unique_ptr<d::FunctionData> json_text_bind(d::ClientContext&, d::ScalarFunction& f,
                                               d::vector<d::unique_ptr<d::Expression>>& args) {
     f.SetReturnType(args[0]->return_type.id() == d::LogicalTypeId::BLOB ? d::LogicalType::VARCHAR
@@ -205,7 +165,7 @@ void shape_statement(duckdb::SQLStatement& s) {
             q = info.Cast<d::CreateViewInfo>().query.get();
     }
     if (!q || !q->node) return;
-    if (s.type != d::StatementType::INSERT_STATEMENT) name_columns(*q->node);
+    if (s.type != d::StatementType::INSERT_STATEMENT) name_columns_as_postgres(*q->node);
     share_json_parses(*q->node);  // before json_args, which wraps the shared extraction's x
     json_args{}.node(*q->node);
 }

@@ -7,8 +7,8 @@
 //   topic's key or value) as UTF-8 text: their first argument goes through
 //   sluice_json_text(x), which binds to x itself, or to x as text when x is a BLOB (NULL
 //   when not UTF-8). DuckDB would otherwise take the BLOB for a JSON string.
-// - An unnamed function call in the select list is named by the function, as PostgreSQL
-//   names it (count(*) is `count`, sum(x) `sum`), not by DuckDB's whole expression.
+// - The select list's unnamed columns are named as PostgreSQL names them (count(*) is
+//   `count`, 1 + 1 `?column?`), not by DuckDB's whole expression (duck/pg_names.h).
 // - Several ->> of one value in a SELECT's projection parse it once per row
 //   (duck/json_paths.h).
 

@@ -241,15 +241,15 @@ TEST_F(serving_fixture, hidden_timestamp_columns_and_postgres_column_names) {
               (rows{{"1"}}));
     // Hidden: SELECT * has the seven columns.
     EXPECT_EQ(run("SELECT * FROM orders", &cols).at(0).size(), 7u);
-    // PostgreSQL's names: a function call by the function, an operator as DuckDB writes it.
+    // PostgreSQL's names: a function call by the function, an operator ?column?.
     run("SELECT count(*), sum(\"offset\"), max(partition) AS m, partition + 1, value ->> 'x', "
         "\"offset\" FROM orders GROUP BY ALL",
         &cols);
     std::vector<std::string> names;
     names.reserve(cols.size());
     for (const auto& c : cols) names.push_back(c.name);
-    EXPECT_EQ(names, (std::vector<std::string>{"count", "sum", "m", "(\"partition\" + 1)",
-                                               "(\"value\" ->> 'x')", "offset"}));
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"count", "sum", "m", "?column?", "?column?", "offset"}));
     run("SELECT count(*) FROM orders UNION ALL SELECT 1", &cols);
     EXPECT_EQ(cols.at(0).name, "count");
 }
