@@ -4,9 +4,9 @@
 //
 //   sluice-objstore-bench s3 [--sizes-mb 1,8] [--count N] [--threads T]
 //       PUT then GET N objects of each size with T threads: latency p50/p99/max and MB/s.
-//   sluice-objstore-bench pg [--partitions 1,10,100] [--count N] [--threads T]
+//   sluice-objstore-bench pg [--partitions 1,10,100] [--batches B] [--count N] [--threads T]
 //       The produce commit (src/shared/batch_index.h): N transactions, each assigning
-//       offsets to one batch of each of P partitions; transactions/s and latency, then
+//       offsets to B batches (1) of each of P partitions; transactions/s and latency, then
 //       "phases lock P50/P99 statements P50/P99 commit P50/P99" (ms, batch_index.h's
 //       commit_timings).
 
@@ -39,6 +39,7 @@ struct options {
     std::vector<int> partitions{1, 10, 100};
     int count = 0;
     int threads = 1;
+    int batches = 1;  // per partition and commit
 };
 
 struct stats {
@@ -145,8 +146,10 @@ int bench_pg(const options& o) {
             if (my_conn < 0) my_conn = conn_no++;
             object_commit c{fmt::format("bench/{}/{}", topic, i), 0, 1, {}};
             for (int p = 0; p < parts; ++p) {
-                c.batches.push_back({topic, p, 10, c.size, 4096, 0});
-                c.size += 4096;
+                for (int b = 0; b < o.batches; ++b) {
+                    c.batches.push_back({topic, p, 10, c.size, 4096, 0});
+                    c.size += 4096;
+                }
             }
             auto r = commit_object(*conns[my_conn % o.threads], c, &took[i]);
             if (!r) return r.err();
@@ -178,7 +181,7 @@ int main(int argc, char** argv) {
     if (argc < 2 || (std::string(argv[1]) != "s3" && std::string(argv[1]) != "pg")) {
         std::fprintf(stderr,
                      "usage: sluice-objstore-bench s3|pg [--sizes-mb 1,8] [--partitions 1,10,100] "
-                     "[--count N] [--threads T]\n");
+                     "[--batches B] [--count N] [--threads T]\n");
         return 2;
     }
     options o;
@@ -192,6 +195,8 @@ int main(int argc, char** argv) {
             o.count = std::atoi(v.c_str());
         else if (a == "--threads")
             o.threads = std::max(1, std::atoi(v.c_str()));
+        else if (a == "--batches")
+            o.batches = std::max(1, std::atoi(v.c_str()));
         else {
             std::fprintf(stderr, "unknown option %s\n", a.c_str());
             return 2;

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Shared mode against single-node mode, in one run (issue 35's benchmark).
 
-    bench/shared_bench.py [--build DIR] [--repeats N] [--secs S] [--rate-mbps R] [--keep]
+    bench/shared_bench.py [--build DIR] [--repeats N] [--secs S] [--rate-mbps R] [--loads L] [--keep]
 
 Runs the same loads against, in turn: one single-node broker (`sluice serve` on a
 scratch data dir), then `scripts/cluster up DIR --brokers 1` and `--brokers 3`
@@ -35,6 +35,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import shutil
 import signal
 import statistics
@@ -203,7 +204,7 @@ class SingleNode:
 
 
 class Cluster:
-    def __init__(self, n, work, sluice, in_flight=None, s3_delay_ms=0):
+    def __init__(self, n, work, sluice, in_flight=None, s3_delay_ms=0, broker_flags=""):
         self.n = n
         self.name = "shared, %d broker%s" % (n, "s" if n > 1 else "")
         self.key = "shared%d" % n
@@ -213,6 +214,9 @@ class Cluster:
             self.name += ", %d in flight" % in_flight
             self.key += "-w%d" % in_flight
             self.flags = ["--shared-windows-in-flight", str(in_flight)]
+        if broker_flags:
+            self.name += ", " + broker_flags
+            self.flags += shlex.split(broker_flags)
         self.s3_delay_ms = s3_delay_ms
         self.proxy = None
         self.dir = work / ("cluster-%s" % self.key)
@@ -427,7 +431,7 @@ def bench_setup(setup, a, loadgen, results):
             create_topics(setup, [(t4, 4), (t64, 64)])
             loads = [("flat", t4, []), ("steady4", t4, ["--rate-mbps", str(a.rate_mbps)]),
                      ("steady64", t64, ["--rate-mbps", str(a.rate_mbps)])]
-            for name, topic, extra in loads:
+            for name, topic, extra in (x for x in loads if x[0] in a.loads):
                 m0 = meter.snap()
                 out = run_child([loadgen, "--bootstrap", boot, "--topic", topic, "--mode", "produce",
                                  "--acks", "-1", "--records", "100000000", "--duration-s", str(a.secs),
@@ -439,6 +443,8 @@ def bench_setup(setup, a, loadgen, results):
                 f["repeat"] = r
                 show(setup, f)
                 runs["runs"].append(f)
+            if "e2e" not in a.loads:
+                continue
             m0 = meter.snap()
             out = run_child([sys.executable, str(ROOT / "bench" / "shared_latency.py"), "--bootstrap", boot,
                              "--consume", reader, "--topic", t4, "--count", str(a.e2e_count)], timeout=300)
@@ -617,15 +623,22 @@ def main():
     ap.add_argument("--db-count", type=int, default=300, help="produce commits per partition count (0: skip)")
     ap.add_argument("--db-threads", type=int, default=4, help="connections of the database capacity run")
     ap.add_argument("--brokers", default="1,3", help="cluster sizes to run, after single node")
+    ap.add_argument("--loads", default="flat,steady4,steady64,e2e",
+                    help="comma-separated loads to run of flat, steady4, steady64, e2e (all by default)")
     ap.add_argument("--no-single", action="store_true")
     ap.add_argument("--windows-in-flight", default="",
                     help="comma-separated --shared-windows-in-flight values: one cluster of each size per value")
     ap.add_argument("--s3-delay-ms", type=int, default=0,
                     help="delay every object-store request this long (a proxy in front of s3proxy)")
+    ap.add_argument("--broker-flags", default="",
+                    help="more `sluice serve` flags for the clusters' brokers (one string, shell-quoted)")
     ap.add_argument("--json", help="write the raw figures here")
     ap.add_argument("--keep", action="store_true", help="keep the scratch dir (logs, cluster data)")
     a = ap.parse_args()
     a.brokers = [int(x) for x in a.brokers.split(",") if x]
+    a.loads = [x for x in a.loads.split(",") if x]
+    if not a.loads or set(a.loads) - {"flat", "steady4", "steady64", "e2e"}:
+        raise SystemExit("shared_bench: --loads takes flat, steady4, steady64 and e2e, comma-separated")
     sluice = str(Path(a.build) / "sluice")
     loadgen = str(Path(a.build) / "bench" / "sluice-loadgen")
     for b in (sluice, loadgen):
@@ -644,7 +657,7 @@ def main():
     try:
         in_flight = [int(x) for x in a.windows_in_flight.split(",") if x] or [None]
         makers = ([] if a.no_single else [lambda: SingleNode(sluice, work)]) + \
-            [lambda n=n, w=w: Cluster(n, work, sluice, w, a.s3_delay_ms) for n in a.brokers for w in in_flight]
+            [lambda n=n, w=w: Cluster(n, work, sluice, w, a.s3_delay_ms, a.broker_flags) for n in a.brokers for w in in_flight]
         for make in makers:
             setup = make()
             try:

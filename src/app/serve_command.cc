@@ -383,6 +383,8 @@ int serve(const serve_options& o) {
     cfg.max_open_files = o.max_open_files;
     cfg.queued_max_request_bytes = o.limits.queued_max_request_bytes;
     cfg.request_stall_timeout_ms = o.limits.request_stall_timeout_ms;
+    cfg.max_in_flight_per_connection = o.limits.max_in_flight_requests_per_connection;
+    cfg.max_in_flight_bytes_per_connection = o.limits.max_in_flight_bytes_per_connection;
     cfg.fetch_session_cache_slots = o.limits.fetch_session_cache_slots;
     cfg.fetch_session_min_eviction_ms = o.limits.fetch_session_min_eviction_ms;
     cfg.connections_max_idle_ms = o.limits.connections_max_idle_ms;

@@ -25,6 +25,18 @@ void add_connection_limit_flags(CLI::App& cmd, connection_limits& l) {
                    "mid-request cannot keep its share; 0: never")
         ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))
         ->capture_default_str();
+    cmd.add_option("--max-in-flight-requests-per-connection",
+                   l.max_in_flight_requests_per_connection,
+                   "Kafka requests one connection may have read and not yet answered before "
+                   "the broker stops reading from it (until half are answered); clients such "
+                   "as librdkafka send one produce request per partition and pipeline them")
+        ->check(CLI::Range(size_t{2}, size_t{1} << 20))
+        ->capture_default_str();
+    cmd.add_option("--max-in-flight-bytes-per-connection", l.max_in_flight_bytes_per_connection,
+                   "The bytes of those requests one connection may have in flight before the "
+                   "broker stops reading from it (until they are below half)")
+        ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40))
+        ->capture_default_str();
     cmd.add_option("--connections-max-idle-ms", l.connections_max_idle_ms,
                    "Kafka's connections.max.idle.ms: a Kafka connection with no byte read or "
                    "written for this long is closed; 0: never")

@@ -90,9 +90,15 @@ struct broker_config {
     int32_t max_connections_per_ip = INT32_MAX;
     std::string max_connections_per_ip_overrides;
     size_t max_open_files = 1024;
-    // Requests one connection may have in flight before the broker stops reading from
-    // it; librdkafka pipelines up to 1,000,000 by default, so this bounds memory.
-    size_t max_in_flight_per_connection = 256;
+    // Requests one connection may have in flight (read and not yet answered), and the
+    // bytes of those requests, before the broker stops reading from it; it reads again
+    // once both are below half. librdkafka pipelines up to 1,000,000 requests by default,
+    // so these bound memory. The count is high because librdkafka sends one request per
+    // partition: a producer of many partitions whose requests each wait for a shared-mode
+    // produce window (tens of ms) has hundreds in flight, and a lower count caps what one
+    // connection carries at that count per window (docs/operations.md).
+    size_t max_in_flight_per_connection = 4096;
+    size_t max_in_flight_bytes_per_connection = size_t{256} << 20;
     // Kafka's max.incremental.fetch.session.cache.slots: fetch sessions held at once.
     size_t fetch_session_cache_slots = 1000;
     // Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS: how long a session is safe from

@@ -19,9 +19,14 @@ const listener_config& session::listener_cfg() const {
     return _broker.listener(_listener);
 }
 
-uint64_t session::reserve() {
+uint64_t session::reserve(size_t bytes) {
     _slots.emplace_back();
-    if (_slots.size() >= _broker.config().max_in_flight_per_connection) _conn->pause_reading();
+    _slots.back().request_bytes = bytes;
+    _slot_bytes += bytes;
+    const auto& c = _broker.config();
+    if (_slots.size() >= c.max_in_flight_per_connection ||
+        _slot_bytes >= c.max_in_flight_bytes_per_connection)
+        _conn->pause_reading();
     return _head + _slots.size() - 1;
 }
 
@@ -48,10 +53,14 @@ void session::complete(uint64_t slot, response r) {
     count_request(s.api, s.frame.error, s.started);
     while (!_slots.empty() && _slots.front().done) {
         if (!_slots.front().frame.head.empty()) send(_slots.front().frame);
+        _slot_bytes -= _slots.front().request_bytes;
         _slots.pop_front();
         ++_head;
     }
-    if (_slots.size() < _broker.config().max_in_flight_per_connection / 2) _conn->resume_reading();
+    const auto& c = _broker.config();
+    if (_slots.size() < c.max_in_flight_per_connection / 2 &&
+        _slot_bytes < c.max_in_flight_bytes_per_connection / 2)
+        _conn->resume_reading();
     if (_slots.empty() && _broker.shutting_down()) _broker.check_drained();
 }
 
@@ -93,7 +102,7 @@ void session::on_frame(std::span<uint8_t> frame) {
         return;
     }
     if (!admitted(h.api_key)) return;
-    uint64_t slot = reserve();
+    uint64_t slot = reserve(frame.size());
     _slots.back().api = h.api_key;
     _slots.back().started = std::chrono::steady_clock::now();
     if (_broker.shared() && !served_in_shared_mode(api->key)) {
@@ -220,7 +229,7 @@ void session::fail_authentication() {
 // both directions, without Kafka headers.
 void session::on_raw_token(bytes_view frame) {
     using outcome = security::sasl_server::step_result::outcome;
-    uint64_t slot = reserve();
+    uint64_t slot = reserve(frame.size());
     auto res = sasl_step(frame);
     if (res.result == outcome::failure) {
         // Kafka closes the connection without an answer.

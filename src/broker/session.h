@@ -75,9 +75,12 @@ public:
         response frame;
         int16_t api = -1;  // for metrics: the request's API and arrival
         std::chrono::steady_clock::time_point started;
+        size_t request_bytes = 0;
     };
     void send(response& r);
-    uint64_t reserve();
+    // A slot for a request of `bytes` bytes; stops reading while the connection has too
+    // many requests, or bytes of them, in flight (config::max_in_flight_per_connection).
+    uint64_t reserve(size_t bytes);
     void send_unsupported_version(int16_t key, int16_t version, int32_t correlation_id,
                                   uint64_t slot);
     // Whether the API may run now: on a SASL listener only ApiVersions and the exchange
@@ -90,6 +93,7 @@ public:
     size_t _listener;
     std::deque<reply_slot> _slots;
     uint64_t _head = 0;  // slot number of _slots.front()
+    size_t _slot_bytes = 0;  // Invariant: the sum of _slots' request_bytes
     std::string _client_id;
 
     security::principal _principal;

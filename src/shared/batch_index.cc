@@ -1,6 +1,7 @@
 #include "shared/batch_index.h"
 
 #include <algorithm>
+#include <array>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -386,26 +387,51 @@ std::optional<batch_outcome> check_sequence(commit_state& cs, const batch_append
     return std::nullopt;
 }
 
-// Gives each batch its verdict and offsets, and adds the rows of the accepted ones to
-// `w` (INSERTs into sluice_batches). Returns the outcomes, in the order of the batches.
-std::vector<batch_outcome> assign(commit_state& cs, const object_commit& commit, planned& w) {
-    std::vector<batch_outcome> out;
-    std::vector<pg_param> params;
-    std::string values;
-    // PostgreSQL takes at most 65,535 parameters per statement (10 per row): a window
-    // of many small batches is inserted in several statements.
-    constexpr size_t max_rows_per_insert = 5000;
-    constexpr size_t row_params = 10;
-    auto insert_rows = [&] {
-        if (values.empty()) return;
+// The rows of the accepted batches for sluice_batches, one array per column in
+// PostgreSQL's array text form (`{v1,v2,...}`: hex digits and integers, which need no
+// quoting), inserted by one statement with `unnest` whatever their number. Its text and
+// its ten parameters are the same for every commit, where a multi-row VALUES list sends,
+// parses and plans ten parameters per row (and needs several statements past 6,553 rows,
+// PostgreSQL's 65,535 parameters).
+class batch_rows {
+  public:
+    void add(std::initializer_list<int64_t> values, const std::string& topic_id) {
+        append(_arrays[0], '"' + topic_id + '"');
+        size_t i = 1;
+        for (int64_t v : values) append(_arrays[i++], std::to_string(v));
+        ++_rows;
+    }
+    void insert(planned& w, const std::string& object_key) {
+        if (_rows == 0) return;
+        std::vector<pg_param> params{object_key};
+        for (auto& a : _arrays) params.emplace_back(a + "}");
         w.add("INSERT INTO sluice_batches (topic_id, partition_id, base_offset, last_offset, "
               "object_key, byte_position, byte_size, max_timestamp_ms, record_count, "
-              "append_time_ms) VALUES " +
-                  values,
+              "append_time_ms) "
+              "SELECT v.t, v.p, v.b, v.l, $1, v.pos, v.size, v.ts, v.n, v.at "
+              "FROM unnest(CAST($2 AS TEXT[]), CAST($3 AS INTEGER[]), CAST($4 AS BIGINT[]), "
+              "CAST($5 AS BIGINT[]), CAST($6 AS BIGINT[]), CAST($7 AS INTEGER[]), "
+              "CAST($8 AS BIGINT[]), CAST($9 AS INTEGER[]), CAST($10 AS BIGINT[])) "
+              "AS v (t, p, b, l, pos, size, ts, n, at)",
               std::move(params));
-        values.clear();
-        params.clear();
-    };
+    }
+
+  private:
+    static void append(std::string& array, const std::string& v) {
+        array += array.empty() ? "{" : ",";
+        array += v;
+    }
+    // topic_id, partition_id, base_offset, last_offset, byte_position, byte_size,
+    // max_timestamp_ms, record_count, append_time_ms
+    std::array<std::string, 9> _arrays;
+    size_t _rows = 0;
+};
+
+// Gives each batch its verdict and offsets, and adds the rows of the accepted ones to
+// `w` (one INSERT into sluice_batches). Returns the outcomes, in the order of the batches.
+std::vector<batch_outcome> assign(commit_state& cs, const object_commit& commit, planned& w) {
+    std::vector<batch_outcome> out;
+    batch_rows rows;
     for (const auto& b : commit.batches) {
         const partition_key tp{b.topic_id, b.partition};
         int64_t& hw = cs.next[tp];
@@ -433,16 +459,13 @@ std::vector<batch_outcome> assign(commit_state& cs, const object_commit& commit,
                        {},
                        b.log_append_time ? max_ts : -1,
                        append_time});
-        add_row(values, params,
-                {b.topic_id, std::to_string(b.partition), std::to_string(hw),
-                 std::to_string(hw + b.record_count - 1), commit.object_key,
-                 std::to_string(b.byte_position), std::to_string(b.byte_size),
-                 std::to_string(max_ts), std::to_string(b.record_count),
-                 std::to_string(append_time)});
+        rows.add({b.partition, hw, hw + b.record_count - 1,
+                  static_cast<int64_t>(b.byte_position), b.byte_size, max_ts, b.record_count,
+                  append_time},
+                 b.topic_id);
         hw += b.record_count;
-        if (params.size() >= row_params * max_rows_per_insert) insert_rows();
     }
-    insert_rows();
+    rows.insert(w, commit.object_key);
     return out;
 }
 
