@@ -3,8 +3,11 @@
 #include <charconv>
 #include <exception>
 
+#include "duckdb/parser/expression/case_expression.hpp"
 #include "duckdb/parser/expression/cast_expression.hpp"
+#include "duckdb/parser/expression/comparison_expression.hpp"
 #include "duckdb/parser/expression/constant_expression.hpp"
+#include "duckdb/parser/expression/function_expression.hpp"
 #include "duckdb/parser/expression/parameter_expression.hpp"
 #include "duckdb/parser/sql_statement.hpp"
 #include "sql/duck/statement_walk.h"
@@ -61,18 +64,40 @@ size_t number_of(const std::string& identifier) {
     return ec == std::errc() && p == end ? n : 0;
 }
 
-// A copy of `s` whose parameters of a known type are NULLs of that type: constants, which
-// DuckDB's binder does not retype as it does a parameter under a cast.
+// A NULL of type t that DuckDB cannot fold into a constant: CAST(CASE WHEN random() < 0
+// THEN NULL END AS t). A plain NULL constant would fold `NULL || 'y'` into a NULL whose
+// type is NULL, not the VARCHAR the column has once a value is bound. Never run: the copy
+// it goes into only answers the result's types.
+d::unique_ptr<d::ParsedExpression> unfoldable_null(const d::LogicalType& t) {
+    auto when = d::make_uniq<d::ComparisonExpression>(
+        d::ExpressionType::COMPARE_LESSTHAN,
+        d::make_uniq<d::FunctionExpression>("random", d::vector<d::unique_ptr<d::ParsedExpression>>()),
+        d::make_uniq<d::ConstantExpression>(d::Value::INTEGER(0)));
+    auto c = d::make_uniq<d::CaseExpression>();
+    d::CaseCheck check;
+    check.when_expr = std::move(when);
+    check.then_expr = d::make_uniq<d::ConstantExpression>(d::Value());
+    c->case_checks.push_back(std::move(check));
+    c->else_expr = d::make_uniq<d::ConstantExpression>(d::Value());
+    return d::make_uniq<d::CastExpression>(t, std::move(c));
+}
+
+// A copy of `s` whose parameters of a known type are NULLs of that type: constants (or,
+// with `foldable` false, expressions that are not constant), which DuckDB's binder does
+// not retype as it does a parameter under a cast.
 d::unique_ptr<d::SQLStatement> with_types(const d::SQLStatement& s,
-                                          const std::vector<d::LogicalType>& types) {
+                                          const std::vector<d::LogicalType>& types, bool foldable) {
     auto copy = s.Copy();
-    walk_statement(*copy, [&types](d::unique_ptr<d::ParsedExpression>& e) {
+    walk_statement(*copy, [&types, foldable](d::unique_ptr<d::ParsedExpression>& e) {
         if (e->GetExpressionClass() != d::ExpressionClass::PARAMETER) return;
         const size_t n = number_of(e->Cast<d::ParameterExpression>().identifier);
         if (n == 0 || n > types.size() || !known(types[n - 1])) return;
         auto alias = e->GetAlias();
-        e = d::make_uniq<d::CastExpression>(types[n - 1],
-                                            d::make_uniq<d::ConstantExpression>(d::Value()));
+        if (foldable)
+            e = d::make_uniq<d::CastExpression>(types[n - 1],
+                                                d::make_uniq<d::ConstantExpression>(d::Value()));
+        else
+            e = unfoldable_null(types[n - 1]);
         e->SetAlias(std::move(alias));
     });
     return copy;
@@ -104,13 +129,21 @@ std::optional<typed_parameters> type_parameters(d::Connection& con, const d::SQL
             for (auto& t : types)
                 if (!known(t)) t = d::LogicalType::VARCHAR;
         }
+        // NULLs DuckDB cannot fold first (a folded `NULL || 'y'` is a NULL column, which
+        // DuckDB's result announces as INTEGER, whatever the column is once a value is
+        // bound); where such an expression is not allowed, NULL constants.
         d::unique_ptr<d::PreparedStatement> prep;
-        try {
-            prep = con.Prepare(with_types(s, types));
-        } catch (const std::exception&) {
-            continue;  // as an error: the statement keeps DuckDB's binding at each run
+        for (bool foldable : {false, true}) {
+            try {
+                prep = con.Prepare(with_types(s, types, foldable));
+            } catch (const std::exception&) {
+                prep.reset();
+                continue;  // as an error: the statement keeps DuckDB's binding at each run
+            }
+            if (!prep->HasError() && !result_open(*prep)) break;
+            prep.reset();
         }
-        if (prep->HasError() || result_open(*prep)) continue;
+        if (!prep) continue;
         typed_parameters out;
         out.returns_rows =
             prep->GetStatementProperties().return_type == d::StatementReturnType::QUERY_RESULT;
