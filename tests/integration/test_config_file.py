@@ -48,6 +48,19 @@ def test_unknown_key_is_refused_with_its_line(tmp_path):
     assert_refused(tmp_path, 'config = "other.toml"\n', r"sluice\.toml:1:1: unknown key 'config'")
 
 
+def test_removed_sqlite_engine_settings_are_refused(tmp_path):
+    """The SQLite SQL engine was removed: naming it, in the file or on the command line,
+    or its per-session temp bound, stops the start with an error saying so and what to do;
+    `duckdb` is still accepted."""
+    removed = r"the SQLite SQL engine was removed, DuckDB is the only one: %s.*moves its tables"
+    assert_refused(tmp_path, 'sql-engine = "sqlite"\n', r":1:\d+: 'sql-engine': " + removed % "drop this setting")
+    assert_refused(tmp_path, 'sql-session-temp-bytes = 1048576\n',
+                   r":1:\d+: 'sql-session-temp-bytes': " + removed % "drop this setting: --sql-temp-bytes")
+    assert_refused(tmp_path, 'log-level = "info"\n', r"--sql-engine: " + removed % "drop this setting",
+                   extra=["--sql-engine", "sqlite"])
+    assert_refused(tmp_path, 'sql-engine = "postgres"\n', r"'sql-engine': postgres not in \{duckdb\}")
+
+
 def test_wrong_types_are_refused_with_their_line(tmp_path):
     cases = [
         ('default-partitions = "3"\n', r":1:\d+: 'default-partitions' wants an integer"),
@@ -142,6 +155,8 @@ def test_every_serve_flag_is_a_documented_config_key(secure_broker_factory, tmp_
             value = '"%s"' % (tmp_path / "every-key-data")
         elif kind == "switch":
             value = "false"
+        elif kind == "int" and default is None:
+            continue  # no default to give: a removed flag (test_removed_sqlite_engine_settings_are_refused)
         elif kind == "int":
             value = default
         elif kind == "list":
