@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "../expansion/service_harness.h"
+#include "served_harness.h"
 #include "../sql/sql_security_util.h"
 #include "expansion/duck/duck_target.h"
 #include "sql/duck/duck_engine.h"
@@ -32,7 +32,7 @@ std::string served_text_of(const sql::value& v) {
     return "b:" + std::string(b.begin(), b.end());
 }
 
-struct served_fixture : ::testing::Test, test::service_harness {
+struct served_fixture : ::testing::Test, test::served_harness {
     void SetUp() override { open(); }
     void TearDown() override { close(); }
 
@@ -43,34 +43,10 @@ struct served_fixture : ::testing::Test, test::service_harness {
         eo.bounds.total_memory = 256 << 20;
         eo.bounds.max_value_bytes = 1 << 20;
         eo.gate = &gate;
-        make_targets = [this]() -> std::shared_ptr<target_backend> {
-            eo.logs = logs.get();
-            eo.catalog = cat.get();
-            const auto file = dir.path / "expansions.duckdb";
-            auto db = sql::duck::open_serving_database(eo, file);
-            EXPECT_TRUE(db) << db.error().message;
-            if (!db) return nullptr;
-            duck = *db;
-            auto t = duck_targets::open({.file = file, .database = duck->database()});
-            EXPECT_TRUE(t) << t.err().message;
-            return t ? *t : nullptr;
-        };
-        open_service();
-        eo.guard = svc.get();
-        auto e = sql::duck::open_serving_engine(eo, duck);
-        ASSERT_TRUE(e) << e.error().message;
-        eng = std::move(*e);
-        auto s = eng->open_session();
-        ASSERT_TRUE(s);
-        sess = std::move(*s);
+        ASSERT_NO_FATAL_FAILURE(open_served(dir.path / "expansions.duckdb"));
         sess->set_principal({"alice", true});
     }
-    void close() {
-        sess.reset();
-        eng.reset();
-        close_service();
-        duck.reset();
-    }
+    void close() { close_served(); }
 
     rows run(std::string_view sql, std::vector<sql::column>* cols = nullptr) {
         auto st = sess->prepare(sql);
@@ -106,11 +82,7 @@ struct served_fixture : ::testing::Test, test::service_harness {
                             id, id, id % 2 ? "true" : "false", name)};
     }
 
-    sql::engine_options eo;
     sql::test::fake_gate gate;
-    std::shared_ptr<sql::duck::engine> duck;
-    std::unique_ptr<sql::engine> eng;
-    std::unique_ptr<sql::session> sess;
 };
 
 TEST_F(served_fixture, sessions_read_the_rows_typed_once_the_produce_is_answered) {

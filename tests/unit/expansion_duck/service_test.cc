@@ -8,8 +8,8 @@
 
 #include <future>
 
-#include "../expansion/service_harness.h"
 #include "../sql/sql_test_util.h"
+#include "served_harness.h"
 #include "catalog/catalog.h"
 #include "expansion/duck/duck_target.h"
 #include "expansion/service.h"
@@ -29,7 +29,7 @@ using sql::test::query;
 constexpr const char* guarded_schema_json = R"({"fields": [{"name": "id", "type": "int64"},
     {"name": "after", "type": "struct", "fields": [{"name": "name", "type": "string"}]}]})";
 
-struct service_fixture : ::testing::Test, test::service_harness {
+struct service_fixture : ::testing::Test, test::served_harness {
     void SetUp() override { open(); }
     void TearDown() override { close(); }
 
@@ -38,33 +38,9 @@ struct service_fixture : ::testing::Test, test::service_harness {
         eo.data_dir = dir.path;
         eo.defaults.timeout = std::chrono::milliseconds(5000);
         eo.bounds.total_memory = 256 << 20;
-        make_targets = [this]() -> std::shared_ptr<target_backend> {
-            eo.logs = logs.get();
-            eo.catalog = cat.get();
-            const auto file = sql::duck::serving_database_file(dir.path);
-            auto db = sql::duck::open_serving_database(eo, file);
-            EXPECT_TRUE(db) << db.error().message;
-            if (!db) return nullptr;
-            duck = *db;
-            auto t = duck_targets::open({.file = file, .database = duck->database()});
-            EXPECT_TRUE(t) << t.err().message;
-            return t ? *t : nullptr;
-        };
-        open_service();
-        eo.guard = svc.get();
-        auto e = sql::duck::open_serving_engine(eo, duck);
-        ASSERT_TRUE(e) << e.error().message;
-        eng = std::move(*e);
-        auto sess_or = eng->open_session();
-        ASSERT_TRUE(sess_or) << sess_or.error().message;
-        sess = std::move(*sess_or);
+        ASSERT_NO_FATAL_FAILURE(open_served(sql::duck::serving_database_file(dir.path)));
     }
-    void close() {
-        sess.reset();
-        eng.reset();
-        close_service();
-        duck.reset();  // DuckDB lets one database of a process hold the file
-    }
+    void close() { close_served(); }
 
     result<status> create(const std::string& target, bool backfill = false, bool flatten = true) {
         create_request r;
@@ -93,10 +69,6 @@ struct service_fixture : ::testing::Test, test::service_harness {
                 fmt::format(R"({{"id": {}, "after": {{"name": "{}"}}, "extra": 1}})", id, name)};
     }
 
-    sql::engine_options eo;
-    std::shared_ptr<sql::duck::engine> duck;
-    std::unique_ptr<sql::engine> eng;
-    std::unique_ptr<sql::session> sess;
 };
 
 TEST_F(service_fixture, rows_are_there_when_the_events_are_answered) {
