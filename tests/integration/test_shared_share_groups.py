@@ -97,7 +97,8 @@ def test_two_consumers_at_two_brokers_accept_every_record_once(cluster, procs):
         by_value[v].append((count, ack))
     assert all(by_value[v] == [(1, "ACCEPT")] for v in want), "no redelivery was needed"
     # A released record comes back with its delivery count raised; a rejected one never.
-    assert by_value["release-once-1"] == [(1, "RELEASE"), (2, "ACCEPT")], by_value["release-once-1"]
+    # Two members at two brokers: their logs interleave in any order, the counts do not.
+    assert sorted(by_value["release-once-1"]) == [(1, "RELEASE"), (2, "ACCEPT")], by_value["release-once-1"]
     assert by_value["reject-1"] == [(1, "REJECT")], by_value["reject-1"]
     assert commit_failures(members) == []
     by_member = collections.Counter(m for (_, _, _, m) in deliveries(members))
