@@ -261,8 +261,7 @@ TEST_F(HttpServerTest, ErrorAfterStreamingStartsEndsTheBody) {
 TEST_F(HttpServerTest, LargeResultStreams) {
     auto t0 = steady_clock::now();
     auto r = post(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000) "
-        "SELECT x FROM c",
+        "SELECT x FROM generate_series(1, 200000) AS c(x)",
         "?format=csv");
     EXPECT_EQ(r.status, 200);
     EXPECT_TRUE(r.chunked);
