@@ -12,9 +12,11 @@
 namespace sluice::app {
 
 struct duck_on_demand::opened {
-    // Destroyed in reverse: the engine before the targets, which hold the database too.
-    std::shared_ptr<expansion::duck_targets> targets;
+    // Destroyed in reverse: the targets first, whose closing runs statements (the last
+    // move of the rows in deltas: expansion/duck/delta.h) through the engine's planner
+    // extensions, then the engine, whose database DuckDB closes when its last holder goes.
     std::shared_ptr<sql::duck::engine> db;
+    std::shared_ptr<expansion::duck_targets> targets;
 };
 
 namespace {
@@ -88,7 +90,7 @@ sql::outcome<bool> duck_on_demand::open_locked(std::string_view why) {
     if (!db) return fail(db.error().message);
     auto t = expansion::duck_targets::open({.file = file, .database = (*db)->database()});
     if (!t) return fail(t.err().message);
-    _open = std::make_unique<opened>(opened{std::move(*t), std::move(*db)});
+    _open = std::make_unique<opened>(opened{std::move(*db), std::move(*t)});
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
     log_info("sql", "DuckDB opened for {} ({}, {} ms)", why, file.string(), ms.count());

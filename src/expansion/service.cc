@@ -701,6 +701,10 @@ std::string service::protected_table(std::string_view schema, std::string_view t
     if (t == progress_table || t == meta_table)
         return fmt::format("{}.{} belongs to the broker: it records how far expansions have gone",
                            schema, table);
+    if (t.starts_with(delta_prefix))
+        return fmt::format("{}.\"{}\" belongs to the broker: it holds rows of the target {} "
+                           "committed while that table was being checkpointed",
+                           schema, table, t.substr(delta_prefix.size()));
     std::lock_guard lock(_mu);
     auto it = _by_target.find(sql::to_lower(schema) + "." + t);
     if (it == _by_target.end()) return {};
@@ -711,8 +715,13 @@ std::string service::protected_table(std::string_view schema, std::string_view t
 }
 
 std::string service::source_topic(std::string_view schema, std::string_view table) const {
+    // A delta's rows are its target's (main."_sluice_delta:<schema>.<table>").
+    auto t = sql::to_lower(table);
+    const auto key = t.starts_with(delta_prefix) && sql::to_lower(schema) == "main"
+                         ? t.substr(delta_prefix.size())
+                         : sql::to_lower(schema) + "." + t;
     std::lock_guard lock(_mu);
-    auto it = _by_target.find(sql::to_lower(schema) + "." + sql::to_lower(table));
+    auto it = _by_target.find(key);
     return it == _by_target.end() ? std::string() : it->second->info.topic;
 }
 

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "common/types.h"
@@ -46,6 +47,9 @@ using progress_map = std::map<int32_t, partition_progress>;
 inline constexpr const char* progress_table = "_sluice_expansion_progress";
 inline constexpr const char* meta_table = "_sluice_meta";
 inline constexpr int progress_format_version = 1;
+// A target's rows committed while its table was being checkpointed are in a table of
+// this prefix (expansion/duck/delta.h): the broker's to write, its target's to read.
+inline constexpr std::string_view delta_prefix = "_sluice_delta:";
 
 // One target table and its progress.
 class target_store {

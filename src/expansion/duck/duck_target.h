@@ -14,6 +14,9 @@
 // commit that pushes the WAL past checkpoint_threshold: that would sit in the producers'
 // acknowledgement path. Here the automatic checkpoint is off and a thread of the backend
 // runs CHECKPOINT, on a connection of its own, once the WAL passes checkpoint_wal_bytes.
+// While it does, DuckDB would hold each commit into a table until it has written that
+// table; the targets' commits go to their deltas meanwhile, and the thread moves those
+// rows into the targets after (delta.h).
 //
 // DuckDB lets one process open a file: readers in the broker's process (the DuckDB SQL
 // engine, tests, benchmarks) use database(). DuckDB's headers stay out of this one.
@@ -39,8 +42,8 @@ struct duck_options {
     // An open database of that file to write into instead of opening it (`sluice serve
     // --sql-engine duckdb`: the SQL engine's, sql/duck/serving.h, so that its sessions read
     // the targets). Its configuration is the opener's, which must turn DuckDB's automatic
-    // checkpoints off (checkpoint_threshold); memory_limit_bytes and threads then do
-    // not apply.
+    // checkpoints off (checkpoint_threshold) and register add_delta_reads (delta.h);
+    // memory_limit_bytes and threads then do not apply.
     std::shared_ptr<duckdb::DuckDB> database;
     uint64_t memory_limit_bytes = uint64_t{512} << 20;
     int threads = 1;
@@ -76,12 +79,13 @@ class duck_targets final : public target_backend {
     result<duck_rows> query(const std::string& sql);
     // Checkpoints now (what the thread does past checkpoint_wal_bytes).
     result<void> checkpoint();
-    // Checkpoints the thread ran, and those DuckDB refused (tried again 200 ms later);
-    // the time the done ones took (writers' commits wait for a checkpoint: DuckDB's
-    // checkpoint lock).
+    // Checkpoints run (by the thread or checkpoint()), and those DuckDB refused (tried
+    // again 200 ms later); the time the done ones took; the rows committed into deltas
+    // meanwhile and moved into their targets after (delta.h).
     struct checkpoint_counts {
         int64_t done = 0, refused = 0;
         double ms = 0, longest_ms = 0;
+        int64_t moved_rows = 0;
     };
     checkpoint_counts checkpoints() const;
     // The database, for connections of readers in this process.

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "duckdb.hpp"
+#include "expansion/duck/delta.h"
 #include "sql/duck/catalog_views.h"
 #include "sql/duck/duck_internal.h"
 #include "sql/duck/session_memory.h"
@@ -103,6 +104,8 @@ outcome<std::unique_ptr<engine>> engine::open(const options& o) {
         auto* self = i.get();
         i->access.find = [self](d::ClientContext& c) { return self->find(c); };
         add_table_access(config, i->access);
+        // Scans of expansion targets read their deltas too (expansion/duck/delta.h).
+        expansion::add_delta_reads(config);
         i->db = std::make_shared<d::DuckDB>(o.file.empty() ? nullptr : o.file.c_str(), &config);
         attach_pool(*i->db->instance);
         register_topic_scan(*i->db->instance, names.topic_scan(),

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <thread>
+
 #include "served_harness.h"
 #include "../sql/sql_security_util.h"
 #include "expansion/duck/duck_target.h"
@@ -112,6 +115,28 @@ TEST_F(served_fixture, sessions_read_the_rows_typed_once_the_produce_is_answered
     // The broker writes targets; users' statements may not.
     EXPECT_EQ(run("INSERT INTO cdc.orders (_partition) VALUES (9)"), (rows{{"ERROR read_only"}}));
     EXPECT_EQ(run("DROP TABLE cdc.orders"), (rows{{"ERROR read_only"}}));
+    // Nor its delta (expansion/duck/delta.h), which readers of the target read with it.
+    for (const auto* sql : {"INSERT INTO \"_sluice_delta:cdc.orders\" (_partition) VALUES (9)",
+                            "DELETE FROM main.\"_sluice_delta:cdc.orders\"",
+                            "DROP TABLE \"_sluice_delta:cdc.orders\""})
+        EXPECT_EQ(run(sql), (rows{{"ERROR read_only"}})) << sql;
+    EXPECT_EQ(run("SELECT count(*) FROM \"_sluice_delta:cdc.orders\""), (rows{{"i:0"}}));
+    // While the store checkpoints, commits go to the delta: read through the target at once.
+    std::atomic<bool> stop{false};
+    std::thread checkpoints([&] {
+        while (!stop) (void)store->checkpoint();
+    });
+    int id = 5;
+    for (; id < 100 || (store->checkpoints().moved_rows == 0 && id < 20'000); ++id) {
+        produce("cdc", id % 2, {event(id, "x")});
+        ASSERT_EQ(run(fmt::format("SELECT count(*) FROM cdc.orders WHERE id = {}", id)),
+                  (rows{{"i:1"}}));
+    }
+    stop = true;
+    checkpoints.join();
+    EXPECT_GT(store->checkpoints().moved_rows, 0) << "no commit ran while a checkpoint did";
+    EXPECT_EQ(run("SELECT count(*) = count(DISTINCT id), count(*) FROM cdc.orders WHERE id >= 5"),
+              (rows{{"i:1", "i:" + std::to_string(id - 5)}}));
 }
 
 TEST_F(served_fixture, reading_a_target_needs_read_on_its_topic_however_it_is_reached) {
@@ -123,7 +148,8 @@ TEST_F(served_fixture, reading_a_target_needs_read_on_its_topic_however_it_is_re
           "SELECT (SELECT max(id) FROM cdc.orders)",
           "WITH x AS (SELECT id FROM cdc.orders) SELECT * FROM x",
           "SELECT 1 WHERE EXISTS (SELECT 1 FROM cdc.orders WHERE id = 1)",
-          "EXPLAIN SELECT * FROM cdc.orders", "SELECT * FROM query_table('cdc.orders')"})
+          "EXPLAIN SELECT * FROM cdc.orders", "SELECT * FROM query_table('cdc.orders')",
+          "SELECT * FROM \"_sluice_delta:cdc.orders\""})
         EXPECT_EQ(run(sql), (rows{{"ERROR insufficient_privilege"}})) << sql;
     // Storage statistics would show the values' ranges; checkpoints are the broker's.
     EXPECT_EQ(run("SELECT * FROM pragma_storage_info('cdc.orders')"),

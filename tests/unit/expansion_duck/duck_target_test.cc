@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "../sql/sql_test_util.h"
+#include "duckdb.hpp"
 #include "expansion/duck/duck_target.h"
 #include "expansion/row_builder.h"
 
@@ -329,9 +331,10 @@ TEST_F(duck_target_fixture, a_version_1_file_is_upgraded_with_its_progress) {
         auto t = open_target(*b);
         expand(*t, 0, 300, 100);
         t.reset();
-        // Back to version 1's layout: one row per partition, no seq.
+        // Back to version 1's layout: one row per partition, no seq, no delta.
         for (const char* sql :
-             {"DELETE FROM _sluice_expansion_progress WHERE seq < 3",
+             {"DROP TABLE \"_sluice_delta:s.events\"",
+              "DELETE FROM _sluice_expansion_progress WHERE seq < 3",
               "ALTER TABLE _sluice_expansion_progress DROP COLUMN seq",
               "UPDATE _sluice_meta SET value = '1' WHERE key = 'format_version'"})
             ASSERT_TRUE(b->query(sql)) << sql;
@@ -339,14 +342,82 @@ TEST_F(duck_target_fixture, a_version_1_file_is_upgraded_with_its_progress) {
     }
     auto b = open_backend();
     ASSERT_TRUE(b);
-    EXPECT_EQ(one(*b, "SELECT value FROM _sluice_meta WHERE key = 'format_version'"), "2");
+    EXPECT_EQ(one(*b, "SELECT value FROM _sluice_meta WHERE key = 'format_version'"), "3");
     EXPECT_EQ(one(*b, "SELECT seq FROM _sluice_expansion_progress"), "0");
     auto t = open_target(*b, false);
     ASSERT_TRUE(t);
+    EXPECT_EQ(one(*b, "SELECT count(*) FROM \"_sluice_delta:s.events\""), "0");
     EXPECT_EQ(t->load_progress()->at(0).next, 300);
     expand(*t, 300, 500, 100);
     EXPECT_EQ(t->load_progress()->at(0).next, 500);
     EXPECT_EQ(*b->count_rows("s", "events"), 500);
+}
+
+// While the backend checkpoints, commits go to the target's delta (delta.h): every row is
+// read through the target the moment its commit returns, filters included, and the
+// checkpoint's end moves the delta's rows into the table, each once.
+TEST_F(duck_target_fixture, commits_during_a_checkpoint_are_read_at_once_and_moved_after) {
+    auto b = open_backend();
+    auto t = open_target(*b);
+    ASSERT_TRUE(t);
+    expand(*t, 0, 150'000, 50'000);  // enough that a checkpoint takes a while
+    std::atomic<bool> stop{false};
+    std::thread checkpoints([&] {
+        while (!stop)
+            if (auto r = b->checkpoint(); !r) ADD_FAILURE() << r.err().message;
+    });
+    int64_t at = 150'000;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (b->checkpoints().moved_rows == 0 && std::chrono::steady_clock::now() < deadline) {
+        expand(*t, at, at + 10, 10);
+        at += 10;
+        ASSERT_EQ(one(*b, "SELECT count(*) FROM s.events"), std::to_string(at));
+        ASSERT_EQ(one(*b, fmt::format("SELECT count(*) || ' ' || sum(id) FROM s.events "
+                                      "WHERE _offset >= {}",
+                                      at - 10)),
+                  fmt::format("10 {}", 10 * at - 55));
+    }
+    stop = true;
+    checkpoints.join();
+    EXPECT_GT(b->checkpoints().moved_rows, 0) << "no commit ran while a checkpoint did";
+    EXPECT_EQ(one(*b, "SELECT count(*) FROM \"_sluice_delta:s.events\""), "0");
+    EXPECT_EQ(one(*b, "SELECT count(*) = count(DISTINCT _offset) AND count(*) = max(_offset) + 1 "
+                      "FROM s.events"),
+              "true");
+    EXPECT_EQ(t->load_progress()->at(0).next, at);
+}
+
+// Rows a delta held when the broker stopped (killed between a checkpoint and the move) are
+// read through the target before it opens, and moved into it when it does; an expansion
+// dropped without its table leaves them in the table and takes the delta with it.
+TEST_F(duck_target_fixture, rows_left_in_a_delta_are_read_and_moved_when_the_target_opens) {
+    {
+        auto b = open_backend();
+        auto t = open_target(*b);
+        ASSERT_TRUE(t);
+        expand(*t, 0, 100, 100);
+    }
+    {
+        duckdb::DuckDB db((dir.path / "expansions.duckdb").string());
+        duckdb::Connection con(db);  // without the delta reads: the table alone
+        auto r = con.Query(
+            "INSERT INTO \"_sluice_delta:s.events\" SELECT * REPLACE (_offset + 100 AS _offset) "
+            "FROM s.events");
+        ASSERT_FALSE(r->HasError()) << r->GetError();
+    }
+    auto b = open_backend();
+    const auto counted = "SELECT count(*) || ' ' || count(DISTINCT _offset) || ' ' || "
+                         "max(_offset) FROM s.events";
+    EXPECT_EQ(one(*b, counted), "200 200 199");
+    EXPECT_EQ(one(*b, "SELECT count(*) FROM s.events WHERE _offset BETWEEN 90 AND 109"), "20");
+    auto t = open_target(*b, false);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(one(*b, "SELECT count(*) FROM \"_sluice_delta:s.events\""), "0");
+    EXPECT_EQ(one(*b, counted), "200 200 199");
+    ASSERT_TRUE(t->remove(false));
+    EXPECT_EQ(one(*b, "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '_sluice_delta%'"),
+              "0");
+    EXPECT_EQ(one(*b, counted), "200 200 199");
 }
 
 TEST_F(duck_target_fixture, a_file_of_another_format_version_is_refused) {

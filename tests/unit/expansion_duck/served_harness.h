@@ -28,7 +28,8 @@ struct served_harness : service_harness {
             duck = *db;
             auto t = duck_targets::open({.file = file, .database = duck->database()});
             EXPECT_TRUE(t) << t.err().message;
-            return t ? *t : nullptr;
+            store = t ? *t : nullptr;
+            return store;
         };
         open_service();
         eo.guard = svc.get();
@@ -43,11 +44,13 @@ struct served_harness : service_harness {
         sess.reset();
         eng.reset();
         close_service();
+        store.reset();
         duck.reset();  // DuckDB lets one database of a process hold the file
     }
 
     sql::engine_options eo;
     std::shared_ptr<sql::duck::engine> duck;
+    std::shared_ptr<duck_targets> store;  // the service's targets
     std::unique_ptr<sql::engine> eng;
     std::unique_ptr<sql::session> sess;
 };
