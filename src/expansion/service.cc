@@ -165,16 +165,23 @@ result<void> service::catch_up(running& e) {
         if (!part) continue;
         const offset_t end = part.store->log_end_offset();
         if (pp.next <= end && pp.backfill_end <= end) continue;
-        auto deleted = e.target->delete_from(p, end);
-        if (!deleted) return deleted.err();
-        log_warn("expansion",
-                 "{}: partition {} ends at {} but the target had rows up to {}; "
-                 "deleted {} rows past the end",
-                 e.info.target, p, end, pp.next, *deleted);
+        const offset_t had = pp.next;
         pp.next = std::min(pp.next, end);
         pp.backfill_end = std::min(pp.backfill_end, end);
         pp.backfill_next = std::min(pp.backfill_next, pp.backfill_end);
-        if (auto r = e.target->save_progress(p, pp); !r) return r;
+        int64_t deleted = 0;
+        // The rows and the progress that no longer counts them, in one transaction.
+        auto r = e.target->in_transaction([&]() -> result<void> {
+            auto d = e.target->delete_from(p, end);
+            if (!d) return d.err();
+            deleted = *d;
+            return e.target->save_progress(p, pp);
+        });
+        if (!r) return r;
+        log_warn("expansion",
+                 "{}: partition {} ends at {} but the target had rows up to {}; "
+                 "deleted {} rows past the end",
+                 e.info.target, p, end, had, deleted);
     }
     const auto started = std::chrono::steady_clock::now();
     int64_t before = 0;

@@ -99,6 +99,34 @@ TEST_F(duck_service_fixture, a_restart_catches_up_without_doubles) {
     EXPECT_EQ(all("SELECT count(*), count(DISTINCT _offset) FROM orders"), "4,4;");
 }
 
+// A target ahead of its log (the log lost a tail the expansion had expanded: an operator's
+// restore, a repaired disk): the rows past the log's end are deleted and the progress set
+// back in one transaction when the expansion opens, and expansion goes on from there.
+TEST_F(duck_service_fixture, rows_past_the_logs_end_are_deleted_when_the_expansion_opens) {
+    create_topic("cdc", 1);
+    ASSERT_TRUE(create("orders"));
+    produce(0, {keyed_event(1, "a"), keyed_event(2, "b")});
+    close();
+    {
+        // Rows and progress of three events the log no longer has (offsets 2 to 4).
+        auto b = duck_targets::open({.file = dir.path / "expansions.duckdb"});
+        ASSERT_TRUE(b) << b.err().message;
+        for (const char* sql :
+             {"INSERT INTO main.orders SELECT * REPLACE (_offset + 2 AS _offset) FROM main.orders",
+              "INSERT INTO main.orders SELECT * REPLACE (4 AS _offset) FROM main.orders "
+              "WHERE _offset = 0",
+              "INSERT INTO _sluice_expansion_progress SELECT target, \"partition\", 5, "
+              "backfill_start, backfill_next, backfill_end, seq + 1000 FROM "
+              "_sluice_expansion_progress"})
+            ASSERT_TRUE((*b)->query(sql)) << sql;
+    }
+    open();
+    ASSERT_EQ(svc->find("orders")->state, "running") << svc->find("orders")->error;
+    EXPECT_EQ(all("SELECT _offset, id FROM main.orders ORDER BY 1"), "0,1;1,2;");
+    produce(0, {keyed_event(3, "c")});
+    EXPECT_EQ(all("SELECT _offset, id FROM main.orders ORDER BY 1"), "0,1;1,2;2,3;");
+}
+
 TEST_F(duck_service_fixture, backfill_and_drop) {
     create_topic("cdc", 1);
     produce(0, {keyed_event(1, "old"), keyed_event(2, "old")}, false);
