@@ -167,7 +167,8 @@ int run(const options& o) {
         "commits %lld (%.1f events each); CPU %.2f s (%.3f ms a commit)\n"
         "latency ms: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n"
         "commit phases ms (total / max): begin %.0f / %.1f, rows %.0f / %.1f, commit %.0f / %.1f\n"
-        "checkpoints %lld (refused %lld), %.0f ms in all, longest %.0f ms\n",
+        "checkpoints %lld (refused %lld), %.0f ms in all, longest %.0f ms; %lld rows committed "
+        "into deltas meanwhile\n",
         static_cast<long long>(total), wall, static_cast<long long>(o.rps), o.partitions,
         static_cast<long long>(o.checkpoint_mib), static_cast<long long>(commits),
         static_cast<double>(total) / static_cast<double>(std::max<int64_t>(1, commits)), cpu,
@@ -175,7 +176,7 @@ int run(const options& o) {
         percentile(latency, 0.5), percentile(latency, 0.99), percentile(latency, 0.999),
         percentile(latency, 1.0), begin.total, begin.max, rows.total, rows.max, commit.total,
         commit.max, static_cast<long long>(cp.done), static_cast<long long>(cp.refused), cp.ms,
-        cp.longest_ms);
+        cp.longest_ms, static_cast<long long>(cp.moved_rows));
     (*t).reset();
     (*b).reset();
     std::filesystem::remove_all(o.dir);
