@@ -170,12 +170,14 @@ result<void> service::catch_up(running& e) {
         pp.backfill_end = std::min(pp.backfill_end, end);
         pp.backfill_next = std::min(pp.backfill_next, pp.backfill_end);
         int64_t deleted = 0;
-        // The rows and the progress that no longer counts them, in one transaction.
-        auto r = e.target->in_transaction([&]() -> result<void> {
-            auto d = e.target->delete_from(p, end);
+        // The rows and the progress that no longer counts them, in one transaction (the
+        // lambda captures copies: a structured binding cannot be captured before C++20's
+        // fix in clang 16).
+        auto r = e.target->in_transaction([&, id = p, at = pp]() -> result<void> {
+            auto d = e.target->delete_from(id, end);
             if (!d) return d.err();
             deleted = *d;
-            return e.target->save_progress(p, pp);
+            return e.target->save_progress(id, at);
         });
         if (!r) return r;
         log_warn("expansion",
