@@ -115,6 +115,9 @@ void with_deltas(d::ClientContext& ctx, d::Binder& binder, d::unique_ptr<d::Logi
         get.projection_ids.empty() ? get.GetColumnIds().size() : get.projection_ids.size();
     const auto index = get.table_index;
     get.table_index = binder.GenerateTableIndex();
+    // Planned with the delta's statistics (empty, mostly: an empty result), a prepared
+    // statement would miss the rows a later checkpoint sends there: plan it at every run.
+    binder.SetAlwaysRequireRebind();
     op = d::make_uniq<d::LogicalSetOperation>(index, columns, std::move(op), std::move(rows),
                                               d::LogicalOperatorType::LOGICAL_UNION, true);
 }

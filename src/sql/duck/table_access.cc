@@ -7,6 +7,7 @@
 
 #include "duckdb.hpp"
 #include "duckdb/catalog/catalog_entry/table_catalog_entry.hpp"
+#include "duckdb/planner/binder.hpp"
 #include "duckdb/planner/operator/logical_get.hpp"
 #include "duckdb/planner/planner_extension.hpp"
 #include "sql/engine_options.h"
@@ -32,12 +33,15 @@ bool refused_function(std::string_view name) {
            name.starts_with("parquet_") || name == "glob" || name == "sniff_csv";
 }
 
-void check_plan(d::LogicalOperator& op, const table_guard* guard, const scan_session& s) {
+// Checks the plan's scans; `reads_table`: whether one reads a table of the database.
+void check_plan(d::LogicalOperator& op, const table_guard* guard, const scan_session& s,
+                bool& reads_table) {
     if (op.type == d::LogicalOperatorType::LOGICAL_GET) {
         auto& get = op.Cast<d::LogicalGet>();
         if (refused_function(get.function.name))
             throw d::PermissionException(
                 fmt::format("{}() is not available to SQL users", get.function.name));
+        if (get.GetTable()) reads_table = true;
         if (auto table = get.GetTable(); table && guard) {
             const auto topic = guard->source_topic(table->schema.name, table->name);
             if (!topic.empty()) {
@@ -47,7 +51,7 @@ void check_plan(d::LogicalOperator& op, const table_guard* guard, const scan_ses
             }
         }
     }
-    for (auto& child : op.children) check_plan(*child, guard, s);
+    for (auto& child : op.children) check_plan(*child, guard, s, reads_table);
 }
 
 void post_bind(d::PlannerExtensionInput& input, d::BoundStatement& statement) {
@@ -55,7 +59,13 @@ void post_bind(d::PlannerExtensionInput& input, d::BoundStatement& statement) {
     const auto s = access->find(input.context);
     if (!s.ctx || !statement.plan) return;  // the broker's own connections
     std::lock_guard lk(*s.mu);
-    check_plan(*statement.plan, access->guard.load(), s);
+    bool reads_table = false;
+    check_plan(*statement.plan, access->guard.load(), s, reads_table);
+    // DuckDB plans a filter with the table's statistics (on an empty table, as an empty
+    // result) and plans a prepared statement again only when the catalog changes: one
+    // that reads a table is planned again at every run, so that it sees the rows written
+    // since it was prepared.
+    if (reads_table) input.binder.SetAlwaysRequireRebind();
 }
 
 }  // namespace

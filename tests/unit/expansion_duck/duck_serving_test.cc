@@ -126,11 +126,16 @@ TEST_F(served_fixture, sessions_read_the_rows_typed_once_the_produce_is_answered
     std::thread checkpoints([&] {
         while (!stop) (void)store->checkpoint();
     });
+    // A statement prepared while the delta is empty finds the rows sent there later.
+    auto counted = sess->prepare("SELECT count(*) FROM cdc.orders WHERE id >= 5");
+    ASSERT_TRUE(counted) << counted.error().message;
     int id = 5;
     for (; id < 100 || (store->checkpoints().moved_rows == 0 && id < 20'000); ++id) {
         produce("cdc", id % 2, {event(id, "x")});
         ASSERT_EQ(run(fmt::format("SELECT count(*) FROM cdc.orders WHERE id = {}", id)),
                   (rows{{"i:1"}}));
+        (*counted)->reset();
+        ASSERT_EQ(step_all(**counted), (rows{{"i:" + std::to_string(id - 4)}}));
     }
     stop = true;
     checkpoints.join();

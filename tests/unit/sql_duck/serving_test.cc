@@ -357,6 +357,23 @@ TEST_F(serving_fixture, parameters_duckdb_cannot_type_take_the_declared_ones) {
     EXPECT_EQ(run("SELECT i FROM p WHERE d = DATE '2024-05-03'"), (rows{{"9000000007"}}));
 }
 
+// DuckDB plans a filter on a table with its statistics (on an empty table it plans an
+// empty result) and plans a prepared statement again only when the catalog changes: a
+// statement that reads a table is planned again at each run, so rows written after it
+// was prepared are found.
+TEST_F(serving_fixture, a_statement_prepared_on_an_empty_table_finds_the_rows_written_after) {
+    ASSERT_EQ(run("CREATE TABLE later(x BIGINT)"), rows{});
+    auto st = sess->prepare("SELECT count(*) FROM later WHERE x > 3");
+    ASSERT_TRUE(st) << st.error().message;
+    ASSERT_EQ(run("INSERT INTO later SELECT range FROM range(10)"), rows{});
+    ASSERT_EQ((*st)->step(), statement::step_state::row) << (*st)->error().message;
+    EXPECT_EQ(text_of((*st)->row().at(0)), "6");
+    ASSERT_EQ(run("INSERT INTO later VALUES (100)"), rows{});
+    (*st)->reset();
+    ASSERT_EQ((*st)->step(), statement::step_state::row) << (*st)->error().message;
+    EXPECT_EQ(text_of((*st)->row().at(0)), "7");
+}
+
 TEST_F(serving_fixture, users_tables_are_written_kept_and_fenced_off_the_engines_schemas) {
     logs->add_topic("orders", 1, {});
     produce("orders", 0, {{"k", R"({"n": 2})", 1, {}}, {"k", R"({"n": 5})", 2, {}}});
