@@ -139,7 +139,7 @@ IN_FLIGHT = "sluice_kafka_in_flight_request_bytes"
 
 
 def test_requests_in_flight_are_bounded_across_connections(cluster):
-    """--max-in-flight-bytes: four connections pipeline produce requests of 300 KB, 6 MB
+    """--max-in-flight-bytes: four connections pipeline produce requests of 300 KB, 9 MB
     each, whose answers wait for a 300 ms window, against a bound of 4 MiB for all of
     them. The broker stops reading them near the bound (WARN line, stops counted) and reads
     on as windows commit: every request is answered without an error, in order, every
@@ -151,7 +151,7 @@ def test_requests_in_flight_are_bounded_across_connections(cluster):
     restart(cluster, "--max-in-flight-bytes", bound)
     log_from = log.stat().st_size
     topic, small_topic = "bounded", "bounded-small"
-    greedy, requests, size = 4, 20, 300_000
+    greedy, requests, size = 4, 30, 300_000
     create(cluster, topic, greedy)
     create(cluster, small_topic, 1)
     now = int(time.time() * 1000)
@@ -212,7 +212,7 @@ def test_requests_in_flight_are_bounded_across_connections(cluster):
     assert len(small) >= 3, small
     assert all(a["error"] == 0 for _, a in small), small
     assert [a["base_offset"] for _, a in small] == list(range(len(small)))
-    assert max(latencies) < 5, latencies
+    assert max(latencies) < 10, latencies
     # The WARN line, at most once per 10 s.
     warns = log.read_bytes()[log_from:].decode(errors="replace").count("in-flight request bound reached")
     assert 1 <= warns <= 1 + int(elapsed // 10), warns
