@@ -385,6 +385,7 @@ int serve(const serve_options& o) {
     cfg.request_stall_timeout_ms = o.limits.request_stall_timeout_ms;
     cfg.max_in_flight_per_connection = o.limits.max_in_flight_requests_per_connection;
     cfg.max_in_flight_bytes_per_connection = o.limits.max_in_flight_bytes_per_connection;
+    cfg.max_in_flight_bytes = o.limits.max_in_flight_bytes;
     cfg.fetch_session_cache_slots = o.limits.fetch_session_cache_slots;
     cfg.fetch_session_min_eviction_ms = o.limits.fetch_session_min_eviction_ms;
     cfg.connections_max_idle_ms = o.limits.connections_max_idle_ms;

@@ -37,6 +37,13 @@ void add_connection_limit_flags(CLI::App& cmd, connection_limits& l) {
                    "broker stops reading from it (until they are below half)")
         ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40))
         ->capture_default_str();
+    cmd.add_option("--max-in-flight-bytes", l.max_in_flight_bytes,
+                   "The bytes of Kafka requests read and not yet answered on all connections "
+                   "together: from half of it on, the broker stops reading from connections "
+                   "holding more than their share of it, and at it from every connection that "
+                   "has a request in flight, until answers go out; nothing is refused")
+        ->check(CLI::Range(size_t{1} << 20, size_t{1} << 40))
+        ->capture_default_str();
     cmd.add_option("--connections-max-idle-ms", l.connections_max_idle_ms,
                    "Kafka's connections.max.idle.ms: a Kafka connection with no byte read or "
                    "written for this long is closed; 0: never")

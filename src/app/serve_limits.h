@@ -18,6 +18,7 @@ struct connection_limits {
     // broker::config's: requests, and bytes of them, one Kafka connection has in flight.
     size_t max_in_flight_requests_per_connection = 4096;
     size_t max_in_flight_bytes_per_connection = size_t{256} << 20;
+    size_t max_in_flight_bytes = size_t{1} << 30;  // all connections together
     int64_t connections_max_idle_ms = 600'000;  // 0: never
     int64_t http_header_timeout_ms = 10'000;
     int64_t pg_startup_timeout_ms = 10'000;

@@ -35,7 +35,9 @@ broker::broker(broker_config cfg, net::event_loop& loop, catalog::catalog& cat,
       _fetch_sessions(_cfg.fetch_session_cache_slots, _cfg.fetch_session_min_eviction_ms),
       _access(*_stores.security, _cfg.authorization, _cfg.authenticate),
       _acls(*_stores.security),
-      _request_budget(std::make_shared<net::byte_budget>(_cfg.queued_max_request_bytes)) {
+      _request_budget(std::make_shared<net::byte_budget>(_cfg.queued_max_request_bytes)),
+      _in_flight(std::make_shared<net::in_flight_bound>(
+          _cfg.max_in_flight_bytes, [](const net::in_flight_bound& b) { count_in_flight(b); })) {
     _cluster_id = _catalog.cluster_id();
     _groups.on_earlier_deadline([this] { schedule_groups(); });
     _consumer_groups.on_earlier_deadline([this] { schedule_groups(); });

@@ -32,6 +32,7 @@
 #include "log/log_manager.h"
 #include "net/byte_budget.h"
 #include "net/event_loop.h"
+#include "net/in_flight_bound.h"
 #include "net/listener.h"
 #include "net/log_throttle.h"
 #include "txn/coordinator.h"
@@ -66,6 +67,8 @@ class broker {
 
     const broker_config& config() const { return _cfg; }
     net::event_loop& loop() { return _loop; }
+    // The bytes of requests read and not yet answered, all connections (max_in_flight_bytes).
+    const std::shared_ptr<net::in_flight_bound>& in_flight() const { return _in_flight; }
     topic_registry& topics() { return _topics; }
     log::log_manager& logs() { return _logs; }
     group::coordinator& groups() { return _groups; }
@@ -311,6 +314,7 @@ class broker {
     std::atomic<expansion_hooks*> _expansions{nullptr};
     // Shared by every Kafka connection (queued_max_request_bytes).
     std::shared_ptr<net::byte_budget> _request_budget;
+    std::shared_ptr<net::in_flight_bound> _in_flight;
 };
 
 }  // namespace sluice::broker

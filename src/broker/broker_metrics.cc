@@ -97,6 +97,29 @@ metrics::family<metrics::gauge>& connection_gauges() {
     return f;
 }
 
+struct in_flight_series {
+    metrics::gauge& bytes;
+    metrics::gauge& peak;
+    metrics::counter& stops;
+};
+
+const in_flight_series& in_flight_metrics() {
+    auto& r = metrics::global();
+    static const in_flight_series s{
+        r.gauges("sluice_kafka_in_flight_request_bytes",
+                 "Bytes of Kafka requests read and not yet answered, all connections together")
+            .with({}),
+        r.gauges("sluice_kafka_in_flight_request_bytes_max",
+                 "The most bytes of Kafka requests read and not yet answered at once since the "
+                 "broker started")
+            .with({}),
+        r.counter_of("sluice_kafka_in_flight_stops_total",
+                     "Times a Kafka connection stopped being read because of "
+                     "--max-in-flight-bytes"),
+    };
+    return s;
+}
+
 struct pass_counters {
     metrics::counter& retention_runs;
     metrics::counter& retention_segments;
@@ -135,6 +158,7 @@ void declare_metrics() {
     (void)api_table_series();
     (void)topic_family_set();
     (void)connection_gauges();
+    (void)in_flight_metrics();
     (void)passes();
 }
 
@@ -165,6 +189,14 @@ void count_connection(const listener_config& lc, int delta) {
         .with({lc.address.to_string(), std::string(protocol_name(lc.protocol))})
         .add(delta);
 }
+
+void count_in_flight(const net::in_flight_bound& b) {
+    const auto& s = in_flight_metrics();
+    s.bytes.set(static_cast<double>(b.used()));
+    s.peak.set(static_cast<double>(b.peak()));
+}
+
+void count_in_flight_stop() { in_flight_metrics().stops.inc(); }
 
 void count_retention(const log::log_manager::retention_stats& s) {
     const auto& c = passes();

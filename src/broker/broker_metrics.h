@@ -14,6 +14,7 @@
 
 #include "broker/config.h"
 #include "log/log_manager.h"
+#include "net/in_flight_bound.h"
 
 namespace sluice::metrics {
 class counter;
@@ -46,6 +47,12 @@ void count_fetched(const std::vector<std::pair<const topic_state*, size_t>>& sen
 
 // sluice_kafka_connections{listener, protocol}: +1 when a connection opens, -1 at close.
 void count_connection(const listener_config& lc, int delta);
+
+// The bytes of requests read and not yet answered on all connections, after a change:
+// sluice_kafka_in_flight_request_bytes and its highest value, _max.
+void count_in_flight(const net::in_flight_bound& b);
+// A connection stopped by that bound: sluice_kafka_in_flight_stops_total.
+void count_in_flight_stop();
 
 // A retention or compaction pass: sluice_retention_*, sluice_cleaner_*.
 void count_retention(const log::log_manager::retention_stats& s);

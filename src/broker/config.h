@@ -99,6 +99,10 @@ struct broker_config {
     // connection carries at that count per window (docs/operations.md).
     size_t max_in_flight_per_connection = 4096;
     size_t max_in_flight_bytes_per_connection = size_t{256} << 20;
+    // The bytes of requests in flight on all connections together (net::in_flight_bound):
+    // past half of it, connections holding more than their share stop being read; at it,
+    // all but those holding nothing. Four connections' worth of the per-connection bytes.
+    size_t max_in_flight_bytes = size_t{1} << 30;
     // Kafka's max.incremental.fetch.session.cache.slots: fetch sessions held at once.
     size_t fetch_session_cache_slots = 1000;
     // Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS: how long a session is safe from

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/endian.h"
 #include "common/logging.h"
+#include "net/log_throttle.h"
 #include "protocol/error_code.h"
 #include "protocol/messages/api_versions.h"
 #include "security/auth_metrics.h"
@@ -13,7 +14,11 @@
 namespace sluice::broker {
 
 session::session(broker& b, std::shared_ptr<net::connection> conn, size_t listener)
-    : _broker(b), _conn(std::move(conn)), _listener(listener) {}
+    : _broker(b),
+      _conn(std::move(conn)),
+      _listener(listener),
+      // The account lives and dies with the session, so `this` outlives its calls.
+      _in_flight(b.in_flight(), [this] { update_reading(); }) {}
 
 const listener_config& session::listener_cfg() const {
     return _broker.listener(_listener);
@@ -23,11 +28,41 @@ uint64_t session::reserve(size_t bytes) {
     _slots.emplace_back();
     _slots.back().request_bytes = bytes;
     _slot_bytes += bytes;
+    _in_flight.add(bytes);
     const auto& c = _broker.config();
     if (_slots.size() >= c.max_in_flight_per_connection ||
         _slot_bytes >= c.max_in_flight_bytes_per_connection)
-        _conn->pause_reading();
+        _over_own_limit = true;
+    update_reading();
     return _head + _slots.size() - 1;
+}
+
+void session::update_reading() {
+    if (_phase == sasl_phase::failed || closed()) return;
+    if (_over_own_limit) {
+        _conn->pause_reading();
+        return;
+    }
+    const bool was_in_line = _in_flight.in_line();
+    if (_in_flight.may_read()) {
+        _conn->resume_reading();
+        return;
+    }
+    _conn->pause_reading();
+    if (was_in_line) return;
+    count_in_flight_stop();
+    // One line per 10 s, for every broker of the process: the event repeats at the rate
+    // of requests while the bound is spent.
+    static net::log_throttle throttle(std::chrono::seconds(10));
+    if (uint64_t more = 0; throttle.allow(more)) {
+        const auto& b = _in_flight.bound();
+        log_warn("net",
+                 "{}: in-flight request bound reached: requests read and not yet answered hold "
+                 "{} bytes on all connections (--max-in-flight-bytes {}), {} on this one (its "
+                 "share: {}); reading from it waits for answers to go out ({} more stops "
+                 "since the last line)",
+                 peer(), b.used(), b.capacity(), _in_flight.held(), b.fair_share(), more);
+    }
 }
 
 void session::send(response& r) {
@@ -51,16 +86,23 @@ void session::complete(uint64_t slot, response r) {
     s.done = true;
     s.frame = std::move(r);
     count_request(s.api, s.frame.error, s.started);
+    size_t answered = 0;
     while (!_slots.empty() && _slots.front().done) {
         if (!_slots.front().frame.head.empty()) send(_slots.front().frame);
-        _slot_bytes -= _slots.front().request_bytes;
+        answered += _slots.front().request_bytes;
         _slots.pop_front();
         ++_head;
     }
+    _slot_bytes -= answered;
     const auto& c = _broker.config();
     if (_slots.size() < c.max_in_flight_per_connection / 2 &&
         _slot_bytes < c.max_in_flight_bytes_per_connection / 2)
-        _conn->resume_reading();
+        _over_own_limit = false;
+    if (answered > 0) {
+        // Other connections in line may read again from here.
+        _in_flight.release(answered);
+    }
+    update_reading();
     if (_slots.empty() && _broker.shutting_down()) _broker.check_drained();
 }
 

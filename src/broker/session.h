@@ -8,6 +8,7 @@
 
 #include "common/types.h"
 #include "net/connection.h"
+#include "net/in_flight_bound.h"
 #include "protocol/wire.h"
 #include "security/authorizer.h"
 #include "security/sasl.h"
@@ -79,8 +80,11 @@ public:
     };
     void send(response& r);
     // A slot for a request of `bytes` bytes; stops reading while the connection has too
-    // many requests, or bytes of them, in flight (config::max_in_flight_per_connection).
+    // many requests, or bytes of them, in flight (config::max_in_flight_per_connection),
+    // or while the broker-wide bound says so (config::max_in_flight_bytes).
     uint64_t reserve(size_t bytes);
+    // Pauses or resumes reading by both limits; it stays paused after a failed login.
+    void update_reading();
     void send_unsupported_version(int16_t key, int16_t version, int32_t correlation_id,
                                   uint64_t slot);
     // Whether the API may run now: on a SASL listener only ApiVersions and the exchange
@@ -94,6 +98,10 @@ public:
     std::deque<reply_slot> _slots;
     uint64_t _head = 0;  // slot number of _slots.front()
     size_t _slot_bytes = 0;  // Invariant: the sum of _slots' request_bytes
+    // At the connection's own limit: reading stops until both are below half.
+    bool _over_own_limit = false;
+    // Its share of the broker-wide bound. Invariant: holds _slot_bytes.
+    net::in_flight_bound::account _in_flight;
     std::string _client_id;
 
     security::principal _principal;

@@ -10,6 +10,7 @@ the requests in between wrote to. With a low limit the broker stops reading at i
 the requests behind wait for the next windows.
 """
 
+import threading
 import time
 
 import pytest
@@ -132,3 +133,95 @@ def test_a_connection_stops_being_read_at_its_bytes_limit(cluster):
     assert [(a["error"], a["base_offset"]) for a in answers] == [(0, i) for i in range(12)]
     print("12 pipelined requests of 300 KB, 1 MiB in flight: %d windows" % windows)
     assert windows >= 3, windows
+
+
+IN_FLIGHT = "sluice_kafka_in_flight_request_bytes"
+
+
+def test_requests_in_flight_are_bounded_across_connections(cluster):
+    """--max-in-flight-bytes: four connections pipeline produce requests of 300 KB, 9 MB
+    each, whose answers wait for a 300 ms window, against a bound of 4 MiB for all of
+    them. The broker stops reading them near the bound (WARN line, stops counted) and reads
+    on as windows commit: every request is answered without an error, in order, every
+    acknowledged record is in the topic, the bytes held never passed the bound plus one
+    request per connection, and a fifth connection producing small records one at a time
+    is answered all along."""
+    bound = 4 << 20
+    log = cluster / "broker-0.log"
+    restart(cluster, "--max-in-flight-bytes", bound)
+    log_from = log.stat().st_size
+    topic, small_topic = "bounded", "bounded-small"
+    greedy, requests, size = 4, 30, 300_000
+    create(cluster, topic, greedy)
+    create(cluster, small_topic, 1)
+    now = int(time.time() * 1000)
+
+    def value(g, i):
+        return (b"g%d-r%d-" % (g, i)).ljust(size, b"x")
+
+    answers, failures = {}, []
+
+    def pipeline_one(g):
+        try:
+            with K.Conn(kafka(cluster, 0), timeout=120) as conn:
+                # Every request sent before any answer is read: the sends block while the
+                # broker does not read.
+                corrs = [send_produce(conn, topic, g, K.encode_batch([(now, b"k", value(g, i), [])]))
+                         for i in range(requests)]
+                answers[g] = [produce_answer(conn, c, topic) for c in corrs]
+        except Exception as e:  # reported by the main thread
+            failures.append((g, repr(e)))
+
+    threads = [threading.Thread(target=pipeline_one, args=(g,)) for g in range(greedy)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    small, latencies, held = [], [], []
+    with K.Conn(kafka(cluster, 0), timeout=60) as conn:
+        while any(t.is_alive() for t in threads):
+            v = b"small-%d" % len(small)
+            t0 = time.monotonic()
+            a = produce_answer(conn, send_produce(conn, small_topic, 0, K.encode_batch([(now, b"s", v, [])])),
+                               small_topic)
+            latencies.append(time.monotonic() - t0)
+            small.append((v, a))
+            held.append(broker_metrics(cluster, 0).get(IN_FLIGHT, -1.0))
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - started
+    assert not failures, failures
+    m = broker_metrics(cluster, 0)
+    print("4 x %d requests of 300 KB, bound 4 MiB: %.1f s; held at most %d bytes, %d stops; "
+          "small client: %d answers, slowest %.2f s; samples %r"
+          % (requests, elapsed, m[IN_FLIGHT + "_max"], m["sluice_kafka_in_flight_stops_total"],
+             len(small), max(latencies), held))
+
+    for g in range(greedy):
+        assert [(a["partition"], a["error"], a["base_offset"]) for a in answers[g]] == \
+            [(g, 0, i) for i in range(requests)], g
+    # What was held: the bound plus one request per connection (the four, the small one),
+    # at most; and the bound was reached (more than half of it, where connections over
+    # their share stop), not just approached.
+    request = size + 1024
+    assert m[IN_FLIGHT + "_max"] <= bound + greedy * request + 1024, m[IN_FLIGHT + "_max"]
+    assert m[IN_FLIGHT + "_max"] > bound / 2, m[IN_FLIGHT + "_max"]
+    assert m["sluice_kafka_in_flight_stops_total"] > 0
+    assert all(0 <= h <= bound + greedy * request + 1024 for h in held), held
+    assert m[IN_FLIGHT] == 0  # every answer out, nothing left counted
+    # The small client was answered meanwhile, a window or two per request.
+    assert len(small) >= 3, small
+    assert all(a["error"] == 0 for _, a in small), small
+    assert [a["base_offset"] for _, a in small] == list(range(len(small)))
+    assert max(latencies) < 10, latencies
+    # The WARN line, at most once per 10 s.
+    warns = log.read_bytes()[log_from:].decode(errors="replace").count("in-flight request bound reached")
+    assert 1 <= warns <= 1 + int(elapsed // 10), warns
+
+    seen, dups = consume_all(kafka(cluster, 0), topic, greedy, greedy * requests)
+    assert not dups
+    for g in range(greedy):
+        for i in range(requests):
+            assert seen.get(value(g, i).decode()) == (g, i), (g, i)
+    seen, dups = consume_all(kafka(cluster, 0), small_topic, 1, len(small))
+    assert not dups
+    assert {v.decode(): (0, a["base_offset"]) for v, a in small} == seen
