@@ -13,6 +13,8 @@ scripts/cluster, driven by librdkafka (confluent-kafka) and kafka-python.
 - a broker killed and started again serves what it had read from its read cache's disk
   tier, sending no read to the object store;
 - what shared mode does not serve yet is refused with an error code;
+- an idempotent producer's sequence is checked as before across kill -9 and restart of
+  the broker it wrote through: retries answered with their first offsets, gaps refused;
 - DeleteRecords through one broker forgets the idempotent producers whose batches all lie
   below the new log start, for the sequence checks and DescribeProducers of every broker.
 """
@@ -383,3 +385,30 @@ def test_delete_records_forgets_producers_below_the_log_start(cluster):
                    "JOIN sluice_topics t ON t.topic_id = s.topic_id WHERE t.topic_name = %s "
                    "ORDER BY s.producer_id", ("forgotten",))
     assert rows == sorted([(kept, 1), (gone, 5)]), rows
+
+
+def test_sequences_hold_across_kill9_of_the_broker_written_through(cluster):
+    # The cluster's form of test_idempotence's restart test: the state is the database's,
+    # so the other brokers, and the killed one once back, check sequences as it did.
+    create_topic(kafka(cluster, 0), "resumed", 1, cluster)
+    ts = int(time.time() * 1000)
+    with K.Conn(kafka(cluster, 0)) as conn:
+        pid = I.init_producer_id_v1(conn)["producer_id"]
+        for s in range(8):
+            assert I.produce(conn, "resumed", pid, 0, s, [b"v%d" % s], ts)["base_offset"] == s
+    cluster_cmd("kill", cluster, 0)
+    try:
+        with K.Conn(kafka(cluster, 1)) as conn:
+            retry = I.produce(conn, "resumed", pid, 0, 7, [b"v7"], ts)
+            assert (retry["error"], retry["base_offset"]) == (0, 7), retry
+            assert I.produce(conn, "resumed", pid, 0, 3, [b"v3"], ts)["base_offset"] == 3  # one of the last five
+            assert I.produce(conn, "resumed", pid, 0, 9, [b"gap"], ts)["error"] == I.OUT_OF_ORDER_SEQUENCE_NUMBER
+            assert I.produce(conn, "resumed", pid, 0, 8, [b"v8"], ts)["base_offset"] == 8
+    finally:
+        cluster_cmd("start", cluster, 0)
+    with K.Conn(kafka(cluster, 0)) as conn:
+        retry = I.produce(conn, "resumed", pid, 0, 8, [b"v8"], ts)
+        assert (retry["error"], retry["base_offset"]) == (0, 8), retry
+        assert I.produce(conn, "resumed", pid, 0, 0, [b"v0"], ts)["error"] == I.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert I.produce(conn, "resumed", pid, 0, 9, [b"v9"], ts)["base_offset"] == 9
+        assert I.values_in(conn, "resumed") == [b"v%d" % s for s in range(10)]
