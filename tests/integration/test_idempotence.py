@@ -24,14 +24,6 @@ def test_api_versions_advertise_the_new_apis(broker):
     assert apis[I.DESCRIBE_PRODUCERS] == (0, 0)
 
 
-def txn_coordinator(conn, transactional_id):
-    """The "HOST:PORT" of the transactional id's coordinator (FindCoordinator, key type 1):
-    one broker of a cluster, the broker itself alone."""
-    (c,) = K.find_coordinator(conn, 4, [transactional_id], key_type=1)
-    assert c["error"] == 0, c
-    return "%s:%d" % (c["host"], c["port"])
-
-
 def test_init_producer_id_allocates_ids_and_bumps_epochs(broker):
     with K.Conn(broker.bootstrap) as conn:
         a = I.init_producer_id_v1(conn)
@@ -42,7 +34,7 @@ def test_init_producer_id_allocates_ids_and_bumps_epochs(broker):
         # as Kafka 4.3 answers (the epoch bump of KIP-360 is for transactional producers).
         again = I.init_producer_id_flexible(conn, 3, producer_id=b["producer_id"], epoch=0)
         assert (again["error"], again["epoch"]) == (0, 0) and again["producer_id"] > b["producer_id"], again
-        coordinator = txn_coordinator(conn, "tx-1")
+        coordinator = I.txn_coordinator(conn, "tx-1")
     # A transactional id is served by its coordinator only (Kafka's clients ask
     # FindCoordinator first; in a cluster another broker answers NOT_COORDINATOR). Its id
     # comes from the coordinator's block of ids: unique, but, as Kafka hands out blocks
