@@ -41,6 +41,10 @@ SHARED_MODE_MISSING = {
     "expansions": None,
     "compaction": None,
     "log_append_time": None,
+    # Shared mode never forgets an idle producer (Kafka's producer.id.expiration.ms, the
+    # broker's --producer-id-expiration-ms): sluice_producer_state keeps no broker time
+    # of a producer's last batch to judge it by.
+    "producer_expiry": "the expiry of idle idempotent producers (--producer-id-expiration-ms)",
 }
 
 

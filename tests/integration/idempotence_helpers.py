@@ -39,6 +39,15 @@ def init_producer_id_flexible(conn, version, transactional_id=None, producer_id=
     return out
 
 
+def txn_coordinator(conn, transactional_id):
+    """The "HOST:PORT" of the transactional id's coordinator (FindCoordinator, key type 1):
+    one broker of a cluster (the others answer its InitProducerId NOT_COORDINATOR), the
+    broker itself alone."""
+    (c,) = K.find_coordinator(conn, 4, [transactional_id], key_type=1)
+    assert c["error"] == 0, c
+    return "%s:%d" % (c["host"], c["port"])
+
+
 def describe_producers(conn, topic, partitions):
     body = carray([topic], lambda n: K.compact_string(n) + carray(partitions, K.i32) + T) + T
     r = conn.roundtrip(DESCRIBE_PRODUCERS, 0, body, header_version=2, response_header_version=1)

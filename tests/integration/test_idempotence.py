@@ -3,6 +3,7 @@ per-partition sequence check of Produce, as Kafka's ProducerStateManager does it
 Raw-protocol tests drive every branch and assert on what the partition holds after;
 librdkafka (confluent-kafka 1.7) and kafkajs (idempotent: true) produce through it."""
 
+import pytest
 from confluent_kafka import Producer
 
 import idempotence_helpers as I
@@ -23,7 +24,7 @@ def test_api_versions_advertise_the_new_apis(broker):
     assert apis[I.DESCRIBE_PRODUCERS] == (0, 0)
 
 
-def test_init_producer_id_allocates_durable_ids_and_bumps_epochs(broker):
+def test_init_producer_id_allocates_ids_and_bumps_epochs(broker):
     with K.Conn(broker.bootstrap) as conn:
         a = I.init_producer_id_v1(conn)
         b = I.init_producer_id_flexible(conn, 4)
@@ -33,9 +34,28 @@ def test_init_producer_id_allocates_durable_ids_and_bumps_epochs(broker):
         # as Kafka 4.3 answers (the epoch bump of KIP-360 is for transactional producers).
         again = I.init_producer_id_flexible(conn, 3, producer_id=b["producer_id"], epoch=0)
         assert (again["error"], again["epoch"]) == (0, 0) and again["producer_id"] > b["producer_id"], again
-        # A transactional id keeps its producer id across restarts (the epoch moves on).
+        coordinator = I.txn_coordinator(conn, "tx-1")
+    # A transactional id is served by its coordinator only (Kafka's clients ask
+    # FindCoordinator first; in a cluster another broker answers NOT_COORDINATOR). Its id
+    # comes from the coordinator's block of ids: unique, but, as Kafka hands out blocks
+    # per broker, not above the ids another broker gave.
+    with K.Conn(coordinator) as conn:
         t = I.init_producer_id_flexible(conn, 5, transactional_id="tx-1")
-        assert (t["error"], t["epoch"]) == (0, 0) and t["producer_id"] > b["producer_id"], t
+        assert t["error"] == 0 and t["epoch"] == 0, t
+        assert t["producer_id"] not in {a["producer_id"], b["producer_id"], again["producer_id"]}, t
+        # The same transactional id again: the same producer id, the next epoch.
+        t2 = I.init_producer_id_flexible(conn, 5, transactional_id="tx-1")
+        assert (t2["error"], t2["producer_id"], t2["epoch"]) == (0, t["producer_id"], 1), t2
+
+
+# Shared mode keeps producer ids and transactional ids' state in the database, and
+# test_shared_txn.py kills a coordinator broker in a cluster; this one kills its broker.
+@pytest.mark.single_node("kill -9 of its broker")
+def test_init_producer_id_ids_are_durable_across_kill9(broker):
+    with K.Conn(broker.bootstrap) as conn:
+        a = I.init_producer_id_v1(conn)
+        t = I.init_producer_id_flexible(conn, 5, transactional_id="tx-1")
+        assert (a["error"], t["error"], t["epoch"]) == (0, 0, 0) and t["producer_id"] > a["producer_id"], t
     # Ids are never handed out twice, also after a kill -9.
     broker.kill9()
     broker.start()
@@ -43,6 +63,7 @@ def test_init_producer_id_allocates_durable_ids_and_bumps_epochs(broker):
         c = I.init_producer_id_v1(conn)
         t2 = I.init_producer_id_flexible(conn, 5, transactional_id="tx-1")
     assert c["error"] == 0 and c["producer_id"] > t["producer_id"]
+    # A transactional id keeps its producer id across restarts (the epoch moves on).
     assert (t2["error"], t2["producer_id"], t2["epoch"]) == (0, t["producer_id"], 1), t2
 
 
@@ -85,6 +106,10 @@ def test_sequence_check_branches(broker, topic_name):
     assert "INVALID_PRODUCER_EPOCH" in log
 
 
+# Its broker's restarts and producer snapshot files are single-node mode's; shared mode keeps
+# producer state in the database (test_shared_serve.py and test_shared_faults.py kill brokers
+# under idempotent load and check that nothing acknowledged is lost or stored twice).
+@pytest.mark.single_node("restarts its broker and deletes its producer snapshots")
 def test_state_survives_restart_and_kill9(broker, topic_name):
     H.create_topic(broker.bootstrap, topic_name, 1, config={"segment.bytes": "4096"})
     ts = H.now_ms()
@@ -175,6 +200,7 @@ def test_kafkajs_idempotent_producer(broker, topic_name):
     assert [len(desc[p]["producers"]) for p in (0, 1)] == [1, 1]
 
 
+@pytest.mark.shared_missing("producer_expiry")
 def test_idle_producers_expire(broker_factory, topic_name):
     broker = broker_factory(extra_args=["--producer-id-expiration-ms", "1500"])
     H.create_topic(broker.bootstrap, topic_name, 1)

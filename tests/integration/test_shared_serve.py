@@ -12,7 +12,11 @@ scripts/cluster, driven by librdkafka (confluent-kafka) and kafka-python.
   twice; clients move to the living brokers; the killed broker rejoins with `start`;
 - a broker killed and started again serves what it had read from its read cache's disk
   tier, sending no read to the object store;
-- what shared mode does not serve yet is refused with an error code.
+- what shared mode does not serve yet is refused with an error code;
+- an idempotent producer's sequence is checked as before across kill -9 and restart of
+  the broker it wrote through: retries answered with their first offsets, gaps refused;
+- DeleteRecords through one broker forgets the idempotent producers whose batches all lie
+  below the new log start, for the sequence checks and DescribeProducers of every broker.
 """
 
 import threading
@@ -22,8 +26,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import idempotence_helpers as I
 import kproto as K
-from cluster_helpers import (broker_metrics, cluster_cmd, consume_all, kafka, running_cluster,
+from cluster_helpers import (broker_metrics, catalog, cluster_cmd, consume_all, kafka, running_cluster,
                              wait_for, wait_topic_known)
 from conftest import GROUP_DELAY_FLAG, TEST_GROUP_DELAY_MS
 
@@ -353,3 +358,57 @@ def test_delete_records_through_one_broker_holds_on_all(cluster):
     seen, dups = consume_all(kafka(cluster, 2), "trimmed", 1, 18)  # from 0: reset to 12
     assert not dups and sorted(seen) == ["v-%02d" % i for i in range(12, 30)], sorted(seen)
     assert delete_records(kafka(cluster, 0), "trimmed", 0, -1) == (30, 0)  # -1: the high watermark
+
+
+def test_delete_records_forgets_producers_below_the_log_start(cluster):
+    # As single-node mode and Kafka do (test_idempotence.py has the same test against one
+    # broker): a producer whose batches all lie below the log start is forgotten, so its
+    # next batch is taken at any sequence; one with a batch above it is still checked.
+    create_topic(kafka(cluster, 0), "forgotten", 1, cluster)
+    ts = int(time.time() * 1000)
+    with K.Conn(kafka(cluster, 0)) as conn:
+        gone = I.init_producer_id_v1(conn)["producer_id"]
+        kept = I.init_producer_id_v1(conn)["producer_id"]
+        assert I.produce(conn, "forgotten", gone, 0, 0, [b"a", b"b"], ts)["base_offset"] == 0
+        assert I.produce(conn, "forgotten", kept, 0, 0, [b"c"], ts)["base_offset"] == 2
+    assert delete_records(kafka(cluster, 1), "forgotten", 0, 2) == (2, 0)
+    with K.Conn(kafka(cluster, 2)) as conn:
+        desc = I.describe_producers(conn, "forgotten", [0])
+        assert [x["producer_id"] for x in desc[0]["producers"]] == [kept], desc
+        assert I.produce(conn, "forgotten", kept, 0, 5, [b"e"], ts)["error"] == I.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert I.produce(conn, "forgotten", kept, 0, 1, [b"e"], ts)["base_offset"] == 3
+        assert I.produce(conn, "forgotten", gone, 0, 5, [b"d"], ts)["base_offset"] == 4
+    seen, dups = consume_all(kafka(cluster, 0), "forgotten", 1, 3)  # from the log start, 2
+    assert not dups and seen == {"c": (0, 2), "e": (0, 3), "d": (0, 4)}, seen
+    # Its state rows went with it: what the brokers check against (the shared catalog).
+    rows = catalog(cluster, "SELECT s.producer_id, s.last_sequence FROM sluice_producer_state s "
+                   "JOIN sluice_topics t ON t.topic_id = s.topic_id WHERE t.topic_name = %s "
+                   "ORDER BY s.producer_id", ("forgotten",))
+    assert rows == sorted([(kept, 1), (gone, 5)]), rows
+
+
+def test_sequences_hold_across_kill9_of_the_broker_written_through(cluster):
+    # The cluster's form of test_idempotence's restart test: the state is the database's,
+    # so the other brokers, and the killed one once back, check sequences as it did.
+    create_topic(kafka(cluster, 0), "resumed", 1, cluster)
+    ts = int(time.time() * 1000)
+    with K.Conn(kafka(cluster, 0)) as conn:
+        pid = I.init_producer_id_v1(conn)["producer_id"]
+        for s in range(8):
+            assert I.produce(conn, "resumed", pid, 0, s, [b"v%d" % s], ts)["base_offset"] == s
+    cluster_cmd("kill", cluster, 0)
+    try:
+        with K.Conn(kafka(cluster, 1)) as conn:
+            retry = I.produce(conn, "resumed", pid, 0, 7, [b"v7"], ts)
+            assert (retry["error"], retry["base_offset"]) == (0, 7), retry
+            assert I.produce(conn, "resumed", pid, 0, 3, [b"v3"], ts)["base_offset"] == 3  # one of the last five
+            assert I.produce(conn, "resumed", pid, 0, 9, [b"gap"], ts)["error"] == I.OUT_OF_ORDER_SEQUENCE_NUMBER
+            assert I.produce(conn, "resumed", pid, 0, 8, [b"v8"], ts)["base_offset"] == 8
+    finally:
+        cluster_cmd("start", cluster, 0)
+    with K.Conn(kafka(cluster, 0)) as conn:
+        retry = I.produce(conn, "resumed", pid, 0, 8, [b"v8"], ts)
+        assert (retry["error"], retry["base_offset"]) == (0, 8), retry
+        assert I.produce(conn, "resumed", pid, 0, 0, [b"v0"], ts)["error"] == I.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert I.produce(conn, "resumed", pid, 0, 9, [b"v9"], ts)["base_offset"] == 9
+        assert I.values_in(conn, "resumed") == [b"v%d" % s for s in range(10)]

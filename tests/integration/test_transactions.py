@@ -108,6 +108,8 @@ def test_produce_outside_the_transaction_is_abortable_from_v11(broker_factory):
     topic = "txn-abortable-raw"
     H.create_topic(b.bootstrap, topic, 1)
     with K.Conn(b.bootstrap) as c:
+        coordinator = I.txn_coordinator(c, "raw-abortable")
+    with K.Conn(coordinator) as c:
         init = KF.init_producer_id(c, transactional_id="raw-abortable")
         assert init["error_code"] == 0, init
         pid, epoch = init["producer_id"], init["producer_epoch"]

@@ -125,7 +125,9 @@ sluice_integration_slots(integration.ck-2.16.test_groups_kip848_confluent test_g
 # the feature named in pytest's summary. Each suite keeps its single-node slots (and the
 # JVM lock). test_connect_cluster passes this way too but is left out for CI's time (half
 # as long again as its single-node run, which takes 80 s).
-set(cluster_suites test_confluent test_kafka_python test_kafkajs test_java_client)
+# test_idempotence runs its restart tests (kill -9, snapshots) and its expiry test only
+# against one broker: 6 of its 9 tests in a cluster, about 15 s against 6 s alone.
+set(cluster_suites test_confluent test_kafka_python test_kafkajs test_java_client test_idempotence)
 foreach(suite ${cluster_suites})
   sluice_pytest_run(cluster3.${suite} SLUICE_TEST_CLUSTER=3 ${suite} ${CMAKE_CURRENT_LIST_DIR}/${suite}.py)
 endforeach()

@@ -29,28 +29,48 @@ struct trimmed {
     std::optional<int64_t> oldest_timestamp;  // the first batch left's largest timestamp
 };
 
+// One statement over the partition's rows with the log start: $1 the topic id, $2 the
+// partition, $3 the log start. Returns the rows it affected.
+result<uint64_t> exec_at_log_start(pg_transaction& tx, const std::string& topic_id,
+                                   int32_t partition, int64_t log_start, const char* sql) {
+    auto params = partition_params(topic_id, partition);
+    params.emplace_back(std::to_string(log_start));
+    auto done = tx.exec(sql, params);
+    if (!done) return done.err();
+    return static_cast<uint64_t>(done->affected);
+}
+
 // The aborted transactions whose marker lies below the log start: a fetch starts at the
 // log start or later, and a transaction's records all come before its marker, so no
 // read_committed fetch needs them any more (Kafka drops them with their segments).
-result<uint64_t> prune_aborted(pg_transaction& tx, const std::string& topic_id, int32_t partition,
-                               int64_t log_start) {
-    auto params = partition_params(topic_id, partition);
-    params.emplace_back(std::to_string(log_start));
-    auto del = tx.exec(
-        "DELETE FROM sluice_txn_aborted WHERE topic_id = $1 AND partition_id = CAST($2 AS "
-        "INTEGER) AND last_offset < CAST($3 AS BIGINT)",
-        params);
-    if (!del) return del.err();
-    return static_cast<uint64_t>(del->affected);
-}
+constexpr const char* prune_aborted_sql =
+    "DELETE FROM sluice_txn_aborted WHERE topic_id = $1 AND partition_id = CAST($2 AS INTEGER) "
+    "AND last_offset < CAST($3 AS BIGINT)";
+
+// The idempotent producers whose last batch lies wholly below the log start (or that
+// wrote only markers here), without a transaction open in the partition, are forgotten,
+// as single-node mode's log::producer_state::evict_below and Kafka forget them: the next
+// batch of such a producer is one of an unknown producer, taken at any sequence, and
+// DescribeProducers no longer lists it. Their sluice_producer_batches rows go with them.
+constexpr const char* evict_producers_sql =
+    "WITH gone AS (DELETE FROM sluice_producer_state s WHERE s.topic_id = $1 AND "
+    "s.partition_id = CAST($2 AS INTEGER) AND NOT EXISTS (SELECT 1 FROM "
+    "sluice_producer_batches b WHERE b.topic_id = s.topic_id AND b.partition_id = "
+    "s.partition_id AND b.producer_id = s.producer_id AND b.last_offset >= CAST($3 AS BIGINT)) "
+    "AND NOT EXISTS (SELECT 1 FROM sluice_txn_open o WHERE o.topic_id = s.topic_id AND "
+    "o.partition_id = s.partition_id AND o.producer_id = s.producer_id) "
+    "RETURNING s.producer_id) "
+    "DELETE FROM sluice_producer_batches b USING gone WHERE b.topic_id = $1 AND "
+    "b.partition_id = CAST($2 AS INTEGER) AND b.producer_id = gone.producer_id";
 
 // With the partition's row locked (bounds: log start, high watermark): the log start to
 // `target`, the batches wholly below it out of the index, their objects marked when no
-// batch is left in them, the aborted transactions below it forgotten.
+// batch is left in them, the aborted transactions and the producers below it forgotten.
 result<trimmed> trim_locked(pg_transaction& tx, const std::string& topic_id, int32_t partition,
                             std::pair<int64_t, int64_t> bounds, int64_t target) {
     trimmed out{bounds.first, 0, 0, 0, std::nullopt};
-    auto pruned = prune_aborted(tx, topic_id, partition, std::max(bounds.first, target));
+    auto pruned = exec_at_log_start(tx, topic_id, partition, std::max(bounds.first, target),
+                                    prune_aborted_sql);
     if (!pruned) return pruned.err();
     out.aborted_pruned = *pruned;
     if (target <= bounds.first) return out;
@@ -71,6 +91,8 @@ result<trimmed> trim_locked(pg_transaction& tx, const std::string& topic_id, int
         "AND partition_id = CAST($2 AS INTEGER)",
         params);
     if (!up) return up.err();
+    if (auto ev = exec_at_log_start(tx, topic_id, partition, target, evict_producers_sql); !ev)
+        return ev.err();
     std::vector<std::string> keys;
     for (size_t i = 0; i < objects->size(); ++i) keys.push_back(objects->text(i, 0));
     auto marked = mark_unreferenced(tx, std::move(keys));
