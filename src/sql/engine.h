@@ -169,6 +169,11 @@ class session {
     // away). Replaces any earlier check; an empty function removes it.
     virtual void set_interrupt_check(std::function<bool()> check) = 0;
 
+    // Whether `name` is one of the engine's own settings (DuckDB's memory_limit, threads,
+    // enable_external_access, ...; any spelling of case). They are the broker's: the
+    // PostgreSQL front end refuses to SET them and SHOWs them as current_setting() does.
+    virtual bool is_engine_setting(std::string_view /*name*/) const { return false; }
+
     // Whether an explicit transaction (BEGIN ...) is open: PostgreSQL's
     // ReadyForQuery status 'T'.
     virtual bool in_transaction() const = 0;

@@ -51,6 +51,7 @@ class serving_session final : public sql::session {
     void cancel() override { _run.cancel.store(true); }
     void set_interrupt_check(std::function<bool()> check) override { _check = std::move(check); }
     bool in_transaction() const override { return !_con->IsAutoCommit(); }
+    bool is_engine_setting(std::string_view name) const override;
     void set_principal(security::principal p) override;
     const security::principal& current_principal() const override { return _ctx.principal(); }
 
