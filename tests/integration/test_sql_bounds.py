@@ -488,6 +488,16 @@ def test_extensions_settings_and_server_files_refused(shared, tmp_path):
                 cur.execute(sql)
         assert [S.pg_rows(conn, "SHOW %s" % n)[0][0] for n in (
             "application_name", "statement_timeout", "sluice.max_rows", "myapp.tenant")] == ["bounds", "5s", "10", "acme"]
+        # current_setting() answers them as SHOW does (as text, PostgreSQL's).
+        for name in ("application_name", "statement_timeout", "sluice.max_rows", "myapp.tenant", "search_path",
+                     "TimeZone", "DateStyle", "server_version"):
+            assert S.pg_rows(conn, "SELECT current_setting('%s')" % name) == S.pg_rows(conn, "SHOW %s" % name), name
+        assert S.pg_rows(conn, "SELECT current_setting('application_name') AS a, upper(current_setting('myapp.tenant'))") \
+            == [("bounds", "ACME")]
+        with conn.cursor() as cur:
+            cur.execute("RESET ALL")
+            cur.execute("SELECT current_setting('application_name')")
+            assert cur.fetchall() == [("",)] and [c.name for c in cur.description] == ["current_setting"]
         # At login too (options=-c name=value): the connection is refused, as PostgreSQL
         # refuses a parameter the role may not set.
         with pytest.raises(psycopg2.OperationalError, match="permission denied to set parameter"):

@@ -13,6 +13,7 @@
 #include "duckdb/main/database_manager.hpp"
 #include "duckdb/main/pending_query_result.hpp"
 #include "duckdb/parser/expression/constant_expression.hpp"
+#include "duckdb/parser/expression/function_expression.hpp"
 #include "duckdb/parser/sql_statement.hpp"
 #include "duckdb/parser/statement/copy_statement.hpp"
 #include "sql/budget.h"
@@ -20,6 +21,7 @@
 #include "sql/duck/pg_catalog.h"
 #include "sql/duck/pg_shape.h"
 #include "sql/duck/pg_typmod.h"
+#include "sql/duck/statement_walk.h"
 #include "sql/duck/statement_checks.h"
 #include "sql/duck/user_tables.h"
 #include "sql/sql_metrics.h"
@@ -192,6 +194,29 @@ d::Value param_of(const value& v) {
     if (const auto* b = std::get_if<bytes>(&v))
         return d::Value::BLOB(reinterpret_cast<d::const_data_ptr_t>(b->data()), b->size());
     return d::Value();
+}
+
+// current_setting('name') of a parameter the front end holds (duck/serving_session.h):
+// its value as text, as PostgreSQL answers; DuckDB's lookup knows none of them. The
+// column keeps PostgreSQL's name, current_setting.
+void answer_client_parameters(d::SQLStatement& s,
+                              const std::map<std::string, std::string>& params) {
+    if (params.empty()) return;
+    walk_statement(s, [&params](d::unique_ptr<d::ParsedExpression>& e) {
+        if (e->GetExpressionClass() != d::ExpressionClass::FUNCTION) return;
+        const auto& f = e->Cast<d::FunctionExpression>();
+        if (d::StringUtil::Lower(f.function_name) != "current_setting" ||
+            f.children.size() != 1 || !f.children[0] ||
+            f.children[0]->GetExpressionClass() != d::ExpressionClass::CONSTANT)
+            return;
+        const auto& name = f.children[0]->Cast<d::ConstantExpression>().value;
+        if (name.IsNull() || name.type().id() != d::LogicalTypeId::VARCHAR) return;
+        const auto it = params.find(d::StringUtil::Lower(name.GetValue<std::string>()));
+        if (it == params.end()) return;
+        auto answer = d::make_uniq<d::ConstantExpression>(d::Value(it->second));
+        answer->SetAlias(e->GetAlias().empty() ? std::string("current_setting") : e->GetAlias());
+        e = std::move(answer);
+    });
 }
 
 // The interface's messages are one line (sql/engine.h): DuckDB's lines joined, without
@@ -594,6 +619,7 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare_statement(
         auto& first = statements[0];
         const size_t end = std::min(text.size(), first->stmt_location + first->stmt_length);
         if (tail) *tail = sql.substr(end);
+        answer_client_parameters(*first, _client_params);
         if (first->type == d::StatementType::COPY_STATEMENT) {
             if (auto why = aim_copy(*first, _db.export_dir)) return *why;
         } else if (auto why =

@@ -556,6 +556,20 @@ settings::settings(session& s, const pg_options& opts) : _session(s) {
         false);
     add("extra_float_digits", "1", "Floats are always sent in shortest exact form.", false, false);
     add("search_path", "\"$user\", public", "Schema search path (unused).", false, false);
+    publish();
+}
+
+void settings::publish() {
+    std::map<std::string, std::string> values;
+    for (auto& row : show_all()) values[to_lower(row[0])] = std::move(row[1]);
+    _session.set_client_parameters(std::move(values));
+}
+
+std::optional<std::pair<std::string, std::string>> settings::apply(
+    std::string_view name, const std::optional<std::string>& value) {
+    auto changed = change(name, value);
+    publish();
+    return changed;
 }
 
 std::vector<std::pair<std::string, std::string>> settings::reported() const {
@@ -601,7 +615,7 @@ std::optional<pg_error> settings::check(std::string_view name,
     return std::nullopt;
 }
 
-std::optional<std::pair<std::string, std::string>> settings::apply(
+std::optional<std::pair<std::string, std::string>> settings::change(
     std::string_view name, const std::optional<std::string>& value) {
     std::string key = to_lower(name);
     if (key == timeout_name || key == max_rows_name) {
@@ -650,6 +664,7 @@ void settings::reset_all() {
             ++it;
         }
     }
+    publish();
 }
 
 bool settings::is_engine_setting(std::string_view name) const {

@@ -82,6 +82,12 @@ class settings {
         bool reported = false;  // sent as ParameterStatus
     };
     std::string timeout_text() const;
+    // apply() without publish().
+    std::optional<std::pair<std::string, std::string>> change(
+        std::string_view name, const std::optional<std::string>& value);
+    // Gives the session every parameter's value (session::set_client_parameters), so that
+    // current_setting() answers as SHOW does.
+    void publish();
 
     session& _session;
     std::map<std::string, param> _params;  // by lower-case name
