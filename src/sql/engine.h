@@ -179,7 +179,7 @@ class session {
     // statement_timeout, custom ones such as myapp.x), by lower-case name, with their
     // values as SHOW gives them: current_setting('name') of one answers that value in
     // this session's statements from now on. Replaces the earlier ones.
-    virtual void set_client_parameters(std::map<std::string, std::string> /*params*/) {}
+    virtual void set_client_parameters(const std::map<std::string, std::string>& /*params*/) {}
 
     // Whether an explicit transaction (BEGIN ...) is open: PostgreSQL's
     // ReadyForQuery status 'T'.

@@ -53,8 +53,8 @@ class serving_session final : public sql::session {
     void set_interrupt_check(std::function<bool()> check) override { _check = std::move(check); }
     bool in_transaction() const override { return !_con->IsAutoCommit(); }
     bool is_engine_setting(std::string_view name) const override;
-    void set_client_parameters(std::map<std::string, std::string> params) override {
-        _client_params = std::move(params);
+    void set_client_parameters(const std::map<std::string, std::string>& params) override {
+        _client_params = params;
     }
     void set_principal(security::principal p) override;
     const security::principal& current_principal() const override { return _ctx.principal(); }

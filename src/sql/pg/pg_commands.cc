@@ -562,7 +562,7 @@ settings::settings(session& s, const pg_options& opts) : _session(s) {
 void settings::publish() {
     std::map<std::string, std::string> values;
     for (auto& row : show_all()) values[to_lower(row[0])] = std::move(row[1]);
-    _session.set_client_parameters(std::move(values));
+    _session.set_client_parameters(values);
 }
 
 std::optional<std::pair<std::string, std::string>> settings::apply(
