@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -168,6 +169,17 @@ class session {
     // cancels the running statement (front ends use it to notice a client that went
     // away). Replaces any earlier check; an empty function removes it.
     virtual void set_interrupt_check(std::function<bool()> check) = 0;
+
+    // Whether `name` is one of the engine's own settings (DuckDB's memory_limit, threads,
+    // enable_external_access, ...; any spelling of case). They are the broker's: the
+    // PostgreSQL front end refuses to SET them and SHOWs them as current_setting() does.
+    virtual bool is_engine_setting(std::string_view /*name*/) const { return false; }
+
+    // The front end's run-time parameters (PostgreSQL's SET: application_name,
+    // statement_timeout, custom ones such as myapp.x), by lower-case name, with their
+    // values as SHOW gives them: current_setting('name') of one answers that value in
+    // this session's statements from now on. Replaces the earlier ones.
+    virtual void set_client_parameters(const std::map<std::string, std::string>& /*params*/) {}
 
     // Whether an explicit transaction (BEGIN ...) is open: PostgreSQL's
     // ReadyForQuery status 'T'.

@@ -63,6 +63,8 @@ int64_t pg_oid_for_decl(std::string_view decl) {
     if (u == "JSON" || u == "JSONB") return 114;
     // smallint[] by its catalog name (pg_constraint.conkey), held as its text form {1,2}.
     if (u == "_INT2") return 1005;
+    // numeric, with its precision and scale or without: NUMERIC(10,2), NUMERIC.
+    if (u.starts_with("NUMERIC")) return 1700;
     if (has("INT")) return 20;
     if (has("CHAR") || has("CLOB") || has("TEXT")) return 25;
     if (has("BLOB") || u == "BYTEA") return 17;

@@ -21,7 +21,8 @@ struct pg_type_info {
 // The types the catalog lists (pg_type).
 const std::vector<pg_type_info>& pg_types();
 // The type OID of a result column the engine declared `decl` (its declared types:
-// INTEGER, REAL, BOOLEAN, TEXT, BLOB, JSON, TIMESTAMPTZ, _INT2; docs/sql-pg.md), 0 when
+// INTEGER, REAL, NUMERIC[(p,s)], BOOLEAN, TEXT, BLOB, JSON, TIMESTAMPTZ, _INT2;
+// docs/sql-pg.md), 0 when
 // the name says nothing.
 int64_t pg_oid_for_decl(std::string_view decl);
 

@@ -374,6 +374,40 @@ def pytest_sessionfinish(session, exitstatus):
     H.kill_all_procs()
 
 
+@pytest.fixture(scope="module")
+def postgres_cluster(tmp_path_factory):
+    """Debian's PostgreSQL 15, private to the module: what the suites that compare
+    Sluice's answers with PostgreSQL's run the same statements on
+    (postgres_helpers.PostgresCluster)."""
+    import postgres_helpers as P
+    cluster = P.PostgresCluster(tmp_path_factory.mktemp("pg")).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def postgres(postgres_cluster, request):
+    """An autocommit psycopg2 connection to the module's PostgreSQL, after the module's
+    SETUP statements (its tables and rows) ran there."""
+    conn = postgres_cluster.connect()
+    with conn.cursor() as cur:
+        for sql in getattr(request.module, "SETUP", ()):
+            cur.execute(sql)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def compared_broker(module_broker_factory, request):
+    """A broker serving SQL (sql_helpers.SQL_ARGS) after the module's SETUP statements ran
+    on it too (over HTTP): the other side of `postgres`."""
+    import sql_helpers as S
+    b = module_broker_factory(extra_args=S.SQL_ARGS)
+    for sql in getattr(request.module, "SETUP", ()):
+        S.http_rows(b.http, sql)
+    return b
+
+
 @pytest.fixture
 def pg(b):
     """A psycopg2 connection to the module's broker `b` (a module fixture started with

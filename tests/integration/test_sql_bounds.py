@@ -449,20 +449,59 @@ def test_extensions_settings_and_server_files_refused(shared, tmp_path):
         if sql in statements:
             assert "not available" in msg and "not available" in err["message"], (sql, msg, err)
     assert not export.exists()
-    # Setting DuckDB's options changes nothing, in the session that tried (the listener
-    # answers the SET without passing it on): the configuration stays locked.
+    # DuckDB's settings are the broker's: a SET or RESET of one is refused (42501, naming
+    # the broker's flag where one sets it), in any spelling, and nothing changes.
     conn = S.pg_connect(b.pg)
     try:
-        for sql in ("SET enable_external_access = true", "SET lock_configuration = false",
-                    "SET memory_limit = '64GB'", "RESET enable_external_access"):
-            try:
-                with conn.cursor() as cur:
-                    cur.execute(sql)
-            except psycopg2.Error as e:
-                assert e.pgcode in ("42501", "42601", "22023"), (sql, e.pgcode, str(e))
-        assert S.pg_rows(conn, "SELECT current_setting('enable_external_access'), "
-                               "current_setting('lock_configuration'), current_setting('memory_limit')") \
-            == [(False, True, "1.0 GiB")]
+        settings = ("SELECT current_setting('enable_external_access'), current_setting('lock_configuration'), "
+                    "current_setting('memory_limit'), current_setting('threads')")
+        before = S.pg_rows(conn, settings)
+        assert before[0][:3] == (False, True, "1.0 GiB"), before
+        for sql, flag in (("SET enable_external_access = true", None), ("SET lock_configuration = false", None),
+                          ("SET memory_limit = '64GB'", "--sql-memory"), ("SET max_memory TO '64GB'", "--sql-memory"),
+                          ("SET SESSION threads = 64", "--sql-threads"), ("SET LOCAL Threads = 64", "--sql-threads"),
+                          ("SET max_temp_directory_size = '1TB'", "--sql-temp-bytes"),
+                          ("SET temp_directory = '/tmp/elsewhere'", "--data-dir"),
+                          ("SET allowed_directories = '/'", "--sql-export-dir"),
+                          ("SET allowed_paths = '/etc/passwd'", "--sql-export-dir"),
+                          ("SET allow_unsigned_extensions = true", None), ("SET autoinstall_known_extensions = 1", None),
+                          ('SET "MEMORY_LIMIT" = DEFAULT', "--sql-memory"), ("RESET enable_external_access", None),
+                          ("RESET threads", "--sql-threads")):
+            e = S.pg_error(conn, sql)
+            msg = e.diag.message_primary
+            assert e.pgcode == "42501" and msg.startswith("permission denied to set parameter") \
+                and "broker" in msg, (sql, e.pgcode, msg)
+            assert (flag in msg) if flag else "cannot change" in msg, (sql, msg)
+            assert "/tmp/elsewhere" not in msg and "/etc" not in msg, msg
+        assert S.pg_rows(conn, settings) == before
+        # SHOW reads them as current_setting() does, and hides the paths as it does.
+        for name in ("memory_limit", "threads", "enable_external_access", "lock_configuration"):
+            assert S.pg_rows(conn, "SHOW %s" % name) == S.pg_rows(
+                conn, "SELECT CAST(current_setting('%s') AS VARCHAR)" % name), name
+        assert S.pg_error(conn, "SHOW temp_directory").pgcode == "42501"
+        assert S.pg_error(conn, "SELECT current_setting('temp_directory')").pgcode == "42501"
+        # PostgreSQL's own settings and custom dotted ones keep working.
+        for sql in ("SET search_path = public", "SET application_name = 'bounds'", "SET statement_timeout = '5s'",
+                    "SET extra_float_digits = 3", "SET DateStyle = 'ISO'", "SET client_encoding = 'UTF8'",
+                    "SET sluice.max_rows = 10", "SET myapp.tenant = 'acme'", "SET TIME ZONE 'UTC'"):
+            with conn.cursor() as cur:
+                cur.execute(sql)
+        assert [S.pg_rows(conn, "SHOW %s" % n)[0][0] for n in (
+            "application_name", "statement_timeout", "sluice.max_rows", "myapp.tenant")] == ["bounds", "5s", "10", "acme"]
+        # current_setting() answers them as SHOW does (as text, PostgreSQL's).
+        for name in ("application_name", "statement_timeout", "sluice.max_rows", "myapp.tenant", "search_path",
+                     "TimeZone", "DateStyle", "server_version"):
+            assert S.pg_rows(conn, "SELECT current_setting('%s')" % name) == S.pg_rows(conn, "SHOW %s" % name), name
+        assert S.pg_rows(conn, "SELECT current_setting('application_name') AS a, upper(current_setting('myapp.tenant'))") \
+            == [("bounds", "ACME")]
+        with conn.cursor() as cur:
+            cur.execute("RESET ALL")
+            cur.execute("SELECT current_setting('application_name')")
+            assert cur.fetchall() == [("",)] and [c.name for c in cur.description] == ["current_setting"]
+        # At login too (options=-c name=value): the connection is refused, as PostgreSQL
+        # refuses a parameter the role may not set.
+        with pytest.raises(psycopg2.OperationalError, match="permission denied to set parameter"):
+            S.pg_connect(b.pg, options="-c threads=64").close()
         assert S.pg_error(conn, "SELECT count(*) FROM read_text('/etc/passwd')").pgcode == "42501"
         # Inside a view, too: creating it or reading it is refused.
         with conn.cursor() as cur:

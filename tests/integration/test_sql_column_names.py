@@ -6,7 +6,6 @@ PostgreSQL's. Aliased columns and `SELECT *` keep their names."""
 
 import pytest
 
-import postgres_helpers as P
 import sql_helpers as S
 
 TABLE = ("CREATE TABLE t (x INTEGER, y INTEGER, b BOOLEAN, s TEXT, d DATE, ts TIMESTAMPTZ, "
@@ -61,25 +60,12 @@ def statement(s):
     return s if s.startswith(("SELECT ", "WITH ")) else "SELECT %s FROM t" % s
 
 
-@pytest.fixture(scope="module")
-def postgres(tmp_path_factory):
-    cluster = P.PostgresCluster(tmp_path_factory.mktemp("pg")).start()
-    conn = cluster.connect()
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(TABLE)
-        cur.execute(ROW)
-    yield conn
-    conn.close()
-    cluster.stop()
+SETUP = [TABLE, ROW]
 
 
 @pytest.fixture(scope="module")
-def b(module_broker_factory):
-    b = module_broker_factory(extra_args=S.SQL_ARGS)
-    S.http_rows(b.http, TABLE)
-    S.http_rows(b.http, ROW)
-    return b
+def b(compared_broker):
+    return compared_broker
 
 
 def names(conn, sql):

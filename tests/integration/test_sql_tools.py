@@ -121,6 +121,23 @@ def test_duckdb_attaches_and_queries_a_topic_and_a_target(env):
     assert got[2] == [[N]]
 
 
+def test_duckdb_reads_numeric_columns_exactly(env):
+    """A table's numeric columns through DuckDB's scanner (typed by the catalog, read by
+    binary COPY) and postgres_query (typed by RowDescription): the digits and the scale
+    as stored, beyond a double's."""
+    S.http_rows(env.broker.http, "CREATE TABLE tools_nums (amount NUMERIC(10,2), big NUMERIC(38,10), n BIGINT)")
+    S.http_rows(env.broker.http, "INSERT INTO tools_nums VALUES (12.5, '12345678901234567890.0123456789', 1), "
+                                 "(-0.05, 0, 2), (NULL, -1.5, 3)")
+    got = venv_run({"tool": "duckdb", "pg": env.broker.pg, "queries": [
+        "SELECT CAST(amount AS VARCHAR), CAST(big AS VARCHAR), n FROM sluice.main.tools_nums ORDER BY n",
+        "SELECT CAST(amount * 2 AS VARCHAR) FROM postgres_query('sluice', "
+        "'SELECT amount FROM tools_nums WHERE n = 1')",
+    ]})["results"]
+    assert got[0] == [["12.50", "12345678901234567890.0123456789", 1], ["-0.05", "0.0000000000", 2],
+                      [None, "-1.5000000000", 3]]
+    assert got[1] == [["25.00"]]
+
+
 def test_jdbc_prepared_statements_and_every_type(env):
     url = "jdbc:postgresql://%s/sluice?user=jdbc&sslmode=disable" % env.broker.pg
     proc = J.run_java("dev.sluice.jvmtests.sqldialect.JdbcTypes", url, env.table, timeout=180)

@@ -9,15 +9,19 @@
 #include <filesystem>
 #include <thread>
 
+#include "duckdb/main/config.hpp"
 #include "duckdb/main/database_manager.hpp"
 #include "duckdb/main/pending_query_result.hpp"
 #include "duckdb/parser/expression/constant_expression.hpp"
+#include "duckdb/parser/expression/function_expression.hpp"
 #include "duckdb/parser/sql_statement.hpp"
 #include "duckdb/parser/statement/copy_statement.hpp"
 #include "sql/budget.h"
 #include "sql/duck/param_types.h"
 #include "sql/duck/pg_catalog.h"
 #include "sql/duck/pg_shape.h"
+#include "sql/duck/pg_typmod.h"
+#include "sql/duck/statement_walk.h"
 #include "sql/duck/statement_checks.h"
 #include "sql/duck/user_tables.h"
 #include "sql/sql_metrics.h"
@@ -69,8 +73,10 @@ std::optional<query_error> aim_copy(d::SQLStatement& st, const std::filesystem::
     return std::nullopt;
 }
 
-// A DuckDB value as a cell of the interface, and the declared type of its column.
-std::string decl_type_of(const d::LogicalType& t) {
+// A DuckDB value as a cell of the interface, and the declared type of its column. A
+// DECIMAL is PostgreSQL's numeric, with its precision and scale when PostgreSQL would
+// give the column its type modifier (`typmod`, duck/pg_typmod.h).
+std::string decl_type_of(const d::LogicalType& t, bool typmod) {
     if (t.HasAlias() && t.GetAlias() == "JSON") return "JSON";
     switch (t.id()) {
         case d::LogicalTypeId::BOOLEAN:
@@ -88,8 +94,11 @@ std::string decl_type_of(const d::LogicalType& t) {
             return "INTEGER";
         case d::LogicalTypeId::FLOAT:
         case d::LogicalTypeId::DOUBLE:
-        case d::LogicalTypeId::DECIMAL:
             return "REAL";
+        case d::LogicalTypeId::DECIMAL:
+            if (!typmod) return "NUMERIC";
+            return fmt::format("NUMERIC({},{})", d::DecimalType::GetWidth(t),
+                               d::DecimalType::GetScale(t));
         case d::LogicalTypeId::BLOB:
             return "BLOB";
         case d::LogicalTypeId::TIMESTAMP_TZ:
@@ -155,8 +164,9 @@ value cell_of(const d::Value& v) {
         }
         case d::LogicalTypeId::FLOAT:
         case d::LogicalTypeId::DOUBLE:
-        case d::LogicalTypeId::DECIMAL:
             return v.GetValue<double>();
+        case d::LogicalTypeId::DECIMAL:  // exact: its digits and scale, as numeric's text
+            return v.ToString();
         case d::LogicalTypeId::BLOB: {
             const auto& s = d::StringValue::Get(v);
             return bytes(reinterpret_cast<const uint8_t*>(s.data()),
@@ -184,6 +194,29 @@ d::Value param_of(const value& v) {
     if (const auto* b = std::get_if<bytes>(&v))
         return d::Value::BLOB(reinterpret_cast<d::const_data_ptr_t>(b->data()), b->size());
     return d::Value();
+}
+
+// current_setting('name') of a parameter the front end holds (duck/serving_session.h):
+// its value as text, as PostgreSQL answers; DuckDB's lookup knows none of them. The
+// column keeps PostgreSQL's name, current_setting.
+void answer_client_parameters(d::SQLStatement& s,
+                              const std::map<std::string, std::string>& params) {
+    if (params.empty()) return;
+    walk_statement(s, [&params](d::unique_ptr<d::ParsedExpression>& e) {
+        if (e->GetExpressionClass() != d::ExpressionClass::FUNCTION) return;
+        const auto& f = e->Cast<d::FunctionExpression>();
+        if (d::StringUtil::Lower(f.function_name) != "current_setting" ||
+            f.children.size() != 1 || !f.children[0] ||
+            f.children[0]->GetExpressionClass() != d::ExpressionClass::CONSTANT)
+            return;
+        const auto& name = f.children[0]->Cast<d::ConstantExpression>().value;
+        if (name.IsNull() || name.type().id() != d::LogicalTypeId::VARCHAR) return;
+        const auto it = params.find(d::StringUtil::Lower(name.GetValue<std::string>()));
+        if (it == params.end()) return;
+        auto answer = d::make_uniq<d::ConstantExpression>(d::Value(it->second));
+        answer->SetAlias(e->GetAlias().empty() ? std::string("current_setting") : e->GetAlias());
+        e = std::move(answer);
+    });
 }
 
 // The interface's messages are one line (sql/engine.h): DuckDB's lines joined, without
@@ -239,7 +272,7 @@ class serving_statement final : public sql::statement {
   public:
     // `typed`: the result and parameter types when DuckDB left them open (duck/param_types.h).
     serving_statement(serving_session& s, std::string text, d::unique_ptr<d::PreparedStatement> p,
-                      std::optional<typed_parameters> typed)
+                      std::optional<typed_parameters> typed, const typmod_plan& typmods)
         : _s(s), _text(std::move(text)), _prep(std::move(p)) {
         _returns_rows = typed ? typed->returns_rows
                               : _prep->GetStatementProperties().return_type ==
@@ -248,7 +281,7 @@ class serving_statement final : public sql::statement {
             const auto& names = typed ? typed->names : _prep->GetNames();
             const auto& types = typed ? typed->types : _prep->GetTypes();
             for (size_t i = 0; i < names.size(); ++i)
-                _cols.push_back({names[i], decl_type_of(types[i])});
+                _cols.push_back({names[i], decl_type_of(types[i], typmods.keeps(i, names.size()))});
         }
         if (typed) _param_types = std::move(typed->params);
         _params.resize(_prep->named_param_map.size());
@@ -586,6 +619,7 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare_statement(
         auto& first = statements[0];
         const size_t end = std::min(text.size(), first->stmt_location + first->stmt_length);
         if (tail) *tail = sql.substr(end);
+        answer_client_parameters(*first, _client_params);
         if (first->type == d::StatementType::COPY_STATEMENT) {
             if (auto why = aim_copy(*first, _db.export_dir)) return *why;
         } else if (auto why =
@@ -602,6 +636,7 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare_statement(
         std::string own = text.substr(first->stmt_location, end - first->stmt_location);
         _bound_topics.clear();
         _account->clear_refusal();
+        const typmod_plan typmods(*first);
         const size_t n_params = first->named_param_map.size();
         auto spare = n_params > 0 ? first->Copy() : nullptr;
         d::unique_ptr<d::PreparedStatement> prep;
@@ -620,10 +655,17 @@ outcome<std::unique_ptr<sql::statement>> serving_session::prepare_statement(
                 fmt::format("too many columns in result set (at most {})", max_result_columns)};
         return std::unique_ptr<sql::statement>(
             std::make_unique<serving_statement>(*this, std::move(own), std::move(prep),
-                                                std::move(typed)));
+                                                std::move(typed), typmods));
     } catch (const std::exception& e) {
         return hinted(error_for(d::ErrorData(e)));
     }
+}
+
+bool serving_session::is_engine_setting(std::string_view name) const {
+    const std::string n(name);
+    if (d::DBConfig::GetOptionByName(n)) return true;
+    d::ExtensionOption ext;
+    return d::DBConfig::GetConfig(*_con->context).TryGetExtensionOption(n, ext);
 }
 
 std::optional<query_error> serving_session::check_topics(const std::vector<std::string>& topics) {

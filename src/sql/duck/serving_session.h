@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +52,10 @@ class serving_session final : public sql::session {
     void cancel() override { _run.cancel.store(true); }
     void set_interrupt_check(std::function<bool()> check) override { _check = std::move(check); }
     bool in_transaction() const override { return !_con->IsAutoCommit(); }
+    bool is_engine_setting(std::string_view name) const override;
+    void set_client_parameters(const std::map<std::string, std::string>& params) override {
+        _client_params = params;
+    }
     void set_principal(security::principal p) override;
     const security::principal& current_principal() const override { return _ctx.principal(); }
 
@@ -94,6 +99,7 @@ class serving_session final : public sql::session {
     std::function<bool()> _check;
     run_state _run;
     std::vector<std::string> _bound_topics;
+    std::map<std::string, std::string> _client_params;
 };
 
 // Interrupts the connections whose statement ran past its deadline or was canceled,

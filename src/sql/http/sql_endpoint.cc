@@ -57,6 +57,27 @@ bool decimal_real(std::string_view s) {
     return more && i == s.size();
 }
 
+// The engine gives a DECIMAL column as NUMERIC(p,s) (or NUMERIC) with its values' exact
+// text, for PostgreSQL's numeric; HTTP shows it as it always has (docs/sql-http.md):
+// REAL, each value a double.
+bool is_numeric(const column& c) {
+    return c.decl_type.starts_with("NUMERIC");
+}
+
+std::vector<column> http_columns(std::vector<column> cols) {
+    for (auto& c : cols)
+        if (is_numeric(c)) c.decl_type = "REAL";
+    return cols;
+}
+
+std::vector<value> http_row(const std::vector<column>& cols, const std::vector<value>& row) {
+    std::vector<value> out = row;
+    for (size_t i = 0; i < cols.size() && i < out.size(); ++i)
+        if (const auto* s = std::get_if<std::string>(&out[i]); s && is_numeric(cols[i]))
+            out[i] = std::strtod(s->c_str(), nullptr);
+    return out;
+}
+
 std::chrono::milliseconds ceil_ms(clock::duration d) {
     return std::chrono::ceil<std::chrono::milliseconds>(d);
 }
@@ -153,7 +174,9 @@ class sql_run {
             _writer->finish(summary());
             return deliver();
         }
-        _writer->begin_rows(st.columns());
+        const auto& cols = st.columns();
+        const bool numeric = std::any_of(cols.begin(), cols.end(), is_numeric);
+        _writer->begin_rows(numeric ? http_columns(cols) : cols);
         for (;;) {
             auto state = st.step();
             if (state == statement::step_state::done) {
@@ -161,7 +184,10 @@ class sql_run {
                 return deliver();
             }
             if (state == statement::step_state::failed) return fail(st.error());
-            _writer->row(st.row());
+            if (numeric)
+                _writer->row(http_row(cols, st.row()));
+            else
+                _writer->row(st.row());
             ++_rows;
             if (!maybe_flush()) return;  // the client is gone
         }

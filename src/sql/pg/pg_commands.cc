@@ -222,6 +222,18 @@ prepare_result prepare_show(command_context& ctx, std::string_view text) {
         name = *n;
     }
     auto shown = ctx.params.show(name);
+    if (!shown && ctx.params.is_engine_setting(name)) {
+        // As current_setting() reads it, which refuses the settings naming the server's
+        // paths. The name is one of the engine's: letters and underscores.
+        const std::string key = to_lower(name);
+        auto st = ctx.sess.prepare(
+            fmt::format("SELECT CAST(current_setting('{}') AS VARCHAR) AS \"{}\"", key, key));
+        if (!st) return to_pg_error(st.error());
+        prepared_query q;
+        q.stmt = std::move(*st);
+        q.info.tag = "SHOW";
+        return q;
+    }
     if (!shown)
         return pg_error{"42704", fmt::format("unrecognized configuration parameter \"{}\"", name)};
     return canned(text, "SHOW", {{shown->first, "TEXT"}}, [&ctx, name] {
@@ -259,6 +271,60 @@ bool only_words(std::string_view text, std::initializer_list<std::string_view> a
         if (std::none_of(allowed.begin(), allowed.end(),
                          [&](std::string_view w) { return t.is_word(w); }))
             return false;
+    }
+}
+
+// PostgreSQL's BEGIN [WORK | TRANSACTION] and START TRANSACTION, then transaction modes
+// separated by commas or blanks: ISOLATION LEVEL {SERIALIZABLE | REPEATABLE READ | READ
+// COMMITTED | READ UNCOMMITTED}, READ {ONLY | WRITE}, [NOT] DEFERRABLE. The syntax error
+// PostgreSQL gives at the first token that does not fit (SQLite's BEGIN DEFERRED,
+// IMMEDIATE and EXCLUSIVE), or nullopt.
+std::optional<pg_error> check_begin(std::string_view text) {
+    tokenizer tz(text);
+    auto misfit = [&text](const token& t) {
+        return syntax_error(t.k == token::kind::end ? std::string_view{}
+                                                    : text.substr(t.begin, t.end - t.begin));
+    };
+    // The next token, which must be one of `words`.
+    auto want = [&](std::initializer_list<std::string_view> words) -> std::optional<pg_error> {
+        token t = tz.next();
+        for (auto w : words)
+            if (t.is_word(w)) return std::nullopt;
+        return misfit(t);
+    };
+    auto isolation_level = [&]() -> std::optional<pg_error> {
+        if (auto err = want({"LEVEL"})) return err;
+        token level = tz.next();
+        if (level.is_word("READ")) return want({"COMMITTED", "UNCOMMITTED"});
+        if (level.is_word("REPEATABLE")) return want({"READ"});
+        if (level.is_word("SERIALIZABLE")) return std::nullopt;
+        return misfit(level);
+    };
+    if (tz.next().is_word("START")) {
+        if (auto err = want({"TRANSACTION"})) return err;
+    } else if (tz.peek().is_word("WORK") || tz.peek().is_word("TRANSACTION")) {
+        tz.next();
+    }
+    bool after_comma = false;
+    for (;;) {
+        token t = tz.next();
+        if (t.k == token::kind::end) {
+            if (after_comma) return misfit(t);
+            return std::nullopt;
+        }
+        std::optional<pg_error> err;
+        if (t.is_word("ISOLATION")) {
+            err = isolation_level();
+        } else if (t.is_word("READ")) {
+            err = want({"ONLY", "WRITE"});
+        } else if (t.is_word("NOT")) {
+            err = want({"DEFERRABLE"});
+        } else if (!t.is_word("DEFERRABLE")) {
+            err = misfit(t);
+        }
+        if (err) return err;
+        after_comma = tz.peek().is_punct(',');
+        if (after_comma) tz.next();
     }
 }
 
@@ -352,14 +418,15 @@ prepare_result prepare_query(command_context& ctx, std::string_view sql, std::st
     // it: DuckDB speaks PostgreSQL's dialect.
     query_info info = info_for(words, text);
     std::string_view rewritten;
-    if (first == "START" || (first == "BEGIN" && !only_words(text, {"DEFERRED", "IMMEDIATE",
-                                                                    "EXCLUSIVE", "TRANSACTION"})))
+    if (first == "START" || first == "BEGIN") {
+        if (auto err = check_begin(text)) return own(*err);
         rewritten = "BEGIN";
-    else if ((first == "COMMIT" || first == "END") && !only_words(text, {"TRANSACTION"}))
+    } else if ((first == "COMMIT" || first == "END") && !only_words(text, {"TRANSACTION"})) {
         rewritten = "COMMIT";
-    else if (info.tx == tx_effect::rollback &&
-             (first == "ABORT" || !only_words(text, {"TRANSACTION"})))
+    } else if (info.tx == tx_effect::rollback &&
+               (first == "ABORT" || !only_words(text, {"TRANSACTION"}))) {
         rewritten = "ROLLBACK";
+    }
     if (!rewritten.empty()) {
         set_tail();
         return engine_prepare(ctx, rewritten, nullptr, std::move(info));
@@ -435,6 +502,29 @@ namespace {
 constexpr std::string_view timeout_name = "statement_timeout";
 constexpr std::string_view max_rows_name = "sluice.max_rows";
 
+// The engine's settings are the broker's: DuckDB's configuration is locked
+// (lock_configuration), and several would widen what SQL reaches
+// (enable_external_access, allowed_directories). PostgreSQL's answer to a SET a role may
+// not make: 42501, naming the broker's flag where one sets it.
+pg_error broker_setting(const std::string& key) {
+    static const std::map<std::string_view, std::string_view> flags = {
+        {"memory_limit", "--sql-memory"},
+        {"max_memory", "--sql-memory"},
+        {"threads", "--sql-threads"},
+        {"worker_threads", "--sql-threads"},
+        {"max_temp_directory_size", "--sql-temp-bytes"},
+        {"temp_directory", "--data-dir"},
+        {"allowed_directories", "--sql-export-dir"},
+        {"allowed_paths", "--sql-export-dir"}};
+    const auto f = flags.find(key);
+    return {"42501",
+            fmt::format("permission denied to set parameter \"{}\": it is a setting of the "
+                        "broker's SQL engine, {}",
+                        key,
+                        f == flags.end() ? std::string("which SQL sessions cannot change")
+                                         : fmt::format("set by the broker's {}", f->second))};
+}
+
 bool is_utf8_name(std::string_view v) {
     std::string u = to_upper(v);
     std::erase_if(u, [](char c) { return c == '-' || c == '_' || c == ' ' || c == '\''; });
@@ -466,6 +556,20 @@ settings::settings(session& s, const pg_options& opts) : _session(s) {
         false);
     add("extra_float_digits", "1", "Floats are always sent in shortest exact form.", false, false);
     add("search_path", "\"$user\", public", "Schema search path (unused).", false, false);
+    publish();
+}
+
+void settings::publish() {
+    std::map<std::string, std::string> values;
+    for (auto& row : show_all()) values[to_lower(row[0])] = std::move(row[1]);
+    _session.set_client_parameters(values);
+}
+
+std::optional<std::pair<std::string, std::string>> settings::apply(
+    std::string_view name, const std::optional<std::string>& value) {
+    auto changed = change(name, value);
+    publish();
+    return changed;
 }
 
 std::vector<std::pair<std::string, std::string>> settings::reported() const {
@@ -494,7 +598,10 @@ std::optional<pg_error> settings::check(std::string_view name,
         return std::nullopt;
     }
     auto it = _params.find(key);
-    if (it == _params.end()) return std::nullopt;  // custom parameters are stored as given
+    if (it == _params.end()) {
+        if (is_engine_setting(key)) return broker_setting(key);
+        return std::nullopt;  // custom parameters are stored as given
+    }
     if (it->second.read_only)
         return pg_error{"55P02", fmt::format("parameter \"{}\" cannot be changed", name)};
     if (!value) return std::nullopt;
@@ -508,7 +615,7 @@ std::optional<pg_error> settings::check(std::string_view name,
     return std::nullopt;
 }
 
-std::optional<std::pair<std::string, std::string>> settings::apply(
+std::optional<std::pair<std::string, std::string>> settings::change(
     std::string_view name, const std::optional<std::string>& value) {
     std::string key = to_lower(name);
     if (key == timeout_name || key == max_rows_name) {
@@ -557,6 +664,15 @@ void settings::reset_all() {
             ++it;
         }
     }
+    publish();
+}
+
+bool settings::is_engine_setting(std::string_view name) const {
+    const std::string key = to_lower(name);
+    // Custom parameters are dotted (myapp.x); no engine setting is.
+    if (key == timeout_name || key.find('.') != std::string::npos || _params.count(key))
+        return false;
+    return _session.is_engine_setting(key);
 }
 
 std::string settings::timeout_text() const {

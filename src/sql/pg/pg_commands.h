@@ -44,7 +44,8 @@ struct prepared_query {
     query_info info;
 };
 
-// The session's run-time parameters as SET and SHOW see them. statement_timeout and
+// The session's run-time parameters as SET and SHOW see them; the engine's own settings
+// are the broker's and refused (docs/sql-pg.md). statement_timeout and
 // sluice.max_rows are the session's limits (session::set_limits); the rest are stored
 // and shown (application_name is reported back) but change nothing: the engine always
 // speaks UTF8, ISO dates and UTC.
@@ -65,6 +66,10 @@ class settings {
     void reset_all();
     // SHOW: the canonical name and value; nullopt for a parameter never heard of.
     std::optional<std::pair<std::string, std::string>> show(std::string_view name) const;
+    // Whether `name` is none of the session's parameters but one of the engine's settings
+    // (DuckDB's memory_limit, ...): a SET of it is refused (42501), SHOW reads it as
+    // current_setting() does.
+    bool is_engine_setting(std::string_view name) const;
     // SHOW ALL: name, setting, description.
     std::vector<std::vector<std::string>> show_all() const;
 
@@ -77,6 +82,12 @@ class settings {
         bool reported = false;  // sent as ParameterStatus
     };
     std::string timeout_text() const;
+    // apply() without publish().
+    std::optional<std::pair<std::string, std::string>> change(
+        std::string_view name, const std::optional<std::string>& value);
+    // Gives the session every parameter's value (session::set_client_parameters), so that
+    // current_setting() answers as SHOW does.
+    void publish();
 
     session& _session;
     std::map<std::string, param> _params;  // by lower-case name

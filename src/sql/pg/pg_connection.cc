@@ -574,10 +574,7 @@ bool pg_connection::run_simple(prepared_query& q) {
     if (s != statement::step_state::failed && !cols.empty()) {
         // The first row is stepped before RowDescription so expressions get types.
         auto oids = choose_oids(cols, s == statement::step_state::row ? &st.row() : nullptr);
-        std::vector<field_desc> fields;
-        for (size_t i = 0; i < cols.size(); ++i)
-            fields.push_back({cols[i].name, oids[i], type_size(oids[i]), 0});
-        put_row_description(_out, fields);
+        put_row_description(_out, fields_for(cols, oids, nullptr));
         while (s == statement::step_state::row) {
             pg_error err;
             if (!put_data_row(st.row(), oids, nullptr, err)) {
@@ -672,6 +669,22 @@ std::vector<uint32_t> pg_connection::choose_oids(const std::vector<column>& cols
         oids.push_back(o.value_or(oid::text));  // NULL only, or no rows: text
     }
     return oids;
+}
+
+std::vector<field_desc> pg_connection::fields_for(const std::vector<column>& cols,
+                                                  const std::vector<uint32_t>& oids,
+                                                  const std::vector<int16_t>* formats) {
+    std::vector<field_desc> fields;
+    fields.reserve(cols.size());
+    for (size_t i = 0; i < cols.size(); ++i) {
+        // A modifier only with the type it belongs to (a column typed by its values has none).
+        const auto& decl = cols[i].decl_type;
+        const int32_t typmod =
+            oids[i] == oid_for_decl_type(decl) ? type_modifier_for_decl(decl) : -1;
+        fields.push_back({cols[i].name, oids[i], type_size(oids[i]),
+                          formats ? (*formats)[i] : int16_t{0}, typmod});
+    }
+    return fields;
 }
 
 bool pg_connection::put_data_row(const std::vector<value>& row, const std::vector<uint32_t>& oids,

@@ -124,6 +124,11 @@ class pg_connection {
     // A column's type: its declared type, else the first row's value.
     std::vector<uint32_t> choose_oids(const std::vector<column>& cols,
                                       const std::vector<value>* first_row) const;
+    // RowDescription's fields for columns announced as `oids`, in `formats` (one per
+    // column; null: all text).
+    static std::vector<field_desc> fields_for(const std::vector<column>& cols,
+                                              const std::vector<uint32_t>& oids,
+                                              const std::vector<int16_t>* formats);
     // Appends a DataRow; false (nothing appended) when a value cannot be sent.
     bool put_data_row(const std::vector<value>& row, const std::vector<uint32_t>& oids,
                       const std::vector<int16_t>* formats, pg_error& err);

@@ -208,10 +208,7 @@ bool pg_connection::on_describe(std::string_view body) {
     // Nothing is stepped for a statement: expression columns are announced as text.
     const auto& cols = ps.stmt->columns();
     auto oids = choose_oids(cols, nullptr);
-    std::vector<field_desc> fields;
-    for (size_t i = 0; i < cols.size(); ++i)
-        fields.push_back({cols[i].name, oids[i], type_size(oids[i]), 0});
-    put_row_description(_out, fields);
+    put_row_description(_out, fields_for(cols, oids, nullptr));
     ps.described = std::move(oids);
     return true;
 }
@@ -242,10 +239,7 @@ void pg_connection::describe_portal(portal& p) {
     const auto& cols = p.stmt->columns();
     if (!p.oids)
         p.oids = choose_oids(cols, p.st == portal::state::has_row ? &p.stmt->row() : nullptr);
-    std::vector<field_desc> fields;
-    for (size_t i = 0; i < cols.size(); ++i)
-        fields.push_back({cols[i].name, (*p.oids)[i], type_size((*p.oids)[i]), p.formats[i]});
-    put_row_description(_out, fields);
+    put_row_description(_out, fields_for(cols, *p.oids, &p.formats));
 }
 
 bool pg_connection::on_execute(std::string_view body) {

@@ -274,7 +274,7 @@ void put_row_description(std::string& out, const std::vector<field_desc>& fields
         w.i16(0);  // column attribute number
         w.i32(static_cast<int32_t>(f.type_oid));
         w.i16(f.type_size);
-        w.i32(-1);  // type modifier: none
+        w.i32(f.type_modifier);
         w.i16(f.format);
     }
 }

@@ -137,6 +137,7 @@ struct field_desc {
     uint32_t type_oid = 0;
     int16_t type_size = -1;
     int16_t format = 0;
+    int32_t type_modifier = -1;  // numeric(p,s): ((p << 16) | s) + 4, as PostgreSQL's
 };
 
 // Severity, SQLSTATE and message of an ErrorResponse or NoticeResponse.

@@ -197,6 +197,19 @@ std::optional<uint32_t> oid_for_decl_type(std::string_view decl_type) {
     return static_cast<uint32_t>(o);
 }
 
+int32_t type_modifier_for_decl(std::string_view decl_type) {
+    if (oid_for_decl_type(decl_type) != oid::numeric) return -1;
+    // NUMERIC(p,s); NUMERIC without them has none.
+    const size_t open = decl_type.find('('), comma = decl_type.find(',');
+    if (open == std::string_view::npos || comma == std::string_view::npos) return -1;
+    int precision = 0, scale = 0;
+    const char* end = decl_type.data() + decl_type.size();
+    auto p = std::from_chars(decl_type.data() + open + 1, decl_type.data() + comma, precision);
+    auto q = std::from_chars(decl_type.data() + comma + 1, end, scale);
+    if (p.ec != std::errc{} || q.ec != std::errc{} || q.ptr == end || *q.ptr != ')') return -1;
+    return static_cast<int32_t>((precision << 16) | scale) + 4;
+}
+
 std::optional<uint32_t> oid_for_value(const value& v) {
     switch (v.index()) {
         case 1:
@@ -327,6 +340,48 @@ bool append_int2_array(std::string& out, std::string_view text) {
 
 }  // namespace
 
+bool append_numeric_binary(std::string& out, std::string_view text) {
+    const bool negative = !text.empty() && text.front() == '-';
+    if (negative) text.remove_prefix(1);
+    const size_t dot = text.find('.');
+    std::string_view whole = text.substr(0, dot);
+    std::string_view frac =
+        dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
+    auto all_digits = [](std::string_view s) {
+        return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (whole.empty() || !all_digits(whole) || !all_digits(frac) ||
+        (dot != std::string_view::npos && frac.empty()) || frac.size() > 0x3FFF)
+        return false;
+    // Base-10000 digits: the whole part padded on the left to groups of four, the
+    // fraction on the right. The weight is the first group's power of 10000.
+    std::string digits(3 - (whole.size() + 3) % 4, '0');
+    digits.append(whole);
+    const auto whole_groups = static_cast<int>(digits.size() / 4);
+    digits.append(frac);
+    digits.append(3 - (frac.size() + 3) % 4, '0');
+    std::vector<int16_t> groups;
+    for (size_t i = 0; i < digits.size(); i += 4)
+        groups.push_back(static_cast<int16_t>(std::stoi(digits.substr(i, 4))));
+    int weight = whole_groups - 1;
+    size_t first = 0;
+    while (first < groups.size() && groups[first] == 0) {
+        ++first;
+        --weight;
+    }
+    size_t last = groups.size();
+    while (last > first && groups[last - 1] == 0) --last;
+    const bool zero = first == last;
+    if (zero) weight = 0;  // PostgreSQL's zero: no digits, weight 0, positive
+    append_length(out, 8 + 2 * (last - first));
+    append_be(out, static_cast<int16_t>(last - first));
+    append_be(out, static_cast<int16_t>(weight));
+    append_be(out, static_cast<uint16_t>(negative && !zero ? 0x4000 : 0));
+    append_be(out, static_cast<int16_t>(frac.size()));
+    for (size_t i = first; i < last; ++i) append_be(out, groups[i]);
+    return true;
+}
+
 std::string bytea_hex(std::string_view raw) {
     std::string s;
     append_hex(s, raw);
@@ -411,6 +466,9 @@ bool append_cell(std::string& out, const value& v, uint32_t type_oid, int16_t fo
             if (s && append_int2_array(out, *s)) return true;
             break;
         }
+        case oid::numeric:
+            if (append_numeric_binary(out, natural_text(v))) return true;
+            break;
         default:
             // text, varchar and the rest: the binary format of text is its UTF-8 bytes.
             append_sized(out, text_for(v, type_oid));

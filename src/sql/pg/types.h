@@ -44,6 +44,10 @@ inline constexpr uint32_t jsonb = 3802;
 // bool); nullopt when the name says nothing (empty, NUMERIC, DATE, JSON, ...): the
 // column is then typed by its values.
 std::optional<uint32_t> oid_for_decl_type(std::string_view decl_type);
+// RowDescription's type modifier of a column the engine declared `decl_type`: numeric's
+// precision and scale as PostgreSQL packs them (((p << 16) | s) + 4) for NUMERIC(p,s);
+// -1 (none) for the others.
+int32_t type_modifier_for_decl(std::string_view decl_type);
 // The OID of a value's storage class; nullopt for NULL.
 std::optional<uint32_t> oid_for_value(const value& v);
 // The engine's name of a parameter type a client declared by OID; unspecified for 0 and
@@ -54,6 +58,9 @@ int16_t type_size(uint32_t type_oid);
 
 // PostgreSQL's text output of a float8 (shortest round-trip; NaN, Infinity).
 std::string format_float8(double d);
+// numeric's binary format from its text (`-12.50`): int16 digit count, weight, sign and
+// display scale, then the base-10000 digits. False when the text is not a plain decimal.
+bool append_numeric_binary(std::string& out, std::string_view text);
 // bytea's hex format: \x followed by two lower-case hex digits per byte.
 std::string bytea_hex(std::string_view raw);
 

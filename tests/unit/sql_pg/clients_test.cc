@@ -90,7 +90,7 @@ conn.close()
               "[20, 25, 17]\n"
               "7 seven 00ff memoryview\n"
               "8 it's None NoneType\n"
-              "(1.5, None, 'xy')\n"
+              "(Decimal('1.5'), None, 'xy')\n"  // 1.5 is a numeric, as in PostgreSQL
               "error 42P01 3\n"  // INERROR = 3
               "canceled 57014\n"
               "2 0\n");

@@ -138,8 +138,14 @@ TEST(pg_types, decl_types) {
     EXPECT_EQ(oid_for_decl_type("BLOB"), oid::bytea);
     EXPECT_EQ(oid_for_decl_type("BOOLEAN"), oid::boolean);
     EXPECT_FALSE(oid_for_decl_type(""));
-    EXPECT_FALSE(oid_for_decl_type("NUMERIC"));
+    EXPECT_EQ(oid_for_decl_type("NUMERIC"), oid::numeric);
+    EXPECT_EQ(oid_for_decl_type("NUMERIC(10,2)"), oid::numeric);
     EXPECT_FALSE(oid_for_decl_type("DATE"));
+    // numeric(10,2)'s modifier as PostgreSQL packs it; none without precision and scale.
+    EXPECT_EQ(type_modifier_for_decl("NUMERIC(10,2)"), (10 << 16 | 2) + 4);
+    EXPECT_EQ(type_modifier_for_decl("NUMERIC(38,0)"), (38 << 16) + 4);
+    EXPECT_EQ(type_modifier_for_decl("NUMERIC"), -1);
+    EXPECT_EQ(type_modifier_for_decl("INTEGER"), -1);
     EXPECT_EQ(oid_for_value(value(int64_t{1})), oid::int8);
     EXPECT_EQ(oid_for_value(value(1.5)), oid::float8);
     EXPECT_EQ(oid_for_value(value(std::string("x"))), oid::text);
@@ -277,6 +283,33 @@ TEST(pg_types, binary_params) {
     r = decode_param(std::string_view("\0\1\0\0", 4), oid::numeric, 1, 1);
     ASSERT_TRUE(r.error);
     EXPECT_EQ(r.error->sqlstate, "22P03");
+}
+
+// numeric in binary, as PostgreSQL's numeric_send writes it (the vectors the parameter
+// decoder reads above).
+TEST(pg_types, numeric_binary_as_postgres_sends_it) {
+    auto binary = [](std::string_view text) {
+        std::string out;
+        pg_error err;
+        EXPECT_TRUE(append_cell(out, value(std::string(text)), oid::numeric, 1, err)) << text;
+        return out;
+    };
+    using namespace std::string_view_literals;
+    // Length, then digit count, weight, sign, display scale, base-10000 digits.
+    EXPECT_EQ(binary("2.75"), "\0\0\0\x0c\0\2\0\0\0\0\0\2\0\2\x1d\x4c"sv);
+    EXPECT_EQ(binary("-12345.6"), "\0\0\0\x0e\0\3\0\1\x40\0\0\1\0\1\x09\x29\x17\x70"sv);
+    EXPECT_EQ(binary("100000"), "\0\0\0\x0a\0\1\0\1\0\0\0\0\0\x0a"sv);
+    EXPECT_EQ(binary("0.00"), "\0\0\0\x08\0\0\0\0\0\0\0\2"sv);
+    EXPECT_EQ(binary("-0.0500"), "\0\0\0\x0a\0\1\xff\xff\x40\0\0\4\x01\xf4"sv);
+    // Exact beyond a double: 18 digits before the point, 4 after.
+    EXPECT_EQ(binary("123456789012345678.9012"),
+              "\0\0\0\x14\0\6\0\4\0\0\0\4\0\x0c\x0d\x80\x1e\xd2\x04\xd2\x16\x2e\x23\x34"sv);
+    std::string out;
+    pg_error err;
+    EXPECT_FALSE(append_cell(out, value(std::string("abc")), oid::numeric, 1, err));
+    EXPECT_EQ(err.sqlstate, "22P03");
+    EXPECT_FALSE(append_cell(out, value(std::string("1.")), oid::numeric, 1, err));
+    EXPECT_TRUE(out.empty());
 }
 
 TEST(pg_lexer, statement_end_respects_quotes_and_comments) {

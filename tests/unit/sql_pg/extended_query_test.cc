@@ -162,10 +162,37 @@ TEST_F(extended_query, unnamed_statements_with_params) {
     ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
     EXPECT_EQ(PQftype(r.get(), 0), 20u);
     EXPECT_EQ(PQftype(r.get(), 1), 25u);
-    EXPECT_EQ(PQftype(r.get(), 2), 701u);
+    EXPECT_EQ(PQftype(r.get(), 2), 1700u);  // bigint * 0.5 is a numeric, as in PostgreSQL
+    EXPECT_EQ(PQfmod(r.get(), 2), -1);
     EXPECT_STREQ(PQgetvalue(r.get(), 0, 0), "42");
     EXPECT_STREQ(PQgetvalue(r.get(), 0, 1), "xy");
     EXPECT_STREQ(PQgetvalue(r.get(), 0, 2), "20.5");
+}
+
+// numeric results: exact text with the scale, PostgreSQL's binary format (what JDBC reads
+// after its prepareThreshold), and the modifier of a cast to numeric(p,s) only.
+TEST_F(extended_query, numeric_results_in_text_and_binary) {
+    auto c = connect();
+    const char* sql = "SELECT CAST(12.5 AS NUMERIC(10,2)), CAST(-0.05 AS DECIMAL(6,4)) * 1";
+    for (int format : {0, 1}) {
+        result_ptr r(PQexecParams(c.get(), sql, 0, nullptr, nullptr, nullptr, nullptr, format));
+        ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
+        EXPECT_EQ(PQftype(r.get(), 0), 1700u);
+        EXPECT_EQ(PQftype(r.get(), 1), 1700u);
+        EXPECT_EQ(PQfmod(r.get(), 0), (10 << 16 | 2) + 4);
+        EXPECT_EQ(PQfmod(r.get(), 1), -1);
+        const std::string a(PQgetvalue(r.get(), 0, 0), PQgetlength(r.get(), 0, 0));
+        const std::string b(PQgetvalue(r.get(), 0, 1), PQgetlength(r.get(), 0, 1));
+        if (format == 0) {
+            EXPECT_EQ(a, "12.50");
+            EXPECT_EQ(b, "-0.0500");
+        } else {
+            // Digit count, weight, sign, display scale, base-10000 digits: 12.50 is
+            // [12, 5000] with weight 0 and scale 2; -0.0500 is [500], weight -1, scale 4.
+            EXPECT_EQ(a, std::string("\0\2\0\0\0\0\0\2\0\x0c\x13\x88", 12));
+            EXPECT_EQ(b, std::string("\0\1\xff\xff\x40\0\0\4\x01\xf4", 10));
+        }
+    }
 }
 
 // Disabled: the engine binds parameters by position of first appearance (SQLite's
