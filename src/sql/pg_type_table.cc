@@ -65,6 +65,8 @@ int64_t pg_oid_for_decl(std::string_view decl) {
     if (u == "_INT2") return 1005;
     // numeric, with its precision and scale or without: NUMERIC(10,2), NUMERIC.
     if (u.starts_with("NUMERIC")) return 1700;
+    if (u == "INT2") return 21;
+    if (u == "INT4") return 23;
     if (has("INT")) return 20;
     if (has("CHAR") || has("CLOB") || has("TEXT")) return 25;
     if (has("BLOB") || u == "BYTEA") return 17;

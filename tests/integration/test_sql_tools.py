@@ -138,6 +138,23 @@ def test_duckdb_reads_numeric_columns_exactly(env):
     assert got[1] == [["25.00"]]
 
 
+def test_duckdb_reads_integer_columns_of_every_width(env):
+    """DuckDB's scanner types a table's columns from the catalog (pg_attribute: INTEGER is
+    int4) and reads them by binary COPY: the widths the listener sends must be the
+    catalog's (until 2026-12-07 an INTEGER went out as int8 and (1, 2) came back as
+    (0, 34359738368))."""
+    S.http_rows(env.broker.http, "CREATE TABLE tools_ints (s SMALLINT, i INTEGER, b BIGINT)")
+    S.http_rows(env.broker.http, "INSERT INTO tools_ints VALUES (1, 2, 3), (-32768, -2147483648, "
+                                 "-9223372036854775808), (NULL, 2147483647, 9223372036854775807)")
+    got = venv_run({"tool": "duckdb", "pg": env.broker.pg, "queries": [
+        "SELECT s, i, b FROM sluice.main.tools_ints ORDER BY i",
+        "SELECT typeof(i), i + 1 FROM postgres_query('sluice', 'SELECT i FROM tools_ints WHERE b = 3')",
+    ]})["results"]
+    assert got[0] == [[-32768, -2147483648, -9223372036854775808], [1, 2, 3],
+                      [None, 2147483647, 9223372036854775807]]
+    assert got[1] == [["INTEGER", 3]]
+
+
 def test_jdbc_prepared_statements_and_every_type(env):
     url = "jdbc:postgresql://%s/sluice?user=jdbc&sslmode=disable" % env.broker.pg
     proc = J.run_java("dev.sluice.jvmtests.sqldialect.JdbcTypes", url, env.table, timeout=180)

@@ -81,12 +81,18 @@ std::string decl_type_of(const d::LogicalType& t, bool typmod) {
     switch (t.id()) {
         case d::LogicalTypeId::BOOLEAN:
             return "BOOLEAN";
+        // The width PostgreSQL's catalog gives the column (pg_attribute: DuckDB's
+        // INTEGER is int4), so that a client typing a scan from the catalog (DuckDB's
+        // postgres extension) reads the values it is sent: INT2 and INT4; wider ones and
+        // the unsigned that do not fit are INTEGER (int8).
         case d::LogicalTypeId::TINYINT:
         case d::LogicalTypeId::SMALLINT:
-        case d::LogicalTypeId::INTEGER:
-        case d::LogicalTypeId::BIGINT:
         case d::LogicalTypeId::UTINYINT:
+            return "INT2";
+        case d::LogicalTypeId::INTEGER:
         case d::LogicalTypeId::USMALLINT:
+            return "INT4";
+        case d::LogicalTypeId::BIGINT:
         case d::LogicalTypeId::UINTEGER:
         case d::LogicalTypeId::UBIGINT:
         case d::LogicalTypeId::HUGEINT:

@@ -64,9 +64,13 @@ bool is_numeric(const column& c) {
     return c.decl_type.starts_with("NUMERIC");
 }
 
+// INT2 and INT4 (PostgreSQL's widths of DuckDB's SMALLINT and INTEGER) are HTTP's
+// INTEGER, as every integer column is there.
 std::vector<column> http_columns(std::vector<column> cols) {
-    for (auto& c : cols)
+    for (auto& c : cols) {
         if (is_numeric(c)) c.decl_type = "REAL";
+        if (c.decl_type == "INT2" || c.decl_type == "INT4") c.decl_type = "INTEGER";
+    }
     return cols;
 }
 
@@ -176,7 +180,7 @@ class sql_run {
         }
         const auto& cols = st.columns();
         const bool numeric = std::any_of(cols.begin(), cols.end(), is_numeric);
-        _writer->begin_rows(numeric ? http_columns(cols) : cols);
+        _writer->begin_rows(http_columns(cols));
         for (;;) {
             auto state = st.step();
             if (state == statement::step_state::done) {

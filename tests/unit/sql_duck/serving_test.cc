@@ -112,7 +112,7 @@ TEST_F(serving_fixture, topics_read_as_kafka_topics_with_the_sqlite_engines_colu
                     {"1", "0", "2222", "1000", "b:k2", R"(b:{"op":"u","id":2})", "[]"}}));
     ASSERT_EQ(cols.size(), 7u);
     EXPECT_EQ(cols[0].name, "partition");
-    EXPECT_EQ(cols[0].decl_type, "INTEGER");
+    EXPECT_EQ(cols[0].decl_type, "INT4");  // DuckDB's INTEGER: PostgreSQL's int4
     EXPECT_EQ(cols[5].decl_type, "BLOB");
     EXPECT_EQ(cols[6].decl_type, "TEXT");
     // PostgreSQL's spellings, natively; a sum is an integer; a boolean is one.

@@ -87,7 +87,7 @@ conn.close()
     EXPECT_EQ(rc, 0) << out;
     EXPECT_EQ(out,
               "2 2\n"  // two rows inserted, inside psycopg2's implicit BEGIN (INTRANS = 2)
-              "[20, 25, 17]\n"
+              "[23, 25, 17]\n"  // id INTEGER: int4, as PostgreSQL's catalog says
               "7 seven 00ff memoryview\n"
               "8 it's None NoneType\n"
               "(Decimal('1.5'), None, 'xy')\n"  // 1.5 is a numeric, as in PostgreSQL

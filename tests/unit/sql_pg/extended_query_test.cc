@@ -30,6 +30,11 @@ std::string f64(double d) {
     std::memcpy(&u, &d, 8);
     return be64(static_cast<int64_t>(u));
 }
+int32_t read_be32(const char* p) {
+    uint32_t u;
+    std::memcpy(&u, p, 4);
+    return static_cast<int32_t>(be32toh(u));
+}
 int64_t read_be64(const char* p) {
     uint64_t u;
     std::memcpy(&u, p, 8);
@@ -58,7 +63,7 @@ TEST_F(extended_query, prepared_statement_with_text_parameters) {
     EXPECT_EQ(PQnparams(d.get()), 1);
     EXPECT_EQ(PQparamtype(d.get(), 0), 25u);  // unspecified parameters are text
     ASSERT_EQ(PQnfields(d.get()), 3);
-    EXPECT_EQ(PQftype(d.get(), 0), 20u);
+    EXPECT_EQ(PQftype(d.get(), 0), 23u);  // id INTEGER: int4
     EXPECT_EQ(PQftype(d.get(), 1), 25u);
     EXPECT_EQ(PQftype(d.get(), 2), 17u);
     const char* two[] = {"2"};
@@ -138,9 +143,9 @@ TEST_F(extended_query, binary_results) {
     while (PGresult* extra = PQgetResult(c.get())) PQclear(extra);
     ASSERT_EQ(PQntuples(r.get()), 1);
     for (int i = 0; i < 6; ++i) EXPECT_EQ(PQfformat(r.get(), i), 1);
-    EXPECT_EQ(PQftype(r.get(), 0), 20u);
-    ASSERT_EQ(PQgetlength(r.get(), 0, 0), 8);
-    EXPECT_EQ(read_be64(PQgetvalue(r.get(), 0, 0)), -2);
+    EXPECT_EQ(PQftype(r.get(), 0), 23u);  // INTEGER: int4, four bytes
+    ASSERT_EQ(PQgetlength(r.get(), 0, 0), 4);
+    EXPECT_EQ(read_be32(PQgetvalue(r.get(), 0, 0)), -2);
     ASSERT_EQ(PQgetlength(r.get(), 0, 1), 8);
     int64_t bits = read_be64(PQgetvalue(r.get(), 0, 1));
     double d;
@@ -150,8 +155,8 @@ TEST_F(extended_query, binary_results) {
     EXPECT_EQ(std::string(PQgetvalue(r.get(), 0, 3), PQgetlength(r.get(), 0, 3)), "\x0a\x0b");
     ASSERT_EQ(PQgetlength(r.get(), 0, 4), 1);
     EXPECT_EQ(PQgetvalue(r.get(), 0, 4)[0], 1);
-    EXPECT_EQ(PQftype(r.get(), 5), 20u);  // an expression typed by its first row
-    EXPECT_EQ(read_be64(PQgetvalue(r.get(), 0, 5)), -1);
+    EXPECT_EQ(PQftype(r.get(), 5), 23u);  // INTEGER + 1 is an INTEGER
+    EXPECT_EQ(read_be32(PQgetvalue(r.get(), 0, 5)), -1);
 }
 
 TEST_F(extended_query, unnamed_statements_with_params) {

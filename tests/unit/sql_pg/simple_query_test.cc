@@ -68,7 +68,7 @@ TEST_F(simple_query, expression_types_are_the_engines) {
     EXPECT_EQ(PQftype(r.get(), 1), 701u);  // float8
     EXPECT_EQ(PQftype(r.get(), 2), 25u);   // text
     EXPECT_EQ(PQftype(r.get(), 3), 17u);   // bytea
-    EXPECT_EQ(PQftype(r.get(), 4), 20u);   // a bare NULL: DuckDB types it INTEGER
+    EXPECT_EQ(PQftype(r.get(), 4), 23u);   // a bare NULL: DuckDB types it INTEGER (int4)
     EXPECT_EQ(PQfsize(r.get(), 0), 8);
     EXPECT_EQ(PQfsize(r.get(), 2), -1);
     EXPECT_STREQ(PQgetvalue(r.get(), 0, 0), "42");
@@ -89,7 +89,7 @@ TEST_F(simple_query, declared_types_decide_and_values_follow_them) {
     ASSERT_EQ(rs.size(), 4u);
     PGresult* r = rs[3].get();
     ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQresultErrorMessage(r);
-    EXPECT_EQ(PQftype(r, 0), 20u);
+    EXPECT_EQ(PQftype(r, 0), 23u);  // INTEGER is int4, as in PostgreSQL's catalog
     EXPECT_EQ(PQftype(r, 1), 701u);
     EXPECT_EQ(PQftype(r, 2), 25u);
     EXPECT_EQ(PQftype(r, 3), 17u);
