@@ -361,8 +361,9 @@ class duck_target final : public target_store {
     result<int64_t> delete_rows(int32_t partition, offset_t from) {
         int64_t n = 0;
         auto r = guarded("deleting rows", [&]() -> result<void> {
-            for (const auto& t : {table_ref(), delta_ref()}) {
-                if (t == delta_ref() && !_has_delta) break;
+            std::vector<std::string> from_tables{table_ref()};
+            if (_has_delta) from_tables.push_back(delta_ref());
+            for (const auto& t : from_tables) {
                 auto q = _con.Query(fmt::format(
                     "DELETE FROM {} WHERE _partition = {} AND _offset >= {}", t, partition, from));
                 check(*q);
